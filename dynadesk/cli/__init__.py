@@ -1,0 +1,89 @@
+"""The ``dynadesk`` command line: a thin layer over the library.
+
+Command groups live in their own modules and are imported only when used, so
+``dynadesk tasks list`` never pays for torch or docker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from dynadesk import __version__
+from dynadesk.errors import DynaDeskError
+
+# command name -> "module:attribute"
+COMMANDS = {
+    "tasks": "dynadesk.cli.tasks_cmd:tasks",
+    "data": "dynadesk.cli.data_cmd:data",
+    "models": "dynadesk.cli.models_cmd:models",
+    "dynascore": "dynadesk.cli.scoring_cmd:dynascore",
+    "leaderboard": "dynadesk.cli.scoring_cmd:leaderboard",
+    "perturb": "dynadesk.cli.scoring_cmd:perturb",
+    "eval": "dynadesk.cli.eval_cmd:eval_cmd",
+    "runs": "dynadesk.cli.eval_cmd:runs",
+    "image": "dynadesk.cli.image_cmd:image",
+    "annotators": "dynadesk.cli.annotate_cmd:annotators",
+    "annotate": "dynadesk.cli.annotate_cmd:annotate",
+    "rounds": "dynadesk.cli.annotate_cmd:rounds",
+    "keys": "dynadesk.cli.bundle_cmd:keys",
+    "bundle": "dynadesk.cli.bundle_cmd:bundle",
+    "sync": "dynadesk.cli.bundle_cmd:sync",
+    "audit": "dynadesk.cli.audit_cmd:audit",
+    "gui": "dynadesk.cli.gui_cmd:gui",
+    "demo": "dynadesk.cli.demo_cmd:demo",
+}
+
+
+def _available() -> dict[str, str]:
+    out = {}
+    for name, target in COMMANDS.items():
+        module = target.split(":")[0]
+        if importlib.util.find_spec(module) is not None:
+            out[name] = target
+    return out
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(_available())
+
+    def get_command(self, ctx, name):
+        target = _available().get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup)
+@click.option("--home", envvar="DYNADESK_HOME", type=click.Path(file_okay=False),
+              help="Workspace folder (default ~/.local/share/dynadesk, or $DYNADESK_HOME).")
+@click.version_option(__version__, prog_name="dynadesk")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """DynaDesk: adversarial annotation, sandboxed evaluation and Dynascore leaderboards, offline."""
+    from dynadesk.cli.common import AppContext
+
+    ctx.obj = AppContext(home)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="dynadesk", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except DynaDeskError as exc:
+        click.secho(f"Error: {exc}", fg="red", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)

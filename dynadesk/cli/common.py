@@ -1,0 +1,50 @@
+"""Shared CLI plumbing: the lazily opened workspace, JSON output, progress."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from dynadesk.workspace import Workspace, resolve_home
+
+
+class AppContext:
+    def __init__(self, home: str | None):
+        self.workspace = Workspace(resolve_home(home))
+        self._store = None
+
+    @property
+    def store(self):
+        if self._store is None:
+            self._store = self.workspace.open_store()
+        return self._store
+
+
+pass_app = click.make_pass_decorator(AppContext)
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def echo_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """A plain aligned text table."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for j, r in enumerate(cells):
+        click.echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) if _numeric(c) else c.ljust(w)
+                             for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+        if j == 0:
+            click.echo("  ".join("-" * w for w in widths))
+
+
+def _numeric(s: str) -> bool:
+    try:
+        float(s.rstrip("%"))
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,84 @@
+"""All SQL of the workspace database lives in this package (sqlite-utils).
+
+:class:`Store` opens one SQLite file with WAL and foreign keys on, applies every
+migration set in a fixed order, and exposes one repository per area
+(``store.datasets``, ``store.models``, ...). Each area module holds its own
+``Migrations`` set and the only SQL that touches its tables. Multi-step writes
+go through :meth:`Store.atomic`, a single transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlite_utils import Database
+
+from dynadesk.errors import StoreError
+from dynadesk.store import core as _core
+from dynadesk.store import datasets as _datasets
+from dynadesk.store.datasets import DatasetRepo
+
+# Order matters: later sets may reference tables of earlier ones.
+MIGRATION_SETS = [_core.migrations, _datasets.migrations]
+
+
+def _area_modules():
+    """Area modules that other issues add register here (import kept lazy)."""
+    import importlib
+
+    names = ["models", "evaluations", "annotation", "bundles"]
+    mods = []
+    for name in names:
+        try:
+            mods.append(importlib.import_module(f"dynadesk.store.{name}"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"dynadesk.store.{name}":
+                raise
+    return mods
+
+
+class Store:
+    def __init__(self, db: Database, path: Path | None):
+        self.db = db
+        self.path = path
+        self.datasets = DatasetRepo(self)
+        for mod in _area_modules():
+            mod.attach(self)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "Store":
+        path = Path(path)
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+            db = Database(conn)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=30000")
+            sets = list(MIGRATION_SETS) + [m.migrations for m in _area_modules()]
+            for mset in sets:
+                mset.apply(db)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open workspace database {path}: {exc}") from exc
+        return cls(db, path)
+
+    @contextmanager
+    def atomic(self) -> Iterator[Database]:
+        """One transaction for a multi-step write; rolled back on any error."""
+        with self.db.atomic():
+            yield self.db
+
+    def integrity_check(self) -> str:
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def get_meta(self, key: str) -> str | None:
+        return _core.get_meta(self.db, key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        _core.set_meta(self.db, key, value)
+
+    def close(self) -> None:
+        self.db.close()

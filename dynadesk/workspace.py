@@ -1,0 +1,84 @@
+"""The workspace folder: one SQLite database plus files (data cache, models, runs, keys).
+
+Resolution order: an explicit path (``--home``), then ``DYNADESK_HOME``, then
+``~/.local/share/dynadesk``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dynadesk.errors import StoreError
+
+DEFAULT_HOME = Path("~/.local/share/dynadesk")
+
+
+def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("DYNADESK_HOME")
+    if env:
+        return Path(env).expanduser().resolve()
+    return DEFAULT_HOME.expanduser().resolve()
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Paths inside one workspace; :meth:`open` creates them and opens the store."""
+
+    home: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "dynadesk.db"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Downloaded archives (the pinned data recipe's input)."""
+        return self.home / "cache"
+
+    @property
+    def models_dir(self) -> Path:
+        """Models the workspace builds itself (the demo zoo)."""
+        return self.home / "models"
+
+    @property
+    def runs_dir(self) -> Path:
+        """One folder per evaluation run: spec, predictions, logs."""
+        return self.home / "runs"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.home / "keys"
+
+    @property
+    def bundles_dir(self) -> Path:
+        return self.home / "bundles"
+
+    @property
+    def images_dir(self) -> Path:
+        """Evaluator image build inputs and outputs (wheelhouse, rootfs tarballs)."""
+        return self.home / "images"
+
+    def ensure(self) -> "Workspace":
+        try:
+            for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.bundles_dir, self.images_dir):
+                p.mkdir(parents=True, exist_ok=True)
+            self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create workspace folder {self.home}: {exc}") from exc
+        return self
+
+    def open_store(self):
+        """Create the folders if needed and open the migrated database."""
+        from dynadesk.store import Store
+
+        self.ensure()
+        return Store.open(self.db_path)
+
+
+def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, "object"]:
+    ws = Workspace(resolve_home(home)).ensure()
+    return ws, ws.open_store()

@@ -1,0 +1,113 @@
+"""SQL for registered models."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlite_utils import Database, Migrations
+
+from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.store.datasets import now_iso
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
+migrations = Migrations("dynadesk.models")
+
+
+@migrations()
+def m001_models(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE models (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            task TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            path TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            manifest TEXT NOT NULL DEFAULT '{}',
+            has_pickle INTEGER NOT NULL DEFAULT 0,
+            info TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        )""")
+
+
+@dataclass
+class ModelRecord:
+    id: int
+    name: str
+    task: str
+    kind: str
+    path: str
+    digest: str
+    manifest: dict[str, Any] = field(default_factory=dict)
+    has_pickle: bool = False
+    info: dict[str, Any] = field(default_factory=dict)  # e.g. dev scores from the zoo build
+    created_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _record(row: dict[str, Any]) -> ModelRecord:
+    return ModelRecord(id=row["id"], name=row["name"], task=row["task"], kind=row["kind"], path=row["path"],
+                       digest=row["digest"], manifest=json.loads(row["manifest"]), has_pickle=bool(row["has_pickle"]),
+                       info=json.loads(row["info"]), created_at=row["created_at"])
+
+
+class ModelRepo:
+    def __init__(self, store: "Store"):
+        self._store = store
+
+    @property
+    def db(self) -> Database:
+        return self._store.db
+
+    def add(self, name: str, task: str, kind: str, path: str, digest: str, manifest: dict[str, Any],
+            has_pickle: bool = False, info: dict[str, Any] | None = None, replace: bool = False) -> ModelRecord:
+        with self._store.atomic() as db:
+            row = db.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
+            if row and not replace:
+                raise AlreadyExistsError(f"a model named '{name}' is already registered (use --name or --replace)")
+            if row:
+                db.execute("UPDATE models SET task=?, kind=?, path=?, digest=?, manifest=?, has_pickle=?, info=?"
+                           " WHERE id=?", [task, kind, path, digest, json.dumps(manifest), int(has_pickle),
+                                           json.dumps(info or {}), row[0]])
+            else:
+                db.execute("INSERT INTO models(name, task, kind, path, digest, manifest, has_pickle, info, created_at)"
+                           " VALUES (?,?,?,?,?,?,?,?,?)", [name, task, kind, path, digest, json.dumps(manifest),
+                                                           int(has_pickle), json.dumps(info or {}), now_iso()])
+        return self.get(name)
+
+    def set_info(self, name: str, info: dict[str, Any]) -> None:
+        self.db.execute("UPDATE models SET info = ? WHERE name = ?", [json.dumps(info), name])
+
+    def get(self, name: str) -> ModelRecord:
+        rows = list(self.db.query("SELECT * FROM models WHERE name = ?", [name]))
+        if not rows:
+            raise NotFoundError(f"no model named '{name}' (see 'dynadesk models list')")
+        return _record(rows[0])
+
+    def get_by_id(self, model_id: int) -> ModelRecord:
+        rows = list(self.db.query("SELECT * FROM models WHERE id = ?", [model_id]))
+        if not rows:
+            raise NotFoundError(f"no model with id {model_id}")
+        return _record(rows[0])
+
+    def exists(self, name: str) -> bool:
+        return self.db.execute("SELECT 1 FROM models WHERE name = ?", [name]).fetchone() is not None
+
+    def list(self, task: str | None = None) -> list[ModelRecord]:
+        rows = self.db.query("SELECT * FROM models WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task])
+        return [_record(r) for r in rows]
+
+    def remove(self, name: str) -> None:
+        with self._store.atomic() as db:
+            model = self.get(name)
+            db.execute("DELETE FROM models WHERE id = ?", [model.id])
+
+
+def attach(store: "Store") -> None:
+    store.models = ModelRepo(store)

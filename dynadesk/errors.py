@@ -73,3 +73,70 @@ class BundleError(DynaDeskError):
 
 class SyncError(DynaDeskError):
     """Talking to the leaderboard server failed."""
+
+
+# --- bundles, signing and sync (issue 7) ---------------------------------------------------------
+
+class KeyFileError(BundleError):
+    """A signing key file is missing, unreadable, world-readable or needs another passphrase."""
+
+
+class BundleFormatError(BundleError):
+    """A bundle is not well-formed (bad JSON, missing/extra fields, wrong types, not canonical)."""
+
+
+class UnsupportedVersionError(BundleFormatError):
+    """A bundle declares a format version this program does not read."""
+
+
+class SignatureError(BundleError):
+    """A bundle's Ed25519 signature does not verify over its canonical bytes."""
+
+
+class FingerprintMismatch(BundleError):
+    """The public key carried in a bundle does not match the fingerprint it claims."""
+
+
+class DigestMismatch(BundleError):
+    """A file's digest (predictions, Merkle root) differs from the one recorded."""
+
+
+class UnknownKeyError(BundleError):
+    """A bundle is signed by a key the server has not registered."""
+
+
+class RevokedKeyError(UnknownKeyError):
+    """A bundle is signed by a key the server's administrator revoked."""
+
+
+class ReplayError(BundleError):
+    """A bundle with this id was already accepted."""
+
+
+class FutureTimestampError(BundleError):
+    """A bundle claims to have been created in the future."""
+
+
+class NotOnBoardError(BundleError):
+    """A bundle names a task or dataset (name/digest) the board does not accept."""
+
+
+class MerkleProofError(BundleError):
+    """A Merkle inclusion proof is malformed or does not lead to the stated root."""
+
+
+class LogIntegrityError(BundleError):
+    """The server's transparency log is broken: a hash link or the signed head does not match."""
+
+
+class ServerUnavailable(SyncError):
+    """The leaderboard server could not be reached (after retries); queued bundles stay queued."""
+
+
+class UploadRejected(SyncError):
+    """The server refused a bundle; ``code`` and ``status`` carry its reason."""
+
+    def __init__(self, message: str, code: str = "rejected", status: int = 400):
+        self.code = code
+        self.status = status
+        super().__init__(message)

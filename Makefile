@@ -1,0 +1,55 @@
+# DynaDesk — the two set-up commands are `make demo` and `make test`.
+# Both do all set-up themselves on a fresh Debian machine and are fast when it is done.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha256sum | cut -c1-16)
+PYTEST_ARGS ?=
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: venv system-deps docker demo test test-long bench gui dist screenshots clean
+
+$(STAMP): pyproject.toml setup.py
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing DynaDesk and its dependencies into $(VENV) (torch pinned to the CPU wheel) ..."
+	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v -i "warning" || true
+	@set -o pipefail; $(PY) -m pip install -q --disable-pip-version-check -e '.[gui,server,dev]' 2>&1 | { grep -v -i "warning: location" || true; }
+	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+venv: $(STAMP)
+
+system-deps:
+	@bash packaging/system_deps.sh
+
+docker: system-deps
+	@bash packaging/start_docker.sh || { [ "$$CI" = "true" ] && exit 1 || echo "(no Docker daemon: docker tests will be skipped locally, and fail in CI)"; }
+
+demo: venv
+	@-bash packaging/system_deps.sh >/dev/null 2>&1 || true
+	@-bash packaging/start_docker.sh 2>/dev/null || true
+	@$(VENV)/bin/dynadesk demo
+
+test: venv docker
+	@$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+test-long: venv docker
+	@$(VENV)/bin/pytest -q --long $(PYTEST_ARGS)
+
+bench: venv docker
+	@$(PY) bench/run_all.py
+
+gui: venv
+	@$(VENV)/bin/dynadesk gui
+
+screenshots: venv system-deps
+	@$(PY) packaging/screenshots.py
+
+dist: venv system-deps
+	@$(PY) packaging/build_dist.py
+
+clean:
+	rm -rf build dist .pytest_cache

@@ -1,0 +1,443 @@
+"""Model adapters: one small interface over every kind of local model.
+
+Runs both on the host (live prediction, the demo zoo) and inside the evaluation
+container, so it imports only stdlib, numpy, torch, transformers and
+safetensors -- never the DynaDesk core. Errors are :class:`AdapterError`; the
+core translates them into its own hierarchy where they enter.
+
+Contract: ``load_adapter(model_dir, manifest) -> Adapter`` and
+``Adapter.predict(batch)`` where ``batch`` is a list of ``{input field: text}``.
+Classification returns ``{"label", "probs": {label: p}}``; question answering
+returns ``{"answer", "start", "end", "score"}`` with ``context[start:end] ==
+answer`` (``end`` exclusive, character offsets into the context).
+
+Loading never touches the network (``local_files_only``), never runs remote
+code, refuses pickle weights unless ``allow_pickle=True`` (inside the sandbox
+only), pads per batch and predicts under ``torch.inference_mode()``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Protocol
+
+MANIFEST_NAME = "dynadesk-model.json"
+KINDS = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
+CLASSIFICATION_KINDS = ("hf-sequence-classification", "majority", "bag-of-words")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+SAFE_SUFFIXES = (".safetensors",)
+DEFAULT_MAX_LENGTH = 256
+DEFAULT_QA_MAX_LENGTH = 384
+DEFAULT_MAX_ANSWER_TOKENS = 30
+
+# Baseline file names.
+MAJORITY_FILE = "majority.json"
+BOW_WEIGHTS = "bow.safetensors"
+BOW_VOCAB = "bow-vocab.json"
+
+
+class AdapterError(Exception):
+    """A model folder or manifest cannot be loaded, or a batch is malformed."""
+
+
+class PickleWeightsError(AdapterError):
+    """The folder holds only pickle weights and ``allow_pickle`` is off."""
+
+
+class Adapter(Protocol):
+    kind: str
+    inputs: list[str]
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]: ...
+
+
+# ---------------------------------------------------------------- manifest
+
+def read_manifest(model_dir: Path) -> dict[str, Any]:
+    path = Path(model_dir) / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise AdapterError(f"{path}: manifest missing (register the folder with 'dynadesk models add')") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AdapterError(f"{path}: cannot read manifest: {exc}") from exc
+    check_manifest(manifest, str(path))
+    return manifest
+
+
+def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
+    """Raise :class:`AdapterError` listing what is wrong with a manifest."""
+    if not isinstance(manifest, dict):
+        raise AdapterError(f"{where}: a manifest must be a JSON object")
+    problems = []
+    kind = manifest.get("kind")
+    if kind not in KINDS:
+        problems.append(f"'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
+    if not isinstance(manifest.get("task"), str) or not manifest.get("task"):
+        problems.append("'task' must be a task name")
+    inputs = manifest.get("inputs")
+    if not isinstance(inputs, list) or not inputs or not all(isinstance(i, str) for i in inputs):
+        problems.append("'inputs' must be a non-empty list of input field names")
+    if kind in CLASSIFICATION_KINDS:
+        labels = manifest.get("labels")
+        if not isinstance(labels, list) or len(labels) < 2 or not all(isinstance(x, str) for x in labels):
+            problems.append("'labels' must list the task labels in model output order")
+        elif len(set(labels)) != len(labels):
+            problems.append("'labels' has duplicates")
+    if "label_map" in manifest and not (isinstance(manifest["label_map"], dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in manifest["label_map"].items())):
+        problems.append("'label_map' must map model labels to task labels (strings)")
+    max_length = manifest.get("max_length")
+    if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 8):
+        problems.append("'max_length' must be an integer >= 8")
+    if kind == "hf-question-answering" and isinstance(inputs, list):
+        for key, default in (("context_field", "context"), ("question_field", "question")):
+            if manifest.get(key, default) not in inputs:
+                problems.append(f"'{key}' ({manifest.get(key, default)!r}) is not one of 'inputs'")
+    if problems:
+        raise AdapterError(f"{where}: bad manifest: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------- weights
+
+def weight_files(model_dir: Path) -> tuple[list[Path], list[Path]]:
+    """(safetensors files, pickle files) anywhere in the folder."""
+    safe, pickles = [], []
+    for p in sorted(Path(model_dir).rglob("*")):
+        if not p.is_file():
+            continue
+        name = p.name.lower()
+        if name.endswith(SAFE_SUFFIXES):
+            safe.append(p)
+        elif name.endswith(PICKLE_SUFFIXES) and name != "training_args.bin":
+            pickles.append(p)
+    return safe, pickles
+
+
+def pickle_only(model_dir: Path) -> bool:
+    """True when the folder's weights exist only as pickles (which run code on load)."""
+    safe, pickles = weight_files(model_dir)
+    return bool(pickles) and not safe
+
+
+def _check_pickle(model_dir: Path, allow_pickle: bool) -> bool:
+    """Refuse pickle-only folders unless allowed; return whether pickles are used."""
+    if not pickle_only(model_dir):
+        return False
+    if not allow_pickle:
+        raise PickleWeightsError(
+            f"{model_dir}: weights are pickle files only (*.bin/*.pt/*.pkl); unpickling executes arbitrary code, "
+            "so they are not loaded here. Convert them to safetensors, or evaluate the model only inside the "
+            "evaluation container with the explicit pickle flag.")
+    return True
+
+
+# ---------------------------------------------------------------- helpers
+
+def _texts(batch: list[dict[str, str]], fields: list[str]) -> list[list[str]]:
+    """Column per field; every example must carry every field as a string."""
+    if not isinstance(batch, list):
+        raise AdapterError(f"a batch must be a list of examples, got {type(batch).__name__}")
+    cols: list[list[str]] = [[] for _ in fields]
+    for i, ex in enumerate(batch):
+        if not isinstance(ex, dict):
+            raise AdapterError(f"batch[{i}]: an example must be a mapping of input fields")
+        for j, f in enumerate(fields):
+            value = ex.get(f)
+            if not isinstance(value, str):
+                raise AdapterError(f"batch[{i}]: input field '{f}' is missing or not text")
+            cols[j].append(value)
+    return cols
+
+
+def _softmax_rows(logits) -> list[list[float]]:
+    import torch
+
+    return torch.softmax(logits.float(), dim=-1).tolist()
+
+
+def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: bool):
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    uses_pickle = _check_pickle(model_dir, allow_pickle)
+    auto_cls = getattr(transformers, auto_cls_name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True, trust_remote_code=False)
+        model = auto_cls.from_pretrained(
+            str(model_dir), local_files_only=True, trust_remote_code=False, use_safetensors=not uses_pickle,
+            dtype=torch.float32 if device == "cpu" else "auto")
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise AdapterError(f"{model_dir}: cannot load the transformers model: {exc}") from exc
+    model.to(device)
+    model.eval()
+    return tokenizer, model
+
+
+def _max_length(manifest: dict, tokenizer, default: int) -> int:
+    limit = manifest.get("max_length") or default
+    model_max = getattr(tokenizer, "model_max_length", None)
+    if isinstance(model_max, int) and 0 < model_max < limit:
+        limit = model_max
+    return int(limit)
+
+
+# ---------------------------------------------------------------- adapters
+
+class SequenceClassificationAdapter:
+    """A transformers ``AutoModelForSequenceClassification`` folder (one or two text inputs)."""
+
+    kind = "hf-sequence-classification"
+
+    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+        self.inputs = list(manifest["inputs"])
+        if len(self.inputs) > 2:
+            raise AdapterError(f"{model_dir}: a sequence classifier takes one or two inputs, manifest lists "
+                               f"{len(self.inputs)}")
+        self.labels = list(manifest["labels"])
+        self.device = device
+        self.tokenizer, self.model = _load_hf(model_dir, "AutoModelForSequenceClassification", device, allow_pickle)
+        n_out = int(self.model.config.num_labels)
+        if n_out != len(self.labels):
+            raise AdapterError(f"{model_dir}: the model has {n_out} outputs but the manifest lists "
+                               f"{len(self.labels)} labels ({', '.join(self.labels)})")
+        self.max_length = _max_length(manifest, self.tokenizer, DEFAULT_MAX_LENGTH)
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+        import torch
+
+        if not batch:
+            return []
+        cols = _texts(batch, self.inputs)
+        enc = self.tokenizer(*cols, padding="longest", truncation=True, max_length=self.max_length,
+                             return_tensors="pt")
+        feed = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
+        with torch.inference_mode():
+            logits = self.model(**feed).logits
+        out = []
+        for row in _softmax_rows(logits):
+            best = max(range(len(row)), key=lambda i: (row[i], -i))
+            out.append({"label": self.labels[best], "probs": dict(zip(self.labels, row))})
+        return out
+
+
+class QuestionAnsweringAdapter:
+    """A transformers ``AutoModelForQuestionAnswering`` folder: best span of the context.
+
+    Long contexts are split into overlapping windows; the best span over every
+    window wins. A span is valid when it lies in the context, ends at or after
+    its start and is at most ``max_answer_tokens`` tokens long. The score is
+    ``p(start) * p(end)`` with softmaxes over the window's context tokens.
+    """
+
+    kind = "hf-question-answering"
+
+    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+        self.inputs = list(manifest["inputs"])
+        self.context_field = manifest.get("context_field", "context")
+        self.question_field = manifest.get("question_field", "question")
+        self.device = device
+        self.tokenizer, self.model = _load_hf(model_dir, "AutoModelForQuestionAnswering", device, allow_pickle)
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise AdapterError(f"{model_dir}: question answering needs a fast tokenizer (tokenizer.json) "
+                               "for character offsets")
+        self.max_length = _max_length(manifest, self.tokenizer, DEFAULT_QA_MAX_LENGTH)
+        self.stride = max(0, min(128, self.max_length // 4))
+        self.max_answer_tokens = int(manifest.get("max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
+        self.pad_right = self.tokenizer.padding_side == "right"
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+        import numpy as np
+        import torch
+
+        if not batch:
+            return []
+        questions, contexts = _texts(batch, [self.question_field, self.context_field])
+        enc = self.tokenizer(
+            [q.lstrip() for q in questions], contexts, padding="longest", truncation="only_second",
+            max_length=self.max_length, stride=self.stride, return_overflowing_tokens=True,
+            return_offsets_mapping=True, return_tensors="pt")
+        windows_of = enc["overflow_to_sample_mapping"].tolist()
+        offsets = enc["offset_mapping"].tolist()
+        feed = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
+        with torch.inference_mode():
+            out = self.model(**feed)
+        starts = out.start_logits.float().cpu().numpy()
+        ends = out.end_logits.float().cpu().numpy()
+        best: list[dict[str, Any]] = [{"answer": "", "start": 0, "end": 0, "score": 0.0} for _ in batch]
+        band = None
+        for w, sample in enumerate(windows_of):
+            seq_ids = enc.sequence_ids(w)
+            ctx = np.array([s == 1 for s in seq_ids], dtype=bool)
+            if not ctx.any():
+                continue
+            s_logp = _log_softmax(starts[w][ctx])
+            e_logp = _log_softmax(ends[w][ctx])
+            n = int(ctx.sum())
+            if band is None or band.shape[0] < n:
+                size = max(n, self.max_length)
+                idx = np.arange(size)
+                band = (idx[None, :] >= idx[:, None]) & (idx[None, :] - idx[:, None] < self.max_answer_tokens)
+            scores = np.where(band[:n, :n], s_logp[:, None] + e_logp[None, :], -np.inf)
+            flat = int(np.argmax(scores))  # first maximum: deterministic tie-break
+            i, j = divmod(flat, n)
+            score = float(np.exp(scores[i, j]))
+            if score <= best[sample]["score"]:
+                continue
+            ctx_pos = np.flatnonzero(ctx)
+            start_char = int(offsets[w][ctx_pos[i]][0])
+            end_char = int(offsets[w][ctx_pos[j]][1])
+            text = contexts[sample]
+            best[sample] = {"answer": text[start_char:end_char], "start": start_char, "end": end_char,
+                            "score": score}
+        return best
+
+
+def _log_softmax(x):
+    import numpy as np
+
+    x = x.astype(np.float64)
+    m = x.max()
+    return x - m - np.log(np.exp(x - m).sum())
+
+
+class MajorityAdapter:
+    """Always the most frequent training label; probabilities are the training label frequencies."""
+
+    kind = "majority"
+
+    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+        self.inputs = list(manifest["inputs"])
+        self.labels = list(manifest["labels"])
+        path = Path(model_dir) / MAJORITY_FILE
+        try:
+            counts = json.loads(path.read_text(encoding="utf-8"))["counts"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise AdapterError(f"{path}: cannot read the majority baseline's label counts: {exc}") from exc
+        if not isinstance(counts, dict) or set(counts) - set(self.labels) or not all(
+                isinstance(v, int) and v >= 0 for v in counts.values()) or sum(counts.values()) == 0:
+            raise AdapterError(f"{path}: 'counts' must map task labels ({', '.join(self.labels)}) to counts")
+        total = sum(counts.values())
+        self.probs = {lab: counts.get(lab, 0) / total for lab in self.labels}
+        # Ties go to the label listed first: deterministic.
+        self.label = max(self.labels, key=lambda lab: (self.probs[lab], -self.labels.index(lab)))
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+        _texts(batch, self.inputs)
+        return [{"label": self.label, "probs": dict(self.probs)} for _ in batch]
+
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]", re.UNICODE)
+
+
+def bow_tokens(text: str, field_index: int = 0) -> list[str]:
+    """Deterministic bag-of-words features: lowercased words, punctuation/emoji marks and word bigrams.
+
+    Tokens of a second or later input field are prefixed with its index so
+    that the same word in a premise and a hypothesis stay distinct features.
+    """
+    words = _TOKEN_RE.findall(text.lower())
+    feats = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+    if field_index:
+        feats = [f"{field_index}:{t}" for t in feats]
+    return feats
+
+
+class BagOfWordsAdapter:
+    """A torch ``EmbeddingBag`` (mean) + linear layer over :func:`bow_tokens` features (safetensors + vocab)."""
+
+    kind = "bag-of-words"
+
+    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+        import torch
+        from safetensors import SafetensorsError
+        from safetensors.torch import load_file
+
+        self.inputs = list(manifest["inputs"])
+        self.labels = list(manifest["labels"])
+        self.device = device
+        model_dir = Path(model_dir)
+        try:
+            vocab = json.loads((model_dir / BOW_VOCAB).read_text(encoding="utf-8"))["tokens"]
+            tensors = load_file(str(model_dir / BOW_WEIGHTS))
+        except (OSError, ValueError, KeyError, TypeError, SafetensorsError) as exc:
+            raise AdapterError(f"{model_dir}: cannot read the bag-of-words model ({BOW_VOCAB}, {BOW_WEIGHTS}): "
+                               f"{exc}") from exc
+        self.vocab = {tok: i for i, tok in enumerate(vocab)}
+        try:
+            emb, weight, bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
+        except KeyError as exc:
+            raise AdapterError(f"{model_dir / BOW_WEIGHTS}: missing tensor {exc}") from exc
+        if emb.shape[0] != len(vocab) or weight.shape != (len(self.labels), emb.shape[1]):
+            raise AdapterError(f"{model_dir / BOW_WEIGHTS}: shapes {tuple(emb.shape)}/{tuple(weight.shape)} do not "
+                               f"fit {len(vocab)} vocabulary entries and {len(self.labels)} labels")
+        self.model = build_bow_module(len(vocab), emb.shape[1], len(self.labels))
+        self.model.load_state_dict(tensors)
+        self.model.to(device).eval()
+        self._torch = torch
+
+    def encode(self, batch: list[dict[str, str]]):
+        """(flat token ids, offsets) for EmbeddingBag; unknown features are dropped, empty bags are zero."""
+        torch = self._torch
+        cols = _texts(batch, self.inputs)
+        ids: list[int] = []
+        offsets: list[int] = []
+        for i in range(len(batch)):
+            offsets.append(len(ids))
+            for j, col in enumerate(cols):
+                ids.extend(self.vocab[t] for t in bow_tokens(col[i], j) if t in self.vocab)
+        return (torch.tensor(ids, dtype=torch.long, device=self.device),
+                torch.tensor(offsets, dtype=torch.long, device=self.device))
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+        if not batch:
+            return []
+        ids, offsets = self.encode(batch)
+        with self._torch.inference_mode():
+            logits = self.model(ids, offsets)
+        out = []
+        for row in _softmax_rows(logits):
+            best = max(range(len(row)), key=lambda i: (row[i], -i))
+            out.append({"label": self.labels[best], "probs": dict(zip(self.labels, row))})
+        return out
+
+
+def build_bow_module(vocab_size: int, dim: int, n_labels: int):
+    """The bag-of-words network; the trainer and the adapter share it."""
+    import torch
+    from torch import nn
+
+    class BagOfWords(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding = nn.EmbeddingBag(vocab_size, dim, mode="mean")
+            self.linear = nn.Linear(dim, n_labels)
+
+        def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+            return self.linear(self.embedding(ids, offsets))
+
+    return BagOfWords()
+
+
+_ADAPTERS = {
+    "hf-sequence-classification": SequenceClassificationAdapter,
+    "hf-question-answering": QuestionAnsweringAdapter,
+    "majority": MajorityAdapter,
+    "bag-of-words": BagOfWordsAdapter,
+}
+
+
+def load_adapter(model_dir: Path, manifest: dict | None = None, *, device: str = "cpu",
+                 allow_pickle: bool = False) -> Adapter:
+    """Load a model folder for prediction (manifest read from the folder when not given)."""
+    model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise AdapterError(f"{model_dir}: model folder not found")
+    if manifest is None:
+        manifest = read_manifest(model_dir)
+    else:
+        check_manifest(manifest, str(model_dir / MANIFEST_NAME))
+    return _ADAPTERS[manifest["kind"]](model_dir, manifest, device=device, allow_pickle=allow_pickle)

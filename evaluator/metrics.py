@@ -1,0 +1,267 @@
+"""Task metrics, per-tag breakdowns and the Dynaboard consistency score (0-100 scales).
+
+Pure Python (stdlib only): this module runs inside the evaluation container and
+on the host alike, so it must not import numpy, torch or ``dynadesk`` core.
+
+API (every score is on 0-100):
+
+- ``accuracy(preds, golds)``: a gold may be one label or a list of acceptable labels.
+- ``macro_f1(preds, golds, labels)``: unweighted mean of per-label F1 over the labels
+  that occur in the golds or the predictions (a label absent from both has no F1).
+- ``squad_f1(pred, golds)`` / ``exact_match(pred, golds)``: one QA answer against its gold
+  answers, SQuAD-normalised, maximised over golds (divide by 100 for the 0-1 fraction
+  that a fooled-rule threshold such as ``answer_f1_below: 0.4`` uses).
+- ``task_score(task_dict, predictions, examples)``: ``{"perf", <task metric>, <secondary...>}``.
+- ``tag_breakdown(task_dict, predictions, examples)``: the same per example tag, plus ``n``.
+- ``consistency_score(task_dict, original_preds, perturbed_preds_by_source)``: robustness /
+  fairness as in Dynaboard.
+
+Predictions are the adapter's dicts (``{"label": ...}`` or ``{"answer": ...}``) or bare
+strings; examples are dataset examples (``label`` or ``answers`` gold field). Bad input
+raises :class:`MetricError` (a ``ValueError``) naming the position that is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any, Iterable, Mapping, Sequence
+
+LABEL_METRICS = ("accuracy", "macro_f1")
+SPAN_METRICS = ("squad_f1", "exact_match")
+
+
+class MetricError(ValueError):
+    """Predictions and golds do not fit together (length, type, unknown metric)."""
+
+
+# --------------------------------------------------------------------------- labels
+
+def _gold_set(gold: Any, where: str) -> tuple[str, ...]:
+    if isinstance(gold, str):
+        return (gold,)
+    if isinstance(gold, (list, tuple)) and gold and all(isinstance(g, str) for g in gold):
+        return tuple(gold)
+    raise MetricError(f"{where}: gold must be a label or a non-empty list of labels, got {gold!r}")
+
+
+def _check_lengths(preds: Sequence, golds: Sequence) -> None:
+    if len(preds) != len(golds):
+        raise MetricError(f"{len(preds)} predictions for {len(golds)} examples")
+
+
+def accuracy(preds: Sequence[str], golds: Sequence[Any]) -> float:
+    """Percent of predictions that are one of their example's acceptable labels."""
+    _check_lengths(preds, golds)
+    if not preds:
+        return 0.0
+    hits = sum(1 for i, (p, g) in enumerate(zip(preds, golds)) if p in _gold_set(g, f"example {i}"))
+    return 100.0 * hits / len(preds)
+
+
+def macro_f1(preds: Sequence[str], golds: Sequence[Any], labels: Iterable[str] | None = None) -> float:
+    """Macro-averaged F1 (as sklearn's ``average="macro"`` with the labels seen).
+
+    A multi-gold example counts as the predicted label when that label is acceptable,
+    otherwise as its first listed label. ``labels`` restricts the average to the task's
+    labels; a label that neither golds nor predictions use is left out (its F1 is 0/0).
+    """
+    _check_lengths(preds, golds)
+    if not preds:
+        return 0.0
+    resolved = []
+    for i, (p, g) in enumerate(zip(preds, golds)):
+        options = _gold_set(g, f"example {i}")
+        resolved.append(p if p in options else options[0])
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
+    for p, g in zip(preds, resolved):
+        if p == g:
+            tp[p] += 1
+        else:
+            fp[p] += 1
+            fn[g] += 1
+    seen = set(preds) | set(resolved)
+    use = [lab for lab in labels if lab in seen] if labels is not None else sorted(seen)
+    if not use:
+        return 0.0
+    total = 0.0
+    for lab in use:
+        denom = 2 * tp[lab] + fp[lab] + fn[lab]
+        total += (2 * tp[lab] / denom) if denom else 0.0
+    return 100.0 * total / len(use)
+
+
+# --------------------------------------------------------------------------- spans
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCT = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1 normalisation: lower case, drop punctuation and articles, squeeze spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def token_f1(pred: str, gold: str) -> float:
+    """SQuAD token-overlap F1 of one answer against one gold, as a 0-1 fraction."""
+    p_tokens = normalize_answer(pred).split()
+    g_tokens = normalize_answer(gold).split()
+    if not p_tokens or not g_tokens:
+        # Both empty (e.g. the answer was only an article) count as a match.
+        return float(p_tokens == g_tokens)
+    common = Counter(p_tokens) & Counter(g_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(p_tokens)
+    recall = same / len(g_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _answers(golds: Any, where: str = "gold answers") -> tuple[str, ...]:
+    if isinstance(golds, str):
+        return (golds,)
+    if isinstance(golds, (list, tuple)) and golds and all(isinstance(g, str) for g in golds):
+        return tuple(golds)
+    raise MetricError(f"{where}: must be an answer or a non-empty list of answers, got {golds!r}")
+
+
+def squad_f1(pred: str, golds: Any) -> float:
+    """Token F1 (0-100) of one answer, maximised over the gold answers."""
+    return 100.0 * max(token_f1(pred, g) for g in _answers(golds))
+
+
+def exact_match(pred: str, golds: Any) -> float:
+    """100 if the normalised answer equals any normalised gold answer, else 0."""
+    norm = normalize_answer(pred)
+    return 100.0 if any(norm == normalize_answer(g) for g in _answers(golds)) else 0.0
+
+
+# --------------------------------------------------------------------------- task level
+
+def _task_metrics(task: Mapping[str, Any]) -> list[str]:
+    try:
+        primary = task["metric"]
+    except (KeyError, TypeError):
+        raise MetricError("task dict lacks 'metric'") from None
+    out = [primary]
+    out += [m for m in task.get("secondary_metrics") or () if m != primary]
+    allowed = SPAN_METRICS if task.get("output_kind") == "span" else LABEL_METRICS
+    for m in out:
+        if m not in allowed:
+            raise MetricError(f"metric '{m}' does not apply to a task with output kind "
+                              f"'{task.get('output_kind')}' (use {', '.join(allowed)})")
+    return out
+
+
+def prediction_value(task: Mapping[str, Any], pred: Any, where: str = "prediction") -> str:
+    """The label or answer string of one prediction (adapter dict or bare string)."""
+    key = "answer" if task.get("output_kind") == "span" else "label"
+    if isinstance(pred, str):
+        return pred
+    if isinstance(pred, Mapping) and isinstance(pred.get(key), str):
+        return pred[key]
+    raise MetricError(f"{where}: expected a string or a dict with a string '{key}', got {pred!r}")
+
+
+def _gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str) -> Any:
+    key = "answers" if task.get("output_kind") == "span" else "label"
+    if not isinstance(example, Mapping) or key not in example:
+        raise MetricError(f"{where}: example lacks its gold field '{key}'")
+    return example[key]
+
+
+def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], golds: Sequence[Any]) -> float:
+    """One named metric over aligned prediction strings and golds (0-100)."""
+    _check_lengths(preds, golds)
+    if metric == "accuracy":
+        return accuracy(preds, golds)
+    if metric == "macro_f1":
+        return macro_f1(preds, golds, task.get("labels") or None)
+    if metric in SPAN_METRICS:
+        if not preds:
+            return 0.0
+        fn = squad_f1 if metric == "squad_f1" else exact_match
+        return sum(fn(p, g) for p, g in zip(preds, golds)) / len(preds)
+    raise MetricError(f"unknown metric '{metric}' (known: {', '.join(LABEL_METRICS + SPAN_METRICS)})")
+
+
+def _aligned(task, predictions, examples) -> tuple[list[str], list[Any]]:
+    if len(predictions) != len(examples):
+        raise MetricError(f"{len(predictions)} predictions for {len(examples)} examples")
+    preds = [prediction_value(task, p, f"prediction {i}") for i, p in enumerate(predictions)]
+    golds = [_gold(task, ex, f"example {i}") for i, ex in enumerate(examples)]
+    return preds, golds
+
+
+def task_score(task: Mapping[str, Any], predictions: Sequence[Any], examples: Sequence[Mapping[str, Any]]
+               ) -> dict[str, float]:
+    """``{"perf": primary, primary: value, secondary: value, ...}`` for aligned lists."""
+    metrics = _task_metrics(task)
+    preds, golds = _aligned(task, predictions, examples)
+    out = {m: metric_value(task, m, preds, golds) for m in metrics}
+    return {"perf": out[metrics[0]], **out}
+
+
+def tag_breakdown(task: Mapping[str, Any], predictions: Sequence[Any], examples: Sequence[Mapping[str, Any]]
+                  ) -> dict[str, dict[str, float]]:
+    """Per tag: the task's metrics over the examples carrying it, and their count ``n``."""
+    metrics = _task_metrics(task)
+    preds, golds = _aligned(task, predictions, examples)
+    groups: dict[str, list[int]] = {}
+    for i, ex in enumerate(examples):
+        for tag in dict.fromkeys(ex.get("tags") or ()):
+            groups.setdefault(tag, []).append(i)
+    out = {}
+    for tag in sorted(groups):
+        idx = groups[tag]
+        sub_p, sub_g = [preds[i] for i in idx], [golds[i] for i in idx]
+        row = {m: metric_value(task, m, sub_p, sub_g) for m in metrics}
+        out[tag] = {"n": float(len(idx)), "perf": row[metrics[0]], **row}
+    return out
+
+
+def _instance_score(task: Mapping[str, Any], pred: str, reference: str) -> float:
+    """Agreement of one perturbed prediction with the original one (0-100).
+
+    Label tasks score 100 when the label is unchanged (macro-F1 over a group that
+    has a single reference label would punish one flip by half and is undefined for
+    unseen labels, so the instance-level form of the metric is used: agreement).
+    Span tasks use the task metric itself (SQuAD F1 or exact match) per answer.
+    """
+    if task.get("output_kind") == "span":
+        return (exact_match if task.get("metric") == "exact_match" else squad_f1)(pred, [reference])
+    return 100.0 if pred == reference else 0.0
+
+
+def consistency_score(task: Mapping[str, Any], original_preds: Mapping[str, Any],
+                      perturbed_preds_by_source: Mapping[str, Sequence[Any]]) -> float:
+    """Dynaboard robustness/fairness: how often predictions survive a perturbation (0-100).
+
+    ``original_preds`` maps source example id -> prediction on the original;
+    ``perturbed_preds_by_source`` maps source id -> predictions on its perturbed copies.
+    For each source with at least one perturbed prediction, the perturbed predictions are
+    scored against the model's own original prediction (not the gold label); the result
+    is the mean over those sources. With no perturbed prediction at all the score is
+    undefined and :class:`MetricError` is raised (report the metric as missing rather
+    than invent a value); a source id with no original prediction is an error too.
+    """
+    per_source = []
+    for source_id, preds in perturbed_preds_by_source.items():
+        if not preds:
+            continue
+        if source_id not in original_preds:
+            raise MetricError(f"perturbed predictions for source '{source_id}' but no prediction on the original")
+        ref = prediction_value(task, original_preds[source_id], f"original prediction for '{source_id}'")
+        scores = [_instance_score(task, prediction_value(task, p, f"perturbed prediction of '{source_id}'"), ref)
+                  for p in preds]
+        per_source.append(sum(scores) / len(scores))
+    if not per_source:
+        raise MetricError("no perturbed predictions: the consistency score is undefined")
+    return sum(per_source) / len(per_source)

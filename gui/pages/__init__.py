@@ -1,0 +1,1 @@
+"""One module per page of the main window; see :mod:`dynadesk.gui.main_window` for the list."""

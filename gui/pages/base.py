@@ -1,0 +1,103 @@
+"""Page base class and the shared bits every page uses: error banner, "not available" state."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from dynadesk.errors import DynaDeskError
+
+
+class Banner(QFrame):
+    """A coloured message strip: errors from the core are shown here in full, never swallowed."""
+
+    STYLES = {
+        "error": "background:#fdecea; color:#611a15; border:1px solid #f5c6cb;",
+        "ok": "background:#e8f5e9; color:#1b5e20; border:1px solid #a5d6a7;",
+        "info": "background:#e3f2fd; color:#0d47a1; border:1px solid #90caf9;",
+        "warn": "background:#fff8e1; color:#6d4c00; border:1px solid #ffe082;",
+    }
+
+    def __init__(self, parent: QWidget | None = None, closable: bool = True):
+        super().__init__(parent)
+        self.kind = ""
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 6, 8, 6)
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.label, 1)
+        self.close_button = QPushButton("✕")
+        self.close_button.setFlat(True)
+        self.close_button.setFixedWidth(28)
+        self.close_button.setToolTip("Dismiss")
+        self.close_button.clicked.connect(self.clear)
+        self.close_button.setVisible(closable)
+        lay.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_message(self, text: str, kind: str = "info") -> None:
+        self.kind = kind
+        self.setStyleSheet(f"Banner {{{self.STYLES.get(kind, '')} border-radius:4px;}}")
+        self.label.setStyleSheet(self.STYLES.get(kind, "").split("border")[0])
+        self.label.setText(text)
+        self.show()
+
+    def error(self, text: str) -> None:
+        self.show_message(text, "error")
+
+    def text(self) -> str:
+        return self.label.text() if self.isVisible() or not self.isHidden() else ""
+
+    def clear(self) -> None:
+        self.kind = ""
+        self.label.clear()
+        self.hide()
+
+
+class NotAvailable(QWidget):
+    """Shown instead of a page whose library capability has not landed: no fake data."""
+
+    def __init__(self, title: str, why: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        lay = QVBoxLayout(self)
+        lay.addStretch(1)
+        head = QLabel(f"<h2>{title}: not available yet</h2>")
+        head.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        body = QLabel(why)
+        body.setWordWrap(True)
+        body.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        body.setObjectName("notAvailableReason")
+        lay.addWidget(head)
+        lay.addWidget(body)
+        lay.addStretch(2)
+
+
+class Page(QWidget):
+    """A sidebar page: ``refresh()`` runs each time the page is shown; errors go to ``self.banner``."""
+
+    title = "Page"
+    statusMessage = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._outer = QVBoxLayout(self)
+        self._outer.setContentsMargins(12, 10, 12, 10)
+        header = QLabel(f"<h2 style='margin:0'>{self.title}</h2>")
+        self._outer.addWidget(header)
+        self.banner = Banner(self)
+        self._outer.addWidget(self.banner)
+
+    def body(self) -> QVBoxLayout:
+        return self._outer
+
+    def refresh(self) -> None:
+        """Reload what the page shows from its services."""
+
+    def guard(self, fn, *args, **kwargs):
+        """Call ``fn``; a :class:`DynaDeskError` is shown in the banner and ``None`` returned."""
+        try:
+            return fn(*args, **kwargs)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return None

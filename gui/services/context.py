@@ -1,0 +1,36 @@
+"""Builds the set of services the window and its pages share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynadesk.gui.services.data import DataService
+from dynadesk.gui.services.settings import AppSettings
+from dynadesk.gui.services.status import StatusService
+from dynadesk.gui.services.workspace import WorkspaceService
+
+
+@dataclass
+class Services:
+    ws: WorkspaceService
+    settings: AppSettings
+    data: DataService
+    status: StatusService
+    extra: dict[str, Any] = field(default_factory=dict)  # area services added as their library lands
+
+    def close(self) -> None:
+        self.status.stop()
+        for svc in self.extra.values():
+            closer = getattr(svc, "close", None)
+            if callable(closer):
+                closer()
+        self.ws.close()
+
+
+def build_services(home: str | Path | None = None, settings_path: str | Path | None = None) -> Services:
+    settings = AppSettings(settings_path)
+    home = home or settings.get("workspace") or None
+    ws = WorkspaceService(home)
+    return Services(ws=ws, settings=settings, data=DataService(ws), status=StatusService(ws))

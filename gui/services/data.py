@@ -1,0 +1,97 @@
+"""Tasks and datasets: listing, label distribution, import with a per-line report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+from dynadesk.data import SPLITS, import_dataset
+from dynadesk.datasets import DatasetSummary
+from dynadesk.errors import DynaDeskError, ValidationError
+from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.gui.workers import Worker, WorkContext, start
+from dynadesk.tasks import Task, load_tasks
+
+
+@dataclass
+class ImportOutcome:
+    """What the import dialog shows: the stored summary, or the message and each bad line."""
+
+    summary: DatasetSummary | None = None
+    message: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.summary is not None
+
+
+class DataService(QObject):
+    changed = Signal()
+    importFinished = Signal(object)  # ImportOutcome
+
+    splits = SPLITS
+
+    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
+        super().__init__(parent)
+        self._ws = ws
+        self._tasks: dict[str, Task] | None = None
+        self._worker: Worker | None = None
+        ws.opened.connect(lambda _h: self.changed.emit())
+
+    def tasks(self) -> dict[str, Task]:
+        if self._tasks is None:
+            self._tasks = load_tasks()
+        return self._tasks
+
+    def task(self, name: str) -> Task:
+        return self.tasks()[name]
+
+    def datasets(self, task: str | None = None, include_derived: bool = True) -> list[DatasetSummary]:
+        return self._ws.store.datasets.list(task, include_derived=include_derived)
+
+    def head(self, name: str, n: int = 20) -> list[dict]:
+        out = []
+        for i, ex in enumerate(self._ws.store.datasets.iter_examples(name)):
+            if i >= n:
+                break
+            out.append(ex)
+        return out
+
+    @property
+    def importing(self) -> bool:
+        return self._worker is not None
+
+    def import_file(self, task: str, path: str | Path, name: str | None = None, split: str = "test",
+                    replace: bool = False) -> Worker:
+        """Validate and store a file on a worker; ``importFinished`` reports the outcome."""
+        def job(ctx: WorkContext) -> ImportOutcome:
+            ctx.progress(0, 0, f"validating {Path(path).name}")
+            store = self._ws.open_store()
+            try:
+                return ImportOutcome(summary=import_dataset(store, task, path, name=name or None, split=split,
+                                                            replace=replace))
+            except ValidationError as exc:
+                head = str(exc).splitlines()[0] if str(exc) else "invalid file"
+                return ImportOutcome(message=head, problems=exc.problems)
+            except DynaDeskError as exc:
+                return ImportOutcome(message=str(exc))
+            finally:
+                store.close()
+
+        worker = Worker(job)
+        worker.signals.finished.connect(self._on_import_done)
+        worker.signals.failed.connect(lambda msg: self._on_import_done(ImportOutcome(message=msg)))
+        worker.signals.done.connect(self._clear_worker)
+        self._worker = worker
+        return start(worker)
+
+    def _clear_worker(self) -> None:
+        self._worker = None
+
+    def _on_import_done(self, outcome: ImportOutcome) -> None:
+        if outcome.ok:
+            self.changed.emit()
+        self.importFinished.emit(outcome)

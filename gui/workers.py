@@ -1,0 +1,115 @@
+"""Background work on the global ``QThreadPool`` with progress, log and cancel.
+
+A :class:`Worker` wraps a plain function ``fn(ctx, *args)``; ``ctx`` is a
+:class:`WorkContext` the function uses to report progress, append log lines and
+check for cancellation. Results and errors come back to the UI thread as
+signals (queued connections), so the window never blocks. A
+:class:`~dynadesk.errors.DynaDeskError` arrives as ``failed(message)`` — shown
+to the user, never swallowed; any other exception arrives with its traceback.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from dynadesk.errors import DynaDeskError
+
+
+class Cancelled(Exception):
+    """Raised inside a worker function by :meth:`WorkContext.check` once cancel was asked."""
+
+
+class WorkerSignals(QObject):
+    progress = Signal(int, int, str)  # done, total, message
+    log = Signal(str)
+    finished = Signal(object)  # the function's return value
+    failed = Signal(str)  # a message fit for the user
+    cancelled = Signal()
+    done = Signal()  # always last, whatever the outcome
+
+
+class WorkContext:
+    """Handed to the worker function: progress, log lines and the cancel flag."""
+
+    def __init__(self, signals: WorkerSignals, cancel_event: threading.Event):
+        self._signals = signals
+        self.cancel_event = cancel_event
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def check(self) -> None:
+        if self.cancel_event.is_set():
+            raise Cancelled()
+
+    def progress(self, done: int, total: int, message: str = "") -> None:
+        self._signals.progress.emit(int(done), int(total), message)
+
+    def log(self, line: str) -> None:
+        self._signals.log.emit(line)
+
+
+class Worker(QRunnable):
+    """Run ``fn(ctx, *args, **kwargs)`` on a pool thread; see the module docstring."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
+        super().__init__()
+        self.setAutoDelete(False)  # the owner keeps a reference until ``done``
+        self.signals = WorkerSignals()
+        self._cancel = threading.Event()
+        self._fn, self._args, self._kwargs = fn, args, kwargs
+        self.running = False
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def run(self) -> None:  # noqa: D401 - Qt API
+        self.running = True
+        ctx = WorkContext(self.signals, self._cancel)
+        try:
+            result = self._fn(ctx, *self._args, **self._kwargs)
+        except Cancelled:
+            self.signals.cancelled.emit()
+        except DynaDeskError as exc:
+            self.signals.failed.emit(str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported to the user with its traceback
+            self.signals.failed.emit(f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
+        else:
+            if self._cancel.is_set():
+                self.signals.cancelled.emit()
+            else:
+                self.signals.finished.emit(result)
+        finally:
+            self.running = False
+            self.signals.done.emit()
+
+
+_live: set[Worker] = set()
+
+
+def start(worker: Worker, pool: QThreadPool | None = None) -> Worker:
+    """Start ``worker`` and keep it alive until it is done."""
+    _live.add(worker)
+    worker.signals.done.connect(lambda: _live.discard(worker))
+    (pool or QThreadPool.globalInstance()).start(worker)
+    return worker
+
+
+def run_in_background(fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None] | None = None,
+                      on_error: Callable[[str], None] | None = None, **kwargs: Any) -> Worker:
+    """Shortcut for a small job whose function does not need the context."""
+    worker = Worker(lambda ctx, *a, **k: fn(*a, **k), *args, **kwargs)
+    if on_result:
+        worker.signals.finished.connect(on_result)
+    if on_error:
+        worker.signals.failed.connect(on_error)
+    return start(worker)

@@ -47,7 +47,7 @@ class Banner(QFrame):
         self.show_message(text, "error")
 
     def text(self) -> str:
-        return self.label.text() if self.isVisible() or not self.isHidden() else ""
+        return "" if self.isHidden() else self.label.text()
 
     def clear(self) -> None:
         self.kind = ""

@@ -1,0 +1,80 @@
+"""``make bench``: run every benchmark in bench/ and print one table.
+
+Each ``bench/bench_<area>.py`` exposes ``run(quick: bool) -> list[dict]`` whose rows
+have: ``measure``, ``value`` (number), ``unit``, ``goal`` (text such as "<= 30 ms"),
+``baseline`` (text, the side-by-side comparison measured in the same run) and
+``ratio`` (number or None), and ``ok`` (bool or None when there is no goal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes: proves every benchmark still runs")
+    ap.add_argument("--only", action="append", default=[], help="run only bench_<NAME>.py (repeatable)")
+    ap.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
+    args = ap.parse_args(argv)
+    rows, failures = [], []
+    for path in sorted(HERE.glob("bench_*.py")):
+        name = path.stem.removeprefix("bench_")
+        if args.only and name not in args.only:
+            continue
+        t0 = time.monotonic()
+        print(f"running {path.name} ...", file=sys.stderr, flush=True)
+        try:
+            for row in load(path).run(quick=args.quick):
+                rows.append({"bench": name, **row})
+        except Exception as exc:  # noqa: BLE001 - one failing bench must not hide the others
+            traceback.print_exc()
+            failures.append(name)
+            rows.append({"bench": name, "measure": "FAILED", "value": None, "unit": "", "goal": "",
+                         "baseline": f"{type(exc).__name__}: {exc}"[:80], "ratio": None, "ok": False})
+        print(f"  {path.name}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    headers = ["bench", "measure", "value", "unit", "goal", "baseline (same run)", "ratio", "ok"]
+    table = [[r["bench"], r["measure"], fmt(r.get("value")), r.get("unit", ""), r.get("goal", ""),
+              r.get("baseline", ""), fmt(r.get("ratio")), {True: "yes", False: "NO", None: "-"}[r.get("ok")]]
+             for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *table)]
+    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    print(line(headers))
+    print("-+-".join("-" * w for w in widths))
+    for r in table:
+        print(line(r))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(rows, indent=2))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""``dynadesk demo``: the product's front door (what ``make demo`` runs)."""
+
+from __future__ import annotations
+
+import click
+
+from dynadesk.cli.common import pass_app
+
+
+@click.command()
+@click.option("--runner", type=click.Choice(["auto", "docker", "local"]), default="auto", show_default=True,
+              help="auto: Docker when a daemon answers, otherwise the local (not sandboxed) runner.")
+@pass_app
+def demo(app, runner: str) -> None:
+    """Run the end-to-end demo on the embedded default data (idempotent; a rerun reuses what is built)."""
+    from dynadesk.demo import run_demo
+
+    run_demo(app.workspace, app.store, runner=runner, echo=click.echo)

@@ -1,0 +1,430 @@
+"""SQL for adversarial annotation: annotators, rounds, contexts, examples, validations.
+
+Annotators are referenced by name (names travel in pack files between
+machines); examples and validations by a random ``uid`` minted where they were
+made, so merging a pack never duplicates them. Every write here is one
+transaction that is committed before the method returns.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from sqlite_utils import Database, Migrations
+
+from dynadesk.errors import AlreadyExistsError, AnnotationError, NotFoundError
+from dynadesk.store.datasets import now_iso
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
+migrations = Migrations("dynadesk.annotation")
+
+ROLES = ("annotator", "owner")
+VERDICTS = ("correct", "incorrect", "flagged")
+
+
+@migrations()
+def m001_annotation(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE annotators (
+            name TEXT PRIMARY KEY,
+            role TEXT NOT NULL CHECK (role IN ('annotator', 'owner')),
+            created_at TEXT NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE rounds (
+            id INTEGER PRIMARY KEY,
+            task TEXT NOT NULL,
+            number INTEGER NOT NULL CHECK (number >= 1),
+            status TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            closed_at TEXT,
+            UNIQUE (task, number)
+        )""")
+    db.execute("CREATE UNIQUE INDEX rounds_one_open ON rounds(task) WHERE status = 'open'")
+    db.execute("""
+        CREATE TABLE round_models (
+            round_id INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            model_name TEXT NOT NULL,
+            model_digest TEXT NOT NULL,
+            PRIMARY KEY (round_id, model_name)
+        )""")
+    db.execute("""
+        CREATE TABLE contexts (
+            round_id INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
+            context_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            PRIMARY KEY (round_id, context_id)
+        )""")
+    db.execute("""
+        CREATE TABLE annotated_examples (
+            seq INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            round_id INTEGER NOT NULL REFERENCES rounds(id),
+            task TEXT NOT NULL,
+            annotator TEXT NOT NULL REFERENCES annotators(name),
+            context_id TEXT,
+            inputs TEXT NOT NULL,
+            target TEXT NOT NULL,
+            model_name TEXT NOT NULL,
+            model_digest TEXT NOT NULL,
+            model_output TEXT NOT NULL,
+            fooled INTEGER NOT NULL CHECK (fooled IN (0, 1)),
+            explanation TEXT NOT NULL DEFAULT '',
+            time_ms INTEGER NOT NULL CHECK (time_ms >= 0),
+            hmac TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""")
+    db.execute("CREATE INDEX annotated_examples_round ON annotated_examples(round_id, annotator)")
+    db.execute("""
+        CREATE TABLE validations (
+            seq INTEGER PRIMARY KEY,
+            uid TEXT NOT NULL UNIQUE,
+            example_uid TEXT NOT NULL REFERENCES annotated_examples(uid) ON DELETE CASCADE,
+            annotator TEXT NOT NULL REFERENCES annotators(name),
+            verdict TEXT NOT NULL CHECK (verdict IN ('correct', 'incorrect', 'flagged')),
+            label TEXT,
+            reason TEXT NOT NULL DEFAULT '',
+            origin TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (example_uid, annotator)
+        )""")
+    # Defence in depth: the library checks this too, with a friendlier message.
+    db.execute("""
+        CREATE TRIGGER validations_no_self BEFORE INSERT ON validations
+        WHEN NEW.annotator = (SELECT annotator FROM annotated_examples WHERE uid = NEW.example_uid)
+        BEGIN SELECT RAISE(ABORT, 'an annotator cannot validate their own example'); END""")
+
+
+@dataclass
+class Annotator:
+    name: str
+    role: str
+    created_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RoundModel:
+    name: str
+    digest: str
+
+
+@dataclass
+class Round:
+    id: int
+    task: str
+    number: int
+    status: str
+    models: list[RoundModel]
+    n_contexts: int = 0
+    created_by: str | None = None
+    created_at: str = ""
+    closed_at: str | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "open"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "id"}
+        d["models"] = [m.__dict__ for m in self.models]
+        return d
+
+
+@dataclass
+class Validation:
+    uid: str
+    example_uid: str
+    annotator: str
+    verdict: str
+    label: Any = None
+    reason: str = ""
+    origin: str = ""
+    created_at: str = ""
+    role: str = "annotator"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class AnnotatedExample:
+    """One model-in-the-loop example with the model's response as it was recorded."""
+
+    uid: str
+    task: str
+    round: int
+    annotator: str
+    inputs: dict[str, str]
+    target: Any
+    model_name: str
+    model_digest: str
+    model_output: dict[str, Any]
+    fooled: bool
+    explanation: str
+    time_ms: int
+    hmac: str
+    origin: str
+    created_at: str
+    context_id: str | None = None
+    validations: list[Validation] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["validations"] = [v.to_dict() for v in self.validations]
+        return d
+
+
+_EXAMPLE_SELECT = ("SELECT e.*, r.number AS round_number FROM annotated_examples e"
+                   " JOIN rounds r ON r.id = e.round_id")
+
+
+def _example(row: dict[str, Any]) -> AnnotatedExample:
+    return AnnotatedExample(
+        uid=row["uid"], task=row["task"], round=row["round_number"], annotator=row["annotator"],
+        inputs=json.loads(row["inputs"]), target=json.loads(row["target"]), model_name=row["model_name"],
+        model_digest=row["model_digest"], model_output=json.loads(row["model_output"]), fooled=bool(row["fooled"]),
+        explanation=row["explanation"], time_ms=row["time_ms"], hmac=row["hmac"], origin=row["origin"],
+        created_at=row["created_at"], context_id=row["context_id"])
+
+
+def _validation(row: dict[str, Any]) -> Validation:
+    return Validation(uid=row["uid"], example_uid=row["example_uid"], annotator=row["annotator"],
+                      verdict=row["verdict"], label=json.loads(row["label"]) if row["label"] is not None else None,
+                      reason=row["reason"], origin=row["origin"], created_at=row["created_at"],
+                      role=row.get("role") or "annotator")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+
+
+class AnnotationRepo:
+    def __init__(self, store: "Store"):
+        self._store = store
+
+    @property
+    def db(self) -> Database:
+        return self._store.db
+
+    # -- workspace-level values -------------------------------------------------
+    def meta_get_or_create(self, key: str, value: str) -> str:
+        """Return ``key``'s value, storing ``value`` first if unset (race-free across processes)."""
+        self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [key, value])
+        return self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0]
+
+    # -- annotators -------------------------------------------------------------
+    def add_annotator(self, name: str, role: str) -> Annotator:
+        try:
+            with self._store.atomic() as db:
+                db.execute("INSERT INTO annotators(name, role, created_at) VALUES (?, ?, ?)", [name, role, now_iso()])
+        except sqlite3.IntegrityError as exc:
+            raise AlreadyExistsError(f"an annotator named '{name}' already exists") from exc
+        return self.get_annotator(name)
+
+    def ensure_annotator(self, name: str, role: str, created_at: str) -> bool:
+        """Insert if missing (merge); True when it was added."""
+        cur = self.db.execute("INSERT OR IGNORE INTO annotators(name, role, created_at) VALUES (?, ?, ?)",
+                              [name, role, created_at])
+        return cur.rowcount > 0
+
+    def get_annotator(self, name: str) -> Annotator:
+        rows = list(self.db.query("SELECT * FROM annotators WHERE name = ?", [name]))
+        if not rows:
+            raise NotFoundError(f"no annotator named '{name}' (see 'dynadesk annotators list')")
+        return Annotator(**rows[0])
+
+    def list_annotators(self) -> list[Annotator]:
+        return [Annotator(**r) for r in self.db.query("SELECT * FROM annotators ORDER BY name")]
+
+    # -- rounds -----------------------------------------------------------------
+    def open_round(self, task: str, models: list[RoundModel], contexts: list[tuple[str, str]],
+                   created_by: str | None) -> Round:
+        """Close the task's open round and open the next number, with its models and contexts."""
+        with self._store.atomic() as db:
+            now = now_iso()
+            db.execute("UPDATE rounds SET status = 'closed', closed_at = ? WHERE task = ? AND status = 'open'",
+                       [now, task])
+            number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE task = ?",
+                                [task]).fetchone()[0]
+            rid = self._insert_round(db, task, number, "open", created_by, now, None, models, contexts)
+        return self._round_by_id(rid)
+
+    def _insert_round(self, db, task, number, status, created_by, created_at, closed_at, models, contexts) -> int:
+        cur = db.execute("INSERT INTO rounds(task, number, status, created_by, created_at, closed_at)"
+                         " VALUES (?,?,?,?,?,?)", [task, number, status, created_by, created_at, closed_at])
+        rid = cur.lastrowid
+        db.conn.executemany("INSERT INTO round_models(round_id, position, model_name, model_digest) VALUES (?,?,?,?)",
+                            [(rid, i, m.name, m.digest) for i, m in enumerate(models)])
+        db.conn.executemany("INSERT INTO contexts(round_id, context_id, position, text) VALUES (?,?,?,?)",
+                            [(rid, cid, i, text) for i, (cid, text) in enumerate(contexts)])
+        return rid
+
+    def ensure_round(self, task: str, number: int, models: list[RoundModel], contexts: list[tuple[str, str]],
+                     created_by: str | None, created_at: str) -> bool:
+        """Merge: create a missing round (closed) and add missing models/contexts; True if created."""
+        row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
+        if row is None:
+            self._insert_round(self.db, task, number, "closed", created_by, created_at, now_iso(), models, contexts)
+            return True
+        rid = row[0]
+        start = self.db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM round_models WHERE round_id = ?",
+                                [rid]).fetchone()[0]
+        for i, m in enumerate(models):
+            self.db.execute("INSERT OR IGNORE INTO round_models(round_id, position, model_name, model_digest)"
+                            " VALUES (?,?,?,?)", [rid, start + i, m.name, m.digest])
+        start = self.db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM contexts WHERE round_id = ?",
+                                [rid]).fetchone()[0]
+        for i, (cid, text) in enumerate(contexts):
+            self.db.execute("INSERT OR IGNORE INTO contexts(round_id, context_id, position, text) VALUES (?,?,?,?)",
+                            [rid, cid, start + i, text])
+        return False
+
+    def _round_by_id(self, rid: int) -> Round:
+        rows = list(self.db.query("SELECT * FROM rounds WHERE id = ?", [rid]))
+        return self._round(rows[0])
+
+    def _round(self, row: dict[str, Any]) -> Round:
+        models = [RoundModel(r["model_name"], r["model_digest"]) for r in self.db.query(
+            "SELECT model_name, model_digest FROM round_models WHERE round_id = ? ORDER BY position", [row["id"]])]
+        n_ctx = self.db.execute("SELECT COUNT(*) FROM contexts WHERE round_id = ?", [row["id"]]).fetchone()[0]
+        return Round(id=row["id"], task=row["task"], number=row["number"], status=row["status"], models=models,
+                     n_contexts=n_ctx, created_by=row["created_by"], created_at=row["created_at"],
+                     closed_at=row["closed_at"])
+
+    def get_round(self, task: str, number: int | None = None) -> Round:
+        """Round ``number`` of ``task``; without a number, the latest one."""
+        if number is None:
+            rows = list(self.db.query("SELECT * FROM rounds WHERE task = ? ORDER BY number DESC LIMIT 1", [task]))
+            if not rows:
+                raise NotFoundError(f"task '{task}' has no annotation round yet (see 'dynadesk rounds new')")
+        else:
+            rows = list(self.db.query("SELECT * FROM rounds WHERE task = ? AND number = ?", [task, number]))
+            if not rows:
+                raise NotFoundError(f"task '{task}' has no round {number} (see 'dynadesk rounds list {task}')")
+        return self._round(rows[0])
+
+    def list_rounds(self, task: str | None = None) -> list[Round]:
+        rows = self.db.query("SELECT * FROM rounds WHERE (? IS NULL OR task = ?) ORDER BY task, number", [task, task])
+        return [self._round(r) for r in rows]
+
+    def contexts(self, round_id: int) -> list[tuple[str, str]]:
+        return [tuple(r) for r in self.db.execute(
+            "SELECT context_id, text FROM contexts WHERE round_id = ? ORDER BY position", [round_id])]
+
+    def get_context(self, round_id: int, context_id: str) -> str | None:
+        row = self.db.execute("SELECT text FROM contexts WHERE round_id = ? AND context_id = ?",
+                              [round_id, context_id]).fetchone()
+        return row[0] if row else None
+
+    def used_context_ids(self, round_id: int, annotator: str) -> set[str]:
+        return {r[0] for r in self.db.execute(
+            "SELECT DISTINCT context_id FROM annotated_examples WHERE round_id = ? AND annotator = ?"
+            " AND context_id IS NOT NULL", [round_id, annotator])}
+
+    # -- examples ---------------------------------------------------------------
+    def insert_example(self, ex: AnnotatedExample, round_id: int) -> None:
+        with self._store.atomic() as db:
+            self._insert_example(db, ex, round_id)
+
+    def _insert_example(self, db, ex: AnnotatedExample, round_id: int) -> None:
+        db.execute(
+            "INSERT INTO annotated_examples(uid, round_id, task, annotator, context_id, inputs, target, model_name,"
+            " model_digest, model_output, fooled, explanation, time_ms, hmac, origin, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [ex.uid, round_id, ex.task, ex.annotator, ex.context_id, _dumps(ex.inputs), _dumps(ex.target),
+             ex.model_name, ex.model_digest, _dumps(ex.model_output), int(ex.fooled), ex.explanation, ex.time_ms,
+             ex.hmac, ex.origin, ex.created_at])
+
+    def round_id(self, task: str, number: int) -> int:
+        row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
+        if row is None:
+            raise NotFoundError(f"task '{task}' has no round {number}")
+        return row[0]
+
+    def get_example(self, uid: str, with_validations: bool = True) -> AnnotatedExample:
+        rows = list(self.db.query(_EXAMPLE_SELECT + " WHERE e.uid = ?", [uid]))
+        if not rows:
+            raise NotFoundError(f"no annotated example with id '{uid}'")
+        ex = _example(rows[0])
+        if with_validations:
+            ex.validations = self.validations_for([uid])[uid]
+        return ex
+
+    def has_example(self, uid: str) -> bool:
+        return self.db.execute("SELECT 1 FROM annotated_examples WHERE uid = ?", [uid]).fetchone() is not None
+
+    def examples(self, task: str | None = None, round_number: int | None = None, annotator: str | None = None,
+                 with_validations: bool = True) -> list[AnnotatedExample]:
+        """Examples in creation order (``created_at``, then ``uid``: the same on every machine)."""
+        sql = (_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
+               " AND (? IS NULL OR e.annotator = ?) ORDER BY e.created_at, e.uid")
+        out = [_example(r) for r in self.db.query(sql, [task, task, round_number, round_number,
+                                                         annotator, annotator])]
+        if with_validations and out:
+            by_uid = self.validations_for([e.uid for e in out])
+            for e in out:
+                e.validations = by_uid[e.uid]
+        return out
+
+    # -- validations ------------------------------------------------------------
+    def insert_validation(self, v: Validation) -> None:
+        try:
+            with self._store.atomic() as db:
+                self._insert_validation(db, v)
+        except sqlite3.IntegrityError as exc:
+            raise AnnotationError(f"validation of example '{v.example_uid}' by '{v.annotator}' was refused: {exc}") \
+                from exc
+
+    def _insert_validation(self, db, v: Validation) -> None:
+        db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, label, reason, origin, created_at)"
+                   " VALUES (?,?,?,?,?,?,?,?)",
+                   [v.uid, v.example_uid, v.annotator, v.verdict, None if v.label is None else _dumps(v.label),
+                    v.reason, v.origin, v.created_at])
+
+    def has_vote(self, example_uid: str, annotator: str) -> bool:
+        return self.db.execute("SELECT 1 FROM validations WHERE example_uid = ? AND annotator = ?",
+                               [example_uid, annotator]).fetchone() is not None
+
+    def validation_uids(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT uid FROM validations")}
+
+    def validations_for(self, uids: Iterable[str]) -> dict[str, list[Validation]]:
+        """Validations per example uid, oldest first, each with the voter's role."""
+        uids = list(uids)
+        out: dict[str, list[Validation]] = {u: [] for u in uids}
+        for i in range(0, len(uids), 500):
+            chunk = uids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.db.query(
+                    "SELECT v.*, a.role AS role FROM validations v JOIN annotators a ON a.name = v.annotator"
+                    f" WHERE v.example_uid IN ({marks}) ORDER BY v.created_at, v.uid", chunk):
+                out[r["example_uid"]].append(_validation(r))
+        return out
+
+    # -- merge ------------------------------------------------------------------
+    def merge_rows(self, examples: list[tuple[AnnotatedExample, int]], validations: list[Validation]) -> None:
+        """Insert already-checked examples and validations in one transaction."""
+        with self._store.atomic() as db:
+            for ex, rid in examples:
+                self._insert_example(db, ex, rid)
+            for v in validations:
+                self._insert_validation(db, v)
+
+    def atomic(self):
+        return self._store.atomic()
+
+
+def attach(store: "Store") -> None:
+    store.annotation = AnnotationRepo(store)

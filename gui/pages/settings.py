@@ -1,0 +1,126 @@
+"""Settings: workspace path, server URL, default run limits (stored with QSettings) and signing keys."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.services.settings import AppSettings
+from dynadesk.gui.services.workspace import WorkspaceService
+
+
+class SettingsPage(Page):
+    title = "Settings"
+
+    def __init__(self, settings: AppSettings, ws: WorkspaceService, keys=None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._settings = settings
+        self._ws = ws
+        self._keys = keys
+        lay = self.body()
+
+        wbox = QGroupBox("Workspace")
+        wf = QFormLayout(wbox)
+        row = QHBoxLayout()
+        self.workspace_edit = QLineEdit(str(ws.home))
+        row.addWidget(self.workspace_edit, 1)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row.addWidget(browse)
+        self.open_button = QPushButton("Open")
+        self.open_button.setToolTip("Open this workspace now and remember it for the next start")
+        self.open_button.clicked.connect(self.open_workspace)
+        row.addWidget(self.open_button)
+        wf.addRow("Folder", row)
+        self.db_label = QLabel()
+        wf.addRow("Database", self.db_label)
+        lay.addWidget(wbox)
+
+        sbox = QGroupBox("Leaderboard server")
+        sf = QFormLayout(sbox)
+        self.server_edit = QLineEdit(settings.get("server_url"))
+        self.server_edit.editingFinished.connect(lambda: self._save("server_url", self.server_edit.text().strip()))
+        sf.addRow("Server URL", self.server_edit)
+        lay.addWidget(sbox)
+
+        lbox = QGroupBox("Default evaluation limits")
+        lf = QFormLayout(lbox)
+        self.max_examples = self._spin(QSpinBox(), 0, 10_000_000, "limits/max_examples", " examples")
+        self.max_examples.setSpecialValueText("whole dataset")
+        lf.addRow("Examples per dataset", self.max_examples)
+        self.timeout = self._spin(QSpinBox(), 10, 7 * 24 * 3600, "limits/timeout_s", " s")
+        lf.addRow("Timeout", self.timeout)
+        self.memory = self._spin(QDoubleSpinBox(), 0.25, 1024, "limits/memory_gib", " GiB")
+        lf.addRow("Memory limit", self.memory)
+        self.cpus = self._spin(QDoubleSpinBox(), 0.5, 256, "limits/cpus", " CPUs")
+        lf.addRow("CPU limit", self.cpus)
+        self.batch = self._spin(QSpinBox(), 1, 4096, "limits/batch_size", "")
+        lf.addRow("Batch size", self.batch)
+        self.runner = QComboBox()
+        self.runner.addItems(["docker", "local"])
+        self.runner.setCurrentText(settings.get("runner"))
+        self.runner.currentTextChanged.connect(lambda t: self._save("runner", t))
+        lf.addRow("Runner", self.runner)
+        self.gpu = QCheckBox("use a GPU when one is present")
+        self.gpu.setChecked(settings.get("gpu"))
+        self.gpu.toggled.connect(lambda on: self._save("gpu", on))
+        lf.addRow("GPU", self.gpu)
+        lay.addWidget(lbox)
+
+        self.keys_box = QGroupBox("Signing key")
+        self.keys_layout = QVBoxLayout(self.keys_box)
+        lay.addWidget(self.keys_box)
+        self.settings_file = QLabel(f"<small>Settings are stored in {settings.file_name}</small>")
+        lay.addWidget(self.settings_file)
+        lay.addStretch(1)
+        ws.opened.connect(lambda _h: self.refresh())
+        self.refresh()
+
+    def _spin(self, spin, lo, hi, key: str, suffix: str):
+        spin.setRange(lo, hi)
+        spin.setSuffix(suffix)
+        spin.setValue(self._settings.get(key))
+        spin.valueChanged.connect(lambda v: self._save(key, v))
+        return spin
+
+    def _save(self, key: str, value) -> None:
+        self._settings.set(key, value)
+        self.statusMessage.emit(f"saved {key}")
+
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Workspace folder", self.workspace_edit.text())
+        if path:
+            self.workspace_edit.setText(path)
+
+    def open_workspace(self) -> None:
+        path = self.workspace_edit.text().strip()
+        if not path:
+            self.banner.error("Enter a workspace folder.")
+            return
+        try:
+            self._ws.switch(path)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self._settings.set("workspace", str(self._ws.home))
+        self.banner.show_message(f"Opened workspace {self._ws.home}", "ok")
+
+    def refresh(self) -> None:
+        self.workspace_edit.setText(str(self._ws.home))
+        self.db_label.setText(str(self._ws.workspace.db_path))
+        self._refresh_keys()
+
+    def _refresh_keys(self) -> None:
+        while self.keys_layout.count():
+            item = self.keys_layout.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        if self._keys is None:
+            msg = QLabel("Key management is not available yet: it arrives with bundles & sync (issue 7).")
+            msg.setObjectName("keysNotAvailable")
+            msg.setWordWrap(True)
+            self.keys_layout.addWidget(msg)
+            return
+        self._keys.populate(self.keys_layout, self.banner)

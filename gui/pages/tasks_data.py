@@ -1,0 +1,224 @@
+"""Tasks & data: the tasks with labels and metrics, datasets with sizes and label
+distribution, and import with a per-line error report (nothing stored if any line is bad)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
+                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QPushButton, QSplitter,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from dynadesk.gui.charts import BarChart
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.services.data import DataService, ImportOutcome
+
+
+def table(headers: list[str]) -> QTableWidget:
+    t = QTableWidget(0, len(headers))
+    t.setHorizontalHeaderLabels(headers)
+    t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    t.verticalHeader().setVisible(False)
+    t.horizontalHeader().setStretchLastSection(True)
+    t.setAlternatingRowColors(True)
+    return t
+
+
+def fill(t: QTableWidget, rows: list[list[object]], numeric: set[int] = frozenset()) -> None:
+    t.setSortingEnabled(False)
+    t.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            item = QTableWidgetItem()
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                item.setData(Qt.ItemDataRole.DisplayRole, value)
+            else:
+                item.setText("" if value is None else str(value))
+            if c in numeric:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            t.setItem(r, c, item)
+    t.resizeColumnsToContents()
+    t.horizontalHeader().setSectionResizeMode(t.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+
+
+class TasksDataPage(Page):
+    title = "Tasks & data"
+
+    def __init__(self, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._data = data
+        lay = self.body()
+
+        self.tasks_table = table(["task", "title", "inputs", "output", "labels", "metric", "votes"])
+        self.tasks_table.setMaximumHeight(150)
+        lay.addWidget(QLabel("<b>Tasks</b>"))
+        lay.addWidget(self.tasks_table)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        filt = QHBoxLayout()
+        filt.addWidget(QLabel("<b>Datasets</b>"))
+        filt.addStretch(1)
+        self.task_filter = QComboBox()
+        self.task_filter.addItem("all tasks", None)
+        self.task_filter.currentIndexChanged.connect(self.refresh_datasets)
+        filt.addWidget(self.task_filter)
+        self.show_derived = QCheckBox("derived")
+        self.show_derived.setToolTip("Also list perturbed (robustness/fairness) datasets")
+        self.show_derived.toggled.connect(self.refresh_datasets)
+        filt.addWidget(self.show_derived)
+        ll.addLayout(filt)
+        self.datasets_table = table(["dataset", "task", "split", "examples", "derived from", "digest"])
+        self.datasets_table.setSortingEnabled(True)
+        self.datasets_table.itemSelectionChanged.connect(self._show_selected)
+        ll.addWidget(self.datasets_table)
+        split.addWidget(left)
+
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        self.detail = QLabel("Select a dataset")
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        rl.addWidget(self.detail)
+        rl.addWidget(QLabel("Label distribution"))
+        self.chart = BarChart(fmt="{:.0f}")
+        rl.addWidget(self.chart)
+        self.preview = table(["id", "example"])
+        rl.addWidget(self.preview, 1)
+        split.addWidget(right)
+        split.setSizes([520, 380])
+        lay.addWidget(split, 1)
+
+        lay.addWidget(self._import_box())
+        data.changed.connect(self.refresh)
+        data.importFinished.connect(self._on_imported)
+        self.refresh()
+
+    def _import_box(self) -> QGroupBox:
+        box = QGroupBox("Import a dataset (JSONL or CSV)")
+        h = QHBoxLayout(box)
+        form = QFormLayout()
+        pathrow = QHBoxLayout()
+        self.import_path = QLineEdit()
+        self.import_path.setPlaceholderText("/path/to/examples.jsonl")
+        pathrow.addWidget(self.import_path, 1)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        pathrow.addWidget(browse)
+        form.addRow("File", pathrow)
+        self.import_task = QComboBox()
+        form.addRow("Task", self.import_task)
+        row = QHBoxLayout()
+        self.import_name = QLineEdit()
+        self.import_name.setPlaceholderText("default: file name")
+        row.addWidget(self.import_name, 1)
+        self.import_split = QComboBox()
+        self.import_split.addItems(list(self._data.splits))
+        self.import_split.setCurrentText("test")
+        row.addWidget(QLabel("split"))
+        row.addWidget(self.import_split)
+        self.import_replace = QCheckBox("replace existing")
+        row.addWidget(self.import_replace)
+        form.addRow("Name", row)
+        self.import_button = QPushButton("Import")
+        self.import_button.clicked.connect(self.start_import)
+        form.addRow("", self.import_button)
+        h.addLayout(form, 3)
+        self.problems = QListWidget()
+        self.problems.setToolTip("Every bad line of the last import, with its line number")
+        self.problems.setMaximumHeight(120)
+        h.addWidget(self.problems, 2)
+        return box
+
+    # ------------------------------------------------------------------ data
+    def refresh(self) -> None:
+        tasks = self.guard(self._data.tasks) or {}
+        fill(self.tasks_table, [
+            [t.name, t.title, ", ".join(t.input_names), t.output_kind,
+             ", ".join(t.labels) if t.labels else f"span of {t.span_of}",
+             t.metric + (f" (+{', '.join(t.secondary_metrics)})" if t.secondary_metrics else ""), t.votes_needed]
+            for t in tasks.values()], numeric={6})
+        for combo, first in ((self.task_filter, "all tasks"), (self.import_task, None)):
+            current = combo.currentData()
+            combo.blockSignals(True)
+            combo.clear()
+            if first:
+                combo.addItem(first, None)
+            for name in tasks:
+                combo.addItem(name, name)
+            idx = combo.findData(current)
+            combo.setCurrentIndex(max(0, idx))
+            combo.blockSignals(False)
+        self.refresh_datasets()
+
+    def refresh_datasets(self) -> None:
+        selected = self.selected_dataset()
+        items = self.guard(self._data.datasets, self.task_filter.currentData(), self.show_derived.isChecked()) or []
+        self._summaries = {d.name: d for d in items}
+        fill(self.datasets_table, [[d.name, d.task, d.split, d.size, d.derived_from or "", d.digest[7:19]]
+                                   for d in items], numeric={3})
+        self.datasets_table.sortItems(0)
+        if selected:
+            self.select_dataset(selected)
+
+    def selected_dataset(self) -> str | None:
+        rows = self.datasets_table.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return self.datasets_table.item(rows[0].row(), 0).text()
+
+    def select_dataset(self, name: str) -> bool:
+        for r in range(self.datasets_table.rowCount()):
+            if self.datasets_table.item(r, 0).text() == name:
+                self.datasets_table.selectRow(r)
+                return True
+        return False
+
+    def _show_selected(self) -> None:
+        name = self.selected_dataset()
+        d = self._summaries.get(name) if name else None
+        if d is None:
+            self.detail.setText("Select a dataset")
+            self.chart.set_data([])
+            self.preview.setRowCount(0)
+            return
+        extra = f"<br>derived from {d.derived_from}: {d.derivation}" if d.derived_from else ""
+        self.detail.setText(f"<b>{d.name}</b> — task {d.task}, split {d.split}, {d.size} examples<br>"
+                            f"<small>{d.digest}<br>source {d.source or '—'}</small>{extra}")
+        self.chart.set_data(list(d.label_counts.items()),
+                            empty_text="no labels (span answers)" if not d.label_counts else "no data")
+        head = self.guard(self._data.head, d.name, 50) or []
+        fill(self.preview, [[ex["id"], " | ".join(str(v) for k, v in ex.items() if k != "id")] for ex in head])
+
+    # ---------------------------------------------------------------- import
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Import dataset", "", "Data (*.jsonl *.json *.csv);;All (*)")
+        if path:
+            self.import_path.setText(path)
+
+    def start_import(self) -> None:
+        path = self.import_path.text().strip()
+        task = self.import_task.currentData()
+        if not path or not task:
+            self.banner.error("Choose a file and a task to import.")
+            return
+        self.banner.show_message(f"Importing {path} …", "info")
+        self.problems.clear()
+        self.import_button.setEnabled(False)
+        self._data.import_file(task, path, self.import_name.text().strip() or None,
+                               self.import_split.currentText(), self.import_replace.isChecked())
+
+    def _on_imported(self, outcome: ImportOutcome) -> None:
+        self.import_button.setEnabled(True)
+        self.problems.clear()
+        if outcome.ok:
+            s = outcome.summary
+            self.banner.show_message(f"Imported {s.size} examples as '{s.name}' ({s.digest[:19]}…)", "ok")
+            self.select_dataset(s.name)
+            return
+        self.banner.error(outcome.message)
+        self.problems.addItems(outcome.problems)

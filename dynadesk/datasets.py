@@ -232,6 +232,9 @@ def read_csv(task: Task, path: Path) -> list[dict[str, Any]]:
             if None in row:
                 problems.append(f"line {lineno}: more cells than header columns")
                 continue
+            if any(v is None for v in row.values()):
+                problems.append(f"line {lineno}: fewer cells than header columns")
+                continue
             try:
                 raw = {k: _csv_cell(k, v) for k, v in row.items() if not (k in OPTIONAL_FIELDS and v == "")}
             except json.JSONDecodeError as exc:

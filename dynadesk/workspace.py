@@ -30,6 +30,9 @@ class Workspace:
 
     home: Path
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home).expanduser())
+
     @property
     def db_path(self) -> Path:
         return self.home / "dynadesk.db"

@@ -165,6 +165,7 @@ def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: boo
 
     uses_pickle = _check_pickle(model_dir, allow_pickle)
     auto_cls = getattr(transformers, auto_cls_name)
+    transformers.utils.logging.disable_progress_bar()  # per-load bars would flood CLI and worker logs
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True, trust_remote_code=False)
         model = auto_cls.from_pretrained(

@@ -48,10 +48,16 @@ class WorkContext:
             raise Cancelled()
 
     def progress(self, done: int, total: int, message: str = "") -> None:
-        self._signals.progress.emit(int(done), int(total), message)
+        try:
+            self._signals.progress.emit(int(done), int(total), message)
+        except RuntimeError:  # application gone
+            self.cancel_event.set()
 
     def log(self, line: str) -> None:
-        self._signals.log.emit(line)
+        try:
+            self._signals.log.emit(line)
+        except RuntimeError:
+            self.cancel_event.set()
 
 
 class Worker(QRunnable):
@@ -78,19 +84,25 @@ class Worker(QRunnable):
         try:
             result = self._fn(ctx, *self._args, **self._kwargs)
         except Cancelled:
-            self.signals.cancelled.emit()
+            self._emit("cancelled")
         except DynaDeskError as exc:
-            self.signals.failed.emit(str(exc))
+            self._emit("failed", str(exc))
         except Exception as exc:  # noqa: BLE001 - reported to the user with its traceback
-            self.signals.failed.emit(f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
+            self._emit("failed", f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
         else:
             if self._cancel.is_set():
-                self.signals.cancelled.emit()
+                self._emit("cancelled")
             else:
-                self.signals.finished.emit(result)
+                self._emit("finished", result)
         finally:
             self.running = False
-            self.signals.done.emit()
+            self._emit("done")
+
+    def _emit(self, name: str, *args: Any) -> None:
+        try:
+            getattr(self.signals, name).emit(*args)
+        except RuntimeError:  # the application quit while this job ran: nobody is listening any more
+            pass
 
 
 _live: set[Worker] = set()

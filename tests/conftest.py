@@ -19,6 +19,17 @@ def pytest_addoption(parser):
     parser.addoption("--long", action="store_true", default=False, help="also run slow suites (marked long)")
 
 
+def pytest_configure(config):
+    # Fuzz/crash suites read this to scale their case counts up under --long.
+    if config.getoption("--long"):
+        os.environ["DYNADESK_LONG"] = "1"
+
+
+def fuzz_examples(normal: int, long: int) -> int:
+    """How many generated cases a fuzz test runs: small in make test, large with --long."""
+    return long if os.environ.get("DYNADESK_LONG") == "1" else normal
+
+
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--long"):
         return

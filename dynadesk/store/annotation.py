@@ -190,7 +190,7 @@ _EXAMPLE_SELECT = ("SELECT e.*, r.number AS round_number FROM annotated_examples
                    " JOIN rounds r ON r.id = e.round_id")
 
 
-def _example(row: dict[str, Any]) -> AnnotatedExample:
+def example_from_row(row: dict[str, Any]) -> AnnotatedExample:
     return AnnotatedExample(
         uid=row["uid"], task=row["task"], round=row["round_number"], annotator=row["annotator"],
         inputs=json.loads(row["inputs"]), target=json.loads(row["target"]), model_name=row["model_name"],
@@ -271,12 +271,24 @@ class AnnotationRepo:
                             [(rid, cid, i, text) for i, (cid, text) in enumerate(contexts)])
         return rid
 
-    def ensure_round(self, task: str, number: int, models: list[RoundModel], contexts: list[tuple[str, str]],
-                     created_by: str | None, created_at: str) -> bool:
-        """Merge: create a missing round (closed) and add missing models/contexts; True if created."""
+    def ensure_round(self, task: str, number: int, status: str, models: list[RoundModel],
+                     contexts: list[tuple[str, str]], created_by: str | None, created_at: str) -> bool:
+        """Merge: create a missing round and add missing models/contexts; True if created.
+
+        A missing round stays open only if it was open where it came from and is newer than
+        every local round of the task (which it then closes), so one round per task is open."""
         row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
         if row is None:
-            self._insert_round(self.db, task, number, "closed", created_by, created_at, now_iso(), models, contexts)
+            now = now_iso()
+            latest = self.db.execute("SELECT COALESCE(MAX(number), 0) FROM rounds WHERE task = ?",
+                                     [task]).fetchone()[0]
+            if status == "open" and number > latest:
+                self.db.execute("UPDATE rounds SET status = 'closed', closed_at = ? WHERE task = ?"
+                                " AND status = 'open'", [now, task])
+            else:
+                status = "closed"
+            self._insert_round(self.db, task, number, status, created_by, created_at,
+                               now if status == "closed" else None, models, contexts)
             return True
         rid = row[0]
         start = self.db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM round_models WHERE round_id = ?",
@@ -357,10 +369,15 @@ class AnnotationRepo:
         rows = list(self.db.query(_EXAMPLE_SELECT + " WHERE e.uid = ?", [uid]))
         if not rows:
             raise NotFoundError(f"no annotated example with id '{uid}'")
-        ex = _example(rows[0])
+        ex = example_from_row(rows[0])
         if with_validations:
             ex.validations = self.validations_for([uid])[uid]
         return ex
+
+    def raw_examples(self, task: str | None = None, round_number: int | None = None) -> list[dict[str, Any]]:
+        """Rows as stored (JSON still text), for integrity checks that must survive broken JSON."""
+        return list(self.db.query(_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
+                                  " ORDER BY e.created_at, e.uid", [task, task, round_number, round_number]))
 
     def has_example(self, uid: str) -> bool:
         return self.db.execute("SELECT 1 FROM annotated_examples WHERE uid = ?", [uid]).fetchone() is not None
@@ -370,7 +387,7 @@ class AnnotationRepo:
         """Examples in creation order (``created_at``, then ``uid``: the same on every machine)."""
         sql = (_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
                " AND (? IS NULL OR e.annotator = ?) ORDER BY e.created_at, e.uid")
-        out = [_example(r) for r in self.db.query(sql, [task, task, round_number, round_number,
+        out = [example_from_row(r) for r in self.db.query(sql, [task, task, round_number, round_number,
                                                          annotator, annotator])]
         if with_validations and out:
             by_uid = self.validations_for([e.uid for e in out])

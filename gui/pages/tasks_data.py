@@ -222,3 +222,7 @@ class TasksDataPage(Page):
             return
         self.banner.error(outcome.message)
         self.problems.addItems(outcome.problems)
+
+
+def make(services) -> TasksDataPage:
+    return TasksDataPage(services.data)

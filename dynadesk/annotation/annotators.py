@@ -1,0 +1,65 @@
+"""Local annotator profiles (several per machine) and the active one.
+
+Every example and validation records its annotator's name, so names are the
+identity that travels in pack files; roles decide vote weight (an owner's
+single vote settles an example).
+"""
+
+from __future__ import annotations
+
+import re
+
+from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.store.annotation import ROLES, Annotator
+
+ACTIVE_KEY = "annotation.active_annotator"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+def check_name(name: str, where: str = "annotator name") -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValidationError(f"{where} {name!r} must be 1-64 letters, digits, '_', '.', '@' or '-',"
+                              " starting with a letter or digit")
+    return name
+
+
+def add_annotator(store, name: str, role: str = "annotator") -> Annotator:
+    """Create a profile; the first one created becomes the active annotator."""
+    check_name(name)
+    if role not in ROLES:
+        raise ValidationError(f"role '{role}' is not one of {', '.join(ROLES)}")
+    ann = store.annotation.add_annotator(name, role)
+    store.annotation.meta_get_or_create(ACTIVE_KEY, name)
+    return ann
+
+
+def list_annotators(store) -> list[Annotator]:
+    return store.annotation.list_annotators()
+
+
+def use_annotator(store, name: str) -> Annotator:
+    """Make ``name`` the active annotator (the default for create/validate)."""
+    ann = store.annotation.get_annotator(name)
+    store.set_meta(ACTIVE_KEY, name)
+    return ann
+
+
+def active_annotator(store) -> Annotator | None:
+    name = store.get_meta(ACTIVE_KEY)
+    if not name:
+        return None
+    try:
+        return store.annotation.get_annotator(name)
+    except Exception:  # noqa: BLE001 - a stale pointer means "none active"
+        return None
+
+
+def resolve_annotator(store, name: str | None) -> Annotator:
+    """The named annotator, or the active one when ``name`` is None."""
+    if name:
+        return store.annotation.get_annotator(name)
+    ann = active_annotator(store)
+    if ann is None:
+        raise AnnotationError("no annotator given and none is active: add one with 'dynadesk annotators add NAME'"
+                              " or pick one with 'dynadesk annotators use NAME'")
+    return ann

@@ -1,0 +1,165 @@
+"""Creating examples: the target model answers live and the verdict is recorded.
+
+``submit_example`` checks everything it is given before calling the model and
+stores nothing unless the whole example is valid; once it returns, the
+example (with its HMAC) is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from dynadesk.annotation.annotators import resolve_annotator
+from dynadesk.annotation.integrity import compute_hmac, workspace_id, workspace_secret
+from dynadesk.annotation.rounds import open_round
+from dynadesk.errors import AnnotationError, ModelError, ValidationError
+from dynadesk.store.annotation import AnnotatedExample
+from dynadesk.store.datasets import now_iso
+from dynadesk.tasks import Task, get_task
+
+MAX_INPUT_CHARS = 20_000
+MAX_EXPLANATION_CHARS = 2_000
+
+Predict = Callable[[Any, str, dict], dict]
+
+
+@dataclass(frozen=True)
+class Context:
+    id: str
+    text: str
+    field: str  # the task input it fills (``context``)
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+def next_context(store, task_name: str, annotator: str | None = None, seed: int | None = None) -> Context | None:
+    """A random context of the open round that ``annotator`` has not used yet.
+
+    None when the round has no context pool (the annotator writes every field);
+    an :class:`AnnotationError` when they have used every context of the pool."""
+    task = get_task(task_name)
+    ann = resolve_annotator(store, annotator)
+    rnd = open_round(store, task.name)
+    pool = store.annotation.contexts(rnd.id)
+    if not pool or task.context_field is None:
+        return None
+    used = store.annotation.used_context_ids(rnd.id, ann.name)
+    fresh = [(cid, text) for cid, text in pool if cid not in used]
+    if not fresh:
+        raise AnnotationError(f"annotator '{ann.name}' has used all {len(pool)} contexts of round {rnd.number}"
+                              f" of '{task.name}'")
+    cid, text = random.Random(seed).choice(fresh)
+    return Context(cid, text, task.context_field)
+
+
+def is_fooled(task: Task, target: Any, output: dict[str, Any]) -> bool:
+    """The task's rule: label mismatch, or answer F1 (0-1) against the target below the threshold."""
+    if task.fooled_rule.kind == "label_mismatch":
+        return output["label"] != target
+    from dynadesk.evaluator.metrics import squad_f1
+
+    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)
+
+
+def _check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
+    if not isinstance(inputs, dict):
+        raise ValidationError(f"inputs must be a mapping of {', '.join(task.input_names)}")
+    inputs = dict(inputs)
+    if pool_text is not None:
+        given = inputs.get(task.context_field)
+        if given is not None and given != pool_text:
+            raise ValidationError(f"input '{task.context_field}' differs from the chosen pool context;"
+                                  " leave it out and pass the context id")
+        inputs[task.context_field] = pool_text
+    problems = [f"unknown input '{k}' (task '{task.name}' takes {', '.join(task.input_names)})"
+                for k in inputs if k not in task.input_names]
+    for name in task.input_names:
+        value = inputs.get(name)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"input '{name}' must be a non-empty string")
+        elif len(value) > MAX_INPUT_CHARS:
+            problems.append(f"input '{name}' has {len(value)} characters, over the {MAX_INPUT_CHARS} limit")
+    if problems:
+        raise ValidationError("the example was not stored", problems)
+    return {name: inputs[name] for name in task.input_names}
+
+
+def check_target(task: Task, target: Any, inputs: dict[str, str], what: str = "target") -> Any:
+    """A label of the task, or (QA) a non-empty answer that is a substring of the context."""
+    if task.output_kind == "label":
+        if target not in task.labels:
+            raise ValidationError(f"{what} {target!r} is not one of the task's labels: {', '.join(task.labels)}")
+        return target
+    if not isinstance(target, str) or not target.strip():
+        raise ValidationError(f"{what} answer must be a non-empty string")
+    if target not in inputs[task.span_of]:
+        raise ValidationError(f"{what} answer {target[:60]!r} is not a substring of the '{task.span_of}' input")
+    return target
+
+
+def _check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
+    try:
+        output = json.loads(json.dumps(output, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"model '{model}' returned a response that is not plain JSON: {exc}") from exc
+    key = "label" if task.output_kind == "label" else "answer"
+    if not isinstance(output, dict) or not isinstance(output.get(key), str):
+        raise ModelError(f"model '{model}' returned {str(output)[:80]!r}, without a '{key}' string")
+    if key == "label" and output["label"] not in task.labels:
+        raise ModelError(f"model '{model}' predicted '{output['label']}', not a label of task '{task.name}'")
+    probs = output.get("probs", {})
+    if not isinstance(probs, dict) or not all(isinstance(p, (int, float)) and math.isfinite(p)
+                                              for p in probs.values()):
+        raise ModelError(f"model '{model}' returned malformed probabilities {str(probs)[:80]}")
+    return output
+
+
+def submit_example(store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
+                   model: str | None = None, context_id: str | None = None, explanation: str = "",
+                   time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
+    """Ask the round's target model, decide whether it was fooled, and store the signed example.
+
+    ``predict`` defaults to :func:`dynadesk.models.predict_live`, which keeps the model warm."""
+    task = get_task(task_name)
+    ann = resolve_annotator(store, annotator)
+    rnd = open_round(store, task.name)
+    targets = {m.name: m.digest for m in rnd.models}
+    model = model or rnd.models[0].name
+    if model not in targets:
+        raise AnnotationError(f"model '{model}' is not a target of round {rnd.number} of '{task.name}'"
+                              f" (targets: {', '.join(targets)})")
+    digest = store.models.get(model).digest
+    if digest != targets[model]:
+        raise AnnotationError(f"model '{model}' changed since round {rnd.number} opened ({targets[model][:19]} ->"
+                              f" {digest[:19]}); open a new round to target the new version")
+    pool_text = None
+    if context_id is not None:
+        pool_text = store.annotation.get_context(rnd.id, context_id)
+        if pool_text is None:
+            raise ValidationError(f"context '{context_id}' is not in the pool of round {rnd.number} of '{task.name}'")
+    elif rnd.n_contexts and task.context_field:
+        raise ValidationError(f"round {rnd.number} of '{task.name}' has a context pool: pass a context id"
+                              " (see next_context / 'dynadesk annotate context')")
+    clean = _check_inputs(task, inputs, pool_text)
+    target = check_target(task, target, clean)
+    if not isinstance(explanation, str) or len(explanation) > MAX_EXPLANATION_CHARS:
+        raise ValidationError(f"explanation must be text of at most {MAX_EXPLANATION_CHARS} characters")
+    if isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0:
+        raise ValidationError(f"time spent must be a whole number of milliseconds >= 0, got {time_ms!r}")
+    if predict is None:
+        from dynadesk.models import predict_live as predict
+    output = _check_output(task, model, predict(store, model, dict(clean)))
+    ex = AnnotatedExample(
+        uid=uuid.uuid4().hex, task=task.name, round=rnd.number, annotator=ann.name, inputs=clean, target=target,
+        model_name=model, model_digest=digest, model_output=output, fooled=is_fooled(task, target, output),
+        explanation=explanation.strip(), time_ms=time_ms, hmac="", origin=workspace_id(store),
+        created_at=now_iso(), context_id=context_id)
+    ex.hmac = compute_hmac(workspace_secret(store), ex)
+    store.annotation.insert_example(ex, rnd.id)
+    return store.annotation.get_example(ex.uid)

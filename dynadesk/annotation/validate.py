@@ -1,0 +1,122 @@
+"""Validation: other annotators judge examples; votes decide "verified" status.
+
+Rules (issue 6): nobody validates their own example or one example twice. An
+example is *verified correct* at ``votes_needed`` ``correct`` votes and
+*verified not correct* at ``votes_needed`` ``incorrect``/``flagged`` votes,
+whichever is reached first in time; a single owner vote decides at once.
+*Verified fooled* = fooled the model and verified correct.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from dynadesk.annotation.annotators import resolve_annotator
+from dynadesk.annotation.create import check_target
+from dynadesk.annotation.integrity import workspace_id
+from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.store.annotation import VERDICTS, AnnotatedExample, Validation
+from dynadesk.store.datasets import now_iso
+from dynadesk.tasks import get_task
+
+UNVERIFIED = "unverified"
+VERIFIED_CORRECT = "verified-correct"
+VERIFIED_NOT_CORRECT = "verified-not-correct"
+MAX_REASON_CHARS = 2_000
+
+
+@dataclass
+class ExampleStatus:
+    status: str
+    verified_fooled: bool
+    correct: int
+    incorrect: int
+    flagged: int
+    decided_by: str | None = None  # "votes" or the owner's name
+
+    @property
+    def decided(self) -> bool:
+        return self.status != UNVERIFIED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "decided": self.decided}
+
+
+def example_status(ex: AnnotatedExample, votes_needed: int) -> ExampleStatus:
+    """Replay ``ex.validations`` in time order until a rule decides the example."""
+    counts = {v: 0 for v in VERDICTS}
+    status, decided_by = UNVERIFIED, None
+    for v in sorted(ex.validations, key=lambda v: (v.created_at, v.uid)):
+        counts[v.verdict] += 1
+        if status != UNVERIFIED:
+            continue
+        if v.role == "owner":
+            status = VERIFIED_CORRECT if v.verdict == "correct" else VERIFIED_NOT_CORRECT
+            decided_by = v.annotator
+        elif counts["correct"] >= votes_needed:
+            status, decided_by = VERIFIED_CORRECT, "votes"
+        elif counts["incorrect"] + counts["flagged"] >= votes_needed:
+            status, decided_by = VERIFIED_NOT_CORRECT, "votes"
+    return ExampleStatus(status, ex.fooled and status == VERIFIED_CORRECT, counts["correct"], counts["incorrect"],
+                         counts["flagged"], decided_by)
+
+
+def _order_key(seed: int, ex: AnnotatedExample) -> tuple:
+    shuffle = hashlib.sha256(f"{seed}:{ex.uid}".encode()).hexdigest()
+    return (not ex.fooled, len(ex.validations), shuffle)
+
+
+def validation_queue(store, task_name: str, annotator: str | None = None, round_number: int | None = None,
+                     seed: int = 0, limit: int | None = 20) -> list[AnnotatedExample]:
+    """Undecided examples ``annotator`` may judge: fooled first, then fewest votes, then seeded shuffle."""
+    task = get_task(task_name)
+    ann = resolve_annotator(store, annotator)
+    rnd = store.annotation.get_round(task.name, round_number)
+    todo = [ex for ex in store.annotation.examples(task.name, rnd.number)
+            if ex.annotator != ann.name and all(v.annotator != ann.name for v in ex.validations)
+            and not example_status(ex, task.votes_needed).decided]
+    todo.sort(key=lambda ex: _order_key(seed, ex))
+    return todo if limit is None else todo[:limit]
+
+
+def next_to_validate(store, task_name: str, annotator: str | None = None, round_number: int | None = None,
+                     seed: int = 0) -> AnnotatedExample | None:
+    """The head of :func:`validation_queue`, or None when nothing is left for this annotator."""
+    queue = validation_queue(store, task_name, annotator, round_number, seed, limit=1)
+    return queue[0] if queue else None
+
+
+def validate(store, example_uid: str, annotator: str | None, verdict: str, label: Any = None,
+             reason: str = "") -> tuple[Validation, ExampleStatus]:
+    """Record one vote (committed on return) and give the example's status after it."""
+    ann = resolve_annotator(store, annotator)
+    ex = store.annotation.get_example(example_uid)
+    task = get_task(ex.task)
+    if ex.annotator == ann.name:
+        raise AnnotationError(f"'{ann.name}' wrote example '{ex.uid}' and cannot validate it")
+    if any(v.annotator == ann.name for v in ex.validations):
+        raise AnnotationError(f"'{ann.name}' has already validated example '{ex.uid}'")
+    if verdict not in VERDICTS:
+        raise ValidationError(f"verdict '{verdict}' is not one of {', '.join(VERDICTS)}")
+    reason = (reason or "").strip()
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValidationError(f"reason has {len(reason)} characters, over the {MAX_REASON_CHARS} limit")
+    if verdict == "incorrect":
+        if label is None:
+            raise ValidationError("an 'incorrect' verdict needs the corrected label (--label)")
+        label = check_target(task, label, ex.inputs, what="corrected label")
+        if label == ex.target:
+            raise ValidationError(f"the corrected label {label!r} equals the example's own target;"
+                                  " use the verdict 'correct'")
+    elif label is not None:
+        raise ValidationError(f"only an 'incorrect' verdict takes a corrected label, not '{verdict}'")
+    if verdict == "flagged" and not reason:
+        raise ValidationError("a 'flagged' verdict needs a reason (--reason)")
+    v = Validation(uid=uuid.uuid4().hex, example_uid=ex.uid, annotator=ann.name, verdict=verdict, label=label,
+                   reason=reason, origin=workspace_id(store), created_at=now_iso(), role=ann.role)
+    store.annotation.insert_validation(v)
+    ex.validations.append(v)
+    return v, example_status(ex, task.votes_needed)

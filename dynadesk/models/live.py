@@ -1,0 +1,115 @@
+"""Live prediction: warm in-process models for annotation, the GUI and ``models try``.
+
+Loading a transformers model takes about a second; predicting one example
+takes milliseconds. :class:`LivePredictor` keeps the last few loaded adapters
+in an LRU keyed by model digest, so a re-registered (changed) model is
+reloaded while a renamed one is not. The folder digest is verified when a
+model is loaded, so what runs is what was registered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
+from dynadesk.evaluator import adapters as _ad
+from dynadesk.models.registry import verify_model
+from dynadesk.store.models import ModelRecord
+from dynadesk.tasks import get_task
+
+
+def load_adapter_for(record: ModelRecord, device: str = "cpu"):
+    """Load a registered model on the host (never a pickle), translating adapter errors."""
+    if record.has_pickle:
+        raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
+                               "container (pickles execute code when loaded). Convert it to safetensors to try it "
+                               "here.")
+    verify_model(record)
+    try:
+        return _ad.load_adapter(Path(record.path), record.manifest, device=device, allow_pickle=False)
+    except _ad.PickleWeightsError as exc:
+        raise UnsafeModelError(str(exc)) from exc
+    except _ad.AdapterError as exc:
+        raise ModelError(f"model '{record.name}': {exc}") from exc
+
+
+def check_inputs(record: ModelRecord, inputs: dict[str, Any]) -> dict[str, str]:
+    """Every task input present as non-empty text, nothing unknown."""
+    task = get_task(record.task)
+    problems = []
+    if not isinstance(inputs, dict):
+        raise ValidationError(f"inputs for model '{record.name}' must be a mapping of field to text")
+    for field in task.input_names:
+        value = inputs.get(field)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"'{field}' is missing or empty")
+    unknown = sorted(set(inputs) - set(task.input_names))
+    if unknown:
+        problems.append(f"unknown field(s) {', '.join(unknown)} (task '{task.name}' takes "
+                        f"{', '.join(task.input_names)})")
+    if problems:
+        raise ValidationError(f"bad inputs for model '{record.name}' (task '{task.name}')", problems)
+    return {f: inputs[f] for f in task.input_names}
+
+
+class LivePredictor:
+    """An LRU of loaded adapters keyed by model digest; safe to share between threads."""
+
+    def __init__(self, capacity: int = 2, device: str = "cpu"):
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self.device = device
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def adapter(self, record: ModelRecord):
+        with self._lock:
+            key = record.digest
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            adapter = load_adapter_for(record, self.device)
+            self._cache[key] = adapter
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+            return adapter
+
+    def predict(self, record: ModelRecord, inputs: dict[str, Any]) -> dict[str, Any]:
+        clean = check_inputs(record, inputs)
+        with self._lock:
+            adapter = self.adapter(record)
+            try:
+                return adapter.predict([clean])[0]
+            except _ad.AdapterError as exc:
+                raise ModelError(f"model '{record.name}': {exc}") from exc
+
+    def warm(self, record: ModelRecord) -> None:
+        """Load ahead of time (e.g. when an annotation round opens)."""
+        self.adapter(record)
+
+    def loaded(self) -> list[str]:
+        with self._lock:
+            return list(self._cache)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+_default = LivePredictor()
+
+
+def default_predictor() -> LivePredictor:
+    return _default
+
+
+def predict_live(store, model_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """One prediction from a registered model with a warm in-process copy.
+
+    Returns the adapter's dict: ``{"label", "probs"}`` or ``{"answer", "start", "end", "score"}``.
+    """
+    return _default.predict(store.models.get(model_name), inputs)

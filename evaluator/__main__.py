@@ -1,0 +1,38 @@
+"""``python -m dynadesk.evaluator run --spec /spec/spec.json --out /out [--model /model] [--data /data]``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dynadesk.evaluator",
+                                     description="DynaDesk evaluation worker (runs in the sandbox).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="evaluate one spec")
+    run.add_argument("--spec", type=Path, default=Path("/spec/spec.json"))
+    run.add_argument("--out", type=Path, default=Path("/out"))
+    run.add_argument("--model", type=Path, default=Path("/model"))
+    run.add_argument("--data", type=Path, default=Path("/data"))
+    sub.add_parser("version", help="print the schema and evaluator code versions")
+    args = parser.parse_args(argv)
+    # Must precede CUDA initialisation for deterministic cuBLAS; offline always.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.command == "version":
+        from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
+
+        print(f"schema {SCHEMA_VERSION}\nevaluator {evaluator_version()}")
+        return 0
+    from dynadesk.evaluator.worker import main_run
+
+    return main_run(args.spec, args.out, args.model, args.data)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

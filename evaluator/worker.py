@@ -1,0 +1,326 @@
+"""The evaluation worker: one spec in, predictions, metrics, profile and environment out.
+
+It runs the same code in a container (DockerRunner) and in a subprocess
+(LocalRunner). Each dataset's predictions are written to ``parts/`` with a
+marker once complete, so a rerun with the same output folder finishes only
+what is missing (resume). Progress goes to stdout as ``@@dynadesk {json}``
+lines; the log goes to stderr and ``worker.log``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from dynadesk.evaluator import environment, profiling
+from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
+                                       PROFILE_FILE, PROGRESS_PREFIX, SCHEMA_VERSION, DatasetSpec, Spec, SpecError,
+                                       evaluator_version, metric_row)
+
+log = logging.getLogger("dynadesk.evaluator")
+ERROR_FILE = "error.json"
+
+
+class WorkerError(RuntimeError):
+    """The worker cannot go on; the message names the dataset/file/field at fault."""
+
+
+def emit(event: dict[str, Any]) -> None:
+    """A progress event for the host, on its own stdout line."""
+    sys.stdout.write(PROGRESS_PREFIX + json.dumps(event, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def dumps_line(obj: Any) -> str:
+    """Stable JSON for files compared byte-for-byte across runs."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def set_determinism(settings, threads: int) -> None:
+    """Fixed seeds, deterministic kernels and a fixed thread count (before any torch work)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process (tests calling run() twice)
+        pass
+    random.seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    try:
+        import numpy
+
+        numpy.random.seed(settings.seed)
+    except ImportError:
+        pass
+    if settings.deterministic:
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+
+
+def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
+    path = data_dir / ds.file
+    if not path.is_file():
+        raise WorkerError(f"dataset '{ds.name}': file {path} is missing")
+    actual = sha256_file(path)
+    if actual != ds.sha256:
+        raise WorkerError(f"dataset '{ds.name}': {path} has sha256 {actual}, the spec says {ds.sha256}")
+    examples = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    examples.append(json.loads(line))
+                except ValueError as exc:
+                    raise WorkerError(f"dataset '{ds.name}': {path} line {n} is not JSON: {exc}") from exc
+    if len(examples) != ds.size:
+        raise WorkerError(f"dataset '{ds.name}': {len(examples)} examples, the spec says {ds.size}")
+    return examples
+
+
+class Worker:
+    def __init__(self, spec: Spec, model_dir: Path, data_dir: Path, out_dir: Path,
+                 emit_fn: Callable[[dict], None] = emit):
+        self.spec = spec
+        self.model_dir = Path(model_dir)
+        self.data_dir = Path(data_dir)
+        self.out = Path(out_dir)
+        self.emit = emit_fn
+        self.parts = self.out / PARTS_DIR
+        self.inputs = [f["name"] for f in spec.task["inputs"]]
+        self.adapter = None
+
+    # ------------------------------------------------------------------ model
+    def load_model(self) -> None:
+        from dynadesk.evaluator.adapters import load_adapter
+
+        s = self.spec.settings
+        t0 = time.perf_counter()
+        self.adapter = load_adapter(self.model_dir, self.spec.model["manifest"], device=s.device,
+                                    allow_pickle=s.allow_pickle)
+        self.load_seconds = time.perf_counter() - t0
+        log.info("model '%s' loaded in %.2f s", self.spec.model.get("name"), self.load_seconds)
+
+    def predict(self, examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
+        preds = self.adapter.predict(batch)
+        if len(preds) != len(batch):
+            raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(batch)}")
+        return preds
+
+    # ------------------------------------------------------------------ datasets
+    def _marker(self, ds: DatasetSpec) -> Path:
+        return self.parts / (ds.file + ".done.json")
+
+    def done_marker(self, ds: DatasetSpec) -> dict[str, Any] | None:
+        """The finished part of a dataset, if one exists for the same file bytes."""
+        marker, part = self._marker(ds), self.parts / ds.file
+        if not marker.is_file() or not part.is_file():
+            return None
+        info = json.loads(marker.read_text(encoding="utf-8"))
+        if info.get("dataset_sha256") != ds.sha256 or info.get("predictions_sha256") != sha256_file(part):
+            return None
+        return info
+
+    def run_dataset(self, ds: DatasetSpec, examples: list[dict], progress: dict[str, int]) -> dict[str, Any]:
+        bs = self.spec.settings.batch_size
+        lines, seconds = [], 0.0
+        for start in range(0, len(examples), bs):
+            chunk = examples[start:start + bs]
+            t0 = time.perf_counter()
+            preds = self.predict(chunk)
+            seconds += time.perf_counter() - t0
+            lines += [dumps_line({"dataset": ds.name, "id": ex["id"], "prediction": p}) for ex, p in zip(chunk, preds)]
+            progress["done"] += len(chunk)
+            self.emit({"phase": "predict", "dataset": ds.name, "done": start + len(chunk), "total": len(examples),
+                       "overall_done": progress["done"], "overall_total": progress["total"]})
+        part = self.parts / ds.file
+        _write_atomic(part, "".join(line + "\n" for line in lines))
+        info = {"dataset": ds.name, "dataset_sha256": ds.sha256, "predictions_sha256": sha256_file(part),
+                "examples": len(examples), "seconds": seconds, "batch_size": bs}
+        _write_atomic(self._marker(ds), json.dumps(info, sort_keys=True))
+        return info
+
+    def read_part(self, ds: DatasetSpec) -> dict[str, Any]:
+        preds = {}
+        with open(self.parts / ds.file, encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                preds[row["id"]] = row["prediction"]
+        return preds
+
+    # ------------------------------------------------------------------ metrics
+    def metrics(self, examples: dict[str, list[dict]], preds: dict[str, dict]) -> tuple[list[dict], list[str]]:
+        from dynadesk.evaluator import metrics as M
+
+        task = self.spec.task
+        rows, notes = [], []
+        per_metric: dict[str, list[float]] = {}
+        tests = [d for d in self.spec.datasets if d.role == "test"]
+        for ds in tests:
+            exs = examples[ds.name]
+            scores = M.task_score(task, [preds[ds.name][ex["id"]] for ex in exs], exs)
+            for kind in ("robustness", "fairness"):
+                derived = [d for d in self.spec.datasets if d.derived_from == ds.name and d.kind == kind]
+                if not derived:
+                    notes.append(f"{ds.name}: no {kind} perturbation sets, {kind} not measured")
+                    continue
+                by_source: dict[str, list] = {}
+                for d in derived:
+                    for ex in examples[d.name]:
+                        src = (ex.get("metadata") or {}).get("source_id")
+                        if src is None:
+                            raise WorkerError(f"dataset '{d.name}': example '{ex['id']}' lacks metadata.source_id")
+                        by_source.setdefault(src, []).append(preds[d.name][ex["id"]])
+                try:
+                    scores[kind] = M.consistency_score(task, preds[ds.name], by_source)
+                except M.MetricError as exc:
+                    notes.append(f"{ds.name}: {kind} not measured: {exc}")
+            for metric, value in scores.items():
+                rows.append(metric_row(ds.name, metric, value))
+                per_metric.setdefault(metric, []).append(value)
+        for metric, values in per_metric.items():  # whole run: unweighted mean over the test sets
+            if len(values) == len(tests):
+                rows.append(metric_row("", metric, sum(values) / len(values)))
+        return rows, notes
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        s = self.spec.settings
+        self.parts.mkdir(parents=True, exist_ok=True)
+        threads = environment.thread_count(s.threads)
+        set_determinism(s, threads)
+        self.emit({"phase": "load"})
+        sampler = profiling.GpuSampler().start() if s.device == "cuda" else None
+        self.load_model()
+        examples = {ds.name: load_examples(self.data_dir, ds) for ds in self.spec.datasets}
+        progress = {"done": 0, "total": sum(ds.size for ds in self.spec.datasets)}
+        infos = {}
+        for ds in self.spec.datasets:
+            info = self.done_marker(ds)
+            if info is not None:
+                log.info("dataset '%s': predictions already complete, kept (resume)", ds.name)
+                info = dict(info, resumed=True)
+                progress["done"] += ds.size
+                self.emit({"phase": "predict", "dataset": ds.name, "done": ds.size, "total": ds.size,
+                           "overall_done": progress["done"], "overall_total": progress["total"], "resumed": True})
+            else:
+                log.info("dataset '%s': predicting %d examples", ds.name, ds.size)
+                info = self.run_dataset(ds, examples[ds.name], progress)
+            infos[ds.name] = info
+        preds = {ds.name: self.read_part(ds) for ds in self.spec.datasets}
+        self.emit({"phase": "metrics"})
+        rows, notes = self.metrics(examples, preds)
+
+        self.emit({"phase": "profile"})
+        first_test = next(d for d in self.spec.datasets if d.role == "test")
+        sync = None
+        if s.device == "cuda":
+            import torch
+
+            sync = torch.cuda.synchronize
+        timing = profiling.batch1_timings(self.predict, examples[first_test.name], s.warmup, s.latency_samples, sync)
+        timing["throughput"]["dataset"] = first_test.name
+        timing["latency"]["dataset"] = first_test.name
+        n_batched = sum(i["examples"] for i in infos.values())
+        t_batched = sum(i["seconds"] for i in infos.values())
+        batched = {"value": n_batched / t_batched if t_batched > 0 else 0.0, "unit": "examples/s",
+                   "batch_size": s.batch_size, "examples": n_batched, "seconds": t_batched,
+                   "method": "examples / summed model call time over every dataset of the run"}
+        gpu = {"sampler": sampler.stop() if sampler else None, "torch": profiling.torch_gpu_memory()}
+        memory = profiling.memory_figures(s.dedicated_cgroup)  # read last: the container's cgroup dies with it
+        rows += [metric_row("", "throughput", timing["throughput"]["value"]),
+                 metric_row("", "throughput_batched", batched["value"]),
+                 metric_row("", "latency_p50_ms", timing["latency"]["p50_ms"]),
+                 metric_row("", "latency_p90_ms", timing["latency"]["p90_ms"]),
+                 metric_row("", "latency_p99_ms", timing["latency"]["p99_ms"]),
+                 metric_row("", "memory", memory["peak_gib"])]
+        if gpu["torch"]:
+            rows.append(metric_row("", "gpu_memory", gpu["torch"]["max_allocated_bytes"] / profiling.GIB))
+
+        version = evaluator_version()
+        concatenated = self.out / PREDICTIONS_FILE
+        with open(concatenated.with_name(PREDICTIONS_FILE + ".tmp"), "wb") as fh:
+            for ds in self.spec.datasets:
+                fh.write((self.parts / ds.file).read_bytes())
+        os.replace(concatenated.with_name(PREDICTIONS_FILE + ".tmp"), concatenated)
+        header = {"schema_version": SCHEMA_VERSION, "evaluator_version": version}
+        _write_atomic(self.out / METRICS_FILE, json.dumps(
+            {**header, "values": rows, "notes": notes, "predictions_sha256": sha256_file(concatenated)},
+            indent=2, sort_keys=True))
+        _write_atomic(self.out / PROFILE_FILE, json.dumps(
+            {**header, "device": s.device, "threads": threads, "batch_size": s.batch_size,
+             "load_seconds": self.load_seconds, "throughput": timing["throughput"], "throughput_batched": batched,
+             "latency": timing["latency"], "memory": memory, "gpu": gpu,
+             "resumed_datasets": [d.name for d in self.spec.datasets if infos[d.name].get("resumed")]},
+            indent=2, sort_keys=True))
+        _write_atomic(self.out / ENVIRONMENT_FILE, json.dumps(
+            {**header, **environment.capture(threads, s.__dict__)}, indent=2, sort_keys=True))
+        self.emit({"phase": "done"})
+        return 0
+
+
+def setup_logging(out_dir: Path) -> None:
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(message)s")
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(out_dir / LOG_FILE, encoding="utf-8")):
+        handler.setFormatter(fmt)
+        root.addHandler(handler)
+
+
+def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path) -> int:
+    """Entry point of ``python -m dynadesk.evaluator run``; exit 0 ok, 2 bad spec, 1 failure."""
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ERROR_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        print(f"cannot write the output folder {out_dir}: {exc}", file=sys.stderr)
+        return 1
+    setup_logging(out_dir)
+    log.info("dynadesk evaluator %s (schema %s), python %s", evaluator_version(), SCHEMA_VERSION,
+             sys.version.split()[0])
+    try:
+        spec = Spec.read(spec_path)
+        return Worker(spec, model_dir, data_dir, out_dir).run()
+    except SpecError as exc:
+        _fail(out_dir, "spec", exc)
+        return 2
+    except BaseException as exc:  # noqa: BLE001 - recorded for the host, then the exit code says it
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        log.exception("evaluation failed")
+        _fail(out_dir, type(exc).__name__, exc)
+        return 1
+
+
+def _fail(out_dir: Path, kind: str, exc: BaseException) -> None:
+    log.error("%s", exc)
+    try:
+        _write_atomic(out_dir / ERROR_FILE, json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind,
+                                                        "message": str(exc)[:4000]}))
+    except OSError:
+        pass

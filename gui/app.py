@@ -1,0 +1,131 @@
+"""Entry point of ``dynadesk-gui`` (and ``dynadesk gui``).
+
+``--smoke`` opens the workspace and the window, loads a model, predicts once
+and exits 0 (non-zero with the reason otherwise): a headless end-to-end check
+for packaging. Without a display, Qt would abort, so ``QT_QPA_PLATFORM``
+defaults to ``offscreen`` when neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+T0 = time.perf_counter()
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="dynadesk-gui", description="DynaDesk desktop app")
+    ap.add_argument("--home", help="workspace folder (default: last used, $DYNADESK_HOME, ~/.local/share/dynadesk)")
+    ap.add_argument("--settings", help="INI file for settings instead of the user's QSettings")
+    ap.add_argument("--page", help="page to open first (tasks_data, models, annotate, …)")
+    ap.add_argument("--smoke", action="store_true", help="open, load a model, predict once, exit")
+    ap.add_argument("--model", help="model for --smoke (default: the first registered)")
+    ap.add_argument("--quit-after-paint", action="store_true", help=argparse.SUPPRESS)  # used by bench/bench_gui.py
+    return ap.parse_args(argv)
+
+
+def ensure_platform() -> None:
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def create_window(home: str | None = None, settings: str | None = None):
+    """QApplication (reused if one exists), services and the main window."""
+    from PySide6.QtWidgets import QApplication
+
+    from dynadesk.gui.main_window import MainWindow
+    from dynadesk.gui.services import build_services
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("DynaDesk")
+    app.setOrganizationName("DynaDesk")
+    services = build_services(home, settings)
+    window = MainWindow(services)
+    return app, services, window
+
+
+def smoke(services, model: str | None) -> int:
+    """Load a model through the live predictor and predict once; print the result as JSON."""
+    try:
+        from dynadesk.models import predict_live
+    except ImportError as exc:
+        print(f"smoke: the models library (issue 3) is not installed: {exc}", file=sys.stderr)
+        return 2
+    from dynadesk.errors import DynaDeskError
+
+    store = services.ws.store
+    models = store.models.list()
+    if model:
+        models = [m for m in models if m.name == model]
+    if not models:
+        print(f"smoke: no model {'named ' + repr(model) + ' ' if model else ''}registered in {services.ws.home}; "
+              "register one with 'dynadesk models add' (or 'dynadesk demo')", file=sys.stderr)
+        return 3
+    rec = models[0]
+    task = services.data.task(rec.task)
+    inputs = {}
+    sample = next(iter(services.data.datasets(rec.task)), None)
+    example = services.data.head(sample.name, 1)[0] if sample else {}
+    for name in task.input_names:
+        inputs[name] = example.get(name) or "This is a wonderful, moving film."
+    try:
+        t = time.perf_counter()
+        result = predict_live(store, rec.name, inputs)
+    except DynaDeskError as exc:
+        print(f"smoke: prediction with '{rec.name}' failed: {exc}", file=sys.stderr)
+        return 4
+    print(json.dumps({"model": rec.name, "inputs": inputs, "prediction": result,
+                      "predict_s": round(time.perf_counter() - t, 3),
+                      "total_s": round(time.perf_counter() - T0, 3)}, ensure_ascii=False, default=str))
+    return 0
+
+
+def _quit_after_first_paint(app, window) -> None:
+    """Print seconds from process start to the window's first paint, then quit (for the benchmark)."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    class _Watch(QObject):
+        def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+            if event.type() == QEvent.Type.Paint and not getattr(self, "seen", False):
+                self.seen = True
+                QTimer.singleShot(0, lambda: (print(f"first-paint-s {time.perf_counter() - T0:.4f}", flush=True),
+                                              app.quit()))
+            return False
+
+    watch = _Watch(window)
+    window.sidebar.viewport().installEventFilter(watch)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(sys.argv[1:] if argv is None else argv)
+    ensure_platform()
+    from dynadesk.errors import DynaDeskError
+
+    try:
+        app, services, window = create_window(args.home, args.settings)
+    except DynaDeskError as exc:
+        print(f"dynadesk-gui: {exc}", file=sys.stderr)
+        return 1
+    if args.page:
+        window.show_page(args.page)
+    window.show()
+    services.status.start()
+    if args.smoke:
+        app.processEvents()
+        code = smoke(services, args.model)
+        window.close()
+        services.close()
+        return code
+    if args.quit_after_paint:
+        _quit_after_first_paint(app, window)
+    code = app.exec()
+    services.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

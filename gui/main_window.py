@@ -1,0 +1,224 @@
+"""The main window: a sidebar of pages, a toolbar (active annotator) and a status bar
+(workspace, Docker daemon, annotator, sync queue).
+
+Pages are built the first time they are shown, so the window paints before any
+page's imports (scoring, models, torch) run. A page whose library capability has
+not landed shows a "not available yet" state instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QLabel, QListWidget, QListWidgetItem, QMainWindow, QSplitter,
+                               QStackedWidget, QToolBar, QWidget)
+
+from dynadesk.gui.pages.base import NotAvailable
+from dynadesk.gui.services import Services
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    key: str
+    title: str
+    factory: str  # "module:function" taking (services) -> QWidget
+    needs: tuple[str, ...] = ()  # modules that must exist for the page to work
+    issue: str = ""
+
+
+PAGES: list[PageSpec] = [
+    PageSpec("tasks_data", "Tasks & data", "dynadesk.gui.pages.tasks_data:make"),
+    PageSpec("models", "Models", "dynadesk.gui.pages.models:make", ("dynadesk.models",), "issue 3"),
+    PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make", ("dynadesk.annotation",), "issue 6"),
+    PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make", ("dynadesk.annotation",), "issue 6"),
+    PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make", ("dynadesk.annotation",), "issue 6"),
+    PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make", ("dynadesk.orchestration",), "issue 5"),
+    PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make",
+             ("dynadesk.scoring.dynascore",), "issue 4"),
+    PageSpec("bundles", "Bundles & sync", "dynadesk.gui.pages.bundles:make", ("dynadesk.sync",), "issue 7"),
+    PageSpec("audit", "Audit", "dynadesk.gui.pages.audit:make", ("dynadesk.sync",), "issue 7/9"),
+    PageSpec("settings", "Settings", "dynadesk.gui.pages.settings_page:make"),
+]
+
+
+def available(spec: PageSpec) -> bool:
+    for mod in spec.needs:
+        try:
+            if importlib.util.find_spec(mod) is None:
+                return False
+        except ModuleNotFoundError:
+            return False
+    module = spec.factory.split(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+def build_page(spec: PageSpec, services: Services) -> QWidget:
+    if not available(spec):
+        missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
+        return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
+                                        "this build yet. Nothing here is simulated.")
+    module, attr = spec.factory.split(":")
+    factory: Callable[[Services], QWidget] = getattr(importlib.import_module(module), attr)
+    return factory(services)
+
+
+class MainWindow(QMainWindow):
+    pageShown = Signal(str)
+
+    def __init__(self, services: Services, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.services = services
+        self.setWindowTitle("DynaDesk")
+        self.resize(1280, 820)
+        self.pages: dict[str, QWidget] = {}
+
+        self.sidebar = QListWidget()
+        self.sidebar.setFixedWidth(170)
+        self.sidebar.setObjectName("sidebar")
+        for i, spec in enumerate(PAGES):
+            item = QListWidgetItem(spec.title)
+            item.setData(Qt.ItemDataRole.UserRole, spec.key)
+            if i < 9:
+                item.setToolTip(f"Alt+{i + 1}")
+            self.sidebar.addItem(item)
+        self.stack = QStackedWidget()
+        split = QSplitter()
+        split.addWidget(self.sidebar)
+        split.addWidget(self.stack)
+        split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        self.setCentralWidget(split)
+        self.sidebar.currentRowChanged.connect(self._on_row)
+        for i in range(min(9, len(PAGES))):
+            act = QAction(self)
+            act.setShortcut(QKeySequence(f"Alt+{i + 1}"))
+            act.triggered.connect(lambda _=False, row=i: self.sidebar.setCurrentRow(row))
+            self.addAction(act)
+
+        self._build_toolbar()
+        self._build_statusbar()
+        services.ws.opened.connect(self._on_workspace)
+        self.sidebar.setCurrentRow(0)
+
+    # ------------------------------------------------------------- chrome
+    def _build_toolbar(self) -> None:
+        tb = QToolBar("Annotator")
+        tb.setObjectName("annotatorToolbar")
+        tb.setMovable(False)
+        tb.addWidget(QLabel(" Annotator: "))
+        self.annotator_combo = QComboBox()
+        self.annotator_combo.setMinimumWidth(160)
+        self.annotator_combo.setObjectName("annotatorCombo")
+        tb.addWidget(self.annotator_combo)
+        self.addToolBar(tb)
+        ann = self.services.extra.get("annotation")
+        if ann is None:
+            self.annotator_combo.addItem("(annotation not available yet)")
+            self.annotator_combo.setEnabled(False)
+            return
+        ann.annotatorsChanged.connect(self._fill_annotators)
+        ann.activeChanged.connect(self._on_active_annotator)
+        self.annotator_combo.activated.connect(
+            lambda i: ann.set_active(self.annotator_combo.itemData(i)) if self.annotator_combo.itemData(i) else None)
+        self._fill_annotators()
+
+    def _fill_annotators(self) -> None:
+        ann = self.services.extra["annotation"]
+        self.annotator_combo.blockSignals(True)
+        self.annotator_combo.clear()
+        for name in ann.annotator_names():
+            self.annotator_combo.addItem(name, name)
+        idx = self.annotator_combo.findData(ann.active)
+        self.annotator_combo.setCurrentIndex(idx)
+        self.annotator_combo.blockSignals(False)
+        self._on_active_annotator(ann.active or "")
+
+    def _on_active_annotator(self, name: str) -> None:
+        idx = self.annotator_combo.findData(name)
+        if idx >= 0:
+            self.annotator_combo.setCurrentIndex(idx)
+        self.annotator_label.setText(f"Annotator: {name or '—'}")
+
+    def _build_statusbar(self) -> None:
+        sb = self.statusBar()
+        self.workspace_label = QLabel()
+        self.docker_label = QLabel("Docker: checking…")
+        self.annotator_label = QLabel("Annotator: —")
+        self.queue_label = QLabel("Sync queue: —")
+        for w in (self.workspace_label, self.docker_label, self.annotator_label, self.queue_label):
+            sb.addPermanentWidget(w)
+        self._on_workspace(str(self.services.ws.home))
+        st = self.services.status
+        st.dockerChecked.connect(self._on_docker)
+        st.queueLength.connect(self._on_queue)
+        if st.docker_ok is not None:
+            self._on_docker(st.docker_ok, st.docker_detail)
+
+    def _on_workspace(self, home: str) -> None:
+        self.workspace_label.setText(f"Workspace: {home}")
+        self.workspace_label.setToolTip(home)
+        self.services.status.refresh_queue()
+        page = self.stack.currentWidget()
+        refresh = getattr(page, "refresh", None)
+        if callable(refresh):
+            refresh()
+
+    def _on_docker(self, ok: bool, detail: str) -> None:
+        self.docker_label.setText("Docker: ✔ answers" if ok else "Docker: ✘ not answering")
+        self.docker_label.setStyleSheet("color:#1b5e20" if ok else "color:#b71c1c")
+        self.docker_label.setToolTip(detail)
+
+    def _on_queue(self, n: int) -> None:
+        self.queue_label.setText("Sync queue: n/a" if n < 0 else f"Sync queue: {n}")
+        self.queue_label.setToolTip("bundles area not available yet" if n < 0 else f"{n} bundle(s) waiting to be sent")
+
+    # -------------------------------------------------------------- pages
+    def _on_row(self, row: int) -> None:
+        if row < 0:
+            return
+        spec = PAGES[row]
+        self.show_page(spec.key)
+
+    def page(self, key: str) -> QWidget:
+        """The page widget for ``key``, built on first use."""
+        if key not in self.pages:
+            spec = next(s for s in PAGES if s.key == key)
+            try:
+                widget = build_page(spec, self.services)
+            except Exception as exc:  # noqa: BLE001 - a broken page must not take the window down; say why
+                import traceback
+
+                widget = NotAvailable(spec.title, f"This page failed to load: {exc!r}\n\n"
+                                                  f"{traceback.format_exc(limit=4)}")
+            msg = getattr(widget, "statusMessage", None)
+            if msg is not None:
+                msg.connect(lambda text: self.statusBar().showMessage(text, 5000))
+            self.pages[key] = widget
+            self.stack.addWidget(widget)
+        return self.pages[key]
+
+    def show_page(self, key: str) -> QWidget:
+        widget = self.page(key)
+        row = next(i for i, s in enumerate(PAGES) if s.key == key)
+        if self.sidebar.currentRow() != row:
+            self.sidebar.setCurrentRow(row)  # re-enters via _on_row
+            return widget
+        self.stack.setCurrentWidget(widget)
+        refresh = getattr(widget, "refresh", None)
+        if callable(refresh) and getattr(widget, "_shown_once", False):
+            refresh()
+        widget._shown_once = True
+        self.pageShown.emit(key)
+        return widget
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        for widget in self.pages.values():
+            closer = getattr(widget, "shutdown", None)
+            if callable(closer):
+                closer()
+        super().closeEvent(event)

@@ -1,0 +1,82 @@
+"""Build a bundle payload from one evaluation run in the workspace database."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dynadesk.canonical import file_sha256
+from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
+from dynadesk.evaluator.schema import PREDICTIONS_FILE
+from dynadesk.sync.bundle import utc_now_text
+from dynadesk.sync.merkle import read_predictions
+
+
+def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
+    if not run_dir:
+        raise BundleError(f"evaluation {evaluation_id} has no run folder, so there are no predictions to bundle")
+    path = Path(run_dir) / PREDICTIONS_FILE
+    if not path.is_file():
+        raise BundleError(f"evaluation {evaluation_id}: predictions file {path} is missing")
+    sha = file_sha256(path)
+    if recorded is not None and recorded != f"sha256:{sha}":
+        raise DigestMismatch(f"evaluation {evaluation_id}: {path} has sha256:{sha}, but the run recorded {recorded}"
+                             " (the file changed after the run)")
+    tree = read_predictions(path)
+    return {"digest": recorded, "file_sha256": sha, "merkle_root": tree.root_hex, "count": tree.count}
+
+
+def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
+    """Collect every signed field from the store and the run folder (raises if the run is not bundleable)."""
+    ev = store.evaluations.get(evaluation_id)
+    if ev.status != "succeeded":
+        raise BundleError(f"evaluation {evaluation_id} is '{ev.status}'; only succeeded runs can be bundled")
+    if not ev.metrics:
+        raise BundleError(f"evaluation {evaluation_id} has no metric values")
+    model = store.models.get_by_id(ev.model_id)
+    datasets = []
+    for name in ev.datasets:
+        try:
+            ds = store.datasets.get(name)
+        except NotFoundError:
+            raise BundleError(f"evaluation {evaluation_id} used dataset '{name}', which is no longer in the"
+                              " workspace, so its digest cannot be stated") from None
+        datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
+    seeds = {k: v for k, v in ev.settings.items() if k == "seed" or k.endswith("_seed")}
+    return {
+        "created_at": utc_now_text(now),
+        "task": ev.task,
+        "model": {"name": model.name, "digest": model.digest},
+        "datasets": datasets,
+        "evaluator": {"image_digest": ev.image_id, "version": ev.evaluator_version},
+        "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},
+        "environment": ev.environment,
+        "seeds": seeds,
+        "settings": ev.settings,
+        "metrics": [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
+                     "deterministic": m.deterministic} for m in ev.metrics],
+        "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
+        "submitter": {"key_fingerprint": key_fingerprint},
+        "evaluation_id": ev.id,
+    }
+
+
+def create_bundle(workspace, store, evaluation_id: int, passphrase: str | None = None,
+                  out: str | Path | None = None, now: datetime | None = None):
+    """Sign the run's bundle with the workspace key, write it to ``bundles/`` (and ``out``) and queue it."""
+    from dynadesk.sync.bundle import sign_payload
+    from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key
+
+    info = key_info(workspace.keys_dir)
+    key = load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME, passphrase)
+    bundle = sign_payload(build_payload(store, evaluation_id, info.fingerprint, now), key)
+    path = Path(workspace.bundles_dir) / f"{bundle.id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bundle.raw)
+    if out is not None:
+        Path(out).write_bytes(bundle.raw)
+    store.bundles.add(bundle.id, bundle.raw, evaluation_id=evaluation_id, task=bundle.task,
+                      model_name=bundle.model_name, key_fingerprint=bundle.key_fingerprint,
+                      created_at=bundle.payload["created_at"], path=str(path))
+    return bundle

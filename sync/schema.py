@@ -1,0 +1,137 @@
+"""Structure of a version-1 bundle payload, checked field by field before anything trusts it.
+
+Every problem names its JSON path (``payload.metrics[3].value``), so a user
+holding a broken bundle knows what is wrong and where.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+from dynadesk.errors import BundleFormatError
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
+RUNNER_KINDS = ("docker", "local")
+
+PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner", "environment", "seeds",
+                "settings", "metrics", "predictions", "submitter", "evaluation_id"}
+
+
+def _fail(where: str, what: str) -> None:
+    raise BundleFormatError(f"bundle {where}: {what}")
+
+
+def obj(value: Any, where: str, keys: set[str] | None = None) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        _fail(where, f"must be an object, got {type(value).__name__}")
+    if keys is not None:
+        missing, extra = keys - set(value), set(value) - keys
+        if missing:
+            _fail(where, f"missing field(s) {', '.join(sorted(missing))}")
+        if extra:
+            _fail(where, f"unknown field(s) {', '.join(sorted(extra))}")
+    return value
+
+
+def text(value: Any, where: str, pattern: re.Pattern | None = None, max_len: int = 512) -> str:
+    if not isinstance(value, str) or not value:
+        _fail(where, f"must be a non-empty string, got {value!r:.60}")
+    if len(value) > max_len:
+        _fail(where, f"is longer than {max_len} characters")
+    if pattern is not None and not pattern.match(value):
+        _fail(where, f"has the wrong form ({value!r:.80})")
+    return value
+
+
+def integer(value: Any, where: str, minimum: int = 0) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        _fail(where, f"must be an integer >= {minimum}, got {value!r:.60}")
+    return value
+
+
+def number(value: Any, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        _fail(where, f"must be a finite number, got {value!r:.60}")
+    return float(value)
+
+
+def boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        _fail(where, f"must be true or false, got {value!r:.60}")
+    return value
+
+
+def timestamp(value: Any, where: str) -> datetime:
+    text(value, where, TIMESTAMP)
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        _fail(where, f"is not a valid UTC time ({value!r})")
+    raise AssertionError("unreachable")
+
+
+def check_payload(p: Any) -> None:
+    """Raise :class:`BundleFormatError` unless ``p`` is a well-formed version-1 payload."""
+    obj(p, "payload", PAYLOAD_KEYS)
+    timestamp(p["created_at"], "payload.created_at")
+    text(p["task"], "payload.task", max_len=64)
+    m = obj(p["model"], "payload.model", {"name", "digest"})
+    text(m["name"], "payload.model.name")
+    text(m["digest"], "payload.model.digest", ANY_DIGEST)
+    ds = p["datasets"]
+    if not isinstance(ds, list) or not ds:
+        _fail("payload.datasets", "must be a non-empty list")
+    names = set()
+    for i, d in enumerate(ds):
+        w = f"payload.datasets[{i}]"
+        obj(d, w, {"name", "split", "digest", "size"})
+        name = text(d["name"], f"{w}.name")
+        if name in names:
+            _fail(f"{w}.name", f"names dataset '{name}' twice")
+        names.add(name)
+        text(d["split"], f"{w}.split", max_len=64)
+        text(d["digest"], f"{w}.digest", DIGEST)
+        integer(d["size"], f"{w}.size")
+    ev = obj(p["evaluator"], "payload.evaluator", {"image_digest", "version"})
+    for k in ("image_digest", "version"):
+        if ev[k] is not None:
+            text(ev[k], f"payload.evaluator.{k}")
+    r = obj(p["runner"], "payload.runner", {"kind", "sandboxed"})
+    if r["kind"] not in RUNNER_KINDS:
+        _fail("payload.runner.kind", f"must be one of {', '.join(RUNNER_KINDS)}, got {r['kind']!r:.40}")
+    boolean(r["sandboxed"], "payload.runner.sandboxed")
+    obj(p["environment"], "payload.environment")
+    obj(p["settings"], "payload.settings")
+    for k, v in obj(p["seeds"], "payload.seeds").items():
+        integer(v, f"payload.seeds.{k}", minimum=-(2 ** 53))
+    ms = p["metrics"]
+    if not isinstance(ms, list) or not ms:
+        _fail("payload.metrics", "must be a non-empty list")
+    seen = set()
+    for i, mv in enumerate(ms):
+        w = f"payload.metrics[{i}]"
+        obj(mv, w, {"dataset", "metric", "value", "unit", "deterministic"})
+        if not isinstance(mv["dataset"], str) or (mv["dataset"] and mv["dataset"] not in names):
+            _fail(f"{w}.dataset", f"must be '' or one of the bundle's datasets, got {mv['dataset']!r:.60}")
+        key = (mv["dataset"], text(mv["metric"], f"{w}.metric", max_len=64))
+        if key in seen:
+            _fail(w, f"repeats metric '{key[1]}' for dataset '{key[0]}'")
+        seen.add(key)
+        number(mv["value"], f"{w}.value")
+        text(mv["unit"], f"{w}.unit", max_len=32)
+        boolean(mv["deterministic"], f"{w}.deterministic")
+    pr = obj(p["predictions"], "payload.predictions", {"digest", "file_sha256", "merkle_root", "count"})
+    if pr["digest"] is not None:
+        text(pr["digest"], "payload.predictions.digest", DIGEST)
+    text(pr["file_sha256"], "payload.predictions.file_sha256", HEX64)
+    text(pr["merkle_root"], "payload.predictions.merkle_root", HEX64)
+    integer(pr["count"], "payload.predictions.count")
+    s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})
+    text(s["key_fingerprint"], "payload.submitter.key_fingerprint", DIGEST)
+    integer(p["evaluation_id"], "payload.evaluation_id")

@@ -140,3 +140,7 @@ class UploadRejected(SyncError):
         self.code = code
         self.status = status
         super().__init__(message)
+
+
+class ImageBuildError(DynaDeskError):
+    """The offline evaluator image could not be built (debootstrap, pip, docker load)."""

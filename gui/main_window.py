@@ -57,14 +57,14 @@ def available(spec: PageSpec) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def build_page(spec: PageSpec, services: Services) -> QWidget:
+def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None) -> QWidget:
     if not available(spec):
         missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
         return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
-                                        "this build yet. Nothing here is simulated.")
+                                        "this build yet. Nothing here is simulated.", parent)
     module, attr = spec.factory.split(":")
-    factory: Callable[[Services], QWidget] = getattr(importlib.import_module(module), attr)
-    return factory(services)
+    factory: Callable[..., QWidget] = getattr(importlib.import_module(module), attr)
+    return factory(services, parent=parent)
 
 
 class MainWindow(QMainWindow):
@@ -100,8 +100,8 @@ class MainWindow(QMainWindow):
             act.triggered.connect(lambda _=False, row=i: self.sidebar.setCurrentRow(row))
             self.addAction(act)
 
-        self._build_toolbar()
         self._build_statusbar()
+        self._build_toolbar()
         services.ws.opened.connect(self._on_workspace)
         self.sidebar.setCurrentRow(0)
 
@@ -121,11 +121,29 @@ class MainWindow(QMainWindow):
             self.annotator_combo.addItem("(annotation not available yet)")
             self.annotator_combo.setEnabled(False)
             return
+        add = QAction("New annotator…", self)
+        add.triggered.connect(self._new_annotator)
+        tb.addAction(add)
         ann.annotatorsChanged.connect(self._fill_annotators)
         ann.activeChanged.connect(self._on_active_annotator)
         self.annotator_combo.activated.connect(
             lambda i: ann.set_active(self.annotator_combo.itemData(i)) if self.annotator_combo.itemData(i) else None)
         self._fill_annotators()
+
+    def _new_annotator(self) -> None:
+        from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+        from dynadesk.errors import DynaDeskError
+
+        name, ok = QInputDialog.getText(self, "New annotator", "Name (letters, digits, _ . @ -):")
+        if not ok or not name.strip():
+            return
+        ann = self.services.extra["annotation"]
+        try:
+            ann.add_annotator(name.strip())
+            ann.set_active(name.strip())
+        except DynaDeskError as exc:
+            QMessageBox.warning(self, "New annotator", str(exc))
 
     def _fill_annotators(self) -> None:
         ann = self.services.extra["annotation"]
@@ -189,7 +207,7 @@ class MainWindow(QMainWindow):
         if key not in self.pages:
             spec = next(s for s in PAGES if s.key == key)
             try:
-                widget = build_page(spec, self.services)
+                widget = build_page(spec, self.services, self.stack)
             except Exception as exc:  # noqa: BLE001 - a broken page must not take the window down; say why
                 import traceback
 

@@ -17,7 +17,6 @@ error or returns None — it never returns False.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, FingerprintMismatch, UnsupportedVersionError
 from dynadesk.sync import keys as _keys
+from dynadesk.sync.jcs_check import loads_checked
 from dynadesk.sync.schema import check_payload, obj
 
 FORMAT = "dynadesk-bundle"
@@ -91,7 +91,7 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:
     if len(raw) > MAX_BUNDLE_BYTES:
         raise BundleFormatError(f"{where}: {len(raw)} bytes is larger than the {MAX_BUNDLE_BYTES}-byte limit")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc, is_canonical = loads_checked(raw)
     except UnicodeDecodeError as exc:
         raise BundleFormatError(f"{where}: not UTF-8 text (byte {exc.start})") from None
     except ValueError as exc:
@@ -114,11 +114,11 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:
     if not isinstance(sig["value"], str) or not _HEX_SIG.match(sig["value"]):
         raise BundleFormatError(f"{where}: signature.value must be 128 lowercase hex digits")
     check_payload(doc["payload"])
-    try:
-        canonical = canonical_bytes(doc)
-    except Exception as exc:  # noqa: BLE001 - rfc8785 raises its own types (e.g. integer out of range)
-        raise BundleFormatError(f"{where}: cannot be expressed in RFC 8785 canonical JSON ({exc})") from None
-    if canonical != raw:
+    if not is_canonical:
+        try:
+            canonical = canonical_bytes(doc)
+        except Exception as exc:  # noqa: BLE001 - rfc8785 raises its own types (e.g. integer out of range)
+            raise BundleFormatError(f"{where}: cannot be expressed in RFC 8785 canonical JSON ({exc})") from None
         pos = next((i for i, (a, b) in enumerate(zip(canonical, raw)) if a != b), min(len(canonical), len(raw)))
         raise BundleFormatError(f"{where}: not in RFC 8785 canonical form (first difference at byte {pos})")
     payload_bytes = raw[len(_PREFIX):raw.rindex(b',"signature":')]

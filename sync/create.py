@@ -20,11 +20,11 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     if not path.is_file():
         raise BundleError(f"evaluation {evaluation_id}: predictions file {path} is missing")
     sha = file_sha256(path)
-    if recorded is not None and recorded != f"sha256:{sha}":
+    if recorded is not None and recorded.removeprefix("sha256:") != sha:
         raise DigestMismatch(f"evaluation {evaluation_id}: {path} has sha256:{sha}, but the run recorded {recorded}"
                              " (the file changed after the run)")
     tree = read_predictions(path)
-    return {"digest": recorded, "file_sha256": sha, "merkle_root": tree.root_hex, "count": tree.count}
+    return {"digest": f"sha256:{sha}", "merkle_root": tree.root_hex, "count": tree.count}
 
 
 def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:

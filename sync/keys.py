@@ -137,3 +137,17 @@ def verify_signature(public: Ed25519PublicKey, signature: bytes, message: bytes,
         public.verify(signature, message)
     except InvalidSignature:
         raise SignatureError(f"{what}: the Ed25519 signature does not verify over the canonical bytes") from None
+
+
+def load_or_create_server_key(path: str | os.PathLike) -> Ed25519PrivateKey:
+    """The server's log-signing key: created (0600, unencrypted) on first start, then reused."""
+    path = Path(path)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        key = Ed25519PrivateKey.generate()
+        try:
+            _write_private(path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                   serialization.NoEncryption()))
+        except OSError as exc:
+            raise KeyFileError(f"cannot write the server key {path}: {exc}") from exc
+    return load_private_key(path)

@@ -126,10 +126,8 @@ def check_payload(p: Any) -> None:
         number(mv["value"], f"{w}.value")
         text(mv["unit"], f"{w}.unit", max_len=32)
         boolean(mv["deterministic"], f"{w}.deterministic")
-    pr = obj(p["predictions"], "payload.predictions", {"digest", "file_sha256", "merkle_root", "count"})
-    if pr["digest"] is not None:
-        text(pr["digest"], "payload.predictions.digest", DIGEST)
-    text(pr["file_sha256"], "payload.predictions.file_sha256", HEX64)
+    pr = obj(p["predictions"], "payload.predictions", {"digest", "merkle_root", "count"})
+    text(pr["digest"], "payload.predictions.digest", DIGEST)
     text(pr["merkle_root"], "payload.predictions.merkle_root", HEX64)
     integer(pr["count"], "payload.predictions.count")
     s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})

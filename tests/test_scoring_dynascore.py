@@ -65,7 +65,7 @@ def test_worked_example_by_hand_through_the_cli(tmp_path):
 
 
 def test_cli_text_output_and_bad_file(tmp_path):
-    lines = _run_cli(tmp_path, WORKED).splitlines()
+    lines = _run_cli(tmp_path, WORKED).splitlines()[1:]
     assert lines[0].split() == ["rank", "model", "dynascore", "perf", "throughput", "memory"]
     assert [ln.split()[1] for ln in lines[2:5]] == ["C", "B", "A"]
     assert lines[5].startswith("AMRS: perf=1.000000, throughput=4.000000, memory=0.500000")
@@ -167,6 +167,9 @@ def test_model_missing_a_metric_is_left_off_with_the_reason():
     res = compute(models)
     assert [m.name for m in res.models] == ["b", "a", "e"]
     assert res.left_off["c"] == "missing metric 'fairness'"
+    res2 = compute({**models, "f": {"perf": 1, "memory": float("inf")}})
+    assert res2.left_off["f"] == ("missing metrics 'throughput', 'robustness', 'fairness'; "
+                                  "metric 'memory' value inf is not a finite number")
     assert "not a finite number" in res.left_off["d"]
     # e reports perf per dataset; the others' whole-run numbers count on dataset x too.
     assert res.model("e").values["perf"] == 50
@@ -189,6 +192,8 @@ def test_empty_board_and_invalid_specs():
         compute({}, {"perf": MetricSpec()}, perf_metric="acc")
     with pytest.raises(ValidationError, match="unknown top-level key"):
         from_document({"models": {}, "extra": 1})
+    with pytest.raises(ValidationError, match="too large"):
+        compute({"a": {"perf": 1e308}, "b": {"perf": -1e308}}, {"perf": MetricSpec(offset=1e308)})
     with pytest.raises(ValidationError, match="dataset weight for 'x'"):
         compute({}, dataset_weights={"x": -1})
 

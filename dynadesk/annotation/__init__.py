@@ -28,7 +28,8 @@ Validate (``validate``)
     ``next_to_validate(store, task, annotator, round=None, seed=0) -> AnnotatedExample | None``,
     ``validation_queue(..., limit=20)``,
     ``validate(store, example_uid, annotator, verdict, label=None, reason="") -> (Validation, ExampleStatus)``,
-    ``example_status(example, votes_needed) -> ExampleStatus``.
+    ``example_status(example, votes_needed) -> ExampleStatus``,
+    ``list_examples(store, task, round=None, annotator=None) -> [(AnnotatedExample, ExampleStatus)]``.
 Statistics (``stats``)
     ``round_stats(store, task, round=None) -> RoundStats`` (MER, vMER, median time, alpha,
     per-annotator rows), ``task_stats(store, task) -> list[RoundStats]``,
@@ -45,20 +46,20 @@ from __future__ import annotations
 from dynadesk.annotation.annotators import (
     active_annotator, add_annotator, list_annotators, resolve_annotator, use_annotator)
 from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
-from dynadesk.annotation.export import export_examples, export_round, register_round
+from dynadesk.annotation.export import STATUSES, export_examples, export_round, register_round
 from dynadesk.annotation.integrity import VerifyReport, verify
 from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack
 from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round, read_contexts
 from dynadesk.annotation.stats import RoundStats, krippendorff_alpha_nominal, round_stats, task_stats
 from dynadesk.annotation.validate import (
-    ExampleStatus, example_status, next_to_validate, validate, validation_queue)
+    ExampleStatus, example_status, list_examples, next_to_validate, validate, validation_queue)
 
 __all__ = [
     "active_annotator", "add_annotator", "list_annotators", "resolve_annotator", "use_annotator",
     "Context", "is_fooled", "next_context", "submit_example",
-    "export_examples", "export_round", "register_round",
+    "STATUSES", "export_examples", "export_round", "register_round",
     "VerifyReport", "verify", "MergeReport", "merge", "pack", "read_pack",
     "get_round", "list_rounds", "new_round", "open_round", "read_contexts",
     "RoundStats", "krippendorff_alpha_nominal", "round_stats", "task_stats",
-    "ExampleStatus", "example_status", "next_to_validate", "validate", "validation_queue",
+    "ExampleStatus", "example_status", "list_examples", "next_to_validate", "validate", "validation_queue",
 ]

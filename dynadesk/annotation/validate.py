@@ -120,3 +120,13 @@ def validate(store, example_uid: str, annotator: str | None, verdict: str, label
     store.annotation.insert_validation(v)
     ex.validations.append(v)
     return v, example_status(ex, task.votes_needed)
+
+
+def list_examples(store, task_name: str, round_number: int | None = None,
+                  annotator: str | None = None) -> list[tuple[AnnotatedExample, ExampleStatus]]:
+    """Examples (all rounds, or one) in creation order, each with its current status."""
+    task = get_task(task_name)
+    if round_number is not None:
+        store.annotation.get_round(task.name, round_number)
+    return [(ex, example_status(ex, task.votes_needed))
+            for ex in store.annotation.examples(task.name, round_number, annotator)]

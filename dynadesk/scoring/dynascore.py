@@ -53,6 +53,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter, mul
 from typing import Any, Mapping
 
 import numpy as np
@@ -115,10 +117,11 @@ class DynascoreResult:
     converted_matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
     def model(self, name: str) -> ModelScore:
-        for m in self.models:
-            if m.name == name:
-                return m
-        raise KeyError(name)
+        """The scored model called ``name`` (``KeyError`` if it is not on the board)."""
+        index = self.__dict__.get("_index")
+        if index is None or len(index) != len(self.models):
+            index = self.__dict__["_index"] = {m.name: m for m in self.models}
+        return index[name]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,16 +172,31 @@ def _check_dataset_weights(dataset_weights: Mapping[str, float] | None) -> None:
 
 # --------------------------------------------------------------------------- averaging
 
+def _is_mapping(v: Any) -> bool:
+    return type(v) is dict or isinstance(v, Mapping)
+
+
+def _numbers_ok(xs: tuple) -> bool:
+    """All finite ints/floats (bools and strings are not numbers here)."""
+    try:
+        return set(map(type, xs)) <= _NUMBER_TYPES and all(map(math.isfinite, xs))
+    except TypeError:
+        return False
+
+
+_NUMBER_TYPES = {float, int}
+_MISSING = object()
+
+
 def _metric_datasets(models: Mapping[str, Mapping[str, Any]], metric: str) -> list[str] | None:
     """Datasets a metric is reported on (union over models); None if given as plain numbers."""
-    names: dict[str, None] = {}
-    per_dataset = False
-    for vals in models.values():
-        v = vals.get(metric) if isinstance(vals, Mapping) else None
-        if isinstance(v, Mapping):
-            per_dataset = True
-            names.update(dict.fromkeys(v))
-    return sorted(names) if per_dataset else None
+    values = [vals.get(metric) if type(vals) is dict or isinstance(vals, Mapping) else None
+              for vals in models.values()]
+    keysets = {tuple(v) for v in values
+               if type(v) is dict or (type(v) not in _NUMBER_TYPES and isinstance(v, Mapping))}
+    if not keysets:
+        return None
+    return sorted({d for keys in keysets for d in keys})
 
 
 def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarray, dict[str, str]]:
@@ -193,11 +211,15 @@ def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarr
         total = sum(w.values())
         if total <= 0:
             raise ValidationError(f"every dataset of metric '{metric}' has weight 0 ({', '.join(datasets)})")
-        plans[metric] = [(d, wd / total) for d, wd in w.items() if wd > 0]
+        used = [d for d in datasets if w[d] > 0]
+        plans[metric] = (used, [w[d] / total for d in used], itemgetter(*used))
+    ordered = sorted(models)
+    fast = _fast_matrix([models[m] for m in ordered], metric_names, plans)
+    if fast is not None:
+        return ordered, fast, {}
     names, rows, left = [], [], {}
-    for model in sorted(models):
-        vals = models[model]
-        row, why = _model_row(vals, metric_names, plans)
+    for model in ordered:
+        row, why = _model_row(models[model], metric_names, plans)
         if why:
             left[model] = why
         else:
@@ -207,29 +229,72 @@ def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarr
     return names, matrix, left
 
 
+def _fast_matrix(rows: list[Any], metric_names, plans) -> np.ndarray | None:
+    """The averaged matrix built column by column, or None if any model needs a closer look.
+
+    The common case (every model has every metric as finite numbers, per dataset where
+    others are) is done with a few list comprehensions and numpy; anything else falls
+    back to :func:`_model_row`, which also says what is wrong.
+    """
+    n = len(rows)
+    if not all(type(v) is dict for v in rows):
+        return None
+    cols = []
+    try:
+        for metric in metric_names:
+            plan = plans[metric]
+            if plan is None:
+                col = [v[metric] for v in rows]
+                flat = col
+            else:
+                used, weights, getter = plan
+                cells = [getter(v[metric]) for v in rows]
+                flat = chain.from_iterable(cells) if len(used) > 1 else cells
+            if not set(map(type, flat)) <= _NUMBER_TYPES:
+                return None
+            arr = np.array(col if plan is None else cells, dtype=float)
+            if not np.all(np.isfinite(arr)):
+                return None
+            cols.append(arr if plan is None else arr.reshape(n, len(plan[0])) @ np.array(plan[1]))
+    except (KeyError, TypeError):
+        return None
+    return np.column_stack(cols) if cols else np.zeros((n, 0))
+
+
 def _model_row(vals: Any, metric_names, plans) -> tuple[list[float], str | None]:
-    if not isinstance(vals, Mapping):
+    """The model's averaged values, or ``None`` and every reason it cannot be scored."""
+    if not _is_mapping(vals):
         return [], f"its metric values must be a mapping, got {type(vals).__name__}"
-    row = []
+    row: list[float] = []
+    problems: list[str] = []
+    missing = [m for m in metric_names if m not in vals]
+    if missing:
+        problems.append(f"missing metric{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
     for metric in metric_names:
-        if metric not in vals:
-            return [], f"missing metric '{metric}'"
-        v = vals[metric]
-        plan = plans[metric]
-        if not isinstance(v, Mapping):  # a whole-run number counts for every dataset
-            if not _finite(v):
-                return [], f"metric '{metric}' value {v!r} is not a finite number"
-            row.append(float(v))
+        v = vals.get(metric, _MISSING)
+        if v is _MISSING:
             continue
-        acc = 0.0
-        for dataset, w in plan:
-            if dataset not in v:
-                return [], f"metric '{metric}' has no value for dataset '{dataset}'"
-            if not _finite(v[dataset]):
-                return [], f"metric '{metric}' on dataset '{dataset}' value {v[dataset]!r} is not a finite number"
-            acc += w * float(v[dataset])
-        row.append(acc)
-    return row, None
+        if not _is_mapping(v):  # a whole-run number counts for every dataset
+            if _finite(v):
+                row.append(float(v))
+            else:
+                problems.append(f"metric '{metric}' value {v!r} is not a finite number")
+            continue
+        used, weights, getter = plans[metric]
+        try:
+            xs = getter(v)
+        except KeyError:
+            absent = [d for d in used if d not in v]
+            problems.append(f"metric '{metric}' has no value for dataset{'s' if len(absent) > 1 else ''} "
+                            f"{', '.join(map(repr, absent))}")
+            continue
+        xs = xs if len(used) > 1 else (xs,)
+        if not _numbers_ok(xs):
+            bad = next(d for d, x in zip(used, xs) if not _finite(x))
+            problems.append(f"metric '{metric}' on dataset '{bad}' value {v[bad]!r} is not a finite number")
+            continue
+        row.append(float(sum(map(mul, xs, weights))))
+    return row, "; ".join(problems) if problems else None
 
 
 # --------------------------------------------------------------------------- core
@@ -270,7 +335,7 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
     scale = np.zeros(m)
     ok = ~np.isnan(amrs) & (amrs != 0)
     scale[ok] = 1.0 / np.abs(amrs[ok])
-    converted = utilities * scale
+    converted = utilities * scale + 0.0  # + 0.0 turns -0.0 into 0.0
     scores = converted @ w if n else np.zeros(0)
     return scores, converted, utilities, amrs, notes
 
@@ -309,7 +374,10 @@ def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, Metri
     offsets = np.array([s.offset for s in specs])
     raw_w = np.array([s.weight for s in specs])
     pi = names_m.index(perf_metric)
-    scores, conv, util, amrs, notes = compute_arrays(values, directions, offsets, raw_w, pi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores, conv, util, amrs, notes = compute_arrays(values, directions, offsets, raw_w, pi)
+    if not np.all(np.isfinite(scores)):
+        raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
     for j, k in enumerate(names_m):
         if j != pi and len(names) > 1 and amrs[j] == 0:
             notes.append(f"metric '{k}' does not change between models of different performance: "
@@ -317,10 +385,9 @@ def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, Metri
     if len(names) == 1:
         notes.append("a single model: there is nothing to compare it with; its Dynascore is its weighted performance")
     ranks = competition_ranks(scores) if names else np.zeros(0, int)
-    rows = [ModelScore(name, float(scores[i]), int(ranks[i]),
-                       dict(zip(names_m, map(float, values[i]))), dict(zip(names_m, map(float, util[i]))),
-                       dict(zip(names_m, map(float, conv[i]))))
-            for i, name in enumerate(names)]
+    rows = [ModelScore(name, s_, r_, dict(zip(names_m, v_)), dict(zip(names_m, u_)), dict(zip(names_m, c_)))
+            for name, s_, r_, v_, u_, c_ in zip(names, scores.tolist(), ranks.tolist(), values.tolist(),
+                                                util.tolist(), conv.tolist())]
     order = sorted(range(len(rows)), key=lambda i: (rows[i].rank, rows[i].name))
     return DynascoreResult(
         perf_metric=perf_metric, metrics=metrics,

@@ -57,6 +57,13 @@ def m001_evaluations(db: Database) -> None:
     db.execute("CREATE INDEX evaluations_model ON evaluations(model_id, status)")
 
 
+@migrations()
+def m002_run_owner(db: Database) -> None:
+    """Which process runs an evaluation, so a crash is told apart from a run still going."""
+    db.execute("ALTER TABLE evaluations ADD COLUMN pid INTEGER")
+    db.execute("ALTER TABLE evaluations ADD COLUMN host TEXT")
+
+
 @dataclass
 class MetricValue:
     dataset: str  # dataset name; '' for a whole-run figure
@@ -92,6 +99,8 @@ class EvaluationRecord:
     created_at: str
     started_at: str | None
     finished_at: str | None
+    pid: int | None = None
+    host: str | None = None
     metrics: list[MetricValue] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,12 +185,21 @@ class EvaluationRepo:
             " ORDER BY m.name", [task])
         return [self._record(r) for r in rows]
 
-    def mark_stale_running(self) -> list[int]:
-        """Runs left 'running' by a crash or reboot become 'interrupted' (resumable)."""
-        ids = [r[0] for r in self.db.execute("SELECT id FROM evaluations WHERE status = 'running'")]
-        if ids:
-            self.db.execute("UPDATE evaluations SET status = 'interrupted', verdict = 'interrupted'"
-                            " WHERE status = 'running'")
+    def mark_stale_running(self, host: str | None = None, alive=None) -> list[int]:
+        """Runs left 'running' by a crash or reboot become 'interrupted' (resumable).
+
+        With ``host`` and ``alive(pid) -> bool``, only runs of this host whose process is gone
+        are marked, so a run still going in another window is left alone.
+        """
+        ids = []
+        for run_id, pid, run_host in self.db.execute("SELECT id, pid, host FROM evaluations WHERE status = 'running'"):
+            if alive is not None and (run_host != host or (pid and alive(pid))):
+                continue
+            ids.append(run_id)
+        for run_id in ids:
+            self.db.execute("UPDATE evaluations SET status = 'interrupted', verdict = 'interrupted',"
+                            " error = 'the process running it stopped (crash, reboot or kill)'"
+                            " WHERE id = ? AND status = 'running'", [run_id])
         return ids
 
 

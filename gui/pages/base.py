@@ -32,7 +32,8 @@ class Banner(QFrame):
         self.close_button.setFixedWidth(28)
         self.close_button.setToolTip("Dismiss")
         self.close_button.clicked.connect(self.clear)
-        self.close_button.setVisible(closable)
+        if not closable:
+            self.close_button.hide()
         lay.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 

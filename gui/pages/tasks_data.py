@@ -224,5 +224,5 @@ class TasksDataPage(Page):
         self.problems.addItems(outcome.problems)
 
 
-def make(services) -> TasksDataPage:
-    return TasksDataPage(services.data)
+def make(services, parent: QWidget | None = None) -> TasksDataPage:
+    return TasksDataPage(services.data, parent=parent)

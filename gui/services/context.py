@@ -33,4 +33,16 @@ def build_services(home: str | Path | None = None, settings_path: str | Path | N
     settings = AppSettings(settings_path)
     home = home or settings.get("workspace") or None
     ws = WorkspaceService(home)
-    return Services(ws=ws, settings=settings, data=DataService(ws), status=StatusService(ws))
+    services = Services(ws=ws, settings=settings, data=DataService(ws), status=StatusService(ws))
+    _add_area_services(services)
+    return services
+
+
+def _add_area_services(services: Services) -> None:
+    """Services over library areas that are installed; a missing area leaves its page "not available"."""
+    import importlib.util
+
+    if importlib.util.find_spec("dynadesk.annotation") is not None:
+        from dynadesk.gui.services.annotation import AnnotationService
+
+        services.extra["annotation"] = AnnotationService(services.ws)

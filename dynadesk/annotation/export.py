@@ -1,0 +1,88 @@
+"""Export a round as a dataset in the task's schema, closing the loop to evaluation.
+
+Each exported example is ``id`` (the example's stable uid), the task inputs,
+the gold (the annotator's target: ``label``, or ``answers`` for QA), ``tags``
+(round, fooled / not-fooled, verification status) and ``metadata.annotation``
+(model output, fooled, validations ...). Output is deterministic, so the same
+round exports to the same bytes and imports to the same digest every time.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
+from dynadesk.data import SPLITS
+from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, validate_example, write_csv, write_jsonl
+from dynadesk.errors import ValidationError
+from dynadesk.store.annotation import AnnotatedExample
+from dynadesk.tasks import Task, get_task
+
+STATUSES = ("all", "fooled", "verified-correct", "verified-fooled")
+
+
+def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
+    st = example_status(ex, task.votes_needed)
+    raw: dict[str, Any] = {"id": ex.uid, **ex.inputs}
+    raw[task.gold_field] = ex.target if task.output_kind == "label" else [ex.target]
+    raw["tags"] = [f"round-{ex.round}", "fooled" if ex.fooled else "not-fooled", st.status]
+    raw["metadata"] = {"annotation": {
+        "task": ex.task, "round": ex.round, "annotator": ex.annotator, "created_at": ex.created_at,
+        "model": ex.model_name, "model_digest": ex.model_digest, "model_output": ex.model_output,
+        "fooled": ex.fooled, "status": st.status, "verified_fooled": st.verified_fooled,
+        "explanation": ex.explanation, "time_ms": ex.time_ms, "context_id": ex.context_id,
+        "validations": [{"annotator": v.annotator, "verdict": v.verdict, "label": v.label, "reason": v.reason,
+                         "created_at": v.created_at} for v in ex.validations],
+    }}
+    return validate_example(task, raw, fallback_id=ex.uid)
+
+
+def export_examples(store, task_name: str, round_number: int | None = None,
+                    status: str = "all") -> list[dict[str, Any]]:
+    """The round's examples (default: latest round) that match ``status``, as dataset examples."""
+    task = get_task(task_name)
+    if status not in STATUSES:
+        raise ValidationError(f"status '{status}' is not one of {', '.join(STATUSES)}")
+    rnd = store.annotation.get_round(task.name, round_number)
+    out = []
+    for ex in store.annotation.examples(task.name, rnd.number):
+        st = example_status(ex, task.votes_needed)
+        keep = (status == "all" or (status == "fooled" and ex.fooled)
+                or (status == "verified-correct" and st.status == VERIFIED_CORRECT)
+                or (status == "verified-fooled" and st.verified_fooled))
+        if keep:
+            out.append(_to_dataset_example(task, ex))
+    if not out:
+        raise ValidationError(f"round {rnd.number} of '{task.name}' has no examples with status '{status}'")
+    return out
+
+
+def export_round(store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
+                 status: str = "all", fmt: str | None = None) -> int:
+    """Write the round as JSONL or CSV (format from ``fmt`` or the file suffix); returns the count."""
+    task = get_task(task_name)
+    examples = export_examples(store, task.name, round_number, status)
+    if isinstance(out, (str, Path)):
+        fmt = fmt or ("csv" if str(out).lower().endswith(".csv") else "jsonl")
+    fmt = fmt or "jsonl"
+    if fmt not in ("jsonl", "csv"):
+        raise ValidationError(f"unknown export format '{fmt}' (use jsonl or csv)")
+    if isinstance(out, (str, Path)):
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            return write_csv(task, examples, fh) if fmt == "csv" else write_jsonl(examples, fh)
+    return write_csv(task, examples, out) if fmt == "csv" else write_jsonl(examples, out)
+
+
+def register_round(store, task_name: str, name: str, round_number: int | None = None, status: str = "all",
+                   split: str = "test", replace: bool = False) -> DatasetSummary:
+    """Register the exported round as an evaluation dataset named ``name``."""
+    task = get_task(task_name)
+    if split not in SPLITS:
+        raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
+    rnd = store.annotation.get_round(task.name, round_number)
+    examples = export_examples(store, task.name, rnd.number, status)
+    return store.datasets.add(name, task.name, split, examples, dataset_digest(examples),
+                              label_counts(task, examples), source=f"annotation:{task.name}/round-{rnd.number}/{status}",
+                              replace=replace)

@@ -1,0 +1,354 @@
+"""Moving annotation work between offline machines: one pack file, merged without duplicates.
+
+A pack is one JSON document (``format``/``version`` header, annotators, rounds
+with their target models and context pools, examples, validations) closed by
+``content_digest``, the sha256 of the canonical JSON of everything else, so a
+truncated or hand-edited file is refused. Examples and validations keep the
+uids minted where they were made: merging the same pack twice, or a pack of a
+machine's own work, adds nothing. Examples whose HMAC no longer verifies are
+never packed; merged examples are re-signed with the receiving workspace's
+secret after the whole pack has been checked. Merge is all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynadesk.annotation.annotators import check_name
+from dynadesk.annotation.create import _check_inputs, check_target
+from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
+from dynadesk.canonical import digest
+from dynadesk.errors import AnnotationError, ConfigError, NotFoundError, ValidationError
+from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, RoundModel, Validation
+from dynadesk.store.datasets import now_iso
+from dynadesk.tasks import Task, get_task
+
+FORMAT = "dynadesk-annotation-pack"
+VERSION = 1
+MAX_PACK_BYTES = 1 << 30
+_UID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+
+def pack(store, out_path: str | Path, task: str | None = None, round_number: int | None = None) -> dict[str, int]:
+    """Write every example and validation (optionally of one task / round) to ``out_path``."""
+    if round_number is not None and task is None:
+        raise ValidationError("--round needs --task")
+    if task is not None:
+        get_task(task)
+    examples = store.annotation.examples(task, round_number)
+    bad = tampered(store, examples)
+    if bad:
+        raise AnnotationError(f"{len(bad)} example(s) fail the HMAC check and are not packed: {', '.join(bad[:10])}"
+                              " (see 'dynadesk annotate verify')")
+    rounds = [r for r in store.annotation.list_rounds(task) if round_number is None or r.number == round_number]
+    names = {ex.annotator for ex in examples} | {v.annotator for ex in examples for v in ex.validations}
+    names |= {r.created_by for r in rounds if r.created_by}
+    body = {
+        "format": FORMAT, "version": VERSION, "origin": workspace_id(store), "created_at": now_iso(),
+        "annotators": [a.to_dict() for a in store.annotation.list_annotators() if a.name in names],
+        "rounds": [{"task": r.task, "number": r.number, "status": r.status, "created_by": r.created_by,
+                    "created_at": r.created_at, "models": [{"name": m.name, "digest": m.digest} for m in r.models],
+                    "contexts": [{"id": cid, "text": text} for cid, text in store.annotation.contexts(r.id)]}
+                   for r in rounds],
+        "examples": [{k: v for k, v in signed_fields(ex).items()} | {
+            "explanation": ex.explanation, "time_ms": ex.time_ms, "origin": ex.origin} for ex in examples],
+        "validations": [{"uid": v.uid, "example_uid": v.example_uid, "annotator": v.annotator, "verdict": v.verdict,
+                         "label": v.label, "reason": v.reason, "origin": v.origin, "created_at": v.created_at}
+                        for ex in examples for v in ex.validations],
+    }
+    body["content_digest"] = digest(body)
+    out_path = Path(out_path)
+    tmp = out_path.with_name(out_path.name + ".part")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(body, fh, ensure_ascii=False, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, out_path)
+    return {"annotators": len(body["annotators"]), "rounds": len(rounds), "examples": len(body["examples"]),
+            "validations": len(body["validations"])}
+
+
+class _Checker:
+    """Collects every problem with its JSON path, so one run reports them all."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.problems: list[str] = []
+
+    def need(self, obj: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+        if key not in obj:
+            if not optional:
+                self.problems.append(f"{where}: missing field '{key}'")
+            return None
+        value = obj[key]
+        if value is None and optional:
+            return None
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
+            self.problems.append(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+            return None
+        return value
+
+    def uid(self, obj: dict, key: str, where: str) -> str | None:
+        value = self.need(obj, key, str, where)
+        if value is not None and not _UID.match(value):
+            self.problems.append(f"{where}.{key}: {value[:40]!r} is not a valid id")
+            return None
+        return value
+
+    def fail(self) -> None:
+        if self.problems:
+            raise ValidationError(f"{self.path}: not a valid annotation pack; nothing was merged", self.problems)
+
+
+def read_pack(path: str | Path) -> dict[str, Any]:
+    """Load and strictly check a pack file; a :class:`ValidationError` lists every problem found."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValidationError(f"{path}: no such pack file")
+    if path.stat().st_size > MAX_PACK_BYTES:
+        raise ValidationError(f"{path}: {path.stat().st_size} bytes, over the {MAX_PACK_BYTES} byte pack limit")
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    c = _Checker(path)
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        raise ValidationError(f"{path}: not a DynaDesk annotation pack (field 'format' is not '{FORMAT}')")
+    if body.get("version") != VERSION:
+        raise ValidationError(f"{path}: pack version {body.get('version')!r} is not supported (this is {VERSION})")
+    claimed = body.pop("content_digest", None)
+    if claimed != digest(body):
+        raise ValidationError(f"{path}: content digest does not match: the file was truncated or edited")
+    for key in ("annotators", "rounds", "examples", "validations"):
+        c.need(body, key, list, "pack")
+    c.fail()
+    _check_annotators(c, body["annotators"])
+    tasks = _check_rounds(c, body["rounds"])
+    c.fail()
+    _check_examples(c, body, tasks)
+    c.fail()
+    _check_validations(c, body, tasks)
+    c.fail()
+    return body
+
+
+def _check_annotators(c: _Checker, annotators: list) -> None:
+    seen = set()
+    for i, a in enumerate(annotators):
+        where = f"annotators[{i}]"
+        if not isinstance(a, dict):
+            c.problems.append(f"{where}: expected an object")
+            continue
+        name = c.need(a, "name", str, where)
+        role = c.need(a, "role", str, where)
+        c.need(a, "created_at", str, where)
+        if name is not None:
+            try:
+                check_name(name, f"{where}.name")
+            except ValidationError as exc:
+                c.problems.append(str(exc))
+            if name in seen:
+                c.problems.append(f"{where}: annotator '{name}' listed twice")
+            seen.add(name)
+        if role is not None and role not in ROLES:
+            c.problems.append(f"{where}.role: '{role}' is not one of {', '.join(ROLES)}")
+
+
+def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
+    tasks: dict[str, Task] = {}
+    seen = set()
+    for i, r in enumerate(rounds):
+        where = f"rounds[{i}]"
+        if not isinstance(r, dict):
+            c.problems.append(f"{where}: expected an object")
+            continue
+        name = c.need(r, "task", str, where)
+        number = c.need(r, "number", int, where)
+        status = c.need(r, "status", str, where)
+        c.need(r, "created_at", str, where)
+        c.need(r, "created_by", str, where, optional=True)
+        models = c.need(r, "models", list, where) or []
+        contexts = c.need(r, "contexts", list, where) or []
+        if name is not None and name not in tasks:
+            try:
+                tasks[name] = get_task(name)
+            except (NotFoundError, ConfigError) as exc:
+                c.problems.append(f"{where}.task: {exc}")
+        if number is not None and number < 1:
+            c.problems.append(f"{where}.number: must be >= 1")
+        if (name, number) in seen:
+            c.problems.append(f"{where}: round {number} of '{name}' listed twice")
+        seen.add((name, number))
+        if status not in (None, "open", "closed"):
+            c.problems.append(f"{where}.status: '{status}' is not open or closed")
+        if not models:
+            c.problems.append(f"{where}.models: a round needs at least one target model")
+        for j, m in enumerate(models):
+            if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not isinstance(m.get("digest"), str):
+                c.problems.append(f"{where}.models[{j}]: expected {{name, digest}} strings")
+        for j, ctx in enumerate(contexts):
+            if not isinstance(ctx, dict) or not isinstance(ctx.get("id"), str) or not isinstance(ctx.get("text"), str) \
+                    or not ctx["text"].strip():
+                c.problems.append(f"{where}.contexts[{j}]: expected {{id, text}} non-empty strings")
+    return tasks
+
+
+def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+    rounds = {(r["task"], r["number"]): r for r in body["rounds"]}
+    people = {a["name"] for a in body["annotators"]}
+    seen = set()
+    for i, ex in enumerate(body["examples"]):
+        where = f"examples[{i}]"
+        if not isinstance(ex, dict):
+            c.problems.append(f"{where}: expected an object")
+            continue
+        uid = c.uid(ex, "uid", where)
+        for key, kind in (("task", str), ("round", int), ("annotator", str), ("model_name", str),
+                          ("model_digest", str), ("model_output", dict), ("fooled", bool), ("explanation", str),
+                          ("time_ms", int), ("origin", str), ("created_at", str), ("inputs", dict)):
+            c.need(ex, key, kind, where)
+        c.need(ex, "context_id", str, where, optional=True)
+        if "target" not in ex:
+            c.problems.append(f"{where}: missing field 'target'")
+        if uid in seen:
+            c.problems.append(f"{where}: example '{uid}' listed twice")
+        seen.add(uid)
+        rnd = rounds.get((ex.get("task"), ex.get("round")))
+        if rnd is None:
+            c.problems.append(f"{where}: round {ex.get('round')} of '{ex.get('task')}' is not in the pack")
+        elif ex.get("model_name") not in {m["name"] for m in rnd["models"]}:
+            c.problems.append(f"{where}.model_name: '{ex.get('model_name')}' is not a target of its round")
+        if ex.get("annotator") not in people:
+            c.problems.append(f"{where}.annotator: '{ex.get('annotator')}' is not in the pack's annotators")
+        task = tasks.get(ex.get("task"))
+        if task is not None and isinstance(ex.get("inputs"), dict) and "target" in ex:
+            try:
+                inputs = _check_inputs(task, ex["inputs"], None)
+                check_target(task, ex["target"], inputs)
+                if isinstance(ex.get("time_ms"), int) and ex["time_ms"] < 0:
+                    raise ValidationError("field 'time_ms' must be >= 0")
+            except ValidationError as exc:
+                c.problems.append(f"{where}: {exc}".replace("\n", " "))
+
+
+def _check_validations(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+    examples = {ex["uid"]: ex for ex in body["examples"]}
+    people = {a["name"] for a in body["annotators"]}
+    seen, votes = set(), set()
+    for i, v in enumerate(body["validations"]):
+        where = f"validations[{i}]"
+        if not isinstance(v, dict):
+            c.problems.append(f"{where}: expected an object")
+            continue
+        uid = c.uid(v, "uid", where)
+        ex_uid = c.uid(v, "example_uid", where)
+        who = c.need(v, "annotator", str, where)
+        verdict = c.need(v, "verdict", str, where)
+        for key in ("reason", "origin", "created_at"):
+            c.need(v, key, str, where)
+        if uid in seen:
+            c.problems.append(f"{where}: validation '{uid}' listed twice")
+        seen.add(uid)
+        if verdict is not None and verdict not in VERDICTS:
+            c.problems.append(f"{where}.verdict: '{verdict}' is not one of {', '.join(VERDICTS)}")
+        if who is not None and who not in people:
+            c.problems.append(f"{where}.annotator: '{who}' is not in the pack's annotators")
+        ex = examples.get(ex_uid)
+        if ex is None:
+            c.problems.append(f"{where}.example_uid: example '{ex_uid}' is not in the pack")
+            continue
+        if who == ex["annotator"]:
+            c.problems.append(f"{where}: '{who}' validates their own example '{ex_uid}'")
+        if (ex_uid, who) in votes:
+            c.problems.append(f"{where}: '{who}' votes twice on example '{ex_uid}'")
+        votes.add((ex_uid, who))
+        task = tasks.get(ex["task"])
+        if verdict == "incorrect" and task is not None:
+            try:
+                check_target(task, v.get("label"), ex["inputs"], what="corrected label")
+            except ValidationError as exc:
+                c.problems.append(f"{where}: {exc}")
+        elif v.get("label") is not None:
+            c.problems.append(f"{where}.label: only an 'incorrect' verdict carries a label")
+
+
+@dataclass
+class MergeReport:
+    origin: str
+    annotators_added: int = 0
+    rounds_added: int = 0
+    examples_added: int = 0
+    examples_present: int = 0
+    validations_added: int = 0
+    validations_present: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _example_obj(ex: dict[str, Any]) -> AnnotatedExample:
+    return AnnotatedExample(
+        uid=ex["uid"], task=ex["task"], round=ex["round"], annotator=ex["annotator"], inputs=ex["inputs"],
+        target=ex["target"], model_name=ex["model_name"], model_digest=ex["model_digest"],
+        model_output=ex["model_output"], fooled=ex["fooled"], explanation=ex["explanation"], time_ms=ex["time_ms"],
+        hmac="", origin=ex["origin"], created_at=ex["created_at"], context_id=ex.get("context_id"))
+
+
+def merge(store, path: str | Path) -> MergeReport:
+    """Merge a pack into this workspace in one transaction; existing uids are kept, not duplicated.
+
+    An example whose uid exists here with different content is a conflict that stops the merge.
+    A vote by someone who already voted on that example here is kept out and listed in
+    ``conflicts`` (one vote per person and example)."""
+    body = read_pack(path)
+    report = MergeReport(origin=body["origin"])
+    repo = store.annotation
+    secret = workspace_secret(store)
+    with store.atomic():
+        for a in body["annotators"]:
+            if repo.ensure_annotator(a["name"], a["role"], a["created_at"]):
+                report.annotators_added += 1
+            elif repo.get_annotator(a["name"]).role != a["role"]:
+                report.conflicts.append(f"annotator '{a['name']}' is '{a['role']}' in the pack; kept the local role")
+        for r in body["rounds"]:
+            if repo.ensure_round(r["task"], r["number"], r["status"], [RoundModel(m["name"], m["digest"])
+                                 for m in r["models"]], [(x["id"], x["text"]) for x in r["contexts"]],
+                                 r.get("created_by"), r["created_at"]):
+                report.rounds_added += 1
+        new_examples = []
+        for raw in body["examples"]:
+            ex = _example_obj(raw)
+            if repo.has_example(ex.uid):
+                here = repo.get_example(ex.uid, with_validations=False)
+                if signed_fields(here) != signed_fields(ex):
+                    raise AnnotationError(f"{path}: example '{ex.uid}' differs from the one in this workspace;"
+                                          " nothing was merged")
+                report.examples_present += 1
+                continue
+            ex.hmac = compute_hmac(secret, ex)
+            new_examples.append((ex, repo.round_id(ex.task, ex.round)))
+        known = repo.validation_uids()
+        new_votes = []
+        for v in body["validations"]:
+            if v["uid"] in known:
+                report.validations_present += 1
+                continue
+            if repo.has_vote(v["example_uid"], v["annotator"]):
+                report.conflicts.append(f"'{v['annotator']}' already voted on example '{v['example_uid']}' here;"
+                                        f" the pack's vote '{v['verdict']}' was not added")
+                continue
+            new_votes.append(Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
+                                        verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
+                                        origin=v["origin"], created_at=v["created_at"]))
+        repo.merge_rows(new_examples, new_votes)
+        report.examples_added = len(new_examples)
+        report.validations_added = len(new_votes)
+    return report

@@ -1,0 +1,188 @@
+"""``dynadesk keys``, ``dynadesk bundle`` and ``dynadesk sync``: thin wrappers over dynadesk.sync."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+
+PASSPHRASE_ENV = "DYNADESK_KEY_PASSPHRASE"
+
+
+def _passphrase(prompt: bool, confirm: bool = False) -> str | None:
+    env = os.environ.get(PASSPHRASE_ENV)
+    if env:
+        return env
+    if prompt:
+        return click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm)
+    return None
+
+
+@click.group()
+def keys() -> None:
+    """The workspace's Ed25519 submitter key."""
+
+
+@keys.command("init")
+@click.option("--passphrase", "ask", is_flag=True,
+              help=f"Protect the private key with a passphrase (prompted, or ${PASSPHRASE_ENV}).")
+@click.option("--force", is_flag=True, help="Replace an existing key (bundles signed with it stay valid).")
+@json_option
+@pass_app
+def keys_init(app, ask: bool, force: bool, as_json: bool) -> None:
+    """Create the key pair (private key file mode 0600)."""
+    from dynadesk.sync.keys import generate_key
+
+    info = generate_key(app.workspace.ensure().keys_dir, _passphrase(ask, confirm=True), force=force)
+    if as_json:
+        echo_json(info.to_dict())
+        return
+    click.echo(f"created {info.private_path} (mode 0600{', passphrase-protected' if info.encrypted else ''})")
+    click.echo(f"fingerprint {info.fingerprint}")
+
+
+@keys.command("show")
+@json_option
+@pass_app
+def keys_show(app, as_json: bool) -> None:
+    """Print the public key and its fingerprint."""
+    from dynadesk.sync.keys import key_info
+
+    info = key_info(app.workspace.keys_dir)
+    if as_json:
+        echo_json(info.to_dict())
+        return
+    click.echo(f"fingerprint  {info.fingerprint}\npublic key   {info.public_key_hex}\nprivate key  {info.private_path}"
+               f" ({'passphrase-protected' if info.encrypted else 'no passphrase'})")
+
+
+@keys.command("export")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@pass_app
+def keys_export(app, output: str | None) -> None:
+    """Write the public key (PEM) for 'dynadesk-server keys add'."""
+    from dynadesk.sync.keys import key_info
+
+    pem = Path(key_info(app.workspace.keys_dir).public_path).read_bytes()
+    if output:
+        Path(output).write_bytes(pem)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(pem.decode(), nl=False)
+
+
+@click.group()
+def bundle() -> None:
+    """Signed score bundles."""
+
+
+@bundle.command("create")
+@click.argument("evaluation_id", type=int)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the bundle here.")
+@json_option
+@pass_app
+def bundle_create(app, evaluation_id: int, output: str | None, as_json: bool) -> None:
+    """Sign a succeeded evaluation run's results and queue the bundle for sync."""
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.keys import key_info
+
+    encrypted = key_info(app.workspace.keys_dir).encrypted
+    b = create_bundle(app.workspace, app.store, evaluation_id, _passphrase(encrypted), output)
+    if as_json:
+        echo_json(b.summary())
+        return
+    click.echo(f"bundle {b.id} ({b.task}, {b.model_name}) queued; file {app.workspace.bundles_dir / (b.id + '.json')}")
+
+
+@bundle.command("verify")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@json_option
+def bundle_verify(file: str, as_json: bool) -> None:
+    """Check a bundle's structure, canonical form and signature (exit 1 with the reason if it fails)."""
+    from dynadesk.sync.bundle import load_and_verify
+
+    b = load_and_verify(Path(file).read_bytes(), file)
+    if as_json:
+        echo_json({"valid": True, **b.summary()})
+        return
+    click.echo(f"OK {file}: bundle {b.id}, signed by {b.key_fingerprint}")
+
+
+@bundle.command("show")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@json_option
+def bundle_show(file: str, as_json: bool) -> None:
+    """Print a bundle's contents (parsed, not trusted: run 'bundle verify' for that)."""
+    from dynadesk.sync.bundle import parse_bundle
+
+    b = parse_bundle(Path(file).read_bytes(), file)
+    if as_json:
+        echo_json({"id": b.id, "payload": b.payload, "public_key": b.public_key.hex()})
+        return
+    p = b.payload
+    click.echo(f"bundle {b.id}\n  task {p['task']}  model {p['model']['name']} ({p['model']['digest']})\n"
+               f"  created {p['created_at']}  runner {p['runner']['kind']}"
+               f"{' sandboxed' if p['runner']['sandboxed'] else ''}  key {b.key_fingerprint}\n"
+               f"  predictions {p['predictions']['count']} (merkle root {p['predictions']['merkle_root']})")
+    echo_table(["dataset", "split", "size", "digest"], [[d["name"], d["split"], d["size"], d["digest"]]
+                                                        for d in p["datasets"]])
+    echo_table(["dataset", "metric", "value", "unit", "kind"],
+               [[m["dataset"] or "(run)", m["metric"], f"{m['value']:.4g}", m["unit"],
+                 "deterministic" if m["deterministic"] else "measured"] for m in p["metrics"]])
+
+
+@bundle.command("list")
+@click.option("--status", type=click.Choice(["queued", "sent", "rejected"]))
+@json_option
+@pass_app
+def bundle_list(app, status: str | None, as_json: bool) -> None:
+    """Bundles created in this workspace."""
+    rows = app.store.bundles.list(status)
+    if as_json:
+        echo_json([r.to_dict() for r in rows])
+        return
+    echo_table(["id", "task", "model", "created", "status"],
+               [[r.id[:16], r.task, r.model_name, r.created_at, r.status] for r in rows])
+
+
+@click.group(invoke_without_command=True)
+@click.option("--server", help="Leaderboard URL (default: $DYNADESK_SERVER or the last one used).")
+@json_option
+@click.pass_context
+def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
+    """Upload queued bundles to the leaderboard server; 'sync status' shows the queue."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from dynadesk.sync.client import sync_queue
+
+    app = ctx.obj
+    report = sync_queue(app.store, server, progress=None if as_json else
+                        lambda bid, outcome: click.echo(f"{bid[:16]}  {outcome}", err=True))
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        click.echo(f"{report.server}: {len(report.sent)} sent, {len(report.already)} already there,"
+                   f" {len(report.rejected)} rejected, {len(report.still_queued)} still queued")
+        for bid, why in report.rejected.items():
+            click.echo(f"  rejected {bid[:16]}: {why}", err=True)
+    if not report.ok:
+        raise click.ClickException(f"sync stopped, bundles stay queued: {report.error}")
+
+
+@sync.command("status")
+@json_option
+@pass_app
+def sync_status(app, as_json: bool) -> None:
+    """What is queued, sent and rejected (with the server's reason)."""
+    rows = app.store.bundles.list()
+    if as_json:
+        echo_json({"counts": app.store.bundles.counts(), "bundles": [r.to_dict() for r in rows]})
+        return
+    counts = app.store.bundles.counts()
+    click.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
+    echo_table(["id", "model", "status", "attempts", "server", "reason / last error"],
+               [[r.id[:16], r.model_name, r.status, r.attempts, r.server or "", (r.last_error or "")[:80]]
+                for r in rows])

@@ -1,0 +1,149 @@
+"""``dynadesk eval`` and ``dynadesk runs list|show``: thin layers over dynadesk.orchestration."""
+
+from __future__ import annotations
+
+import click
+
+from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+
+GIB = 1 << 30
+
+
+class _Bar:
+    """A tqdm bar on stderr fed by the worker's progress events."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+
+    def __call__(self, event: dict) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+
+        phase = event.get("phase")
+        if phase == "predict":
+            if self.bar is None:
+                self.bar = tqdm(total=event["overall_total"], unit="ex", desc="predict", file=click.get_text_stream(
+                    "stderr"), dynamic_ncols=True)
+            self.bar.set_postfix_str(event.get("dataset", ""), refresh=False)
+            self.bar.update(event["overall_done"] - self.bar.n)
+        elif phase in ("load", "metrics", "profile"):
+            if self.bar is not None:
+                self.bar.set_description(phase)
+            else:
+                click.echo(f"{phase} ...", err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _summary_rows(record) -> list[list]:
+    by = {(m.dataset, m.metric): m for m in record.metrics}
+    datasets = sorted({m.dataset for m in record.metrics})
+    rows = []
+    for ds in datasets:
+        name = ds or "(whole run)"
+        for metric in sorted({m.metric for m in record.metrics if m.dataset == ds}):
+            m = by[(ds, metric)]
+            rows.append([name, metric, f"{m.value:.4g}", m.unit, "yes" if m.deterministic else "no"])
+    return rows
+
+
+def _show(record, as_json: bool) -> None:
+    if as_json:
+        echo_json(record.to_dict())
+        return
+    click.echo(f"run {record.id}: {record.model_name} on {record.task} - {record.status}"
+               f"{f' ({record.verdict})' if record.verdict and record.verdict != 'ok' else ''}")
+    click.echo(f"runner {record.runner} ({'sandboxed' if record.sandboxed else 'NOT sandboxed'})"
+               f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
+    if record.error:
+        click.echo(f"error: {record.error}")
+    if record.predictions_digest:
+        click.echo(f"predictions: {record.run_dir}/out/predictions.jsonl ({record.predictions_digest[:19]})")
+    if record.metrics:
+        echo_table(["dataset", "metric", "value", "unit", "deterministic"], _summary_rows(record))
+    for note in record.profile.get("notes", []):
+        click.echo(f"note: {note}")
+
+
+@click.command("eval")
+@click.argument("model", required=False)
+@click.option("--dataset", "datasets", multiple=True, help="Test set to run (repeatable; default: all the task's).")
+@click.option("--runner", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
+              help="docker = sandboxed container; local = subprocess, results marked not sandboxed.")
+@click.option("--gpus", default=None, help="'all' or device ids (e.g. '0,1') to give the run GPUs.")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--cpus", type=click.FloatRange(0.1, 512), default=None, help="CPU limit (default: up to 4 cores).")
+@click.option("--memory", "memory_gib", type=click.FloatRange(0.1, 4096), default=None,
+              help="Memory limit in GiB (default 4).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 7 * 86400), default=None,
+              help="Wall-clock limit in seconds (default 3600).")
+@click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")
+@click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
+@json_option
+@pass_app
+def eval_cmd(app, model, datasets, runner, gpus, batch_size, cpus, memory_gib, timeout_s, image, resume_id, as_json):
+    """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run."""
+    from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
+
+    bar = _Bar(enabled=not as_json)
+    try:
+        if resume_id is not None:
+            if model:
+                raise click.UsageError("give either MODEL or --resume RUN, not both")
+            record = resume(app.store, app.workspace, resume_id, progress=bar)
+        else:
+            if not model:
+                raise click.UsageError("missing MODEL (or --resume RUN)")
+            limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
+                                    timeout_s=timeout_s)
+            record = evaluate(app.store, app.workspace, model, list(datasets) or None, runner=runner,
+                              batch_size=batch_size, gpus=gpus, limits=limits, image=image, progress=bar)
+    finally:
+        bar.close()
+    _show(record, as_json)
+    if record.status != "succeeded":
+        raise click.exceptions.Exit(1)
+
+
+@click.group()
+def runs():
+    """Evaluation runs stored in the workspace."""
+
+
+@runs.command("list")
+@click.option("--task", default=None)
+@click.option("--model", default=None)
+@click.option("--status", default=None)
+@click.option("--limit", type=int, default=50, show_default=True)
+@json_option
+@pass_app
+def runs_list(app, task, model, status, limit, as_json):
+    """List runs, newest first."""
+    records = app.store.evaluations.list(task=task, model=model, status=status, limit=limit)
+    if as_json:
+        echo_json([{k: v for k, v in r.to_dict().items() if k not in ("log", "environment", "profile")}
+                   for r in records])
+        return
+    rows = []
+    for r in records:
+        perf = next((m.value for m in r.metrics if m.dataset == "" and m.metric == "perf"), None)
+        rows.append([r.id, r.model_name, r.task, r.runner, r.status, r.verdict or "", len(r.datasets),
+                     f"{perf:.2f}" if perf is not None else "", (r.finished_at or r.created_at)[:19]])
+    echo_table(["id", "model", "task", "runner", "status", "verdict", "datasets", "perf", "time"], rows)
+
+
+@runs.command("show")
+@click.argument("run_id", type=int)
+@click.option("--log", "show_log", is_flag=True, help="Print the worker log too.")
+@json_option
+@pass_app
+def runs_show(app, run_id, show_log, as_json):
+    """Show a run: status, verdict, every metric and profile figure."""
+    record = app.store.evaluations.get(run_id)
+    _show(record, as_json)
+    if show_log and not as_json:
+        click.echo(record.log)

@@ -1,0 +1,196 @@
+"""``dynadesk models``: register, list, show, remove, try, and build the demo zoo."""
+
+from __future__ import annotations
+
+import click
+
+from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.evaluator.adapters import KINDS
+from dynadesk.tasks import load_tasks
+
+
+def _input_fields() -> list[str]:
+    """Every input field of every bundled task: each becomes a ``models try`` option."""
+    names: dict[str, None] = {}
+    for task in load_tasks().values():
+        for f in task.input_names:
+            names[f] = None
+    return list(names)
+
+
+@click.group()
+def models() -> None:
+    """Local models: register folders, try them live, build the offline demo zoo."""
+
+
+@models.command("add")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("--task", "task_name", required=True, help="Task the model serves.")
+@click.option("--name", help="Model name (default: the folder name).")
+@click.option("--kind", type=click.Choice(KINDS), help="Default: inferred from config.json.")
+@click.option("--labels", help="Task labels in the model's output order, comma-separated, when config.json's "
+                               "id2label cannot be mapped.")
+@click.option("--allow-pickle", is_flag=True, help="Register pickle-only weights for sandboxed evaluation ONLY.")
+@click.option("--replace", is_flag=True, help="Replace a model of the same name.")
+@json_option
+@pass_app
+def add_cmd(app, path, task_name, name, kind, labels, allow_pickle, replace, as_json) -> None:
+    """Register a model folder (writes dynadesk-model.json when missing)."""
+    from dynadesk.models.registry import register_model
+
+    rec = register_model(app.store, path, task_name, name=name, kind=kind,
+                         labels=[x.strip() for x in labels.split(",")] if labels else None,
+                         allow_pickle=allow_pickle, replace=replace)
+    if as_json:
+        echo_json(rec.to_dict())
+        return
+    click.echo(f"registered '{rec.name}' ({rec.kind}, task {rec.task}) {rec.digest}")
+    if rec.has_pickle:
+        click.secho("  pickle weights: this model runs only inside the evaluation container", fg="yellow")
+
+
+@models.command("list")
+@click.option("--task", "task_name", help="Only this task's models.")
+@json_option
+@pass_app
+def list_cmd(app, task_name, as_json) -> None:
+    """List registered models with their dev scores when known."""
+    items = app.store.models.list(task_name)
+    if as_json:
+        echo_json([m.to_dict() for m in items])
+        return
+    echo_table(["model", "task", "kind", "dev acc", "dev macro-F1", "digest"], [
+        [m.name, m.task, m.kind + (" (pickle)" if m.has_pickle else ""), _fmt(m.info.get("dev_accuracy")),
+         _fmt(m.info.get("dev_macro_f1")), m.digest[:19]] for m in items])
+
+
+def _fmt(value) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+@models.command("show")
+@click.argument("name")
+@click.option("--verify", is_flag=True, help="Recompute the folder digest and check it still matches.")
+@json_option
+@pass_app
+def show_cmd(app, name, verify, as_json) -> None:
+    """Show a model's registration, manifest, info and files."""
+    from dynadesk.models.registry import model_files, verify_model
+
+    rec = app.store.models.get(name)
+    if verify:
+        verify_model(rec)
+    files = model_files(rec)
+    if as_json:
+        echo_json({**rec.to_dict(), "files": files, "verified": bool(verify)})
+        return
+    click.echo(f"{rec.name}  task={rec.task}  kind={rec.kind}{'  PICKLE (container only)' if rec.has_pickle else ''}")
+    click.echo(f"  path    {rec.path}\n  digest  {rec.digest}{'  (verified)' if verify else ''}")
+    click.echo(f"  added   {rec.created_at}")
+    for key, value in rec.manifest.items():
+        click.echo(f"  manifest.{key} = {value}")
+    for key, value in rec.info.items():
+        click.echo(f"  info.{key} = {value}")
+    click.echo(f"  {len(files)} files, {sum(f['bytes'] for f in files) / 1e6:.1f} MB")
+
+
+@models.command("remove")
+@click.argument("name")
+@click.option("--delete-files", is_flag=True, help="Also delete the folder (only inside the workspace).")
+@json_option
+@pass_app
+def remove_cmd(app, name, delete_files, as_json) -> None:
+    """Unregister a model (its folder is kept unless --delete-files)."""
+    from dynadesk.models.registry import remove_model
+
+    rec = remove_model(app.store, name, delete_files=delete_files, models_dir=app.workspace.models_dir)
+    if as_json:
+        echo_json({"removed": rec.name, "path": rec.path, "files_deleted": delete_files})
+    else:
+        click.echo(f"removed '{rec.name}'" + (f" and deleted {rec.path}" if delete_files else ""))
+
+
+def _try_options(func):
+    for field in reversed(_input_fields()):
+        func = click.option(f"--{field.replace('_', '-')}", field, help=f"Task input '{field}'.")(func)
+    return func
+
+
+@models.command("try")
+@click.argument("name")
+@click.option("--text", help="The text, for tasks with a single input.")
+@_try_options
+@json_option
+@pass_app
+def try_cmd(app, name, text, as_json, **fields) -> None:
+    """Predict one example live, e.g. ``models try minilm-sentiment --statement "I loved it"``."""
+    from dynadesk.errors import ValidationError
+    from dynadesk.models.live import predict_live
+    from dynadesk.tasks import get_task
+
+    rec = app.store.models.get(name)
+    task = get_task(rec.task)
+    inputs = {k: v for k, v in fields.items() if v is not None}
+    if text is not None:
+        if len(task.input_names) != 1:
+            raise ValidationError(f"--text works only for single-input tasks; task '{task.name}' takes "
+                                  + ", ".join(f"--{f}" for f in task.input_names))
+        inputs.setdefault(task.input_names[0], text)
+    pred = predict_live(app.store, name, inputs)
+    if as_json:
+        echo_json({"model": name, "task": task.name, "inputs": inputs, "prediction": pred})
+        return
+    if "label" in pred:
+        click.echo(f"{pred['label']}  ({pred['probs'][pred['label']]:.3f})")
+        for label, p in sorted(pred["probs"].items(), key=lambda kv: -kv[1]):
+            click.echo(f"  {label:>14} {p:6.3f} " + "#" * round(30 * p))
+    else:
+        click.echo(f"{pred['answer']!r}  (score {pred['score']:.3f}, context[{pred['start']}:{pred['end']}])")
+
+
+class _StepBars:
+    """One tqdm bar (on stderr) per stage of a long build."""
+
+    def __init__(self) -> None:
+        self._bar = None
+        self._stage = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if stage != self._stage:
+            self.close()
+            self._bar = tqdm(total=total, desc=stage, unit="step", leave=False, dynamic_ncols=True)
+            self._stage = stage
+        self._bar.update(done - self._bar.n)
+
+    def message(self, text: str) -> None:
+        from tqdm import tqdm
+
+        tqdm.write(text, file=click.get_text_stream("stderr"))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        self._bar, self._stage = None, None
+
+
+@models.command("build-demo")
+@click.option("--force", is_flag=True, help="Rebuild even when the models exist.")
+@json_option
+@pass_app
+def build_demo_cmd(app, force, as_json) -> None:
+    """Build the offline demo sentiment zoo from the bundled MiniLM checkpoint and report dev scores."""
+    from dynadesk.models.zoo import build_demo_zoo
+
+    bars = _StepBars()
+    try:
+        rows = build_demo_zoo(app.store, app.workspace, progress=lambda s: bars.message(s), steps=bars, force=force)
+    finally:
+        bars.close()
+    if as_json:
+        echo_json(rows)
+        return
+    echo_table(["model", "dev accuracy", "dev macro-F1", "built in s", "status"], [
+        [r["model"], f"{r['dev_accuracy']:.1f}", f"{r['dev_macro_f1']:.1f}", f"{r['build_seconds']:.0f}", r["status"]]
+        for r in rows])

@@ -1,0 +1,93 @@
+"""Training the built-in baselines: majority label and bag-of-words.
+
+Both write folders that :mod:`dynadesk.evaluator.adapters` loads: the
+bag-of-words network and its tokenisation live there so that training and
+prediction can never drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from dynadesk.evaluator import adapters as _ad
+
+Steps = Callable[[str, int, int], None]
+
+
+def write_majority(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
+                   gold: Sequence[str]) -> dict[str, Any]:
+    """A majority baseline folder; returns its manifest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = Counter(gold)
+    (folder / _ad.MAJORITY_FILE).write_text(
+        json.dumps({"counts": {lab: counts.get(lab, 0) for lab in labels}}, indent=2) + "\n", encoding="utf-8")
+    manifest = {"task": task_name, "kind": "majority", "labels": list(labels), "inputs": list(inputs)}
+    (folder / _ad.MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _features(example: dict[str, str], inputs: Sequence[str]) -> list[str]:
+    feats: list[str] = []
+    for j, field in enumerate(inputs):
+        feats.extend(_ad.bow_tokens(example[field], j))
+    return feats
+
+
+def build_vocab(examples: Sequence[dict[str, str]], inputs: Sequence[str], min_count: int = 2,
+                max_size: int = 50_000) -> list[str]:
+    """Features seen at least ``min_count`` times, most frequent first (ties alphabetical)."""
+    counts: Counter[str] = Counter()
+    for ex in examples:
+        counts.update(set(_features(ex, inputs)))
+    kept = [t for t, c in counts.items() if c >= min_count]
+    kept.sort(key=lambda t: (-counts[t], t))
+    return kept[:max_size]
+
+
+def train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
+                       examples: Sequence[dict[str, Any]], *, dim: int = 64, epochs: int = 6,
+                       batch_size: int = 64, lr: float = 0.02, seed: int = 13,
+                       steps: Steps | None = None) -> dict[str, Any]:
+    """Train an EmbeddingBag + linear classifier with a fixed seed; write safetensors + vocab + manifest."""
+    import torch
+    from safetensors.torch import save_file
+
+    torch.manual_seed(seed)
+    vocab = build_vocab(examples, inputs)
+    index = {t: i for i, t in enumerate(vocab)}
+    label_index = {lab: i for i, lab in enumerate(labels)}
+    encoded = [([index[t] for t in _features(ex, inputs) if t in index], label_index[ex["label"]])
+               for ex in examples]
+    model = _ad.build_bow_module(len(vocab), dim, len(labels))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    order = list(range(len(encoded)))
+    rng = random.Random(seed)
+    n_batches = (len(order) + batch_size - 1) // batch_size
+    model.train()
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        for b in range(n_batches):
+            chunk = [encoded[i] for i in order[b * batch_size:(b + 1) * batch_size]]
+            ids, offsets = [], []
+            for toks, _ in chunk:
+                offsets.append(len(ids))
+                ids.extend(toks)
+            logits = model(torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long))
+            loss = loss_fn(logits, torch.tensor([y for _, y in chunk]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if steps:
+                steps("bag-of-words", epoch * n_batches + b + 1, epochs * n_batches)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / _ad.BOW_WEIGHTS))
+    (folder / _ad.BOW_VOCAB).write_text(json.dumps({"tokens": vocab}, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest = {"task": task_name, "kind": "bag-of-words", "labels": list(labels), "inputs": list(inputs)}
+    (folder / _ad.MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest

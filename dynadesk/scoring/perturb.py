@@ -1,0 +1,163 @@
+"""Robustness and fairness suites: seeded, versioned, content-digested derived datasets.
+
+``perturb_examples(task, examples, suite, seed)`` is pure: the same examples, suite
+and seed always give the same perturbed examples (each op draws from a
+``random.Random`` seeded with the suite version, the seed and the example id, so the
+output does not depend on example order or on the process). Only the task's
+``perturb_fields`` are changed (default: every input but the span context), so QA
+answer spans stay valid; an example that a suite leaves unchanged is dropped, never
+copied. Each perturbed example keeps the gold field and gets ``metadata.source_id``
+(the original id) and ``metadata.perturbation`` (suite and what changed).
+
+``generate_suites(store, dataset, suites=None, seed=0, replace=False)`` stores one
+derived dataset per suite, named ``<dataset>.<suite>.s<seed>``, with
+``derived_from=<dataset>`` and ``derivation={"suite", "kind", "seed", "version",
+"source_digest", "perturbed", "dropped"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from dynadesk.datasets import dataset_digest, label_counts, validate_example
+from dynadesk.errors import AlreadyExistsError, ValidationError
+from dynadesk.scoring.textops import OPS
+from dynadesk.scoring.wordlists import LISTS_VERSION
+from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
+
+OPS_VERSION = "1"
+VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
+SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES}}
+MAX_ID = 200
+
+
+@dataclass
+class SuiteResult:
+    suite: str
+    kind: str
+    name: str          # derived dataset name
+    status: str        # created | replaced | unchanged | empty
+    size: int
+    dropped: int
+    digest: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def derived_name(source: str, suite: str, seed: int) -> str:
+    return f"{source}.{suite}.s{seed}"
+
+
+def perturb_fields(task: Task) -> tuple[str, ...]:
+    """Fields a suite may change: the task's ``perturb_fields`` minus the span context."""
+    fields = task.perturb_fields or task.input_names
+    return tuple(f for f in fields if f != task.span_of)
+
+
+def _example_id(source_id: str, suite: str) -> str:
+    new = f"{source_id}~{suite}"
+    if len(new) <= MAX_ID:
+        return new
+    return f"{hashlib.sha256(source_id.encode()).hexdigest()[:32]}~{suite}"
+
+
+def _rng(suite: str, seed: int, example_id: str, field: str) -> random.Random:
+    return random.Random(f"{VERSION}|{suite}|{seed}|{example_id}|{field}")
+
+
+def perturb_example(task: Task, example: dict[str, Any], suite: str, seed: int) -> dict[str, Any] | None:
+    """The perturbed copy of one example, or None when the suite does not change it."""
+    op = OPS[suite]
+    out = dict(example)
+    changes = {}
+    for field in perturb_fields(task):
+        new, change = op(example[field], _rng(suite, seed, example["id"], field))
+        if change and new != example[field] and new.strip():
+            out[field] = new
+            changes[field] = change
+    if not changes:
+        return None
+    out["id"] = _example_id(example["id"], suite)
+    out["metadata"] = {**(example.get("metadata") or {}), "source_id": example["id"],
+                       "perturbation": {"suite": suite, "seed": seed, "version": VERSION, "changes": changes}}
+    return out
+
+
+def perturb_examples(task: Task, examples: Iterable[dict[str, Any]], suite: str, seed: int
+                     ) -> tuple[list[dict[str, Any]], int]:
+    """``(perturbed examples, number dropped)``; every output passes the task's validation."""
+    if suite not in SUITES:
+        raise ValidationError(f"unknown perturbation suite '{suite}' (known: {', '.join(SUITES)})")
+    out, dropped = [], 0
+    for ex in examples:
+        new = perturb_example(task, ex, suite, seed)
+        if new is None:
+            dropped += 1
+            continue
+        try:
+            out.append(validate_example(task, new, new["id"]))
+        except ValueError:
+            dropped += 1  # e.g. a change that would empty a field: never store an invalid example
+    return out, dropped
+
+
+def task_suites(task: Task) -> list[str]:
+    """The suites a task asks for (its YAML), or every suite when it names none."""
+    named = [*task.robustness_suites, *task.fairness_suites]
+    return named or list(SUITES)
+
+
+def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
+                    replace: bool = False, progress: Callable[[str], None] | None = None) -> list[SuiteResult]:
+    """Create (or confirm) one derived dataset per suite; see the module docstring.
+
+    A derived dataset that already exists with the same digest is left as it is
+    (``unchanged``); one with a different digest (older version, edited source) is
+    an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValidationError(f"seed must be a non-negative integer, got {seed!r}")
+    source = store.datasets.get(dataset)
+    if source.derived_from is not None:
+        raise ValidationError(f"dataset '{dataset}' is itself derived from '{source.derived_from}': "
+                              "perturb the original dataset")
+    task = get_task(source.task)
+    suites = list(suites) if suites else task_suites(task)
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise ValidationError(f"unknown perturbation suite(s) {', '.join(unknown)} (known: {', '.join(SUITES)})")
+    examples = store.datasets.examples(dataset)
+    results = []
+    for suite in dict.fromkeys(suites):
+        if progress:
+            progress(suite)
+        results.append(_one_suite(store, task, source, examples, suite, seed, replace))
+    return results
+
+
+def _one_suite(store, task, source, examples, suite, seed, replace) -> SuiteResult:
+    name = derived_name(source.name, suite, seed)
+    kind = SUITES[suite]
+    perturbed, dropped = perturb_examples(task, examples, suite, seed)
+    if not perturbed:
+        return SuiteResult(suite, kind, name, "empty", 0, dropped, None)
+    digest = dataset_digest(perturbed)
+    status = "created"
+    if store.datasets.exists(name):
+        existing = store.datasets.get(name)
+        if existing.digest == digest:
+            return SuiteResult(suite, kind, name, "unchanged", existing.size, dropped, digest)
+        if not replace:
+            raise AlreadyExistsError(f"derived dataset '{name}' exists with different content "
+                                     f"({existing.digest[:19]} vs {digest[:19]}); use --replace to regenerate it")
+        status = "replaced"
+    derivation = {"suite": suite, "kind": kind, "seed": seed, "version": VERSION, "source_digest": source.digest,
+                  "perturbed": len(perturbed), "dropped": dropped}
+    store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),
+                       source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation,
+                       replace=status == "replaced")
+    return SuiteResult(suite, kind, name, status, len(perturbed), dropped, digest)

@@ -1,0 +1,309 @@
+"""Annotate: the Dynabench "create" screen, built for speed.
+
+Type the inputs, pick the label you claim is right (number keys when no text
+field has focus, Ctrl+number anywhere), Ctrl+Enter to submit. The round's target
+model answers; a banner says whether you fooled it, with its probabilities. A
+session tally (examples, fooled, model error rate) and a timer run at the top.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+                               QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.charts import BarChart
+from dynadesk.gui.pages.base import Banner, Page
+from dynadesk.gui.services.annotation import AnnotationService
+from dynadesk.gui.services.data import DataService
+from dynadesk.store.annotation import AnnotatedExample
+from dynadesk.tasks import Task
+
+
+class SessionTally:
+    """Counts of this sitting (not the database): what the annotator sees while working."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.fooled = 0
+
+    def add(self, fooled: bool) -> None:
+        self.examples += 1
+        self.fooled += int(fooled)
+
+    @property
+    def mer(self) -> float | None:
+        return self.fooled / self.examples if self.examples else None
+
+    def text(self) -> str:
+        mer = "—" if self.mer is None else f"{100 * self.mer:.0f}%"
+        return f"{self.examples} examples · {self.fooled} fooled · MER {mer}"
+
+
+class AnnotatePage(Page):
+    title = "Annotate"
+
+    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self.task: Task | None = None
+        self.context = None
+        self.tally = SessionTally()
+        self.inputs: dict[str, QPlainTextEdit] = {}
+        lay = self.body()
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Task"))
+        self.task_combo = QComboBox()
+        self.task_combo.currentIndexChanged.connect(self._on_task)
+        top.addWidget(self.task_combo)
+        self.round_label = QLabel()
+        top.addWidget(self.round_label, 1)
+        self.tally_label = QLabel(self.tally.text())
+        self.tally_label.setStyleSheet("font-weight:bold")
+        top.addWidget(self.tally_label)
+        self.timer_label = QLabel("0:00")
+        self.timer_label.setToolTip("Time on this example")
+        self.timer_label.setMinimumWidth(48)
+        top.addWidget(self.timer_label)
+        lay.addLayout(top)
+
+        self.context_box = QGroupBox("Context")
+        cl = QVBoxLayout(self.context_box)
+        self.context_view = QTextBrowser()
+        self.context_view.setMaximumHeight(140)
+        cl.addWidget(self.context_view)
+        self.new_context_button = QPushButton("Another context")
+        self.new_context_button.clicked.connect(self.load_context)
+        cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
+        lay.addWidget(self.context_box)
+
+        self.form_box = QGroupBox("Your example")
+        self.form = QFormLayout(self.form_box)
+        lay.addWidget(self.form_box)
+
+        self.target_box = QGroupBox("The correct label (the model should get this wrong)")
+        self.target_layout = QHBoxLayout(self.target_box)
+        self.target_group = QButtonGroup(self)
+        self.target_group.setExclusive(True)
+        self.answer_edit = QLineEdit()
+        self.answer_edit.setPlaceholderText("the answer: a span copied from the context")
+        lay.addWidget(self.target_box)
+
+        row = QHBoxLayout()
+        self.explanation = QLineEdit()
+        self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
+        row.addWidget(self.explanation, 1)
+        self.submit_button = QPushButton("Submit  (Ctrl+Enter)")
+        self.submit_button.setDefault(True)
+        self.submit_button.clicked.connect(self.submit)
+        row.addWidget(self.submit_button)
+        lay.addLayout(row)
+
+        self.verdict = Banner(self, closable=False)
+        self.verdict.label.setStyleSheet("font-size:16pt; font-weight:bold")
+        lay.addWidget(self.verdict)
+        self.prediction_label = QLabel()
+        lay.addWidget(self.prediction_label)
+        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
+        lay.addWidget(self.probs)
+        lay.addStretch(1)
+
+        for seq in ("Ctrl+Return", "Ctrl+Enter"):
+            QShortcut(QKeySequence(seq), self, self.submit)
+        for i in range(9):
+            QShortcut(QKeySequence(str(i + 1)), self, lambda i=i: self.choose(i))
+            QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.choose(i))
+
+        self.clock = QElapsedTimer()
+        self._tick = QTimer(self)
+        self._tick.setInterval(1000)
+        self._tick.timeout.connect(self._show_time)
+
+        service.submitted.connect(self._on_submitted)
+        service.submitFailed.connect(self._on_failed)
+        service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
+        service.activeChanged.connect(lambda _n: self.refresh())
+        self.refresh()
+
+    # ----------------------------------------------------------- building
+    def refresh(self) -> None:
+        tasks = self.guard(self._data.tasks) or {}
+        current = self.task_combo.currentText()
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        self.task_combo.addItems(list(tasks))
+        if current in tasks:
+            self.task_combo.setCurrentText(current)
+        self.task_combo.blockSignals(False)
+        self._on_task()
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
+
+    def _on_task(self) -> None:
+        name = self.task_combo.currentText()
+        if not name:
+            return
+        self.task = self._data.task(name)
+        rnd = self.guard(self._svc.current_round, name)
+        who = self._svc.active
+        ready = bool(rnd and rnd.is_open and who)
+        if rnd is None:
+            self.round_label.setText("No round yet: open one on the Rounds page.")
+        elif not rnd.is_open:
+            self.round_label.setText(f"Round {rnd.number} is closed: open a new one on the Rounds page.")
+        else:
+            self.round_label.setText(f"Round {rnd.number} · target {', '.join(m.name for m in rnd.models)}"
+                                     + ("" if who else " · choose an annotator in the toolbar"))
+        self._build_form(self.task, bool(rnd and rnd.n_contexts))
+        for w in (self.form_box, self.target_box, self.submit_button, self.explanation):
+            w.setEnabled(ready)
+        if ready:
+            if rnd.n_contexts and self.task.context_field:
+                self.load_context()
+            self.start_example()
+
+    def _build_form(self, task: Task, pooled: bool) -> None:
+        while self.form.rowCount():
+            self.form.removeRow(0)
+        self.inputs = {}
+        self.context = None
+        self.context_box.setVisible(pooled and task.context_field is not None)
+        for f in task.inputs:
+            if pooled and f.is_context:
+                continue
+            edit = QPlainTextEdit()
+            edit.setPlaceholderText(f.description)
+            edit.setTabChangesFocus(True)
+            edit.setMaximumHeight(90 if f.is_context else 60)
+            self.form.addRow(f.name, edit)
+            self.inputs[f.name] = edit
+        for b in self.target_group.buttons():
+            self.target_group.removeButton(b)
+            b.deleteLater()
+        self.answer_edit.setParent(None)
+        if task.output_kind == "label":
+            for i, label in enumerate(task.labels):
+                b = QPushButton(f"{i + 1}  {label}")
+                b.setCheckable(True)
+                b.setProperty("label", label)
+                b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+                self.target_group.addButton(b, i)
+                self.target_layout.addWidget(b)
+        else:
+            self.target_layout.addWidget(self.answer_edit)
+
+    def load_context(self) -> None:
+        if not self.task:
+            return
+        ctx = self.guard(self._svc.next_context, self.task.name)
+        self.context = ctx
+        self.context_view.setPlainText(ctx.text if ctx else "")
+        self.submit_button.setEnabled(ctx is not None)
+
+    # ----------------------------------------------------------- actions
+    def choose(self, index: int) -> None:
+        b = self.target_group.button(index)
+        if b is not None and b.isEnabled():
+            b.setChecked(True)
+
+    def target(self):
+        if self.task is None:
+            return None
+        if self.task.output_kind == "label":
+            b = self.target_group.checkedButton()
+            return b.property("label") if b else None
+        text = self.answer_edit.text().strip()
+        return [text] if text else None
+
+    def start_example(self) -> None:
+        self.clock.restart()
+        self._tick.start()
+        self._show_time()
+        self.focus_first_input()
+        QTimer.singleShot(0, self.focus_first_input)  # new input widgets become visible on the next loop turn
+
+    def focus_first_input(self) -> None:
+        first = next(iter(self.inputs.values()), None)
+        if first is not None and first.isEnabled():
+            first.setFocus()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        QTimer.singleShot(0, self.focus_first_input)
+
+    def _show_time(self) -> None:
+        s = self.clock.elapsed() // 1000 if self.clock.isValid() else 0
+        self.timer_label.setText(f"{s // 60}:{s % 60:02d}")
+
+    def submit(self) -> None:
+        if not self.submit_button.isEnabled() or self._svc.busy or self.task is None:
+            return
+        inputs = {name: edit.toPlainText().strip() for name, edit in self.inputs.items()}
+        missing = [n for n, v in inputs.items() if not v]
+        target = self.target()
+        if missing:
+            self.banner.error(f"Fill in {', '.join(missing)} first.")
+            self.inputs[missing[0]].setFocus()
+            return
+        if target is None:
+            self.banner.error("Choose the correct label (keys 1–9) first." if self.task.output_kind == "label"
+                              else "Type the answer span first.")
+            return
+        if self.context is not None:
+            inputs[self.context.field] = self.context.text
+        self.banner.clear()
+        self.submit_button.setEnabled(False)
+        self.submit_button.setText("Asking the model…")
+        self._svc.submit(self.task.name, inputs, target, explanation=self.explanation.text(),
+                         time_ms=int(self.clock.elapsed()) if self.clock.isValid() else 0,
+                         context_id=self.context.id if self.context else None)
+
+    def _on_submitted(self, ex: AnnotatedExample) -> None:
+        self._reset_button()
+        self.tally.add(ex.fooled)
+        self.tally_label.setText(self.tally.text())
+        if ex.fooled:
+            self.verdict.show_message("You fooled the model!", "ok")
+        else:
+            self.verdict.show_message("The model got it right.", "warn")
+        out = ex.model_output
+        if "label" in out:
+            self.prediction_label.setText(f"{ex.model_name} predicted <b>{out['label']}</b>; you said "
+                                          f"<b>{ex.target}</b>.")
+            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+        else:
+            self.prediction_label.setText(f"{ex.model_name} answered <b>{out.get('answer', '')}</b> "
+                                          f"(score {out.get('score', 0):.2f}); you said <b>{ex.target}</b>.")
+            self.probs.set_data([])
+        for edit in self.inputs.values():
+            edit.clear()
+        self.explanation.clear()
+        self.answer_edit.clear()
+        checked = self.target_group.checkedButton()
+        if checked:
+            self.target_group.setExclusive(False)
+            checked.setChecked(False)
+            self.target_group.setExclusive(True)
+        if self.context is not None:
+            self.load_context()
+        self.start_example()
+
+    def _on_failed(self, message: str) -> None:
+        self._reset_button()
+        self.banner.error(message)
+
+    def _reset_button(self) -> None:
+        self.submit_button.setText("Submit  (Ctrl+Enter)")
+        self.submit_button.setEnabled(True)
+
+    def shutdown(self) -> None:
+        self._tick.stop()
+
+
+def make(services, parent: QWidget | None = None) -> AnnotatePage:
+    return AnnotatePage(services.extra["annotation"], services.data, parent=parent)

@@ -1,0 +1,327 @@
+"""Evaluate: choose models, datasets, runner (Docker sandbox or local), limits and GPU; the run
+goes to a pool worker with progress, cancel and a live log, so the window stays responsive.
+Past runs are listed with status and failure verdicts; a failed or cancelled run can be resumed."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QListWidget, QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox,
+                               QSplitter, QVBoxLayout, QWidget)
+
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.services.data import DataService
+from dynadesk.gui.services.evaluation import EvaluationService
+from dynadesk.gui.services.models import ModelsService
+from dynadesk.gui.services.settings import AppSettings
+
+STATUS_COLORS = {"succeeded": "#1b5e20", "failed": "#b71c1c", "cancelled": "#8d6e00", "interrupted": "#8d6e00",
+                 "running": "#0d47a1"}
+
+
+def checked(w: QListWidget) -> list[str]:
+    return [w.item(i).text() for i in range(w.count())
+            if w.item(i).flags() & Qt.ItemFlag.ItemIsUserCheckable and w.item(i).checkState() == Qt.CheckState.Checked]
+
+
+class EvaluatePage(Page):
+    title = "Evaluate"
+
+    def __init__(self, service: EvaluationService, models: ModelsService, data: DataService, settings: AppSettings,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._models = models
+        self._data = data
+        self._settings = settings
+        self._runs = {}
+        lay = self.body()
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        setup = QWidget()
+        sl = QVBoxLayout(setup)
+        sl.setContentsMargins(0, 0, 0, 0)
+        trow = QHBoxLayout()
+        trow.addWidget(QLabel("Task"))
+        self.task_combo = QComboBox()
+        self.task_combo.currentIndexChanged.connect(self._fill_choices)
+        trow.addWidget(self.task_combo, 1)
+        sl.addLayout(trow)
+        sl.addWidget(QLabel("Models"))
+        self.model_list = QListWidget()
+        sl.addWidget(self.model_list, 1)
+        sl.addWidget(QLabel("Test sets (their perturbation sets are included)"))
+        self.dataset_list = QListWidget()
+        sl.addWidget(self.dataset_list, 1)
+        box = QGroupBox("Runner and limits")
+        f = QFormLayout(box)
+        self.runner = QComboBox()
+        self.runner.addItem("Docker sandbox", "docker")
+        self.runner.addItem("Local subprocess (no sandbox)", "local")
+        self.runner.setCurrentIndex(max(0, self.runner.findData(settings.get("runner"))))
+        f.addRow("Runner", self.runner)
+        self.cpus = QDoubleSpinBox()
+        self.cpus.setRange(0.5, 256)
+        self.cpus.setSuffix(" CPUs")
+        self.cpus.setValue(settings.get("limits/cpus"))
+        f.addRow("CPU", self.cpus)
+        self.memory = QDoubleSpinBox()
+        self.memory.setRange(0.25, 1024)
+        self.memory.setSuffix(" GiB")
+        self.memory.setValue(settings.get("limits/memory_gib"))
+        f.addRow("Memory", self.memory)
+        self.timeout = QSpinBox()
+        self.timeout.setRange(10, 7 * 24 * 3600)
+        self.timeout.setSuffix(" s")
+        self.timeout.setValue(settings.get("limits/timeout_s"))
+        f.addRow("Timeout", self.timeout)
+        self.batch = QSpinBox()
+        self.batch.setRange(1, 4096)
+        self.batch.setValue(settings.get("limits/batch_size"))
+        f.addRow("Batch size", self.batch)
+        self.gpu = QCheckBox("use the GPU(s)")
+        self.gpu.setChecked(settings.get("gpu"))
+        f.addRow("GPU", self.gpu)
+        sl.addWidget(box)
+        brow = QHBoxLayout()
+        self.start_button = QPushButton("▶ Start evaluation")
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button = QPushButton("■ Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self._svc.cancel)
+        brow.addWidget(self.start_button)
+        brow.addWidget(self.cancel_button)
+        sl.addLayout(brow)
+        split.addWidget(setup)
+
+        right = QSplitter(Qt.Orientation.Vertical)
+        live = QWidget()
+        ll = QVBoxLayout(live)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m")
+        self.status_label = QLabel("Idle")
+        ll.addWidget(self.status_label)
+        ll.addWidget(self.progress)
+        self.log_view = QPlainTextEdit()
+        self.log_view.setReadOnly(True)
+        self.log_view.setMaximumBlockCount(5000)
+        self.log_view.setPlaceholderText("Live log of the running evaluation")
+        ll.addWidget(self.log_view, 1)
+        right.addWidget(live)
+        past = QWidget()
+        pl = QVBoxLayout(past)
+        pl.setContentsMargins(0, 0, 0, 0)
+        prow = QHBoxLayout()
+        prow.addWidget(QLabel("<b>Past runs</b>"))
+        prow.addStretch(1)
+        self.resume_button = QPushButton("Resume selected")
+        self.resume_button.setToolTip("Finish a failed, cancelled or interrupted run; finished datasets are kept")
+        self.resume_button.clicked.connect(self.resume_selected)
+        prow.addWidget(self.resume_button)
+        pl.addLayout(prow)
+        self.runs_table = table(["run", "model", "task", "runner", "status", "verdict", "datasets", "started",
+                                 "finished", "error"])
+        self.runs_table.itemSelectionChanged.connect(self._show_run)
+        pl.addWidget(self.runs_table, 2)
+        self.run_detail = QPlainTextEdit()
+        self.run_detail.setReadOnly(True)
+        pl.addWidget(self.run_detail, 1)
+        right.addWidget(past)
+        split.addWidget(right)
+        split.setSizes([380, 720])
+        lay.addWidget(split, 1)
+
+        service.started.connect(self._on_started)
+        service.progress.connect(self._on_progress)
+        service.log.connect(self._on_log)
+        service.finished.connect(self._on_finished)
+        service.failed.connect(self._on_failed)
+        service.cancelled.connect(self._on_cancelled)
+        service.runsChanged.connect(self.refresh_runs)
+        service.runCreated.connect(self._on_run_created)
+        models.changed.connect(self._fill_choices)
+        data.changed.connect(self._fill_choices)
+        self.refresh()
+
+    # ------------------------------------------------------------ setup
+    def refresh(self) -> None:
+        tasks = list(self.guard(self._data.tasks) or {})
+        cur = self.task_combo.currentText()
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        self.task_combo.addItems(tasks)
+        if cur in tasks:
+            self.task_combo.setCurrentText(cur)
+        self.task_combo.blockSignals(False)
+        self._fill_choices()
+        self.refresh_runs()
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
+
+    def _fill_choices(self) -> None:
+        task = self.task_combo.currentText()
+        if not task:
+            return
+        models = [m.name for m in self.guard(self._models.list, task) or []]
+        tests = [d.name for d in self.guard(self._data.datasets, task, False) or [] if d.split == "test"]
+        for widget, items, on, empty in ((self.model_list, models, False, "no registered models for this task"),
+                                         (self.dataset_list, tests, True, "no test-split datasets for this task")):
+            widget.clear()
+            for name in items:
+                it = QListWidgetItem(name)
+                it.setFlags(it.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                it.setCheckState(Qt.CheckState.Checked if on or len(items) == 1 else Qt.CheckState.Unchecked)
+                widget.addItem(it)
+            if not items:
+                widget.addItem(f"({empty})")
+                widget.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
+
+    def set_checked(self, widget: QListWidget, names: list[str]) -> None:
+        for i in range(widget.count()):
+            it = widget.item(i)
+            if it.flags() & Qt.ItemFlag.ItemIsUserCheckable:
+                it.setCheckState(Qt.CheckState.Checked if it.text() in names else Qt.CheckState.Unchecked)
+
+    # -------------------------------------------------------------- run
+    def start(self) -> None:
+        models = checked(self.model_list)
+        datasets = checked(self.dataset_list)
+        if not models:
+            self.banner.error("Tick at least one model to evaluate.")
+            return
+        if not datasets:
+            self.banner.error("Tick at least one test set.")
+            return
+        self.log_view.clear()
+        self._svc.start(models, datasets, runner=self.runner.currentData(), cpus=self.cpus.value(),
+                        memory_gib=self.memory.value(), timeout_s=self.timeout.value(), batch_size=self.batch.value(),
+                        gpu=self.gpu.isChecked())
+
+    def resume_selected(self) -> None:
+        run_id = self.selected_run()
+        if run_id is None:
+            self.banner.error("Select a run to resume.")
+            return
+        rec = self._runs.get(run_id)
+        if rec is not None and rec.status == "succeeded":
+            self.banner.error(f"Run {run_id} already succeeded.")
+            return
+        self.log_view.clear()
+        self._svc.start([], None, runner="", cpus=0, memory_gib=0, timeout_s=0, batch_size=1, gpu=False,
+                        resume_id=run_id)
+
+    def _on_started(self) -> None:
+        self.banner.clear()
+        self.start_button.setEnabled(False)
+        self.resume_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setRange(0, 0)  # busy until the worker reports a total
+        self.status_label.setText("Starting…")
+
+    def _on_run_created(self, run_id: int) -> None:
+        self.status_label.setText(f"Run {run_id} running")
+        self.refresh_runs()
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(min(done, total))
+        self.status_label.setText(message)
+
+    def _on_log(self, line: str) -> None:
+        self.log_view.appendPlainText(line)
+
+    def _idle(self) -> None:
+        self.start_button.setEnabled(True)
+        self.resume_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        if self.progress.maximum() == 0:
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
+
+    def _on_finished(self, records) -> None:
+        self._idle()
+        bad = [r for r in records if r.status != "succeeded"]
+        if bad:
+            self.banner.error("; ".join(f"run {r.id} ({r.model_name}) {r.status}: {r.verdict} — {r.error}"
+                                        for r in bad))
+        else:
+            self.banner.show_message(f"{len(records)} run(s) succeeded: "
+                                     + ", ".join(f"{r.model_name} (run {r.id})" for r in records), "ok")
+        self.status_label.setText("Finished")
+
+    def _on_failed(self, message: str) -> None:
+        self._idle()
+        self.banner.error(message)
+        self.status_label.setText("Failed")
+
+    def _on_cancelled(self) -> None:
+        self._idle()
+        self.banner.show_message("Evaluation cancelled; the run is stored as 'cancelled' and can be resumed.", "warn")
+        self.status_label.setText("Cancelled")
+
+    # ------------------------------------------------------------- runs
+    def refresh_runs(self) -> None:
+        selected = self.selected_run()
+        runs = self.guard(self._svc.runs) or []
+        self._runs = {r.id: r for r in runs}
+        fill(self.runs_table, [[r.id, r.model_name, r.task, r.runner + (" (sandbox)" if r.sandboxed else ""),
+                                r.status, r.verdict or "", ", ".join(r.datasets), (r.started_at or "")[:19],
+                                (r.finished_at or "")[:19], (r.error or "").splitlines()[0][:120] if r.error else ""]
+                               for r in runs], numeric={0})
+        from PySide6.QtGui import QColor
+
+        for row in range(self.runs_table.rowCount()):
+            item = self.runs_table.item(row, 4)
+            item.setForeground(QColor(STATUS_COLORS.get(item.text(), "#000000")))
+        if selected is not None:
+            self.select_run(selected)
+
+    def selected_run(self) -> int | None:
+        rows = self.runs_table.selectionModel().selectedRows()
+        return int(self.runs_table.item(rows[0].row(), 0).text()) if rows else None
+
+    def select_run(self, run_id: int) -> None:
+        for r in range(self.runs_table.rowCount()):
+            if self.runs_table.item(r, 0).text() == str(run_id):
+                self.runs_table.selectRow(r)
+                return
+
+    def run_status(self, run_id: int) -> str | None:
+        for r in range(self.runs_table.rowCount()):
+            if self.runs_table.item(r, 0).text() == str(run_id):
+                return self.runs_table.item(r, 4).text()
+        return None
+
+    def _show_run(self) -> None:
+        rec = self._runs.get(self.selected_run())
+        if rec is None:
+            self.run_detail.clear()
+            return
+        lines = [f"run {rec.id}: {rec.model_name} on {', '.join(rec.datasets)} — {rec.status}"
+                 + (f" ({rec.verdict})" if rec.verdict else "")]
+        if rec.error:
+            lines.append(f"error: {rec.error}")
+        for m in rec.metrics:
+            lines.append(f"  {m.dataset or '(whole run)':<28} {m.metric:<20} {m.value:10.4g} {m.unit}")
+        if rec.log:
+            lines += ["", "log (tail):", *rec.log.rstrip().splitlines()[-40:]]
+        self.run_detail.setPlainText("\n".join(lines))
+
+    def shutdown(self) -> None:
+        self._svc.cancel()
+
+
+def make(services, parent: QWidget | None = None) -> EvaluatePage:
+    from dynadesk.gui.services.models import ModelsService
+
+    ev = services.extra.get("evaluation")
+    if ev is None:
+        ev = services.extra["evaluation"] = EvaluationService(services.ws)
+    models = services.extra.get("models")
+    if models is None:
+        models = services.extra["models"] = ModelsService(services.ws)
+    return EvaluatePage(ev, models, services.data, services.settings, parent=parent)

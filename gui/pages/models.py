@@ -1,0 +1,221 @@
+"""Models: registered models with digest, task and kind; register a folder; a "try it" panel
+that predicts live as you type (debounced) and draws the class probabilities as bars."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget)
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.charts import BarChart
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.services.data import DataService
+from dynadesk.gui.services.models import ModelsService
+
+DEBOUNCE_MS = 250
+
+
+class ModelsPage(Page):
+    title = "Models"
+
+    def __init__(self, service: ModelsService, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self._records = {}
+        self.inputs: dict[str, QPlainTextEdit] = {}
+        lay = self.body()
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.table = table(["model", "task", "kind", "digest", "safe to load", "folder"])
+        self.table.itemSelectionChanged.connect(self._on_select)
+        ll.addWidget(self.table, 1)
+        self.remove_button = QPushButton("Remove from registry")
+        self.remove_button.clicked.connect(self._remove)
+        ll.addWidget(self.remove_button, 0, Qt.AlignmentFlag.AlignLeft)
+
+        add = QGroupBox("Register a model folder")
+        af = QFormLayout(add)
+        prow = QHBoxLayout()
+        self.path_edit = QLineEdit()
+        self.path_edit.setPlaceholderText("folder with config.json + safetensors, or a dynadesk-model.json")
+        prow.addWidget(self.path_edit, 1)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        prow.addWidget(browse)
+        af.addRow("Folder", prow)
+        nrow = QHBoxLayout()
+        self.task_combo = QComboBox()
+        nrow.addWidget(self.task_combo)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("name (default: folder name)")
+        nrow.addWidget(self.name_edit, 1)
+        self.replace_check = QCheckBox("replace")
+        nrow.addWidget(self.replace_check)
+        af.addRow("Task / name", nrow)
+        self.register_button = QPushButton("Register")
+        self.register_button.clicked.connect(self.register)
+        af.addRow(self.register_button)
+        ll.addWidget(add)
+        split.addWidget(left)
+
+        right = QGroupBox("Try it")
+        rl = QVBoxLayout(right)
+        self.try_title = QLabel("Select a model")
+        rl.addWidget(self.try_title)
+        self.try_form = QFormLayout()
+        rl.addLayout(self.try_form)
+        self.result_label = QLabel()
+        self.result_label.setWordWrap(True)
+        rl.addWidget(self.result_label)
+        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
+        rl.addWidget(self.probs)
+        rl.addStretch(1)
+        split.addWidget(right)
+        split.setSizes([650, 450])
+        lay.addWidget(split, 1)
+
+        self._debounce = QTimer(self)
+        self._debounce.setSingleShot(True)
+        self._debounce.setInterval(DEBOUNCE_MS)
+        self._debounce.timeout.connect(self.predict_now)
+        service.changed.connect(self.refresh)
+        service.registered.connect(self._on_registered)
+        service.registerFailed.connect(self._on_register_failed)
+        service.predicted.connect(self._on_predicted)
+        service.predictFailed.connect(self._on_predict_failed)
+        self.refresh()
+
+    # ---------------------------------------------------------- listing
+    def refresh(self) -> None:
+        tasks = list(self.guard(self._data.tasks) or {})
+        cur = self.task_combo.currentText()
+        self.task_combo.clear()
+        self.task_combo.addItems(tasks)
+        if cur:
+            self.task_combo.setCurrentText(cur)
+        selected = self.selected_model()
+        records = self.guard(self._svc.list) or []
+        self._records = {r.name: r for r in records}
+        fill(self.table, [[r.name, r.task, r.kind, r.digest[7:23] + "…",
+                           "no (pickle: sandbox only)" if r.has_pickle else "yes", r.path] for r in records])
+        for r in range(self.table.rowCount()):
+            self.table.item(r, 3).setToolTip(records[r].digest)
+        if selected:
+            self.select_model(selected)
+        elif not records:
+            self._on_select()
+
+    def selected_model(self) -> str | None:
+        rows = self.table.selectionModel().selectedRows()
+        return self.table.item(rows[0].row(), 0).text() if rows else None
+
+    def select_model(self, name: str) -> None:
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).text() == name:
+                self.table.selectRow(r)
+                return
+
+    def _on_select(self) -> None:
+        while self.try_form.rowCount():
+            self.try_form.removeRow(0)
+        self.inputs = {}
+        self.result_label.clear()
+        self.probs.set_data([])
+        rec = self._records.get(self.selected_model() or "")
+        if rec is None:
+            self.try_title.setText("Select a model to try it")
+            return
+        if rec.has_pickle:
+            self.try_title.setText(f"<b>{rec.name}</b> has pickle weights only: it runs only inside the "
+                                   "evaluation sandbox, never on this machine.")
+            return
+        self.try_title.setText(f"<b>{rec.name}</b> · {rec.task} · {rec.kind} — type to predict")
+        task = self._data.task(rec.task)
+        for f in task.inputs:
+            edit = QPlainTextEdit()
+            edit.setPlaceholderText(f.description)
+            edit.setTabChangesFocus(True)
+            edit.setMaximumHeight(90 if f.is_context else 60)
+            edit.textChanged.connect(self._debounce.start)
+            self.try_form.addRow(f.name, edit)
+            self.inputs[f.name] = edit
+
+    # ---------------------------------------------------------- try it
+    def predict_now(self) -> None:
+        model = self.selected_model()
+        values = {k: e.toPlainText() for k, e in self.inputs.items()}
+        if not model or not values or not all(v.strip() for v in values.values()):
+            return
+        self.result_label.setText("<i>predicting…</i>")
+        self._svc.predict(model, values)
+
+    def _on_predicted(self, rid: int, out: dict) -> None:
+        if rid != self._svc.latest_request:
+            return  # a newer request is on its way
+        if "label" in out:
+            self.result_label.setText(f"Prediction: <b>{out['label']}</b>")
+            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+        else:
+            self.result_label.setText(f"Answer: <b>{out.get('answer', '')}</b> (score {out.get('score', 0):.2f}, "
+                                      f"characters {out.get('start')}–{out.get('end')})")
+            self.probs.set_data([])
+
+    def _on_predict_failed(self, rid: int, message: str) -> None:
+        if rid == self._svc.latest_request:
+            self.result_label.clear()
+            self.banner.error(message)
+
+    # ---------------------------------------------------------- registry
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Model folder")
+        if path:
+            self.path_edit.setText(path)
+
+    def register(self) -> None:
+        path = self.path_edit.text().strip()
+        if not path:
+            self.banner.error("Choose a model folder.")
+            return
+        self.register_button.setEnabled(False)
+        self.banner.show_message(f"Hashing and checking {path} …", "info")
+        self._svc.register(path, self.task_combo.currentText(), self.name_edit.text().strip() or None,
+                           self.replace_check.isChecked())
+
+    def _on_registered(self, rec) -> None:
+        self.register_button.setEnabled(True)
+        self.banner.show_message(f"Registered '{rec.name}' ({rec.kind}, {rec.digest[:19]}…)", "ok")
+        self.select_model(rec.name)
+
+    def _on_register_failed(self, message: str) -> None:
+        self.register_button.setEnabled(True)
+        self.banner.error(message)
+
+    def _remove(self) -> None:
+        name = self.selected_model()
+        if not name:
+            return
+        if QMessageBox.question(self, "Remove model", f"Remove '{name}' from the registry? Its folder stays.") \
+                != QMessageBox.StandardButton.Yes:
+            return
+        self.remove(name)
+
+    def remove(self, name: str) -> None:
+        try:
+            self._svc.remove(name)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self.banner.show_message(f"Removed '{name}' from the registry", "ok")
+
+
+def make(services, parent: QWidget | None = None) -> ModelsPage:
+    svc = services.extra.get("models")
+    if svc is None:
+        svc = services.extra["models"] = ModelsService(services.ws)
+    return ModelsPage(svc, services.data, parent=parent)

@@ -1,0 +1,246 @@
+"""Rounds: per-round and per-annotator MER, vMER and agreement with a chart; open a new
+round against target models; export a round's data or register it as a dataset."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+                               QListWidget, QListWidgetItem, QPushButton, QSplitter, QVBoxLayout, QWidget)
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.charts import BarChart
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.services.annotation import AnnotationService
+from dynadesk.gui.services.data import DataService
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+class RoundsPage(Page):
+    title = "Rounds"
+
+    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self.stats = []
+        lay = self.body()
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Task"))
+        self.task_combo = QComboBox()
+        self.task_combo.currentIndexChanged.connect(self.reload)
+        top.addWidget(self.task_combo)
+        top.addStretch(1)
+        lay.addLayout(top)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.rounds_table = table(["round", "status", "target models", "examples", "fooled", "verified fooled",
+                                   "MER", "vMER", "median time (s)", "validations", "agreement α"])
+        self.rounds_table.itemSelectionChanged.connect(self._show_round)
+        split.addWidget(self.rounds_table)
+        lower = QWidget()
+        ll = QHBoxLayout(lower)
+        ll.setContentsMargins(0, 0, 0, 0)
+        self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER", "vMER",
+                                   "median time (s)", "validations given"])
+        ll.addWidget(self.people_table, 3)
+        chart_box = QGroupBox("Model error rate (MER)")
+        cl = QVBoxLayout(chart_box)
+        self.chart_mode = QComboBox()
+        self.chart_mode.addItems(["per round", "per annotator (selected round)"])
+        self.chart_mode.currentIndexChanged.connect(self._draw_chart)
+        cl.addWidget(self.chart_mode)
+        self.chart = BarChart(fmt="{:.1%}", max_value=1.0)
+        cl.addWidget(self.chart, 1)
+        ll.addWidget(chart_box, 2)
+        split.addWidget(lower)
+        lay.addWidget(split, 1)
+
+        actions = QHBoxLayout()
+        nbox = QGroupBox("New round")
+        nf = QFormLayout(nbox)
+        self.model_list = QListWidget()
+        self.model_list.setMaximumHeight(90)
+        nf.addRow("Target models", self.model_list)
+        crow = QHBoxLayout()
+        self.contexts_edit = QLineEdit()
+        self.contexts_edit.setPlaceholderText("optional contexts file (JSONL/TXT) for context tasks")
+        crow.addWidget(self.contexts_edit, 1)
+        b = QPushButton("…")
+        b.clicked.connect(self._browse_contexts)
+        crow.addWidget(b)
+        nf.addRow("Contexts", crow)
+        self.new_round_button = QPushButton("Open new round")
+        self.new_round_button.clicked.connect(self.open_new_round)
+        nf.addRow(self.new_round_button)
+        actions.addWidget(nbox, 1)
+
+        ebox = QGroupBox("Selected round's data")
+        ef = QFormLayout(ebox)
+        self.export_status = QComboBox()
+        self.export_status.addItems(["all", "verified-fooled"])
+        ef.addRow("Examples", self.export_status)
+        self.export_button = QPushButton("Export JSONL/CSV…")
+        self.export_button.clicked.connect(self._export_dialog)
+        ef.addRow(self.export_button)
+        rrow = QHBoxLayout()
+        self.register_name = QLineEdit()
+        self.register_name.setPlaceholderText("dataset name")
+        rrow.addWidget(self.register_name, 1)
+        self.register_split = QComboBox()
+        self.register_split.addItems(list(self._data.splits))
+        self.register_split.setCurrentText("test")
+        rrow.addWidget(self.register_split)
+        self.register_button = QPushButton("Register as dataset")
+        self.register_button.clicked.connect(self.register)
+        rrow.addWidget(self.register_button)
+        ef.addRow(rrow)
+        actions.addWidget(ebox, 1)
+        lay.addLayout(actions)
+
+        service.roundsChanged.connect(lambda _t: self.reload())
+        service.examplesChanged.connect(lambda _t: self.reload())
+        self.refresh()
+
+    def refresh(self) -> None:
+        tasks = list(self.guard(self._data.tasks) or {})
+        cur = self.task_combo.currentText()
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        self.task_combo.addItems(tasks)
+        if cur in tasks:
+            self.task_combo.setCurrentText(cur)
+        self.task_combo.blockSignals(False)
+        self.reload()
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
+
+    def reload(self) -> None:
+        task = self.task_combo.currentText()
+        if not task:
+            return
+        selected = self.selected_round()
+        self.stats = self.guard(self._svc.stats, task) or []
+        fill(self.rounds_table, [
+            [s.round, s.status, ", ".join(s.models), s.collected, s.fooled, s.verified_fooled, pct(s.mer),
+             pct(s.vmer), "—" if s.median_time_ms is None else round(s.median_time_ms / 1000, 1), s.validations,
+             "—" if s.alpha is None else round(s.alpha, 3)] for s in reversed(self.stats)],
+            numeric={0, 3, 4, 5, 6, 7, 8, 9, 10})
+        self.model_list.clear()
+        for name in self.guard(self._svc.models_for, task) or []:
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.model_list.addItem(item)
+        if self.model_list.count() == 0:
+            self.model_list.addItem("(no registered models for this task: add one on the Models page)")
+            self.model_list.item(0).setFlags(Qt.ItemFlag.NoItemFlags)
+        self.select_round(selected if selected is not None else (self.stats[-1].round if self.stats else None))
+        self._show_round()  # the selection may not change while the numbers did
+
+    def selected_round(self) -> int | None:
+        rows = self.rounds_table.selectionModel().selectedRows()
+        return int(self.rounds_table.item(rows[0].row(), 0).text()) if rows else None
+
+    def select_round(self, number: int | None) -> None:
+        if number is None:
+            self.people_table.setRowCount(0)
+            return
+        for r in range(self.rounds_table.rowCount()):
+            if self.rounds_table.item(r, 0).text() == str(number):
+                self.rounds_table.selectRow(r)
+                return
+
+    def _round_stats(self):
+        n = self.selected_round()
+        return next((s for s in self.stats if s.round == n), None)
+
+    def _show_round(self) -> None:
+        s = self._round_stats()
+        if s is None:
+            self.people_table.setRowCount(0)
+            return
+        fill(self.people_table, [
+            [a.annotator, a.collected, a.fooled, a.verified_fooled, pct(a.mer), pct(a.vmer),
+             "—" if a.median_time_ms is None else round(a.median_time_ms / 1000, 1), a.validations_given]
+            for a in s.annotators], numeric=set(range(1, 8)))
+        if not self.register_name.text():
+            self.register_name.setPlaceholderText(f"{s.task}-round{s.round}")
+        self._draw_chart()
+
+    def _draw_chart(self) -> None:
+        if self.chart_mode.currentIndex() == 0:
+            self.chart.set_data([(f"round {s.round}", s.mer or 0.0) for s in self.stats], "no rounds yet")
+        else:
+            s = self._round_stats()
+            self.chart.set_data([(a.annotator, a.mer or 0.0) for a in (s.annotators if s else []) if a.collected],
+                                "no examples in this round")
+
+    def checked_models(self) -> list[str]:
+        out = []
+        for i in range(self.model_list.count()):
+            item = self.model_list.item(i)
+            if item.flags() & Qt.ItemFlag.ItemIsUserCheckable and item.checkState() == Qt.CheckState.Checked:
+                out.append(item.text())
+        return out
+
+    def _browse_contexts(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Contexts file", "", "Contexts (*.jsonl *.txt);;All (*)")
+        if path:
+            self.contexts_edit.setText(path)
+
+    def open_new_round(self) -> None:
+        task = self.task_combo.currentText()
+        try:
+            rnd = self._svc.new_round(task, self.checked_models(), self.contexts_edit.text().strip() or None)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self.banner.show_message(f"Opened round {rnd.number} of '{task}' against "
+                                 f"{', '.join(m.name for m in rnd.models)}"
+                                 + (f" with {rnd.n_contexts} contexts" if rnd.n_contexts else ""), "ok")
+
+    def _export_dialog(self) -> None:
+        s = self._round_stats()
+        if s is None:
+            self.banner.error("Select a round first.")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export round", f"{s.task}-round{s.round}.jsonl",
+                                              "JSONL (*.jsonl);;CSV (*.csv)")
+        if path:
+            self.export(path)
+
+    def export(self, path: str) -> None:
+        s = self._round_stats()
+        if s is None:
+            self.banner.error("Select a round first.")
+            return
+        try:
+            n = self._svc.export_round(s.task, path, s.round, self.export_status.currentText())
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self.banner.show_message(f"Wrote {n} examples of round {s.round} to {path}", "ok")
+
+    def register(self) -> None:
+        s = self._round_stats()
+        if s is None:
+            self.banner.error("Select a round first.")
+            return
+        name = self.register_name.text().strip() or self.register_name.placeholderText()
+        try:
+            summary = self._svc.register_round(s.task, name, s.round, self.export_status.currentText(),
+                                               self.register_split.currentText())
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self._data.changed.emit()
+        self.banner.show_message(f"Registered {summary.size} examples as dataset '{summary.name}'", "ok")
+
+
+def make(services, parent: QWidget | None = None) -> RoundsPage:
+    return RoundsPage(services.extra["annotation"], services.data, parent=parent)

@@ -1,0 +1,214 @@
+"""Validate: other people's examples one at a time. Keys: C correct, I incorrect (with the
+corrected label), F flag (with a reason), S skip. Progress through the queue is shown."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QTextBrowser, QWidget)
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.services.annotation import AnnotationService
+from dynadesk.gui.services.data import DataService
+from dynadesk.store.annotation import AnnotatedExample
+
+
+class ValidatePage(Page):
+    title = "Validate"
+
+    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self.queue: list[AnnotatedExample] = []
+        self.skipped: set[str] = set()
+        self.done = 0
+        lay = self.body()
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Task"))
+        self.task_combo = QComboBox()
+        self.task_combo.currentIndexChanged.connect(self.reload)
+        top.addWidget(self.task_combo)
+        self.round_combo = QComboBox()
+        self.round_combo.currentIndexChanged.connect(self._reload_queue)
+        top.addWidget(self.round_combo)
+        top.addStretch(1)
+        self.progress_label = QLabel()
+        top.addWidget(self.progress_label)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        top.addWidget(self.progress)
+        lay.addLayout(top)
+
+        self.view = QTextBrowser()
+        lay.addWidget(self.view, 1)
+
+        box = QGroupBox("Your verdict")
+        form = QFormLayout(box)
+        self.label_combo = QComboBox()
+        self.label_combo.setToolTip("The label this example should have had (for 'incorrect')")
+        self.answer_edit = QLineEdit()
+        self.answer_edit.setPlaceholderText("corrected answer span (for 'incorrect')")
+        row = QHBoxLayout()
+        row.addWidget(self.label_combo)
+        row.addWidget(self.answer_edit, 1)
+        form.addRow("Corrected label", row)
+        self.reason_edit = QLineEdit()
+        self.reason_edit.setPlaceholderText("why it is flagged (required for 'flag'), e.g. offensive, ambiguous")
+        self.reason_edit.returnPressed.connect(lambda: self.vote("flagged"))
+        form.addRow("Flag reason", self.reason_edit)
+        buttons = QHBoxLayout()
+        self.correct_button = QPushButton("✔ Correct  (C)")
+        self.correct_button.clicked.connect(lambda: self.vote("correct"))
+        self.incorrect_button = QPushButton("✘ Incorrect  (I)")
+        self.incorrect_button.clicked.connect(lambda: self.vote("incorrect"))
+        self.flag_button = QPushButton("⚑ Flag  (F)")
+        self.flag_button.clicked.connect(lambda: self.vote("flagged"))
+        self.skip_button = QPushButton("Skip  (S)")
+        self.skip_button.clicked.connect(self.skip)
+        for b in (self.correct_button, self.incorrect_button, self.flag_button, self.skip_button):
+            buttons.addWidget(b)
+        form.addRow(buttons)
+        self.verdict_box = box
+        lay.addWidget(box)
+
+        for key, fn in (("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
+                        ("F", lambda: self.vote("flagged")), ("S", self.skip)):
+            QShortcut(QKeySequence(key), self, fn)
+        service.activeChanged.connect(lambda _n: self._reload_queue())
+        service.examplesChanged.connect(lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
+        self.refresh()
+
+    @property
+    def current(self) -> AnnotatedExample | None:
+        for ex in self.queue:
+            if ex.uid not in self.skipped:
+                return ex
+        return None
+
+    def refresh(self) -> None:
+        tasks = list(self.guard(self._data.tasks) or {})
+        cur = self.task_combo.currentText()
+        self.task_combo.blockSignals(True)
+        self.task_combo.clear()
+        self.task_combo.addItems(tasks)
+        if cur in tasks:
+            self.task_combo.setCurrentText(cur)
+        self.task_combo.blockSignals(False)
+        self.reload()
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
+
+    def reload(self) -> None:
+        task = self.task_combo.currentText()
+        if not task:
+            return
+        rounds = self.guard(self._svc.rounds, task) or []
+        self.round_combo.blockSignals(True)
+        self.round_combo.clear()
+        for r in reversed(rounds):
+            self.round_combo.addItem(f"round {r.number} ({r.status})", r.number)
+        self.round_combo.blockSignals(False)
+        t = self._data.task(task)
+        self.label_combo.clear()
+        self.label_combo.addItems(list(t.labels))
+        self.label_combo.setVisible(t.output_kind == "label")
+        self.answer_edit.setVisible(t.output_kind != "label")
+        self.done = 0
+        self.skipped.clear()
+        self._reload_queue()
+
+    def _reload_queue(self) -> None:
+        task = self.task_combo.currentText()
+        number = self.round_combo.currentData()
+        if not task or number is None:
+            self.queue = []
+            self._show()
+            return
+        if not self._svc.active:
+            self.queue = []
+            self._show("Choose an annotator in the toolbar to validate.")
+            return
+        self.queue = self.guard(self._svc.queue, task, number) or []
+        self._show()
+
+    def _show(self, empty: str | None = None) -> None:
+        ex = self.current
+        left = sum(1 for e in self.queue if e.uid not in self.skipped)
+        total = self.done + left
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(self.done)
+        self.progress_label.setText(f"{self.done} done · {left} left" + (f" · {len(self.skipped)} skipped"
+                                                                         if self.skipped else ""))
+        self.verdict_box.setEnabled(ex is not None)
+        if ex is None:
+            self.view.setHtml(f"<p><i>{html.escape(empty or 'Nothing left to validate here.')}</i></p>")
+            return
+        t = self._data.task(ex.task)
+        rows = "".join(f"<p><b>{html.escape(k)}</b><br>{html.escape(v)}</p>" for k, v in ex.inputs.items())
+        out = ex.model_output
+        pred = out.get("label", out.get("answer", ""))
+        verdict = ("<span style='color:#1b5e20'>fooled the model</span>" if ex.fooled
+                   else "<span style='color:#8d6e00'>did not fool the model</span>")
+        self.view.setHtml(
+            f"{rows}<p><b>Claimed {'label' if t.output_kind == 'label' else 'answer'}:</b> "
+            f"{html.escape(str(ex.target))}</p>"
+            f"<p><b>{html.escape(ex.model_name)}</b> said <b>{html.escape(str(pred))}</b> — {verdict}</p>"
+            + (f"<p><b>Explanation:</b> {html.escape(ex.explanation)}</p>" if ex.explanation else "")
+            + f"<p><small>by {html.escape(ex.annotator)} · round {ex.round} · "
+              f"{len(ex.validations)} vote(s) so far</small></p>")
+        if t.output_kind == "label":
+            others = [lab for lab in t.labels if lab != ex.target]
+            if others and self.label_combo.currentText() == ex.target:
+                self.label_combo.setCurrentText(others[0])
+        self.reason_edit.clear()
+        self.answer_edit.clear()
+
+    def vote(self, verdict: str) -> None:
+        ex = self.current
+        if ex is None or not self.verdict_box.isEnabled():
+            return
+        label, reason = None, ""
+        if verdict == "incorrect":
+            t = self._data.task(ex.task)
+            if t.output_kind == "label":
+                label = self.label_combo.currentText()
+            else:
+                text = self.answer_edit.text().strip()
+                if not text:
+                    self.banner.error("Type the corrected answer span, then press I again.")
+                    self.answer_edit.setFocus()
+                    return
+                label = [text]
+        elif verdict == "flagged":
+            reason = self.reason_edit.text().strip()
+            if not reason:
+                self.banner.error("Type why you flag this example, then press Enter (or F).")
+                self.reason_edit.setFocus()
+                return
+        try:
+            _v, status = self._svc.validate(ex.uid, verdict, label, reason)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self.done += 1
+        self.banner.show_message(f"Recorded '{verdict}'. Example is now {status.status} "
+                                 f"({status.correct} correct, {status.incorrect} incorrect, {status.flagged} flagged).",
+                                 "ok")
+        self.setFocus()
+        self._reload_queue()
+
+    def skip(self) -> None:
+        ex = self.current
+        if ex is not None:
+            self.skipped.add(ex.uid)
+            self._show()
+
+
+def make(services, parent: QWidget | None = None) -> ValidatePage:
+    return ValidatePage(services.extra["annotation"], services.data, parent=parent)

@@ -1,0 +1,149 @@
+"""Annotators, rounds, example creation, validation and round statistics over
+:mod:`dynadesk.annotation`. Submitting runs the target model, so it goes to a
+worker; everything else is a quick query on the UI thread's connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+import dynadesk.annotation as ann
+from dynadesk.errors import NotFoundError
+from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.store.annotation import AnnotatedExample, Round
+
+
+class AnnotationService(QObject):
+    annotatorsChanged = Signal()
+    activeChanged = Signal(str)
+    roundsChanged = Signal(str)  # task
+    submitted = Signal(object)  # AnnotatedExample
+    submitFailed = Signal(str)
+    validated = Signal(object, object)  # Validation, ExampleStatus
+    examplesChanged = Signal(str)  # task
+
+    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
+        super().__init__(parent)
+        self._ws = ws
+        self.busy = False
+        ws.opened.connect(self._on_workspace)
+
+    @property
+    def store(self):
+        return self._ws.store
+
+    def _on_workspace(self, _home: str) -> None:
+        self.annotatorsChanged.emit()
+        self.activeChanged.emit(self.active or "")
+
+    # ---------------------------------------------------------- annotators
+    def annotator_names(self) -> list[str]:
+        return [a.name for a in ann.list_annotators(self.store)]
+
+    def annotators(self):
+        return ann.list_annotators(self.store)
+
+    @property
+    def active(self) -> str | None:
+        a = ann.active_annotator(self.store)
+        return a.name if a else None
+
+    def set_active(self, name: str) -> None:
+        ann.use_annotator(self.store, name)
+        self.activeChanged.emit(name)
+
+    def add_annotator(self, name: str, role: str = "annotator") -> None:
+        first = not self.annotator_names()
+        ann.add_annotator(self.store, name, role)
+        self.annotatorsChanged.emit()
+        if first:
+            self.activeChanged.emit(self.active or "")
+
+    # --------------------------------------------------------------- rounds
+    def rounds(self, task: str) -> list[Round]:
+        return ann.list_rounds(self.store, task)
+
+    def current_round(self, task: str) -> Round | None:
+        """The latest round of ``task`` (open or closed), None when there is none."""
+        try:
+            return ann.get_round(self.store, task)
+        except NotFoundError:
+            return None
+
+    def new_round(self, task: str, models: list[str], contexts_file: str | None = None) -> Round:
+        rnd = ann.new_round(self.store, task, models, contexts_file or None, created_by=self.active)
+        self.roundsChanged.emit(task)
+        self.warm(rnd)
+        return rnd
+
+    def models_for(self, task: str) -> list[str]:
+        return [m.name for m in self.store.models.list(task)]
+
+    def warm(self, rnd: Round) -> None:
+        """Load the round's first target model in the background so the first submit is quick."""
+        if not rnd.models:
+            return
+
+        def job(store, name):
+            from dynadesk.models import default_predictor
+
+            default_predictor().warm(store.models.get(name))
+
+        self._ws.run_with_store(job, rnd.models[0].name, on_error=lambda _m: None)  # submit reports load errors
+
+    def stats(self, task: str) -> list:
+        return ann.task_stats(self.store, task)
+
+    def round_stats(self, task: str, number: int):
+        return ann.round_stats(self.store, task, number)
+
+    def export_round(self, task: str, path: str | Path, number: int, status: str) -> int:
+        return ann.export_round(self.store, task, path, number, status)
+
+    def register_round(self, task: str, name: str, number: int, status: str, split: str):
+        summary = ann.register_round(self.store, task, name, number, status, split)
+        return summary
+
+    # --------------------------------------------------------------- create
+    def next_context(self, task: str):
+        return ann.next_context(self.store, task, self.active)
+
+    def submit(self, task: str, inputs: dict[str, str], target: Any, *, explanation: str = "", time_ms: int = 0,
+               context_id: str | None = None, model: str | None = None) -> None:
+        """Ask the target model on a worker; ``submitted`` or ``submitFailed`` follows."""
+        if self.busy:
+            return
+        self.busy = True
+        annotator = self.active
+
+        def job(store):
+            return ann.submit_example(store, task, annotator, inputs, target, model=model, context_id=context_id,
+                                      explanation=explanation, time_ms=time_ms)
+
+        self._ws.run_with_store(job, on_result=self._on_submitted, on_error=self._on_submit_failed,
+                                on_done=self._not_busy)
+
+    def _not_busy(self) -> None:
+        self.busy = False
+
+    def _on_submitted(self, ex: AnnotatedExample) -> None:
+        self.busy = False
+        self.submitted.emit(ex)
+        self.examplesChanged.emit(ex.task)
+
+    def _on_submit_failed(self, message: str) -> None:
+        self.busy = False
+        self.submitFailed.emit(message)
+
+    # ------------------------------------------------------------- validate
+    def queue(self, task: str, round_number: int | None = None, seed: int = 0) -> list[AnnotatedExample]:
+        return ann.validation_queue(self.store, task, self.active, round_number, seed=seed, limit=None)
+
+    def validate(self, example_uid: str, verdict: str, label: Any = None, reason: str = ""):
+        v, status = ann.validate(self.store, example_uid, self.active, verdict, label, reason)
+        self.validated.emit(v, status)
+        ex = self.store.annotation.get_example(example_uid, with_validations=False)
+        self.examplesChanged.emit(ex.task)
+        return v, status

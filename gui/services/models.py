@@ -1,0 +1,87 @@
+"""Registered models: list, register a folder (hashing runs on a worker), remove, and live
+prediction for the "try it" panel. Torch loads only when a model is first used."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.store.models import ModelRecord
+
+
+class ModelsService(QObject):
+    changed = Signal()
+    registered = Signal(object)  # ModelRecord
+    registerFailed = Signal(str)
+    predicted = Signal(int, object)  # request id, prediction dict
+    predictFailed = Signal(int, str)
+
+    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
+        super().__init__(parent)
+        self._ws = ws
+        self._request = 0
+        self._inflight = False
+        self._pending: tuple[int, str, dict[str, str]] | None = None
+        ws.opened.connect(lambda _h: self.changed.emit())
+
+    def list(self, task: str | None = None) -> list[ModelRecord]:
+        return self._ws.store.models.list(task)
+
+    def get(self, name: str) -> ModelRecord:
+        return self._ws.store.models.get(name)
+
+    def register(self, path: str, task: str, name: str | None = None, replace: bool = False) -> None:
+        """Hash and register ``path`` on a worker; ``registered`` or ``registerFailed`` follows."""
+        def job(store):
+            from dynadesk.models import register_model
+
+            return register_model(store, path, task, name=name or None, replace=replace)
+
+        self._ws.run_with_store(job, on_result=self._on_registered, on_error=self.registerFailed.emit)
+
+    def _on_registered(self, rec: ModelRecord) -> None:
+        self.changed.emit()
+        self.registered.emit(rec)
+
+    def remove(self, name: str) -> None:
+        from dynadesk.models import remove_model
+
+        remove_model(self._ws.store, name)
+        self.changed.emit()
+
+    # ------------------------------------------------------------ live
+    def predict(self, model: str, inputs: dict[str, str]) -> int:
+        """Queue a live prediction; only the newest request waiting is kept (typing is faster than models)."""
+        self._request += 1
+        self._pending = (self._request, model, dict(inputs))
+        if not self._inflight:
+            self._next()
+        return self._request
+
+    @property
+    def latest_request(self) -> int:
+        return self._request
+
+    def _next(self) -> None:
+        if self._pending is None:
+            return
+        rid, model, inputs = self._pending
+        self._pending = None
+        self._inflight = True
+
+        def job(store) -> tuple[int, Any]:
+            from dynadesk.models import predict_live
+
+            return rid, predict_live(store, model, inputs)
+
+        def failed(message: str) -> None:
+            self.predictFailed.emit(rid, message)
+
+        self._ws.run_with_store(job, on_result=lambda r: self.predicted.emit(*r), on_error=failed,
+                                on_done=self._done)
+
+    def _done(self) -> None:
+        self._inflight = False
+        self._next()

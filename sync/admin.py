@@ -1,0 +1,49 @@
+"""Administrator actions on a server database that need more than one SQL call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dynadesk.errors import ConfigError, NotFoundError
+from dynadesk.sync.schema import DIGEST
+from dynadesk.sync.server_db import ServerDB
+from dynadesk.tasks import get_task, load_tasks
+
+
+def register_dataset(db: ServerDB, task: str, name: str, *, split: str = "test", digest: str | None = None,
+                     size: int | None = None, file: str | Path | None = None, replace: bool = False) -> dict[str, Any]:
+    """Accept a dataset by digest, or compute digest and size from a dataset file (validated)."""
+    t = get_task(task)
+    if file is not None:
+        from dynadesk.datasets import dataset_digest, read_file
+
+        examples = read_file(t, Path(file))
+        digest, size = dataset_digest(examples), len(examples)
+    if digest is None or size is None:
+        raise ConfigError("give --file, or both --digest and --size")
+    if not DIGEST.match(digest):
+        raise ConfigError(f"--digest must look like sha256:<64 hex digits>, got {digest!r}")
+    db.add_dataset(t.name, name, split, digest, size, replace=replace)
+    return next(d for d in db.datasets(t.name) if d["name"] == name)
+
+
+def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test",
+                              task: str | None = None) -> list[dict[str, Any]]:
+    """Accept every ``split`` dataset of a workspace (replacing older digests of the same names)."""
+    from dynadesk.workspace import Workspace
+
+    known = load_tasks()
+    if task is not None and task not in known:
+        raise NotFoundError(f"unknown task '{task}' (known: {', '.join(sorted(known))})")
+    store = Workspace(Path(home)).open_store()
+    try:
+        added = []
+        for d in store.datasets.list(task):
+            if d.split != split or d.task not in known:
+                continue
+            db.add_dataset(d.task, d.name, d.split, d.digest, d.size, replace=True)
+            added.append(d.to_dict())
+        return added
+    finally:
+        store.close()

@@ -1,0 +1,95 @@
+"""Server boards: bundle metrics -> the shared Dynascore function -> ranked rows.
+
+The board never re-implements scoring: it shapes each model's latest bundle
+into ``{metric: value | {dataset: value}}`` and calls
+:func:`dynadesk.scoring.dynascore.compute`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from dynadesk.errors import ValidationError
+from dynadesk.scoring import dynascore
+
+BOARD_METRICS = tuple(dynascore.default_metrics())  # perf, throughput, memory, robustness, fairness
+
+
+def board_metrics(bundle_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Compact per-model form stored with each board row: values by dataset ('' = whole run) and units."""
+    out: dict[str, Any] = {}
+    for m in bundle_metrics:
+        slot = out.setdefault(m["metric"], {"unit": m["unit"], "deterministic": m["deterministic"], "values": {}})
+        slot["values"][m["dataset"]] = m["value"]
+    return out
+
+
+def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str, float]]:
+    """``weight.<metric>=w`` and ``dataset.<name>=w`` query parameters; anything else is an error."""
+    metric_w, dataset_w = {}, {}
+    for key, raw in params.items():
+        kind, _, name = key.partition(".")
+        if kind not in ("weight", "dataset") or not name:
+            raise ValidationError(f"unknown query parameter '{key}' (use weight.<metric>=N or dataset.<name>=N)")
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValidationError(f"query parameter '{key}' must be a number, got {raw!r:.40}") from None
+        if not math.isfinite(value) or value < 0:
+            raise ValidationError(f"query parameter '{key}' must be a finite number >= 0, got {raw!r:.40}")
+        if kind == "weight":
+            if name not in BOARD_METRICS:
+                raise ValidationError(f"unknown metric '{name}' in '{key}' (board metrics: {', '.join(BOARD_METRICS)})")
+            metric_w[name] = value
+        else:
+            dataset_w[name] = value
+    return metric_w, dataset_w
+
+
+def _model_values(metrics: dict[str, Any]) -> dict[str, Any]:
+    vals = {}
+    for name in BOARD_METRICS:
+        slot = metrics.get(name)
+        if not slot:
+            continue
+        per_ds = {d: v for d, v in slot["values"].items() if d}
+        vals[name] = per_ds if per_ds else slot["values"].get("")
+    return {k: v for k, v in vals.items() if v is not None}
+
+
+def compute_board(task: str, rows: list[dict[str, Any]], datasets: list[dict[str, Any]],
+                  metric_weights: dict[str, float], dataset_weights: dict[str, float]) -> dict[str, Any]:
+    """The JSON a board query answers: ranked rows with raw values, units, Dynascore and bundle links."""
+    known = {d["name"] for d in datasets}
+    unknown = set(dataset_weights) - known
+    if unknown:
+        raise ValidationError(f"task '{task}' has no dataset(s) {', '.join(sorted(unknown))} on this board")
+    specs = dynascore.default_metrics()
+    for name, w in metric_weights.items():
+        specs[name] = dynascore.MetricSpec(specs[name].direction, specs[name].offset, w)
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["model"]] = counts.get(r["model"], 0) + 1
+    label = {id(r): r["model"] if counts[r["model"]] == 1 else f"{r['model']} ({r['submitter']})" for r in rows}
+    models = {label[id(r)]: _model_values(r["metrics"]) for r in rows}
+    dw = {d["name"]: dataset_weights.get(d["name"], 1.0) for d in datasets}
+    result = dynascore.compute(models, specs, dynascore.PERF, dw or None)
+    by_label = {label[id(r)]: r for r in rows}
+    units: dict[str, str] = {}
+    for r in rows:
+        for name, slot in r["metrics"].items():
+            units.setdefault(name, slot["unit"])
+    out_rows = []
+    for m in result.models:
+        r = by_label[m.name]
+        out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
+                         "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
+                         "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
+                         "bundle_url": f"/api/bundles/{r['bundle_id']}"})
+    return {"task": task,
+            "metrics": {k: {"unit": units.get(k, ""), "weight": s.weight, "direction": s.direction}
+                        for k, s in specs.items()},
+            "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"], "weight": dw[d["name"]]}
+                         for d in datasets],
+            "amrs": result.amrs, "rows": out_rows, "left_off": result.left_off, "notes": result.notes}

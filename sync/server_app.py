@@ -1,0 +1,141 @@
+"""The leaderboard server (FastAPI app factory). Every error answer is JSON ``{"error", "detail"}``.
+
+Malformed input of any kind gets a 4xx naming the problem; the only
+accepted upload path is parse -> key lookup -> signature -> time -> board -> store.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dynadesk.errors import BundleError, DynaDeskError, NotFoundError, ValidationError
+from dynadesk.sync import board as _board
+from dynadesk.sync.bundle import MAX_BUNDLE_BYTES, utc_now_text
+from dynadesk.sync.ingest import ingest, status_for
+from dynadesk.sync.keys import fingerprint, load_or_create_server_key, public_raw
+from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.translog import sign_head
+from dynadesk.tasks import load_tasks
+
+_BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
+_STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
+
+
+def _error(status: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+def default_key_path(db_path: str | Path) -> Path:
+    return Path(str(db_path) + ".server.key")
+
+
+def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
+               max_skew: timedelta = timedelta(minutes=5),
+               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
+    """Build the app over one server database; the server key is created next to it on first use."""
+    db = ServerDB(db_path)
+    server_key = load_or_create_server_key(key_path or default_key_path(db_path))
+    tasks = load_tasks(tasks_dir)
+    task_names = set(tasks)
+    app = FastAPI(title="DynaDesk leaderboard", version="1",
+                  description="Signed score bundles, Dynascore boards and a transparency log.")
+    app.state.db = db
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        return _error(exc.status_code, "http_error", str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
+        return _error(422, "invalid_request", problems)
+
+    @app.exception_handler(DynaDeskError)
+    async def _domain(request: Request, exc: DynaDeskError):
+        if isinstance(exc, NotFoundError):
+            return _error(404, "not_found", str(exc))
+        if isinstance(exc, ValidationError):
+            return _error(400, "invalid_request", str(exc))
+        status, code = status_for(exc)
+        return _error(status, code, str(exc))
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse(resources.files("dynadesk.sync").joinpath("static/index.html").read_text("utf-8"))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in _STATIC:
+            raise NotFoundError(f"no static file {name!r}")
+        data = resources.files("dynadesk.sync").joinpath(f"static/{name}").read_bytes()
+        return Response(data, media_type=_STATIC[name])
+
+    @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
+    def list_tasks() -> list[dict]:
+        by_task: dict[str, list] = {}
+        for d in db.datasets():
+            by_task.setdefault(d["task"], []).append(d)
+        return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
+                for t in sorted(tasks.values(), key=lambda t: t.name)]
+
+    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)")
+    async def upload(request: Request) -> JSONResponse:
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BUNDLE_BYTES:
+                return _error(413, "too_large", f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes")
+            chunks.append(chunk)
+        try:
+            result = ingest(db, b"".join(chunks), task_names, clock(), max_skew)
+        except BundleError as exc:
+            status, code = status_for(exc)
+            return _error(status, code, str(exc))
+        return JSONResponse({"status": "accepted", **result}, status_code=201)
+
+    @app.get("/api/bundles", summary="Accepted bundles, oldest first")
+    def list_bundles(task: str | None = None, after: int = Query(0, ge=0),
+                     limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+        return db.list_bundles(task, limit, after)
+
+    @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors")
+    def get_bundle(bundle_id: str) -> Response:
+        if not _BUNDLE_ID.match(bundle_id):
+            return _error(400, "invalid_request", "a bundle id is 64 lowercase hex digits")
+        return Response(db.bundle_raw(bundle_id), media_type="application/json")
+
+    @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight")
+    def leaderboard(task: str, request: Request) -> JSONResponse:
+        if task not in task_names:
+            raise NotFoundError(f"no task '{task}' on this board (known: {', '.join(sorted(task_names))})")
+        mw, dw = _board.parse_weights(request.query_params)
+        return JSONResponse(_board.compute_board(task, db.board_rows(task), db.datasets(task), mw, dw))
+
+    def _head() -> dict:
+        size, head = db.log_head()
+        return sign_head(server_key, size, head, utc_now_text(clock()))
+
+    @app.get("/api/log", summary="Transparency log entries and the server-signed head")
+    def log(start: int = Query(1, ge=1), limit: int = Query(1000, ge=1, le=10000)) -> dict:
+        head = _head()
+        return {"entries": db.log_entries(start, limit), "head": head}
+
+    @app.get("/api/log/head", summary="The server-signed head of the transparency log")
+    def log_head() -> dict:
+        return _head()
+
+    @app.get("/api/server-key", summary="The server's log-signing public key")
+    def server_public_key() -> dict:
+        pub = public_raw(server_key)
+        return {"public_key": pub.hex(), "fingerprint": fingerprint(pub)}
+
+    return app

@@ -1,0 +1,175 @@
+"""``dynadesk-server``: run the leaderboard and administer its keys and datasets (no Qt, no Docker)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from dynadesk.errors import DynaDeskError
+
+db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
+                         envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+
+
+def _db(path: str):
+    from dynadesk.sync.server_db import ServerDB
+
+    return ServerDB(path)
+
+
+def _table(headers: list[str], rows: list[list]) -> None:
+    from dynadesk.cli.common import echo_table
+
+    echo_table(headers, rows)
+
+
+@click.group()
+def cli() -> None:
+    """DynaDesk leaderboard server and its administration."""
+
+
+@cli.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--key", "key_path", type=click.Path(dir_okay=False),
+              help="Server log-signing key (default: DB path + .server.key; created on first start).")
+def serve(db_path: str, host: str, port: int, key_path: str | None) -> None:
+    """Serve the board, the API (/docs) and the transparency log."""
+    import uvicorn
+
+    from dynadesk.sync.server_app import create_app
+
+    app = create_app(db_path, key_path)
+    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {db_path})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+@cli.group()
+def keys() -> None:
+    """Submitter keys allowed to upload."""
+
+
+@keys.command("add")
+@db_option
+@click.argument("public_key_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--name", required=True, help="Who the key belongs to (shown on the board).")
+def keys_add(db_path: str, public_key_file: str, name: str) -> None:
+    """Register a public key exported with 'dynadesk keys export'."""
+    from dynadesk.sync.keys import fingerprint, load_public_pem, public_raw
+
+    raw = public_raw(load_public_pem(Path(public_key_file).read_bytes(), public_key_file))
+    row = _db(db_path).add_key(fingerprint(raw), raw, name)
+    click.echo(f"registered {row.fingerprint} ({row.name})")
+
+
+@keys.command("revoke")
+@db_option
+@click.argument("fingerprint")
+@click.option("--reason", default="", help="Shown to the submitter when an upload is refused.")
+def keys_revoke(db_path: str, fingerprint: str, reason: str) -> None:
+    """Revoke a key: its uploads are refused and its rows leave the boards."""
+    row = _db(db_path).revoke_key(fingerprint, reason)
+    click.echo(f"revoked {row.fingerprint} ({row.name}) at {row.revoked_at}")
+
+
+@keys.command("list")
+@db_option
+@json_option
+def keys_list(db_path: str, as_json: bool) -> None:
+    """Registered keys and whether they are revoked."""
+    rows = _db(db_path).list_keys()
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in rows], indent=2))
+        return
+    _table(["fingerprint", "name", "added", "revoked"],
+           [[r.fingerprint, r.name, r.added_at, r.revoked_at or ""] for r in rows])
+
+
+@cli.group()
+def datasets() -> None:
+    """Datasets each task's board accepts (by name and digest)."""
+
+
+@datasets.command("add")
+@db_option
+@click.option("--task", required=True, help="Task name (one of the bundled task files).")
+@click.option("--name", required=True, help="Dataset name as bundles state it.")
+@click.option("--digest", help="sha256:<hex> dataset digest (or give --file).")
+@click.option("--size", type=click.IntRange(0), help="Number of examples (with --digest).")
+@click.option("--split", default="test", show_default=True)
+@click.option("--file", "file_", type=click.Path(exists=True, dir_okay=False),
+              help="A JSONL/CSV dataset file: digest and size are computed from it.")
+@click.option("--replace", is_flag=True, help="Replace an accepted dataset of the same name.")
+def datasets_add(db_path: str, task: str, name: str, digest: str | None, size: int | None, split: str,
+                 file_: str | None, replace: bool) -> None:
+    """Accept a dataset on a task's board."""
+    from dynadesk.sync.admin import register_dataset
+
+    d = register_dataset(_db(db_path), task, name, split=split, digest=digest, size=size, file=file_,
+                         replace=replace)
+    click.echo(f"task '{d['task']}' accepts dataset '{d['name']}' ({d['digest']}, {d['size']} examples)")
+
+
+@datasets.command("import-workspace")
+@db_option
+@click.option("--home", required=True, type=click.Path(exists=True, file_okay=False),
+              help="A DynaDesk workspace whose datasets to accept.")
+@click.option("--split", default="test", show_default=True, help="Only datasets of this split.")
+@click.option("--task", help="Only this task.")
+def datasets_import(db_path: str, home: str, split: str, task: str | None) -> None:
+    """Accept every dataset of one split found in a workspace (digests as the workspace stored them)."""
+    from dynadesk.sync.admin import import_workspace_datasets
+
+    added = import_workspace_datasets(_db(db_path), home, split=split, task=task)
+    click.echo(f"accepted {len(added)} dataset(s): {', '.join(d['name'] for d in added) or 'none'}")
+
+
+@datasets.command("list")
+@db_option
+@click.option("--task")
+@json_option
+def datasets_list(db_path: str, task: str | None, as_json: bool) -> None:
+    rows = _db(db_path).datasets(task)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _table(["task", "name", "split", "size", "digest"], [[d["task"], d["name"], d["split"], d["size"], d["digest"]]
+                                                         for d in rows])
+
+
+@cli.command("tasks")
+@json_option
+def tasks_list(as_json: bool) -> None:
+    """Tasks the board knows (the bundled task files)."""
+    from dynadesk.tasks import load_tasks
+
+    tasks = load_tasks()
+    if as_json:
+        click.echo(json.dumps([{"name": t.name, "title": t.title, "metric": t.metric} for t in tasks.values()],
+                              indent=2))
+        return
+    _table(["task", "title", "metric"], [[t.name, t.title, t.metric] for t in tasks.values()])
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="dynadesk-server", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except DynaDeskError as exc:
+        click.secho(f"Error: {exc}", fg="red", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""The leaderboard server's own SQLite database: the only place server SQL lives.
+
+Tables: ``keys`` (registered submitter keys, with revocation), ``board_datasets``
+(the datasets each task's board accepts, by name and digest), ``bundles`` (the
+exact signed bytes of every accepted bundle), ``log`` (the transparency hash
+chain) and ``board`` (the latest bundle of each model and submitter, so a
+board query never scans all bundles). An upload is one ``BEGIN IMMEDIATE``
+transaction: bundle row, log entry and board row appear together or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from dynadesk.errors import AlreadyExistsError, NotFoundError, ReplayError, StoreError
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS keys (
+        fingerprint TEXT PRIMARY KEY, public_key BLOB NOT NULL, name TEXT NOT NULL,
+        added_at TEXT NOT NULL, revoked_at TEXT, revoke_reason TEXT)""",
+    """CREATE TABLE IF NOT EXISTS board_datasets (
+        task TEXT NOT NULL, name TEXT NOT NULL, split TEXT NOT NULL, digest TEXT NOT NULL,
+        size INTEGER NOT NULL, added_at TEXT NOT NULL, PRIMARY KEY (task, name))""",
+    """CREATE TABLE IF NOT EXISTS bundles (
+        seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, task TEXT NOT NULL, model_name TEXT NOT NULL,
+        model_digest TEXT NOT NULL, key_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
+        created_at TEXT NOT NULL, received_at TEXT NOT NULL, raw BLOB NOT NULL)""",
+    """CREATE INDEX IF NOT EXISTS bundles_task ON bundles(task, seq)""",
+    """CREATE TABLE IF NOT EXISTS log (
+        seq INTEGER PRIMARY KEY, bundle_id TEXT NOT NULL UNIQUE, bundle_sha256 TEXT NOT NULL,
+        received_at TEXT NOT NULL, prev_hash TEXT NOT NULL, entry_hash TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS board (
+        task TEXT NOT NULL, model_name TEXT NOT NULL, key_fingerprint TEXT NOT NULL,
+        bundle_id TEXT NOT NULL, created_at TEXT NOT NULL, model_digest TEXT NOT NULL, metrics TEXT NOT NULL,
+        PRIMARY KEY (task, model_name, key_fingerprint))""",
+]
+SCHEMA_VERSION = "1"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    fingerprint: str
+    public_key: bytes
+    name: str
+    added_at: str
+    revoked_at: str | None
+    revoke_reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "public_key": self.public_key.hex(), "name": self.name,
+                "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason}
+
+
+class ServerDB:
+    """One connection guarded by a lock: SQLite serialises writers anyway, and this keeps it simple."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
+            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=30000"):
+                self.conn.execute(f"PRAGMA {pragma}")
+            with self._tx():
+                for stmt in SCHEMA:
+                    self.conn.execute(stmt)
+                self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
+                                  [SCHEMA_VERSION])
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
+        self.lock = threading.RLock()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        with self.lock, self._tx() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ keys
+    def add_key(self, fingerprint: str, public_key: bytes, name: str) -> KeyRow:
+        with self.tx() as c:
+            row = c.execute("SELECT revoked_at FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
+            if row is not None:
+                state = "revoked" if row[0] else "registered"
+                raise AlreadyExistsError(f"key {fingerprint} is already {state}"
+                                         + (" (a revoked key cannot be re-added)" if row[0] else ""))
+            c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at) VALUES (?,?,?,?)",
+                      [fingerprint, public_key, name, now_iso()])
+        return self.get_key(fingerprint)
+
+    def revoke_key(self, fingerprint: str, reason: str = "") -> KeyRow:
+        with self.tx() as c:
+            cur = c.execute("UPDATE keys SET revoked_at = ?, revoke_reason = ? WHERE fingerprint = ?"
+                            " AND revoked_at IS NULL", [now_iso(), reason, fingerprint])
+            if cur.rowcount == 0:
+                self.get_key(fingerprint)  # raises NotFoundError when unknown
+        return self.get_key(fingerprint)
+
+    def get_key(self, fingerprint: str) -> KeyRow:
+        with self.lock:
+            row = self.conn.execute("SELECT fingerprint, public_key, name, added_at, revoked_at, revoke_reason"
+                                    " FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no key with fingerprint {fingerprint} is registered")
+        return KeyRow(row[0], bytes(row[1]), *row[2:])
+
+    def list_keys(self) -> list[KeyRow]:
+        with self.lock:
+            rows = self.conn.execute("SELECT fingerprint, public_key, name, added_at, revoked_at, revoke_reason"
+                                     " FROM keys ORDER BY added_at, fingerprint").fetchall()
+        return [KeyRow(r[0], bytes(r[1]), *r[2:]) for r in rows]
+
+    # ------------------------------------------------------------------ datasets
+    def add_dataset(self, task: str, name: str, split: str, digest: str, size: int, replace: bool = False) -> None:
+        with self.tx() as c:
+            if not replace and c.execute("SELECT 1 FROM board_datasets WHERE task = ? AND name = ?",
+                                         [task, name]).fetchone():
+                raise AlreadyExistsError(f"task '{task}' already accepts a dataset named '{name}' (use --replace)")
+            c.execute("INSERT OR REPLACE INTO board_datasets(task, name, split, digest, size, added_at)"
+                      " VALUES (?,?,?,?,?,?)", [task, name, split, digest, size, now_iso()])
+
+    def remove_dataset(self, task: str, name: str) -> None:
+        with self.tx() as c:
+            if c.execute("DELETE FROM board_datasets WHERE task = ? AND name = ?", [task, name]).rowcount == 0:
+                raise NotFoundError(f"task '{task}' has no dataset named '{name}'")
+
+    def datasets(self, task: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.conn.execute("SELECT task, name, split, digest, size, added_at FROM board_datasets"
+                                     " WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task]).fetchall()
+        return [dict(zip(("task", "name", "split", "digest", "size", "added_at"), r)) for r in rows]
+
+    # ------------------------------------------------------------------ bundles + log
+    def accept(self, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str, model_name: str,
+               model_digest: str, key_fingerprint: str, created_at: str, metrics: dict[str, Any],
+               entry_hash_fn) -> dict[str, Any]:
+        """Store a verified bundle, append it to the log and update the board, atomically.
+
+        ``entry_hash_fn(seq, bundle_id, bundle_sha256, received_at, prev_hash) -> hex`` is the
+        log's hash rule (kept in translog.py so clients verify with the same code).
+        """
+        received = now_iso()
+        with self.tx() as c:
+            dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+            if dup:
+                raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
+            last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
+            seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
+            entry = entry_hash_fn(seq, bundle_id, bundle_sha256, received, prev)
+            c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
+                      " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
+                      [seq, bundle_id, task, model_name, model_digest, key_fingerprint, created_at, received, raw])
+            c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash)"
+                      " VALUES (?,?,?,?,?,?)", [seq, bundle_id, bundle_sha256, received, prev, entry])
+            c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
+                      " metrics) VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
+                      " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
+                      " model_digest = excluded.model_digest, metrics = excluded.metrics"
+                      " WHERE excluded.created_at >= board.created_at",
+                      [task, model_name, key_fingerprint, bundle_id, created_at, model_digest, json.dumps(metrics)])
+        return {"bundle_id": bundle_id, "seq": seq, "entry_hash": entry, "received_at": received}
+
+    def bundle_raw(self, bundle_id: str) -> bytes:
+        with self.lock:
+            row = self.conn.execute("SELECT raw FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no accepted bundle with id {bundle_id}")
+        return bytes(row[0])
+
+    def bundle_sha256(self, bundle_id: str) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT bundle_sha256 FROM log WHERE bundle_id = ?", [bundle_id]).fetchone()
+        return row[0] if row else None
+
+    def list_bundles(self, task: str | None, limit: int, after_seq: int = 0) -> list[dict[str, Any]]:
+        cols = ("seq", "id", "task", "model_name", "model_digest", "key_fingerprint", "created_at", "received_at")
+        with self.lock:
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM bundles WHERE (? IS NULL OR task = ?)"
+                                     " AND seq > ? ORDER BY seq LIMIT ?", [task, task, after_seq, limit]).fetchall()
+        return [dict(zip(cols, r)) for r in rows]
+
+    def count_bundles(self) -> int:
+        with self.lock:
+            return self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0]
+
+    def board_rows(self, task: str) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT b.model_name, b.key_fingerprint, k.name, b.bundle_id, b.created_at, b.model_digest, b.metrics"
+                " FROM board b JOIN keys k ON k.fingerprint = b.key_fingerprint"
+                " WHERE b.task = ? AND k.revoked_at IS NULL ORDER BY b.model_name, b.key_fingerprint",
+                [task]).fetchall()
+        return [{"model": r[0], "key_fingerprint": r[1], "submitter": r[2], "bundle_id": r[3], "created_at": r[4],
+                 "model_digest": r[5], "metrics": json.loads(r[6])} for r in rows]
+
+    def log_entries(self, start: int, limit: int) -> list[dict[str, Any]]:
+        cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash")
+        with self.lock:
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM log WHERE seq >= ? ORDER BY seq LIMIT ?",
+                                     [start, limit]).fetchall()
+        return [dict(zip(cols, r)) for r in rows]
+
+    def log_head(self) -> tuple[int, str]:
+        with self.lock:
+            row = self.conn.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else (0, "0" * 64)

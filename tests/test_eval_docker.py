@@ -1,0 +1,159 @@
+"""Sandboxed evaluation in real containers from the offline-built image.
+
+The image is built once per session (cached by input digest in the repo's .cache/,
+so a rerun skips the build); in CI a missing Docker or debootstrap fails the tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from dynadesk.orchestration.evaluate import default_limits, evaluate
+from dynadesk.orchestration.runners import DockerRunner
+from dynadesk.workspace import Workspace
+from eval_support import (IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes,
+                          setup_workspace)
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="session")
+def evaluator_image(docker_client, require_debootstrap):
+    from dynadesk.orchestration.image import build_image
+
+    return build_image(IMAGE_CACHE, client=docker_client)
+
+
+@pytest.fixture
+def ws(home, store, tmp_path):
+    setup_workspace(store, tmp_path, sizes=(24, 12))
+    return Workspace(home)
+
+
+def _leftover_containers(client) -> list:
+    return client.containers.list(all=True, filters={"label": "dynadesk.role=evaluation"})
+
+
+def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
+    limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
+    a = evaluate(store, ws, "tiny", runner="docker", limits=limits, client=docker_client, latency_samples=16)
+    assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
+    assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
+    for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",
+                 "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "memory"):
+        metric(a, name)
+    mem = a.profile["memory"]
+    assert mem["peak_source"] == "cgroup" and mem["cgroup_peak_bytes"] > 50 << 20
+    assert mem["cgroup_limit_bytes"] == 2 << 30
+    assert mem["cgroup_source"].endswith(("memory.max_usage_in_bytes", "memory.peak"))
+    env = a.environment
+    assert env["in_container"] and env["cgroup"]["cpu_quota"] == pytest.approx(2.0) and env["threads"] == 2
+    assert env["gpu"]["nvml"].startswith(("ok", "unavailable"))
+    assert env["python"].startswith("3.11") and env["libraries"]["torch"].startswith("2.13.0")
+
+    b = evaluate(store, ws, "tiny", runner="docker", limits=limits, client=docker_client, latency_samples=4)
+    assert b.status == "succeeded", b.error
+    assert predictions_bytes(a) == predictions_bytes(b)
+
+    local = evaluate(store, ws, "tiny", runner="local", limits=limits, latency_samples=4)
+    assert local.status == "succeeded" and not local.sandboxed
+    assert predictions_bytes(local) == predictions_bytes(a)
+    assert deterministic_metrics(local) == deterministic_metrics(a)
+    assert not _leftover_containers(docker_client)
+
+
+def test_missing_image_is_a_verdict(store, ws, docker_client):
+    runner = DockerRunner("dynadesk-evaluator:no-such-version", client=docker_client)
+    rec = evaluate(store, ws, "tiny", ["set1-test"], runner=runner)
+    assert rec.status == "failed" and rec.verdict == "missing_image"
+    assert "dynadesk image build" in rec.error
+
+
+HOSTILE = [
+    ("network", "error", "Network is unreachable"),
+    ("write_model", "error", "Read-only file system"),
+    ("fork_bomb", "error", "Resource temporarily unavailable"),
+    ("memory", "oom", "HOSTILE memory"),
+]
+
+
+@pytest.mark.parametrize("behaviour,verdict,evidence", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store, ws, tmp_path, evaluator_image,
+                                            docker_client):
+    from dynadesk.models.registry import register_model, tree_digest
+    from hostile_models import HostileDockerRunner, make_hostile_model
+
+    folder = make_hostile_model(tmp_path / behaviour, behaviour)
+    register_model(store, folder, "sentiment", name=behaviour)
+    before = tree_digest(folder)
+    limits = default_limits(cpus=1.0, memory_bytes=384 << 20, pids=64, timeout_s=120)
+    rec = evaluate(store, ws, behaviour, ["set1-test"], runner=HostileDockerRunner(evaluator_image.tag,
+                                                                                   client=docker_client),
+                   limits=limits)
+    assert rec.status == "failed" and rec.verdict == verdict, f"{rec.verdict}: {rec.error}\n{rec.log[-2000:]}"
+    assert evidence in rec.log
+    if verdict == "oom":
+        assert "out of memory" in rec.error and "0.38 GiB" in rec.error
+    else:
+        assert "exited with code 1" in rec.error and evidence in rec.error  # the log tail is in the message
+    assert tree_digest(folder) == before and not (folder / "pwned.txt").exists()
+    assert not _leftover_containers(docker_client)
+    assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
+
+
+def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path, evaluator_image, docker_client):
+    from dynadesk.models.registry import register_model
+    from hostile_models import HostileDockerRunner, make_hostile_model
+
+    register_model(store, make_hostile_model(tmp_path / "hang", "hang"), "sentiment", name="hang")
+    add_test_set(store, "small-test", 6, seed=7, perturbed=False)
+    result = {}
+
+    def hostile():
+        result["hang"] = evaluate(store, ws, "hang", ["small-test"],
+                                  runner=HostileDockerRunner(evaluator_image.tag, client=docker_client),
+                                  limits=default_limits(cpus=1.0, timeout_s=15))
+
+    thread = threading.Thread(target=hostile)
+    thread.start()
+    normal = evaluate(store, ws, "tiny", ["small-test"], runner="docker", client=docker_client,
+                      limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4, warmup=0)
+    thread.join(timeout=300)
+    assert normal.status == "succeeded", normal.error
+    hang = result["hang"]
+    assert hang.status == "failed" and hang.verdict == "timeout"
+    assert "15 s limit" in hang.error and "HOSTILE hang" in hang.log
+    assert not _leftover_containers(docker_client)
+
+
+def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_path, evaluator_image, docker_client):
+    """The payload path exists only in the test runner: the product runner ignores hostile.json."""
+    from dynadesk.models.registry import register_model
+    from hostile_models import make_hostile_model
+
+    register_model(store, make_hostile_model(tmp_path / "inert", "hang"), "sentiment", name="inert")
+    add_test_set(store, "tiny-test", 4, seed=3, perturbed=False)
+    rec = evaluate(store, ws, "inert", ["tiny-test"], runner="docker", client=docker_client, latency_samples=2,
+                   warmup=0, limits=default_limits(cpus=1.0, timeout_s=300))
+    assert rec.status == "succeeded", rec.error
+    assert "HOSTILE" not in rec.log
+
+
+def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client):
+    from dynadesk.orchestration.image import build_image
+
+    again = build_image(IMAGE_CACHE, client=docker_client, force=True)
+    assert not again.cached
+    assert again.image_id == evaluator_image.image_id
+    assert again.layer_digest == evaluator_image.layer_digest
+    assert again.archive_sha256 == evaluator_image.archive_sha256
+    assert any(line.startswith("python3\t") for line in again.dpkg)
+    assert any(line.startswith("torch==2.13.0") for line in again.python_packages)
+    assert docker_client.images.get(again.tag).id == again.image_id
+    created = docker_client.images.get(again.tag).attrs["Created"]
+    assert created.startswith(again.created[:10])
+    assert Path(again.debootstrap_tarball).is_file()

@@ -1,0 +1,151 @@
+"""Evaluation with the LocalRunner: stored metrics and profile, determinism, cancel, Ctrl-C, resume.
+
+Real tiny transformers model, real worker subprocess, real SQLite workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from dynadesk.errors import ConfigError, EvaluationError
+from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
+from dynadesk.workspace import Workspace
+from eval_support import deterministic_metrics, metric, predictions_bytes, setup_workspace
+
+
+@pytest.fixture
+def ws(home, store, tmp_path):
+    setup_workspace(store, tmp_path)
+    return Workspace(home)
+
+
+def test_local_run_stores_metrics_profile_environment(store, ws):
+    events = []
+    rec = evaluate(store, ws, "tiny", runner="local", latency_samples=12, warmup=2, progress=events.append)
+    assert rec.status == "succeeded", rec.error
+    assert rec.runner == "local" and rec.sandboxed is False
+    for ds in ("set0-test", "set1-test", ""):
+        for name in ("perf", "macro_f1", "robustness", "fairness"):
+            assert 0.0 <= metric(rec, name, ds) <= 100.0
+    assert metric(rec, "perf") == pytest.approx((metric(rec, "perf", "set0-test") * 1 + metric(rec, "perf", "set1-test"))
+                                                / 2)
+    for name in ("throughput", "throughput_batched", "latency_p50_ms", "memory"):
+        assert metric(rec, name) > 0
+    assert metric(rec, "latency_p50_ms") <= metric(rec, "latency_p90_ms") <= metric(rec, "latency_p99_ms")
+    units = {m.metric: m.unit for m in rec.metrics}
+    assert units["throughput"] == "examples/s" and units["latency_p90_ms"] == "ms" and units["memory"] == "GiB"
+    assert rec.profile["latency"]["samples"] == 12 and rec.profile["latency"]["warmup"] == 2
+    assert "nearest-rank" in rec.profile["latency"]["method"]
+    assert rec.profile["throughput"]["batch_size"] == 1
+    assert rec.profile["memory"]["rss_peak_bytes"] > 50 << 20
+    env = rec.environment
+    assert env["libraries"]["torch"].startswith("2.13.0") and env["deterministic"]["torch_deterministic_algorithms"]
+    assert env["threads"] == rec.settings["threads"]
+    assert env["gpu"]["nvml"]  # "ok" on a GPU machine, else the recorded reason NVML is missing
+    pred_file = Path(rec.run_dir) / "out" / "predictions.jsonl"
+    rows = [json.loads(line) for line in pred_file.read_text().splitlines()]
+    assert len(rows) == 3 * (24 + 16)  # each test set plus its two perturbation sets
+    assert set(rows[0]["prediction"]["probs"]) == {"negative", "neutral", "positive"}
+    assert rec.predictions_digest.startswith("sha256:")
+    overall = [e for e in events if e.get("phase") == "predict"]
+    assert overall[-1]["overall_done"] == overall[-1]["overall_total"] == 120
+    assert "model 'tiny' loaded" in rec.log
+
+
+def test_two_runs_give_byte_identical_predictions(store, ws):
+    a = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    b = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    assert a.status == b.status == "succeeded"
+    assert predictions_bytes(a) == predictions_bytes(b)
+    assert a.predictions_digest == b.predictions_digest
+    assert deterministic_metrics(a) == deterministic_metrics(b)
+
+
+def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
+    cancel = threading.Event()
+
+    def progress(event):
+        if event.get("phase") == "predict" and event["dataset"] == "set0-test~case" and event["done"] == event["total"]:
+            cancel.set()
+
+    rec = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=4, warmup=0, progress=progress,
+                   cancel=cancel)
+    assert rec.status == "cancelled" and rec.verdict == "cancelled"
+    parts = Path(rec.run_dir) / "out" / "parts"
+    assert (parts / "d000.jsonl.done.json").exists()
+    assert not rec.metrics
+    events = []
+    done = resume(store, ws, rec.id, progress=events.append)
+    assert done.id == rec.id and done.status == "succeeded", done.error
+    resumed = [e["dataset"] for e in events if e.get("resumed")]
+    assert resumed[:2] == ["set0-test", "set0-test~case"]
+    assert "set1-test" not in resumed
+    assert set(done.profile["resumed_datasets"]) >= {"set0-test", "set0-test~case"}
+    fresh = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=4, warmup=0)
+    assert predictions_bytes(done) == predictions_bytes(fresh)
+    with pytest.raises(EvaluationError, match="already succeeded"):
+        resume(store, ws, rec.id)
+
+
+def test_ctrl_c_marks_interrupted_and_kills_worker(store, ws):
+    seen = {}
+
+    def progress(event):
+        if event.get("phase") == "predict":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(store, ws, "tiny", runner="local", batch_size=4, progress=progress)
+    rec = store.evaluations.list(limit=1)[0]
+    assert rec.status == "interrupted" and "--resume" in rec.error
+    seen["id"] = rec.id
+    assert resume(store, ws, rec.id, progress=None).status == "succeeded"
+
+
+def test_crashed_run_is_marked_interrupted(store, ws):
+    model = store.models.get("tiny")
+    run_id = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    import socket
+
+    store.evaluations.update(run_id, pid=2 ** 22 + 12345, host=socket.gethostname())  # no such process
+    other = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    store.evaluations.update(other, pid=os.getpid(), host=socket.gethostname())  # alive: left alone
+    assert recover_stale(store) == [run_id]
+    assert store.evaluations.get(run_id).status == "interrupted"
+    assert store.evaluations.get(other).status == "running"
+
+
+def test_bad_inputs_get_clear_errors(store, ws, tmp_path):
+    with pytest.raises(ConfigError, match="perturbation set of 'set0-test'"):
+        evaluate(store, ws, "tiny", ["set0-test~case"], runner="local")
+    with pytest.raises(ConfigError, match="unknown runner"):
+        evaluate(store, ws, "tiny", runner="cloud")
+    with pytest.raises(ConfigError, match="batch_size"):
+        evaluate(store, ws, "tiny", runner="local", batch_size=0)
+
+
+def test_tampered_data_file_fails_with_named_dataset(store, ws):
+    cancel = threading.Event()
+    cancel.set()  # stop at once: we only want the prepared run folder
+    rec = evaluate(store, ws, "tiny", ["set1-test"], runner="local", cancel=cancel)
+    data = Path(rec.run_dir) / "data" / "d000.jsonl"
+    data.write_text(data.read_text().replace("set1-test-0", "set1-test-X"))
+    failed = resume(store, ws, rec.id)
+    assert failed.status == "failed" and failed.verdict == "error"
+    assert "dataset 'set1-test'" in failed.error and "sha256" in failed.error
+
+
+def test_pickle_model_is_refused_outside_the_sandbox(store, ws, tmp_path):
+    from dynadesk.models.registry import register_model
+    from tiny_models import make_tiny_classifier
+
+    folder = make_tiny_classifier(tmp_path / "pkl", ["negative", "neutral", "positive"], pickle_weights=True)
+    register_model(store, folder, "sentiment", name="pkl", allow_pickle=True)
+    with pytest.raises(EvaluationError, match="only the Docker sandbox"):
+        evaluate(store, ws, "pkl", runner="local")
+    assert not [r for r in store.evaluations.list() if r.model_name == "pkl"]

@@ -1,0 +1,165 @@
+"""Perturbation suites: determinism, derived datasets in a real store, QA spans, no copies."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from dynadesk.cli import cli
+from dynadesk.data import import_dataset
+from dynadesk.datasets import validate_example
+from dynadesk.errors import AlreadyExistsError, ValidationError
+from dynadesk.scoring import textops
+from dynadesk.scoring.perturb import SUITES, derived_name, generate_suites, perturb_examples
+from dynadesk.tasks import get_task
+
+SENTENCES = [
+    "He said his movie was not great, but I do not believe him.",
+    "John gave her the book and she thanked James for it.",
+    "It's a really weird film; I can't recommend it to my friends.",
+    "The actress and her husband were definitely amazing tonight!",
+    "Maria told Ahmed that the government is not listening to people.",
+    "What a terrible, horrible experience at the restaurant with my brother.",
+    "ok",
+]
+
+
+@pytest.fixture
+def sentiment_file(tmp_path):
+    path = tmp_path / "sent.jsonl"
+    labels = ["negative", "neutral", "positive"]
+    path.write_text("".join(json.dumps({"id": f"s{i}", "statement": s, "label": labels[i % 3],
+                                        "tags": ["t"], "metadata": {"origin": "test"}}) + "\n"
+                            for i, s in enumerate(SENTENCES)))
+    return path
+
+
+@pytest.fixture
+def qa_file(tmp_path):
+    ctx = "Maria Lopez founded the company in 1998. She said her brother John ran it until 2005."
+    rows = [{"id": "q1", "context": ctx, "question": "Who did she say ran it until 2005?", "answers": ["John"]},
+            {"id": "q2", "context": ctx, "question": "When did Maria found the company?", "answers": ["1998"]},
+            {"id": "q3", "context": ctx, "question": "Who is her brother?", "answers": ["John"]}]
+    path = tmp_path / "qa.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_same_seed_same_digest_different_seed_differs(store, sentiment_file, tmp_path):
+    import_dataset(store, "sentiment", sentiment_file, name="sent")
+    first = {r.suite: r.digest for r in generate_suites(store, "sent", seed=3)}
+    # A second, independent workspace built from the same file gives the same digests.
+    from dynadesk.store import Store
+    other = Store.open(tmp_path / "other.db")
+    import_dataset(other, "sentiment", sentiment_file, name="sent")
+    second = {r.suite: r.digest for r in generate_suites(other, "sent", seed=3)}
+    assert first == second and None not in {first["typos"], first["case"]}
+    again = generate_suites(store, "sent", seed=3)
+    assert {r.status for r in again} <= {"unchanged", "empty"}
+    different = {r.suite: r.digest for r in generate_suites(other, "sent", seed=4)}
+    for suite in ("typos", "homoglyphs", "whitespace", "ethnic_names"):
+        assert different[suite] != first[suite], suite
+    other.close()
+
+
+def test_derived_datasets_point_at_their_source(store, sentiment_file):
+    source = import_dataset(store, "sentiment", sentiment_file, name="sent")
+    results = generate_suites(store, "sent", suites=["gender_words", "typos"], seed=0)
+    assert [r.name for r in results] == [derived_name("sent", "gender_words", 0), "sent.typos.s0"]
+    derived = {d.name: d for d in store.datasets.derived("sent")}
+    gw = derived["sent.gender_words.s0"]
+    assert gw.derivation["kind"] == "fairness" and gw.derivation["suite"] == "gender_words"
+    assert gw.derivation["seed"] == 0 and gw.derivation["source_digest"] == source.digest
+    assert derived["sent.typos.s0"].derivation["kind"] == "robustness"
+    originals = {ex["id"]: ex for ex in store.datasets.examples("sent")}
+    for name in derived:
+        for ex in store.datasets.examples(name):
+            src = originals[ex["metadata"]["source_id"]]
+            assert ex["statement"] != src["statement"]           # never an unchanged copy
+            assert ex["label"] == src["label"] and ex["tags"] == src["tags"]
+            assert ex["metadata"]["origin"] == "test"
+    # gender words: "He ... his ... him" -> "She ... her ... her"
+    by_src = {ex["metadata"]["source_id"]: ex for ex in store.datasets.examples("sent.gender_words.s0")}
+    assert by_src["s0"]["statement"] == "She said her movie was not great, but I do not believe her."
+    assert by_src["s3"]["statement"].startswith("The actor and his wife")
+    assert "s6" not in by_src  # "ok" has nothing gendered: dropped, not copied
+
+
+def test_qa_perturbs_only_the_question_and_keeps_spans(store, qa_file):
+    import_dataset(store, "qa", qa_file, name="qa")
+    task = get_task("qa")
+    originals = {ex["id"]: ex for ex in store.datasets.examples("qa")}
+    results = generate_suites(store, "qa", seed=1)
+    assert {r.suite for r in results if r.size} >= {"typos", "case", "gender_words", "gender_names", "ethnic_names"}
+    for r in results:
+        if r.status == "empty":
+            assert not store.datasets.exists(r.name)
+            continue
+        for ex in store.datasets.examples(r.name):
+            src = originals[ex["metadata"]["source_id"]]
+            assert ex["context"] == src["context"] and ex["answers"] == src["answers"]
+            assert ex["question"] != src["question"]
+            assert all(a in ex["context"] for a in ex["answers"])
+            validate_example(task, ex, ex["id"])
+
+
+def test_every_suite_changes_text_it_applies_to():
+    rng = random.Random(0)
+    samples = {"typos": "completely", "misspellings": "I definitely believe it",
+               "case": "Hello there", "punctuation": "Hello there", "whitespace": "a b",
+               "contractions": "I do not know", "homoglyphs": "cat", "gender_words": "my father",
+               "gender_names": "Ask Priya", "ethnic_names": "Ask Priya"}
+    assert set(samples) == set(SUITES)
+    for suite, text in samples.items():
+        new, change = textops.OPS[suite](text, rng)
+        assert new != text and change, suite
+    assert textops.misspellings("I definitely believe it", rng)[0] == "I definately beleive it"
+    assert textops.gender_words("She gave HIM her keys.", rng)[0] == "He gave HER his keys."
+    assert textops.homoglyphs("xyz", random.Random(1))[0] != "xyz"
+    new, _ = textops.gender_names("Ask Priya and Priya", rng)
+    first, second = new.split()[1], new.split()[3]
+    assert first == second and first in textops.FIRST_NAMES["south_asian"]["male"]
+    new, _ = textops.ethnic_names("Ask Priya", rng)
+    assert new.split()[1] not in textops.FIRST_NAMES["south_asian"]["female"]
+    assert any(new.split()[1] in g["female"] for g in textops.FIRST_NAMES.values())
+
+
+def test_perturbation_is_independent_of_example_order():
+    task = get_task("sentiment")
+    examples = [{"id": f"s{i}", "statement": s, "label": "neutral"} for i, s in enumerate(SENTENCES)]
+    a, _ = perturb_examples(task, examples, "typos", 9)
+    b, _ = perturb_examples(task, list(reversed(examples)), "typos", 9)
+    assert sorted(a, key=lambda e: e["id"]) == sorted(b, key=lambda e: e["id"])
+
+
+def test_errors(store, sentiment_file):
+    import_dataset(store, "sentiment", sentiment_file, name="sent")
+    with pytest.raises(ValidationError, match="unknown perturbation suite"):
+        generate_suites(store, "sent", suites=["typo"])
+    generate_suites(store, "sent", suites=["case"])
+    with pytest.raises(ValidationError, match="itself derived"):
+        generate_suites(store, "sent.case.s0")
+    # A stale derived dataset (different content under the same name) is not overwritten silently.
+    examples = store.datasets.examples("sent.case.s0")[:1]
+    store.datasets.add("sent.case.s0", "sentiment", "test", examples, "sha256:stale", {}, derived_from="sent",
+                       derivation={"suite": "case"}, replace=True)
+    with pytest.raises(AlreadyExistsError, match="--replace"):
+        generate_suites(store, "sent", suites=["case"])
+    assert store.datasets.get("sent.case.s0").digest == "sha256:stale"
+    (res,) = generate_suites(store, "sent", suites=["case"], replace=True)
+    assert res.status == "replaced" and store.datasets.get("sent.case.s0").size == len(SENTENCES)
+
+
+def test_cli_perturb_json(home, sentiment_file):
+    runner = CliRunner()
+    res = runner.invoke(cli, ["data", "import", str(sentiment_file), "--task", "sentiment", "--name", "sent"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, ["perturb", "sent", "--suite", "typos", "--suite", "gender_words", "--seed", "2",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [(r["suite"], r["status"]) for r in out] == [("typos", "created"), ("gender_words", "created")]
+    assert out[0]["name"] == "sent.typos.s2" and out[0]["size"] + out[0]["dropped"] == len(SENTENCES)

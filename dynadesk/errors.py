@@ -144,3 +144,21 @@ class UploadRejected(SyncError):
 
 class ImageBuildError(DynaDeskError):
     """The offline evaluator image could not be built (debootstrap, pip, docker load)."""
+
+
+# --- audit (issue 9) ------------------------------------------------------------------------------
+
+class AuditError(DynaDeskError):
+    """An audit cannot be carried out (missing predictions file, no model folder, unusable runner)."""
+
+
+class PredictionsUnavailable(AuditError):
+    """The run's predictions file for a bundle is not in this workspace (or its bytes changed)."""
+
+
+class NotReproducibleError(AuditError):
+    """The determinism pre-flight found fields that did not reproduce; ``fields`` names each one."""
+
+    def __init__(self, message: str, fields: list[str] | None = None):
+        self.fields = list(fields or [])
+        super().__init__(message)

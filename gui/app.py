@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.page:
         window.show_page(args.page)
     window.show()
-    services.status.start()
+    services.status.start(delay_ms=800)
     if args.smoke:
         app.processEvents()
         code = smoke(services, args.model)

@@ -8,6 +8,7 @@ into ``{metric: value | {dataset: value}}`` and calls
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from dynadesk.errors import ValidationError
@@ -58,7 +59,29 @@ def _model_values(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in vals.items() if v is not None}
 
 
-def compute_board(task: str, rows: list[dict[str, Any]], datasets: list[dict[str, Any]],
+@dataclass(frozen=True)
+class PreparedBoard:
+    """Board rows shaped for scoring; built once per change of the stored board, reused per query."""
+
+    models: dict[str, dict[str, Any]]  # label -> {metric: value | {dataset: value}}
+    rows: dict[str, dict[str, Any]]    # label -> stored row
+    units: dict[str, str]
+
+
+def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
+    """Label rows (model name, plus the submitter where two submitters share a name) and collect units."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["model"]] = counts.get(r["model"], 0) + 1
+    by_label = {(r["model"] if counts[r["model"]] == 1 else f"{r['model']} ({r['submitter']})"): r for r in rows}
+    units: dict[str, str] = {}
+    for r in rows:
+        for name, slot in r["metrics"].items():
+            units.setdefault(name, slot["unit"])
+    return PreparedBoard({k: _model_values(r["metrics"]) for k, r in by_label.items()}, by_label, units)
+
+
+def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float]) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows with raw values, units, Dynascore and bundle links."""
     known = {d["name"] for d in datasets}
@@ -68,27 +91,17 @@ def compute_board(task: str, rows: list[dict[str, Any]], datasets: list[dict[str
     specs = dynascore.default_metrics()
     for name, w in metric_weights.items():
         specs[name] = dynascore.MetricSpec(specs[name].direction, specs[name].offset, w)
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["model"]] = counts.get(r["model"], 0) + 1
-    label = {id(r): r["model"] if counts[r["model"]] == 1 else f"{r['model']} ({r['submitter']})" for r in rows}
-    models = {label[id(r)]: _model_values(r["metrics"]) for r in rows}
     dw = {d["name"]: dataset_weights.get(d["name"], 1.0) for d in datasets}
-    result = dynascore.compute(models, specs, dynascore.PERF, dw or None)
-    by_label = {label[id(r)]: r for r in rows}
-    units: dict[str, str] = {}
-    for r in rows:
-        for name, slot in r["metrics"].items():
-            units.setdefault(name, slot["unit"])
+    result = dynascore.compute(board.models, specs, dynascore.PERF, dw or None)
     out_rows = []
     for m in result.models:
-        r = by_label[m.name]
+        r = board.rows[m.name]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
                          "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
     return {"task": task,
-            "metrics": {k: {"unit": units.get(k, ""), "weight": s.weight, "direction": s.direction}
+            "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction}
                         for k, s in specs.items()},
             "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"], "weight": dw[d["name"]]}
                          for d in datasets],

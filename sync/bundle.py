@@ -78,7 +78,7 @@ class Bundle:
                 "bytes": len(self.raw)}
 
 
-def _envelope_bytes(payload_bytes: bytes, public_key: bytes, signature: bytes) -> bytes:
+def envelope_bytes(payload_bytes: bytes, public_key: bytes, signature: bytes) -> bytes:
     sig = canonical_bytes({"algorithm": "ed25519", "public_key": public_key.hex(), "value": signature.hex()})
     return _PREFIX + payload_bytes + b',"signature":' + sig + b',"version":' + str(VERSION).encode() + b"}"
 
@@ -157,7 +157,7 @@ def sign_payload(payload: dict[str, Any], key: Ed25519PrivateKey) -> Bundle:
     except Exception as exc:  # noqa: BLE001
         raise BundleFormatError(f"bundle payload cannot be expressed in RFC 8785 canonical JSON ({exc})") from None
     pub = _keys.public_raw(key)
-    raw = _envelope_bytes(payload_bytes, pub, key.sign(payload_bytes))
+    raw = envelope_bytes(payload_bytes, pub, key.sign(payload_bytes))
     bundle = parse_bundle(raw)
     verify_bundle(bundle)
     return bundle

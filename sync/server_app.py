@@ -38,6 +38,13 @@ def default_key_path(db_path: str | Path) -> Path:
     return Path(str(db_path) + ".server.key")
 
 
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` worker processes: paths come from the environment."""
+    import os
+
+    return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None)
+
+
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5),
                clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
@@ -49,6 +56,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     app = FastAPI(title="DynaDesk leaderboard", version="1",
                   description="Signed score bundles, Dynascore boards and a transparency log.")
     app.state.db = db
+    prepared: dict[str, tuple[list, _board.PreparedBoard]] = {}
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
@@ -118,7 +126,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         if task not in task_names:
             raise NotFoundError(f"no task '{task}' on this board (known: {', '.join(sorted(task_names))})")
         mw, dw = _board.parse_weights(request.query_params)
-        return JSONResponse(_board.compute_board(task, db.board_rows(task), db.datasets(task), mw, dw))
+        rows = db.board_rows(task)  # the same list object while the stored board is unchanged
+        cached = prepared.get(task)
+        if cached is None or cached[0] is not rows:
+            cached = prepared[task] = (rows, _board.prepare(rows))
+        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw))
 
     def _head() -> dict:
         size, head = db.log_head()

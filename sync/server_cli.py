@@ -38,15 +38,29 @@ def cli() -> None:
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--key", "key_path", type=click.Path(dir_okay=False),
               help="Server log-signing key (default: DB path + .server.key; created on first start).")
-def serve(db_path: str, host: str, port: int, key_path: str | None) -> None:
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Worker processes (uploads are CPU-bound: one per core).")
+def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
+    import os
+
     import uvicorn
 
-    from dynadesk.sync.server_app import create_app
+    from dynadesk.sync.server_app import create_app, default_key_path
+    from dynadesk.sync.keys import load_or_create_server_key
+    from dynadesk.sync.server_db import ServerDB
 
-    app = create_app(db_path, key_path)
-    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {db_path})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    key_path = str(Path(key_path or default_key_path(db_path)).resolve())
+    ServerDB(db_path).close()  # create and migrate once, before any worker starts
+    load_or_create_server_key(key_path)
+    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {db_path}, {workers} worker(s))", err=True)
+    if workers == 1:
+        uvicorn.run(create_app(db_path, key_path), host=host, port=port, log_level="warning", access_log=False)
+        return
+    os.environ["DYNADESK_SERVER_DB"] = str(Path(db_path).resolve())
+    os.environ["DYNADESK_SERVER_KEY"] = key_path
+    uvicorn.run("dynadesk.sync.server_app:app_from_env", factory=True, workers=workers, host=host, port=port,
+                log_level="warning", access_log=False)
 
 
 @cli.group()

@@ -80,6 +80,7 @@ class ServerDB:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
         self.lock = threading.RLock()
+        self._board_cache: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -154,33 +155,44 @@ class ServerDB:
         return [dict(zip(("task", "name", "split", "digest", "size", "added_at"), r)) for r in rows]
 
     # ------------------------------------------------------------------ bundles + log
-    def accept(self, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str, model_name: str,
-               model_digest: str, key_fingerprint: str, created_at: str, metrics: dict[str, Any],
-               entry_hash_fn) -> dict[str, Any]:
+    def accept(self, *, entry_hash_fn, **bundle: Any) -> dict[str, Any]:
         """Store a verified bundle, append it to the log and update the board, atomically.
 
+        ``bundle`` holds bundle_id, raw, bundle_sha256, task, model_name, model_digest,
+        key_fingerprint, created_at and metrics (the board's compact form).
         ``entry_hash_fn(seq, bundle_id, bundle_sha256, received_at, prev_hash) -> hex`` is the
         log's hash rule (kept in translog.py so clients verify with the same code).
         """
-        received = now_iso()
         with self.tx() as c:
-            dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
-            if dup:
-                raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
-            last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
-            seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
-            entry = entry_hash_fn(seq, bundle_id, bundle_sha256, received, prev)
-            c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
-                      " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
-                      [seq, bundle_id, task, model_name, model_digest, key_fingerprint, created_at, received, raw])
-            c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash)"
-                      " VALUES (?,?,?,?,?,?)", [seq, bundle_id, bundle_sha256, received, prev, entry])
-            c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
-                      " metrics) VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
-                      " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
-                      " model_digest = excluded.model_digest, metrics = excluded.metrics"
-                      " WHERE excluded.created_at >= board.created_at",
-                      [task, model_name, key_fingerprint, bundle_id, created_at, model_digest, json.dumps(metrics)])
+            return self._accept(c, entry_hash_fn, **bundle)
+
+    def accept_many(self, bundles: list[dict[str, Any]], entry_hash_fn) -> list[dict[str, Any]]:
+        """Several verified bundles in one transaction (bulk import, benchmarks): all or none."""
+        with self.tx() as c:
+            return [self._accept(c, entry_hash_fn, **b) for b in bundles]
+
+    @staticmethod
+    def _accept(c: sqlite3.Connection, entry_hash_fn, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str,
+                model_name: str, model_digest: str, key_fingerprint: str, created_at: str,
+                metrics: dict[str, Any]) -> dict[str, Any]:
+        received = now_iso()
+        dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+        if dup:
+            raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
+        last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
+        entry = entry_hash_fn(seq, bundle_id, bundle_sha256, received, prev)
+        c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
+                  " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
+                  [seq, bundle_id, task, model_name, model_digest, key_fingerprint, created_at, received, raw])
+        c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash)"
+                  " VALUES (?,?,?,?,?,?)", [seq, bundle_id, bundle_sha256, received, prev, entry])
+        c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
+                  " metrics) VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
+                  " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
+                  " model_digest = excluded.model_digest, metrics = excluded.metrics"
+                  " WHERE excluded.created_at >= board.created_at",
+                  [task, model_name, key_fingerprint, bundle_id, created_at, model_digest, json.dumps(metrics)])
         return {"bundle_id": bundle_id, "seq": seq, "entry_hash": entry, "received_at": received}
 
     def bundle_raw(self, bundle_id: str) -> bytes:
@@ -207,6 +219,18 @@ class ServerDB:
             return self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0]
 
     def board_rows(self, task: str) -> list[dict[str, Any]]:
+        """Rows of a task's board, cached until this process appends to the log or another
+        process (the admin CLI revoking a key, say) commits anything (``PRAGMA data_version``)."""
+        with self.lock:
+            version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.log_head()[0])
+            cached = self._board_cache.get(task)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            rows = self._board_rows(task)
+            self._board_cache[task] = (version, rows)
+            return rows
+
+    def _board_rows(self, task: str) -> list[dict[str, Any]]:
         with self.lock:
             rows = self.conn.execute(
                 "SELECT b.model_name, b.key_fingerprint, k.name, b.bundle_id, b.created_at, b.model_digest, b.metrics"

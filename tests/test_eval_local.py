@@ -149,3 +149,29 @@ def test_pickle_model_is_refused_outside_the_sandbox(store, ws, tmp_path):
     with pytest.raises(EvaluationError, match="only the Docker sandbox"):
         evaluate(store, ws, "pkl", runner="local")
     assert not [r for r in store.evaluations.list() if r.model_name == "pkl"]
+
+
+def test_cli_eval_and_runs_listing(store, ws, home):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                               *args], capture_output=True, text=True)
+
+    proc = cli("eval", "tiny", "--dataset", "set1-test", "--runner", "local", "--batch-size", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)
+    assert run["status"] == "succeeded" and run["settings"]["batch_size"] == 4
+    assert {m["metric"] for m in run["metrics"]} >= {"perf", "macro_f1", "robustness", "fairness", "throughput",
+                                                     "throughput_batched", "latency_p99_ms", "memory"}
+    listed = json.loads(cli("runs", "list", "--json").stdout)
+    assert [r["id"] for r in listed] == [run["id"]] and "log" not in listed[0]
+    shown = cli("runs", "show", str(run["id"]))
+    assert shown.returncode == 0 and "NOT sandboxed" in shown.stdout and "latency_p50_ms" in shown.stdout
+    table = cli("runs", "list").stdout
+    assert "succeeded" in table and "tiny" in table
+    bad = cli("eval", "nope", "--runner", "local")
+    assert bad.returncode == 1 and "no model named 'nope'" in bad.stderr
+    missing = cli("runs", "show", "999")
+    assert missing.returncode == 1 and "no evaluation run with id 999" in missing.stderr

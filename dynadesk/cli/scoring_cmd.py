@@ -79,7 +79,7 @@ def leaderboard(app, task, weights, dataset_weights, memory_budget, stability, a
     if as_csv:
         click.echo(board.to_csv(), nl=False)
         return
-    shown = list(board.metrics)
+    shown = board.shown_metrics  # the Dynascore metrics, then every other stored metric
     headers = ["rank", "model", "dynascore", *(f"{m} ({board.units[m]})" if board.units.get(m) else m for m in shown)]
     if stability:
         headers.append("rank range (weights 0-5)")

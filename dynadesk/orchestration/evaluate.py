@@ -142,6 +142,8 @@ def evaluate(store, workspace, model_name: str, datasets: list[str] | None = Non
     run = make_runner(runner, image, client)
     limits = limits or default_limits()
     limits.gpus = gpus or limits.gpus
+    if isinstance(run, DockerRunner):
+        run.client  # no daemon: a clear error now, before a run record is created
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")

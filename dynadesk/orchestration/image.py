@@ -254,15 +254,15 @@ def _bind_ro(source: Path, target: Path) -> Iterator[None]:
         subprocess.run(["umount", "-l", str(target)], check=False)
 
 
-def _chroot(rootfs: Path, cmd: list[str], log: Path, what: str) -> str:
+def _chroot(rootfs: Path, cmd: list[str], log: Path, what: str, epoch: int) -> str:
+    """A command in the chroot with a clean environment (no host PIP_* settings leak in)."""
     env = {"PATH": CHROOT_PATH, "LANG": "C.UTF-8", "HOME": "/root", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-           "PIP_NO_CACHE_DIR": "1", "PYTHONDONTWRITEBYTECODE": "1", "SOURCE_DATE_EPOCH": os.environ.get(
-               "SOURCE_DATE_EPOCH", "0")}
+           "PIP_NO_CACHE_DIR": "1", "PYTHONDONTWRITEBYTECODE": "1", "SOURCE_DATE_EPOCH": str(epoch)}
     return _run(["chroot", str(rootfs), *cmd], log, what, env=env)
 
 
 def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: Path, compile_bytecode: bool,
-                 log: Path, step: StepFn) -> tuple[list[str], list[str]]:
+                 epoch: int, log: Path, step: StepFn) -> tuple[list[str], list[str]]:
     """Debootstrap from the kept tarball, install the worker, strip; returns (dpkg list, pip list)."""
     if rootfs.exists():
         subprocess.run(["umount", "-l", str(rootfs / "wheelhouse")], check=False, capture_output=True)
@@ -271,13 +271,13 @@ def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: 
     _run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", f"--unpack-tarball={tarball}",
           SUITE, str(rootfs), mirror], log, "debootstrap")
     step("venv")
-    _chroot(rootfs, ["python3", "-m", "venv", "/opt/venv"], log, "python3 -m venv")
+    _chroot(rootfs, ["python3", "-m", "venv", "/opt/venv"], log, "python3 -m venv", epoch)
     step("pip install")
     shutil.copy2(wheel, wheels / wheel.name)
     try:
         with _bind_ro(wheels, rootfs / "wheelhouse"):
             _chroot(rootfs, ["/opt/venv/bin/pip", "install", "--no-index", "--find-links", "/wheelhouse",
-                             "--no-compile", "dynadesk-evaluator"], log, "pip install (in the chroot)")
+                             "--no-compile", "dynadesk-evaluator"], log, "pip install (in the chroot)", epoch)
     finally:
         (wheels / wheel.name).unlink(missing_ok=True)
     for cache_dir in (rootfs / "opt/venv").rglob("__pycache__"):
@@ -285,12 +285,12 @@ def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: 
     if compile_bytecode:
         step("compileall")
         _chroot(rootfs, ["/opt/venv/bin/python", "-m", "compileall", "-q", "-j", "1", "--invalidation-mode",
-                         "unchecked-hash", "-x", r"py31[2-9]_", "/opt/venv/lib"], log, "compileall")
-    _chroot(rootfs, ["/opt/venv/bin/python", "-m", "dynadesk.evaluator", "version"], log, "worker smoke test")
+                         "unchecked-hash", "-x", r"py31[2-9]_", "/opt/venv/lib"], log, "compileall", epoch)
+    _chroot(rootfs, ["/opt/venv/bin/python", "-m", "dynadesk.evaluator", "version"], log, "worker smoke test", epoch)
     dpkg = _chroot(rootfs, ["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Architecture}\n"], log,
-                   "dpkg-query").splitlines()
+                   "dpkg-query", epoch).splitlines()
     pip_list = _chroot(rootfs, ["/opt/venv/bin/python", "-m", "pip", "list", "--format=freeze"], log,
-                       "pip list").splitlines()
+                       "pip list", epoch).splitlines()
     step("strip")
     for rel in STRIP:
         p = rootfs / rel
@@ -304,7 +304,7 @@ def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: 
     for name in ("etc/resolv.conf", "etc/hostname"):  # docker bind-mounts its own; the host's must not leak in
         (rootfs / name).unlink(missing_ok=True)
         (rootfs / name).write_text("")
-    _normalise_shadow(rootfs / "etc/shadow", int(os.environ.get("SOURCE_DATE_EPOCH", "0")))
+    _normalise_shadow(rootfs / "etc/shadow", epoch)
     return dpkg, pip_list
 
 
@@ -414,7 +414,6 @@ def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, c
     log = cache / "build.log"
     log.write_text("")
     epoch = source_date_epoch(epoch)
-    os.environ["SOURCE_DATE_EPOCH"] = str(epoch)
     mirror = debian_mirror()
     version = evaluator_version()
     tag = image_tag(version)
@@ -445,7 +444,7 @@ def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, c
     work = cache / "build"
     work.mkdir(exist_ok=True)
     rootfs = work / "rootfs"
-    dpkg, pip_list = build_rootfs(rootfs, tgz, mirror, wheels, wheel, compile_bytecode, log, step)
+    dpkg, pip_list = build_rootfs(rootfs, tgz, mirror, wheels, wheel, compile_bytecode, epoch, log, step)
     step("layer tar")
     layer = work / "layer.tar"
     layer_tar(rootfs, layer, epoch, log)

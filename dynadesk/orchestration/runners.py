@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -77,13 +78,25 @@ def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
 
 
 class _Output:
-    """Collects worker output lines: progress events go to the callback, the rest to the log."""
+    """Collects worker output lines on a reader thread: progress events are queued for
+    :meth:`drain`, which the caller's thread runs (so a callback's exception, or Ctrl-C,
+    surfaces where the run was started); everything else is the log."""
 
     def __init__(self, progress: ProgressFn | None):
         self.progress = progress
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.lines: list[str] = []
         self.size = 0
         self.truncated = False
+
+    def drain(self) -> None:
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if self.progress:
+                self.progress(event)
 
     def feed(self, chunks: Iterable[bytes]) -> None:
         buf = b""
@@ -97,11 +110,10 @@ class _Output:
 
     def line(self, text: str) -> None:
         if text.startswith(PROGRESS_PREFIX):
-            if self.progress:
-                try:
-                    self.progress(json.loads(text[len(PROGRESS_PREFIX):]))
-                except ValueError:
-                    pass
+            try:
+                self.events.put(json.loads(text[len(PROGRESS_PREFIX):]))
+            except ValueError:
+                pass
             return
         self.size += len(text) + 1
         if self.size > MAX_LOG_BYTES:  # a model printing without end must not fill the host's memory
@@ -171,6 +183,7 @@ class LocalRunner(Runner):
         verdict = None
         try:
             while proc.poll() is None:
+                out.drain()
                 if cancel is not None and cancel.is_set():
                     verdict = "cancelled"
                 elif time.monotonic() - start > limits.timeout_s:
@@ -179,11 +192,12 @@ class LocalRunner(Runner):
                     self._kill(proc)
                     break
                 time.sleep(0.1)
+            proc.wait()
+            reader.join(timeout=10)
+            out.drain()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
             raise
-        proc.wait()
-        reader.join(timeout=10)
         seconds = time.monotonic() - start
         log = out.text()
         code = proc.returncode
@@ -295,6 +309,7 @@ class DockerRunner(Runner):
             reader = threading.Thread(target=out.feed, args=(container.logs(stream=True, follow=True),), daemon=True)
             reader.start()
             while True:
+                out.drain()
                 container.reload()
                 if container.status in ("exited", "dead"):
                     break
@@ -308,6 +323,7 @@ class DockerRunner(Runner):
                     break
                 time.sleep(0.2)
             reader.join(timeout=10)
+            out.drain()
             container.reload()
             state = container.attrs.get("State", {})
         except BaseException:
@@ -348,5 +364,5 @@ def docker_client():
         client.ping()
         return client
     except Exception as exc:  # noqa: BLE001 - translate any connection problem
-        raise EvaluationError(f"no Docker daemon answers ({exc}); start Docker or use --runner local",
-                              verdict="missing_image") from exc
+        raise EvaluationError(f"no Docker daemon answers ({exc}); start Docker (packaging/start_docker.sh) "
+                              "or use --runner local", verdict="error") from exc

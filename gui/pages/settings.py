@@ -14,11 +14,12 @@ from dynadesk.gui.services.workspace import WorkspaceService
 class SettingsPage(Page):
     title = "Settings"
 
-    def __init__(self, settings: AppSettings, ws: WorkspaceService, keys=None, parent: QWidget | None = None):
+    def __init__(self, settings: AppSettings, ws: WorkspaceService, keys_service=None,
+                 parent: QWidget | None = None):
         super().__init__(parent)
         self._settings = settings
         self._ws = ws
-        self._keys = keys
+        self._keys_service = keys_service
         lay = self.body()
 
         wbox = QGroupBox("Workspace")
@@ -69,8 +70,19 @@ class SettingsPage(Page):
         lf.addRow("GPU", self.gpu)
         lay.addWidget(lbox)
 
-        self.keys_box = QGroupBox("Signing key")
-        self.keys_layout = QVBoxLayout(self.keys_box)
+        self.keys_box = QGroupBox("Signing key (for score bundles)")
+        kl = QVBoxLayout(self.keys_box)
+        if keys_service is None:
+            msg = QLabel("Key management is not available yet: it arrives with bundles & sync (issue 7).")
+            msg.setObjectName("keysNotAvailable")
+            msg.setWordWrap(True)
+            kl.addWidget(msg)
+            self.keys_panel = None
+        else:
+            from dynadesk.gui.pages.keys_panel import KeysPanel
+
+            self.keys_panel = KeysPanel(keys_service, self.banner)
+            kl.addWidget(self.keys_panel)
         lay.addWidget(self.keys_box)
         self.settings_file = QLabel(f"<small>Settings are stored in {settings.file_name}</small>")
         lay.addWidget(self.settings_file)
@@ -110,17 +122,5 @@ class SettingsPage(Page):
     def refresh(self) -> None:
         self.workspace_edit.setText(str(self._ws.home))
         self.db_label.setText(str(self._ws.workspace.db_path))
-        self._refresh_keys()
-
-    def _refresh_keys(self) -> None:
-        while self.keys_layout.count():
-            item = self.keys_layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
-        if self._keys is None:
-            msg = QLabel("Key management is not available yet: it arrives with bundles & sync (issue 7).")
-            msg.setObjectName("keysNotAvailable")
-            msg.setWordWrap(True)
-            self.keys_layout.addWidget(msg)
-            return
-        self._keys.populate(self.keys_layout, self.banner)
+        if self.keys_panel is not None:
+            self.keys_panel.refresh()

@@ -46,3 +46,8 @@ def _add_area_services(services: Services) -> None:
         from dynadesk.gui.services.annotation import AnnotationService
 
         services.extra["annotation"] = AnnotationService(services.ws)
+    if importlib.util.find_spec("dynadesk.sync") is not None:
+        from dynadesk.gui.services.bundles import BundlesService
+
+        bundles = services.extra["bundles"] = BundlesService(services.ws)
+        bundles.queueChanged.connect(services.status.refresh_queue)

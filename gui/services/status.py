@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, start
 
 
 def probe_docker(timeout: float = 3.0) -> tuple[bool, str]:
@@ -23,42 +24,53 @@ def probe_docker(timeout: float = 3.0) -> tuple[bool, str]:
 
 
 class StatusService(QObject):
+    """The Docker probe runs on a daemon thread (not the pool): a hanging daemon socket must
+    neither block the UI nor keep the application from quitting."""
+
     dockerChecked = Signal(bool, str)
     queueLength = Signal(int)  # -1 = the sync area is not available
 
     def __init__(self, ws: WorkspaceService, interval_ms: int = 30_000, parent: QObject | None = None):
         super().__init__(parent)
         self._ws = ws
-        self._worker: Worker | None = None
+        self._probe: threading.Thread | None = None
+        self._closed = False
         self.docker_ok: bool | None = None
         self.docker_detail = "checking…"
         self._timer = QTimer(self)
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.refresh)
+        self._probed.connect(self._on_docker)
 
-    def start(self) -> None:
-        self.refresh()
+    def start(self, delay_ms: int = 0) -> None:
+        """Begin periodic checks; ``delay_ms`` lets the first paint happen before ``import docker``."""
+        self.refresh_queue()
+        QTimer.singleShot(delay_ms, self.refresh)
         self._timer.start()
 
     def stop(self) -> None:
+        self._closed = True
         self._timer.stop()
 
     def refresh(self) -> None:
         self.refresh_queue()
-        if self._worker is not None:
+        if self._closed or (self._probe is not None and self._probe.is_alive()):
             return
-        worker = Worker(lambda ctx: probe_docker())
-        worker.signals.finished.connect(self._on_docker)
-        worker.signals.done.connect(self._clear)
-        self._worker = worker
-        start(worker)
+        self._probe = threading.Thread(target=self._run_probe, name="docker-probe", daemon=True)
+        self._probe.start()
 
-    def _clear(self) -> None:
-        self._worker = None
+    def _run_probe(self) -> None:
+        result = probe_docker()
+        try:
+            self._probed.emit(*result)  # queued to the UI thread
+        except RuntimeError:  # the application is gone
+            pass
 
-    def _on_docker(self, result: tuple[bool, str]) -> None:
-        self.docker_ok, self.docker_detail = result
-        self.dockerChecked.emit(*result)
+    _probed = Signal(bool, str)
+
+    def _on_docker(self, ok: bool, detail: str) -> None:
+        self.docker_ok, self.docker_detail = ok, detail
+        self.dockerChecked.emit(ok, detail)
 
     def refresh_queue(self) -> None:
         self.queueLength.emit(self.queue_length())
@@ -68,16 +80,4 @@ class StatusService(QObject):
         repo = getattr(self._ws.store, "bundles", None)
         if repo is None:
             return -1
-        for name in ("queue_length", "pending_count"):
-            fn = getattr(repo, name, None)
-            if callable(fn):
-                return int(fn())
-        lister = getattr(repo, "queue", None) or getattr(repo, "list", None)
-        if callable(lister):
-            try:
-                items = lister()
-            except TypeError:
-                return -1
-            return sum(1 for b in items if getattr(b, "state", getattr(b, "status", "")) in ("queued", "pending",
-                                                                                              "failed"))
-        return -1
+        return int(repo.counts().get("queued", 0))

@@ -1,0 +1,158 @@
+"""Pack / merge between two offline workspaces: stable ids, no duplicates, strict pack checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from annotation_support import build_tiny_models, make_example, open_store, raw_db, register
+
+from dynadesk import annotation as ann
+from dynadesk.errors import AnnotationError, ValidationError
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def two(tmp_path, models):
+    """Machine A and machine B, each with the same model registered and the same round 1."""
+    stores = []
+    for side, people in (("a", ("amy", "abe")), ("b", ("bea", "bob"))):
+        st = open_store(tmp_path / side)
+        for p in people:
+            ann.add_annotator(st, p)
+        register(st, models, "sentiment", "sentiment")
+        ann.new_round(st, "sentiment", ["tiny-sentiment"])
+        stores.append(st)
+    yield stores
+    for st in stores:
+        st.close()
+
+
+def _counts(st):
+    return (st.db.execute("SELECT COUNT(*) FROM annotated_examples").fetchone()[0],
+            st.db.execute("SELECT COUNT(*) FROM validations").fetchone()[0])
+
+
+def test_pack_merge_both_ways_keeps_everything_once(two, tmp_path):
+    a, b = two
+    a1 = make_example(a, "amy", "amy wrote this one", fooled=True)
+    a2 = make_example(a, "abe", "abe wrote this", fooled=False)
+    ann.validate(a, a1.uid, "abe", "correct")
+    b1 = make_example(b, "bea", "bea wrote that", fooled=True)
+    ann.validate(b, b1.uid, "bob", "correct")
+    ann.pack(a, tmp_path / "a.pack")
+    ann.pack(b, tmp_path / "b.pack")
+
+    rep = ann.merge(b, tmp_path / "a.pack")
+    assert (rep.examples_added, rep.validations_added, rep.annotators_added) == (2, 1, 2)
+    assert _counts(b) == (3, 2)
+    # b now validates a's example, which a did not have
+    ann.validate(b, a1.uid, "bob", "correct")
+    again = ann.merge(b, tmp_path / "a.pack")  # idempotent
+    assert (again.examples_added, again.validations_added, again.examples_present) == (0, 0, 2)
+    assert _counts(b) == (3, 3)
+
+    ann.merge(a, tmp_path / "b.pack")
+    ann.pack(b, tmp_path / "b2.pack")
+    ann.merge(a, tmp_path / "b2.pack")
+    assert _counts(a) == _counts(b) == (3, 3)
+    # same ids, same content, both sides' validations, and a's HMACs verify with a's own secret
+    ea = {e.uid: e for e in ann.list_examples(a, "sentiment") and a.annotation.examples("sentiment")}
+    eb = {e.uid: e for e in b.annotation.examples("sentiment")}
+    assert set(ea) == set(eb) == {a1.uid, a2.uid, b1.uid}
+    assert sorted(v.annotator for v in ea[a1.uid].validations) == ["abe", "bob"]
+    assert ea[b1.uid].model_output == b1.model_output and ea[b1.uid].origin == b1.origin
+    assert ann.verify(a).ok and ann.verify(b).ok
+    assert ann.round_stats(a, "sentiment").collected == 3
+
+
+def test_double_vote_across_machines_is_reported_not_duplicated(two, tmp_path):
+    a, b = two
+    ex = make_example(a, "amy", "one example", fooled=True)
+    ann.pack(a, tmp_path / "a.pack")
+    ann.merge(b, tmp_path / "a.pack")
+    ann.add_annotator(a, "zoe")
+    ann.add_annotator(b, "zoe")
+    ann.validate(a, ex.uid, "zoe", "correct")
+    ann.validate(b, ex.uid, "zoe", "flagged", reason="typo")  # the same person voted on both machines
+    ann.pack(b, tmp_path / "b.pack")
+    rep = ann.merge(a, tmp_path / "b.pack")
+    assert rep.validations_added == 0 and any("'zoe' already voted" in c for c in rep.conflicts)
+    assert [v.verdict for v in a.annotation.get_example(ex.uid).validations] == ["correct"]
+
+
+def test_edited_examples_are_not_packed_and_conflicts_stop_a_merge(two, tmp_path):
+    a, b = two
+    ex = make_example(a, "amy", "to be edited", fooled=True)
+    ann.pack(a, tmp_path / "a.pack")
+    ann.merge(b, tmp_path / "a.pack")
+    con = raw_db(tmp_path / "a" / "dynadesk.db")
+    con.execute("UPDATE annotated_examples SET target = '\"negative\"' WHERE uid = ?", [ex.uid])
+    con.commit()
+    con.close()
+    with pytest.raises(AnnotationError, match="fail the HMAC check"):
+        ann.pack(a, tmp_path / "edited.pack")
+    assert not (tmp_path / "edited.pack").exists()
+    # a pack whose example differs from b's copy of the same id stops the merge, storing nothing
+    body = json.loads((tmp_path / "a.pack").read_text())
+    body.pop("content_digest")
+    body["examples"][0]["inputs"]["statement"] = "something else"
+    from dynadesk.canonical import digest
+
+    body["content_digest"] = digest(body)
+    (tmp_path / "conflict.pack").write_text(json.dumps(body))
+    before = _counts(b)
+    with pytest.raises(AnnotationError, match="differs from the one in this workspace"):
+        ann.merge(b, tmp_path / "conflict.pack")
+    assert _counts(b) == before
+
+
+def _rewrite(path, mutate):
+    from dynadesk.canonical import digest
+
+    body = json.loads(path.read_text())
+    body.pop("content_digest")
+    mutate(body)
+    body["content_digest"] = digest(body)
+    path.write_text(json.dumps(body))
+
+
+def test_pack_files_are_checked_strictly(two, tmp_path):
+    a, b = two
+    ex = make_example(a, "amy", "strict checks", fooled=True)
+    ann.validate(a, ex.uid, "abe", "correct")
+    good = tmp_path / "good.pack"
+    ann.pack(a, good)
+    text = good.read_text()
+
+    def bad(name, content, match):
+        p = tmp_path / name
+        p.write_text(content, encoding="utf-8")
+        with pytest.raises(ValidationError, match=match):
+            ann.merge(b, p)
+
+    bad("trunc.pack", text[: len(text) // 2], "not valid JSON")
+    bad("other.pack", json.dumps({"format": "zip"}), "not a DynaDesk annotation pack")
+    bad("edited.pack", text.replace("strict checks", "strict check"), "content digest does not match")
+    mutations = {
+        "self-vote": (lambda b_: b_["validations"][0].update(annotator="amy"), "validates their own example"),
+        "verdict": (lambda b_: b_["validations"][0].update(verdict="meh"), "validations\\[0\\].verdict"),
+        "label": (lambda b_: b_["examples"][0].update(target="ecstatic"), "examples\\[0\\]: target"),
+        "round": (lambda b_: b_["examples"][0].update(round=9), "round 9 of 'sentiment' is not in the pack"),
+        "uid": (lambda b_: b_["examples"][0].update(uid="../x"), "examples\\[0\\].uid"),
+        "task": (lambda b_: b_["rounds"][0].update(task="poetry"), "rounds\\[0\\].task: unknown task"),
+        "dup": (lambda b_: b_["examples"].append(dict(b_["examples"][0])), "listed twice"),
+        "type": (lambda b_: b_["examples"][0].update(time_ms="soon"), "time_ms: expected int"),
+    }
+    for name, (mutate, match) in mutations.items():
+        p = tmp_path / f"{name}.pack"
+        p.write_text(text)
+        _rewrite(p, mutate)
+        with pytest.raises(ValidationError, match=match):
+            ann.merge(b, p)
+    assert _counts(b) == (0, 0) and ann.list_annotators(b)[0].name == "bea"
+    assert [r.number for r in ann.list_rounds(b)] == [1]

@@ -1,14 +1,17 @@
 """Leaderboard server: verified uploads per second and board query p99 with 100k stored bundles.
 
 Goals (2 cores): >= 500 verified uploads/s; board query p99 < 50 ms. A real
-``dynadesk-server serve`` process runs on loopback over a database already
+``dynadesk-server serve`` process (``--workers``, default 1) runs on loopback over a database already
 holding 100,000 signed bundles (500 models x 200 submissions each, all in the
 transparency log); fresh signed bundles are then POSTed by two keep-alive
 client threads, and the board is queried with varying weights. Every upload
 goes through the full path (parse, canonical check, key lookup, Ed25519
 verify, board check, atomic insert + log append). Baseline: the same bundle's
 verification alone, in process (the ceiling the HTTP server can approach).
-``--quick`` stores 5,000 bundles and uploads 200.
+Wall-clock rates depend on what else the machine runs, so the server's CPU time
+per upload is reported too (psutil): uploads per CPU-second is what one free
+core sustains, and the goal for it is half the 2-core goal. ``--quick`` stores
+5,000 bundles and uploads 200.
 
     python bench/bench_server.py [--quick]
 """
@@ -131,7 +134,7 @@ def _post_all(port: int, bundles: list[bytes], statuses: list[int]) -> None:
     conn.close()
 
 
-def run(quick: bool = False, workers: int = 2) -> list[dict]:
+def run(quick: bool = False, workers: int = 1) -> list[dict]:
     stored, uploads, models = (5_000, 200, 100) if quick else (100_000, 1_000, 500)
     key = Ed25519PrivateKey.generate()
     factory = Factory(key)
@@ -205,7 +208,7 @@ def run(quick: bool = False, workers: int = 2) -> list[dict]:
         {"measure": f"verified uploads/s over HTTP ({where})", "value": rate, "unit": "/s",
          "goal": f">= {UPLOAD_GOAL:g}/s", "baseline": f"in-process verify only {verify_rate:.0f}/s",
          "ratio": rate / verify_rate, "ok": rate >= UPLOAD_GOAL},
-        {"measure": "verified uploads per server CPU-second (load-independent; x2 cores = capacity)",
+        {"measure": "verified uploads per server CPU-second (what one free core sustains)",
          "value": per_cpu, "unit": "/cpu-s", "goal": f">= {UPLOAD_GOAL / 2:g}/cpu-s",
          "baseline": f"machine load average {load:.1f} during the run", "ratio": None,
          "ok": per_cpu >= UPLOAD_GOAL / 2},
@@ -219,7 +222,7 @@ def run(quick: bool = False, workers: int = 2) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="5,000 stored bundles, 200 uploads")
-    ap.add_argument("--workers", type=int, default=2, help="server worker processes (default 2: one per core)")
+    ap.add_argument("--workers", type=int, default=1, help="server worker processes (dynadesk-server serve --workers)")
     args = ap.parse_args()
     rows = run(quick=args.quick, workers=args.workers)
     print("measure | value | goal | baseline ratio")

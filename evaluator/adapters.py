@@ -354,7 +354,7 @@ class BagOfWordsAdapter:
 
     def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
         import torch
-        from safetensors import SafetensorsError
+        from safetensors import SafetensorError
         from safetensors.torch import load_file
 
         self.inputs = list(manifest["inputs"])
@@ -364,7 +364,7 @@ class BagOfWordsAdapter:
         try:
             vocab = json.loads((model_dir / BOW_VOCAB).read_text(encoding="utf-8"))["tokens"]
             tensors = load_file(str(model_dir / BOW_WEIGHTS))
-        except (OSError, ValueError, KeyError, TypeError, SafetensorsError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
             raise AdapterError(f"{model_dir}: cannot read the bag-of-words model ({BOW_VOCAB}, {BOW_WEIGHTS}): "
                                f"{exc}") from exc
         self.vocab = {tok: i for i, tok in enumerate(vocab)}

@@ -34,18 +34,41 @@ def ensure_platform() -> None:
 
 
 def create_window(home: str | None = None, settings: str | None = None):
-    """QApplication (reused if one exists), services and the main window."""
-    from PySide6.QtWidgets import QApplication
-
-    from dynadesk.gui.main_window import MainWindow
+    """QApplication (reused if one exists), services and the main window, all at once."""
     from dynadesk.gui.services import build_services
+
+    app = _application()
+    from dynadesk.gui.main_window import MainWindow
+
+    services = build_services(home, settings)
+    return app, services, MainWindow(services)
+
+
+def _application():
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("DynaDesk")
     app.setOrganizationName("DynaDesk")
-    services = build_services(home, settings)
-    window = MainWindow(services)
-    return app, services, window
+    return app
+
+
+def after_first_paint(window, callback) -> None:
+    """Run ``callback`` once, right after the window's first paint."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    class _Watch(QObject):
+        seen = False
+
+        def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+            if event.type() == QEvent.Type.Paint and not self.seen:
+                self.seen = True
+                obj.removeEventFilter(self)
+                QTimer.singleShot(0, callback)
+            return False
+
+    window._first_paint_watch = _Watch(window)
+    window.sidebar.viewport().installEventFilter(window._first_paint_watch)
 
 
 def smoke(services, model: str | None) -> int:
@@ -84,46 +107,59 @@ def smoke(services, model: str | None) -> int:
     return 0
 
 
-def _quit_after_first_paint(app, window) -> None:
-    """Print seconds from process start to the window's first paint, then quit (for the benchmark)."""
-    from PySide6.QtCore import QEvent, QObject, QTimer
-
-    class _Watch(QObject):
-        def eventFilter(self, obj, event):  # noqa: N802 - Qt API
-            if event.type() == QEvent.Type.Paint and not getattr(self, "seen", False):
-                self.seen = True
-                QTimer.singleShot(0, lambda: (print(f"first-paint-s {time.perf_counter() - T0:.4f}", flush=True),
-                                              app.quit()))
-            return False
-
-    watch = _Watch(window)
-    window.sidebar.viewport().installEventFilter(watch)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
     ensure_platform()
     from dynadesk.errors import DynaDeskError
 
-    try:
-        app, services, window = create_window(args.home, args.settings)
-    except DynaDeskError as exc:
-        print(f"dynadesk-gui: {exc}", file=sys.stderr)
-        return 1
-    if args.page:
-        window.show_page(args.page)
-    window.show()
-    services.status.start(delay_ms=800)
+    app = _application()
     if args.smoke:
+        try:
+            _app, services, window = create_window(args.home, args.settings)
+        except DynaDeskError as exc:
+            print(f"dynadesk-gui: {exc}", file=sys.stderr)
+            return 1
+        window.show()
         app.processEvents()
         code = smoke(services, args.model)
         window.close()
         services.close()
         return code
-    if args.quit_after_paint:
-        _quit_after_first_paint(app, window)
+
+    # Paint the window frame first, then open the workspace (sqlite-utils, numpy) and fill it in.
+    from dynadesk.gui.main_window import MainWindow
+
+    window = MainWindow()
+    window.show()
+    state: dict = {}
+
+    def open_workspace() -> None:
+        if args.quit_after_paint:
+            print(f"first-paint-s {time.perf_counter() - T0:.4f}", flush=True)
+        from dynadesk.gui.services import build_services
+
+        try:
+            services = build_services(args.home, args.settings)
+        except DynaDeskError as exc:
+            from PySide6.QtWidgets import QMessageBox
+
+            QMessageBox.critical(window, "DynaDesk", f"Cannot open the workspace:\n\n{exc}")
+            app.exit(1)
+            return
+        state["services"] = services
+        window.attach(services)
+        if args.page:
+            window.show_page(args.page)
+        services.status.start(delay_ms=800)
+        if args.quit_after_paint:
+            app.processEvents()
+            print(f"ready-s {time.perf_counter() - T0:.4f}", flush=True)
+            app.quit()
+
+    after_first_paint(window, open_workspace)
     code = app.exec()
-    services.close()
+    if "services" in state:
+        state["services"].close()
     return code
 
 

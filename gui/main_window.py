@@ -11,15 +11,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QLabel, QListWidget, QListWidgetItem, QMainWindow, QSplitter,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
                                QStackedWidget, QToolBar, QWidget)
 
 from dynadesk.gui.pages.base import NotAvailable
-from dynadesk.gui.services import Services
+
+if TYPE_CHECKING:  # importing the services pulls in the store (sqlite-utils, numpy): not before first paint
+    from dynadesk.gui.services import Services
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def available(spec: PageSpec) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None) -> QWidget:
+def build_page(spec: PageSpec, services: "Services", parent: QWidget | None = None) -> QWidget:
     if not available(spec):
         missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
         return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
@@ -70,9 +72,10 @@ def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None
 class MainWindow(QMainWindow):
     pageShown = Signal(str)
 
-    def __init__(self, services: Services, parent: QWidget | None = None):
+    def __init__(self, services: "Services | None" = None, parent: QWidget | None = None):
+        """Without ``services`` the window paints its frame at once; :meth:`attach` fills it in."""
         super().__init__(parent)
-        self.services = services
+        self.services = None
         self.setWindowTitle("DynaDesk")
         self.resize(1280, 820)
         self.pages: dict[str, QWidget] = {}
@@ -87,12 +90,13 @@ class MainWindow(QMainWindow):
                 item.setToolTip(f"Alt+{i + 1}")
             self.sidebar.addItem(item)
         self.stack = QStackedWidget()
-        split = QSplitter()
-        split.addWidget(self.sidebar)
-        split.addWidget(self.stack)
-        split.setStretchFactor(1, 1)
-        split.setChildrenCollapsible(False)
-        self.setCentralWidget(split)
+        central = QWidget()
+        row = QHBoxLayout(central)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(self.sidebar)
+        row.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
         self.sidebar.currentRowChanged.connect(self._on_row)
         for i in range(min(9, len(PAGES))):
             act = QAction(self)
@@ -101,9 +105,24 @@ class MainWindow(QMainWindow):
             self.addAction(act)
 
         self._build_statusbar()
+        self.loading = QLabel("Opening the workspace…")
+        self.loading.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.stack.addWidget(self.loading)
+        if services is not None:
+            self.attach(services)
+
+    def attach(self, services: "Services") -> None:
+        """Connect the services (workspace, status, annotation) and show the first page."""
+        self.services = services
         self._build_toolbar()
+        self._connect_status()
         services.ws.opened.connect(self._on_workspace)
-        self.sidebar.setCurrentRow(0)
+        self.stack.removeWidget(self.loading)
+        self.loading.deleteLater()
+        if self.sidebar.currentRow() < 0:
+            self.sidebar.setCurrentRow(0)
+        else:
+            self._on_row(self.sidebar.currentRow())
 
     # ------------------------------------------------------------- chrome
     def _build_toolbar(self) -> None:
@@ -170,6 +189,8 @@ class MainWindow(QMainWindow):
         self.queue_label = QLabel("Sync queue: —")
         for w in (self.workspace_label, self.docker_label, self.annotator_label, self.queue_label):
             sb.addPermanentWidget(w)
+
+    def _connect_status(self) -> None:
         self._on_workspace(str(self.services.ws.home))
         st = self.services.status
         st.dockerChecked.connect(self._on_docker)
@@ -197,7 +218,7 @@ class MainWindow(QMainWindow):
 
     # -------------------------------------------------------------- pages
     def _on_row(self, row: int) -> None:
-        if row < 0:
+        if row < 0 or self.services is None:
             return
         spec = PAGES[row]
         self.show_page(spec.key)
@@ -235,6 +256,9 @@ class MainWindow(QMainWindow):
         return widget
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        if self.services is None:
+            super().closeEvent(event)
+            return
         for widget in self.pages.values():
             closer = getattr(widget, "shutdown", None)
             if callable(closer):

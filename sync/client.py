@@ -11,6 +11,7 @@ hammered with every bundle in turn).
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -21,6 +22,14 @@ from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 SERVER_META_KEY = "sync.server_url"
+
+
+def _describe(exc: requests.RequestException, timeout: float) -> str:
+    """The useful part of a requests error ("[Errno 111] Connection refused"), not its whole repr chain."""
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {timeout:g} s"
+    found = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
+    return found.group(0) if found else f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 @dataclass
@@ -46,7 +55,7 @@ class SyncClient:
             try:
                 resp = self.session.request(method, url, timeout=self.timeout, **kw)
             except requests.RequestException as exc:
-                last = f"{type(exc).__name__}: {exc}"
+                last = _describe(exc, self.timeout)
                 continue
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
@@ -128,3 +137,41 @@ def sync_queue(store, server: str | None = None, client: SyncClient | None = Non
             progress(row.id, outcome)
     store.set_meta(SERVER_META_KEY, client.base_url)
     return report
+
+
+LOG_HEAD_META = "sync.log_head"  # JSON {"server", "public_key", "size", "hash"}: what this workspace saw last
+
+
+def check_log(store, server: str | None = None, client: SyncClient | None = None, page: int = 5000) -> dict[str, Any]:
+    """Fetch the whole transparency log, verify the chain and signed head, and compare with the last check.
+
+    The server key is pinned on first use; a later head must extend the earlier one (nothing removed or
+    rewritten). Raises :class:`LogIntegrityError` (or :class:`SignatureError`) on any break.
+    """
+    import json
+
+    from dynadesk.errors import LogIntegrityError
+    from dynadesk.sync.translog import verify_log
+
+    url = resolve_server(store, server)
+    client = client or SyncClient(url)
+    first = client.get_json(f"/api/log?start=1&limit={page}")
+    head, entries = first["head"], list(first["entries"])
+    while len(entries) < head["size"]:
+        more = client.get_json(f"/api/log?start={len(entries) + 1}&limit={page}")["entries"]
+        if not more:
+            break
+        entries.extend(more)
+    entries = entries[:head["size"]]  # entries appended after the head was signed are checked next time
+    seen_raw = store.get_meta(LOG_HEAD_META)
+    seen = json.loads(seen_raw) if seen_raw else None
+    if seen and seen["server"] != client.base_url:
+        seen = None
+    pinned = bytes.fromhex(seen["public_key"]) if seen else None
+    if pinned is not None and head.get("public_key") != seen["public_key"]:
+        raise LogIntegrityError(f"{client.base_url} now signs its log with a different key than on the last check")
+    verify_log(entries, head, pinned, known_head=(seen["size"], seen["hash"]) if seen and seen["size"] else None)
+    store.set_meta(LOG_HEAD_META, json.dumps({"server": client.base_url, "public_key": head["public_key"],
+                                              "size": head["size"], "hash": head["hash"]}))
+    return {"server": client.base_url, "size": head["size"], "head": head["hash"],
+            "previous_size": seen["size"] if seen else None, "key_fingerprint": head.get("key_fingerprint")}

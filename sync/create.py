@@ -11,12 +11,15 @@ from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
 from dynadesk.sync.bundle import utc_now_text
 from dynadesk.sync.merkle import read_predictions
+from dynadesk.audit.tolerances import declare
 
 
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
     if not run_dir:
         raise BundleError(f"evaluation {evaluation_id} has no run folder, so there are no predictions to bundle")
     path = Path(run_dir) / PREDICTIONS_FILE
+    if not path.is_file():  # runs made by dynadesk.orchestration keep it in out/ (issue 9 fix)
+        path = Path(run_dir) / "out" / PREDICTIONS_FILE
     if not path.is_file():
         raise BundleError(f"evaluation {evaluation_id}: predictions file {path} is missing")
     sha = file_sha256(path)
@@ -59,6 +62,7 @@ def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime
         "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
+        "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),  # issue 9 (audit)
     }
 
 
@@ -72,10 +76,12 @@ def create_bundle(workspace, store, evaluation_id: int, passphrase: str | None =
     key = load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME, passphrase)
     bundle = sign_payload(build_payload(store, evaluation_id, info.fingerprint, now), key)
     path = Path(workspace.bundles_dir) / f"{bundle.id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bundle.raw)
-    if out is not None:
-        Path(out).write_bytes(bundle.raw)
+    for target in [path] + ([Path(out)] if out is not None else []):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(bundle.raw)
+        except OSError as exc:
+            raise BundleError(f"cannot write bundle file {target}: {exc}") from exc
     store.bundles.add(bundle.id, bundle.raw, evaluation_id=evaluation_id, task=bundle.task,
                       model_name=bundle.model_name, key_fingerprint=bundle.key_fingerprint,
                       created_at=bundle.payload["created_at"], path=str(path))

@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
+from dynadesk.audit.tolerances import check_tolerances
 from dynadesk.errors import BundleFormatError
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -19,6 +20,7 @@ ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders:
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 RUNNER_KINDS = ("docker", "local")
 
+OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit (issue 9) added it
 PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner", "environment", "seeds",
                 "settings", "metrics", "predictions", "submitter", "evaluation_id"}
 
@@ -78,7 +80,7 @@ def timestamp(value: Any, where: str) -> datetime:
 
 def check_payload(p: Any) -> None:
     """Raise :class:`BundleFormatError` unless ``p`` is a well-formed version-1 payload."""
-    obj(p, "payload", PAYLOAD_KEYS)
+    obj(p, "payload", PAYLOAD_KEYS | (OPTIONAL_PAYLOAD_KEYS & set(p) if isinstance(p, dict) else set()))
     timestamp(p["created_at"], "payload.created_at")
     text(p["task"], "payload.task", max_len=64)
     m = obj(p["model"], "payload.model", {"name", "digest"})
@@ -133,3 +135,5 @@ def check_payload(p: Any) -> None:
     s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})
     text(s["key_fingerprint"], "payload.submitter.key_fingerprint", DIGEST)
     integer(p["evaluation_id"], "payload.evaluation_id")
+    if "tolerances" in p:  # issue 9 (audit): measured-metric tolerances, checked by dynadesk.audit.tolerances
+        check_tolerances(p["tolerances"], "payload.tolerances")

@@ -6,6 +6,7 @@ accepted upload path is parse -> key lookup -> signature -> time -> board -> sto
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta, timezone
 from importlib import resources
@@ -28,6 +29,38 @@ from dynadesk.tasks import load_tasks
 
 _BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
 _STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
+
+
+class UploadFastPath:
+    """Pure-ASGI hot path for ``POST /api/bundles``: reads the body (with the size limit) and calls the
+    same ``handler`` as the route, skipping routing and the per-request middleware stack, which cost
+    about as much CPU as verifying the bundle. Everything else passes through unchanged."""
+
+    def __init__(self, app, handler: Callable[[bytes], tuple[int, dict]]):
+        self.app, self.handler = app, handler
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/api/bundles":
+            await self.app(scope, receive, send)
+            return
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BUNDLE_BYTES:
+                status, answer = 413, {"error": "too_large", "detail": f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes"}
+                break
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        else:
+            status, answer = self.handler(b"".join(chunks))
+        data = json.dumps(answer).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -95,20 +128,23 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
 
-    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)")
-    async def upload(request: Request) -> JSONResponse:
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BUNDLE_BYTES:
-                return _error(413, "too_large", f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes")
-            chunks.append(chunk)
+    def accept_upload(body: bytes) -> tuple[int, dict]:
         try:
-            result = ingest(db, b"".join(chunks), task_names, clock(), max_skew)
+            return 201, {"status": "accepted", **ingest(db, body, task_names, clock(), max_skew)}
         except BundleError as exc:
             status, code = status_for(exc)
-            return _error(status, code, str(exc))
-        return JSONResponse({"status": "accepted", **result}, status_code=201)
+            return status, {"error": code, "detail": str(exc)}
+
+    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)")
+    async def upload(request: Request) -> JSONResponse:
+        # Normally answered by UploadFastPath below; kept as the documented, equivalent route.
+        body = await request.body()
+        if len(body) > MAX_BUNDLE_BYTES:
+            return _error(413, "too_large", f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes")
+        status, answer = accept_upload(body)
+        return JSONResponse(answer, status_code=status)
+
+    app.add_middleware(UploadFastPath, handler=accept_upload)
 
     @app.get("/api/bundles", summary="Accepted bundles, oldest first")
     def list_bundles(task: str | None = None, after: int = Query(0, ge=0),

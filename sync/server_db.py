@@ -10,7 +10,9 @@ transaction: bundle row, log entry and board row appear together or not at all.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -64,22 +66,27 @@ class KeyRow:
 
 
 class ServerDB:
-    """One connection guarded by a lock: SQLite serialises writers anyway, and this keeps it simple."""
+    """One connection per process, guarded by a thread lock; writers of all processes (server workers,
+    the admin CLI) queue on a file lock, so SQLite never has to arbitrate between them."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
+            self._lock_fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot create the lock file next to server database {self.path}: {exc}") from exc
+        self.lock = threading.RLock()
+        try:
             self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
             for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=30000"):
                 self.conn.execute(f"PRAGMA {pragma}")
-            with self._tx():
+            with self._file_lock(), self._tx():
                 for stmt in SCHEMA:
                     self.conn.execute(stmt)
                 self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
                                   [SCHEMA_VERSION])
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
-        self.lock = threading.RLock()
         self._board_cache: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
 
     @contextmanager
@@ -94,11 +101,25 @@ class ServerDB:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        with self.lock, self._tx() as conn:
+        """One write transaction, serialised across threads (lock) and processes (flock on DB + '.lock').
+
+        Server workers queue on the flock, which wakes a waiter as soon as it is released; SQLite's own
+        busy handler would instead sleep in growing steps (1, 2, 5, 10 ms ...) under contention.
+        """
+        with self.lock, self._file_lock(), self._tx() as conn:
             yield conn
+
+    @contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         self.conn.close()
+        os.close(self._lock_fd)
 
     # ------------------------------------------------------------------ keys
     def add_key(self, fingerprint: str, public_key: bytes, name: str) -> KeyRow:

@@ -61,7 +61,7 @@ def test_pack_merge_both_ways_keeps_everything_once(two, tmp_path):
     ann.merge(a, tmp_path / "b2.pack")
     assert _counts(a) == _counts(b) == (3, 3)
     # same ids, same content, both sides' validations, and a's HMACs verify with a's own secret
-    ea = {e.uid: e for e in ann.list_examples(a, "sentiment") and a.annotation.examples("sentiment")}
+    ea = {e.uid: e for e in a.annotation.examples("sentiment")}
     eb = {e.uid: e for e in b.annotation.examples("sentiment")}
     assert set(ea) == set(eb) == {a1.uid, a2.uid, b1.uid}
     assert sorted(v.annotator for v in ea[a1.uid].validations) == ["abe", "bob"]

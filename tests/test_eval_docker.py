@@ -90,16 +90,16 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
     folder = make_hostile_model(tmp_path / behaviour, behaviour)
     register_model(store, folder, "sentiment", name=behaviour)
     before = tree_digest(folder)
-    limits = default_limits(cpus=1.0, memory_bytes=384 << 20, pids=64, timeout_s=120)
+    limits = default_limits(cpus=1.0, memory_bytes=1 << 30, pids=64, timeout_s=180)
     rec = evaluate(store, ws, behaviour, ["set1-test"], runner=HostileDockerRunner(evaluator_image.tag,
                                                                                    client=docker_client),
                    limits=limits)
     assert rec.status == "failed" and rec.verdict == verdict, f"{rec.verdict}: {rec.error}\n{rec.log[-2000:]}"
     assert evidence in rec.log
     if verdict == "oom":
-        assert "out of memory" in rec.error and "0.38 GiB" in rec.error
+        assert "out of memory" in rec.error and "1.00 GiB" in rec.error
     else:
-        assert "exited with code 1" in rec.error and evidence in rec.error  # the log tail is in the message
+        assert f"HOSTILE {behaviour}" in rec.error and evidence in rec.error
     assert tree_digest(folder) == before and not (folder / "pwned.txt").exists()
     assert not _leftover_containers(docker_client)
     assert subprocess.run(["true"]).returncode == 0  # the host can still start processes

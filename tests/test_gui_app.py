@@ -142,3 +142,54 @@ def test_sidebar_keyboard_navigation(gui, qtbot):
     from dynadesk.gui.main_window import PAGES
 
     assert window.stack.currentWidget() is window.pages[PAGES[8].key]
+
+
+def _headless_env():
+    import os
+
+    env = dict(os.environ)
+    for k in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        env.pop(k, None)  # the app must pick the offscreen platform itself
+    return env
+
+
+def test_cli_gui_smoke_loads_a_model_and_predicts(require_qt, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from gui_support import majority_model
+
+    from dynadesk.models import register_model
+    from dynadesk.workspace import open_workspace
+
+    _ws, st = open_workspace(tmp_path / "ws")
+    register_model(st, majority_model(tmp_path / "maj"), "sentiment", name="maj")
+    st.close()
+    exe = str(Path(sys.executable).with_name("dynadesk"))
+    proc = subprocess.run([exe, "--home", str(tmp_path / "ws"), "gui", "--smoke"], capture_output=True, text=True,
+                          env=_headless_env(), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["model"] == "maj" and out["prediction"]["label"] == "positive"
+
+    empty = subprocess.run([str(Path(sys.executable).with_name("dynadesk-gui")), "--home", str(tmp_path / "empty"),
+                            "--settings", str(tmp_path / "s.ini"), "--smoke"], capture_output=True, text=True,
+                           env=_headless_env(), timeout=180)
+    assert empty.returncode == 3 and "no model registered" in empty.stderr
+
+
+def test_window_opens_without_importing_torch_and_fills_in(require_qt, tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from dynadesk.gui import app\n"
+            "rc = app.main(['--home', sys.argv[1], '--settings', sys.argv[2], '--quit-after-paint'])\n"
+            "print('torch', 'torch' in sys.modules, 'rc', rc)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ws"), str(tmp_path / "s.ini")],
+                          capture_output=True, text=True, env=_headless_env(), timeout=180)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stderr
+    assert lines[0].startswith("first-paint-s") and lines[1].startswith("ready-s")
+    assert lines[-1] == "torch False rc 0"

@@ -101,9 +101,11 @@ def test_pickle_only_folder_refused_unless_allowed(tmp_path):
 
 
 def test_manifest_problems_are_listed(nli_dir):
-    with pytest.raises(ad.AdapterError, match="'kind' must be one of.*'labels' must list"):
-        ad.load_adapter(nli_dir, {"task": "nli", "kind": "magic", "inputs": ["context", "hypothesis"],
-                                  "labels": ["one"]})
+    with pytest.raises(ad.AdapterError, match="'kind' must be one of"):
+        ad.load_adapter(nli_dir, {"task": "nli", "kind": "magic", "inputs": ["context", "hypothesis"]})
+    with pytest.raises(ad.AdapterError, match="'inputs' must be.*'labels' must list.*'max_length' must be"):
+        ad.load_adapter(nli_dir, {"task": "nli", "kind": "majority", "inputs": [], "labels": ["one"],
+                                  "max_length": 2})
     with pytest.raises(ad.AdapterError, match="3 outputs but the manifest lists 2 labels"):
         ad.load_adapter(nli_dir, {"task": "nli", "kind": "hf-sequence-classification",
                                   "inputs": ["context", "hypothesis"], "labels": ["a", "b"]})

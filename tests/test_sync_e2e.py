@@ -68,6 +68,20 @@ def test_end_to_end_create_sync_board_and_idempotent_resync(setup):
         assert len(requests.get(f"{url}/api/bundles", timeout=10).json()) == 1
         status = json.loads(runner.invoke(cli, ["sync", "status", "--json"]).output)
         assert status["counts"] == {"queued": 0, "sent": 1, "rejected": 0}
+        checked = json.loads(runner.invoke(cli, ["sync", "check-log", "--json"]).output)
+        assert checked["size"] == 1 and checked["previous_size"] is None
+        assert runner.invoke(cli, ["bundle", "create", str(runs[2])]).exit_code == 0
+        assert runner.invoke(cli, ["sync"]).exit_code == 0
+        res = runner.invoke(cli, ["sync", "check-log"])
+        assert res.exit_code == 0 and "2 entries" in res.output and "extends the 1" in res.output
+        # a server that rewrites history is caught (the attacker edits its own database)
+        from dynadesk.sync.server_db import ServerDB
+        evil = ServerDB(db)
+        with evil.tx() as c:
+            c.execute("UPDATE log SET bundle_sha256 = ? WHERE seq = 1", ["0" * 64])
+        evil.close()
+        res = runner.invoke(cli, ["sync", "check-log"])
+        assert res.exit_code != 0 and "log entry 1" in str(res.exception)
         listed = json.loads(admin(db, "keys", "list", "--json"))
         assert listed[0]["name"] == "alice" and listed[0]["revoked_at"] is None
     finally:

@@ -225,3 +225,26 @@ def test_page_and_static_files_are_served(env):
     assert page.status_code == 200 and "/static/board.js" in page.text and "http" not in page.text.split("<body>")[0]
     assert env.client.get("/static/board.js").headers["content-type"].startswith("application/javascript")
     assert env.client.get("/static/../server_db.py").status_code == 404
+
+
+def test_oversized_upload_is_413(env):
+    r = env.post(b"{" + b" " * (1 << 20) + b"}")
+    assert r.status_code == 413 and r.json()["error"] == "too_large"
+
+
+def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path):
+    from dynadesk.datasets import write_jsonl
+    from _sync_helpers import ensure_datasets
+
+    ensure_datasets(env.store)
+    path = tmp_path / "movies.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        write_jsonl(env.store.datasets.examples("vader-movies-test"), fh)
+    d = register_dataset(env.admin, "sentiment", "vader-movies-test", file=path)
+    assert d["digest"] == env.store.datasets.get("vader-movies-test").digest and d["size"] == 12
+    with pytest.raises(Exception, match="already accepts"):
+        register_dataset(env.admin, "sentiment", "vader-movies-test", file=path)
+    with pytest.raises(Exception, match="sha256"):
+        register_dataset(env.admin, "sentiment", "x", digest="md5:abc", size=1)
+    with pytest.raises(Exception, match="unknown task"):
+        register_dataset(env.admin, "nope", "x", digest="sha256:" + "0" * 64, size=1)

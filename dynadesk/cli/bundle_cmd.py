@@ -82,10 +82,16 @@ def bundle() -> None:
 @bundle.command("create")
 @click.argument("evaluation_id", type=int)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Also write the bundle here.")
+@click.option("--preflight", is_flag=True, help="First repeat the run's deterministic part (twice, and at a second "
+              "batch size) and refuse to sign fields that do not reproduce.")
 @json_option
 @pass_app
-def bundle_create(app, evaluation_id: int, output: str | None, as_json: bool) -> None:
+def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, as_json: bool) -> None:
     """Sign a succeeded evaluation run's results and queue the bundle for sync."""
+    if preflight:  # issue 9 (audit)
+        from dynadesk.cli.audit_cmd import preflight_or_refuse
+
+        preflight_or_refuse(app, evaluation_id, as_json)
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.keys import key_info
 
@@ -186,3 +192,20 @@ def sync_status(app, as_json: bool) -> None:
     echo_table(["id", "model", "status", "attempts", "server", "reason / last error"],
                [[r.id[:16], r.model_name, r.status, r.attempts, r.server or "", (r.last_error or "")[:80]]
                 for r in rows])
+
+
+@sync.command("check-log")
+@click.option("--server", help="Leaderboard URL (default: $DYNADESK_SERVER or the last one used).")
+@json_option
+@pass_app
+def sync_check_log(app, server: str | None, as_json: bool) -> None:
+    """Verify the server's transparency log and that it still contains what this workspace saw before."""
+    from dynadesk.sync.client import check_log
+
+    result = check_log(app.store, server)
+    if as_json:
+        echo_json(result)
+        return
+    since = "first check; server key pinned" if result["previous_size"] is None else \
+        f"extends the {result['previous_size']} entries seen before"
+    click.echo(f"OK {result['server']}: {result['size']} entries, head {result['head'][:16]} ({since})")

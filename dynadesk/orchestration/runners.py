@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,6 +251,30 @@ class DockerRunner(Runner):
                 os.chown(name, SANDBOX_UID, SANDBOX_UID)
         return f"{SANDBOX_UID}:{SANDBOX_UID}"
 
+    def readable_model(self, paths: RunPaths) -> Path | None:
+        """A world-readable snapshot of the model when the sandbox user could not read it.
+
+        As root on the host the container runs as 'nobody', and tools such as
+        transformers save weights with mode 0600; rather than run the sandbox as root
+        or touch the user's folder, such a model is copied (mode 0644) next to the run.
+        Returns the snapshot folder, or None when the model is readable as it is.
+        """
+        if os.getuid() != 0:
+            return None
+        def readable(p: Path) -> bool:
+            mode = p.stat().st_mode
+            return bool(mode & 0o004) and (not p.is_dir() or bool(mode & 0o001))
+        if all(readable(p) for p in [paths.model_dir, *paths.model_dir.rglob("*")]):
+            return None
+        stage = paths.out_dir.parent / "model-snapshot"
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.copytree(paths.model_dir, stage, symlinks=False)
+        for root, dirs, files in os.walk(stage):
+            os.chmod(root, 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        return stage
+
     def container_options(self, paths: RunPaths, limits: Limits) -> dict[str, Any]:
         """Everything that locks the container down. Tests may extend it in a subclass; users cannot."""
         import docker
@@ -298,11 +323,21 @@ class DockerRunner(Runner):
                               "'dynadesk image build'")
         except docker.errors.DockerException as exc:
             raise EvaluationError(f"Docker is not usable: {exc}") from exc
+        snapshot = self.readable_model(paths)
+        if snapshot is not None:
+            paths = RunPaths(paths.spec_dir, paths.data_dir, snapshot, paths.out_dir)
         try:
-            container = self.client.containers.create(self.image, **self.container_options(paths, limits))
-        except docker.errors.APIError as exc:
-            return RunOutcome("error", None, "", time.monotonic() - start, f"Docker refused the container: {exc}")
-        out = _Output(progress)
+            try:
+                container = self.client.containers.create(self.image, **self.container_options(paths, limits))
+            except docker.errors.APIError as exc:
+                return RunOutcome("error", None, "", time.monotonic() - start, f"Docker refused the container: {exc}")
+            return self._run_container(container, paths, limits, _Output(progress), cancel, start)
+        finally:
+            if snapshot is not None:
+                shutil.rmtree(snapshot, ignore_errors=True)
+
+    def _run_container(self, container, paths: RunPaths, limits: Limits, out: "_Output",
+                       cancel: threading.Event | None, start: float) -> RunOutcome:
         verdict = None
         try:
             container.start()

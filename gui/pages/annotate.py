@@ -39,7 +39,8 @@ class SessionTally:
 
     def text(self) -> str:
         mer = "—" if self.mer is None else f"{100 * self.mer:.0f}%"
-        return f"{self.examples} examples · {self.fooled} fooled · MER {mer}"
+        noun = "example" if self.examples == 1 else "examples"
+        return f"{self.examples} {noun} · {self.fooled} fooled · MER {mer}"
 
 
 class AnnotatePage(Page):

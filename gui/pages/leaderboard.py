@@ -13,8 +13,9 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import RadarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tasks_data import fill, table
-from dynadesk.gui.services.leaderboard import BOARD_METRICS, BoardInputs, LeaderboardService
-from dynadesk.scoring.dynascore import DynascoreResult, default_metrics
+from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
+from dynadesk.scoring.dynascore import default_metrics
+from dynadesk.scoring.leaderboard import Leaderboard
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
 
@@ -55,8 +56,8 @@ class LeaderboardPage(Page):
     def __init__(self, service: LeaderboardService, parent: QWidget | None = None):
         super().__init__(parent)
         self._svc = service
-        self.board: BoardInputs | None = None
-        self.result: DynascoreResult | None = None
+        self.task: str | None = None
+        self.result: Leaderboard | None = None
         lay = self.body()
 
         top = QHBoxLayout()
@@ -89,6 +90,7 @@ class LeaderboardPage(Page):
         wl.addWidget(mbox)
         self.dataset_box = QGroupBox("Dataset weights")
         self.dataset_layout = QVBoxLayout(self.dataset_box)
+        self.dataset_layout.addStretch(1)
         self.dataset_sliders: dict[str, WeightSlider] = {}
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
@@ -126,7 +128,7 @@ class LeaderboardPage(Page):
         return {k: s.value() for k, s in self.dataset_sliders.items()}
 
     def ranking(self) -> list[str]:
-        return [m.name for m in self.result.models] if self.result else []
+        return [r.model for r in self.result.rows] if self.result else []
 
     def refresh(self) -> None:
         current = self.task_combo.currentText()
@@ -146,15 +148,15 @@ class LeaderboardPage(Page):
         task = self.task_combo.currentText()
         if not task:
             return
-        self.board = self.guard(self._svc.inputs, task)
+        self.task = task
         for s in self.dataset_sliders.values():
             s.deleteLater()
         self.dataset_sliders = {}
-        for name in (self.board.datasets if self.board else []):
+        for name in self.guard(self._svc.datasets, task) or []:
             s = WeightSlider(name, 1.0)
             s.slider.valueChanged.connect(self.rerank)
             self.dataset_sliders[name] = s
-            self.dataset_layout.addWidget(s)
+            self.dataset_layout.insertWidget(self.dataset_layout.count() - 1, s)
         self.dataset_box.setVisible(bool(self.dataset_sliders))
         self.rerank()
 
@@ -173,23 +175,17 @@ class LeaderboardPage(Page):
         self.rerank()
 
     def rerank(self) -> None:
-        """Recompute the board from the current sliders (no database access)."""
-        if self.board is None:
-            return
-        if not self.board.models:
-            self.result = None
-            self.table.setRowCount(0)
-            self.stability.setRowCount(0)
-            self.radar.set_data([], [])
-            self.notes.setText(f"No succeeded evaluation runs for task '{self.board.task}' yet: run one on the "
-                               "Evaluate page.")
+        """Rebuild the board with the current slider weights."""
+        if self.task is None:
             return
         try:
-            self.result = self._svc.compute(self.board, self.weights(), self.dataset_weights())
+            self.result = self._svc.board(self.task, self.weights(), self.dataset_weights())
         except DynaDeskError as exc:
             self.result = None
             self.banner.error(str(exc))
             self.table.setRowCount(0)
+            self.stability.setRowCount(0)
+            self.radar.set_data([], [])
             return
         if self.banner.kind == "error":
             self.banner.clear()
@@ -198,48 +194,54 @@ class LeaderboardPage(Page):
         self._update_radar()
 
     def _fill_table(self) -> None:
-        res, units = self.result, self.board.units
+        res = self.result
         selected = {self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()}
-        headers = ["rank", "model", "Dynascore (pts)"] + [f"{m} ({units.get(m, '')})" for m in res.metrics]
+        shown = res.shown_metrics
+        headers = ["rank", "model", "Dynascore (pts)"] + [f"{m} ({res.units.get(m, '—')})" for m in shown]
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
-        fill(self.table, [[m.rank, m.name, round(m.dynascore, 3)] + [round(m.values[k], 3) for k in res.metrics]
-                          for m in res.models], numeric=set(range(2, len(headers))) | {0})
+        fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
+                          + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
+             numeric=set(range(2, len(headers))) | {0})
         for r in range(self.table.rowCount()):
             if self.table.item(r, 1).text() in selected:
                 self.table.selectRow(r)
         notes = list(res.notes)
         notes += [f"{name} left off: {why}" for name, why in res.left_off.items()]
-        amrs = ", ".join(f"{k} {v:.3g}" for k, v in res.amrs.items() if v is not None and k != res.perf_metric)
-        self.notes.setText("<small>" + "<br>".join(notes + ([f"AMRS: {amrs}"] if amrs else [])) + "</small>")
+        if not res.rows and not res.left_off:
+            notes.insert(0, f"No succeeded evaluation runs for task '{res.task}' yet: run one on the Evaluate page.")
+        amrs = ", ".join(f"{k} {v:.3g}" for k, v in res.amrs.items() if v is not None and k != "perf")
+        weights = ", ".join(f"{k} {v:.0%}" for k, v in res.weights.items())
+        self.notes.setText("<small>" + "<br>".join(notes + [f"Normalised weights: {weights}"]
+                                                   + ([f"AMRS: {amrs}"] if amrs else [])) + "</small>")
 
     def _fill_stability(self) -> None:
-        stab = self._svc.stability(self.result)
         rows = []
-        for m in self.result.models:
-            s = stab.get(m.name, {})
+        for r in self.result.rows:
+            s = r.stability or {}
             by = s.get("by_metric", {})
-            rows.append([m.name, m.rank, f"{s.get('min_rank', m.rank)}–{s.get('max_rank', m.rank)}"]
+            rows.append([r.model, r.rank, f"{s.get('min_rank', r.rank)}–{s.get('max_rank', r.rank)}"]
                         + [f"{by[k][0]}–{by[k][1]}" if k in by else "" for k in BOARD_METRICS])
         fill(self.stability, rows, numeric={1})
 
     def _update_radar(self) -> None:
-        if not self.result:
+        if not self.result or not self.result.rows:
             self.radar.set_data([], [])
             return
         names = [self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()]
         if not names:
             names = self.ranking()[:3]
+        rows = {r.model: r for r in self.result.rows}
         metrics = list(self.result.metrics)
-        # each axis scaled over all ranked models: 1 = the best utility on that metric
-        cols = {k: [m.utilities[k] for m in self.result.models] for k in metrics}
+        # each axis scaled over all ranked models on the converted (higher is better) values
+        cols = {k: [r.converted.get(k, 0.0) for r in self.result.rows] for k in metrics}
         series = []
         for name in names:
-            m = self.result.model(name)
+            r = rows[name]
             vals = []
             for k in metrics:
                 lo, hi = min(cols[k]), max(cols[k])
-                vals.append(1.0 if hi == lo else (m.utilities[k] - lo) / (hi - lo))
+                vals.append(1.0 if hi == lo else (r.converted.get(k, 0.0) - lo) / (hi - lo))
             series.append((name, vals))
         self.radar.set_data(metrics, series)
 
@@ -248,18 +250,18 @@ class LeaderboardPage(Page):
         if not self.result:
             self.banner.error("Nothing to export: the board is empty.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export leaderboard", f"leaderboard-{self.board.task}.csv",
+        path, _ = QFileDialog.getSaveFileName(self, "Export leaderboard", f"leaderboard-{self.task}.csv",
                                               "CSV (*.csv)")
         if path:
             self.export_csv(path)
 
     def export_csv(self, path: str) -> None:
         try:
-            self._svc.export_csv(self.result, self.board.units, path)
+            self._svc.export_csv(self.result, path)
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return
-        self.banner.show_message(f"Exported {len(self.result.models)} models to {path}", "ok")
+        self.banner.show_message(f"Exported {len(self.result.rows)} models to {path}", "ok")
 
 
 def make(services, parent: QWidget | None = None) -> LeaderboardPage:

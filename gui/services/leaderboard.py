@@ -1,38 +1,21 @@
-"""Leaderboard inputs from the workspace and the Dynascore over them.
+"""The local Dynascore leaderboard over :func:`dynadesk.scoring.leaderboard.build_leaderboard`.
 
-Reading the store happens once per task (``inputs``); re-ranking on a slider
-move only calls the pure :func:`dynadesk.scoring.dynascore.compute`, so the
-table follows the slider without touching the database.
+Each slider move rebuilds the board from the store with the new weights (a few
+milliseconds: one query and the vectorised Dynascore), so the page always shows
+exactly what ``dynadesk leaderboard`` would print for the same weights.
 """
 
 from __future__ import annotations
 
-import csv
-import sqlite3
-import io
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.errors import StoreError
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.scoring import dynascore as ds
+from dynadesk.scoring.leaderboard import SCORE_METRICS, Leaderboard, build_leaderboard
 
-BOARD_METRICS = ("perf", "throughput", "memory", "robustness", "fairness")
-DEFAULT_UNITS = {"perf": "%", "throughput": "ex/s", "memory": "GiB", "robustness": "%", "fairness": "%"}
-
-
-@dataclass
-class BoardInputs:
-    """``models``: {model: {metric: number | {dataset: number}}}, as ``dynascore.compute`` takes them."""
-
-    task: str
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    units: dict[str, str] = field(default_factory=dict)
-    datasets: list[str] = field(default_factory=list)
-    runs: dict[str, int] = field(default_factory=dict)  # model -> evaluation id
+BOARD_METRICS = SCORE_METRICS
 
 
 class LeaderboardService(QObject):
@@ -48,61 +31,20 @@ class LeaderboardService(QObject):
 
         return list(load_tasks())
 
-    def inputs(self, task: str) -> BoardInputs:
-        """The newest succeeded run of each model of ``task``, as Dynascore inputs."""
+    def board(self, task: str, weights: dict[str, float] | None = None,
+              dataset_weights: dict[str, float] | None = None) -> Leaderboard:
+        return build_leaderboard(self._ws.store, task, weights, dataset_weights or None, stability=True)
+
+    def datasets(self, task: str) -> list[str]:
+        """Datasets with per-dataset figures on this task's board (each gets a weight slider)."""
+        names: set[str] = set()
+        for rec in self._ws.store.evaluations.latest_succeeded(task):
+            names.update(m.dataset for m in rec.metrics if m.dataset and m.metric in BOARD_METRICS)
+        return sorted(names)
+
+    @staticmethod
+    def export_csv(board: Leaderboard, path: str | Path) -> None:
         try:
-            runs = self._ws.store.evaluations.latest_succeeded(task)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read runs of task '{task}' from {self._ws.workspace.db_path}: {exc}") from exc
-        board = BoardInputs(task=task, units=dict(DEFAULT_UNITS))
-        datasets: dict[str, None] = {}
-        for run in runs:
-            values: dict[str, Any] = {}
-            for mv in run.metrics:
-                if mv.metric not in BOARD_METRICS:
-                    continue
-                board.units[mv.metric] = mv.unit or board.units.get(mv.metric, "")
-                if mv.dataset:
-                    slot = values.get(mv.metric)
-                    if not isinstance(slot, dict):
-                        slot = values[mv.metric] = {}
-                    slot[mv.dataset] = mv.value
-                    datasets[mv.dataset] = None
-                elif mv.metric not in values:  # a per-dataset figure wins over the whole-run one
-                    values[mv.metric] = mv.value
-            board.models[run.model_name] = values
-            board.runs[run.model_name] = run.id
-        board.datasets = sorted(datasets)
-        return board
-
-    @staticmethod
-    def compute(board: BoardInputs, weights: dict[str, float],
-                dataset_weights: dict[str, float] | None = None) -> ds.DynascoreResult:
-        defaults = ds.default_metrics()
-        metrics = {k: ds.MetricSpec(defaults[k].direction, defaults[k].offset, float(weights.get(k, 0.0)))
-                   for k in BOARD_METRICS}
-        return ds.compute(board.models, metrics, ds.PERF, dataset_weights)
-
-    @staticmethod
-    def stability(result: ds.DynascoreResult) -> dict[str, dict[str, Any]]:
-        return ds.rank_stability(result)
-
-    @staticmethod
-    def to_csv(result: ds.DynascoreResult, units: dict[str, str]) -> str:
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        metrics = list(result.metrics)
-        w.writerow(["rank", "model", "dynascore"] + [f"{m} ({units.get(m, '')})" for m in metrics]
-                   + [f"weight {m}" for m in metrics])
-        for m in result.models:
-            w.writerow([m.rank, m.name, f"{m.dynascore:.6g}"] + [f"{m.values[k]:.6g}" for k in metrics]
-                       + [f"{result.weights[k]:.6g}" for k in metrics])
-        for name, why in result.left_off.items():
-            w.writerow(["", name, "left off: " + why])
-        return out.getvalue()
-
-    def export_csv(self, result: ds.DynascoreResult, units: dict[str, str], path: str | Path) -> None:
-        try:
-            Path(path).write_text(self.to_csv(result, units), encoding="utf-8")
+            Path(path).write_text(board.to_csv(), encoding="utf-8")
         except OSError as exc:
             raise StoreError(f"cannot write {path}: {exc}") from exc

@@ -2,9 +2,9 @@
 
 A model can only run code through a loader hole; these stand in for one. Each
 folder is a normal tiny classifier plus ``hostile.json`` naming a behaviour, and
-``payload/sitecustomize.py`` carries it out as soon as the worker's Python starts,
-with exactly the rights the model's code would have (the sandbox user, no
-network, read-only /model, limits).
+``payload/sitecustomize.py`` carries it out when the worker loads the model, with
+exactly the rights the model's code would have (the sandbox user, no network,
+read-only /model, limits).
 
 The payload runs ONLY under :class:`HostileDockerRunner`, a test-only subclass
 that mounts ``payload/`` and puts it on PYTHONPATH. The product's runners have no

@@ -1,9 +1,13 @@
-"""Runs at interpreter start inside the sandbox (tests only; see hostile_models/__init__.py).
+"""Hostile model code (tests only; see hostile_models/__init__.py).
 
-Each behaviour reports what it tried on stderr and exits non-zero when the
-sandbox stopped it, the way a model that depends on the forbidden thing fails.
+Installed at interpreter start, it hooks the worker's model loading so the
+behaviour named in ``/model/hostile.json`` runs when the model is loaded, as
+code smuggled into a model would. A behaviour the sandbox stops raises, the
+way a model that depends on the forbidden thing fails.
 """
 
+import importlib.abc
+import importlib.util
 import json
 import os
 import sys
@@ -20,8 +24,8 @@ def _network():
         except OSError as exc:
             errors.append(f"{host}:{port}: {exc}")
             continue
-        sys.exit(f"HOSTILE: connected to {host}:{port} - the sandbox has a network")
-    sys.exit("HOSTILE network: every connection failed: " + "; ".join(errors))
+        raise RuntimeError(f"HOSTILE network: connected to {host}:{port} - the sandbox has a network")
+    raise RuntimeError("HOSTILE network: every connection failed: " + "; ".join(errors))
 
 
 def _write_model():
@@ -29,8 +33,8 @@ def _write_model():
         with open("/model/pwned.txt", "w") as fh:
             fh.write("owned")
     except OSError as exc:
-        sys.exit(f"HOSTILE write_model: cannot write /model: {exc}")
-    sys.exit("HOSTILE write_model: wrote /model/pwned.txt - /model is writable")
+        raise RuntimeError(f"HOSTILE write_model: cannot write /model: {exc}") from None
+    raise RuntimeError("HOSTILE write_model: wrote /model/pwned.txt - /model is writable")
 
 
 def _fork_bomb():
@@ -47,7 +51,7 @@ def _fork_bomb():
                 os._exit(0)
             children += 1
     except OSError as exc:
-        sys.exit(f"HOSTILE fork_bomb: fork refused after {children} direct children: {exc}")
+        raise RuntimeError(f"HOSTILE fork_bomb: fork refused after {children} direct children: {exc}") from None
 
 
 def _memory():
@@ -63,12 +67,41 @@ def _hang():
         time.sleep(3600)
 
 
-try:
-    with open("/model/hostile.json") as _fh:
-        _behaviour = json.load(_fh)["behaviour"]
-except (OSError, ValueError, KeyError):
-    _behaviour = None
+BEHAVIOURS = {"network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
+              "hang": _hang}
 
-if _behaviour:
-    {"network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
-     "hang": _hang}[_behaviour]()
+
+def _payload():
+    try:
+        with open("/model/hostile.json") as fh:
+            behaviour = json.load(fh)["behaviour"]
+    except (OSError, ValueError, KeyError):
+        return
+    BEHAVIOURS[behaviour]()
+
+
+class _LoadHook(importlib.abc.MetaPathFinder):
+    """Wraps dynadesk.evaluator.adapters.load_adapter so the payload runs at model load."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "dynadesk.evaluator.adapters":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        real_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            real_exec(module)
+            real_load = module.load_adapter
+
+            def load_adapter(*args, **kwargs):
+                _payload()
+                return real_load(*args, **kwargs)
+
+            module.load_adapter = load_adapter
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _LoadHook())

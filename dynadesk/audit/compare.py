@@ -1,0 +1,177 @@
+"""Compare a bundle's signed fields with the results of a run, field by field.
+
+Deterministic fields (predictions digest, Merkle root, performance, robustness,
+fairness) must be identical bit for bit; measured fields (throughput, latency,
+memory) must lie within the tolerance the bundle declares. Whether a metric is
+deterministic is decided by the evaluator's schema as well as by the bundle, so a
+bundle cannot relabel a score as "measured" to buy itself a tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynadesk.audit import tolerances as tol
+from dynadesk.audit.report import (DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN,
+                                   Check)
+from dynadesk.canonical import digest, file_sha256
+from dynadesk.evaluator.schema import METRIC_UNITS
+
+HARDWARE_KEYS = ("machine", "cpu_model", "threads", "cuda_devices")
+SOFTWARE_KEYS = ("python", "torch", "transformers", "in_container")
+
+
+@dataclass
+class RunResults:
+    """What one run produced, in the terms a bundle uses."""
+
+    predictions_digest: str
+    merkle_root: str
+    count: int
+    labels_digest: str  # over (dataset, id, label/answer) only: what must not depend on the batch size
+    metrics: dict[tuple[str, str], float]
+    environment: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+def metric_field(dataset: str, metric: str) -> str:
+    return f"metrics[{dataset or '(run)'}].{metric}"
+
+
+def _label(prediction: Any) -> Any:
+    if isinstance(prediction, dict):
+        return prediction.get("label", prediction.get("answer"))
+    return prediction
+
+
+def read_results(predictions: Path, metrics: dict[tuple[str, str], float], environment: dict[str, Any],
+                 source: str) -> RunResults:
+    """Digest, Merkle root and label digest of a predictions file, plus the run's metric values."""
+    from dynadesk.sync.merkle import read_predictions
+
+    tree = read_predictions(predictions)
+    labels = [[r.get("dataset"), r.get("id"), _label(r.get("prediction"))] for r in tree.records
+              if isinstance(r, dict)]
+    return RunResults("sha256:" + file_sha256(predictions), tree.root_hex, tree.count, digest(labels), metrics,
+                      environment, source)
+
+
+def predictions_files(record) -> list[Path]:
+    """Where a run may keep ``predictions.jsonl``: ``out/`` (orchestration), else the run folder itself."""
+    if not record.run_dir:
+        return []
+    return [Path(record.run_dir) / "out" / "predictions.jsonl", Path(record.run_dir) / "predictions.jsonl"]
+
+
+def results_from_record(record) -> RunResults:
+    """Results of a stored evaluation run (an audit re-run, or a run named with --against)."""
+    from dynadesk.errors import PredictionsUnavailable
+
+    path = next((p for p in predictions_files(record) if p.is_file()), None)
+    if path is None:
+        raise PredictionsUnavailable(f"run {record.id} kept no predictions file (run folder {record.run_dir})")
+    metrics = {(m.dataset, m.metric): m.value for m in record.metrics}
+    return read_results(path, metrics, record.environment, f"run {record.id}")
+
+
+def results_from_out(out_dir: Path, source: str) -> RunResults:
+    """Results straight from a worker's output folder (the pre-flight's unstored runs)."""
+    from dynadesk.evaluator.schema import ENVIRONMENT_FILE, METRICS_FILE, PREDICTIONS_FILE, read_json
+
+    values = read_json(out_dir / METRICS_FILE, "metrics file")["values"]
+    env = read_json(out_dir / ENVIRONMENT_FILE, "environment file")
+    metrics = {(v["dataset"], v["metric"]): float(v["value"]) for v in values}
+    return read_results(out_dir / PREDICTIONS_FILE, metrics, env, source)
+
+
+def _env_class(env: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    libs = env.get("libraries") or {}
+    return {k: env.get(k, libs.get(k)) for k in keys}
+
+
+def hardware_difference(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> str:
+    """'' when the hardware class is the same, else which parts differ."""
+    a, b = _env_class(expected_env, HARDWARE_KEYS), _env_class(actual_env, HARDWARE_KEYS)
+    diffs = [f"{k} {a[k]!r} vs {b[k]!r}" for k in HARDWARE_KEYS if a[k] != b[k]]
+    return "; ".join(diffs)
+
+
+def environment_checks(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> list[Check]:
+    out = []
+    for name, keys in (("environment.hardware", HARDWARE_KEYS), ("environment.software", SOFTWARE_KEYS)):
+        a, b = _env_class(expected_env, keys), _env_class(actual_env, keys)
+        if not any(v is not None for v in a.values()):
+            out.append(Check(name, ENVIRONMENT, NOT_COMPARABLE, a, b, "the bundle records none of " + ", ".join(keys)))
+            continue
+        diffs = [k for k in keys if a[k] != b[k]]
+        out.append(Check(name, ENVIRONMENT, DIFFERS if diffs else IDENTICAL, a, b,
+                         ("different " + ", ".join(diffs)) if diffs else "same class"))
+    return out
+
+
+def _exact(field_name: str, expected: Any, actual: Any, what: str) -> Check:
+    if expected == actual:
+        return Check(field_name, DETERMINISTIC, IDENTICAL, expected, actual)
+    return Check(field_name, DETERMINISTIC, DIFFERS, expected, actual, what)
+
+
+def _same_bits(a: float, b: float) -> bool:
+    return float(a).hex() == float(b).hex()
+
+
+def compare_predictions(payload: dict[str, Any], results: RunResults) -> list[Check]:
+    p = payload["predictions"]
+    return [
+        _exact("predictions.digest", p["digest"], results.predictions_digest,
+               f"{results.source} wrote other predictions.jsonl bytes"),
+        _exact("predictions.merkle_root", p["merkle_root"], results.merkle_root,
+               f"{results.source}: at least one per-example prediction differs (prove single ones with 'audit prove')"),
+        _exact("predictions.count", p["count"], results.count, f"{results.source} made another number of predictions"),
+    ]
+
+
+def compare_metric(payload: dict[str, Any], m: dict[str, Any], actual: float | None, hw_note: str,
+                   source: str) -> Check:
+    name = metric_field(m["dataset"], m["metric"])
+    schema_det = METRIC_UNITS.get(m["metric"], (None, None))[1]
+    deterministic = bool(m["deterministic"]) or bool(schema_det)
+    relabelled = (" (the bundle marks it measured, but the evaluator's schema says deterministic)"
+                  if schema_det and not m["deterministic"] else "")
+    if actual is None:
+        return Check(name, DETERMINISTIC if deterministic else MEASURED, NOT_COMPARABLE, m["value"], None,
+                     f"{source} did not produce this value")
+    if deterministic:
+        if _same_bits(m["value"], actual):
+            return Check(name, DETERMINISTIC, IDENTICAL, m["value"], actual, relabelled.strip(" ()"))
+        return Check(name, DETERMINISTIC, DIFFERS, m["value"], actual,
+                     f"{m['unit']}: {source} gives {actual!r}, the bundle says {m['value']!r}"
+                     f" (difference {actual - m['value']:+.6g}){relabelled}")
+    rel, source_kind = tol.tolerance_for(payload, m["metric"])
+    change = tol.relative_change(m["value"], actual)
+    shown = f"{change:+.1%}" if change is not None else "n/a"
+    note = f"{m['unit']}: {shown} vs the bundle; tolerance ±{rel:.0%} ({source_kind})"
+    if hw_note:
+        note += f"; different hardware class ({hw_note})"
+    verdict = WITHIN if tol.within(m["value"], actual, rel) else DIFFERS
+    return Check(name, MEASURED, verdict, m["value"], actual, note, rel)
+
+
+def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]:
+    """Every prediction and metric field of the bundle against ``results``; plus values the bundle lacks."""
+    hw_note = hardware_difference(payload.get("environment") or {}, results.environment)
+    checks = compare_predictions(payload, results)
+    seen = set()
+    for m in payload["metrics"]:
+        key = (m["dataset"], m["metric"])
+        seen.add(key)
+        checks.append(compare_metric(payload, m, results.metrics.get(key), hw_note, results.source))
+    for (ds, metric), value in sorted(results.metrics.items()):
+        if (ds, metric) not in seen:
+            kind = DETERMINISTIC if METRIC_UNITS.get(metric, (None, False))[1] else MEASURED
+            checks.append(Check(metric_field(ds, metric), kind, NOT_COMPARABLE, None, value,
+                                f"{results.source} produced it; the bundle does not state it"))
+    checks += environment_checks(payload.get("environment") or {}, results.environment)
+    return checks
+

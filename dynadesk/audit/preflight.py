@@ -1,0 +1,145 @@
+"""Determinism pre-flight: before a run is signed, do its deterministic fields reproduce?
+
+The run's worker is started again on the run's own spec and data folder, with
+the same runner and limits: twice at the recorded batch size and once at a
+second one (profiling cut to the minimum; nothing is stored). Every
+deterministic field must equal the recorded value in each repeat, and each
+deterministic metric and every predicted label must also be the same at the
+second batch size. The prediction bytes (probabilities) may legitimately change
+in the last digits with the batch size; the bundle pins the batch size, so that is
+reported, not refused. :func:`require_reproducible` raises
+:class:`~dynadesk.errors.NotReproducibleError` naming each field that did not reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from dynadesk.audit.compare import RunResults, metric_field, results_from_out, results_from_record
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, Check
+from dynadesk.errors import AuditError, NotReproducibleError
+
+REPEATS = 2
+StepFn = Callable[[str], None]
+
+
+@dataclass
+class PreflightReport:
+    evaluation_id: int
+    batch_size: int
+    second_batch_size: int
+    runs: list[str] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def refused(self) -> list[str]:
+        return [c.field for c in self.checks if c.fails]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"evaluation_id": self.evaluation_id, "batch_size": self.batch_size,
+                "second_batch_size": self.second_batch_size, "runs": self.runs, "refused": self.refused,
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+def second_batch_size(batch_size: int) -> int:
+    return batch_size // 2 if batch_size > 1 else 2
+
+
+def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label: str, limits) -> RunResults:
+    from dynadesk.evaluator.schema import SPEC_FILE
+    from dynadesk.orchestration.runners import RunPaths
+
+    run_dir = Path(record.run_dir)
+    spec = json.loads((run_dir / "spec" / SPEC_FILE).read_text(encoding="utf-8"))
+    spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
+    spec_dir, out_dir = work / label / "spec", work / label / "out"
+    spec_dir.mkdir(parents=True)
+    out_dir.mkdir()
+    (spec_dir / SPEC_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
+    for p in (work, work / label, spec_dir):
+        p.chmod(0o755)
+    (spec_dir / SPEC_FILE).chmod(0o644)
+    outcome = runner.run(RunPaths(spec_dir, run_dir / "data", model_dir, out_dir), limits)
+    if not outcome.ok:
+        raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} failed ({outcome.verdict}): "
+                         f"{outcome.message}")
+    return results_from_out(out_dir, label)
+
+
+def _fields(r: RunResults) -> dict[str, Any]:
+    return {"predictions.digest": r.predictions_digest, "predictions.merkle_root": r.merkle_root,
+            "predictions.count": r.count, "predictions.labels": r.labels_digest}
+
+
+def preflight(store, workspace, evaluation_id: int, *, runner=None, client=None, repeats: int = REPEATS,
+              step: StepFn | None = None, keep: bool = False) -> PreflightReport:
+    """Repeat the run's deterministic part and compare field by field (see the module docstring)."""
+    from dynadesk.evaluator.schema import METRIC_UNITS
+    from dynadesk.models.registry import tree_digest
+    from dynadesk.orchestration.evaluate import make_runner
+    from dynadesk.orchestration.runners import Limits
+
+    step = step or (lambda s: None)
+    record = store.evaluations.get(evaluation_id)
+    if record.status != "succeeded" or not record.run_dir or not (Path(record.run_dir) / "spec").is_dir():
+        raise AuditError(f"evaluation {evaluation_id} is '{record.status}' or has no run folder: nothing to repeat")
+    model = store.models.get_by_id(record.model_id)
+    if tree_digest(Path(model.path)) != model.digest:
+        raise AuditError(f"model '{model.name}': files in {model.path} changed since the run; the pre-flight would "
+                         "test another model")
+    runner = runner or make_runner(record.runner, record.image_id or record.settings.get("image"), client)
+    limits = Limits(**record.settings.get("limits", {}))
+    bs = int(record.settings["batch_size"])
+    report = PreflightReport(evaluation_id, bs, second_batch_size(bs))
+    base = results_from_record(record)
+    work = Path(workspace.runs_dir) / f"preflight-{evaluation_id}"
+    shutil.rmtree(work, ignore_errors=True)
+    try:
+        plan = [(f"repeat {i + 1}", bs) for i in range(repeats)] + [(f"batch size {report.second_batch_size}",
+                                                                     report.second_batch_size)]
+        results = []
+        for label, size in plan:
+            step(label)
+            results.append(_repeat(runner, record, Path(model.path), size, work, label.replace(" ", "-"), limits))
+            report.runs.append(label)
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    repeats_r, other = results[:-1], results[-1]
+    base_fields = _fields(base)
+    for name, expected in base_fields.items():
+        bad = [r.source for r in repeats_r if _fields(r)[name] != expected]
+        if name == "predictions.labels":
+            bad += [other.source] if _fields(other)[name] != expected else []
+        report.checks.append(_verdict(name, expected, bad, DETERMINISTIC))
+    for (ds, metric), expected in sorted(base.metrics.items()):
+        if not METRIC_UNITS.get(metric, (None, False))[1]:
+            continue
+        bad = [r.source for r in results if float(r.metrics.get((ds, metric), float("nan"))).hex() != expected.hex()]
+        report.checks.append(_verdict(metric_field(ds, metric), expected, bad, DETERMINISTIC))
+    same_bytes = other.predictions_digest == base.predictions_digest
+    report.checks.append(Check(f"predictions.digest@batch_size={report.second_batch_size}", ENVIRONMENT,
+                               IDENTICAL if same_bytes else DIFFERS, base.predictions_digest,
+                               other.predictions_digest, "" if same_bytes else
+                               f"the prediction bytes depend on the batch size (the bundle pins batch size {bs})"))
+    return report
+
+
+def _verdict(name: str, expected: Any, bad: list[str], kind: str) -> Check:
+    if not bad:
+        return Check(name, kind, IDENTICAL, expected, expected, "reproduced in every pre-flight run")
+    return Check(name, kind, DIFFERS, expected, None, "did not reproduce in " + ", ".join(bad))
+
+
+def require_reproducible(report: PreflightReport) -> PreflightReport:
+    """Raise :class:`NotReproducibleError` naming every field that did not reproduce."""
+    bad = [c for c in report.checks if c.fails]
+    if bad:
+        lines = "\n".join(f"  - {c.field}: {c.note}" for c in bad)
+        raise NotReproducibleError(f"evaluation {report.evaluation_id}: refusing to sign {len(bad)} field(s) that "
+                                   f"did not reproduce:\n{lines}", [c.field for c in bad])
+    return report

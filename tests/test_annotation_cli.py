@@ -1,0 +1,199 @@
+"""Headless annotation through the CLI against the real ``minilm-sentiment`` demo model.
+
+The demo model is built once per module with the zoo's own recipe on a small
+training sample (the annotation behaviour, not the model's quality, is under
+test here); every test then works in its own fresh workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dynadesk.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[1]
+DYNADESK = [str(Path(sys.executable).parent / "dynadesk")]
+TEXTS = ["I loved every minute of this film", "The food was cold and the waiter was rude",
+         "It is a book about a city", "What a waste of money, never again", "Best day ever, so happy",
+         "The package arrived on Tuesday", "not bad at all, honestly", "I can't say I hated it",
+         "The plot was thin but the acting was great"]
+
+
+@pytest.fixture(scope="module")
+def minilm_dir(tmp_path_factory) -> Path:
+    """The real minilm-sentiment built by the demo zoo recipe (small sample) in a scratch workspace."""
+    from dynadesk.models.zoo import MINILM, ZooConfig, build_demo_zoo
+    from dynadesk.recipes import fetch_default_data
+
+    ws = Workspace(tmp_path_factory.mktemp("zoo") / "ws").ensure()
+    st = ws.open_store()
+    cache = REPO / ".cache" / "downloads"
+    cache.mkdir(parents=True, exist_ok=True)
+    fetch_default_data(st, cache)
+    rows = build_demo_zoo(st, ws, config=ZooConfig(train_per_source=16, dev_per_source=8), only=[MINILM])
+    st.close()
+    return Path(rows[0]["path"])
+
+
+def run(home: Path, *args: str, ok: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DYNADESK_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([*DYNADESK, *args], capture_output=True, text=True, env=env, input=stdin, timeout=600)
+    if ok:
+        assert proc.returncode == 0, f"{args}: {proc.stderr}"
+    return proc
+
+
+def js(home: Path, *args: str):
+    return json.loads(run(home, *args, "--json").stdout)
+
+
+@pytest.fixture
+def session_home(tmp_path, minilm_dir) -> Path:
+    home = tmp_path / "ws"
+    run(home, "models", "add", str(minilm_dir), "--task", "sentiment", "--name", "minilm-sentiment")
+    for name in ("a1", "a2", "a3", "v2"):
+        run(home, "annotators", "add", name)
+    run(home, "annotators", "add", "v1", "--role", "owner")
+    run(home, "rounds", "new", "sentiment", "--model", "minilm-sentiment")
+    return home
+
+
+def test_scripted_session_three_create_two_validate(session_home):
+    """Must show: a1-a3 create against minilm-sentiment, v1 (owner) and v2 validate; stats match by hand."""
+    from dynadesk.models import predict_live
+
+    home = session_home
+    st = Workspace(home).open_store()
+    said = {t: predict_live(st, "minilm-sentiment", {"statement": t})["label"] for t in TEXTS}
+    st.close()
+    labels = ["negative", "neutral", "positive"]
+    created = []
+    for i, text in enumerate(TEXTS):
+        who = f"a{i % 3 + 1}"
+        # every third example keeps the model's own answer as target (cannot fool it)
+        target = said[text] if i % 3 == 0 else next(lab for lab in labels if lab != said[text])
+        ex = js(home, "annotate", "create", "sentiment", "--input", f"statement={text}", "--target", target,
+                "--annotator", who, "--time-ms", str(1000 * (i + 1)), "--explanation", "scripted")
+        assert ex["fooled"] == (said[text] != target) and ex["model_output"]["label"] == said[text]
+        assert ex["model_name"] == "minilm-sentiment" and ex["annotator"] == who
+        created.append(ex)
+    fooled = [ex for ex in created if ex["fooled"]]
+    assert len(fooled) == 6
+
+    # v2 votes on everything it is served; v1 (owner, one vote decides) approves all but one fooled example
+    queue = js(home, "annotate", "queue", "sentiment", "--annotator", "v2", "--limit", "100")
+    assert [ex["fooled"] for ex in queue] == sorted((ex["fooled"] for ex in queue), reverse=True)
+    for ex in queue:
+        run(home, "annotate", "validate", ex["uid"], "--verdict", "correct", "--annotator", "v2")
+    rejected = fooled[1]["uid"]
+    for ex in fooled:
+        verdict = ["--verdict", "flagged", "--reason", "ambiguous"] if ex["uid"] == rejected else \
+            ["--verdict", "correct"]
+        out = js(home, "annotate", "validate", ex["uid"], *verdict, "--annotator", "v1")
+        assert out["status"]["status"] == ("verified-not-correct" if ex["uid"] == rejected else "verified-correct")
+    refused = run(home, "annotate", "validate", created[0]["uid"], "--verdict", "correct", "--annotator", "a1",
+                  ok=False)
+    assert refused.returncode == 1 and "cannot validate it" in refused.stderr
+
+    [stats] = js(home, "rounds", "stats", "sentiment")
+    # by hand: 9 collected, 6 fooled; verified fooled = fooled ones the owner approved = 5
+    assert (stats["collected"], stats["fooled"], stats["verified_fooled"]) == (9, 6, 5)
+    assert stats["mer"] == pytest.approx(6 / 9) and stats["vmer"] == pytest.approx(5 / 9)
+    assert stats["median_time_ms"] == 5000
+    per = {a["annotator"]: a for a in stats["annotators"]}
+    for who in ("a1", "a2", "a3"):
+        mine = [ex for ex in created if ex["annotator"] == who]
+        n_fooled = sum(ex["fooled"] for ex in mine)
+        n_vf = sum(ex["fooled"] and ex["uid"] != rejected for ex in mine)
+        assert per[who]["mer"] == pytest.approx(n_fooled / 3) and per[who]["vmer"] == pytest.approx(n_vf / 3)
+    assert per["v1"]["validations_given"] == 6 and per["v2"]["validations_given"] == 9
+    text = run(home, "rounds", "stats", "sentiment").stdout
+    assert f"MER {100 * 6 / 9:.1f}%" in text and f"vMER {100 * 5 / 9:.1f}%" in text
+
+    # close the loop: register the verified-fooled examples as an evaluation dataset
+    reg = js(home, "annotate", "export", "sentiment", "--status", "verified-fooled", "--register", "adv-r1")
+    assert reg["size"] == 5
+    listed = {d["name"]: d for d in js(home, "data", "list")}
+    assert listed["adv-r1"]["digest"] == reg["digest"]
+    exported = Path(home) / "r1.jsonl"
+    run(home, "annotate", "export", "sentiment", "--status", "verified-fooled", "-o", str(exported))
+    d1 = js(home, "data", "import", str(exported), "--task", "sentiment", "--name", "adv-import-1")["digest"]
+    d2 = js(home, "data", "import", str(exported), "--task", "sentiment", "--name", "adv-import-2")["digest"]
+    assert d1 == d2 == reg["digest"]
+
+
+def test_listing_commands_have_json(session_home):
+    home = session_home
+    assert [a["name"] for a in js(home, "annotators", "list")] == ["a1", "a2", "a3", "v1", "v2"]
+    assert [a["active"] for a in js(home, "annotators", "list")] == [True, False, False, False, False]
+    run(home, "annotators", "use", "a2")
+    assert js(home, "annotators", "list")[1]["active"] is True
+    [rnd] = js(home, "rounds", "list", "sentiment")
+    assert (rnd["number"], rnd["status"], rnd["models"][0]["name"]) == (1, "open", "minilm-sentiment")
+    ex = js(home, "annotate", "create", "sentiment", "--input", "statement=meh", "--target", "neutral")
+    assert ex["annotator"] == "a2"  # the active one
+    assert [e["uid"] for e in js(home, "annotate", "list", "sentiment")] == [ex["uid"]]
+    assert js(home, "annotate", "queue", "sentiment", "--annotator", "a1")[0]["uid"] == ex["uid"]
+    assert js(home, "annotate", "context", "sentiment") is None
+    bad = run(home, "annotate", "create", "sentiment", "--input", "statement=x", "--target", "joy", ok=False)
+    assert bad.returncode == 1 and "not one of the task's labels" in bad.stderr
+
+
+def test_editing_a_stored_model_response_is_reported_by_verify(session_home):
+    home = session_home
+    made = [js(home, "annotate", "create", "sentiment", "--input", f"statement={t}", "--target", "positive",
+               "--annotator", "a1") for t in TEXTS[:3]]
+    assert js(home, "annotate", "verify") == {"checked": 3, "edited": [], "ok": True}
+    victim = made[1]
+    forged = dict(victim["model_output"], label="positive" if victim["model_output"]["label"] != "positive"
+                  else "negative")
+    con = sqlite3.connect(str(home / "dynadesk.db"))
+    con.execute("UPDATE annotated_examples SET model_output = ? WHERE uid = ?", [json.dumps(forged), victim["uid"]])
+    con.commit()
+    con.close()
+    proc = run(home, "annotate", "verify", ok=False)
+    assert proc.returncode == 1
+    assert f"EDITED {victim['uid']}" in proc.stdout
+    assert made[0]["uid"] not in proc.stdout and made[2]["uid"] not in proc.stdout
+    rep = json.loads(run(home, "annotate", "verify", "--json", ok=False).stdout)
+    assert rep["edited"] == [victim["uid"]] and rep["checked"] == 3
+
+
+def test_kill_9_mid_stream_keeps_every_reported_example(session_home):
+    home = session_home
+    env = {**os.environ, "DYNADESK_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([*DYNADESK, "annotate", "create", "sentiment", "--batch", "-", "--annotator", "a1"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    lines = [json.dumps({"inputs": {"statement": f"streamed example number {i}"}, "target": "positive",
+                         "time_ms": i}) for i in range(2000)]
+    proc.stdin.write("\n".join(lines) + "\n")
+    proc.stdin.flush()
+    reported = []
+    deadline = time.time() + 300
+    while len(reported) < 25 and time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        reported.append(line.split("\t")[0].strip())
+    assert len(reported) == 25, proc.stderr.read() if proc.poll() is not None else "too slow"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    reported += [ln.split("\t")[0].strip() for ln in proc.stdout.read().splitlines() if ln.strip()]
+    assert proc.returncode == -signal.SIGKILL
+    con = sqlite3.connect(str(home / "dynadesk.db"))
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = {r[0] for r in con.execute("SELECT uid FROM annotated_examples")}
+    con.close()
+    assert set(reported) <= stored
+    assert len(stored) < 2000  # it really was killed mid-stream
+    assert js(home, "annotate", "verify")["ok"] is True

@@ -1,0 +1,46 @@
+"""One audit in Docker: a sandboxed run is bundled, then re-run in the recorded image (by its Id)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
+from dynadesk.workspace import Workspace
+from eval_support import IMAGE_CACHE, setup_workspace
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def evaluator_image(docker_client, require_debootstrap):
+    from dynadesk.orchestration.image import build_image
+
+    return build_image(IMAGE_CACHE, client=docker_client)  # the evaluator tests' cached build
+
+
+def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, tmp_path, evaluator_image,
+                                                                  docker_client):
+    from dynadesk.orchestration.evaluate import default_limits, evaluate
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.keys import generate_key
+
+    ws = Workspace(home)
+    generate_key(ws.keys_dir)
+    setup_workspace(store, tmp_path, sizes=(12, 6))
+    run = evaluate(store, ws, "tiny", runner="docker", client=docker_client, batch_size=4, latency_samples=4,
+                   warmup=1, limits=default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600))
+    assert run.status == "succeeded", run.error
+    bundle = create_bundle(ws, store, run.id)
+    assert bundle.payload["evaluator"]["image_digest"] == evaluator_image.image_id
+    assert bundle.payload["runner"] == {"kind": "docker", "sandboxed": True}
+
+    report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+    assert report.ok and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
+    image = report.get("evaluator.image_digest")
+    assert image.verdict == IDENTICAL and image.actual == evaluator_image.image_id
+    rerun = store.evaluations.get(report.rerun_id)
+    assert rerun.runner == "docker" and rerun.sandboxed and rerun.image_id == evaluator_image.image_id
+    assert rerun.environment["in_container"] and rerun.environment["threads"] == run.environment["threads"]
+    det = [c for c in report.checks if c.kind == DETERMINISTIC]
+    assert len(det) > 12 and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]

@@ -1,0 +1,141 @@
+"""Re-runs and the determinism pre-flight with a real tiny model, the real worker and the local runner.
+
+One evaluation is made and bundled for the module; the audit re-runs it through
+dynadesk.orchestration with the recorded settings and seeds, and the pre-flight
+repeats it before signing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.preflight import preflight, require_reproducible
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN
+from dynadesk.cli import cli
+from dynadesk.errors import NotReproducibleError
+from dynadesk.sync import keys as K
+from dynadesk.sync.bundle import sign_payload
+from eval_support import setup_workspace
+
+NOISE = Path(__file__).resolve().parent / "audit_noise"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A workspace with a key, a local evaluation of a tiny model and its signed bundle."""
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.keys import generate_key
+    from dynadesk.workspace import Workspace
+
+    tmp = tmp_path_factory.mktemp("audit")
+    ws = Workspace(tmp / "ws").ensure()
+    store = ws.open_store()
+    generate_key(ws.keys_dir)
+    setup_workspace(store, tmp, sizes=(16, 8))
+    run = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
+    assert run.status == "succeeded", run.error
+    bundle = create_bundle(ws, store, run.id)
+    path = tmp / "bundle.json"
+    path.write_bytes(bundle.raw)
+    yield ws, store, run, bundle, path
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def audited(made):
+    ws, store, run, bundle, path = made
+    return audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+
+
+def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made, audited):
+    ws, store, run, bundle, path = made
+    report = audited
+    assert report.ok and not report.incomplete and report.rerun_id not in (None, run.id)
+    rerun = store.evaluations.get(report.rerun_id)
+    assert rerun.status == "succeeded" and rerun.settings["batch_size"] == 8 and rerun.settings["seed"] == 0
+    assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
+    det = [c for c in report.checks if c.kind == DETERMINISTIC]
+    n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
+    assert len(det) == n_det + 3 and n_det >= 12  # perf, macro_f1, robustness, fairness x (2 sets + run)
+    assert all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
+    assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
+    measured = [c for c in report.checks if c.kind == MEASURED]
+    assert {c.field for c in measured} >= {"metrics[(run)].throughput", "metrics[(run)].memory"}
+    for c in measured:
+        assert c.verdict in (WITHIN, DIFFERS) and not c.fails
+        assert c.tolerance == bundle.payload["tolerances"][c.field.split(".")[-1]]["relative"]
+    assert report.get("environment.hardware").verdict == IDENTICAL
+
+
+def test_cli_table_and_json_against_the_rerun(made, audited):
+    ws, store, run, bundle, path = made
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "audit", str(path), "--against", str(audited.rerun_id)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[1].split()[:3] == ["field", "kind", "verdict"] and lines[-1] == "OK"
+    row = next(line for line in lines if line.startswith("metrics[set0-test].perf "))
+    assert " deterministic " in row and " identical " in row
+    row = next(line for line in lines if line.startswith("metrics[(run)].memory "))
+    assert "±25%" in row
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "audit", str(path), "--against",
+                                   str(audited.rerun_id), "--json"])
+    out = json.loads(res.output)
+    assert out["ok"] and out["failures"] == [] and out["counts"]["differs"] == sum(
+        1 for c in out["checks"] if c["verdict"] == "differs")
+
+
+def test_an_edited_metric_resigned_with_another_key_differs_from_the_rerun(made, audited, tmp_path):
+    ws, store, run, bundle, path = made
+    payload = copy.deepcopy(bundle.payload)
+    target = next(m for m in payload["metrics"] if m["metric"] == "robustness" and m["dataset"] == "set1-test")
+    target["value"] = math.nextafter(target["value"], -math.inf)
+    key = Ed25519PrivateKey.generate()
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    forged = tmp_path / "forged.json"
+    forged.write_bytes(sign_payload(payload, key).raw)
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "audit", str(forged), "--against",
+                                   str(audited.rerun_id), "--json"])
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.output)
+    assert out["failures"] == ["metrics[set1-test].robustness"]
+    check = next(c for c in out["checks"] if c["field"] == "metrics[set1-test].robustness")
+    assert check["verdict"] == "differs" and check["expected"] == target["value"]
+    sig = next(c for c in out["checks"] if c["field"] == "signature")
+    assert sig["verdict"] == "identical" and sig["expected"] == payload["submitter"]["key_fingerprint"]
+
+
+def test_preflight_signs_a_reproducible_run(made):
+    ws, store, run, bundle, path = made
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "bundle", "create", str(run.id), "--preflight"])
+    assert res.exit_code == 0, res.output
+    assert "pre-flight: repeat 2" in res.output and "pre-flight: batch size 4" in res.output
+    row = next(line for line in res.output.splitlines() if line.startswith("predictions.merkle_root "))
+    assert "identical" in row
+    assert "queued" in res.output.splitlines()[-1]
+    assert not (ws.runs_dir / f"preflight-{run.id}").exists()
+
+
+def test_preflight_refuses_fields_that_do_not_reproduce(made, monkeypatch):
+    ws, store, run, bundle, path = made
+    monkeypatch.setenv("PYTHONPATH", str(NOISE))
+    monkeypatch.setenv("DYNADESK_TEST_NOISE", "1")
+    report = preflight(store, ws, run.id, repeats=1)
+    assert report.runs == ["repeat 1", "batch size 4"]
+    assert {"predictions.digest", "predictions.merkle_root"} <= set(report.refused)
+    with pytest.raises(NotReproducibleError, match="refusing to sign") as err:
+        require_reproducible(report)
+    assert set(err.value.fields) == set(report.refused)
+    assert "predictions.digest: did not reproduce in repeat-1" in str(err.value)
+    count = store.bundles.counts()
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "bundle", "create", str(run.id), "--preflight"])
+    assert res.exit_code != 0 and isinstance(res.exception, NotReproducibleError)
+    assert store.bundles.counts() == count  # nothing was signed or queued

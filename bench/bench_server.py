@@ -134,14 +134,20 @@ def _post_all(port: int, bundles: list[bytes], statuses: list[int]) -> None:
     conn.close()
 
 
-def run(quick: bool = False, workers: int = 1) -> list[dict]:
+def run(quick: bool = False, workers: int = 1, db: Path | None = None) -> list[dict]:
+    """``db``: reuse a database a previous run populated (its bundles stay; the new key is added)."""
     stored, uploads, models = (5_000, 200, 100) if quick else (100_000, 1_000, 500)
     key = Ed25519PrivateKey.generate()
     factory = Factory(key)
-    tmp = Path(tempfile.mkdtemp(prefix="dynadesk-bench-server-"))
-    db_path = tmp / "board.db"
+    db_path = Path(db) if db else Path(tempfile.mkdtemp(prefix="dynadesk-bench-server-")) / "board.db"
     t0 = time.perf_counter()
-    populate(db_path, factory, stored, models)
+    if db_path.exists():
+        sdb = ServerDB(db_path)
+        sdb.add_key(fingerprint(factory.pub), factory.pub, "bench")
+        stored = sdb.count_bundles()
+        sdb.close()
+    else:
+        populate(db_path, factory, stored, models)
     t_pop = time.perf_counter() - t0
     rng = random.Random(2)
     fresh = [factory.make(f"model-{i % models:04d}", stored + i, rng)[0] for i in range(uploads)]
@@ -223,8 +229,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="5,000 stored bundles, 200 uploads")
     ap.add_argument("--workers", type=int, default=1, help="server worker processes (dynadesk-server serve --workers)")
+    ap.add_argument("--db", type=Path, help="reuse (or create and keep) this server database")
     args = ap.parse_args()
-    rows = run(quick=args.quick, workers=args.workers)
+    rows = run(quick=args.quick, workers=args.workers, db=args.db)
     print("measure | value | goal | baseline ratio")
     for r in rows:
         ok = {True: "ok", False: "MISSED", None: ""}[r["ok"]]

@@ -101,6 +101,10 @@ class RadarChart(QWidget):
     def series_names(self) -> list[str]:
         return [n for n, _ in self._series]
 
+    def series(self) -> dict[str, dict[str, float]]:
+        """``{series: {axis: value on 0..1}}`` as drawn."""
+        return {n: dict(zip(self._axes, vals)) for n, vals in self._series}
+
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)

@@ -69,9 +69,10 @@ def build_demo(home: Path, log=print) -> None:
     generate_suites(store, "demo-test", replace=True)
     gold = [r["label"] for r in train]
     write_majority(ws.models_dir / "majority", "sentiment", LABELS, ["statement"], gold[:40])
+    write_majority(ws.models_dir / "always-positive", "sentiment", LABELS, ["statement"], ["positive"] * 3 + gold)
     train_bag_of_words(ws.models_dir / "bow-small", "sentiment", LABELS, ["statement"], train, dim=8, epochs=2)
     train_bag_of_words(ws.models_dir / "bow-large", "sentiment", LABELS, ["statement"], train, dim=64, epochs=12)
-    for name in ("majority", "bow-small", "bow-large"):
+    for name in ("majority", "always-positive", "bow-small", "bow-large"):
         register_model(store, ws.models_dir / name, "sentiment", name=name, replace=True)
         log(f"evaluating {name} with the local runner …")
         rec = evaluate(store, ws, name, ["demo-test"], runner="local", batch_size=16, latency_samples=16, warmup=2)

@@ -26,10 +26,33 @@ def board_metrics(bundle_metrics: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+PAGE_PARAMS = {"limit": (100, 1, 1000), "offset": (0, 0, 10 ** 9)}  # name: (default, min, max)
+
+
+def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
+    """``limit`` (rows, default 100, at most 1000) and ``offset`` of a board query."""
+    out = []
+    for name, (default, lo, hi) in PAGE_PARAMS.items():
+        raw = params.get(name)
+        if raw is None:
+            out.append(default)
+            continue
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValidationError(f"query parameter '{name}' must be an integer, got {raw!r:.40}") from None
+        if not lo <= value <= hi:
+            raise ValidationError(f"query parameter '{name}' must be between {lo} and {hi}, got {value}")
+        out.append(value)
+    return out[0], out[1]
+
+
 def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str, float]]:
     """``weight.<metric>=w`` and ``dataset.<name>=w`` query parameters; anything else is an error."""
     metric_w, dataset_w = {}, {}
     for key, raw in params.items():
+        if key in PAGE_PARAMS:
+            continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:
             raise ValidationError(f"unknown query parameter '{key}' (use weight.<metric>=N or dataset.<name>=N)")
@@ -82,8 +105,10 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
-                  metric_weights: dict[str, float], dataset_weights: dict[str, float]) -> dict[str, Any]:
-    """The JSON a board query answers: ranked rows with raw values, units, Dynascore and bundle links."""
+                  metric_weights: dict[str, float], dataset_weights: dict[str, float],
+                  limit: int = 100, offset: int = 0) -> dict[str, Any]:
+    """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
+    bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent."""
     known = {d["name"] for d in datasets}
     unknown = set(dataset_weights) - known
     if unknown:
@@ -94,7 +119,7 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     dw = {d["name"]: dataset_weights.get(d["name"], 1.0) for d in datasets}
     result = dynascore.compute(board.models, specs, dynascore.PERF, dw or None)
     out_rows = []
-    for m in result.models:
+    for m in result.models[offset:offset + limit]:
         r = board.rows[m.name]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
                          "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
@@ -105,4 +130,5 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                         for k, s in specs.items()},
             "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"], "weight": dw[d["name"]]}
                          for d in datasets],
-            "amrs": result.amrs, "rows": out_rows, "left_off": result.left_off, "notes": result.notes}
+            "amrs": result.amrs, "total": len(result.models), "offset": offset, "rows": out_rows,
+            "left_off": result.left_off, "notes": result.notes}

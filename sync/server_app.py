@@ -157,16 +157,18 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             return _error(400, "invalid_request", "a bundle id is 64 lowercase hex digits")
         return Response(db.bundle_raw(bundle_id), media_type="application/json")
 
-    @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight")
+    @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight;"
+             " limit (default 100) and offset page the rows")
     def leaderboard(task: str, request: Request) -> JSONResponse:
         if task not in task_names:
             raise NotFoundError(f"no task '{task}' on this board (known: {', '.join(sorted(task_names))})")
         mw, dw = _board.parse_weights(request.query_params)
+        limit, offset = _board.parse_page(request.query_params)
         rows = db.board_rows(task)  # the same list object while the stored board is unchanged
         cached = prepared.get(task)
         if cached is None or cached[0] is not rows:
             cached = prepared[task] = (rows, _board.prepare(rows))
-        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw))
+        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw, limit, offset))
 
     def _head() -> dict:
         size, head = db.log_head()

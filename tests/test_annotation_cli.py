@@ -44,12 +44,36 @@ def minilm_dir(tmp_path_factory) -> Path:
     return Path(rows[0]["path"])
 
 
-def run(home: Path, *args: str, ok: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DYNADESK_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([*DYNADESK, *args], capture_output=True, text=True, env=env, input=stdin, timeout=600)
+class Result:
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(home: Path, *args: str, ok: bool = True) -> Result:
+    """``dynadesk --home HOME ARGS`` in this process (the live model stays warm between calls).
+
+    A library error is reported as ``dynadesk`` reports it: exit status 1 and the message."""
+    from click.testing import CliRunner
+
+    from dynadesk.cli import cli
+    from dynadesk.errors import DynaDeskError
+
+    res = CliRunner().invoke(cli, ["--home", str(home), *args])
+    err = ""
+    if isinstance(res.exception, DynaDeskError):
+        err = f"Error: {res.exception}"
+    elif res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    out = Result(res.exit_code, res.stdout, err + getattr(res, "stderr", ""))
     if ok:
-        assert proc.returncode == 0, f"{args}: {proc.stderr}"
-    return proc
+        assert out.returncode == 0, f"{args}: {out.stderr}"
+    return out
+
+
+def run_process(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """The installed ``dynadesk`` executable in a child process."""
+    env = {**os.environ, "DYNADESK_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([*DYNADESK, *args], capture_output=True, text=True, env=env, timeout=600)
 
 
 def js(home: Path, *args: str):
@@ -160,12 +184,14 @@ def test_editing_a_stored_model_response_is_reported_by_verify(session_home):
     con.execute("UPDATE annotated_examples SET model_output = ? WHERE uid = ?", [json.dumps(forged), victim["uid"]])
     con.commit()
     con.close()
-    proc = run(home, "annotate", "verify", ok=False)
-    assert proc.returncode == 1
+    proc = run_process(home, "annotate", "verify")  # the real executable: exit status and output
+    assert proc.returncode == 1, proc.stderr
     assert f"EDITED {victim['uid']}" in proc.stdout
     assert made[0]["uid"] not in proc.stdout and made[2]["uid"] not in proc.stdout
-    rep = json.loads(run(home, "annotate", "verify", "--json", ok=False).stdout)
-    assert rep["edited"] == [victim["uid"]] and rep["checked"] == 3
+    assert "1 of 3 examples fail the HMAC check" in proc.stderr
+    rep = run(home, "annotate", "verify", "--json", ok=False)
+    assert rep.returncode == 1
+    assert json.loads(rep.stdout)["edited"] == [victim["uid"]]
 
 
 def test_kill_9_mid_stream_keeps_every_reported_example(session_home):

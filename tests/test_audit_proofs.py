@@ -107,3 +107,34 @@ def test_cli_prove_and_check_proof(made, tmp_path):
     res = runner.invoke(cli, ["audit", "check-proof", str(path), str(out)])
     assert res.exit_code != 0 and isinstance(res.exception, MerkleProofError)
     assert "does not lead to the Merkle root" in str(res.exception)
+
+
+FUZZ = 300 if __import__("os").environ.get("DYNADESK_LONG") == "1" else 40
+
+
+def test_random_byte_flips_of_a_proof_never_verify_a_different_claim(made, tmp_path):
+    """Flip one byte of a proof file: it is rejected, or it still says exactly the same thing."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from dynadesk.audit.proofs import read_proof_file
+
+    _, store, bundle, _ = made
+    doc = proof_document(bundle.id, prove_example(store, bundle.payload, "vader-tweets-test-9"))
+    raw = json.dumps(doc, indent=1).encode()
+    target = tmp_path / "fuzz.json"
+
+    @settings(max_examples=FUZZ, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(pos=st.integers(0, len(raw) - 1), value=st.integers(0, 255))
+    def flip(pos, value):
+        data = bytearray(raw)
+        data[pos] = value
+        target.write_bytes(bytes(data))
+        try:
+            parsed = read_proof_file(target)
+            check_proof(bundle, parsed)
+        except MerkleProofError:
+            return
+        assert parsed == doc  # only a change that leaves the same document (e.g. whitespace) may verify
+
+    flip()

@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.audit.audit import audit_bundle
-from dynadesk.audit.preflight import preflight, require_reproducible
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN
 from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
@@ -124,18 +123,17 @@ def test_preflight_signs_a_reproducible_run(made):
     assert not (ws.runs_dir / f"preflight-{run.id}").exists()
 
 
-def test_preflight_refuses_fields_that_do_not_reproduce(made, monkeypatch):
+def test_preflight_refuses_fields_that_do_not_reproduce_and_signs_nothing(made, monkeypatch):
     ws, store, run, bundle, path = made
-    monkeypatch.setenv("PYTHONPATH", str(NOISE))
+    monkeypatch.setenv("PYTHONPATH", str(NOISE))  # the worker subprocesses get a model with hidden randomness
     monkeypatch.setenv("DYNADESK_TEST_NOISE", "1")
-    report = preflight(store, ws, run.id, repeats=1)
-    assert report.runs == ["repeat 1", "batch size 4"]
-    assert {"predictions.digest", "predictions.merkle_root"} <= set(report.refused)
-    with pytest.raises(NotReproducibleError, match="refusing to sign") as err:
-        require_reproducible(report)
-    assert set(err.value.fields) == set(report.refused)
-    assert "predictions.digest: did not reproduce in repeat-1" in str(err.value)
     count = store.bundles.counts()
     res = CliRunner().invoke(cli, ["--home", str(ws.home), "bundle", "create", str(run.id), "--preflight"])
-    assert res.exit_code != 0 and isinstance(res.exception, NotReproducibleError)
+    assert res.exit_code != 0 and isinstance(res.exception, NotReproducibleError), res.output
+    assert {"predictions.digest", "predictions.merkle_root"} <= set(res.exception.fields)
+    assert "refusing to sign" in str(res.exception)
+    assert "predictions.digest: did not reproduce in repeat-1, repeat-2" in str(res.exception)
+    row = next(line for line in res.output.splitlines() if line.startswith("predictions.digest "))
+    assert " differs " in row
     assert store.bundles.counts() == count  # nothing was signed or queued
+

@@ -18,7 +18,7 @@ from dynadesk.workspace import Workspace
 from eval_support import (IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes,
                           setup_workspace)
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first test also builds the image
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +40,8 @@ def _leftover_containers(client) -> list:
 
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
-    a = evaluate(store, ws, "tiny", runner="docker", limits=limits, client=docker_client, latency_samples=16)
+    a = evaluate(store, ws, "tiny", runner="docker", image=evaluator_image.tag, limits=limits,
+                 client=docker_client, latency_samples=16)
     assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
     assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
     for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",
@@ -55,7 +56,8 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
     assert env["gpu"]["nvml"].startswith(("ok", "unavailable"))
     assert env["python"].startswith("3.11") and env["libraries"]["torch"].startswith("2.13.0")
 
-    b = evaluate(store, ws, "tiny", runner="docker", limits=limits, client=docker_client, latency_samples=4)
+    b = evaluate(store, ws, "tiny", runner="docker", image=evaluator_image.tag, limits=limits,
+                 client=docker_client, latency_samples=4)
     assert b.status == "succeeded", b.error
     assert predictions_bytes(a) == predictions_bytes(b)
 
@@ -113,20 +115,24 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     add_test_set(store, "small-test", 6, seed=7, perturbed=False)
     result = {}
 
-    def hostile():
-        result["hang"] = evaluate(store, ws, "hang", ["small-test"],
-                                  runner=HostileDockerRunner(evaluator_image.tag, client=docker_client),
-                                  limits=default_limits(cpus=1.0, timeout_s=15))
+    def hostile():  # its own connection, as a second window or process would have
+        own = ws.open_store()
+        try:
+            result["hang"] = evaluate(own, ws, "hang", ["small-test"],
+                                      runner=HostileDockerRunner(evaluator_image.tag, client=docker_client),
+                                      limits=default_limits(cpus=1.0, timeout_s=90))
+        finally:
+            own.close()
 
     thread = threading.Thread(target=hostile)
     thread.start()
-    normal = evaluate(store, ws, "tiny", ["small-test"], runner="docker", client=docker_client,
-                      limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4, warmup=0)
+    normal = evaluate(store, ws, "tiny", ["small-test"], runner="docker", image=evaluator_image.tag,
+                      client=docker_client, limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4, warmup=0)
     thread.join(timeout=300)
     assert normal.status == "succeeded", normal.error
     hang = result["hang"]
     assert hang.status == "failed" and hang.verdict == "timeout"
-    assert "15 s limit" in hang.error and "HOSTILE hang" in hang.log
+    assert "90 s limit" in hang.error and "HOSTILE hang" in hang.log
     assert not _leftover_containers(docker_client)
 
 
@@ -137,7 +143,8 @@ def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_pa
 
     register_model(store, make_hostile_model(tmp_path / "inert", "hang"), "sentiment", name="inert")
     add_test_set(store, "tiny-test", 4, seed=3, perturbed=False)
-    rec = evaluate(store, ws, "inert", ["tiny-test"], runner="docker", client=docker_client, latency_samples=2,
+    rec = evaluate(store, ws, "inert", ["tiny-test"], runner="docker", image=evaluator_image.tag,
+                   client=docker_client, latency_samples=2,
                    warmup=0, limits=default_limits(cpus=1.0, timeout_s=300))
     assert rec.status == "succeeded", rec.error
     assert "HOSTILE" not in rec.log
@@ -157,3 +164,25 @@ def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client):
     created = docker_client.images.get(again.tag).attrs["Created"]
     assert created.startswith(again.created[:10])
     assert Path(again.debootstrap_tarball).is_file()
+
+
+def test_image_show_and_list_cli(evaluator_image, home):
+    import json
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                               *args], capture_output=True, text=True)
+
+    shown = cli("image", "show", "--cache", str(IMAGE_CACHE), "--json")
+    if evaluator_image.tag.split(":")[1] not in shown.stdout:  # the evaluator code changed during the session
+        pytest.fail(f"evaluator sources changed while testing: {shown.stderr}")
+    data = json.loads(shown.stdout)
+    assert data["image_id"] == evaluator_image.image_id and data["layer_digest"] == evaluator_image.layer_digest
+    assert any(line.startswith("python3\t") for line in data["dpkg"])
+    table = cli("image", "show", "--cache", str(IMAGE_CACHE), "--packages").stdout
+    assert evaluator_image.image_id in table and "torch==2.13.0" in table
+    listed = json.loads(cli("image", "list", "--cache", str(IMAGE_CACHE), "--json").stdout)
+    assert evaluator_image.image_id in [r["image_id"] for r in listed]
+    empty = cli("image", "show")  # the fresh workspace has built nothing
+    assert empty.returncode == 1 and "dynadesk image build" in empty.stderr

@@ -147,3 +147,38 @@ def test_register_round_as_dataset(gui, qtbot, tmp_path):
     out = tmp_path / "r1.jsonl"
     rounds.export(str(out))
     assert len(out.read_text().splitlines()) == 1
+
+
+def test_nli_round_with_context_pool_shows_context_and_uses_it(gui, qtbot, tmp_path):
+    from dynadesk.models import register_model
+
+    services, window = gui
+    labels = ("entailment", "neutral", "contradiction")
+    folder = majority_model(tmp_path / "nli-maj", task="nli", counts={"entailment": 1, "neutral": 0,
+                                                                      "contradiction": 4},
+                            labels=labels, inputs=("context", "hypothesis"))
+    register_model(services.ws.store, folder, "nli", name="nli-maj")
+    pool = tmp_path / "contexts.txt"
+    pool.write_text("A man is playing a guitar on a stage.\nTwo dogs run through a snowy field.\n")
+    rounds = window.show_page("rounds")
+    rounds.select_task("nli")
+    rounds.model_list.item(0).setCheckState(Qt.CheckState.Checked)
+    rounds.contexts_edit.setText(str(pool))
+    qtbot.mouseClick(rounds.new_round_button, Qt.MouseButton.LeftButton)
+    assert "with 2 contexts" in rounds.banner.text()
+
+    page = window.show_page("annotate")
+    page.select_task("nli")
+    assert page.context_box.isVisible() and list(page.inputs) == ["hypothesis"]
+    shown = page.context_view.toPlainText()
+    assert shown in pool.read_text().splitlines()
+    edit = page.inputs["hypothesis"]
+    qtbot.waitUntil(edit.hasFocus, timeout=2000)
+    qtbot.keyClicks(edit, "Someone is making music.")
+    qtbot.keyClick(edit, Qt.Key.Key_1, Qt.KeyboardModifier.ControlModifier)  # entailment
+    with qtbot.waitSignal(page._svc.submitted, timeout=20_000) as blocker:
+        qtbot.keyClick(edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    ex = blocker.args[0]
+    assert ex.inputs == {"context": shown, "hypothesis": "Someone is making music."}
+    assert ex.context_id is not None and ex.fooled  # the baseline always says contradiction
+    assert page.context_view.toPlainText() != shown  # the next unused context is loaded

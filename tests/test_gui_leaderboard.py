@@ -93,6 +93,12 @@ def test_stability_radar_and_csv_export(board_page, qtbot, tmp_path):
     assert stab["alpha"] == "1–2"  # perf weight 0 puts bravo first
     page.table.selectRow(2)
     assert page.radar.series_names() == ["charlie"]
+    page.table.selectAll()
+    radar = page.radar.series()
+    assert set(radar) == {"alpha", "bravo", "charlie"}
+    assert radar["alpha"]["perf"] == pytest.approx(1.0)  # the best perf spans the axis
+    assert radar["bravo"]["perf"] == pytest.approx(80 / 90)  # others as a fraction of it
+    assert radar["bravo"]["throughput"] == pytest.approx(1.0) and radar["alpha"]["throughput"] < 0.2
     out = tmp_path / "board.csv"
     page.export_csv(str(out))
     rows = list(csv.reader(out.open()))

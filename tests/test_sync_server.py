@@ -146,7 +146,8 @@ def test_no_500_on_malformed_uploads(env, body):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(params=st.dictionaries(st.sampled_from(["weight.perf", "weight.memory", "dataset.vader-movies-test",
+@given(params=st.dictionaries(st.sampled_from(["weight.perf", "weight.memory", "dataset.vader-movies-test", "limit",
+                                               "offset",
                                                "dataset.nope", "weight.nope", "x", "weight."]),
                               st.text(max_size=8), max_size=4),
        task=st.sampled_from(["sentiment", "nli", "nope", "%00"]),
@@ -179,6 +180,10 @@ def test_leaderboard_uses_dynascore_and_weights_rerank(env):
     assert row["values"]["perf"] == pytest.approx(75.5)  # mean over the two test sets (75, 76)
     only_tweets = env.client.get("/api/leaderboard/sentiment", params={"dataset.vader-movies-test": 0}).json()
     assert only_tweets["rows"][0]["values"]["perf"] != row["values"]["perf"]
+    page = env.client.get("/api/leaderboard/sentiment", params={"weight.perf": 5, "weight.throughput": 0,
+                                                                "weight.memory": 0, "limit": 1, "offset": 1}).json()
+    assert page["total"] == 3 and [r["model"] for r in page["rows"]] == [by_perf["rows"][1]["model"]]
+    assert env.client.get("/api/leaderboard/sentiment", params={"limit": 0}).status_code == 400
     bad = env.client.get("/api/leaderboard/sentiment", params={"weight.perf": "lots"})
     assert bad.status_code == 400 and "weight.perf" in bad.json()["detail"]
     assert env.client.get("/api/leaderboard/nope").status_code == 404

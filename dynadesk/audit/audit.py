@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, results_from_record
-from dynadesk.audit.report import DETERMINISTIC, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check, DIFFERS
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
 from dynadesk.errors import AuditError, BundleError
 
 

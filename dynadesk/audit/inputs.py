@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynadesk.audit.report import ENVIRONMENT, IDENTICAL, INPUT, NOT_COMPARABLE, Check, DIFFERS
+from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, INPUT, NOT_COMPARABLE, Check
 from dynadesk.errors import DynaDeskError, ModelError, NotFoundError
 
 DEFAULT_DATA_PREFIX = "vader-"  # datasets the bundled recipe recreates
@@ -121,18 +121,12 @@ def check_image(payload: dict[str, Any], client=None) -> tuple[Check, bool]:
         import docker
 
         client = client or docker_client()
-        try:
-            client.images.get(expected)
+        if _has_image(client, expected):
             return Check("evaluator.image_digest", ENVIRONMENT, IDENTICAL, expected, expected,
                          "an image with this Id (the digest of its config) is loaded in Docker"), True
-        except docker.errors.ImageNotFound:
-            pass
         tag = image_tag(version) if version else None
-        try:
-            local = client.images.get(tag).id if tag else None
-        except docker.errors.ImageNotFound:
-            local = None
-    except (DynaDeskError, Exception) as exc:  # noqa: BLE001 - docker raises its own types
+        local = client.images.get(tag).id if tag and _has_image(client, tag) else None
+    except (DynaDeskError, docker.errors.DockerException) as exc:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
                      f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version)}"), False
     if local is not None:
@@ -140,3 +134,13 @@ def check_image(payload: dict[str, Any], client=None) -> tuple[Check, bool]:
                      f"the local image {tag} has another Id; {rebuild_hint(version)}"), False
     return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
                  f"no image with this Id here; {rebuild_hint(version)}"), False
+
+
+def _has_image(client, name: str) -> bool:
+    import docker
+
+    try:
+        client.images.get(name)
+        return True
+    except docker.errors.ImageNotFound:
+        return False

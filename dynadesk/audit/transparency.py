@@ -61,11 +61,15 @@ def check_transparency(bundle, server_url: str, server_key: bytes | None = None,
     checks.append(Check("transparency.entry", INTEGRITY, IDENTICAL if entry["bundle_sha256"] == sha else DIFFERS,
                         sha, entry["bundle_sha256"], f"log entry #{entry['seq']}, received {entry['received_at']}"))
     try:
-        served = client.session.get(f"{client.base_url}/api/bundles/{bundle.id}", timeout=client.timeout).content
+        resp = client.session.get(f"{client.base_url}/api/bundles/{bundle.id}", timeout=client.timeout)
     except Exception as exc:  # noqa: BLE001 - requests raises its own types
         checks.append(Check("transparency.server_copy", INTEGRITY, NOT_COMPARABLE, sha, None, str(exc)[:200]))
         return checks
-    served_sha = hashlib.sha256(served).hexdigest()
+    if resp.status_code != 200:
+        checks.append(Check("transparency.server_copy", INTEGRITY, DIFFERS, sha, None,
+                            f"GET /api/bundles/{{id}} answered HTTP {resp.status_code}: {resp.text[:200]}"))
+        return checks
+    served_sha = hashlib.sha256(resp.content).hexdigest()
     checks.append(Check("transparency.server_copy", INTEGRITY, IDENTICAL if served_sha == sha else DIFFERS, sha,
                         served_sha, "GET /api/bundles/{id} returns these exact bytes" if served_sha == sha else
                         "the server hands out other bytes for this bundle id"))

@@ -9,7 +9,7 @@ import click
 
 from dynadesk import annotation as ann
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
-from dynadesk.errors import DynaDeskError, ValidationError
+from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
 from dynadesk.store.annotation import ROLES, VERDICTS
 
 
@@ -327,6 +327,6 @@ def verify_cmd(app, task, round_number, as_json) -> None:
     else:
         for uid in rep.edited:
             click.echo(f"EDITED {uid}")
-        click.echo(f"{len(rep.edited)} of {rep.checked} examples were edited after they were recorded", err=True)
     if not rep.ok:
-        raise click.exceptions.Exit(1)
+        raise AnnotationError(f"{len(rep.edited)} of {rep.checked} examples fail the HMAC check:"
+                              " their recorded content was edited")

@@ -39,7 +39,7 @@ MINILM = "minilm-sentiment"
 MINILM3 = "minilm-3layer-sentiment"
 BOW = "bag-of-words-sentiment"
 MAJORITY = "majority-sentiment"
-DEMO_MODELS = (MINILM, MINILM3, BOW, MAJORITY)
+DEMO_MODELS = (MAJORITY, BOW, MINILM, MINILM3)  # build order: cheapest first
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from dynadesk.canonical import file_sha256
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError
 from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PREDICTIONS_FILE, PROFILE_FILE, SPEC_FILE,
                                        DatasetSpec, Settings, Spec, SpecError, evaluator_version, read_json)
@@ -94,9 +95,7 @@ def _write_dataset(path: Path, examples) -> str:
         for ex in examples:
             fh.write(json.dumps(ex, ensure_ascii=False, sort_keys=True) + "\n")
     os.chmod(path, 0o644)
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return file_sha256(path)
 
 
 def prepare(store, workspace, run_id: int, model, task, datasets: list, settings: Settings) -> Path:
@@ -135,8 +134,11 @@ def evaluate(store, workspace, model_name: str, datasets: list[str] | None = Non
              latency_samples: int = 64, warmup: int = 8, seed: int = 0, client=None,
              progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
     """Evaluate ``model_name`` on test sets (default: all of its task's) and store the run."""
+    from dynadesk.models.registry import verify_model
+
     recover_stale(store)
     model = store.models.get(model_name)
+    verify_model(model)  # the digest the run records must be the files the run reads
     task = get_task(model.task)
     chosen = select_datasets(store, task, datasets)
     run = make_runner(runner, image, client)
@@ -222,8 +224,6 @@ def _store_results(store, run_id: int, out: Path, outcome: RunOutcome) -> Evalua
         profile = read_json(out / PROFILE_FILE, "profile file")
         environment = read_json(out / ENVIRONMENT_FILE, "environment file")
         predictions = out / PREDICTIONS_FILE
-        from dynadesk.canonical import file_sha256
-
         digest = "sha256:" + file_sha256(predictions)
         if "sha256:" + metrics.get("predictions_sha256", "") != digest:
             raise SpecError(f"{predictions} does not match the digest the worker recorded")

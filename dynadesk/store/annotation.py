@@ -433,11 +433,14 @@ class AnnotationRepo:
     # -- merge ------------------------------------------------------------------
     def merge_rows(self, examples: list[tuple[AnnotatedExample, int]], validations: list[Validation]) -> None:
         """Insert already-checked examples and validations in one transaction."""
-        with self._store.atomic() as db:
-            for ex, rid in examples:
-                self._insert_example(db, ex, rid)
-            for v in validations:
-                self._insert_validation(db, v)
+        try:
+            with self._store.atomic() as db:
+                for ex, rid in examples:
+                    self._insert_example(db, ex, rid)
+                for v in validations:
+                    self._insert_validation(db, v)
+        except sqlite3.IntegrityError as exc:
+            raise AnnotationError(f"the merge was refused by the database ({exc}); nothing was merged") from exc
 
     def atomic(self):
         return self._store.atomic()

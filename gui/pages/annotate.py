@@ -13,7 +13,6 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
 
-from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.services.annotation import AnnotationService

@@ -5,7 +5,7 @@ models, the rank-stability view and CSV export."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox, QHBoxLayout,
                                QLabel, QPushButton, QScrollArea, QSlider, QSplitter, QTabWidget, QVBoxLayout,
                                QWidget)
 
@@ -149,6 +149,7 @@ class LeaderboardPage(Page):
         if not task:
             return
         self.task = task
+        self.guard(self._svc.reload, task)
         for s in self.dataset_sliders.values():
             s.deleteLater()
         self.dataset_sliders = {}
@@ -233,15 +234,16 @@ class LeaderboardPage(Page):
             names = self.ranking()[:3]
         rows = {r.model: r for r in self.result.rows}
         metrics = list(self.result.metrics)
-        # each axis scaled over all ranked models on the converted (higher is better) values
+        # each axis: the converted (higher is better) value as a fraction of the best model's, from zero
+        # (not min-max, which would blow tiny differences up to the full axis)
         cols = {k: [r.converted.get(k, 0.0) for r in self.result.rows] for k in metrics}
         series = []
         for name in names:
             r = rows[name]
             vals = []
             for k in metrics:
-                lo, hi = min(cols[k]), max(cols[k])
-                vals.append(1.0 if hi == lo else (r.converted.get(k, 0.0) - lo) / (hi - lo))
+                base, hi = min(0.0, min(cols[k])), max(cols[k])
+                vals.append(1.0 if hi <= base else (r.converted.get(k, 0.0) - base) / (hi - base))
             series.append((name, vals))
         self.radar.set_data(metrics, series)
 

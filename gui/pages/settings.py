@@ -48,9 +48,6 @@ class SettingsPage(Page):
 
         lbox = QGroupBox("Default evaluation limits")
         lf = QFormLayout(lbox)
-        self.max_examples = self._spin(QSpinBox(), 0, 10_000_000, "limits/max_examples", " examples")
-        self.max_examples.setSpecialValueText("whole dataset")
-        lf.addRow("Examples per dataset", self.max_examples)
         self.timeout = self._spin(QSpinBox(), 10, 7 * 24 * 3600, "limits/timeout_s", " s")
         lf.addRow("Timeout", self.timeout)
         self.memory = self._spin(QDoubleSpinBox(), 0.25, 1024, "limits/memory_gib", " GiB")

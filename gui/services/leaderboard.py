@@ -1,8 +1,8 @@
 """The local Dynascore leaderboard over :func:`dynadesk.scoring.leaderboard.build_leaderboard`.
 
-Each slider move rebuilds the board from the store with the new weights (a few
-milliseconds: one query and the vectorised Dynascore), so the page always shows
-exactly what ``dynadesk leaderboard`` would print for the same weights.
+The runs are read once per task (and again when the page is shown or runs change);
+each slider move then only re-runs the library's board on that snapshot, so the page
+shows exactly what ``dynadesk leaderboard`` would print for the same weights.
 """
 
 from __future__ import annotations
@@ -18,13 +18,34 @@ from dynadesk.scoring.leaderboard import SCORE_METRICS, Leaderboard, build_leade
 BOARD_METRICS = SCORE_METRICS
 
 
+class _Snapshot:
+    """The runs of one task as read once; ``build_leaderboard`` reads only
+    ``store.evaluations.latest_succeeded(task)``, so slider moves need no query."""
+
+    def __init__(self, task: str, records: list):
+        self.task, self._records = task, records
+        self.evaluations = self
+
+    def latest_succeeded(self, task: str) -> list:
+        return self._records if task == self.task else []
+
+
 class LeaderboardService(QObject):
     changed = Signal()
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
         self._ws = ws
-        ws.opened.connect(lambda _h: self.changed.emit())
+        self._snapshot: _Snapshot | None = None
+        ws.opened.connect(self._invalidate)
+
+    def _invalidate(self, *_args) -> None:
+        self._snapshot = None
+        self.changed.emit()
+
+    def reload(self, task: str) -> None:
+        """Read the task's runs from the store (on page show, task change or new runs)."""
+        self._snapshot = _Snapshot(task, self._ws.store.evaluations.latest_succeeded(task))
 
     def tasks(self) -> list[str]:
         from dynadesk.tasks import load_tasks
@@ -33,12 +54,16 @@ class LeaderboardService(QObject):
 
     def board(self, task: str, weights: dict[str, float] | None = None,
               dataset_weights: dict[str, float] | None = None) -> Leaderboard:
-        return build_leaderboard(self._ws.store, task, weights, dataset_weights or None, stability=True)
+        if self._snapshot is None or self._snapshot.task != task:
+            self.reload(task)
+        return build_leaderboard(self._snapshot, task, weights, dataset_weights or None, stability=True)
 
     def datasets(self, task: str) -> list[str]:
         """Datasets with per-dataset figures on this task's board (each gets a weight slider)."""
+        if self._snapshot is None or self._snapshot.task != task:
+            self.reload(task)
         names: set[str] = set()
-        for rec in self._ws.store.evaluations.latest_succeeded(task):
+        for rec in self._snapshot.latest_succeeded(task):
             names.update(m.dataset for m in rec.metrics if m.dataset and m.metric in BOARD_METRICS)
         return sorted(names)
 

@@ -11,7 +11,6 @@ DEFAULTS: dict[str, Any] = {
     "workspace": "",
     "server_url": "http://127.0.0.1:8765",
     "annotator": "",
-    "limits/max_examples": 0,  # 0 = the whole dataset
     "limits/timeout_s": 1800,
     "limits/memory_gib": 4.0,
     "limits/cpus": 2.0,

@@ -27,8 +27,10 @@ function slider(section, kind, name, value, onChange) {
   return el("label", {}, el("span", {text: name}), input, out);
 }
 
+const PAGE = 100;  // rows shown per board; every model is still scored
+
 function query(section) {
-  const params = new URLSearchParams();
+  const params = new URLSearchParams({limit: String(PAGE)});
   for (const input of section.querySelectorAll("input[type=range]")) {
     params.set(`${input.dataset.kind === "metric" ? "weight" : "dataset"}.${input.dataset.name}`, input.value);
   }
@@ -66,7 +68,8 @@ function render(section, board) {
   }
   table.replaceChildren(el("thead", {}, head), tbody);
   const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m}: ${why}`);
-  section.querySelector(".notes").textContent = [...(board.notes || []), ...left].join(" · ");
+  const shown = board.total > board.rows.length ? [`top ${board.rows.length} of ${board.total} models`] : [];
+  section.querySelector(".notes").textContent = [...shown, ...(board.notes || []), ...left].join(" · ");
 }
 
 async function main() {

@@ -1,0 +1,143 @@
+"""Fast checks of the evaluation building blocks: spec validation, cgroup reading,
+percentiles, and the byte-for-byte determinism of the image build's hand-made artefacts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+
+import pytest
+
+from dynadesk.evaluator import environment, profiling
+from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
+
+
+def _spec(**over):
+    raw = {"schema_version": SCHEMA_VERSION, "task": {"name": "sentiment"}, "model": {"manifest": {}},
+           "datasets": [{"name": "a", "file": "d000.jsonl", "sha256": "x", "size": 1},
+                        {"name": "a~case", "file": "d001.jsonl", "sha256": "y", "size": 1, "role": "perturbation",
+                         "derived_from": "a", "kind": "robustness", "suite": "case"}],
+           "settings": {"batch_size": 4}}
+    raw.update(over)
+    return raw
+
+
+def test_spec_round_trip_and_errors_name_the_field(tmp_path):
+    spec = Spec.from_dict(_spec())
+    spec.write(tmp_path / "spec.json")
+    assert Spec.read(tmp_path / "spec.json") == spec
+    with pytest.raises(SpecError, match="schema_version 99 is not supported"):
+        Spec.from_dict(_spec(schema_version=99))
+    with pytest.raises(SpecError, match="'settings' has unknown key"):
+        Spec.from_dict(_spec(settings={"batch": 3}))
+    with pytest.raises(SpecError, match="settings.batch_size must be a positive integer"):
+        Spec.from_dict(_spec(settings={"batch_size": 0}))
+    bad = _spec()
+    bad["datasets"][1]["derived_from"] = "zzz"
+    with pytest.raises(SpecError, match="dataset 'a~case': a perturbation set needs derived_from"):
+        Spec.from_dict(bad)
+    bad = _spec()
+    bad["datasets"][0]["file"] = "../../etc/passwd"
+    with pytest.raises(SpecError, match="plain name"):
+        Spec.from_dict(bad)
+    with pytest.raises(SpecError, match="cannot read spec"):
+        Spec.read(tmp_path / "missing.json")
+
+
+def test_metric_rows_carry_fixed_units():
+    assert metric_row("", "throughput", 3) == {"dataset": "", "metric": "throughput", "value": 3.0,
+                                               "unit": "examples/s", "deterministic": False}
+    assert metric_row("x", "perf", 50)["deterministic"] is True
+    assert evaluator_version() == evaluator_version() and evaluator_version().startswith("sha256:")
+
+
+def test_cgroup_v1_and_v2_are_read(tmp_path):
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "memory").mkdir()
+    (v1 / "pids").mkdir()
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("150000\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    (v1 / "memory" / "memory.max_usage_in_bytes").write_text("123456789\n")
+    (v1 / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    (v1 / "pids" / "pids.max").write_text("max\n")
+    assert environment.cgroup_version(v1) == 1
+    assert environment.cpu_quota(v1) == 1.5
+    assert environment.memory_peak(v1) == (123456789, str(v1 / "memory" / "memory.max_usage_in_bytes"))
+    assert environment.memory_limit(v1) is None  # v1's "unlimited" sentinel
+    assert environment.pids_limit(v1) is None
+
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpu memory pids\n")
+    (v2 / "cpu.max").write_text("200000 100000\n")
+    (v2 / "memory.peak").write_text("5000\n")
+    (v2 / "memory.max").write_text("1073741824\n")
+    (v2 / "pids.max").write_text("64\n")
+    assert environment.cgroup_version(v2) == 2
+    assert environment.cpu_quota(v2) == 2.0
+    assert environment.memory_peak(v2) == (5000, str(v2 / "memory.peak"))
+    assert environment.memory_limit(v2) == 1 << 30 and environment.pids_limit(v2) == 64
+    (v2 / "cpu.max").write_text("max 100000\n")
+    assert environment.cpu_quota(v2) is None
+    assert environment.cpu_quota(tmp_path / "none") is None
+
+
+def test_percentiles_are_nearest_rank_and_timings_bounded():
+    values = [float(v) for v in range(1, 101)]
+    assert profiling.percentile(values, 50) == 50 and profiling.percentile(values, 99) == 99
+    assert profiling.percentile([7.0], 90) == 7.0
+    calls = []
+    out = profiling.batch1_timings(lambda batch: calls.append(len(batch)) or [{}], [{"i": i} for i in range(50)],
+                                   warmup=3, samples=10)
+    assert calls == [1] * 13  # 3 warm-up + 10 timed calls, each of one example
+    assert out["latency"]["samples"] == 10 and out["throughput"]["examples"] == 10
+    assert out["latency"]["p50_ms"] <= out["latency"]["p99_ms"]
+
+
+def test_gpu_probe_never_crashes():
+    info = environment.gpu_info()
+    assert info["nvml"] == "ok" or info["nvml"].startswith("unavailable")
+    sampler = profiling.GpuSampler(interval_s=0.01).start()
+    summary = sampler.stop()
+    assert summary["nvml"] == "ok" or "unavailable" in summary["nvml"]
+
+
+def test_evaluator_wheel_is_byte_identical_and_holds_only_the_worker(tmp_path):
+    from dynadesk.orchestration.image import evaluator_wheel, host_pins
+
+    pins = host_pins()
+    a = evaluator_wheel(tmp_path / "a", pins).read_bytes()
+    b = evaluator_wheel(tmp_path / "b", pins).read_bytes()
+    assert a == b
+    import io
+    import zipfile
+
+    names = zipfile.ZipFile(io.BytesIO(a)).namelist()
+    assert "dynadesk/evaluator/worker.py" in names and "dynadesk/__init__.py" in names
+    assert not [n for n in names if n.startswith("dynadesk/") and not n.startswith(("dynadesk/evaluator/",
+                                                                                       "dynadesk/__init__"))]
+    meta = zipfile.ZipFile(io.BytesIO(a)).read("dynadesk_evaluator-0.1.0.dist-info/METADATA").decode()
+    assert f"Requires-Dist: torch=={pins['torch']}" in meta
+
+
+def test_docker_archive_is_deterministic_and_id_is_config_digest(tmp_path):
+    from dynadesk.orchestration.image import image_config, save_archive
+
+    layer = tmp_path / "layer.tar"
+    with tarfile.open(layer, "w") as tf:
+        info = tarfile.TarInfo("hello")
+        info.size = 2
+        tf.addfile(info, fileobj=__import__("io").BytesIO(b"hi"))
+    layer_hex = hashlib.sha256(layer.read_bytes()).hexdigest()
+    config = image_config("sha256:" + layer_hex, 1700000000, {"k": "v"})
+    assert json.loads(config)["created"] == "2023-11-14T22:13:20Z"
+    id_a = save_archive(tmp_path / "a.tar", layer, layer_hex, config, "x:y", 1700000000)
+    id_b = save_archive(tmp_path / "b.tar", layer, layer_hex, config, "x:y", 1700000000)
+    assert id_a == id_b == "sha256:" + hashlib.sha256(config).hexdigest()
+    assert (tmp_path / "a.tar").read_bytes() == (tmp_path / "b.tar").read_bytes()
+    with tarfile.open(tmp_path / "a.tar") as tf:
+        manifest = json.loads(tf.extractfile("manifest.json").read())
+        assert manifest == [{"Config": f"{id_a[7:]}.json", "RepoTags": ["x:y"], "Layers": [f"{layer_hex}/layer.tar"]}]
+        assert all(m.mtime == 1700000000 for m in tf.getmembers())

@@ -60,12 +60,15 @@ def minilm_folder() -> Path:
     return folder
 
 
-def _rate(fn, n: int, repeats: int) -> float:
-    best = 0.0
+def _interleaved(fns: dict, n: int, repeats: int) -> dict[str, float]:
+    """Best examples/s of each function, runs interleaved (a b c a b c ...) so that load
+    changes on a shared machine hit every contender alike."""
+    best = {name: 0.0 for name in fns}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = max(best, n / (time.perf_counter() - t0))
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = max(best[name], n / (time.perf_counter() - t0))
     return best
 
 
@@ -85,12 +88,13 @@ def loops(folder: Path, n: int, batch: int, repeats: int) -> dict[str, float]:
     set_determinism(settings, environment.thread_count())
     spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
                 datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
-    with tempfile.TemporaryDirectory() as out:
-        worker = Worker(spec, folder, Path(out), Path(out), emit_fn=lambda e: None)
-        worker.parts.mkdir(parents=True)
-        worker.load_model()
-        worker.run_dataset(spec.datasets[0], examples[:batch], {"done": 0, "total": n})  # warm-up
-        evaluator = _rate(lambda: worker.run_dataset(spec.datasets[0], examples, {"done": 0, "total": n}), n, repeats)
+    out = tempfile.TemporaryDirectory()
+    worker = Worker(spec, folder, Path(out.name), Path(out.name), emit_fn=lambda e: None)
+    worker.parts.mkdir(parents=True)
+    worker.load_model()
+
+    def evaluator():
+        worker.run_dataset(spec.datasets[0], examples, {"done": 0, "total": n})
 
     tok = AutoTokenizer.from_pretrained(str(folder))
     model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
@@ -104,12 +108,14 @@ def loops(folder: Path, n: int, batch: int, repeats: int) -> dict[str, float]:
                 out += probs.argmax(-1).tolist()
         return out
 
-    bare()
-    bare_rate = _rate(bare, n, repeats)
     pipe = pipeline("text-classification", model=model, tokenizer=tok, device=-1, top_k=None)
-    pipe(data[:batch], batch_size=batch, truncation=True, max_length=128)
-    pipe_rate = _rate(lambda: pipe(data, batch_size=batch, truncation=True, max_length=128), n, repeats)
-    return {"evaluator": evaluator, "bare": bare_rate, "pipeline": pipe_rate}
+    fns = {"evaluator": evaluator, "bare": bare,
+           "pipeline": lambda: pipe(data, batch_size=batch, truncation=True, max_length=128)}
+    _interleaved(fns, n, 1)  # warm-up
+    try:
+        return _interleaved(fns, n, repeats)
+    finally:
+        out.cleanup()
 
 
 def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
@@ -142,7 +148,7 @@ def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
 
 def run(quick: bool = False, docker: bool = True, model: Path | None = None) -> list[dict]:
     folder = Path(model) if model else minilm_folder()
-    n, repeats = (256, 2) if quick else (1024, 3)
+    n, repeats = (256, 3) if quick else (1024, 5)
     r = loops(folder, n, batch=32, repeats=repeats)
     rows = [
         {"measure": "evaluator loop (examples/s, bs 32)", "value": round(r["evaluator"], 1), "goal": "",

@@ -140,7 +140,8 @@ def verify_bundle(bundle: Bundle, trusted_public_key: bytes | None = None) -> No
     try:
         public = _keys.public_from_raw(bundle.public_key)
     except ValueError as exc:
-        raise FingerprintMismatch(f"bundle {bundle.id[:12]}: signature.public_key is not an Ed25519 key ({exc})") from None
+        raise FingerprintMismatch(f"bundle {bundle.id[:12]}: signature.public_key is not an Ed25519 key"
+                                  f" ({exc})") from None
     _keys.verify_signature(public, bundle.signature, bundle.payload_bytes, f"bundle {bundle.id[:12]}")
 
 

@@ -15,7 +15,8 @@ ensure_ascii=False)`` differ only in:
 * key order for characters outside the Basic Multilingual Plane (UTF-16 vs code
   points): any 4-byte UTF-8 sequence (lead byte >= 0xF0) takes the slow path.
 
-Whenever the fast bytes differ from the input, rfc8785 decides. String escaping (``\\"``, ``\\\\``, ``\\b\\f\\n\\r\\t``, ``\\u00xx`` for other controls,
+Whenever the fast bytes differ from the input, rfc8785 decides. String escaping
+(``\\"``, ``\\\\``, ``\\b\\f\\n\\r\\t``, ``\\u00xx`` for other controls,
 nothing else) is the same in both. ``tests/test_sync_jcs.py`` checks the
 equivalence against ``rfc8785`` with hypothesis.
 """

@@ -108,7 +108,8 @@ def load_private_key(path: str | os.PathLike, passphrase: str | None = None) -> 
     try:
         key = serialization.load_pem_private_key(data, password=passphrase.encode() if passphrase else None)
     except TypeError as exc:
-        need = "is encrypted: give its passphrase" if b"ENCRYPTED" in data[:64] else "is not encrypted: give no passphrase"
+        encrypted = b"ENCRYPTED" in data[:64]
+        need = "is encrypted: give its passphrase" if encrypted else "is not encrypted: give no passphrase"
         raise KeyFileError(f"signing key {path} {need}") from exc
     except ValueError as exc:
         raise KeyFileError(f"cannot load signing key {path}: wrong passphrase or not a PEM key ({exc})") from exc

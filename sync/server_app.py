@@ -51,7 +51,8 @@ class UploadFastPath:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > MAX_BUNDLE_BYTES:
-                status, answer = 413, {"error": "too_large", "detail": f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes"}
+                status, answer = 413, {"error": "too_large",
+                                       "detail": f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes"}
                 break
             chunks.append(chunk)
             more = message.get("more_body", False)

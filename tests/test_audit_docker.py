@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.audit.audit import audit_bundle
-from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE
+from dynadesk.sync import keys as K
+from dynadesk.sync.bundle import sign_payload
 from dynadesk.workspace import Workspace
 from eval_support import IMAGE_CACHE, setup_workspace
 
@@ -44,3 +49,15 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     assert rerun.environment["in_container"] and rerun.environment["threads"] == run.environment["threads"]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     assert len(det) > 12 and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
+
+    # the same bundle claiming another image (re-signed by someone else): named, with how to rebuild
+    payload = copy.deepcopy(bundle.payload)
+    payload["evaluator"]["image_digest"] = "sha256:" + "0" * 64
+    key = Ed25519PrivateKey.generate()
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    other = audit_bundle(store, ws, sign_payload(payload, key).raw, rerun=True, client=docker_client)
+    image = other.get("evaluator.image_digest")
+    assert image.verdict == DIFFERS and image.actual == evaluator_image.image_id
+    assert "dynadesk image build" in image.note and payload["evaluator"]["version"] in image.note
+    assert other.incomplete and other.get("rerun").verdict == NOT_COMPARABLE
+    assert "is not in Docker" in other.get("rerun").note and "--runner local" in other.get("rerun").note

@@ -132,7 +132,7 @@ def test_preflight_refuses_fields_that_do_not_reproduce_and_signs_nothing(made, 
     assert res.exit_code != 0 and isinstance(res.exception, NotReproducibleError), res.output
     assert {"predictions.digest", "predictions.merkle_root"} <= set(res.exception.fields)
     assert "refusing to sign" in str(res.exception)
-    assert "predictions.digest: did not reproduce in repeat-1, repeat-2" in str(res.exception)
+    assert "predictions.digest: did not reproduce in repeat 1, repeat 2" in str(res.exception)
     row = next(line for line in res.output.splitlines() if line.startswith("predictions.digest "))
     assert " differs " in row
     assert store.bundles.counts() == count  # nothing was signed or queued

@@ -56,11 +56,12 @@ def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label:
     run_dir = Path(record.run_dir)
     spec = json.loads((run_dir / "spec" / SPEC_FILE).read_text(encoding="utf-8"))
     spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
-    spec_dir, out_dir = work / label / "spec", work / label / "out"
+    folder = work / label.replace(" ", "-")
+    spec_dir, out_dir = folder / "spec", folder / "out"
     spec_dir.mkdir(parents=True)
     out_dir.mkdir()
     (spec_dir / SPEC_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
-    for p in (work, work / label, spec_dir):
+    for p in (work, folder, spec_dir):
         p.chmod(0o755)
     (spec_dir / SPEC_FILE).chmod(0o644)
     outcome = runner.run(RunPaths(spec_dir, run_dir / "data", model_dir, out_dir), limits)
@@ -104,7 +105,7 @@ def preflight(store, workspace, evaluation_id: int, *, runner=None, client=None,
         results = []
         for label, size in plan:
             step(label)
-            results.append(_repeat(runner, record, Path(model.path), size, work, label.replace(" ", "-"), limits))
+            results.append(_repeat(runner, record, Path(model.path), size, work, label, limits))
             report.runs.append(label)
     finally:
         if not keep:

@@ -73,7 +73,12 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
     """Verify a bundle, check its model, datasets and image, and (with --rerun) compare every field."""
     from dynadesk.audit.audit import audit_bundle
 
-    key = bytes.fromhex(server_key) if server_key else None
+    if rerun and against is not None:
+        raise click.UsageError("give --rerun or --against RUN, not both")
+    try:
+        key = bytes.fromhex(server_key) if server_key else None
+    except ValueError:
+        raise click.BadParameter("must be 64 hex digits", param_hint="--server-key") from None
     progress = None if as_json else _progress()
     report = audit_bundle(app.store, app.workspace, Path(bundle_file).read_bytes(), where=bundle_file,
                           model_path=model_path, rerun=rerun, runner=runner, against=against, server=server,

@@ -165,9 +165,8 @@ class _StepBars:
         self._bar.update(done - self._bar.n)
 
     def message(self, text: str) -> None:
-        from tqdm import tqdm
-
-        tqdm.write(text, file=click.get_text_stream("stderr"))
+        self.close()
+        click.echo(text, err=True)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -407,9 +407,32 @@ def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, c
     from dynadesk.orchestration.runners import docker_client
 
     client = client or docker_client()
-    started = time.monotonic()
     cache = Path(cache).resolve()
     cache.mkdir(parents=True, exist_ok=True)
+    with _exclusive(cache / ".build.lock", step):
+        return _build(cache, client, epoch, force, compile_bytecode, tarball, step)
+
+
+@contextmanager
+def _exclusive(path: Path, step: StepFn) -> Iterator[None]:
+    """One build per cache folder at a time; a second builder waits, then finds the result cached."""
+    import fcntl
+
+    with open(path, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            step("waiting for another build in this folder")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
+           step: StepFn) -> ImageRecord:
+    started = time.monotonic()
     (cache / "images").mkdir(exist_ok=True)
     log = cache / "build.log"
     log.write_text("")

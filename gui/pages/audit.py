@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPush
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
-from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
 
 

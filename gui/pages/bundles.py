@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, Q
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.keys_panel import KeysPanel
-from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QSplitter, QVBoxLayout, QWidget)
 
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
 from dynadesk.gui.services.models import ModelsService

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroup
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import RadarChart
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import default_metrics
 from dynadesk.scoring.leaderboard import Leaderboard
@@ -199,11 +199,14 @@ class LeaderboardPage(Page):
         selected = {self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()}
         shown = res.shown_metrics
         headers = ["rank", "model", "Dynascore (pts)"] + [f"{m} ({res.units.get(m, '—')})" for m in shown]
+        layout_key = (tuple(headers), tuple(sorted(r.model for r in res.rows)))
+        resize = layout_key != getattr(self, "_layout_key", None)  # same columns and models: keep the widths
+        self._layout_key = layout_key
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
                           + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
-             numeric=set(range(2, len(headers))) | {0})
+             numeric=set(range(2, len(headers))) | {0}, resize=resize)
         for r in range(self.table.rowCount()):
             if self.table.item(r, 1).text() in selected:
                 self.table.selectRow(r)
@@ -223,7 +226,8 @@ class LeaderboardPage(Page):
             by = s.get("by_metric", {})
             rows.append([r.model, r.rank, f"{s.get('min_rank', r.rank)}–{s.get('max_rank', r.rank)}"]
                         + [f"{by[k][0]}–{by[k][1]}" if k in by else "" for k in BOARD_METRICS])
-        fill(self.stability, rows, numeric={1})
+        fill(self.stability, rows, numeric={1}, resize=getattr(self, "_stability_rows", -1) != len(rows))
+        self._stability_rows = len(rows)
 
     def _update_radar(self) -> None:
         if not self.result or not self.result.rows:

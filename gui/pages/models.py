@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.tasks_data import fill, table
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService
 

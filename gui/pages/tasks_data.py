@@ -4,42 +4,13 @@ distribution, and import with a per-line error report (nothing stored if any lin
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QPushButton, QSplitter,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QListWidget, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService, ImportOutcome
-
-
-def table(headers: list[str]) -> QTableWidget:
-    t = QTableWidget(0, len(headers))
-    t.setHorizontalHeaderLabels(headers)
-    t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    t.verticalHeader().setVisible(False)
-    t.horizontalHeader().setStretchLastSection(True)
-    t.setAlternatingRowColors(True)
-    return t
-
-
-def fill(t: QTableWidget, rows: list[list[object]], numeric: set[int] = frozenset()) -> None:
-    t.setSortingEnabled(False)
-    t.setRowCount(len(rows))
-    for r, row in enumerate(rows):
-        for c, value in enumerate(row):
-            item = QTableWidgetItem()
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                item.setData(Qt.ItemDataRole.DisplayRole, value)
-            else:
-                item.setText("" if value is None else str(value))
-            if c in numeric:
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            t.setItem(r, c, item)
-    t.resizeColumnsToContents()
-    t.horizontalHeader().setSectionResizeMode(t.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
 
 
 class TasksDataPage(Page):

@@ -1,0 +1,37 @@
+"""Read-only tables used by every page: one look, numeric cells sort and align as numbers."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+
+def table(headers: list[str]) -> QTableWidget:
+    t = QTableWidget(0, len(headers))
+    t.setHorizontalHeaderLabels(headers)
+    t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    t.verticalHeader().setVisible(False)
+    t.horizontalHeader().setStretchLastSection(True)
+    t.setAlternatingRowColors(True)
+    return t
+
+
+def fill(t: QTableWidget, rows: list[list[object]], numeric: set[int] = frozenset(), resize: bool = True) -> None:
+    """Replace the table's rows; ``resize=False`` keeps column widths (fast refills, e.g. while a slider moves)."""
+    t.setSortingEnabled(False)
+    t.setRowCount(len(rows))
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            item = QTableWidgetItem()
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                item.setData(Qt.ItemDataRole.DisplayRole, value)
+            else:
+                item.setText("" if value is None else str(value))
+            if c in numeric:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            t.setItem(r, c, item)
+    if resize:
+        t.resizeColumnsToContents()
+        t.horizontalHeader().setSectionResizeMode(t.columnCount() - 1, QHeaderView.ResizeMode.Stretch)

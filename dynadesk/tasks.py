@@ -218,14 +218,26 @@ def default_tasks_dir() -> Path:
     return TASKS_DIR
 
 
+_CACHE: dict[tuple, dict[str, Task]] = {}
+
+
 def load_tasks(tasks_dir: Path | None = None) -> dict[str, Task]:
-    """Every task in ``tasks_dir`` (default: the bundled ones), by name."""
+    """Every task in ``tasks_dir`` (default: the bundled ones), by name.
+
+    Parsed once per folder state (file names, sizes, mtimes): callers such as a
+    leaderboard slider ask on every change, and a changed file is re-read.
+    """
     folder = Path(tasks_dir) if tasks_dir else default_tasks_dir()
-    tasks = {}
-    for path in sorted(folder.glob("*.yaml")):
-        task = load_task_file(path)
-        tasks[task.name] = task
-    return tasks
+    paths = sorted(folder.glob("*.yaml"))
+    key = (str(folder), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in paths))
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = {}
+        for path in paths:
+            task = load_task_file(path)
+            cached[task.name] = task
+        _CACHE[key] = cached
+    return dict(cached)
 
 
 def get_task(name: str, tasks_dir: Path | None = None) -> Task:

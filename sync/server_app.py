@@ -27,6 +27,23 @@ from dynadesk.sync.server_db import ServerDB
 from dynadesk.sync.translog import sign_head
 from dynadesk.tasks import load_tasks
 
+# Swagger UI for /docs is served from this server (the fastapi-offline package ships the assets), never a CDN:
+# the board runs offline. ``validatorUrl: null`` stops Swagger UI from fetching a badge from swagger.io.
+_DOCS_ASSETS = {"swagger-ui-bundle.js": "application/javascript", "swagger-ui.css": "text/css",
+                "favicon.png": "image/png"}
+_DOCS_PREFIX = "/docs-assets"
+
+
+def _docs_asset(name: str) -> bytes:
+    """One Swagger UI file from the installed ``fastapi-offline`` package (read, never fetched)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fastapi_offline")
+    if spec is None or spec.origin is None:
+        raise NotFoundError("the API docs' Swagger UI files are not installed (pip install fastapi-offline);"
+                            " the OpenAPI document itself is at /openapi.json")
+    return (Path(spec.origin).parent / "static" / name).read_bytes()
+
 _BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
 _STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
 
@@ -88,7 +105,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
     app = FastAPI(title="DynaDesk leaderboard", version="1",
-                  description="Signed score bundles, Dynascore boards and a transparency log.")
+                  description="Signed score bundles, Dynascore boards and a transparency log.",
+                  docs_url=None, redoc_url=None)
     app.state.db = db
     prepared: dict[str, tuple[list, _board.PreparedBoard]] = {}
 
@@ -121,6 +139,23 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         data = resources.files("dynadesk.sync").joinpath(f"static/{name}").read_bytes()
         return Response(data, media_type=_STATIC[name])
 
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def docs() -> HTMLResponse:
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{app.title} - API",
+                                   swagger_js_url=f"{_DOCS_PREFIX}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{_DOCS_PREFIX}/swagger-ui.css",
+                                   swagger_favicon_url=f"{_DOCS_PREFIX}/favicon.png",
+                                   swagger_ui_parameters={"validatorUrl": None})
+
+    @app.get(_DOCS_PREFIX + "/{name}", include_in_schema=False)
+    def docs_asset(name: str) -> Response:
+        if name not in _DOCS_ASSETS:
+            raise NotFoundError(f"no API docs file {name!r}")
+        return Response(_docs_asset(name), media_type=_DOCS_ASSETS[name],
+                        headers={"Cache-Control": "public, max-age=86400"})
+
     @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
     def list_tasks() -> list[dict]:
         by_task: dict[str, list] = {}
@@ -136,7 +171,16 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             status, code = status_for(exc)
             return status, {"error": code, "detail": str(exc)}
 
-    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)")
+    refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",
+               "content": {"application/json": {"schema": {
+                   "type": "object", "required": ["error", "detail"],
+                   "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}}}}
+
+    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
+              responses={code: refused for code in (400, 403, 409, 413, 422)},
+              openapi_extra={"requestBody": {"required": True, "description": "The bundle file's exact bytes"
+                                             " (RFC 8785 JSON, see docs/bundle-format.md)",
+                                             "content": {"application/json": {"schema": {"type": "object"}}}}})
     async def upload(request: Request) -> JSONResponse:
         # Normally answered by UploadFastPath below; kept as the documented, equivalent route.
         body = await request.body()

@@ -106,3 +106,16 @@ def test_starting_without_a_model_says_what_is_missing(gui, qtbot, tmp_path):
     assert not page._svc.running
     window.close()
     services.close()
+
+
+def test_default_limits_from_settings_reach_the_evaluate_page(gui, qtbot, tmp_path):
+    home = _workspace(tmp_path, 5, majority_model(tmp_path / "maj"))
+    services, window = gui(home)
+    page = window.show_page("evaluate")
+    settings = window.show_page("settings")
+    settings.timeout.setValue(900)
+    settings.runner.setCurrentText("local")
+    assert page.timeout.value() == 900
+    assert page.runner.currentData() == "local"
+    window.close()
+    services.close()

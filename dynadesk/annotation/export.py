@@ -83,6 +83,6 @@ def register_round(store, task_name: str, name: str, round_number: int | None = 
         raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
     rnd = store.annotation.get_round(task.name, round_number)
     examples = export_examples(store, task.name, rnd.number, status)
+    source = f"annotation:{task.name}/round-{rnd.number}/{status}"
     return store.datasets.add(name, task.name, split, examples, dataset_digest(examples),
-                              label_counts(task, examples), source=f"annotation:{task.name}/round-{rnd.number}/{status}",
-                              replace=replace)
+                              label_counts(task, examples), source=source, replace=replace)

@@ -89,7 +89,8 @@ class _Checker:
         if value is None and optional:
             return None
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-            self.problems.append(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+            expected = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+            self.problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__}")
             return None
         return value
 

@@ -49,8 +49,7 @@ def audit_bundle(store, workspace, raw: bytes, *, where: str = "bundle", model_p
         report.add(*check_transparency(bundle, server, server_key))
     model_check, loc = inputs.check_model(store, p, model_path)
     report.add(model_check, *inputs.check_datasets(store, p), inputs.check_evaluator_code(p))
-    image_check, _ = inputs.check_image(p, client)
-    report.add(image_check)
+    report.add(inputs.check_image(p, client))
     record = None
     if against is not None:
         record = store.evaluations.get(against)

@@ -108,32 +108,32 @@ def rebuild_hint(version: str | None) -> str:
             "(the build is reproducible: equal inputs give the same image Id) and compare the Id")
 
 
-def check_image(payload: dict[str, Any], client=None) -> tuple[Check, bool]:
-    """Is the evaluator image with the recorded Id in Docker? Returns the check and whether it is present."""
+def check_image(payload: dict[str, Any], client=None) -> Check:
+    """Is the evaluator image with the recorded Id in Docker; if not, which Id does the local one have?"""
     from dynadesk.orchestration.image import image_tag
     from dynadesk.orchestration.runners import docker_client
 
     expected, version = payload["evaluator"]["image_digest"], payload["evaluator"]["version"]
     if expected is None:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, None, None,
-                     f"the run used the {payload['runner']['kind']} runner, not an image"), False
+                     f"the run used the {payload['runner']['kind']} runner, not an image")
     try:
         import docker
 
         client = client or docker_client()
         if _has_image(client, expected):
             return Check("evaluator.image_digest", ENVIRONMENT, IDENTICAL, expected, expected,
-                         "an image with this Id (the digest of its config) is loaded in Docker"), True
+                         "an image with this Id (the digest of its config) is loaded in Docker")
         tag = image_tag(version) if version else None
         local = client.images.get(tag).id if tag and _has_image(client, tag) else None
     except (DynaDeskError, docker.errors.DockerException) as exc:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
-                     f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version)}"), False
+                     f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version)}")
     if local is not None:
         return Check("evaluator.image_digest", ENVIRONMENT, DIFFERS, expected, local,
-                     f"the local image {tag} has another Id; {rebuild_hint(version)}"), False
+                     f"the local image {tag} has another Id; {rebuild_hint(version)}")
     return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
-                 f"no image with this Id here; {rebuild_hint(version)}"), False
+                 f"no image with this Id here; {rebuild_hint(version)}")
 
 
 def _has_image(client, name: str) -> bool:

@@ -158,7 +158,8 @@ class AnnotatePage(Page):
             self.round_label.setText(f"Round {rnd.number} is closed: open a new one on the Rounds page.")
         else:
             self.round_label.setText(f"Round {rnd.number} · target {', '.join(m.name for m in rnd.models)}"
-                                     + ("" if who else " · choose an annotator in the toolbar"))
+                                     + ("" if who else " · choose an annotator in the toolbar (or add one with "
+                                                       "“New annotator…”)"))
         self._build_form(self.task, bool(rnd and rnd.n_contexts))
         for w in (self.form_box, self.target_box, self.submit_button, self.explanation):
             w.setEnabled(ready)

@@ -141,11 +141,23 @@ class EvaluatePage(Page):
         service.cancelled.connect(self._on_cancelled)
         service.runsChanged.connect(self.refresh_runs)
         service.runCreated.connect(self._on_run_created)
+        settings.changed.connect(self._apply_setting)
         models.changed.connect(self._fill_choices)
         data.changed.connect(self._fill_choices)
         self.refresh()
 
     # ------------------------------------------------------------ setup
+    def _apply_setting(self, key: str) -> None:
+        """Defaults edited on the Settings page show up here at once."""
+        widgets = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory, "limits/timeout_s": self.timeout,
+                   "limits/batch_size": self.batch}
+        if key in widgets:
+            widgets[key].setValue(self._settings.get(key))
+        elif key == "runner":
+            self.runner.setCurrentIndex(max(0, self.runner.findData(self._settings.get("runner"))))
+        elif key == "gpu":
+            self.gpu.setChecked(self._settings.get("gpu"))
+
     def refresh(self) -> None:
         tasks = list(self.guard(self._data.tasks) or {})
         cur = self.task_combo.currentText()

@@ -1,0 +1,299 @@
+"""Hostile input against the leaderboard server and the bundle parser (issue 10, server part).
+
+* schemathesis drives every operation of the server's own OpenAPI document against a real
+  ``dynadesk-server`` process on loopback: no 5xx, and every refusal is JSON ``{"error", "detail"}``;
+* hypothesis sends arbitrary methods and paths (outside the schema) the same way;
+* hypothesis makes structure-aware mutations of a real signed bundle (replace / delete / add any field,
+  re-signed or not): parsing and verification only ever raise :class:`BundleError` naming the payload
+  field, and a re-signed payload that parses round-trips exactly. (Random byte flips, random JSON bodies
+  and the per-field tamper tests are in tests/test_sync_bundle.py and tests/test_sync_server.py.)
+* ``/docs`` works offline: Swagger UI comes from this server, no external URL is referenced, and a
+  headless chromium renders every operation without a request leaving the server.
+
+``pytest --long`` (DYNADESK_LONG=1) runs many more generated cases.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
+from conftest import fuzz_examples
+from dynadesk.canonical import canonical_bytes
+from dynadesk.errors import BundleError, BundleFormatError
+from dynadesk.sync.admin import import_workspace_datasets
+from dynadesk.sync.bundle import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
+from dynadesk.sync.create import create_bundle
+from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
+from dynadesk.sync.server_db import ServerDB
+from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
+
+API_EXAMPLES = fuzz_examples(25, 400)  # per operation
+PATH_EXAMPLES = fuzz_examples(60, 1000)
+BUNDLE_EXAMPLES = fuzz_examples(150, 3000)
+NO_SHRINK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much]
+
+
+def assert_json_error(resp) -> None:
+    """A refusal is a JSON object with a machine code and a non-empty human detail."""
+    ctype = resp.headers.get("content-type", "")  # requests: a str; schemathesis: a list of values
+    ctype = ctype[0] if isinstance(ctype, list) else ctype
+    assert ctype.startswith("application/json"), (resp.status_code, resp.text[:200])
+    body = resp.json()
+    assert set(body) == {"error", "detail"}, body
+    assert isinstance(body["error"], str) and re.fullmatch(r"[a-z_]+", body["error"]), body
+    assert isinstance(body["detail"], str) and body["detail"].strip(), body
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A real server process over a fresh database: a registered key, the test sets, two accepted bundles."""
+    tmp = tmp_path_factory.mktemp("reliability-server")
+    ws, store = workspace_with_key(tmp / "ws")
+    db_path = tmp / "board.db"
+    db = ServerDB(db_path)
+    info = key_info(ws.keys_dir)
+    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
+    bundles = [create_bundle(ws, store, make_run(store, ws.runs_dir, model=m)) for m in ("bow-a", "bow-b")]
+    import_workspace_datasets(db, ws.home)
+    port = free_port()
+    proc = start_server(db_path, port)
+    url = f"http://127.0.0.1:{port}"
+    for b in bundles:
+        assert requests.post(f"{url}/api/bundles", data=b.raw, timeout=10).status_code == 201
+    yield {"url": url, "db": db, "bundles": bundles, "ws": ws}
+    stop_server(proc)
+    store.close()
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def api_schema(live):
+    return schemathesis.openapi.from_url(f"{live['url']}/openapi.json")
+
+
+OPERATIONS = [("GET", "/api/tasks"), ("POST", "/api/bundles"), ("GET", "/api/bundles"),
+              ("GET", "/api/bundles/{bundle_id}"), ("GET", "/api/leaderboard/{task}"), ("GET", "/api/log"),
+              ("GET", "/api/log/head"), ("GET", "/api/server-key")]
+
+
+# schema-violating cases exist only where there is something to violate (a body or typed parameters)
+NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/log")]
+
+
+@pytest.mark.parametrize("method, path, mode", [(*op, "positive") for op in OPERATIONS]
+                         + [(*op, "negative") for op in NEGATABLE])
+def test_every_operation_fuzzed_no_server_error_and_json_refusals(api_schema, live, method, path, mode):
+    """schemathesis cases (valid and schema-violating) for one operation of the served OpenAPI document."""
+    from schemathesis.checks import not_a_server_error
+
+    operation = api_schema[path][method]
+    statuses: dict[int, int] = {}
+
+    @settings(max_examples=API_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
+    @given(case=operation.as_strategy(schemathesis.GenerationMode(mode)))
+    def fuzz(case):
+        resp = case.call_and_validate(checks=[not_a_server_error], timeout=20)
+        assert resp.status_code < 500, (case.method, case.formatted_path, resp.text[:300])
+        if resp.status_code >= 400:
+            assert_json_error(resp)
+        statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
+
+    fuzz()
+    assert sum(statuses.values()) >= 1, statuses
+    if mode == "negative" and path == "/api/bundles" and method == "POST":
+        assert not statuses.get(201), statuses  # nothing schema-violating is ever accepted
+
+
+def test_the_schema_covers_every_api_route(api_schema):
+    ops = {(op.ok().method.upper(), op.ok().path) for op in api_schema.get_all_operations()}
+    assert ops == set(OPERATIONS)
+
+
+segment = st.text(st.characters(codec="utf-8", exclude_characters="/?#"), max_size=12)
+
+
+@settings(max_examples=PATH_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
+@given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]),
+       parts=st.lists(st.sampled_from(["api", "bundles", "leaderboard", "log", "head", "static", "docs-assets",
+                                       "sentiment", "..", "%2e%2e", "0" * 64]) | segment, max_size=4),
+       body=st.binary(max_size=200))
+def test_any_method_and_path_answers_without_server_error(live, method, parts, body):
+    resp = requests.request(method, live["url"] + "/" + "/".join(parts), data=body or None, timeout=20)
+    assert resp.status_code < 500, (method, parts, resp.text[:300])
+    if resp.status_code >= 400 and method != "HEAD":
+        assert_json_error(resp)
+
+
+def test_seeded_bundles_are_stored_once_after_the_fuzzing(live):
+    """The fuzzing above added nothing: only the two real bundles are stored, and they still verify."""
+    listed = requests.get(f"{live['url']}/api/bundles", timeout=10).json()
+    assert [b["id"] for b in listed] == [b.id for b in live["bundles"]]
+    for b in live["bundles"]:
+        assert requests.get(f"{live['url']}/api/bundles/{b.id}", timeout=10).content == b.raw
+
+
+# ---------------------------------------------------------------------------------- bundle parsing
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory):
+    """One real bundle and the key that signed it."""
+    tmp = tmp_path_factory.mktemp("reliability-bundle")
+    ws, store = workspace_with_key(tmp / "ws")
+    b = create_bundle(ws, store, make_run(store, ws.runs_dir))
+    store.close()
+    return b, load_private_key(ws.keys_dir / PRIVATE_NAME)
+
+
+def _paths(value, prefix=()):
+    """Every path into a JSON value (containers and leaves)."""
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, prefix + (i,))
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2 ** 53), 2 ** 53) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30) | st.sampled_from(["", "sha256:" + "0" * 64, "0" * 64, "2026-01-01T00:00:00Z",
+                                              "docker", "vader-movies-test", "\x00", "é" * 600]),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=10), c, max_size=3), max_leaves=8)
+
+
+@st.composite
+def mutations(draw, payload):
+    paths = [p for p in _paths(payload)]
+    path = draw(st.sampled_from(paths))
+    action = draw(st.sampled_from(["replace", "delete", "add"]) if path else st.just("add"))
+    value = draw(json_values)
+    key = draw(st.sampled_from(["tolerances", "extra", "task", "metrics", "0"]) | st.text(max_size=8))
+    return path, action, value, key
+
+
+def _mutate(payload, path, action, value, key):
+    p = copy.deepcopy(payload)
+    if action == "add":
+        target = p
+        for part in path:
+            target = target[part]
+        if isinstance(target, dict):
+            target[key] = value
+        elif isinstance(target, list):
+            target.append(value)
+        else:
+            return None
+        return p
+    parent = p
+    for part in path[:-1]:
+        parent = parent[part]
+    if action == "delete":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
+    return p
+
+
+@settings(max_examples=BUNDLE_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
+@given(data=st.data())
+def test_mutated_bundles_fail_only_with_a_bundle_error_naming_the_payload(signed, data):
+    bundle, key = signed
+    path, action, value, extra_key = data.draw(mutations(bundle.payload))
+    payload = _mutate(bundle.payload, path, action, value, extra_key)
+    if payload is None:
+        return
+    payload_bytes = canonical_bytes(payload)
+    pub = public_raw(key)
+    # 1. re-signed by the submitter: structurally checked; if it parses it is exactly what was signed
+    resigned = envelope_bytes(payload_bytes, pub, key.sign(payload_bytes))
+    try:
+        parsed = parse_bundle(resigned, "fuzzed bundle")
+    except BundleFormatError as exc:
+        assert "payload" in str(exc), str(exc)
+    else:
+        verify_bundle(parsed)  # a correctly signed, well-formed bundle verifies
+        assert parsed.payload == payload and parsed.raw == resigned
+        assert json.loads(parsed.payload_bytes) == payload
+    # 2. the old signature over changed content never verifies
+    if payload_bytes != bundle.payload_bytes:
+        stale = envelope_bytes(payload_bytes, pub, bundle.signature)
+        with pytest.raises(BundleError):
+            load_and_verify(stale, "fuzzed bundle")
+
+
+@settings(max_examples=BUNDLE_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
+@given(data=st.data())
+def test_mutated_envelopes_are_refused_with_a_bundle_error(signed, data):
+    bundle, _ = signed
+    doc = json.loads(bundle.raw)
+    path, action, value, extra_key = data.draw(mutations({k: v for k, v in doc.items() if k != "payload"}))
+    changed = _mutate({k: v for k, v in doc.items() if k != "payload"}, path, action, value, extra_key)
+    if changed is None:
+        return
+    changed["payload"] = doc["payload"]
+    raw = canonical_bytes(changed)
+    if raw == bundle.raw:
+        assert load_and_verify(raw).id == bundle.id
+        return
+    with pytest.raises(BundleError) as info:
+        load_and_verify(raw, "fuzzed bundle")
+    assert "fuzzed bundle" in str(info.value) or "bundle" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------- /docs offline
+
+_URL_ATTR = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url:\s*["']([^"']+)["']""")
+
+
+def test_docs_page_and_assets_are_served_locally_with_no_external_url(live):
+    url = live["url"]
+    page = requests.get(f"{url}/docs", timeout=10)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "http://" not in page.text and "https://" not in page.text and "//cdn" not in page.text
+    refs = [a or b for a, b in _URL_ATTR.findall(page.text)]
+    assert "/openapi.json" in refs and any(r.endswith("swagger-ui-bundle.js") for r in refs), refs
+    types = {}
+    for ref in refs:
+        assert ref.startswith("/") and not ref.startswith("//"), ref
+        got = requests.get(url + ref, timeout=10)
+        assert got.status_code == 200, (ref, got.status_code)
+        types[ref.rsplit("/", 1)[-1]] = (got.headers["content-type"], got.content)
+    assert types["swagger-ui-bundle.js"][0].startswith("application/javascript")
+    assert b"SwaggerUIBundle" in types["swagger-ui-bundle.js"][1]
+    assert types["swagger-ui.css"][0].startswith("text/css") and types["openapi.json"][0] == "application/json"
+    assert requests.get(f"{url}/docs-assets/../server_db.py", timeout=10).status_code == 404
+    missing_asset = requests.get(f"{url}/docs-assets/swagger-ui.js.map", timeout=10)
+    assert missing_asset.status_code == 404
+    assert_json_error(missing_asset)
+
+
+@pytest.mark.browser
+def test_docs_render_every_operation_in_a_browser_without_leaving_the_server(browser, live):  # noqa: F811
+    url = live["url"]
+    requested: list[str] = []
+    context = browser.new_context()
+    # anything not on this server is recorded and refused, as it would be offline
+    context.route("**/*", lambda route: (requested.append(route.request.url),
+                                         route.continue_() if route.request.url.startswith(url + "/")
+                                         else route.abort()))
+    page = context.new_page()
+    page.goto(f"{url}/docs")
+    page.wait_for_selector(".opblock-summary", timeout=30_000)
+    n_ops = sum(len(ops) for ops in requests.get(f"{url}/openapi.json", timeout=10).json()["paths"].values())
+    page.wait_for_function(f"() => document.querySelectorAll('.opblock').length === {n_ops}", timeout=30_000)
+    shown = page.locator(".opblock-summary-path").all_inner_texts()
+    assert {s.replace("\u200b", "") for s in shown} >= {"/api/bundles", "/api/leaderboard/{task}", "/api/log"}
+    assert requested and all(u.startswith(url + "/") for u in requested), requested
+    assert f"{url}/openapi.json" in requested and f"{url}/docs-assets/swagger-ui-bundle.js" in requested
+    context.close()

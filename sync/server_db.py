@@ -268,6 +268,11 @@ class ServerDB:
                                      [start, limit]).fetchall()
         return [dict(zip(cols, r)) for r in rows]
 
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check``: ``"ok"`` or the problems found (crash-safety tests, admins)."""
+        with self.lock:
+            return "; ".join(str(r[0]) for r in self.conn.execute("PRAGMA integrity_check").fetchall())
+
     def log_head(self) -> tuple[int, str]:
         with self.lock:
             row = self.conn.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()

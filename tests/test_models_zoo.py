@@ -19,7 +19,9 @@ from dynadesk.recipes import fetch_default_data
 from dynadesk.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
-SMALL = ZooConfig(train_per_source=96, batch_size=16, dev_per_source=40, bow_epochs=3)
+# Small enough for a test on 2 shared cores, big enough that both trained models beat the majority.
+SMALL = ZooConfig(train_per_source=128, batch_size=16, lr=3e-4, max_length=48, dev_per_source=40, bow_epochs=4,
+                  bow_train_per_source=500)
 
 
 def _workspace(root: Path):
@@ -90,6 +92,10 @@ def test_building_again_is_a_no_op_and_repairs_only_what_changed(small_zoo):
     assert json.loads((bow / "bow-vocab.json").read_text())["tokens"]
     first_bow = next(r for r in rows if r["model"] == BOW)
     assert third[BOW]["dev_macro_f1"] == pytest.approx(first_bow["dev_macro_f1"])
+    # An unregistered but intact build is registered again, not rebuilt.
+    store.models.remove(MAJORITY)
+    fourth = build_demo_zoo(store, ws, config=SMALL, only=[MAJORITY])
+    assert fourth[0]["status"] == "up to date" and store.models.get(MAJORITY).digest == before[MAJORITY][0]
 
 
 # ---------------------------------------------------------------- the full recipe (slow: minutes on 2 cores)

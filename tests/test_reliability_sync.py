@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import os
 import random
 import signal
@@ -139,8 +140,6 @@ def test_kill_9_during_dynadesk_sync_neither_loses_nor_duplicates_a_bundle(queue
         done = subprocess.run([dynadesk_bin(), "sync", "--server", url, "--json"], env=env, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-        import json
-
         report = json.loads(done.stdout)
         assert report["ok"] and not report["rejected"] and not report["still_queued"]
         assert set(report["already"]) == in_doubt  # the server recognises them: no second copy

@@ -10,9 +10,10 @@ from dynadesk.cli.common import pass_app
 @click.command()
 @click.option("--runner", type=click.Choice(["auto", "docker", "local"]), default="auto", show_default=True,
               help="auto: Docker when a daemon answers, otherwise the local (not sandboxed) runner.")
+@click.option("--reaudit", is_flag=True, help="Re-run the audit even if this bundle was audited before.")
 @pass_app
-def demo(app, runner: str) -> None:
+def demo(app, runner: str, reaudit: bool) -> None:
     """Run the end-to-end demo on the embedded default data (idempotent; a rerun reuses what is built)."""
     from dynadesk.demo import run_demo
 
-    run_demo(app.workspace, app.store, runner=runner, echo=click.echo)
+    run_demo(app.workspace, app.store, runner=runner, echo=click.echo, reaudit=reaudit)

@@ -45,6 +45,7 @@ def _docs_asset(name: str) -> bytes:
     return (Path(spec.origin).parent / "static" / name).read_bytes()
 
 _BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
+SQLITE_MAX_INT = 2 ** 63 - 1  # a larger query integer cannot be bound (it was a 500)
 _STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
 
 
@@ -192,7 +193,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     app.add_middleware(UploadFastPath, handler=accept_upload)
 
     @app.get("/api/bundles", summary="Accepted bundles, oldest first")
-    def list_bundles(task: str | None = None, after: int = Query(0, ge=0),
+    def list_bundles(task: str | None = None, after: int = Query(0, ge=0, le=SQLITE_MAX_INT),
                      limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
         return db.list_bundles(task, limit, after)
 
@@ -220,7 +221,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return sign_head(server_key, size, head, utc_now_text(clock()))
 
     @app.get("/api/log", summary="Transparency log entries and the server-signed head")
-    def log(start: int = Query(1, ge=1), limit: int = Query(1000, ge=1, le=10000)) -> dict:
+    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict:
         head = _head()
         return {"entries": db.log_entries(start, limit), "head": head}
 

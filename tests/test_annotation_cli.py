@@ -49,7 +49,7 @@ class Result:
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
-def run(home: Path, *args: str, ok: bool = True) -> Result:
+def run(home: Path, *args: str, ok: bool = True, stdin: str | None = None) -> Result:
     """``dynadesk --home HOME ARGS`` in this process (the live model stays warm between calls).
 
     A library error is reported as ``dynadesk`` reports it: exit status 1 and the message."""
@@ -58,7 +58,7 @@ def run(home: Path, *args: str, ok: bool = True) -> Result:
     from dynadesk.cli import cli
     from dynadesk.errors import DynaDeskError
 
-    res = CliRunner().invoke(cli, ["--home", str(home), *args])
+    res = CliRunner().invoke(cli, ["--home", str(home), *args], input=stdin)
     err = ""
     if isinstance(res.exception, DynaDeskError):
         err = f"Error: {res.exception}"
@@ -246,3 +246,21 @@ def test_pack_and_merge_commands(session_home, tmp_path, minilm_dir):
     broken.write_text(pack_file.read_text()[:100])
     res = run(other, "annotate", "merge", str(broken), ok=False)
     assert res.returncode == 1 and "not valid JSON" in res.stderr
+
+
+def test_batch_create_reports_bad_lines_and_keeps_the_good_ones(session_home):
+    home = session_home
+    lines = [json.dumps({"inputs": {"statement": "first good line"}, "target": "positive"}),
+             json.dumps({"inputs": {"statement": "bad target"}, "target": "ecstatic"}),
+             "{not json",
+             json.dumps({"inputs": {"statement": "last good line"}, "target": "negative", "time_ms": 900})]
+    res = run(home, "annotate", "create", "sentiment", "--batch", "-", "--annotator", "a2", ok=False,
+              stdin="\n".join(lines) + "\n")
+    assert res.returncode == 1
+    assert "line 2: target 'ecstatic'" in res.stderr and "line 3:" in res.stderr
+    assert "2 line(s) were not stored" in res.stderr
+    printed = [ln.split("\t")[0] for ln in res.stdout.splitlines()]
+    stored = js(home, "annotate", "list", "sentiment")
+    assert [e["uid"] for e in stored] == printed and len(printed) == 2
+    assert [e["inputs"]["statement"] for e in stored] == ["first good line", "last good line"]
+    assert stored[1]["time_ms"] == 900

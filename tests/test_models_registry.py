@@ -160,7 +160,8 @@ def test_cli_add_list_show_try_remove(home, user_folder, tmp_path):
     listed = json.loads(run_cli("models", "list", "--json", home=home).stdout)
     assert [m["name"] for m in listed] == ["mine"]
     shown = json.loads(run_cli("models", "show", "mine", "--verify", "--json", home=home).stdout)
-    assert shown["verified"] and {"config.json", "model.safetensors", MANIFEST_NAME} <= {f["path"] for f in shown["files"]}
+    assert shown["verified"]
+    assert {"config.json", "model.safetensors", MANIFEST_NAME} <= {f["path"] for f in shown["files"]}
     tried = run_cli("models", "try", "mine", "--statement", "what a great day", "--json", home=home)
     assert tried.returncode == 0, tried.stderr
     pred = json.loads(tried.stdout)["prediction"]
@@ -168,7 +169,8 @@ def test_cli_add_list_show_try_remove(home, user_folder, tmp_path):
     text = run_cli("models", "try", "mine", "--text", "what a great day", home=home).stdout
     assert text.split()[0] == pred["label"]  # same input, same warm-or-cold prediction
     bad = run_cli("models", "try", "mine", "--hypothesis", "x", home=home)
-    assert bad.returncode == 1 and "'statement' is missing" in bad.stderr and "unknown field(s) hypothesis" in bad.stderr
+    assert bad.returncode == 1 and "'statement' is missing" in bad.stderr
+    assert "unknown field(s) hypothesis" in bad.stderr
     assert run_cli("models", "remove", "mine", home=home).returncode == 0
     assert json.loads(run_cli("models", "list", "--json", home=home).stdout) == []
 

@@ -166,7 +166,7 @@ def _paths(value, prefix=()):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2 ** 53), 2 ** 53) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1) | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=30) | st.sampled_from(["", "sha256:" + "0" * 64, "0" * 64, "2026-01-01T00:00:00Z",
                                               "docker", "vader-movies-test", "\x00", "é" * 600]),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=10), c, max_size=3), max_leaves=8)
@@ -219,8 +219,8 @@ def test_mutated_bundles_fail_only_with_a_bundle_error_naming_the_payload(signed
     resigned = envelope_bytes(payload_bytes, pub, key.sign(payload_bytes))
     try:
         parsed = parse_bundle(resigned, "fuzzed bundle")
-    except BundleFormatError as exc:
-        assert "payload" in str(exc), str(exc)
+    except BundleFormatError as exc:  # names the bundle, then the payload field (or the canonical-form problem)
+        assert re.match(r"(fuzzed )?bundle\b.*(payload|canonical)", str(exc)), str(exc)
     else:
         verify_bundle(parsed)  # a correctly signed, well-formed bundle verifies
         assert parsed.payload == payload and parsed.raw == resigned
@@ -248,7 +248,7 @@ def test_mutated_envelopes_are_refused_with_a_bundle_error(signed, data):
         return
     with pytest.raises(BundleError) as info:
         load_and_verify(raw, "fuzzed bundle")
-    assert "fuzzed bundle" in str(info.value) or "bundle" in str(info.value)
+    assert re.match(r"(fuzzed )?bundle\b", str(info.value)), str(info.value)  # says which bundle / part is wrong
 
 
 # ---------------------------------------------------------------------------------- /docs offline

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
 from dynadesk.store.annotation import ROLES, Annotator
 
 ACTIVE_KEY = "annotation.active_annotator"
@@ -50,7 +50,7 @@ def active_annotator(store) -> Annotator | None:
         return None
     try:
         return store.annotation.get_annotator(name)
-    except Exception:  # noqa: BLE001 - a stale pointer means "none active"
+    except NotFoundError:  # a stale pointer means "none active"
         return None
 
 

@@ -67,7 +67,8 @@ def is_fooled(task: Task, target: Any, output: dict[str, Any]) -> bool:
     return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)
 
 
-def _check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
+def check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
+    """Exactly the task's inputs as non-empty text (the pool context filled in when given)."""
     if not isinstance(inputs, dict):
         raise ValidationError(f"inputs must be a mapping of {', '.join(task.input_names)}")
     inputs = dict(inputs)
@@ -146,7 +147,7 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
     elif rnd.n_contexts and task.context_field:
         raise ValidationError(f"round {rnd.number} of '{task.name}' has a context pool: pass a context id"
                               " (see next_context / 'dynadesk annotate context')")
-    clean = _check_inputs(task, inputs, pool_text)
+    clean = check_inputs(task, inputs, pool_text)
     target = check_target(task, target, clean)
     if not isinstance(explanation, str) or len(explanation) > MAX_EXPLANATION_CHARS:
         raise ValidationError(f"explanation must be text of at most {MAX_EXPLANATION_CHARS} characters")

@@ -7,6 +7,11 @@ model output and the fooled verdict (plus who made it, when, in which round).
 Editing any of these in the database afterwards makes :func:`verify` report
 the example. The secret never leaves the workspace; a pack's examples are
 re-signed by the workspace that merges them, after the pack was checked.
+
+Scope: this catches edits made without the secret (a hand-edited row, a
+script or tool that rewrites responses, a restored or mixed-up backup). The
+secret lives in the same database file, so it is tamper *evidence* against
+accidents and casual edits, not protection from someone who reads the secret.
 """
 
 from __future__ import annotations

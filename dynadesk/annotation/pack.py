@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.annotation.annotators import check_name
-from dynadesk.annotation.create import _check_inputs, check_target
+from dynadesk.annotation.create import check_inputs, check_target
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
 from dynadesk.canonical import digest
 from dynadesk.errors import AnnotationError, ConfigError, NotFoundError, ValidationError
@@ -231,7 +231,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
         task = tasks.get(ex.get("task"))
         if task is not None and isinstance(ex.get("inputs"), dict) and "target" in ex:
             try:
-                inputs = _check_inputs(task, ex["inputs"], None)
+                inputs = check_inputs(task, ex["inputs"], None)
                 check_target(task, ex["target"], inputs)
                 if isinstance(ex.get("time_ms"), int) and ex["time_ms"] < 0:
                     raise ValidationError("field 'time_ms' must be >= 0")

@@ -264,8 +264,9 @@ def register_model(store, path: str | os.PathLike, task_name: str, *, name: str 
         raise ModelError(f"model name '{name}' must be 1-100 letters, digits, '.', '_' or '-' (pass --name)")
     has_pickle = _ad.pickle_only(folder)
     if has_pickle and not allow_pickle:
+        pickles = ", ".join(p.name for p in _ad.weight_files(folder)[1])
         raise UnsafeModelError(
-            f"{folder}: refused: the weights are pickle files only ({', '.join(p.name for p in _ad.weight_files(folder)[1])})."
+            f"{folder}: refused: the weights are pickle files only ({pickles})."
             " Loading a pickle executes arbitrary code, so DynaDesk never unpickles on the host. Convert the weights "
             "to safetensors (e.g. model.save_pretrained() with transformers, which writes model.safetensors), or "
             "register with --allow-pickle to evaluate the model only inside the sandboxed evaluation container.")

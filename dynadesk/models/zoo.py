@@ -17,7 +17,7 @@ import json
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -281,8 +281,9 @@ def build_demo_zoo(store, workspace, *, progress: Progress = lambda s: None, ste
     train_all, train_sample, dev = load_splits(store, config)
     bow_train = train_all
     if config.bow_train_per_source is not None:
-        bow_train = [ex for src in SOURCES for ex in _sample(
-            [e for e in train_all if src in e.get("tags", [])], config.bow_train_per_source, f"{config.seed}:bow:{src}")]
+        by_source = {src: [e for e in train_all if src in e.get("tags", [])] for src in SOURCES}
+        bow_train = [ex for src in SOURCES
+                     for ex in _sample(by_source[src], config.bow_train_per_source, f"{config.seed}:bow:{src}")]
     builders: dict[str, tuple[Callable[[Path], None], dict]] = {
         MINILM: (lambda f: train_minilm(f, labels, train_sample, config, steps=steps, stage=MINILM),
                  {k: v for k, v in asdict(config).items() if not k.startswith("bow_")}),

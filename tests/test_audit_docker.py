@@ -14,7 +14,7 @@ from dynadesk.sync.bundle import sign_payload
 from dynadesk.workspace import Workspace
 from eval_support import IMAGE_CACHE, setup_workspace
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image, or wait for a build
 
 
 @pytest.fixture(scope="module")

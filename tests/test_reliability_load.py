@@ -3,7 +3,8 @@ process takes valid, duplicate and invalid bundles from several clients for a bo
 every valid bundle sent is stored exactly once, nothing invalid is stored, duplicates are replays, there
 was no 5xx, and the transparency log verifies. The driver and the checks live in bench/bench_load.py
 (which also reports latency and throughput); here they run at a small size, and the check is shown to
-catch a broken store. ``pytest --long``: 8 clients for 30 s.
+catch a broken store (tests/test_bench_smoke.py runs the benchmark itself). ``pytest --long``: 8 clients
+for 30 s.
 """
 
 from __future__ import annotations
@@ -78,11 +79,3 @@ def test_concurrent_valid_duplicate_and_invalid_uploads_store_each_valid_bundle_
     finally:
         stop_server(proc)
 
-
-def test_bench_load_quick_smoke_reports_latency_and_throughput(bench_load):
-    rows = bench_load.run(quick=True, clients=2, seconds=1.0, pool=500)
-    by = {r["measure"].split(" (")[0]: r for r in rows}
-    assert by["upload latency p50 under load"]["value"] <= by["upload latency p99 under load"]["value"]
-    assert by["requests/s under load"]["value"] > 0 and by["requests/s under load"]["unit"] == "/s"
-    assert rows[-1]["ok"] is True  # stored exactly once, log verified
-    assert all({"measure", "value", "unit", "goal", "baseline", "ratio", "ok"} <= set(r) for r in rows)

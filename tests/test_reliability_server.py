@@ -133,6 +133,28 @@ def test_any_method_and_path_answers_without_server_error(live, method, parts, b
         assert_json_error(resp)
 
 
+weight_text = st.floats().map(repr) | st.sampled_from(
+    ["1e308", "1e-320", "0", "-0", "1e309", "9" * 400, "", "0x10", "1_000"]) | st.text(max_size=6)
+
+
+@settings(max_examples=PATH_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
+@given(weights=st.dictionaries(st.sampled_from(["weight.perf", "weight.throughput", "weight.memory",
+                                                "weight.robustness", "weight.fairness", "dataset.vader-movies-test",
+                                                "dataset.vader-tweets-test", "limit", "offset"]), weight_text,
+                               max_size=6))
+def test_extreme_board_weights_give_a_finite_ranking_or_a_json_refusal(live, weights):
+    """Query parameters the OpenAPI document cannot describe (weight.<metric>, dataset.<name>), on a filled board."""
+    resp = requests.get(f"{live['url']}/api/leaderboard/sentiment", params=weights, timeout=20)
+    assert resp.status_code in (200, 400), (weights, resp.status_code, resp.text[:300])
+    if resp.status_code == 400:
+        assert_json_error(resp)
+        return
+    board = json.loads(resp.text)  # strict JSON: no NaN or Infinity leaks into the answer
+    rows = board["rows"]
+    assert all(isinstance(r["dynascore"], float) and abs(r["dynascore"]) < float("inf") for r in rows)
+    assert [r["rank"] for r in rows] == sorted(r["rank"] for r in rows)
+
+
 def test_seeded_bundles_are_stored_once_after_the_fuzzing(live):
     """The fuzzing above added nothing: only the two real bundles are stored, and they still verify."""
     listed = requests.get(f"{live['url']}/api/bundles", timeout=10).json()

@@ -9,7 +9,8 @@ Recipe (verified on this kind of machine; two builds give the same image Id):
 2. ``debootstrap --variant=minbase`` bookworm from the host's Debian mirror, through
    a kept ``--make-tarball`` (the pinnable input of later builds);
 3. ``python3 -m venv /opt/venv`` in the chroot; the wheelhouse bind-mounted read-only,
-   ``pip install --no-index``; ``compileall -j 1 --invalidation-mode unchecked-hash``;
+   ``pip install --no-index``; every .pyc (Debian's too: py3compile's are not repeatable)
+   recompiled by ``compileall -j 1 --invalidation-mode unchecked-hash``;
 4. strip apt lists, caches, logs and machine-id; a deterministic layer tar
    (sorted, clamped mtimes, numeric root owner, no atime/ctime);
 5. a hand-written ``docker save`` archive whose config has ``created`` fixed from
@@ -41,7 +42,7 @@ from typing import Any, Callable, Iterator
 from dynadesk.errors import ImageBuildError
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 REPOSITORY = "dynadesk-evaluator"
 SUITE = "bookworm"
 INCLUDE = ("python3", "python3-venv")
@@ -146,7 +147,8 @@ def host_pins() -> dict[str, str]:
     return pins
 
 
-def _run(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None, timeout: float = 1800) -> str:
+def _run(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None, timeout: float = 1800,
+         check: bool = True) -> str:
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         fh.flush()
@@ -156,7 +158,7 @@ def _run(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ImageBuildError(f"{what} failed: {exc} (log: {log})") from exc
         fh.write(proc.stdout)
-    if proc.returncode != 0:
+    if proc.returncode != 0 and check:
         tail = "\n".join(proc.stdout.rstrip().splitlines()[-15:])
         raise ImageBuildError(f"{what} failed with exit code {proc.returncode} (log: {log}):\n{tail}")
     return proc.stdout
@@ -254,11 +256,11 @@ def _bind_ro(source: Path, target: Path) -> Iterator[None]:
         subprocess.run(["umount", "-l", str(target)], check=False)
 
 
-def _chroot(rootfs: Path, cmd: list[str], log: Path, what: str, epoch: int) -> str:
+def _chroot(rootfs: Path, cmd: list[str], log: Path, what: str, epoch: int, check: bool = True) -> str:
     """A command in the chroot with a clean environment (no host PIP_* settings leak in)."""
     env = {"PATH": CHROOT_PATH, "LANG": "C.UTF-8", "HOME": "/root", "PIP_DISABLE_PIP_VERSION_CHECK": "1",
            "PIP_NO_CACHE_DIR": "1", "PYTHONDONTWRITEBYTECODE": "1", "SOURCE_DATE_EPOCH": str(epoch)}
-    return _run(["chroot", str(rootfs), *cmd], log, what, env=env)
+    return _run(["chroot", str(rootfs), *cmd], log, what, env=env, check=check)
 
 
 def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: Path, compile_bytecode: bool,
@@ -280,12 +282,20 @@ def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: 
                              "--no-compile", "dynadesk-evaluator"], log, "pip install (in the chroot)", epoch)
     finally:
         (wheels / wheel.name).unlink(missing_ok=True)
-    for cache_dir in (rootfs / "opt/venv").rglob("__pycache__"):
-        shutil.rmtree(cache_dir, ignore_errors=True)
+    # Debian's py3compile ran during debootstrap in several processes, and marshal output depends on
+    # each interpreter's state: those .pyc files differ from build to build. Drop every .pyc and
+    # recompile in one process (-j 1), hash-based, which is byte-for-byte repeatable.
+    for tree in ("opt/venv", "usr/lib/python3.11", "usr/lib/python3/dist-packages"):
+        for cache_dir in list((rootfs / tree).rglob("__pycache__")):
+            shutil.rmtree(cache_dir, ignore_errors=True)
     if compile_bytecode:
         step("compileall")
-        _chroot(rootfs, ["/opt/venv/bin/python", "-m", "compileall", "-q", "-j", "1", "--invalidation-mode",
-                         "unchecked-hash", "-x", r"py31[2-9]_", "/opt/venv/lib"], log, "compileall", epoch)
+        compile_cmd = ["/opt/venv/bin/python", "-m", "compileall", "-q", "-j", "1", "--invalidation-mode",
+                       "unchecked-hash", "-x", r"py31[2-9]_|lib2to3/tests/data|/test/bad"]
+        # Debian's own Python files: a file that does not compile (test data) is skipped, the same every build.
+        _chroot(rootfs, compile_cmd + ["/usr/lib/python3.11", "/usr/lib/python3/dist-packages"], log,
+                "compileall (system Python)", epoch, check=False)
+        _chroot(rootfs, compile_cmd + ["/opt/venv/lib"], log, "compileall", epoch)
     _chroot(rootfs, ["/opt/venv/bin/python", "-m", "dynadesk.evaluator", "version"], log, "worker smoke test", epoch)
     dpkg = _chroot(rootfs, ["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Architecture}\n"], log,
                    "dpkg-query", epoch).splitlines()

@@ -123,7 +123,10 @@ def _try_options(func):
 @json_option
 @pass_app
 def try_cmd(app, name, text, as_json, **fields) -> None:
-    """Predict one example live, e.g. ``models try minilm-sentiment --statement "I loved it"``."""
+    """Predict one example live: the label and its probabilities (or the answer span).
+
+    Each task input is an option, e.g. ``models try minilm-sentiment --statement "I loved it"``.
+    """
     from dynadesk.errors import ValidationError
     from dynadesk.models.live import predict_live
     from dynadesk.tasks import get_task

@@ -9,6 +9,7 @@ from typing import Any
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
+from dynadesk.sync.schema import IMAGE_BUILD_KEYS
 from dynadesk.sync.bundle import utc_now_text
 from dynadesk.sync.merkle import read_predictions
 from dynadesk.audit.tolerances import declare
@@ -47,16 +48,20 @@ def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime
                               " workspace, so its digest cannot be stated") from None
         datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
     seeds = {k: v for k, v in ev.settings.items() if k == "seed" or k.endswith("_seed")}
+    evaluator = {"image_digest": ev.image_id, "version": ev.evaluator_version}
+    build = ev.settings.get("image_build") if ev.image_id else None
+    if isinstance(build, dict):  # Docker runs: what rebuilds the recorded image Id (dynadesk image build --epoch)
+        evaluator.update({k: build[k] for k in IMAGE_BUILD_KEYS if k in build})
     return {
         "created_at": utc_now_text(now),
         "task": ev.task,
         "model": {"name": model.name, "digest": model.digest},
         "datasets": datasets,
-        "evaluator": {"image_digest": ev.image_id, "version": ev.evaluator_version},
+        "evaluator": evaluator,
         "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},
         "environment": ev.environment,
         "seeds": seeds,
-        "settings": ev.settings,
+        "settings": {k: v for k, v in ev.settings.items() if k != "image_build"},  # image_build: in evaluator
         "metrics": [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
                      "deterministic": m.deterministic} for m in ev.metrics],
         "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),

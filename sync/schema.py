@@ -21,6 +21,9 @@ TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 RUNNER_KINDS = ("docker", "local")
 
 OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit (issue 9) added it
+# evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
+# auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
+IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
 PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner", "environment", "seeds",
                 "settings", "metrics", "predictions", "submitter", "evaluation_id"}
 
@@ -100,10 +103,19 @@ def check_payload(p: Any) -> None:
         text(d["split"], f"{w}.split", max_len=64)
         text(d["digest"], f"{w}.digest", DIGEST)
         integer(d["size"], f"{w}.size")
-    ev = obj(p["evaluator"], "payload.evaluator", {"image_digest", "version"})
+    ev = obj(p["evaluator"], "payload.evaluator")
+    obj(ev, "payload.evaluator", {"image_digest", "version"} | (set(IMAGE_BUILD_KEYS) & set(ev)))
     for k in ("image_digest", "version"):
         if ev[k] is not None:
             text(ev[k], f"payload.evaluator.{k}")
+    if set(IMAGE_BUILD_KEYS) & set(ev):
+        if ev["image_digest"] is None:
+            _fail("payload.evaluator", "records an image build but no image Id")
+        missing = [k for k in IMAGE_BUILD_KEYS if k not in ev]
+        if missing:
+            _fail("payload.evaluator", f"records an image build without {', '.join(missing)}")
+        integer(ev["source_date_epoch"], "payload.evaluator.source_date_epoch")
+        text(ev["input_digest"], "payload.evaluator.input_digest", DIGEST)
     r = obj(p["runner"], "payload.runner", {"kind", "sandboxed"})
     if r["kind"] not in RUNNER_KINDS:
         _fail("payload.runner.kind", f"must be one of {', '.join(RUNNER_KINDS)}, got {r['kind']!r:.40}")

@@ -30,6 +30,9 @@ def ensure_datasets(store, names=TEST_SETS, size: int = 12) -> None:
         store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts, source="test")
 
 
+IMAGE_EPOCH = 1_700_000_000  # the recorded image build's SOURCE_DATE_EPOCH
+
+
 def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, throughput: float = 900.0,
              memory: float = 0.4, robustness: float = 60.0, fairness: float = 80.0,
              datasets=TEST_SETS) -> int:
@@ -40,7 +43,9 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
         store.models.add(model, "sentiment", "bag-of-words", f"/models/{model}", digest,
                          {"task": "sentiment", "kind": "bag-of-words", "labels": list(LABELS)})
     m = store.models.get(model)
-    settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2}
+    settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2,
+                # what a Docker run records from the workspace's image build record (orchestration.image_build)
+                "image_build": {"source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}}
     ev = store.evaluations.create(m.id, "sentiment", "docker", True, settings, list(datasets), status="running")
     run_dir = Path(runs_dir) / str(ev)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -183,3 +183,45 @@ def test_measured_fields_use_the_declared_tolerance_and_scores_cannot_buy_one():
     perf = {"dataset": "d", "metric": "perf", "value": 70.0, "unit": "score", "deterministic": False}
     c = compare_metric(payload, perf, 70.0000001, "", "run 9")
     assert c.verdict == DIFFERS and c.fails and "schema says deterministic" in c.note
+
+
+def test_the_image_hint_names_the_recorded_build_epoch(made):
+    """The bundle signs the image build's SOURCE_DATE_EPOCH and input digest; the audit's hint gives the command."""
+    from _sync_helpers import IMAGE_EPOCH
+    from dynadesk.audit.inputs import rebuild_command, rebuild_hint
+
+    ws, store, run, bundle, folder = made
+    ev = bundle.payload["evaluator"]
+    assert ev["source_date_epoch"] == IMAGE_EPOCH and ev["input_digest"] == "sha256:" + "ef" * 32
+    image = audit_bundle(store, ws, bundle.raw).get("evaluator.image_digest")
+    assert image.verdict == NOT_COMPARABLE and image.expected == ev["image_digest"]  # the helper's Id is made up
+    assert f"'dynadesk image build --epoch {IMAGE_EPOCH}'" in image.note
+    assert ev["input_digest"] in image.note and ev["version"] in image.note
+    assert rebuild_command(ev) == f"dynadesk image build --epoch {IMAGE_EPOCH}"
+    old = {"image_digest": ev["image_digest"], "version": ev["version"]}  # a bundle from before the field
+    assert rebuild_command(old) == "dynadesk image build"
+    assert "does not record the build's SOURCE_DATE_EPOCH" in rebuild_hint(ev["version"], old)
+
+
+def test_a_docker_run_records_the_build_of_its_image(tmp_path):
+    """What evaluate() stores for a Docker run: the record of the image with the run's Id in the images cache."""
+    from dynadesk.orchestration.evaluate import image_build
+    from dynadesk.orchestration.image import ImageRecord, build_inputs
+
+    def record(image_id: str, epoch: int, inputs: str, created: str) -> None:
+        r = ImageRecord(tag="dynadesk-evaluator:x", image_id=image_id, layer_digest="sha256:" + "1" * 64,
+                        input_digest=inputs, evaluator_version="sha256:" + "2" * 64, schema_version=1,
+                        source_date_epoch=epoch, created=created, archive="a.tar", archive_sha256="3" * 64,
+                        size_bytes=1, debootstrap_tarball="d.tgz", debootstrap_sha256="4" * 64, mirror="m",
+                        suite="bookworm")
+        folder = tmp_path / "images"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{inputs[7:23]}.json").write_text(json.dumps(r.to_dict()), encoding="utf-8")
+
+    record("sha256:" + "a" * 64, 1_600_000_000, "sha256:" + "b" * 64, "2024-01-01T00:00:00Z")
+    record("sha256:" + "c" * 64, 1_700_000_000, "sha256:" + "d" * 64, "2024-02-01T00:00:00Z")
+    assert build_inputs(tmp_path, "sha256:" + "a" * 64) == {"source_date_epoch": 1_600_000_000,
+                                                            "input_digest": "sha256:" + "b" * 64}
+    assert image_build(tmp_path, "sha256:" + "c" * 64)["source_date_epoch"] == 1_700_000_000
+    assert build_inputs(tmp_path, "sha256:" + "e" * 64) is None  # built elsewhere: nothing is claimed
+    assert image_build(tmp_path, None) is None and image_build(None, "sha256:" + "a" * 64) is None

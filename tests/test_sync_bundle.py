@@ -9,7 +9,7 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from _sync_helpers import make_run, workspace_with_key
+from _sync_helpers import IMAGE_EPOCH, make_run, workspace_with_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from dynadesk.canonical import canonical_bytes, file_sha256
 from dynadesk.cli import cli
@@ -39,7 +39,9 @@ def test_bundle_states_the_run(made):
     assert p["model"]["digest"] == store.models.get("bow-a").digest
     assert [(d["name"], d["digest"], d["size"], d["split"]) for d in p["datasets"]] == [
         (n, store.datasets.get(n).digest, 12, "test") for n in rec.datasets]
-    assert p["evaluator"] == {"image_digest": rec.image_id, "version": rec.evaluator_version}
+    assert p["evaluator"] == {"image_digest": rec.image_id, "version": rec.evaluator_version,
+                              "source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}
+    assert "image_build" not in p["settings"]  # signed once, in evaluator
     assert p["runner"] == {"kind": "docker", "sandboxed": True}
     assert p["seeds"] == {"seed": 13} and p["settings"]["batch_size"] == 32
     assert {(m["dataset"], m["metric"], m["value"], m["unit"], m["deterministic"]) for m in p["metrics"]} == {
@@ -90,6 +92,8 @@ MUTATIONS = {
     "datasets.0.size": lambda v: v + 1,
     "evaluator.image_digest": _flip_hex,
     "evaluator.version": _flip_hex,
+    "evaluator.source_date_epoch": lambda v: v + 1,
+    "evaluator.input_digest": _flip_hex,
     "runner.kind": lambda v: "local",
     "runner.sandboxed": lambda v: not v,
     "environment.cpu": lambda v: v + " (faster)",
@@ -187,12 +191,34 @@ def test_non_canonical_encoding_is_malformed(made):
     (lambda p: p["runner"].update(kind="vm"), "runner.kind"),
     (lambda p: p["metrics"].append(dict(p["metrics"][0])), "repeats metric"),
     (lambda p: p["predictions"].update(merkle_root="XYZ"), "merkle_root"),
+    (lambda p: p["evaluator"].update(source_date_epoch="yesterday"), "evaluator.source_date_epoch"),
+    (lambda p: p["evaluator"].update(source_date_epoch=-1), "evaluator.source_date_epoch"),
+    (lambda p: p["evaluator"].update(input_digest="sha256:xyz"), "evaluator.input_digest"),
+    (lambda p: p["evaluator"].pop("input_digest"), "without input_digest"),
+    (lambda p: p["evaluator"].update(image_digest=None), "no image Id"),
+    (lambda p: p["evaluator"].update(base="debian"), "unknown field"),
 ])
 def test_malformed_payload_names_the_field(made, mutate, message):
     payload = copy.deepcopy(made[3].payload)
     mutate(payload)
     with pytest.raises(BundleFormatError, match=message):
         parse_bundle(_resealed(made[3], payload))
+
+
+def test_bundles_without_the_image_build_still_parse(made):
+    """Older bundles and local runs carry no build epoch / input digest: well-formed, and still signed."""
+    ws, store, ev, b = made
+    payload = copy.deepcopy(b.payload)
+    del payload["evaluator"]["source_date_epoch"], payload["evaluator"]["input_digest"]
+    old = parse_bundle(_resealed(b, payload))
+    assert set(old.payload["evaluator"]) == {"image_digest", "version"}
+    with pytest.raises(SignatureError):  # dropping the fields is a change to what was signed
+        verify_bundle(old)
+    settings = {k: v for k, v in store.evaluations.get(ev).settings.items() if k != "image_build"}
+    store.evaluations.update(ev, settings=settings)  # a run that recorded no image build
+    fresh = create_bundle(ws, store, ev)
+    assert set(fresh.payload["evaluator"]) == {"image_digest", "version"}
+    verify_bundle(parse_bundle(fresh.raw))
 
 
 def test_thousand_random_byte_modifications_are_all_rejected(made):

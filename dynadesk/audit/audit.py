@@ -31,8 +31,10 @@ def signature_check(bundle) -> Check:
 def audit_bundle(store, workspace, raw: bytes, *, where: str = "bundle", model_path: str | Path | None = None,
                  rerun: bool = False, runner: str | None = None, against: int | None = None,
                  server: str | None = None, server_key: bytes | None = None, client=None,
-                 progress: Callable[[dict[str, Any]], None] | None = None) -> AuditReport:
-    """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead."""
+                 progress: Callable[[dict[str, Any]], None] | None = None, cancel=None) -> AuditReport:
+    """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead.
+
+    ``cancel`` (a :class:`threading.Event`) stops a re-run; the report is then ``incomplete``."""
     from dynadesk.sync.bundle import parse_bundle
 
     bundle = parse_bundle(raw, where)
@@ -59,7 +61,7 @@ def audit_bundle(store, workspace, raw: bytes, *, where: str = "bundle", model_p
         from dynadesk.audit.rerun import rerun as do_rerun
 
         try:
-            record = do_rerun(store, workspace, p, loc, runner, client, progress)
+            record = do_rerun(store, workspace, p, loc, runner, client, progress, cancel)
         except AuditError as exc:
             report.add(Check("rerun", DETERMINISTIC, NOT_COMPARABLE, None, None, str(exc)))
             report.incomplete = True

@@ -103,9 +103,25 @@ def check_evaluator_code(payload: dict[str, Any]) -> Check:
                  "this host's evaluator code differs: a local re-run runs other code (check out the recorded version)")
 
 
-def rebuild_hint(version: str | None) -> str:
-    return (f"rebuild it with 'dynadesk image build' from a checkout whose evaluator version is {version} "
-            "(the build is reproducible: equal inputs give the same image Id) and compare the Id")
+def rebuild_command(evaluator: dict[str, Any]) -> str:
+    """The build command that reproduces the recorded image Id: the epoch is baked into the image config."""
+    epoch = evaluator.get("source_date_epoch")
+    return "dynadesk image build" + (f" --epoch {epoch}" if isinstance(epoch, int) and not isinstance(epoch, bool)
+                                     else "")
+
+
+def rebuild_hint(version: str | None, evaluator: dict[str, Any] | None = None) -> str:
+    """How an auditor rebuilds the recorded image; ``evaluator`` is the payload's (its build epoch and inputs)."""
+    evaluator = evaluator or {}
+    command = rebuild_command(evaluator)
+    hint = f"rebuild it with '{command}' from a checkout whose evaluator version is {version}"
+    if "--epoch" in command:
+        inputs = evaluator.get("input_digest")
+        return (hint + " (the build is reproducible: the same inputs" + (f" — input digest {inputs}, shown by "
+                "'dynadesk image show' —" if inputs else "") + " and the recorded SOURCE_DATE_EPOCH give the same "
+                "image Id) and compare the Id")
+    return (hint + " (the build is reproducible, but this bundle does not record the build's SOURCE_DATE_EPOCH, "
+            "which is baked into the image config: without the same --epoch the Id differs) and compare the Id")
 
 
 def check_image(payload: dict[str, Any], client=None) -> Check:
@@ -128,12 +144,12 @@ def check_image(payload: dict[str, Any], client=None) -> Check:
         local = client.images.get(tag).id if tag and _has_image(client, tag) else None
     except (DynaDeskError, docker.errors.DockerException) as exc:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
-                     f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version)}")
+                     f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version, payload['evaluator'])}")
     if local is not None:
         return Check("evaluator.image_digest", ENVIRONMENT, DIFFERS, expected, local,
-                     f"the local image {tag} has another Id; {rebuild_hint(version)}")
+                     f"the local image {tag} has another Id; {rebuild_hint(version, payload['evaluator'])}")
     return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
-                 f"no image with this Id here; {rebuild_hint(version)}")
+                 f"no image with this Id here; {rebuild_hint(version, payload['evaluator'])}")
 
 
 def _has_image(client, name: str) -> bool:

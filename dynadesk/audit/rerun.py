@@ -46,14 +46,16 @@ def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
 
 
 def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
-          client=None, progress: Callable[[dict], None] | None = None):
-    """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done."""
+          client=None, progress: Callable[[dict], None] | None = None, cancel=None):
+    """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done.
+
+    ``cancel`` (a :class:`threading.Event`) stops the re-run; the run is stored ``cancelled``."""
     from dynadesk.orchestration.evaluate import evaluate
 
     kind = runner or payload["runner"]["kind"]
     image = payload["evaluator"]["image_digest"] if kind == "docker" else None
     if kind == "docker" and image is not None:
-        _require_image(image, payload["evaluator"]["version"], client)
+        _require_image(image, payload["evaluator"]["version"], client, payload["evaluator"])
     names = [d["name"] for d in payload["datasets"]]
     missing = [n for n in names if not store.datasets.exists(n)]
     if missing:
@@ -61,7 +63,7 @@ def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner:
     model_name = model_for_rerun(store, payload, loc)
     try:
         record = evaluate(store, workspace, model_name, names, runner=kind, image=image, client=client,
-                          progress=progress, **recorded_settings(payload))
+                          progress=progress, cancel=cancel, **recorded_settings(payload))
     except AuditError:
         raise
     except DynaDeskError as exc:
@@ -71,7 +73,7 @@ def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner:
     return record
 
 
-def _require_image(image: str, version: str | None, client) -> None:
+def _require_image(image: str, version: str | None, client, evaluator: dict[str, Any] | None = None) -> None:
     from dynadesk.orchestration.runners import docker_client
 
     try:
@@ -79,7 +81,7 @@ def _require_image(image: str, version: str | None, client) -> None:
 
         (client or docker_client()).images.get(image)
     except docker.errors.ImageNotFound:
-        raise AuditError(f"the recorded evaluator image {image} is not in Docker: {rebuild_hint(version)};"
+        raise AuditError(f"the recorded evaluator image {image} is not in Docker: {rebuild_hint(version, evaluator)};"
                          " or re-run with --runner local") from None
     except DynaDeskError as exc:
         raise AuditError(f"cannot re-run in the recorded image: {exc}") from exc

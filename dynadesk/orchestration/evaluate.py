@@ -161,7 +161,7 @@ def evaluate(store, workspace, model_name: str, datasets: list[str] | None = Non
         {**asdict(settings), "limits": limits.to_dict(), **run.describe()}, [d.name for d in chosen], status="queued")
     run_dir = prepare(store, workspace, run_id, model, task, chosen, settings)
     store.evaluations.update(run_id, run_dir=str(run_dir), evaluator_version=evaluator_version())
-    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel)
+    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
 
 
 def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn | None = None,
@@ -179,12 +179,13 @@ def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn |
     model = store.models.get_by_id(record.model_id)
     run = make_runner(record.runner, record.settings.get("image"), client)
     limits = Limits(**record.settings.get("limits", {}))
-    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel)
+    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
 
 
 def _execute(store, run_id: int, model_dir: Path, run: Runner, limits: Limits, progress: ProgressFn | None,
-             cancel: threading.Event | None) -> EvaluationRecord:
-    run_dir = Path(store.evaluations.get(run_id).run_dir)
+             cancel: threading.Event | None, images_dir: Path | None = None) -> EvaluationRecord:
+    record = store.evaluations.get(run_id)
+    run_dir = Path(record.run_dir)
     paths = RunPaths(spec_dir=run_dir / "spec", data_dir=run_dir / "data", model_dir=model_dir,
                      out_dir=run_dir / "out")
     paths.out_dir.mkdir(exist_ok=True)
@@ -192,10 +193,16 @@ def _execute(store, run_id: int, model_dir: Path, run: Runner, limits: Limits, p
         store.evaluations.update(run_id, status="failed", verdict="error", finished_at=now_iso(),
                                  error=f"model folder {model_dir} is missing")
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
-    image_id = None
+    image_id, extra = None, {}
     if isinstance(run, DockerRunner):
         image_id = _image_id(run)
-    store.evaluations.update(run_id, status="running", verdict=None, error=None, started_at=now_iso(),
+        settings = {k: v for k, v in record.settings.items() if k != "image_build"}
+        build = image_build(images_dir, image_id)
+        if build is not None:  # the epoch and inputs that rebuild this Id (signed into the bundle)
+            settings["image_build"] = build
+        if settings != record.settings:
+            extra["settings"] = settings
+    store.evaluations.update(run_id, **extra, status="running", verdict=None, error=None, started_at=now_iso(),
                              finished_at=None, pid=os.getpid(), host=socket.gethostname(), image_id=image_id)
     if progress:
         progress({"phase": "start", "run": run_id})
@@ -239,6 +246,13 @@ def _store_results(store, run_id: int, out: Path, outcome: RunOutcome) -> Evalua
                                   profile=profile, environment=environment, log=outcome.log[-MAX_DB_LOG:],
                                   finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
     return store.evaluations.get(run_id)
+
+
+def image_build(images_dir: Path | None, image_id: str | None) -> dict[str, Any] | None:
+    """The build epoch and input digest of the image with this Id, from the workspace's image records."""
+    from dynadesk.orchestration.image import build_inputs
+
+    return build_inputs(images_dir, image_id) if images_dir is not None else None
 
 
 def _image_id(run: DockerRunner) -> str | None:

@@ -399,6 +399,21 @@ def list_records(cache: Path) -> list[ImageRecord]:
     return sorted(records, key=lambda r: r.created, reverse=True)
 
 
+def build_inputs(cache: Path, image_id: str | None) -> dict[str, Any] | None:
+    """``{"source_date_epoch", "input_digest"}`` of the image built in ``cache`` with this Id, or None.
+
+    A run on the Docker runner records them (settings ``image_build``) and its bundle signs them, so an
+    auditor can rebuild the recorded Id with ``dynadesk image build --epoch N``: the epoch is baked into
+    the image config, so the Id depends on it as much as on the inputs.
+    """
+    if not image_id:
+        return None
+    for record in list_records(cache):
+        if record.image_id == image_id:
+            return {"source_date_epoch": int(record.source_date_epoch), "input_digest": record.input_digest}
+    return None
+
+
 def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, compile_bytecode: bool = True,
                 tarball: Path | None = None, client=None, step: StepFn | None = None) -> ImageRecord:
     """Build (or reuse) the evaluator image for this checkout and load it into Docker.

@@ -1,18 +1,35 @@
-"""Audit: open a bundle file and verify its signature and key binding, with its contents
-field by field. Re-running a bundle and the match / within-tolerance / differs verdict come
-with the audit library (issue 9); until then this page verifies only, and says so."""
+"""Audit: open a bundle file, verify its signature and key binding, then check the inputs it
+names or re-run it and compare field by field (identical / within tolerance / differs / not
+comparable), through :class:`~dynadesk.gui.services.audit.AuditService` on a pool worker."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QProgressBar,
+                               QPushButton, QTabWidget, QWidget)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
+
+# Verdict -> cell colour (background, text); the names are those of dynadesk.audit.report.
+VERDICT_COLOURS = {
+    "identical": ("#e8f5e9", "#1b5e20"),
+    "within tolerance": ("#fff8e1", "#6d4c00"),
+    "differs": ("#fdecea", "#b71c1c"),
+    "not comparable": ("#eceff1", "#37474f"),
+}
+CHECK_COLUMNS = ["field", "kind", "verdict", "expected", "actual", "tolerance", "note"]
+RUNNERS = [("as recorded", None), ("docker (sandboxed)", "docker"), ("local (not sandboxed)", "local")]
+
+
+def cell(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def flatten(obj, prefix: str = "") -> list[tuple[str, str]]:
@@ -33,14 +50,17 @@ def flatten(obj, prefix: str = "") -> list[tuple[str, str]]:
 class AuditPage(Page):
     title = "Audit"
 
-    def __init__(self, service: BundlesService, parent: QWidget | None = None):
+    def __init__(self, service: BundlesService, audit_service=None, parent: QWidget | None = None):
         super().__init__(parent)
         self._svc = service
+        self._audit = audit_service
         self.bundle = None
+        self.report = None
         lay = self.body()
         row = QHBoxLayout()
         self.path_edit = QLineEdit()
         self.path_edit.setPlaceholderText("a bundle file (.json)")
+        self.path_edit.textChanged.connect(lambda _t: self._sync_buttons())
         row.addWidget(self.path_edit, 1)
         browse = QPushButton("Open…")
         browse.clicked.connect(self._browse)
@@ -48,22 +68,76 @@ class AuditPage(Page):
         self.verify_button = QPushButton("Verify")
         self.verify_button.clicked.connect(self.verify)
         row.addWidget(self.verify_button)
-        self.rerun_button = QPushButton("Re-run and compare")
-        self.rerun_available = importlib.util.find_spec("dynadesk.audit") is not None
-        self.rerun_button.setEnabled(False)
-        self.rerun_button.setToolTip("Needs the audit library (issue 9), not installed in this build")
-        row.addWidget(self.rerun_button)
         lay.addLayout(row)
+
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Model folder:"))
+        self.model_edit = QLineEdit()
+        self.model_edit.setPlaceholderText("optional: where the bundle's model is (else the registered one)")
+        row.addWidget(self.model_edit, 1)
+        row.addWidget(QLabel("Runner:"))
+        self.runner_combo = QComboBox()
+        for label, value in RUNNERS:
+            self.runner_combo.addItem(label, value)
+        row.addWidget(self.runner_combo)
+        self.check_button = QPushButton("Check inputs")
+        self.check_button.setToolTip("Signature, model folder, datasets, evaluator image and code: no re-run")
+        self.check_button.clicked.connect(lambda: self.start_audit(rerun=False))
+        row.addWidget(self.check_button)
+        self.rerun_button = QPushButton("Re-run and compare")
+        self.rerun_button.setToolTip("Evaluate the bundle again with its recorded settings and compare every field")
+        self.rerun_button.clicked.connect(lambda: self.start_audit(rerun=True))
+        row.addWidget(self.rerun_button)
+        self.cancel_button = QPushButton("■ Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.cancel_button)
+        lay.addLayout(row)
+        self.rerun_available = audit_service is not None
+
         self.scope = Banner(self, closable=False)
-        self.scope.show_message("Verification only: this build checks the bundle's format, its signature and the "
-                                "key fingerprint. Re-running the evaluation and the field-by-field match / "
-                                "within tolerance / differs verdict arrive with the audit library (issue 9).", "info")
+        if not self.rerun_available:
+            self.scope.show_message("Verification only: the audit library (dynadesk.audit) is not installed in "
+                                    "this build, so inputs cannot be checked nor the bundle re-run.", "warn")
         lay.addWidget(self.scope)
+        self.progress = QProgressBar()
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        lay.addWidget(self.progress)
         self.verdict = QLabel()
         self.verdict.setStyleSheet("font-size:14pt; font-weight:bold")
+        self.verdict.setWordWrap(True)
         lay.addWidget(self.verdict)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        lay.addWidget(self.summary)
+        self.tabs = QTabWidget()
+        self.checks = table(CHECK_COLUMNS)
+        self.tabs.addTab(self.checks, "Verdicts")
         self.fields = table(["field", "value"])
-        lay.addWidget(self.fields, 1)
+        self.tabs.addTab(self.fields, "Bundle contents")
+        self.log_view = QPlainTextEdit()
+        self.log_view.setReadOnly(True)
+        self.tabs.addTab(self.log_view, "Log")
+        lay.addWidget(self.tabs, 1)
+        if audit_service is not None:
+            audit_service.progress.connect(self._on_progress)
+            audit_service.log.connect(self.log_view.appendPlainText)
+            audit_service.finished.connect(self._on_report)
+            audit_service.failed.connect(self._on_failed)
+            audit_service.cancelled.connect(self._on_cancelled)
+            audit_service.done.connect(self._on_done)
+        self._sync_buttons()
+
+    # ------------------------------------------------------------ helpers
+    def _sync_buttons(self) -> None:
+        running = self._audit is not None and self._audit.running
+        can = self.rerun_available and bool(self.path_edit.text().strip()) and not running
+        self.check_button.setEnabled(can)
+        self.rerun_button.setEnabled(can)
+        self.runner_combo.setEnabled(self.rerun_available and not running)
+        self.verify_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open bundle", "", "Bundles (*.json);;All (*)")
@@ -71,11 +145,12 @@ class AuditPage(Page):
             self.path_edit.setText(path)
             self.verify()
 
-    def verify(self) -> None:
+    # ------------------------------------------------------------- verify
+    def verify(self) -> bool:
         path = self.path_edit.text().strip()
         if not path:
             self.banner.error("Choose a bundle file.")
-            return
+            return False
         self.fields.setRowCount(0)
         try:
             bundle = self._svc.verify_file(path)
@@ -83,7 +158,7 @@ class AuditPage(Page):
             self.bundle = None
             self.verdict.setText("<span style='color:#b71c1c'>✘ does not verify</span>")
             self.banner.error(str(exc))
-            return
+            return False
         self.bundle = bundle
         self.banner.clear()
         self.verdict.setText(f"<span style='color:#1b5e20'>✔ signature valid</span> — key "
@@ -91,7 +166,89 @@ class AuditPage(Page):
         rows = [("bundle id", bundle.id), ("signature", "valid (ed25519)"),
                 ("key fingerprint", bundle.key_fingerprint)] + flatten(bundle.payload, "payload")
         fill(self.fields, [list(r) for r in rows])
+        return True
+
+    # -------------------------------------------------------------- audit
+    def start_audit(self, rerun: bool) -> None:
+        if self._audit is None or self._audit.running:
+            return
+        path = self.path_edit.text().strip()
+        if not path:
+            self.banner.error("Choose a bundle file.")
+            return
+        self.verify()  # shows the contents; a bad signature is also a verdict row, a bad format fails the job
+        self.report = None
+        self.checks.setRowCount(0)
+        self.summary.clear()
+        self.log_view.clear()
+        self.progress.setRange(0, 0)
+        self.progress.setFormat("starting…")
+        self.progress.show()
+        try:
+            self._audit.audit(path, rerun=rerun, runner=self.runner_combo.currentData() if rerun else None,
+                              model_path=self.model_edit.text().strip() or None)
+        except RuntimeError as exc:
+            self.banner.error(str(exc))
+        self.tabs.setCurrentWidget(self.log_view if rerun else self.checks)
+        self._sync_buttons()
+
+    def cancel(self) -> None:
+        if self._audit is not None:
+            self._audit.cancel()
+            self.progress.setFormat("cancelling…")
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+            self.progress.setValue(min(done, total))
+        else:
+            self.progress.setRange(0, 0)
+        self.progress.setFormat(message.replace("%", "%%") or "working…")
+
+    def _on_report(self, report) -> None:
+        self.report = report
+        self.show_report(report)
+        self.tabs.setCurrentWidget(self.checks)
+
+    def show_report(self, report) -> None:
+        rows = [[c.field, c.kind, c.verdict, cell(c.expected), cell(c.actual),
+                 "" if c.tolerance is None else f"±{c.tolerance * 100:g}%", c.note] for c in report.checks]
+        fill(self.checks, rows)
+        col = CHECK_COLUMNS.index("verdict")
+        for r, c in enumerate(report.checks):
+            bg, fg = VERDICT_COLOURS[c.verdict]
+            item = self.checks.item(r, col)
+            item.setBackground(QBrush(QColor(bg)))
+            item.setForeground(QBrush(QColor(fg)))
+            if c.fails:
+                item.setText(f"{c.verdict} ✘")
+        counts = report.counts()
+        parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+        if report.incomplete:
+            head, colour = "⚠ incomplete: the re-run could not be made", "#6d4c00"
+        elif report.ok:
+            head, colour = "✔ audit passed", "#1b5e20"
+        else:
+            head, colour = f"✘ audit failed: {len(report.failures)} field(s) differ", "#b71c1c"
+        self.verdict.setText(f"<span style='color:{colour}'>{head}</span>")
+        failures = "" if report.ok else " — failing: " + ", ".join(c.field for c in report.failures)
+        rerun = f" — compared with run {report.rerun_id}" if report.rerun_id is not None else ""
+        self.summary.setText(f"{report.task} / {report.model}: {len(report.checks)} checks ({parts}){rerun}"
+                             f"{failures}." + "".join(f"\n• {n}" for n in report.notes))
+
+    def _on_failed(self, message: str) -> None:
+        self.verdict.setText("<span style='color:#b71c1c'>✘ audit could not be made</span>")
+        self.banner.error(message)
+
+    def _on_cancelled(self) -> None:
+        self.verdict.setText("<span style='color:#6d4c00'>■ audit cancelled</span>")
+        self.summary.setText("The re-run was cancelled; nothing was compared.")
+        self.banner.show_message("Audit cancelled.", "warn")
+
+    def _on_done(self) -> None:
+        self.progress.hide()
+        self._sync_buttons()
 
 
 def make(services, parent: QWidget | None = None) -> AuditPage:
-    return AuditPage(services.extra["bundles"], parent=parent)
+    return AuditPage(services.extra["bundles"], services.extra.get("audit"), parent=parent)

@@ -51,3 +51,7 @@ def _add_area_services(services: Services) -> None:
 
         bundles = services.extra["bundles"] = BundlesService(services.ws)
         bundles.queueChanged.connect(services.status.refresh_queue)
+    if importlib.util.find_spec("dynadesk.audit") is not None:
+        from dynadesk.gui.services.audit import AuditService
+
+        services.extra["audit"] = AuditService(services.ws)

@@ -1,0 +1,100 @@
+"""Audits over :mod:`dynadesk.audit`: check a bundle's inputs, or re-run it and compare field by field.
+
+Both run on a pool worker with their own store connection. A re-run's worker
+events become ``progress``/``log`` signals and ``cancel()`` sets the event the
+runner polls, so the re-run stops (stored ``cancelled``) and the audit ends
+``cancelled``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.gui.services.evaluation import describe_event
+from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.gui.workers import Worker, WorkContext, start
+
+
+class AuditService(QObject):
+    started = Signal()
+    progress = Signal(int, int, str)  # done, total, message
+    log = Signal(str)
+    finished = Signal(object)  # AuditReport
+    failed = Signal(str)
+    cancelled = Signal()
+    done = Signal()
+
+    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
+        super().__init__(parent)
+        self._ws = ws
+        self._worker: Worker | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._worker is not None
+
+    def audit(self, path: str | Path, *, rerun: bool = False, runner: str | None = None,
+              model_path: str | None = None, server: str | None = None) -> Worker:
+        """Start an audit of the bundle file at ``path``; ``rerun`` evaluates it again with ``runner``."""
+        if self._worker is not None:
+            raise RuntimeError("an audit is already running")
+        ws = self._ws
+        p = Path(path)
+
+        def job(ctx: WorkContext):
+            from dynadesk.audit.audit import audit_bundle
+
+            try:
+                raw = p.read_bytes()
+            except OSError as exc:
+                raise DynaDeskError(f"cannot read {p}: {exc}") from exc
+            ctx.log(f"== audit {p.name}" + (f": re-run with the {runner or 'recorded'} runner" if rerun else
+                                              ": checking the inputs it names"))
+            ctx.progress(0, 0, "checking the signature and inputs")
+
+            def on_event(event: dict[str, Any]) -> None:
+                done = int(event.get("overall_done", event.get("done", 0)) or 0)
+                total = int(event.get("overall_total", event.get("total", 0)) or 0)
+                text = describe_event(event)
+                ctx.progress(done, total, f"re-run: {text}")
+                ctx.log(text)
+
+            store = ws.open_store()
+            try:
+                report = audit_bundle(store, ws.workspace, raw, where=str(p), model_path=model_path or None,
+                                      rerun=rerun, runner=runner or None, server=server or None,
+                                      progress=on_event, cancel=ctx.cancel_event)
+            finally:
+                store.close()
+            ctx.log(f"== {'OK' if report.ok else 'FAILED'}: " +
+                    ", ".join(f"{n} {v}" for v, n in report.counts().items()))
+            return report
+
+        worker = Worker(job)
+        worker.signals.progress.connect(self.progress)
+        worker.signals.log.connect(self.log)
+        worker.signals.finished.connect(self.finished)
+        worker.signals.failed.connect(self.failed)
+        worker.signals.cancelled.connect(self.cancelled)
+        worker.signals.done.connect(self._done)
+        self._worker = worker
+        self.started.emit()
+        return start(worker)
+
+    def cancel(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            self.log.emit("== cancel requested: stopping the re-run")
+
+    def _done(self) -> None:
+        self._worker = None
+        self.done.emit()
+
+    def close(self) -> None:
+        """On quit: stop a running re-run so its worker process does not outlive the app."""
+        if self._worker is not None:
+            self._worker.cancel()

@@ -128,4 +128,4 @@ def test_a_forged_metric_differs_after_a_rerun_and_a_rerun_can_be_cancelled(gui,
     qtbot.waitUntil(lambda: page.rerun_button.isEnabled(), timeout=10_000)
     assert "cancelled" in page.verdict.text() and page.banner.kind == "warn"
     new = [r for r in services.ws.store.evaluations.list() if r.id not in {b.id for b in before}]
-    assert all(r.status == "cancelled" for r in new), [(r.id, r.status) for r in new]
+    assert new and all(r.status == "cancelled" for r in new), [(r.id, r.status) for r in new]

@@ -131,6 +131,22 @@ def evaluate_models(store, workspace, state: DemoState, models: list[str], step:
         step.note(f"{name}: evaluation #{record.id} succeeded")
 
 
+def print_test_scores(store, state: DemoState, echo: Echo) -> None:
+    """Macro-F1 of every model on each test set; MiniLM must beat both baselines on every one."""
+    scores: dict[str, dict[str, float]] = {}
+    for name, run_id in state.evaluations.items():
+        rec = store.evaluations.get(run_id)
+        scores[name] = {m.dataset: m.value for m in rec.metrics if m.metric == "macro_f1"}
+    short = [d.removeprefix("vader-").removesuffix("-test") for d in TEST_SETS]
+    echo("    " + f"{'test macro-F1':<26}" + "".join(f"{s:>9}" for s in short))
+    for name, per in scores.items():
+        echo("    " + f"{name:<26}" + "".join(f"{per.get(d, float('nan')):9.2f}" for d in TEST_SETS))
+    best, baselines = "minilm-sentiment", ("bag-of-words-sentiment", "majority-sentiment")
+    if best in scores and all(b in scores for b in baselines):
+        beaten = [d for d in TEST_SETS if all(scores[best][d] > scores[b][d] for b in baselines)]
+        echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
+
+
 def print_leaderboard(store, echo: Echo) -> str:
     from dynadesk.scoring.leaderboard import build_leaderboard
 
@@ -291,6 +307,8 @@ def run_demo(workspace, store, runner: str = "auto", echo: Echo = print, reaudit
 
     steps.start("Evaluate every demo model")
     evaluate_models(store, workspace, state, models, steps)
+
+    print_test_scores(store, state, echo)
 
     steps.start("Dynascore leaderboard (default weights: perf 4, others 1)")
     state.best_model = print_leaderboard(store, echo)

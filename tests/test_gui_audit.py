@@ -14,24 +14,32 @@ from gui_support import make_window
 pytestmark = pytest.mark.qt
 
 
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.keys import generate_key
     from dynadesk.workspace import Workspace
     from eval_support import setup_workspace
 
-    ws = Workspace(tmp_path / "ws").ensure()
+    tmp = tmp_path_factory.mktemp("gui-audit")
+    ws = Workspace(tmp / "ws").ensure()
     store = ws.open_store()
     generate_key(ws.keys_dir)
-    setup_workspace(store, tmp_path, sizes=(16, 8))
+    setup_workspace(store, tmp, sizes=(16, 8))
     run = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
-    path = tmp_path / "bundle.json"
+    path = tmp / "bundle.json"
     path.write_bytes(bundle.raw)
     store.close()
+    return ws, run, bundle, path
+
+
+@pytest.fixture
+def gui(require_qt, qtbot, tmp_path, made):
+    ws, run, bundle, path = made
     services, window = make_window(qtbot, tmp_path, ws.home)
     yield services, window, run, bundle, path
     window.close()
@@ -51,11 +59,12 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     page.path_edit.setText(str(path))
     assert page.check_button.isEnabled() and page.rerun_button.isEnabled()
 
-    with qtbot.waitSignal(svc.finished, timeout=60_000) as got:
-        qtbot.mouseClick(page.check_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(svc.done, timeout=60_000):  # done (buttons back) comes after finished
+        with qtbot.waitSignal(svc.finished, timeout=60_000) as got:
+            qtbot.mouseClick(page.check_button, Qt.MouseButton.LeftButton)
     report = got.args[0]
     assert report.rerun_id is None and page.report is report
-    qtbot.waitUntil(lambda: page.check_button.isEnabled(), timeout=5000)
+    assert page.check_button.isEnabled() and not page.progress.isVisible()
     table = rows(page)
     assert list(table) == [c.field for c in report.checks]
     assert table["signature"][1:3] == ["integrity", "identical"]
@@ -64,9 +73,10 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     assert f"{len(report.checks)} checks" in page.summary.text() and "not re-computed" in page.summary.text()
 
     page.runner_combo.setCurrentIndex(page.runner_combo.findData("local"))
-    with qtbot.waitSignal(svc.finished, timeout=120_000) as got:
-        qtbot.mouseClick(page.rerun_button, Qt.MouseButton.LeftButton)
-        assert page.cancel_button.isEnabled() and not page.rerun_button.isEnabled()
+    with qtbot.waitSignal(svc.done, timeout=120_000):  # done (buttons back) comes after finished
+        with qtbot.waitSignal(svc.finished, timeout=120_000) as got:
+            qtbot.mouseClick(page.rerun_button, Qt.MouseButton.LeftButton)
+            assert page.cancel_button.isEnabled() and not page.rerun_button.isEnabled()
     report = got.args[0]
     assert report.ok and not report.incomplete and report.rerun_id not in (None, run.id)
     assert services.ws.store.evaluations.get(report.rerun_id).status == "succeeded"
@@ -111,8 +121,9 @@ def test_a_forged_metric_differs_after_a_rerun_and_a_rerun_can_be_cancelled(gui,
     page = window.show_page("audit")
     page.path_edit.setText(str(forged))
     page.runner_combo.setCurrentIndex(page.runner_combo.findData("local"))
-    with qtbot.waitSignal(svc.finished, timeout=120_000) as got:
-        qtbot.mouseClick(page.rerun_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(svc.done, timeout=120_000):  # done (buttons back) comes after finished
+        with qtbot.waitSignal(svc.finished, timeout=120_000) as got:
+            qtbot.mouseClick(page.rerun_button, Qt.MouseButton.LeftButton)
     report = got.args[0]
     assert [c.field for c in report.failures] == ["metrics[set1-test].perf"]
     table = rows(page)

@@ -20,6 +20,22 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def prepare_smoke_workspace(home: Path) -> None:
+    """A workspace holding one small torch model (bag-of-words), so --smoke really loads torch and predicts."""
+    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.registry import register_model
+    from dynadesk.workspace import Workspace
+
+    words = {"positive": "great lovely superb", "negative": "awful boring dreadful", "neutral": "okay plain average"}
+    examples = [{"statement": f"a {w} film number {i}", "label": lab}
+                for i in range(20) for lab, ws in words.items() for w in ws.split()]
+    folder = home / "models" / "smoke-bow"
+    train_bag_of_words(folder, "sentiment", ["negative", "neutral", "positive"], ["statement"], examples, epochs=3)
+    store = Workspace(home).open_store()
+    register_model(store, folder, "sentiment", name="smoke-bow")
+    store.close()
+
+
 def main() -> int:
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
@@ -34,6 +50,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
     env.pop("QT_QPA_PLATFORM", None)
     with tempfile.TemporaryDirectory() as home:
+        prepare_smoke_workspace(Path(home))
         t1 = time.monotonic()
         proc = subprocess.run([str(binary), "--smoke", "--home", home], env=env, capture_output=True, text=True,
                               timeout=600)

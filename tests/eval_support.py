@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from dynadesk.datasets import dataset_digest
 from tiny_models import make_tiny_classifier
 
 REPO = Path(__file__).resolve().parents[1]
-IMAGE_CACHE = REPO / ".cache" / "dynadesk-images"
+# Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the
+# debootstrap tarball and, when the inputs are unchanged, the image itself.
+IMAGE_CACHE = Path(os.environ.get("DYNADESK_TEST_CACHE", Path.home() / ".cache" / "dynadesk-test")) / "images"
 LABELS = ["negative", "neutral", "positive"]
 WORDS = "the movie film book food was good bad great terrible awful love hate really very not ok".split()
 

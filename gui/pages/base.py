@@ -102,3 +102,15 @@ class Page(QWidget):
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return None
+
+
+def refill_combo(combo, items) -> None:
+    """Replace a combo box's items without firing change signals, keeping the current choice if it remains."""
+    items = list(items)
+    current = combo.currentText()
+    combo.blockSignals(True)
+    combo.clear()
+    combo.addItems(items)
+    if current in items:
+        combo.setCurrentText(current)
+    combo.blockSignals(False)

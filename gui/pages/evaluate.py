@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QListWidget, QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox,
                                QSplitter, QVBoxLayout, QWidget)
 
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
@@ -159,14 +159,7 @@ class EvaluatePage(Page):
             self.gpu.setChecked(self._settings.get("gpu"))
 
     def refresh(self) -> None:
-        tasks = list(self.guard(self._data.tasks) or {})
-        cur = self.task_combo.currentText()
-        self.task_combo.blockSignals(True)
-        self.task_combo.clear()
-        self.task_combo.addItems(tasks)
-        if cur in tasks:
-            self.task_combo.setCurrentText(cur)
-        self.task_combo.blockSignals(False)
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
         self._fill_choices()
         self.refresh_runs()
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroup
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import RadarChart
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import default_metrics
@@ -131,14 +131,7 @@ class LeaderboardPage(Page):
         return [r.model for r in self.result.rows] if self.result else []
 
     def refresh(self) -> None:
-        current = self.task_combo.currentText()
-        names = self.guard(self._svc.tasks) or []
-        self.task_combo.blockSignals(True)
-        self.task_combo.clear()
-        self.task_combo.addItems(names)
-        if current in names:
-            self.task_combo.setCurrentText(current)
-        self.task_combo.blockSignals(False)
+        refill_combo(self.task_combo, self.guard(self._svc.tasks) or [])
         self.reload()
 
     def select_task(self, task: str) -> None:

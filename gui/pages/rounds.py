@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, Q
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
@@ -106,14 +106,7 @@ class RoundsPage(Page):
         self.refresh()
 
     def refresh(self) -> None:
-        tasks = list(self.guard(self._data.tasks) or {})
-        cur = self.task_combo.currentText()
-        self.task_combo.blockSignals(True)
-        self.task_combo.clear()
-        self.task_combo.addItems(tasks)
-        if cur in tasks:
-            self.task_combo.setCurrentText(cur)
-        self.task_combo.blockSignals(False)
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
         self.reload()
 
     def select_task(self, name: str) -> None:

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, Q
                                QPushButton, QTextBrowser, QWidget)
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -91,14 +91,7 @@ class ValidatePage(Page):
         return None
 
     def refresh(self) -> None:
-        tasks = list(self.guard(self._data.tasks) or {})
-        cur = self.task_combo.currentText()
-        self.task_combo.blockSignals(True)
-        self.task_combo.clear()
-        self.task_combo.addItems(tasks)
-        if cur in tasks:
-            self.task_combo.setCurrentText(cur)
-        self.task_combo.blockSignals(False)
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
         self.reload()
 
     def select_task(self, name: str) -> None:

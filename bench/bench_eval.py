@@ -126,7 +126,8 @@ def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
     from dynadesk.orchestration.image import build_image
     from dynadesk.workspace import Workspace
 
-    build_image(REPO / ".cache" / "dynadesk-images")
+    # the same cache as the Docker tests (outside the checkout), so the image is built once per machine
+    build_image(Path(os.environ.get("DYNADESK_TEST_CACHE", Path.home() / ".cache" / "dynadesk-test")) / "images")
     with tempfile.TemporaryDirectory() as tmp:
         ws = Workspace(Path(tmp))
         store = ws.open_store()

@@ -377,7 +377,7 @@ class AnnotationRepo:
     def raw_examples(self, task: str | None = None, round_number: int | None = None) -> list[dict[str, Any]]:
         """Rows as stored (JSON still text), for integrity checks that must survive broken JSON."""
         return list(self.db.query(_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
-                                  " ORDER BY e.created_at, e.uid", [task, task, round_number, round_number]))
+                                  " ORDER BY e.created_at, e.rowid", [task, task, round_number, round_number]))
 
     def has_example(self, uid: str) -> bool:
         return self.db.execute("SELECT 1 FROM annotated_examples WHERE uid = ?", [uid]).fetchone() is not None
@@ -386,7 +386,7 @@ class AnnotationRepo:
                  with_validations: bool = True) -> list[AnnotatedExample]:
         """Examples in creation order (``created_at``, then ``uid``: the same on every machine)."""
         sql = (_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
-               " AND (? IS NULL OR e.annotator = ?) ORDER BY e.created_at, e.uid")
+               " AND (? IS NULL OR e.annotator = ?) ORDER BY e.created_at, e.rowid")
         out = [example_from_row(r) for r in self.db.query(sql, [task, task, round_number, round_number,
                                                          annotator, annotator])]
         if with_validations and out:
@@ -426,7 +426,7 @@ class AnnotationRepo:
             marks = ",".join("?" * len(chunk))
             for r in self.db.query(
                     "SELECT v.*, a.role AS role FROM validations v JOIN annotators a ON a.name = v.annotator"
-                    f" WHERE v.example_uid IN ({marks}) ORDER BY v.created_at, v.uid", chunk):
+                    f" WHERE v.example_uid IN ({marks}) ORDER BY v.created_at, v.rowid", chunk):
                 out[r["example_uid"]].append(_validation(r))
         return out
 

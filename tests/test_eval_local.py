@@ -15,7 +15,7 @@ import pytest
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
-from eval_support import deterministic_metrics, metric, predictions_bytes, setup_workspace
+from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
 
 
 @pytest.fixture
@@ -67,6 +67,8 @@ def test_two_runs_give_byte_identical_predictions(store, ws):
 
 
 def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
+    # a large last dataset, so the work left after the cancel takes far longer than the cancel does
+    add_test_set(store, "set2-test", 600, seed=2)
     cancel = threading.Event()
 
     def progress(event):
@@ -78,7 +80,7 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
     assert rec.status == "cancelled" and rec.verdict == "cancelled"
     parts = Path(rec.run_dir) / "out" / "parts"
     finished = {json.loads(p.read_text())["dataset"] for p in parts.glob("*.done.json")}
-    assert {"set0-test", "set0-test~case"} <= finished and "set1-test~gender_words" not in finished
+    assert {"set0-test", "set0-test~case"} <= finished and "set2-test~gender_words" not in finished
     assert not rec.metrics
     events = []
     done = resume(store, ws, rec.id, progress=events.append)

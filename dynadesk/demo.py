@@ -181,8 +181,8 @@ def ensure_bundle(store, workspace, evaluation_id: int, step: Steps) -> str:
         step.note(f"created submitter key {info.fingerprint} (Ed25519; private key file mode 0600)")
     for row in store.bundles.list():
         if row.evaluation_id == evaluation_id:
-            step.note(f"reusing bundle {row.bundle_id}")
-            return row.bundle_id
+            step.note(f"reusing bundle {row.id}")
+            return row.id
     bid = create_bundle(workspace, store, evaluation_id).id
     step.note(f"signed bundle {bid} -> {Path(workspace.bundles_dir) / (bid + '.json')}")
     return bid
@@ -207,8 +207,16 @@ def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
     from dynadesk.sync.keys import PRIVATE_NAME, load_private_key, public_pem
 
     pub.write_bytes(public_pem(load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME)))
-    for args in (["keys", "add", "--db", str(db), str(pub), "--name", "demo lab"],
-                 ["datasets", "import-workspace", "--db", str(db), "--home", str(workspace.home), "--task", TASK]):
+    from dynadesk.store import Store
+
+    admin = [["keys", "add", "--db", str(db), str(pub), "--name", "demo lab"]]
+    store = Store.open(workspace.db_path)
+    for name in TEST_SETS:  # exactly the four test sets the demo's bundles report
+        d = store.datasets.get(name)
+        admin.append(["datasets", "add", "--db", str(db), "--task", TASK, "--name", name, "--digest", d.digest,
+                      "--size", str(d.size), "--split", "test", "--replace"])
+    store.close()
+    for args in admin:
         proc = subprocess.run(server_cmd(*args), capture_output=True, text=True)
         if proc.returncode != 0 and "already" not in (proc.stdout + proc.stderr):
             raise DynaDeskError(f"dynadesk-server {' '.join(args[:2])} failed: {proc.stderr.strip()[-500:]}")

@@ -30,7 +30,11 @@ def register_dataset(db: ServerDB, task: str, name: str, *, split: str = "test",
 
 def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test",
                               task: str | None = None) -> list[dict[str, Any]]:
-    """Accept every ``split`` dataset of a workspace (replacing older digests of the same names)."""
+    """Accept every ``split`` dataset of a workspace (replacing older digests of the same names).
+
+    Derived datasets (robustness/fairness suites) are skipped: a bundle reports them as the
+    robustness and fairness of their source set, not as datasets of their own.
+    """
     from dynadesk.workspace import Workspace
 
     known = load_tasks()
@@ -40,8 +44,8 @@ def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test
     try:
         added = []
         for d in store.datasets.list(task):
-            if d.split != split or d.task not in known:
-                continue
+            if d.split != split or d.task not in known or d.derived_from:
+                continue  # perturbation suites are not board datasets: bundles score them per source set
             db.add_dataset(d.task, d.name, d.split, d.digest, d.size, replace=True)
             added.append(d.to_dict())
         return added

@@ -13,6 +13,7 @@ Both turn what happened into one :class:`RunOutcome` with a verdict:
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import queue
@@ -137,15 +138,16 @@ def _error_message(out_dir: Path, exit_code: int | None, log: str) -> str:
         return f"the worker exited with code {exit_code}; last log lines:\n{log_tail(log)}"
 
 
-class Runner:
+class Runner(abc.ABC):
     """Interface: ``run(paths, limits, progress, cancel) -> RunOutcome``."""
 
     name = "base"
     sandboxed = False
 
+    @abc.abstractmethod
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:
-        raise NotImplementedError
+        """Run the worker on ``paths`` under ``limits``; never raises for a failed run (see RunOutcome)."""
 
     def describe(self) -> dict[str, Any]:
         return {"runner": self.name, "sandboxed": self.sandboxed}

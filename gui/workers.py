@@ -125,3 +125,9 @@ def run_in_background(fn: Callable[..., Any], *args: Any, on_result: Callable[[A
     if on_error:
         worker.signals.failed.connect(on_error)
     return start(worker)
+
+
+def relay_signals(worker: "Worker", target) -> None:
+    """Forward a worker's progress/log/finished/failed/cancelled signals to the same-named signals of a service."""
+    for name in ("progress", "log", "finished", "failed", "cancelled"):
+        getattr(worker.signals, name).connect(getattr(target, name))

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.services.evaluation import describe_event
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, start
+from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
 
 
 class AuditService(QObject):
@@ -75,11 +75,7 @@ class AuditService(QObject):
             return report
 
         worker = Worker(job)
-        worker.signals.progress.connect(self.progress)
-        worker.signals.log.connect(self.log)
-        worker.signals.finished.connect(self.finished)
-        worker.signals.failed.connect(self.failed)
-        worker.signals.cancelled.connect(self.cancelled)
+        relay_signals(worker, self)
         worker.signals.done.connect(self._done)
         self._worker = worker
         self.started.emit()

@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, start
+from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
 from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30
@@ -96,11 +96,7 @@ class EvaluationService(QObject):
                 store.close()
 
         worker = Worker(job)
-        worker.signals.progress.connect(self.progress)
-        worker.signals.log.connect(self.log)
-        worker.signals.finished.connect(self.finished)
-        worker.signals.failed.connect(self.failed)
-        worker.signals.cancelled.connect(self.cancelled)
+        relay_signals(worker, self)
         worker.signals.done.connect(self._done)
         self._worker = worker
         self.started.emit()

@@ -175,6 +175,8 @@ class Worker:
         info = {"dataset": ds.name, "dataset_sha256": ds.sha256, "predictions_sha256": sha256_file(part),
                 "examples": len(examples), "seconds": seconds, "batch_size": bs}
         _write_atomic(self._marker(ds), json.dumps(info, sort_keys=True))
+        # after the marker: a run stopped from here on keeps this dataset on resume
+        self.emit({"phase": "saved", "dataset": ds.name, "examples": len(examples)})
         return info
 
     def read_part(self, ds: DatasetSpec) -> dict[str, Any]:

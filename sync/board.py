@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from dynadesk.errors import ValidationError
 from dynadesk.scoring import dynascore
+from dynadesk.sync.board_fast import BoardMatrix, Scored
 
 BOARD_METRICS = tuple(dynascore.default_metrics())  # perf, throughput, memory, robustness, fairness
 
@@ -89,6 +90,7 @@ class PreparedBoard:
     models: dict[str, dict[str, Any]]  # label -> {metric: value | {dataset: value}}
     rows: dict[str, dict[str, Any]]    # label -> stored row
     units: dict[str, str]
+    matrix: BoardMatrix | None = None  # the same values as arrays, for the fast path of compute_board
 
 
 def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
@@ -101,7 +103,20 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
     for r in rows:
         for name, slot in r["metrics"].items():
             units.setdefault(name, slot["unit"])
-    return PreparedBoard({k: _model_values(r["metrics"]) for k, r in by_label.items()}, by_label, units)
+    models = {k: _model_values(r["metrics"]) for k, r in by_label.items()}
+    return PreparedBoard(models, by_label, units, BoardMatrix.build(models, list(BOARD_METRICS)))
+
+
+def _score(board: PreparedBoard, specs: dict[str, dynascore.MetricSpec], dw: dict[str, float] | None,
+           limit: int, offset: int) -> Scored:
+    """Score every model, answer one page: the matrix fast path, else ``dynascore.compute`` itself."""
+    if board.matrix is not None and list(specs) == list(BOARD_METRICS):
+        fast = board.matrix.score(specs, dynascore.PERF, dw, offset, limit)
+        if fast is not None:
+            return fast
+    result = dynascore.compute(board.models, specs, dynascore.PERF, dw)
+    return Scored(len(result.models), result.amrs, result.left_off, result.notes,
+                  result.models[offset:offset + limit])
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
@@ -117,9 +132,9 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     for name, w in metric_weights.items():
         specs[name] = dynascore.MetricSpec(specs[name].direction, specs[name].offset, w)
     dw = {d["name"]: dataset_weights.get(d["name"], 1.0) for d in datasets}
-    result = dynascore.compute(board.models, specs, dynascore.PERF, dw or None)
+    result = _score(board, specs, dw or None, limit, offset)
     out_rows = []
-    for m in result.models[offset:offset + limit]:
+    for m in result.page:
         r = board.rows[m.name]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
                          "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
@@ -130,5 +145,5 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                         for k, s in specs.items()},
             "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"], "weight": dw[d["name"]]}
                          for d in datasets],
-            "amrs": result.amrs, "total": len(result.models), "offset": offset, "rows": out_rows,
+            "amrs": result.amrs, "total": result.total, "offset": offset, "rows": out_rows,
             "left_off": result.left_off, "notes": result.notes}

@@ -10,12 +10,12 @@ import hashlib
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from dynadesk.errors import (BundleFormatError, FingerprintMismatch, FutureTimestampError, NotFoundError,
+from dynadesk.errors import (BundleFormatError, FingerprintMismatch, FutureTimestampError,
                              NotOnBoardError, ReplayError, RevokedKeyError, SignatureError, UnknownKeyError,
                              UnsupportedVersionError)
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.bundle import Bundle, parse_bundle, verify_bundle
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.server_db import ServerDB, UploadConfig
 from dynadesk.sync.translog import entry_hash
 
 # most specific first
@@ -39,12 +39,11 @@ def status_for(exc: Exception) -> tuple[int, str]:
     return 400, "rejected"
 
 
-def _check_key(db: ServerDB, bundle: Bundle) -> bytes:
-    try:
-        key = db.get_key(bundle.key_fingerprint)
-    except NotFoundError:
+def _check_key(config: UploadConfig, bundle: Bundle) -> bytes:
+    key = config.keys.get(bundle.key_fingerprint)
+    if key is None:
         raise UnknownKeyError(f"bundle is signed by key {bundle.key_fingerprint}, which this server has not"
-                              " registered (ask the administrator: dynadesk-server keys add)") from None
+                              " registered (ask the administrator: dynadesk-server keys add)")
     if key.revoked_at:
         raise RevokedKeyError(f"bundle is signed by key {bundle.key_fingerprint}, revoked at {key.revoked_at}"
                               + (f": {key.revoke_reason}" if key.revoke_reason else ""))
@@ -64,18 +63,25 @@ def _check_board(bundle: Bundle, tasks: set[str], datasets: dict[tuple[str, str]
                                   f" board accepts {known['digest']} (a different version of the data)")
 
 
-def ingest(db: ServerDB, raw: bytes, tasks: set[str], now: datetime | None = None,
-           max_skew: timedelta = timedelta(minutes=5)) -> dict[str, Any]:
-    """Accept one bundle or raise the specific reason it is refused."""
+def check_upload(db: ServerDB, raw: bytes, tasks: set[str], now: datetime | None = None,
+                 max_skew: timedelta = timedelta(minutes=5)) -> dict[str, Any]:
+    """Everything but storing: parse, key, signature, time and board checks. Returns the keyword
+    arguments of :meth:`ServerDB.accept` (less ``entry_hash_fn``)."""
     bundle = parse_bundle(raw, "uploaded bundle")
-    verify_bundle(bundle, _check_key(db, bundle))
+    config = db.upload_config()  # cached keys and datasets, revalidated against other processes' commits
+    verify_bundle(bundle, _check_key(config, bundle))
     now = now or datetime.now(timezone.utc)
     if bundle.created_at > now + max_skew:
         raise FutureTimestampError(f"payload.created_at {bundle.payload['created_at']} lies in the future"
                                    f" (server time {now.isoformat(timespec='seconds')})")
-    datasets = {(d["task"], d["name"]): d for d in db.datasets(bundle.task)}
-    _check_board(bundle, tasks, datasets)
-    return db.accept(bundle_id=bundle.id, raw=bundle.raw, bundle_sha256=hashlib.sha256(bundle.raw).hexdigest(),
-                     task=bundle.task, model_name=bundle.model_name, model_digest=bundle.payload["model"]["digest"],
-                     key_fingerprint=bundle.key_fingerprint, created_at=bundle.payload["created_at"],
-                     metrics=board_metrics(bundle.payload["metrics"]), entry_hash_fn=entry_hash)
+    _check_board(bundle, tasks, config.datasets.get(bundle.task, {}))
+    return dict(bundle_id=bundle.id, raw=bundle.raw, bundle_sha256=hashlib.sha256(bundle.raw).hexdigest(),
+                task=bundle.task, model_name=bundle.model_name, model_digest=bundle.payload["model"]["digest"],
+                key_fingerprint=bundle.key_fingerprint, created_at=bundle.payload["created_at"],
+                metrics=board_metrics(bundle.payload["metrics"]))
+
+
+def ingest(db: ServerDB, raw: bytes, tasks: set[str], now: datetime | None = None,
+           max_skew: timedelta = timedelta(minutes=5)) -> dict[str, Any]:
+    """Accept one bundle or raise the specific reason it is refused."""
+    return db.accept(entry_hash_fn=entry_hash, **check_upload(db, raw, tasks, now, max_skew))

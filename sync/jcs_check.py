@@ -61,7 +61,7 @@ def loads_checked(raw: bytes) -> tuple[Any, bool]:
         return value
 
     doc = json.loads(raw.decode("utf-8"), parse_float=parse_float, parse_int=parse_int)
-    if not flags.slow and not _FOUR_BYTE_UTF8.search(raw):
+    if not flags.slow and (raw.isascii() or not _FOUR_BYTE_UTF8.search(raw)):  # isascii: C, ~50x faster
         try:
             fast = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                               allow_nan=False).encode("utf-8")

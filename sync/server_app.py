@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
@@ -101,13 +102,20 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                max_skew: timedelta = timedelta(minutes=5),
                clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
-    db = ServerDB(db_path)
+    db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_path or default_key_path(db_path))
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        yield
+        if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
+            db.checkpointer.stop()
+
     app = FastAPI(title="DynaDesk leaderboard", version="1",
                   description="Signed score bundles, Dynascore boards and a transparency log.",
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
     prepared: dict[str, tuple[list, _board.PreparedBoard]] = {}
 

@@ -6,6 +6,13 @@ exact signed bytes of every accepted bundle), ``log`` (the transparency hash
 chain) and ``board`` (the latest bundle of each model and submitter, so a
 board query never scans all bundles). An upload is one ``BEGIN IMMEDIATE``
 transaction: bundle row, log entry and board row appear together or not at all.
+
+Schema changes after version 1 are numbered :data:`MIGRATIONS`, applied in order on open
+(``meta.schema_version`` records the last one), so an existing database upgrades.
+Version 2 adds ``meta.config_version``, bumped by triggers on every change to ``keys`` or
+``board_datasets``: uploads read keys and datasets from an in-process cache that is
+revalidated with ``PRAGMA data_version`` (any other connection committed?) and, only then,
+that one counter, so an admin revoking a key in another process takes effect at once.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError, ReplayError, StoreError
+from dynadesk.sync.checkpoint import WAL_SIZE_LIMIT, Checkpointer
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -44,7 +52,13 @@ SCHEMA = [
         bundle_id TEXT NOT NULL, created_at TEXT NOT NULL, model_digest TEXT NOT NULL, metrics TEXT NOT NULL,
         PRIMARY KEY (task, model_name, key_fingerprint))""",
 ]
-SCHEMA_VERSION = "1"
+_BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'config_version'"
+MIGRATIONS: list[list[str]] = [  # MIGRATIONS[i] takes schema version i + 1 to i + 2; never edit an applied one
+    ["INSERT OR IGNORE INTO meta(key, value) VALUES ('config_version', '1')"]
+    + [f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_config AFTER {op} ON {table} BEGIN {_BUMP}; END"
+       for table in ("keys", "board_datasets") for op in ("INSERT", "UPDATE", "DELETE")],
+]
+SCHEMA_VERSION = str(1 + len(MIGRATIONS))
 
 
 def now_iso() -> str:
@@ -65,11 +79,22 @@ class KeyRow:
                 "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason}
 
 
+@dataclass(frozen=True)
+class UploadConfig:
+    """What an upload is checked against: registered keys and each task's accepted datasets."""
+
+    keys: dict[str, KeyRow]
+    datasets: dict[str, dict[tuple[str, str], dict[str, Any]]]  # task -> (task, name) -> dataset row
+
+
 class ServerDB:
     """One connection per process, guarded by a thread lock; writers of all processes (server workers,
-    the admin CLI) queue on a file lock, so SQLite never has to arbitrate between them."""
+    the admin CLI) queue on a file lock, so SQLite never has to arbitrate between them.
 
-    def __init__(self, path: str | Path):
+    ``background_checkpoint=True`` (the serving app) moves WAL checkpoints to a :class:`Checkpointer`
+    thread so no upload waits for one."""
+
+    def __init__(self, path: str | Path, *, background_checkpoint: bool = False):
         self.path = Path(path)
         try:
             self._lock_fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -81,13 +106,34 @@ class ServerDB:
             for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=30000"):
                 self.conn.execute(f"PRAGMA {pragma}")
             with self._file_lock(), self._tx():
-                for stmt in SCHEMA:
-                    self.conn.execute(stmt)
-                self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)",
-                                  [SCHEMA_VERSION])
+                self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
         self._board_cache: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+        self._config: tuple[int, str | None, UploadConfig] | None = None  # (data_version, config_version, ...)
+        self.checkpointer: Checkpointer | None = None
+        if background_checkpoint:
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+            self.conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+            self.checkpointer = Checkpointer(self.path)
+
+    def _migrate(self) -> None:
+        """Create the version-1 tables if missing, then apply the migrations this database lacks."""
+        for stmt in SCHEMA:
+            self.conn.execute(stmt)
+        self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1')")
+        current = int(self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+        if current > int(SCHEMA_VERSION):
+            raise StoreError(f"server database {self.path} has schema version {current}, newer than this"
+                             f" program's {SCHEMA_VERSION} (upgrade dynadesk)")
+        for version in range(current, int(SCHEMA_VERSION)):
+            for stmt in MIGRATIONS[version - 1]:
+                self.conn.execute(stmt)
+            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version + 1)])
+
+    def schema_version(self) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -118,6 +164,8 @@ class ServerDB:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
+        if self.checkpointer is not None:
+            self.checkpointer.stop()
         self.conn.close()
         os.close(self._lock_fd)
 
@@ -131,12 +179,14 @@ class ServerDB:
                                          + (" (a revoked key cannot be re-added)" if row[0] else ""))
             c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at) VALUES (?,?,?,?)",
                       [fingerprint, public_key, name, now_iso()])
+            self._config = None
         return self.get_key(fingerprint)
 
     def revoke_key(self, fingerprint: str, reason: str = "") -> KeyRow:
         with self.tx() as c:
             cur = c.execute("UPDATE keys SET revoked_at = ?, revoke_reason = ? WHERE fingerprint = ?"
                             " AND revoked_at IS NULL", [now_iso(), reason, fingerprint])
+            self._config = None
             if cur.rowcount == 0:
                 self.get_key(fingerprint)  # raises NotFoundError when unknown
         return self.get_key(fingerprint)
@@ -163,9 +213,11 @@ class ServerDB:
                 raise AlreadyExistsError(f"task '{task}' already accepts a dataset named '{name}' (use --replace)")
             c.execute("INSERT OR REPLACE INTO board_datasets(task, name, split, digest, size, added_at)"
                       " VALUES (?,?,?,?,?,?)", [task, name, split, digest, size, now_iso()])
+            self._config = None
 
     def remove_dataset(self, task: str, name: str) -> None:
         with self.tx() as c:
+            self._config = None
             if c.execute("DELETE FROM board_datasets WHERE task = ? AND name = ?", [task, name]).rowcount == 0:
                 raise NotFoundError(f"task '{task}' has no dataset named '{name}'")
 
@@ -174,6 +226,26 @@ class ServerDB:
             rows = self.conn.execute("SELECT task, name, split, digest, size, added_at FROM board_datasets"
                                      " WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task]).fetchall()
         return [dict(zip(("task", "name", "split", "digest", "size", "added_at"), r)) for r in rows]
+
+    def upload_config(self) -> UploadConfig:
+        """Keys and datasets for checking an upload, cached until any of them changes in any process."""
+        with self.lock:
+            version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+            cached = self._config
+            if cached is not None and cached[0] == version:
+                return cached[2]
+            row = self.conn.execute("SELECT value FROM meta WHERE key = 'config_version'").fetchone()
+            config_version = row[0] if row else None
+            if cached is not None and config_version is not None and cached[1] == config_version:
+                self._config = (version, config_version, cached[2])  # others committed uploads only
+                return cached[2]
+            keys = {k.fingerprint: k for k in self.list_keys()}
+            datasets: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+            for d in self.datasets():
+                datasets.setdefault(d["task"], {})[(d["task"], d["name"])] = d
+            config = UploadConfig(keys, datasets)
+            self._config = (version, config_version, config)
+            return config
 
     # ------------------------------------------------------------------ bundles + log
     def accept(self, *, entry_hash_fn, **bundle: Any) -> dict[str, Any]:
@@ -185,12 +257,18 @@ class ServerDB:
         log's hash rule (kept in translog.py so clients verify with the same code).
         """
         with self.tx() as c:
-            return self._accept(c, entry_hash_fn, **bundle)
+            out = self._accept(c, entry_hash_fn, **bundle)
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
+        return out
 
     def accept_many(self, bundles: list[dict[str, Any]], entry_hash_fn) -> list[dict[str, Any]]:
         """Several verified bundles in one transaction (bulk import, benchmarks): all or none."""
         with self.tx() as c:
-            return [self._accept(c, entry_hash_fn, **b) for b in bundles]
+            out = [self._accept(c, entry_hash_fn, **b) for b in bundles]
+        if self.checkpointer is not None:
+            self.checkpointer.committed(len(bundles))
+        return out
 
     @staticmethod
     def _accept(c: sqlite3.Connection, entry_hash_fn, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str,

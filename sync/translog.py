@@ -11,6 +11,7 @@ raises :class:`LogIntegrityError` (or :class:`SignatureError`) on any break.
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -22,9 +23,22 @@ from dynadesk.sync import keys as _keys
 GENESIS = "0" * 64
 
 
+_MAX_SAFE = 2 ** 53
+
+
 def entry_hash(seq: int, bundle_id: str, bundle_sha256: str, received_at: str, prev_hash: str) -> str:
-    return hashlib.sha256(canonical_bytes({"seq": seq, "bundle_id": bundle_id, "bundle_sha256": bundle_sha256,
-                                           "received_at": received_at, "prev": prev_hash})).hexdigest()
+    """sha256 of the entry's RFC 8785 bytes. For printable-ASCII strings and a safe integer (every entry the
+    server writes) the C ``json`` encoder's sorted, compact output is byte-identical to RFC 8785 and ~20x
+    cheaper than the pure-Python encoder, which still handles anything else."""
+    entry = {"seq": seq, "bundle_id": bundle_id, "bundle_sha256": bundle_sha256, "received_at": received_at,
+             "prev": prev_hash}
+    texts = (bundle_id, bundle_sha256, received_at, prev_hash)
+    if (type(seq) is int and 0 <= seq < _MAX_SAFE
+            and all(type(t) is str and t.isascii() and t.isprintable() for t in texts)):
+        data = json.dumps(entry, sort_keys=True, separators=(",", ":")).encode("ascii")
+    else:
+        data = canonical_bytes(entry)
+    return hashlib.sha256(data).hexdigest()
 
 
 def head_bytes(size: int, head: str, signed_at: str) -> bytes:

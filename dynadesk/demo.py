@@ -113,6 +113,19 @@ def reusable_run(store, model: str, runner: str, image_id: str | None) -> int | 
     return None
 
 
+def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> Callable[[dict[str, Any]], None]:
+    """An evaluation progress callback printing at most one line per ``every_s`` seconds."""
+    last = [0.0]
+
+    def progress(ev: dict[str, Any]) -> None:
+        done, total = ev.get("overall_done"), ev.get("overall_total")
+        if done is not None and total and time.monotonic() - last[0] > every_s:
+            last[0] = time.monotonic()
+            step.note(f"  {label}: {ev.get('phase', '')} {done}/{total} ({100 * done / total:.0f}%)")
+
+    return progress
+
+
 def evaluate_models(store, workspace, state: DemoState, models: list[str], step: Steps) -> None:
     from dynadesk.orchestration.evaluate import evaluate
 
@@ -123,15 +136,8 @@ def evaluate_models(store, workspace, state: DemoState, models: list[str], step:
             state.evaluations[name] = run_id
             continue
         step.note(f"{name}: evaluating on {len(TEST_SETS)} test sets + perturbation suites ({state.runner} runner)")
-        last = [0.0]
-
-        def progress(ev: dict[str, Any], name=name) -> None:
-            done, total = ev.get("overall_done"), ev.get("overall_total")
-            if done is not None and total and time.monotonic() - last[0] > 10:
-                last[0] = time.monotonic()
-                step.note(f"  {name}: {ev.get('phase', '')} {done}/{total} ({100 * done / total:.0f}%)")
-
-        record = evaluate(store, workspace, name, TEST_SETS, runner=state.runner, progress=progress)
+        record = evaluate(store, workspace, name, TEST_SETS, runner=state.runner,
+                          progress=progress_printer(step, name))
         if record.status != "succeeded":
             raise DynaDeskError(f"evaluation of {name} ended '{record.status}': {record.verdict} {record.error}")
         state.evaluations[name] = record.id
@@ -273,7 +279,9 @@ def audit_verdict(store, workspace, bundle_id: str, runner: str, step: Steps, fo
         step.note(f"re-run audit from {data['audited_at']} (bundle unchanged; --reaudit runs it again)")
     else:
         raw = store.bundles.raw(bundle_id)
-        report = audit_bundle(store, workspace, raw, rerun=True, runner=runner)
+        step.note(f"re-running the bundle's evaluation ({runner} runner) with its recorded settings and seeds")
+        report = audit_bundle(store, workspace, raw, rerun=True, runner=runner,
+                              progress=progress_printer(step, "audit re-run"))
         data = {"audited_at": time.strftime("%Y-%m-%d %H:%M:%S"), "report": report.to_dict()}
         cached.write_text(json.dumps(data, indent=2))
     report = data["report"]

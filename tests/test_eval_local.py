@@ -117,6 +117,33 @@ def _worker_alive(run_dir: str) -> bool:
     return False
 
 
+def test_sigterm_to_the_cli_marks_the_run_interrupted_and_stops_the_worker(store, ws, home):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    add_test_set(store, "set2-test", 3000, seed=2)  # long enough to be caught mid-run
+    proc = subprocess.Popen([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                             "eval", "tiny", "--dataset", "set2-test", "--runner", "local", "--batch-size", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    run = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        runs = store.evaluations.list(limit=1)
+        if runs and runs[0].status == "running" and runs[0].run_dir and _worker_alive(runs[0].run_dir):
+            run = runs[0]
+            break
+        time.sleep(0.2)
+    assert run is not None, "the evaluation never got going: " + (proc.stderr.read() if proc.poll() is not None else "")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and ("Aborted" in err or "Interrupted" in err)
+    rec = store.evaluations.get(run.id)
+    assert rec.status == "interrupted" and "--resume" in rec.error
+    assert not _worker_alive(rec.run_dir)
+
+
 def test_crashed_run_is_marked_interrupted(store, ws):
     model = store.models.get("tiny")
     run_id = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,21 @@ def test_docker_archive_is_deterministic_and_id_is_config_digest(tmp_path):
         manifest = json.loads(tf.extractfile("manifest.json").read())
         assert manifest == [{"Config": f"{id_a[7:]}.json", "RepoTags": ["x:y"], "Layers": [f"{layer_hex}/layer.tar"]}]
         assert all(m.mtime == 1700000000 for m in tf.getmembers())
+
+
+def test_image_epoch_follows_the_last_commit_that_changed_the_image_inputs(monkeypatch):
+    """Commits elsewhere (GUI, docs, server) must not change the image Id, so runs stay reusable."""
+    import subprocess
+
+    from dynadesk.orchestration.image import EPOCH_PATHS, source_date_epoch
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    git = ["git", "-C", str(repo), "log", "-1", "--format=%ct"]
+    inputs = subprocess.run([*git, "--", *EPOCH_PATHS], capture_output=True, text=True, check=True).stdout.strip()
+    assert source_date_epoch() == int(inputs)
+    head = int(subprocess.run(git, capture_output=True, text=True, check=True).stdout)
+    assert source_date_epoch() <= head
+    assert source_date_epoch(1_600_000_000) == 1_600_000_000
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert source_date_epoch() == 1_700_000_000

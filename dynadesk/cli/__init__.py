@@ -70,7 +70,18 @@ def cli(ctx: click.Context, home: str | None) -> None:
     ctx.obj = AppContext(home)
 
 
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a service manager, ``kill``, a closed terminal's job control) unwinds like Ctrl-C,
+    so running evaluations stop their worker or container and are marked interrupted."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(args=argv, prog_name="dynadesk", standalone_mode=False)
     except click.exceptions.Abort:

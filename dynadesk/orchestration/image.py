@@ -98,20 +98,27 @@ class ImageRecord:
 
 # ---------------------------------------------------------------------- inputs
 
+# What goes into the image from this checkout (the evaluator wheel and its pins). Recipe
+# changes bump RECIPE_VERSION, which is an input of its own.
+EPOCH_PATHS = ("evaluator", "dynadesk/__init__.py", "pyproject.toml")
+
+
 def source_date_epoch(explicit: int | None = None) -> int:
-    """SOURCE_DATE_EPOCH: explicit, else the environment, else the last commit of this checkout."""
+    """SOURCE_DATE_EPOCH: explicit, else the environment, else the time of the last commit that
+    changed what the image holds (:data:`EPOCH_PATHS`), so unrelated commits keep the same image Id."""
     if explicit is not None:
         return int(explicit)
     if os.environ.get("SOURCE_DATE_EPOCH"):
         return int(os.environ["SOURCE_DATE_EPOCH"])
     repo = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%ct"], capture_output=True, text=True,
-                             timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            return int(out.stdout.strip())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        pass
+    for paths in (list(EPOCH_PATHS), []):  # a checkout without those paths tracked: the last commit
+        try:
+            out = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%ct", "--", *paths],
+                                 capture_output=True, text=True, timeout=10)
+            if out.returncode == 0 and out.stdout.strip():
+                return int(out.stdout.strip())
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            break
     raise ImageBuildError("cannot find SOURCE_DATE_EPOCH: set it (seconds since 1970) or build from a git checkout")
 
 

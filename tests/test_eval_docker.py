@@ -34,8 +34,11 @@ def ws(home, store, tmp_path):
     return Workspace(home)
 
 
-def _leftover_containers(client) -> list:
-    return client.containers.list(all=True, filters={"label": "dynadesk.role=evaluation"})
+def _leftover_containers(client, ws) -> list:
+    """Evaluation containers of this test's workspace still present (other users of the daemon are ignored)."""
+    mine = [c for c in client.containers.list(all=True, filters={"label": "dynadesk.role=evaluation"})
+            if c.labels.get("dynadesk.run-dir", "").startswith(str(Path(ws.home).resolve()))]
+    return mine
 
 
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
@@ -70,7 +73,14 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
     checks = compare_runs(results_from_record(a), results_from_record(local))  # what `dynadesk runs compare` shows
     assert not [c.field for c in checks if c.fails]
     assert {c.verdict for c in checks if c.kind == "deterministic"} == {"identical"}
-    assert not _leftover_containers(docker_client)
+    from dynadesk.orchestration.runners import RunPaths
+
+    run_dir = Path(a.run_dir)
+    opts = DockerRunner(evaluator_image.image_id, client=docker_client).container_options(
+        RunPaths(run_dir / "spec", run_dir / "data", run_dir / "model", run_dir / "out"), limits)
+    assert opts["labels"] == {"dynadesk.role": "evaluation", "dynadesk.run-dir": str(run_dir.resolve())}
+    assert str(run_dir.resolve()).startswith(str(Path(ws.home).resolve()))  # what _leftover_containers matches
+    assert not _leftover_containers(docker_client, ws)
 
 
 def test_missing_image_is_a_verdict(store, ws, docker_client):
@@ -108,7 +118,7 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
     else:
         assert f"HOSTILE {behaviour}" in rec.error and evidence in rec.error
     assert tree_digest(folder) == before and not (folder / "pwned.txt").exists()
-    assert not _leftover_containers(docker_client)
+    assert not _leftover_containers(docker_client, ws)
     assert subprocess.run(["true"]).returncode == 0  # the host can still start processes
 
 
@@ -138,7 +148,7 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     hang = result["hang"]
     assert hang.status == "failed" and hang.verdict == "timeout"
     assert "90 s limit" in hang.error and "HOSTILE hang" in hang.log
-    assert not _leftover_containers(docker_client)
+    assert not _leftover_containers(docker_client, ws)
 
 
 def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_path, evaluator_image, docker_client):

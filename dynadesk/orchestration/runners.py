@@ -303,7 +303,8 @@ class DockerRunner(Runner):
             environment={"HOME": "/tmp", "HF_HOME": "/tmp/hf", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                          "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1",
                          "PYTHONDONTWRITEBYTECODE": "1"},
-            labels={"dynadesk.role": "evaluation"},
+            # the run folder says which workspace and run a container belongs to (docker ps --filter label=...)
+            labels={"dynadesk.role": "evaluation", "dynadesk.run-dir": str(paths.out_dir.resolve().parent)},
             detach=True,
         )
         if limits.gpus:

@@ -160,3 +160,22 @@ def test_image_epoch_follows_the_last_commit_that_changed_the_image_inputs(monke
     assert source_date_epoch(1_600_000_000) == 1_600_000_000
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     assert source_date_epoch() == 1_700_000_000
+
+
+def test_compare_runs_judges_reordered_runs_by_their_records():
+    from dynadesk.audit.compare import RunResults, compare_runs
+
+    a_metrics = {("s1", "perf"): 0.1, ("s2", "perf"): 0.7, ("", "perf"): 0.4, ("", "throughput"): 10.0}
+    a = RunResults("sha256:aa", "r1", 4, "l", a_metrics, source="run 1", examples_digest="sha256:same")
+    b = RunResults("sha256:bb", "r2", 4, "l", {**a_metrics, ("", "perf"): 0.4 + 2 ** -54, ("", "throughput"): 12.0},
+                   source="run 2", examples_digest="sha256:same")
+    by = {c.field: c for c in compare_runs(a, b, ["s1", "s2"], ["s2", "s1"])}
+    assert by["predictions.digest"].verdict == "not comparable" and "another order" in by["predictions.digest"].note
+    assert by["predictions.per_example"].verdict == "identical"
+    assert by["metrics[(run)].perf"].verdict == "not comparable" and not by["metrics[(run)].perf"].fails
+    assert by["metrics[(run)].throughput"].kind == "measured" and not by["metrics[(run)].throughput"].fails
+    same_order = {c.field: c for c in compare_runs(a, b, ["s1", "s2"], ["s1", "s2"])}
+    assert same_order["predictions.digest"].fails and same_order["metrics[(run)].perf"].fails
+    changed = RunResults("sha256:bb", "r2", 4, "l", a_metrics, source="run 2", examples_digest="sha256:other")
+    assert {c.field for c in compare_runs(a, changed, ["s1", "s2"], ["s2", "s1"]) if c.fails} == {
+        "predictions.per_example"}

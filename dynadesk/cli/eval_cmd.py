@@ -166,7 +166,7 @@ def runs_compare(app, run_a, run_b, as_json):
     for rec in records:
         if rec.status != "succeeded":
             raise click.ClickException(f"run {rec.id} is {rec.status}, not succeeded: nothing to compare")
-    checks = compare_runs(*(results_from_record(rec) for rec in records))
+    checks = compare_runs(*(results_from_record(rec) for rec in records), records[0].datasets, records[1].datasets)
     failures = [c.field for c in checks if c.fails]
     if as_json:
         echo_json({"a": run_a, "b": run_b, "ok": not failures, "failures": failures,

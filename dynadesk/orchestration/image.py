@@ -98,9 +98,9 @@ class ImageRecord:
 
 # ---------------------------------------------------------------------- inputs
 
-# What goes into the image from this checkout (the evaluator wheel and its pins). Recipe
-# changes bump RECIPE_VERSION, which is an input of its own.
-EPOCH_PATHS = ("evaluator", "dynadesk/__init__.py", "pyproject.toml")
+# What goes into the image from this checkout: the evaluator wheel's files. Its pins are the
+# host's installed versions (an input of their own), recipe changes bump RECIPE_VERSION.
+EPOCH_PATHS = ("evaluator", "dynadesk/__init__.py")
 
 
 def source_date_epoch(explicit: int | None = None) -> int:

@@ -100,8 +100,8 @@ def test_annotate_three_with_keyboard_then_validate_and_see_stats(gui, qtbot):
     assert [(v.annotator, v.verdict) for v in votes] == [("bob", "correct")]
 
     second = val.current
-    qtbot.keyClick(val, Qt.Key.Key_F)  # flag needs a reason
-    assert val.banner.kind == "error" and val.reason_edit.hasFocus()
+    qtbot.keyClick(val, Qt.Key.Key_F)  # flag needs a reason: an instruction, not an error
+    assert val.banner.kind == "info" and "Flag reason" in val.banner.text() and val.reason_edit.hasFocus()
     qtbot.keyClicks(val.reason_edit, "ambiguous")
     qtbot.keyClick(val.reason_edit, Qt.Key.Key_Return)
     votes = services.ws.store.annotation.get_example(second.uid).validations

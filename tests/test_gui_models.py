@@ -35,9 +35,13 @@ def test_register_majority_and_try_it_live(gui, qtbot, tmp_path):
     assert services.ws.store.models.get("baseline").kind == "majority"
     assert page.selected_model() == "baseline"
     edit = page.inputs["statement"]
+    answers: list[int] = []
+    page._svc.predicted.connect(lambda rid, _out: answers.append(rid))
     with qtbot.waitSignal(page._svc.predicted, timeout=20_000) as blocker:
         qtbot.keyClicks(edit, "what a film")  # one prediction after the typing pauses, not one per key
-    assert blocker.args[0] == page._svc.latest_request == 1
+    assert blocker.args[0] == page._svc.latest_request
+    qtbot.wait(400)  # longer than the debounce: no second prediction follows
+    assert answers == [page._svc.latest_request]
     assert "Prediction: <b>negative</b>" in page.result_label.text()
     assert page.probs.rows() == [("negative", pytest.approx(0.6)), ("positive", pytest.approx(0.3)),
                                  ("neutral", pytest.approx(0.1))]

@@ -1,24 +1,39 @@
 """Annotate: the Dynabench "create" screen, built for speed.
 
-Type the inputs, pick the label you claim is right (number keys when no text
-field has focus, Ctrl+number anywhere), Ctrl+Enter to submit. The round's target
-model answers; a banner says whether you fooled it, with its probabilities. A
-session tally (examples, fooled, model error rate) and a timer run at the top.
+Type the inputs, pick the label you claim is right (Ctrl+1–9 anywhere, 1–9 when no
+text field has focus) or, for QA, select the answer in the context ("Use selection",
+Ctrl+U), then Ctrl+Enter to submit. The round's target model answers; the example you
+submitted is shown with the verdict and the model's probabilities. Tab moves through
+the form only. A session tally (examples, fooled, model error rate) and a timer run at
+the top; the round's models are loaded in the background as soon as the page shows it.
 """
 
 from __future__ import annotations
+
+import html
+from typing import Any
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
                                QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
 
+from dynadesk.annotation.create import check_target
+from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task
+
+SHORTCUTS = ("Keys: Ctrl+1–9 choose the label (1–9 outside a text field) · Ctrl+U use the selected text as the "
+             "answer (QA) · Ctrl+Enter submit · Tab / Shift+Tab move through the form")
+LABEL_BUTTON_STYLE = ("QPushButton { padding:6px 14px; border:1px solid #9e9e9e; border-radius:4px; }"
+                      "QPushButton:checked { background:#1565c0; color:white; font-weight:bold;"
+                      " border:2px solid #0d47a1; }")
+LABEL_TITLE = "Your label: the correct one (the model should get it wrong)"
+SPAN_TITLE = "Your answer: select it in the context (the model should get it wrong)"
 
 
 class SessionTally:
@@ -85,12 +100,16 @@ class AnnotatePage(Page):
         self.form = QFormLayout(self.form_box)
         lay.addWidget(self.form_box)
 
-        self.target_box = QGroupBox("The correct label (the model should get this wrong)")
+        self.target_box = QGroupBox(LABEL_TITLE)
+        self.target_box.setStyleSheet(LABEL_BUTTON_STYLE)
         self.target_layout = QHBoxLayout(self.target_box)
         self.target_group = QButtonGroup(self)
         self.target_group.setExclusive(True)
         self.answer_edit = QLineEdit()
-        self.answer_edit.setPlaceholderText("the answer: a span copied from the context")
+        self.answer_edit.setPlaceholderText("the answer: select it in the context, then “Use selection” (Ctrl+U)")
+        self.use_selection_button = QPushButton("Use selection  (Ctrl+U)")
+        self.use_selection_button.setToolTip("Take the text selected in the context as the answer span")
+        self.use_selection_button.clicked.connect(self.use_selection)
         lay.addWidget(self.target_box)
 
         row = QHBoxLayout()
@@ -103,17 +122,32 @@ class AnnotatePage(Page):
         row.addWidget(self.submit_button)
         lay.addLayout(row)
 
+        self.shortcuts_label = QLabel(SHORTCUTS)
+        self.shortcuts_label.setWordWrap(True)
+        self.shortcuts_label.setStyleSheet("color:#555")
+        lay.addWidget(self.shortcuts_label)
+
+        self.last_box = QGroupBox("Your last example")
+        last = QVBoxLayout(self.last_box)
         self.verdict = Banner(self, closable=False)
         self.verdict.label.setStyleSheet("font-size:16pt; font-weight:bold")
-        lay.addWidget(self.verdict)
+        last.addWidget(self.verdict)
+        self.last_view = QLabel()
+        self.last_view.setWordWrap(True)
+        self.last_view.setTextFormat(Qt.TextFormat.RichText)
+        last.addWidget(self.last_view)
         self.prediction_label = QLabel()
-        lay.addWidget(self.prediction_label)
+        self.prediction_label.setWordWrap(True)
+        last.addWidget(self.prediction_label)
         self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
-        lay.addWidget(self.probs)
+        last.addWidget(self.probs)
+        self.last_box.hide()
+        lay.addWidget(self.last_box)
         lay.addStretch(1)
 
         for seq in ("Ctrl+Return", "Ctrl+Enter"):
             QShortcut(QKeySequence(seq), self, self.submit)
+        QShortcut(QKeySequence("Ctrl+U"), self, self.use_selection)
         for i in range(9):
             QShortcut(QKeySequence(str(i + 1)), self, lambda i=i: self.choose(i))
             QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.choose(i))
@@ -127,6 +161,10 @@ class AnnotatePage(Page):
         service.submitFailed.connect(self._on_failed)
         service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
         service.activeChanged.connect(lambda _n: self.refresh())
+        service.modelLoading.connect(lambda name: self._model_state(name, "loading"))
+        service.modelReady.connect(lambda name: self._model_state(name, "ready"))
+        service.modelFailed.connect(lambda name, msg: self._model_state(name, f"failed: {msg}"))
+        self.model_states: dict[str, str] = {}
         self.refresh()
 
     # ----------------------------------------------------------- building
@@ -163,10 +201,26 @@ class AnnotatePage(Page):
         self._build_form(self.task, bool(rnd and rnd.n_contexts))
         for w in (self.form_box, self.target_box, self.submit_button, self.explanation):
             w.setEnabled(ready)
+        self.last_box.hide()
+        self.round_models = [m.name for m in rnd.models] if rnd is not None and rnd.is_open else []
         if ready:
             if rnd.n_contexts and self.task.context_field:
                 self.load_context()
+            self._svc.warm(rnd)
             self.start_example()
+
+    def _model_state(self, name: str, state: str) -> None:
+        """Show whether the round's target models are loaded (the first prediction is quick once ready)."""
+        self.model_states[name] = state
+        shown = [(m, self.model_states[m]) for m in self.round_models if m in self.model_states]
+        if not shown:
+            return
+        text = " · ".join(f"{m}: {'loading the model…' if st == 'loading' else st}" for m, st in shown)
+        self.submit_button.setToolTip(text)
+        if any(st == "loading" for _m, st in shown):
+            self.banner.show_message(text, "info")
+        elif self.banner.kind == "info":
+            self.banner.clear()
 
     def _build_form(self, task: Task, pooled: bool) -> None:
         while self.form.rowCount():
@@ -187,16 +241,52 @@ class AnnotatePage(Page):
             self.target_group.removeButton(b)
             b.deleteLater()
         self.answer_edit.setParent(None)
+        self.use_selection_button.setParent(None)
         if task.output_kind == "label":
+            self.target_box.setTitle(LABEL_TITLE)
             for i, label in enumerate(task.labels):
                 b = QPushButton(f"{i + 1}  {label}")
                 b.setCheckable(True)
                 b.setProperty("label", label)
+                b.setToolTip(f"Ctrl+{i + 1}")
                 b.setFocusPolicy(Qt.FocusPolicy.NoFocus)
                 self.target_group.addButton(b, i)
                 self.target_layout.addWidget(b)
         else:
-            self.target_layout.addWidget(self.answer_edit)
+            self.target_box.setTitle(SPAN_TITLE)
+            self.target_layout.addWidget(self.answer_edit, 1)
+            self.target_layout.addWidget(self.use_selection_button)
+            self.answer_edit.show()  # setParent(None) above hid them
+            self.use_selection_button.show()
+
+    def focus_chain(self) -> list[QWidget]:
+        """The form's widgets in Tab order: Tab cycles through these and never leaves for the sidebar."""
+        chain: list[QWidget] = list(self.inputs.values())
+        if self.task is not None and self.task.output_kind != "label":
+            chain.append(self.answer_edit)
+        chain += [self.explanation, self.submit_button]
+        return [w for w in chain if w.isEnabled() and w.isVisible()]
+
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: N802 - Qt API
+        chain = self.focus_chain()
+        current = self.focusWidget()
+        if current not in chain:
+            return super().focusNextPrevChild(next)
+        step = 1 if next else -1
+        chain[(chain.index(current) + step) % len(chain)].setFocus(
+            Qt.FocusReason.TabFocusReason if next else Qt.FocusReason.BacktabFocusReason)
+        return True
+
+    def use_selection(self) -> None:
+        """Copy the text selected in the context (pool view or typed field) into the answer box."""
+        if self.task is None or self.task.output_kind == "label":
+            return
+        source = self.context_view if self.context is not None else self.inputs.get(self.task.span_of or "")
+        selected = source.textCursor().selectedText().replace("\u2029", "\n") if source is not None else ""
+        if selected.strip():
+            self.answer_edit.setText(selected.strip())
+        else:
+            self.banner.show_message(f"Select the answer in the {self.task.span_of} first, then Ctrl+U.", "info")
 
     def load_context(self) -> None:
         if not self.task:
@@ -219,7 +309,7 @@ class AnnotatePage(Page):
             b = self.target_group.checkedButton()
             return b.property("label") if b else None
         text = self.answer_edit.text().strip()
-        return [text] if text else None
+        return text or None
 
     def start_example(self) -> None:
         self.clock.restart()
@@ -251,12 +341,23 @@ class AnnotatePage(Page):
             self.banner.error(f"Fill in {', '.join(missing)} first.")
             self.inputs[missing[0]].setFocus()
             return
-        if target is None:
-            self.banner.error("Choose the correct label (keys 1–9) first." if self.task.output_kind == "label"
-                              else "Type the answer span first.")
+        if self.task.output_kind == "label" and target is None:
+            self.banner.show_message("Choose the correct label first (Ctrl+1–9 or click it).", "info")
             return
         if self.context is not None:
             inputs[self.context.field] = self.context.text
+        if self.task.output_kind != "label":
+            if not target:
+                self.banner.show_message(f"Select the answer in the {self.task.span_of} (or type it), then submit.",
+                                         "info")
+                self.answer_edit.setFocus()
+                return
+            try:
+                check_target(self.task, target, inputs)  # the core's span rule, before asking the model
+            except DynaDeskError as exc:
+                self.banner.error(str(exc))
+                self.answer_edit.setFocus()
+                return
         self.banner.clear()
         self.submit_button.setEnabled(False)
         self.submit_button.setText("Asking the model…")
@@ -266,20 +367,27 @@ class AnnotatePage(Page):
 
     def _on_submitted(self, ex: AnnotatedExample) -> None:
         self._reset_button()
+        if self.task is None or ex.task != self.task.name:
+            return  # a late answer for a task no longer on screen: the database has it, this view does not
         self.tally.add(ex.fooled)
         self.tally_label.setText(self.tally.text())
         if ex.fooled:
             self.verdict.show_message("You fooled the model!", "ok")
         else:
             self.verdict.show_message("The model got it right.", "warn")
+        self.last_view.setText("".join(f"<b>{html.escape(k)}</b>: {html.escape(v)}<br>"
+                                       for k, v in ex.inputs.items()))
+        self.last_box.show()
         out = ex.model_output
         if "label" in out:
-            self.prediction_label.setText(f"{ex.model_name} predicted <b>{out['label']}</b>; you said "
-                                          f"<b>{ex.target}</b>.")
+            self.prediction_label.setText(f"{html.escape(ex.model_name)} predicted <b>{html.escape(out['label'])}</b>;"
+                                          f" you said <b>{html.escape(str(ex.target))}</b>.")
             self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
         else:
-            self.prediction_label.setText(f"{ex.model_name} answered <b>{out.get('answer', '')}</b> "
-                                          f"(score {out.get('score', 0):.2f}); you said <b>{ex.target}</b>.")
+            self.prediction_label.setText(f"{html.escape(ex.model_name)} answered "
+                                          f"<b>{html.escape(str(out.get('answer', '')))}</b> "
+                                          f"(score {out.get('score', 0):.2f}); you said "
+                                          f"<b>{html.escape(str(ex.target))}</b>.")
             self.probs.set_data([])
         for edit in self.inputs.values():
             edit.clear()
@@ -306,5 +414,5 @@ class AnnotatePage(Page):
         self._tick.stop()
 
 
-def make(services, parent: QWidget | None = None) -> AnnotatePage:
+def make(services: Any, parent: QWidget | None = None) -> AnnotatePage:
     return AnnotatePage(services.extra["annotation"], services.data, parent=parent)

@@ -89,6 +89,9 @@ class ModelsPage(Page):
         service.registerFailed.connect(self._on_register_failed)
         service.predicted.connect(self._on_predicted)
         service.predictFailed.connect(self._on_predict_failed)
+        service.loading.connect(lambda name: self._on_load_state(name, "loading"))
+        service.loaded.connect(lambda name: self._on_load_state(name, "ready"))
+        service.loadFailed.connect(lambda name, message: self._on_load_state(name, message))
         self.refresh()
 
     # ---------------------------------------------------------- listing
@@ -122,6 +125,7 @@ class ModelsPage(Page):
                 return
 
     def _on_select(self) -> None:
+        self._svc.forget_requests()  # a late prediction for the previous model never lands under this one
         while self.try_form.rowCount():
             self.try_form.removeRow(0)
         self.inputs = {}
@@ -135,7 +139,8 @@ class ModelsPage(Page):
             self.try_title.setText(f"<b>{rec.name}</b> has pickle weights only: it runs only inside the "
                                    "evaluation sandbox, never on this machine.")
             return
-        self.try_title.setText(f"<b>{rec.name}</b> · {rec.task} · {rec.kind} — type to predict")
+        self.try_title.setText(f"<b>{rec.name}</b> · {rec.task} · {rec.kind} — loading the model…")
+        self._svc.warm(rec.name)
         task = self._data.task(rec.task)
         for f in task.inputs:
             edit = QPlainTextEdit()
@@ -145,6 +150,20 @@ class ModelsPage(Page):
             edit.textChanged.connect(self._debounce.start)
             self.try_form.addRow(f.name, edit)
             self.inputs[f.name] = edit
+
+    def _on_load_state(self, name: str, state: str) -> None:
+        """Loading progress of the selected model in the panel's title (other models' news is ignored)."""
+        rec = self._records.get(self.selected_model() or "")
+        if rec is None or rec.name != name:
+            return
+        head = f"<b>{rec.name}</b> · {rec.task} · {rec.kind} — "
+        if state == "loading":
+            self.try_title.setText(head + "loading the model…")
+        elif state == "ready":
+            self.try_title.setText(head + "ready: type to predict")
+        else:
+            self.try_title.setText(head + "could not be loaded")
+            self.banner.error(state)
 
     # ---------------------------------------------------------- try it
     def predict_now(self) -> None:

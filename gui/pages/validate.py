@@ -1,9 +1,11 @@
 """Validate: other people's examples one at a time. Keys: C correct, I incorrect (with the
-corrected label), F flag (with a reason), S skip. Progress through the queue is shown."""
+corrected label; for QA the corrected answer selected in the example's context, Ctrl+U),
+F flag (with a reason), S skip. Progress through the queue is shown."""
 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
@@ -52,10 +54,13 @@ class ValidatePage(Page):
         self.label_combo = QComboBox()
         self.label_combo.setToolTip("The label this example should have had (for 'incorrect')")
         self.answer_edit = QLineEdit()
-        self.answer_edit.setPlaceholderText("corrected answer span (for 'incorrect')")
+        self.answer_edit.setPlaceholderText("corrected answer: select it in the context above, then Ctrl+U")
+        self.use_selection_button = QPushButton("Use selection  (Ctrl+U)")
+        self.use_selection_button.clicked.connect(self.use_selection)
         row = QHBoxLayout()
         row.addWidget(self.label_combo)
         row.addWidget(self.answer_edit, 1)
+        row.addWidget(self.use_selection_button)
         form.addRow("Corrected label", row)
         self.reason_edit = QLineEdit()
         self.reason_edit.setPlaceholderText("why it is flagged (required for 'flag'), e.g. offensive, ambiguous")
@@ -76,8 +81,14 @@ class ValidatePage(Page):
         self.verdict_box = box
         lay.addWidget(box)
 
+        self.shortcuts_label = QLabel("Keys: C correct · I incorrect (with the corrected label) · F flag (type the "
+                                      "reason, then Enter) · S skip · Ctrl+U use the selected text as the answer (QA)")
+        self.shortcuts_label.setWordWrap(True)
+        self.shortcuts_label.setStyleSheet("color:#555")
+        lay.addWidget(self.shortcuts_label)
+
         for key, fn in (("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
-                        ("F", lambda: self.vote("flagged")), ("S", self.skip)):
+                        ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)):
             QShortcut(QKeySequence(key), self, fn)
         service.activeChanged.connect(lambda _n: self._reload_queue())
         service.examplesChanged.connect(lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
@@ -112,6 +123,7 @@ class ValidatePage(Page):
         self.label_combo.addItems(list(t.labels))
         self.label_combo.setVisible(t.output_kind == "label")
         self.answer_edit.setVisible(t.output_kind != "label")
+        self.use_selection_button.setVisible(t.output_kind != "label")
         self.done = 0
         self.skipped.clear()
         self._reload_queue()
@@ -174,14 +186,16 @@ class ValidatePage(Page):
             else:
                 text = self.answer_edit.text().strip()
                 if not text:
-                    self.banner.error("Type the corrected answer span, then press I again.")
+                    self.banner.show_message(f"Select the corrected answer in the {t.span_of} above (Ctrl+U), "
+                                             "then press I again.", "info")
                     self.answer_edit.setFocus()
                     return
-                label = [text]
+                label = text  # the core checks it is a span of the context
         elif verdict == "flagged":
             reason = self.reason_edit.text().strip()
             if not reason:
-                self.banner.error("Type why you flag this example, then press Enter (or F).")
+                self.banner.show_message("Type why you flag this example in “Flag reason”, then press Enter.",
+                                         "info")
                 self.reason_edit.setFocus()
                 return
         try:
@@ -196,6 +210,17 @@ class ValidatePage(Page):
         self.setFocus()
         self._reload_queue()
 
+    def use_selection(self) -> None:
+        """The text selected in the example view becomes the corrected answer (QA)."""
+        ex = self.current
+        if ex is None or self._data.task(ex.task).output_kind == "label":
+            return
+        selected = self.view.textCursor().selectedText().strip()
+        if selected:
+            self.answer_edit.setText(selected)
+        else:
+            self.banner.show_message("Select the corrected answer in the context above first, then Ctrl+U.", "info")
+
     def skip(self) -> None:
         ex = self.current
         if ex is not None:
@@ -203,5 +228,5 @@ class ValidatePage(Page):
             self._show()
 
 
-def make(services, parent: QWidget | None = None) -> ValidatePage:
+def make(services: Any, parent: QWidget | None = None) -> ValidatePage:
     return ValidatePage(services.extra["annotation"], services.data, parent=parent)

@@ -23,6 +23,9 @@ class AnnotationService(QObject):
     submitFailed = Signal(str)
     validated = Signal(object, object)  # Validation, ExampleStatus
     examplesChanged = Signal(str)  # task
+    modelLoading = Signal(str)  # model name: loading into the live predictor has started
+    modelReady = Signal(str)  # model name: loaded, the next prediction is quick
+    modelFailed = Signal(str, str)  # model name, message
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -82,16 +85,22 @@ class AnnotationService(QObject):
         return [m.name for m in self.store.models.list(task)]
 
     def warm(self, rnd: Round) -> None:
-        """Load the round's first target model in the background so the first submit is quick."""
-        if not rnd.models:
-            return
+        """Load the round's target models in the background so the first submit does not stall the page;
+        ``modelLoading`` / ``modelReady`` / ``modelFailed`` tell the page (a failed load is also reported
+        again by the submit that needs the model)."""
+        for model in rnd.models:
+            self.warm_model(model.name)
 
-        def job(store, name):
+    def warm_model(self, name: str) -> None:
+        def job(store: Any, model_name: str) -> str:
             from dynadesk.models import default_predictor
 
-            default_predictor().warm(store.models.get(name))
+            default_predictor().warm(store.models.get(model_name))
+            return model_name
 
-        self._ws.run_with_store(job, rnd.models[0].name, on_error=lambda _m: None)  # submit reports load errors
+        self.modelLoading.emit(name)
+        self._ws.run_with_store(job, name, on_result=self.modelReady.emit,
+                                on_error=lambda message: self.modelFailed.emit(name, message))
 
     def stats(self, task: str) -> list:
         return ann.task_stats(self.store, task)

@@ -17,6 +17,9 @@ class ModelsService(QObject):
     registerFailed = Signal(str)
     predicted = Signal(int, object)  # request id, prediction dict
     predictFailed = Signal(int, str)
+    loading = Signal(str)  # model name: loading into the live predictor started
+    loaded = Signal(str)  # model name: loaded, predictions are quick now
+    loadFailed = Signal(str, str)  # model name, message
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -63,6 +66,23 @@ class ModelsService(QObject):
     @property
     def latest_request(self) -> int:
         return self._request
+
+    def forget_requests(self) -> None:
+        """The view changed (another model selected): results of requests made so far are stale."""
+        self._request += 1
+        self._pending = None
+
+    def warm(self, model: str) -> None:
+        """Load ``model`` in the background so the first prediction does not stall the page."""
+        def job(store: Any, name: str) -> str:
+            from dynadesk.models import default_predictor
+
+            default_predictor().warm(store.models.get(name))
+            return name
+
+        self.loading.emit(model)
+        self._ws.run_with_store(job, model, on_result=self.loaded.emit,
+                                on_error=lambda message: self.loadFailed.emit(model, message))
 
     def _next(self) -> None:
         if self._pending is None:

@@ -17,6 +17,11 @@ PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
            "#bab0ac"]
 
 
+# Labels whose meaning has a conventional colour: good/agreeing green, bad/contradicting red, neutral grey.
+LABEL_COLORS = {"positive": "#59a14f", "negative": "#e15759", "neutral": "#9e9e9e", "entailment": "#59a14f",
+                "contradiction": "#e15759", "not-hateful": "#59a14f", "hateful": "#e15759"}
+
+
 def color(i: int) -> QColor:
     return QColor(PALETTE[i % len(PALETTE)])
 
@@ -43,6 +48,14 @@ class BarChart(QWidget):
 
     def rows(self) -> list[tuple[str, float]]:
         return list(self._rows)
+
+    def bar_color(self, i: int) -> QColor:
+        """Row ``i``'s colour: the highlight when asked for, else the label's conventional colour, else the palette."""
+        label, value = self._rows[i]
+        if self._highlight:
+            top = max(v for _, v in self._rows)
+            return QColor("#2e7d32") if value == top and value > 0 else QColor("#90a4ae")
+        return QColor(LABEL_COLORS[label]) if label in LABEL_COLORS else color(i)
 
     def sizeHint(self) -> QSize:
         h = QFontMetrics(self.font()).height() + 8
@@ -73,12 +86,7 @@ class BarChart(QWidget):
             p.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
                        fm.elidedText(label, Qt.TextElideMode.ElideRight, label_w - 4))
             w = avail * max(0.0, min(1.0, value / scale_max)) if scale_max else 0
-            c = color(i)
-            if self._highlight and value == top and value > 0:
-                c = QColor("#2e7d32")
-            elif self._highlight:
-                c = QColor("#90a4ae")
-            p.fillRect(QRectF(x0, y + (row_h - bar_h) / 2, w, bar_h), c)
+            p.fillRect(QRectF(x0, y + (row_h - bar_h) / 2, w, bar_h), self.bar_color(i))
             p.setPen(text_color)
             p.drawText(QRectF(x0 + w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, self._fmt.format(value))
 

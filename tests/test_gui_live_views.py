@@ -81,3 +81,15 @@ def test_annotate_page_loads_round_models_and_ignores_answers_for_another_task(g
     assert page.tally.examples == 0 and not page.last_box.isVisible()  # not shown under NLI
     assert page.submit_button.text().startswith("Submit")
     assert len(services.ws.store.annotation.examples("sentiment")) == 1  # stored all the same
+
+
+def test_label_chart_colours_follow_the_labels_meaning(require_qt, qtbot):
+    from dynadesk.gui.charts import BarChart
+
+    chart = BarChart()
+    qtbot.addWidget(chart)
+    chart.set_data([("negative", 3), ("neutral", 2), ("positive", 5)])
+    names = [chart.bar_color(i).name() for i in range(3)]
+    assert names == ["#e15759", "#9e9e9e", "#59a14f"]  # negative red, neutral grey, positive green
+    chart.set_data([("hateful", 1), ("not-hateful", 4)])
+    assert [chart.bar_color(i).name() for i in range(2)] == ["#e15759", "#59a14f"]

@@ -196,3 +196,74 @@ def build_demo_cmd(app, force, as_json) -> None:
     echo_table(["model", "dev accuracy", "dev macro-F1", "built in s", "status"], [
         [r["model"], f"{r['dev_accuracy']:.1f}", f"{r['dev_macro_f1']:.1f}", f"{r['build_seconds']:.0f}", r["status"]]
         for r in rows])
+
+
+def _source(text: str) -> tuple[str, float]:
+    """``NAME`` or ``NAME=WEIGHT`` of ``--data``."""
+    name, _, weight = text.partition("=")
+    try:
+        return name.strip(), float(weight) if weight else 1.0
+    except ValueError:
+        raise click.BadParameter(f"'{text}': the weight after '=' must be a number", param_hint="--data") from None
+
+
+@models.command("train")
+@click.argument("name")
+@click.option("--task", "task_name", required=True, help="Task the new model serves.")
+@click.option("--base", default="minilm", show_default=True,
+              help="'minilm' (the bundled MiniLM encoder) or a registered Hugging Face model to fine-tune.")
+@click.option("--data", "sources", multiple=True, required=True,
+              help="Training dataset, NAME or NAME=WEIGHT (each epoch sees WEIGHT x its size examples); repeatable.")
+@click.option("--dev", "dev", required=True, help="Dev dataset: decides early stopping and the kept checkpoint.")
+@click.option("--epochs", default=3, show_default=True, type=int)
+@click.option("--batch-size", default=16, show_default=True, type=int)
+@click.option("--lr", default=5e-5, show_default=True, type=float)
+@click.option("--max-length", default=128, show_default=True, type=int)
+@click.option("--seed", default=13, show_default=True, type=int)
+@click.option("--eval-every", default=0, show_default=True, type=int, help="Steps between dev evaluations (0: per epoch).")
+@click.option("--patience", default=2, show_default=True, type=int,
+              help="Dev evaluations without improvement before stopping early.")
+@click.option("--resume", is_flag=True, help="Continue an interrupted training of NAME from its checkpoint.")
+@json_option
+@pass_app
+def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, max_length, seed, eval_every,
+              patience, resume, as_json) -> None:
+    """Fine-tune the next round's target model (offline, seeded, early-stopped on --dev) and register NAME
+    with its lineage. Ctrl+C saves a checkpoint; run the same command with --resume to continue."""
+    from tqdm import tqdm
+
+    from dynadesk.models.train import TrainConfig, TrainRequest, TrainSource, train_model
+
+    request = TrainRequest(task=task_name, name=name, base=base,
+                           train=tuple(TrainSource(*_source(s)) for s in sources), dev=dev,
+                           config=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length,
+                                              seed=seed, eval_every=eval_every, patience=patience))
+    bar = tqdm(desc=f"training {name}", unit="step", file=click.get_text_stream("stderr"), dynamic_ncols=True)
+
+    def progress(step: int, total: int, message: str) -> None:
+        bar.total = total
+        bar.n = step
+        bar.set_postfix_str(message)
+
+    import signal
+
+    stop = {"asked": False}
+
+    def ask_stop(_signum: int, _frame: object) -> None:
+        stop["asked"] = True  # the loop saves its checkpoint before the next step and stops
+
+    previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        result = train_model(app.store, app.workspace.models_dir, request, resume=resume, progress=progress,
+                             cancel=lambda: stop["asked"])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        bar.close()
+    rec = result.record
+    if as_json:
+        echo_json({"model": rec.to_dict(), "steps": result.steps, "best_step": result.best_step,
+                   "best_dev": result.best_dev, "stopped_early": result.stopped_early})
+        return
+    click.echo(f"registered {rec.name} ({rec.digest[:19]}): dev {result.best_dev:.2f} at step {result.best_step}"
+               f" of {result.steps}{' (stopped early)' if result.stopped_early else ''}")

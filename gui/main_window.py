@@ -39,6 +39,7 @@ PAGES: list[PageSpec] = [
     PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make", ("dynadesk.annotation",), "issue 6"),
     PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make", ("dynadesk.annotation",), "issue 6"),
     PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make", ("dynadesk.annotation",), "issue 6"),
+    PageSpec("train", "Train", "dynadesk.gui.pages.train:make"),
     PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make", ("dynadesk.orchestration",), "issue 5"),
     PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make",
              ("dynadesk.scoring.dynascore",), "issue 4"),

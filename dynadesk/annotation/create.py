@@ -121,6 +121,15 @@ def _check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
     return output
 
 
+def choose_target(store: Any, rnd: Any, annotator: str) -> str:
+    """The model that answers the annotator's next example: with several targets, one at random, seeded by
+    (task, round, annotator, how many examples the annotator wrote in the round), so a rerun replays it."""
+    if len(rnd.models) == 1:
+        return str(rnd.models[0].name)
+    n = len(store.annotation.examples(rnd.task, rnd.number, annotator))
+    return str(random.Random(f"{rnd.task}:{rnd.number}:{annotator}:{n}").choice(rnd.models).name)
+
+
 def submit_example(store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
                    model: str | None = None, context_id: str | None = None, explanation: str = "",
                    time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
@@ -131,7 +140,7 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
     ann = resolve_annotator(store, annotator)
     rnd = open_round(store, task.name)
     targets = {m.name: m.digest for m in rnd.models}
-    model = model or rnd.models[0].name
+    model = model or choose_target(store, rnd, ann.name)
     if model not in targets:
         raise AnnotationError(f"model '{model}' is not a target of round {rnd.number} of '{task.name}'"
                               f" (targets: {', '.join(targets)})")

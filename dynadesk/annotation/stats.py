@@ -68,6 +68,18 @@ class AnnotatorStats:
 
 
 @dataclass
+class ModelStats:
+    """One target model's share of a round (several targets: each example answered by one of them)."""
+
+    model: str
+    collected: int = 0
+    fooled: int = 0
+    verified_fooled: int = 0
+    mer: float | None = None
+    vmer: float | None = None
+
+
+@dataclass
 class RoundStats:
     task: str
     round: int
@@ -83,6 +95,7 @@ class RoundStats:
     validations: int
     alpha: float | None
     annotators: list[AnnotatorStats] = field(default_factory=list)
+    by_model: list[ModelStats] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,6 +131,14 @@ def round_stats(store, task_name: str, round_number: int | None = None) -> Round
         a.verified_fooled += st.verified_fooled
         for v in ex.validations:
             people.setdefault(v.annotator, AnnotatorStats(v.annotator)).validations_given += 1
+    targets = {m.name: ModelStats(m.name) for m in rnd.models}
+    for ex, st in zip(examples, statuses):
+        m = targets.setdefault(ex.model_name, ModelStats(ex.model_name))
+        m.collected += 1
+        m.fooled += ex.fooled
+        m.verified_fooled += st.verified_fooled
+    for m in targets.values():
+        m.mer, m.vmer = _rates(m.collected, m.fooled, m.verified_fooled)
     for a in people.values():
         a.mer, a.vmer = _rates(a.collected, a.fooled, a.verified_fooled)
         a.median_time_ms = _median([ex.time_ms for ex in examples if ex.annotator == a.annotator])
@@ -128,7 +149,7 @@ def round_stats(store, task_name: str, round_number: int | None = None) -> Round
         median_time_ms=_median([ex.time_ms for ex in examples]),
         validations=sum(len(ex.validations) for ex in examples),
         alpha=krippendorff_alpha_nominal([v.verdict for v in ex.validations] for ex in examples),
-        annotators=sorted(people.values(), key=lambda a: a.annotator))
+        annotators=sorted(people.values(), key=lambda a: a.annotator), by_model=list(targets.values()))
 
 
 def task_stats(store, task_name: str) -> list[RoundStats]:

@@ -119,6 +119,38 @@ def rounds_stats(app, task, round_number, as_json) -> None:
                    [[a.annotator, a.collected, a.fooled, a.verified_fooled, _pct(a.mer), _pct(a.vmer),
                      "-" if a.median_time_ms is None else f"{a.median_time_ms:.0f}", a.validations_given]
                     for a in s.annotators])
+        if len(s.by_model) > 1:
+            echo_table(["target model", "collected", "fooled", "v.fooled", "MER", "vMER"],
+                       [[m.model, m.collected, m.fooled, m.verified_fooled, _pct(m.mer), _pct(m.vmer)]
+                        for m in s.by_model])
+
+
+@rounds.command("report")
+@click.argument("task")
+@click.option("--model", "models", multiple=True, help="Model to report on (repeatable; default: every model "
+                                                       "of the task).")
+@click.option("--test-set", "test_sets", multiple=True, help="Base test set (repeatable; default: the task's "
+                                                             "test-split datasets).")
+@json_option
+@pass_app
+def rounds_report(app, task, models, test_sets, as_json) -> None:
+    """Each model's error rate (%) on each round's verified-fooled examples and on the base test sets.
+
+    Round examples that a reported model was trained on are held out of that round's column."""
+    from dynadesk.annotation.report import round_report
+
+    report = round_report(app.store, task, list(models) or None, list(test_sets) if test_sets else None)
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    click.echo(f"{report.task}: error rate (%) per model; rounds = verified-fooled examples")
+    header = ["model"] + [f"{c.name} (n={c.n}{f', {c.held_out} held out' if c.held_out else ''})"
+                          for c in report.columns]
+    echo_table(header, [[r.model] + ["-" if r.errors.get(c.name) is None else f"{r.errors[c.name]:.1f}"
+                                     for c in report.columns] for r in report.rows])
+    for r in report.rows:
+        if r.note:
+            click.echo(f"{r.model}: {r.note}")
 
 
 # --------------------------------------------------------------------------- annotate

@@ -47,10 +47,11 @@ class RoundsPage(Page):
         self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER", "vMER",
                                    "median time (s)", "validations given"])
         ll.addWidget(self.people_table, 3)
-        chart_box = QGroupBox("Model error rate (MER)")
+        chart_box = QGroupBox("Model error rate")
         cl = QVBoxLayout(chart_box)
         self.chart_mode = QComboBox()
-        self.chart_mode.addItems(["per round", "per annotator (selected round)"])
+        self.chart_mode.addItems(["MER per round", "MER per annotator (selected round)",
+                                  "each model on each round's verified-fooled examples (report)"])
         self.chart_mode.currentIndexChanged.connect(self._draw_chart)
         cl.addWidget(self.chart_mode)
         self.chart = BarChart(fmt="{:.1%}", max_value=1.0)
@@ -103,6 +104,10 @@ class RoundsPage(Page):
 
         service.roundsChanged.connect(lambda _t: self.reload())
         service.examplesChanged.connect(lambda _t: self.reload())
+        service.reportReady.connect(self._on_report)
+        service.reportFailed.connect(lambda task, msg: self.banner.error(msg)
+                                     if task == self.task_combo.currentText() else None)
+        self.report = None
         self.refresh()
 
     def refresh(self) -> None:
@@ -116,6 +121,7 @@ class RoundsPage(Page):
         task = self.task_combo.currentText()
         if not task:
             return
+        self.report = None  # examples or votes changed: the report is computed again when shown
         selected = self.selected_round()
         self.stats = self.guard(self._svc.stats, task) or []
         fill(self.rounds_table, [
@@ -165,7 +171,23 @@ class RoundsPage(Page):
             self.register_name.setPlaceholderText(f"{s.task}-round{s.round}")
         self._draw_chart()
 
+    def _on_report(self, task: str, report) -> None:
+        if task != self.task_combo.currentText():
+            return  # a report for a task no longer on screen
+        self.report = report
+        self._draw_chart()
+
     def _draw_chart(self) -> None:
+        if self.chart_mode.currentIndex() == 2:
+            task = self.task_combo.currentText()
+            if self.report is None or self.report.task != task:
+                self.chart.set_data([], "computing the report (every model over every round)…")
+                self._svc.report(task)
+                return
+            self.chart.set_data([(f"{row.model} · {col.name} (n={col.n})", row.errors[col.name] / 100)
+                                 for col in self.report.columns for row in self.report.rows
+                                 if row.errors.get(col.name) is not None], "no verified-fooled examples yet")
+            return
         if self.chart_mode.currentIndex() == 0:
             self.chart.set_data([(f"round {s.round}", s.mer or 0.0) for s in self.stats], "no rounds yet")
         else:

@@ -26,6 +26,8 @@ class AnnotationService(QObject):
     modelLoading = Signal(str)  # model name: loading into the live predictor has started
     modelReady = Signal(str)  # model name: loaded, the next prediction is quick
     modelFailed = Signal(str, str)  # model name, message
+    reportReady = Signal(str, object)  # task, RoundReport
+    reportFailed = Signal(str, str)  # task, message
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -101,6 +103,17 @@ class AnnotationService(QObject):
         self.modelLoading.emit(name)
         self._ws.run_with_store(job, name, on_result=self.modelReady.emit,
                                 on_error=lambda message: self.modelFailed.emit(name, message))
+
+    def report(self, task: str, test_sets: list[str] | None = None) -> None:
+        """The round-over-round report (every model's error per round, and on ``test_sets``) on a worker:
+        it runs every model over the examples, so never on the UI thread."""
+        def job(store: Any) -> Any:
+            from dynadesk.annotation.report import round_report
+
+            return round_report(store, task, test_sets=test_sets or [])
+
+        self._ws.run_with_store(job, on_result=lambda r: self.reportReady.emit(task, r),
+                                on_error=lambda message: self.reportFailed.emit(task, message))
 
     def stats(self, task: str) -> list:
         return ann.task_stats(self.store, task)

@@ -46,6 +46,9 @@ def _add_area_services(services: Services) -> None:
         from dynadesk.gui.services.annotation import AnnotationService
 
         services.extra["annotation"] = AnnotationService(services.ws)
+    from dynadesk.gui.services.training import TrainingService
+
+    services.extra["training"] = TrainingService(services.ws)
     if importlib.util.find_spec("dynadesk.sync") is not None:
         from dynadesk.gui.services.bundles import BundlesService
 

@@ -1,0 +1,202 @@
+"""Train: fine-tune the next round's target on chosen datasets (bundled, imported or registered
+rounds) with per-dataset sampling weights, early-stopped on a dev set. The training runs on a
+pool worker with progress and cancel (which saves a checkpoint); Resume continues it. The new
+model is registered with its lineage and can be a target of the next round."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
+                               QProgressBar, QPushButton, QSpinBox, QTableWidget, QTableWidgetItem, QWidget)
+
+from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.services.data import DataService
+from dynadesk.gui.services.training import TrainingService
+
+MINILM = "minilm"
+
+
+class TrainPage(Page):
+    title = "Train"
+
+    def __init__(self, service: TrainingService, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self.last_request: Any = None
+        lay = self.body()
+
+        form_box = QGroupBox("What to train")
+        form = QFormLayout(form_box)
+        self.task_combo = QComboBox()
+        self.task_combo.currentIndexChanged.connect(self._fill)
+        form.addRow("Task", self.task_combo)
+        self.base_combo = QComboBox()
+        form.addRow("Base model", self.base_combo)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("name of the new model, e.g. sentiment-round2")
+        form.addRow("New model", self.name_edit)
+        self.data_table = QTableWidget(0, 2)
+        self.data_table.setHorizontalHeaderLabels(["training dataset (tick to use)", "sampling weight"])
+        self.data_table.horizontalHeader().setStretchLastSection(True)
+        self.data_table.setMinimumHeight(140)
+        form.addRow("Data", self.data_table)
+        self.dev_combo = QComboBox()
+        form.addRow("Dev set (early stopping)", self.dev_combo)
+        lay.addWidget(form_box)
+
+        hp = QGroupBox("Settings")
+        hl = QHBoxLayout(hp)
+        self.epochs = QSpinBox()
+        self.epochs.setRange(1, 100)
+        self.epochs.setValue(3)
+        self.batch = QSpinBox()
+        self.batch.setRange(1, 512)
+        self.batch.setValue(16)
+        self.lr = QDoubleSpinBox()
+        self.lr.setDecimals(6)
+        self.lr.setRange(1e-6, 0.1)
+        self.lr.setSingleStep(1e-5)
+        self.lr.setValue(5e-5)
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2 ** 31 - 1)
+        self.seed.setValue(13)
+        self.max_length = QSpinBox()
+        self.max_length.setRange(8, 4096)
+        self.max_length.setValue(128)
+        for label, w in (("epochs", self.epochs), ("batch", self.batch), ("learning rate", self.lr),
+                         ("seed", self.seed), ("max length", self.max_length)):
+            hl.addWidget(QLabel(label))
+            hl.addWidget(w)
+        lay.addWidget(hp)
+
+        row = QHBoxLayout()
+        self.start_button = QPushButton("Train")
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button = QPushButton("Cancel (keeps a checkpoint)")
+        self.cancel_button.clicked.connect(self._svc.cancel)
+        self.cancel_button.setEnabled(False)
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.clicked.connect(self.resume)
+        self.resume_button.setEnabled(False)
+        for b in (self.start_button, self.cancel_button, self.resume_button):
+            row.addWidget(b)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.progress = QProgressBar()
+        lay.addWidget(self.progress)
+        self.status = QLabel("Choose the data and press Train. Training runs in the background.")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        lay.addStretch(1)
+
+        service.started.connect(lambda: self._running(True))
+        service.progress.connect(self._on_progress)
+        service.finished.connect(self._on_finished)
+        service.failed.connect(self._on_failed)
+        service.cancelled.connect(self._on_cancelled)
+        self.refresh()
+
+    def refresh(self) -> None:
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        self._fill()
+
+    def _fill(self) -> None:
+        task = self.task_combo.currentText()
+        if not task:
+            return
+        self.base_combo.clear()
+        self.base_combo.addItem("MiniLM (bundled)", MINILM)
+        for name in self.guard(self._svc.base_models, task) or []:
+            self.base_combo.addItem(name, name)
+        names = self.guard(self._svc.datasets, task) or []
+        self.data_table.setRowCount(len(names))
+        for r, name in enumerate(names):
+            item = QTableWidgetItem(name)
+            item.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled)
+            item.setCheckState(Qt.CheckState.Unchecked)
+            self.data_table.setItem(r, 0, item)
+            weight = QDoubleSpinBox()
+            weight.setRange(0.01, 100)
+            weight.setValue(1.0)
+            self.data_table.setCellWidget(r, 1, weight)
+        self.dev_combo.clear()
+        self.dev_combo.addItems(names)
+
+    def use_dataset(self, name: str, weight: float = 1.0) -> None:
+        """Tick ``name`` with ``weight`` (what a click and a spin would do)."""
+        for r in range(self.data_table.rowCount()):
+            if self.data_table.item(r, 0).text() == name:
+                self.data_table.item(r, 0).setCheckState(Qt.CheckState.Checked)
+                spin = self.data_table.cellWidget(r, 1)
+                assert isinstance(spin, QDoubleSpinBox)
+                spin.setValue(weight)
+
+    def request(self) -> Any:
+        from dynadesk.models.train import TrainConfig, TrainRequest, TrainSource
+
+        sources = []
+        for r in range(self.data_table.rowCount()):
+            item = self.data_table.item(r, 0)
+            spin = self.data_table.cellWidget(r, 1)
+            if item.checkState() == Qt.CheckState.Checked and isinstance(spin, QDoubleSpinBox):
+                sources.append(TrainSource(item.text(), float(spin.value())))
+        return TrainRequest(task=self.task_combo.currentText(), name=self.name_edit.text().strip(),
+                            base=str(self.base_combo.currentData()), train=tuple(sources),
+                            dev=self.dev_combo.currentText(),
+                            config=TrainConfig(epochs=self.epochs.value(), batch_size=self.batch.value(),
+                                               lr=float(self.lr.value()), seed=self.seed.value(),
+                                               max_length=self.max_length.value()))
+
+    def start(self) -> None:
+        if self._svc.running:
+            return
+        req = self.request()
+        if not req.name:
+            self.banner.show_message("Name the new model first.", "info")
+            self.name_edit.setFocus()
+            return
+        if not req.train:
+            self.banner.show_message("Tick at least one training dataset.", "info")
+            return
+        self.banner.clear()
+        self.last_request = req
+        self._svc.start(req)
+
+    def resume(self) -> None:
+        if self.last_request is not None and not self._svc.running:
+            self.banner.clear()
+            self._svc.start(self.last_request, resume=True)
+
+    def _running(self, on: bool) -> None:
+        self.start_button.setEnabled(not on)
+        self.cancel_button.setEnabled(on)
+        self.resume_button.setEnabled(False)
+        if on:
+            self.status.setText(f"Training {self.last_request.name if self.last_request else ''}…")
+
+    def _on_progress(self, step: int, total: int, message: str) -> None:
+        self.progress.setRange(0, max(1, total))
+        self.progress.setValue(step)
+        self.status.setText(f"step {step}/{total} · {message}")
+
+    def _on_finished(self, result: Any) -> None:
+        self._running(False)
+        self.banner.show_message(f"Registered {result.record.name}: dev {result.best_dev:.2f} at step "
+                                 f"{result.best_step} of {result.steps}"
+                                 + (" (stopped early)" if result.stopped_early else ""), "ok")
+
+    def _on_failed(self, message: str) -> None:
+        self._running(False)
+        self.banner.error(message)
+
+    def _on_cancelled(self) -> None:
+        self._running(False)
+        self.resume_button.setEnabled(True)
+        self.status.setText(self.status.text() + " · cancelled: the checkpoint is kept, Resume continues")
+
+
+def make(services: Any, parent: QWidget | None = None) -> TrainPage:
+    return TrainPage(services.extra["training"], services.data, parent=parent)

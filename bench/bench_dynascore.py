@@ -19,17 +19,22 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import random  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from dynadesk.scoring.board import ScoreBoard  # noqa: E402
-from dynadesk.scoring.dynascore import compute, compute_arrays, default_metrics  # noqa: E402
+from dynadesk.scoring.dynascore import MetricSpec, compute, compute_arrays, default_metrics  # noqa: E402
+
+T = TypeVar("T")
+Models = dict[str, dict[str, dict[str, float]]]
 
 GOAL_S = 1.0
 METRICS = ["perf", "throughput", "memory", "robustness", "fairness"]
 
 
-def make_models(n_models: int, n_datasets: int, seed: int = 0) -> dict:
+def make_models(n_models: int, n_datasets: int, seed: int = 0) -> Models:
     rng = random.Random(seed)
     ranges = {"perf": (30, 95), "throughput": (5, 3000), "memory": (0.2, 14),
               "robustness": (40, 100), "fairness": (40, 100)}
@@ -37,7 +42,7 @@ def make_models(n_models: int, n_datasets: int, seed: int = 0) -> dict:
             for i in range(n_models)}
 
 
-def naive(models: dict, specs: dict) -> dict[str, float]:
+def naive(models: Models, specs: dict[str, MetricSpec]) -> dict[str, float]:
     """Pure-Python reference: same definition, no numpy."""
     names = sorted(models)
     avg = {m: {k: sum(v.values()) / len(v) for k, v in models[m].items()} for m in names}
@@ -58,17 +63,19 @@ def naive(models: dict, specs: dict) -> dict[str, float]:
     return {m: sum(specs[k].weight / total * util[m][k] / amrs[k] for k in specs) for m in names}
 
 
-def _best_of(fn, repeat: int) -> tuple[float, object]:
+def _best_of(fn: Callable[[], T], repeat: int) -> tuple[float, T]:
     """Best CPU time of ``repeat`` runs: process time, so other jobs sharing the cores do not count."""
-    best, out = float("inf"), None
-    for _ in range(repeat):
+    t0 = time.process_time()
+    out = fn()
+    best = time.process_time() - t0
+    for _ in range(repeat - 1):
         t0 = time.process_time()
         out = fn()
         best = min(best, time.process_time() - t0)
     return best, out
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False) -> list[dict[str, Any]]:
     n_models, n_datasets = (1_000 if quick else 10_000), 10
     models = make_models(n_models, n_datasets)
     specs = default_metrics()

@@ -50,6 +50,7 @@ MAX_MEMORY_BUDGET_GIB = 1e6
 MAX_PAGE_ROWS = 1000
 MAX_OFFSET = 10 ** 9
 _NUMBER_TYPES = {float, int}
+_ABSENT: Any = object()  # a model without the metric at all
 
 
 def score_input(table: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
@@ -132,8 +133,6 @@ def _dense(vals: list[Any], datasets: tuple[str, ...]) -> np.ndarray | None:
     arr[~np.isfinite(arr)] = np.nan
     return arr
 
-
-_ABSENT: Any = object()
 
 
 @dataclass(frozen=True)

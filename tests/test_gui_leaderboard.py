@@ -119,6 +119,8 @@ def test_breakdown_chart_is_each_metrics_share_of_the_dynascore(board_page, qtbo
         assert sum(shares[r.model].values()) == pytest.approx(r.dynascore)
     qtbot.keyClick(page.metric_sliders["perf"].slider, Qt.Key.Key_Home)  # perf weight 0: no perf share
     assert all(v["perf"] == 0 for v in page.breakdown.contributions().values())
+    for chart in (page.breakdown, page.stability_chart, page.radar):  # painting raises nothing (pytest-qt fails it)
+        assert not chart.grab().isNull()
 
 
 WIDE = {
@@ -192,6 +194,7 @@ def test_throughput_radar_axis_is_log_scaled_when_it_spans_orders_of_magnitude(w
         expected = (math.log10(value / lo) + 1) / (math.log10(hi / lo) + 1)
         assert series[model]["throughput"] == pytest.approx(expected)
     assert series["small"]["throughput"] > 0.3  # a linear axis would put it at 90/324000 of the way out
+    assert not page.radar.grab().isNull()
     assert axis_fractions([1.0, 10.0, 100.0]) == ([pytest.approx(1 / 3), pytest.approx(2 / 3), 1.0], "log")
     assert axis_fractions([5.0, 10.0]) == ([0.5, 1.0], "linear")
 
@@ -202,5 +205,11 @@ def test_memory_budget_box_reranks_like_the_cli(wide_page):
     page.budget.setValue(32.0)
     assert page.result.metrics["memory"].offset == 32.0
     assert all(r.dynascore != before[r.model] for r in page.result.rows)
+    page.budget.setValue(0.5)  # over budget: memory saved is negative, drawn left of zero
+    shares = page.breakdown.contributions()
+    assert any(v["memory"] < 0 for v in shares.values())
+    for r in page.result.rows:
+        assert sum(shares[r.model].values()) == pytest.approx(r.dynascore)
+    assert not page.breakdown.grab().isNull()
     page.reset_weights()
     assert page.budget.value() == 16.0 and {r.model: r.dynascore for r in page.result.rows} == before

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QMenu, QPushButton, QScrollArea, QSlider, QSplitter, QTabWidget,
@@ -23,6 +23,7 @@ from dynadesk.scoring.leaderboard import Leaderboard
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
 FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
+MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
 BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)
 
 
@@ -133,6 +134,7 @@ class LeaderboardPage(Page):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setWordWrap(False)
+        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
         self.table.itemSelectionChanged.connect(self._selection_changed)
         rl.addWidget(self.table, 2)
         self.notes = QLabel()
@@ -245,6 +247,9 @@ class LeaderboardPage(Page):
         fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
                           + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
              numeric=set(range(2, len(headers))) | {0}, resize=False)
+        for row in range(self.table.rowCount()):
+            cell = self.table.item(row, 1)
+            cell.setToolTip(cell.text())
         if resize:
             self._sync_column_chooser(shown, res)
         self._show_columns()
@@ -280,8 +285,26 @@ class LeaderboardPage(Page):
         head = self.table.horizontalHeader()
         head.setStretchLastSection(False)
         head.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        for c in range(1, self.table.columnCount()):
+        head.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        for c in range(2, self.table.columnCount()):
             head.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch)
+        self._fit_model_column()
+
+    def _fit_model_column(self) -> None:
+        """Model names get their width up to ``MODEL_SHARE`` of the pane; the numeric columns share the rest."""
+        if self.table.columnCount() < 2:
+            return
+        head = self.table.horizontalHeader()
+        width = self.table.viewport().width()
+        stretched = sum(1 for c in range(2, self.table.columnCount()) if not self.table.isColumnHidden(c))
+        room = width - self.table.columnWidth(0) - stretched * head.minimumSectionSize()
+        wanted = max(self.table.sizeHintForColumn(1), head.sectionSizeHint(1)) + 12
+        self.table.setColumnWidth(1, max(head.minimumSectionSize(), min(wanted, int(width * MODEL_SHARE), room)))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_model_column()
+        return super().eventFilter(watched, event)
 
     def _fill_stability(self, res: Leaderboard) -> None:
         rows = []

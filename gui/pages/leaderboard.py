@@ -304,7 +304,7 @@ class LeaderboardPage(Page):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_model_column()
-        return super().eventFilter(watched, event)
+        return bool(super().eventFilter(watched, event))
 
     def _fill_stability(self, res: Leaderboard) -> None:
         rows = []

@@ -111,3 +111,29 @@ def test_absurd_inputs_are_refused_naming_the_parameter(mw: dict[str, float], dw
     board = B.prepare(_complete_rows(4))
     with pytest.raises(ValidationError, match=named):
         B.compute_board("t", board, TASK_DATASETS, mw, dw, limit, offset)
+
+
+@pytest.mark.parametrize(("params", "named"), [
+    ({"weight.perf": "1e308"}, "weight of metric 'perf'"),
+    ({"weight.memory": "-1"}, "weight of metric 'memory'"),
+    ({"dataset.vader-movies-test": "inf"}, "dataset weight for 'vader-movies-test'"),
+    ({"memory_budget": "1e308"}, "memory budget"),
+    ({"memory_budget": "0"}, "memory budget"),
+    ({"memory_budget": "lots"}, "memory_budget"),
+    ({"limit": "5000"}, "page limit"),
+])
+def test_the_server_answers_the_boards_refusals_as_400(tmp_path, params: dict[str, str], named: str) -> None:
+    """The real app (in process, real SQLite file): the board's ValidationError becomes a JSON 400."""
+    from fastapi.testclient import TestClient
+
+    from dynadesk.sync.server_app import create_app
+    from dynadesk.sync.server_db import ServerDB
+
+    ServerDB(tmp_path / "server.db")
+    with TestClient(create_app(tmp_path / "server.db"), raise_server_exceptions=False) as client:
+        ok = client.get("/api/leaderboard/sentiment", params={"memory_budget": "32"})
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["rows"] == [] and ok.json()["metrics"]["memory"]["offset"] == 32
+        bad = client.get("/api/leaderboard/sentiment", params=params)
+        assert bad.status_code == 400, bad.text
+        assert bad.json()["error"] == "invalid_request" and named in bad.json()["detail"]

@@ -1,13 +1,16 @@
 """Small charts drawn with QPainter (no matplotlib: fast start, crisp at any DPI).
 
 * :class:`BarChart` — horizontal labelled bars (label distributions, probabilities, MER).
-* :class:`RadarChart` — several series over shared axes on 0–1 (model comparison).
+* :class:`RadarChart` — several series over shared axes on 0–1 (model comparison); :func:`axis_fractions`
+  puts an axis on a log scale where its values span orders of magnitude.
+* :class:`RankRangeChart` — each model's rank and the best–worst range it takes as weights vary.
+* :class:`BreakdownChart` — stacked bars: each metric's contribution to a model's score.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPen, QPolygonF
@@ -61,7 +64,7 @@ class BarChart(QWidget):
         h = QFontMetrics(self.font()).height() + 8
         return QSize(320, max(40, h * max(1, len(self._rows)) + 8))
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event: object) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         fm = QFontMetrics(self.font())
@@ -91,6 +94,26 @@ class BarChart(QWidget):
             p.drawText(QRectF(x0 + w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, self._fmt.format(value))
 
 
+LOG_SPAN = 100.0  # an axis whose largest value is this many times its smallest is drawn on a log scale
+
+
+def axis_fractions(values: Sequence[float]) -> tuple[list[float], str]:
+    """Where each value sits on its axis (0–1, the largest at 1) and the axis scale, ``"linear"`` or ``"log"``.
+
+    Linear axes start at zero (or the most negative value), so small differences stay small; an axis of
+    positive values spanning ``LOG_SPAN`` or more is logarithmic, the smallest one decade above the centre
+    (a 324k examples/s baseline would otherwise flatten every other model to the centre).
+    """
+    if not values:
+        return [], "linear"
+    lo, hi = min(values), max(values)
+    if lo > 0 and hi / lo >= LOG_SPAN:
+        decades = math.log10(hi / lo) + 1.0
+        return [(math.log10(v / lo) + 1.0) / decades for v in values], "log"
+    base = min(0.0, lo)
+    return [1.0 if hi <= base else (v - base) / (hi - base) for v in values], "linear"
+
+
 class RadarChart(QWidget):
     """Series (name -> values on 0..1, one per axis) drawn over shared axes."""
 
@@ -98,13 +121,20 @@ class RadarChart(QWidget):
         super().__init__(parent)
         self._axes: list[str] = []
         self._series: list[tuple[str, list[float]]] = []
+        self._scales: dict[str, str] = {}
         self.setMinimumSize(260, 220)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
-    def set_data(self, axes: Sequence[str], series: Sequence[tuple[str, Sequence[float]]]) -> None:
+    def set_data(self, axes: Sequence[str], series: Sequence[tuple[str, Sequence[float]]],
+                 scales: dict[str, str] | None = None) -> None:
+        """``scales``: axis -> ``"log"`` for axes drawn logarithmically (labelled so)."""
         self._axes = list(axes)
         self._series = [(n, [max(0.0, min(1.0, float(v))) for v in vals]) for n, vals in series]
+        self._scales = dict(scales or {})
         self.update()
+
+    def scales(self) -> dict[str, str]:
+        return {a: self._scales.get(a, "linear") for a in self._axes}
 
     def series_names(self) -> list[str]:
         return [n for n, _ in self._series]
@@ -113,7 +143,7 @@ class RadarChart(QWidget):
         """``{series: {axis: value on 0..1}}`` as drawn."""
         return {n: dict(zip(self._axes, vals)) for n, vals in self._series}
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event: object) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
@@ -137,7 +167,8 @@ class RadarChart(QWidget):
         for ring in (0.25, 0.5, 0.75, 1.0):
             p.drawPolygon(QPolygonF([point(i, ring) for i in range(n)]))
         p.setPen(pal.windowText().color())
-        for i, name in enumerate(self._axes):
+        for i, axis in enumerate(self._axes):
+            name = f"{axis} (log)" if self._scales.get(axis) == "log" else axis
             p.setPen(grid)
             p.drawLine(QPointF(cx, cy), point(i, 1.0))
             lp = point(i, 1.12)
@@ -160,3 +191,134 @@ class RadarChart(QWidget):
             p.setPen(pal.windowText().color())
             p.drawText(QPointF(x + 14, 4 + fm.ascent() - 1), name)
             x += 24 + fm.horizontalAdvance(name)
+
+
+class RankRangeChart(QWidget):
+    """One row per model: a bar over the ranks it takes as weights vary, a dot at its current rank
+    (rank 1, the best, on the left)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._rows: list[tuple[str, int, int, int]] = []
+        self._n = 0
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setMinimumHeight(60)
+
+    def set_data(self, rows: Sequence[tuple[str, int, int, int]], n_ranks: int) -> None:
+        """``rows``: ``(model, rank, best rank, worst rank)``; ``n_ranks``: the ranks the axis spans."""
+        self._rows = [(str(m), int(r), int(lo), int(hi)) for m, r, lo, hi in rows]
+        self._n = max(1, n_ranks)
+        self.updateGeometry()
+        self.update()
+
+    def ranges(self) -> dict[str, tuple[int, int, int]]:
+        """``{model: (rank, best, worst)}`` as drawn."""
+        return {m: (r, lo, hi) for m, r, lo, hi in self._rows}
+
+    def sizeHint(self) -> QSize:
+        h = QFontMetrics(self.font()).height() + 8
+        return QSize(320, h * (len(self._rows) + 1) + 8)
+
+    def paintEvent(self, _event: object) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = QFontMetrics(self.font())
+        pal = self.palette()
+        if not self._rows:
+            p.setPen(pal.placeholderText().color())
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
+            return
+        label_w = min(self.width() // 3, max(fm.horizontalAdvance(m) for m, *_ in self._rows) + 8)
+        x0, x1 = label_w + 12, self.width() - 16
+        row_h = max(fm.height() + 6, (self.height() - fm.height() - 10) / len(self._rows))
+
+        def x(rank: float) -> float:
+            return x0 if self._n == 1 else x0 + (x1 - x0) * (rank - 1) / (self._n - 1)
+
+        axis_y = 4 + fm.ascent()
+        p.setPen(pal.placeholderText().color())
+        for rank in sorted({1, self._n, *(r for _, r, _, _ in self._rows)}):
+            label = f"#{rank}"
+            p.drawText(QPointF(x(rank) - fm.horizontalAdvance(label) / 2, axis_y), label)
+        for i, (model, rank, lo, hi) in enumerate(self._rows):
+            y = fm.height() + 8 + i * row_h + row_h / 2
+            p.setPen(pal.windowText().color())
+            p.drawText(QRectF(0, y - row_h / 2, label_w, row_h),
+                       Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                       fm.elidedText(model, Qt.TextElideMode.ElideRight, label_w - 4))
+            c = color(i)
+            p.setPen(QPen(c, 6, Qt.PenStyle.SolidLine, Qt.PenCapStyle.RoundCap))
+            p.drawLine(QPointF(x(lo), y), QPointF(x(hi), y))
+            p.setPen(QPen(pal.windowText().color(), 1))
+            p.setBrush(pal.base())
+            p.drawEllipse(QPointF(x(rank), y), 5, 5)
+
+
+class BreakdownChart(QWidget):
+    """Stacked horizontal bars, one per model: each metric's contribution to its score (negative ones to the
+    left of zero); the total is written after the bar."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._metrics: list[str] = []
+        self._rows: list[tuple[str, list[float]]] = []
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setMinimumHeight(60)
+
+    def set_data(self, metrics: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+        self._metrics = list(metrics)
+        self._rows = [(str(m), [float(v) for v in vals]) for m, vals in rows]
+        self.updateGeometry()
+        self.update()
+
+    def contributions(self) -> dict[str, dict[str, float]]:
+        """``{model: {metric: contribution}}`` as drawn."""
+        return {m: dict(zip(self._metrics, vals)) for m, vals in self._rows}
+
+    def sizeHint(self) -> QSize:
+        h = QFontMetrics(self.font()).height() + 8
+        return QSize(320, h * (len(self._rows) + 1) + 8)
+
+    def paintEvent(self, _event: object) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = QFontMetrics(self.font())
+        pal = self.palette()
+        if not self._rows:
+            p.setPen(pal.placeholderText().color())
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
+            return
+        legend_h = fm.height() + 6
+        x = 4.0
+        for k, metric in enumerate(self._metrics):
+            p.fillRect(QRectF(x, 4, 10, 10), color(k))
+            p.setPen(pal.windowText().color())
+            p.drawText(QPointF(x + 14, 4 + fm.ascent() - 1), metric)
+            x += 24 + fm.horizontalAdvance(metric)
+        label_w = min(self.width() // 4, max(fm.horizontalAdvance(m) for m, _ in self._rows) + 8)
+        total_w = max(fm.horizontalAdvance(f"{sum(v):.1f}") for _, v in self._rows) + 8
+        pos = max(sum(c for c in v if c > 0) for _, v in self._rows)
+        neg = max(-sum(c for c in v if c < 0) for _, v in self._rows)
+        span = (pos + neg) or 1.0
+        avail = max(10.0, self.width() - label_w - total_w - 12)
+        zero = label_w + 6 + avail * neg / span
+        row_h = max(fm.height() + 6, (self.height() - legend_h - 4) / len(self._rows))
+        for i, (model, vals) in enumerate(self._rows):
+            y = legend_h + i * row_h
+            p.setPen(pal.windowText().color())
+            p.drawText(QRectF(0, y, label_w, row_h), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                       fm.elidedText(model, Qt.TextElideMode.ElideRight, label_w - 4))
+            right, left = zero, zero
+            bar_h = min(row_h - 4, fm.height() + 2)
+            for k, v in enumerate(vals):
+                w = avail * abs(v) / span
+                if v >= 0:
+                    p.fillRect(QRectF(right, y + (row_h - bar_h) / 2, w, bar_h), color(k))
+                    right += w
+                else:
+                    left -= w
+                    p.fillRect(QRectF(left, y + (row_h - bar_h) / 2, w, bar_h), color(k))
+            p.setPen(pal.windowText().color())
+            p.drawText(QRectF(right + 4, y, total_w, row_h), Qt.AlignmentFlag.AlignVCenter, f"{sum(vals):.1f}")
+        p.setPen(QPen(pal.mid().color(), 1))
+        p.drawLine(QPointF(zero, legend_h), QPointF(zero, legend_h + row_h * len(self._rows)))

@@ -1,21 +1,21 @@
-"""Server boards: bundle metrics -> the shared Dynascore function -> ranked rows.
+"""Server boards: stored bundle metrics -> the shared :class:`~dynadesk.scoring.board.ScoreBoard` -> one page.
 
-The board never re-implements scoring: it shapes each model's latest bundle
-into ``{metric: value | {dataset: value}}`` and calls
-:func:`dynadesk.scoring.dynascore.compute`.
+The server never re-implements scoring: :func:`prepare` builds the board's matrix once per
+change of the stored board (the same object the CLI and the app score through), and each
+query only parses its parameters and asks that board for one page.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring import dynascore
-from dynadesk.sync.board_fast import BoardMatrix, Scored
+from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB
 
-BOARD_METRICS = tuple(dynascore.default_metrics())  # perf, throughput, memory, robustness, fairness
+BOARD_METRICS = SCORE_METRICS
 
 
 def board_metrics(bundle_metrics: list[dict[str, Any]]) -> dict[str, Any]:
@@ -27,32 +27,43 @@ def board_metrics(bundle_metrics: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-PAGE_PARAMS = {"limit": (100, 1, 1000), "offset": (0, 0, 10 ** 9)}  # name: (default, min, max)
+PAGE_PARAMS = {"limit": 100, "offset": 0}  # name: default (the board checks the bounds)
+BUDGET_PARAM = "memory_budget"
 
 
 def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
-    """``limit`` (rows, default 100, at most 1000) and ``offset`` of a board query."""
+    """``limit`` (rows, default 100) and ``offset`` of a board query, as integers."""
     out = []
-    for name, (default, lo, hi) in PAGE_PARAMS.items():
+    for name, default in PAGE_PARAMS.items():
         raw = params.get(name)
         if raw is None:
             out.append(default)
             continue
         try:
-            value = int(raw)
+            out.append(int(raw))
         except ValueError:
             raise ValidationError(f"query parameter '{name}' must be an integer, got {raw!r:.40}") from None
-        if not lo <= value <= hi:
-            raise ValidationError(f"query parameter '{name}' must be between {lo} and {hi}, got {value}")
-        out.append(value)
     return out[0], out[1]
 
 
+def parse_budget(params: Mapping[str, str]) -> float:
+    """``memory_budget`` (GiB, default 16) of a board query, as a number (the board checks its range)."""
+    raw = params.get(BUDGET_PARAM)
+    if raw is None:
+        return DEFAULT_MEMORY_BUDGET_GIB
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValidationError(f"query parameter '{BUDGET_PARAM}' must be a number of GiB, got {raw!r:.40}") from None
+
+
 def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str, float]]:
-    """``weight.<metric>=w`` and ``dataset.<name>=w`` query parameters; anything else is an error."""
-    metric_w, dataset_w = {}, {}
+    """``weight.<metric>=w`` and ``dataset.<name>=w`` query parameters as numbers (the board checks their
+    range); anything else is an error."""
+    metric_w: dict[str, float] = {}
+    dataset_w: dict[str, float] = {}
     for key, raw in params.items():
-        if key in PAGE_PARAMS:
+        if key in PAGE_PARAMS or key == BUDGET_PARAM:
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:
@@ -61,8 +72,6 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
             value = float(raw)
         except ValueError:
             raise ValidationError(f"query parameter '{key}' must be a number, got {raw!r:.40}") from None
-        if not math.isfinite(value) or value < 0:
-            raise ValidationError(f"query parameter '{key}' must be a finite number >= 0, got {raw!r:.40}")
         if kind == "weight":
             if name not in BOARD_METRICS:
                 raise ValidationError(f"unknown metric '{name}' in '{key}' (board metrics: {', '.join(BOARD_METRICS)})")
@@ -72,29 +81,18 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     return metric_w, dataset_w
 
 
-def _model_values(metrics: dict[str, Any]) -> dict[str, Any]:
-    vals = {}
-    for name in BOARD_METRICS:
-        slot = metrics.get(name)
-        if not slot:
-            continue
-        per_ds = {d: v for d, v in slot["values"].items() if d}
-        vals[name] = per_ds if per_ds else slot["values"].get("")
-    return {k: v for k, v in vals.items() if v is not None}
-
-
 @dataclass(frozen=True)
 class PreparedBoard:
-    """Board rows shaped for scoring; built once per change of the stored board, reused per query."""
+    """Board rows and their scoring board; built once per change of the stored board, reused per query."""
 
-    models: dict[str, dict[str, Any]]  # label -> {metric: value | {dataset: value}}
     rows: dict[str, dict[str, Any]]    # label -> stored row
     units: dict[str, str]
-    matrix: BoardMatrix | None = None  # the same values as arrays, for the fast path of compute_board
+    board: ScoreBoard
 
 
 def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
-    """Label rows (model name, plus the submitter where two submitters share a name) and collect units."""
+    """Label rows (model name, plus the submitter where two submitters share a name), collect units, build the
+    scoring board."""
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["model"]] = counts.get(r["model"], 0) + 1
@@ -103,47 +101,31 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
     for r in rows:
         for name, slot in r["metrics"].items():
             units.setdefault(name, slot["unit"])
-    models = {k: _model_values(r["metrics"]) for k, r in by_label.items()}
-    return PreparedBoard(models, by_label, units, BoardMatrix.build(models, list(BOARD_METRICS)))
-
-
-def _score(board: PreparedBoard, specs: dict[str, dynascore.MetricSpec], dw: dict[str, float] | None,
-           limit: int, offset: int) -> Scored:
-    """Score every model, answer one page: the matrix fast path, else ``dynascore.compute`` itself."""
-    if board.matrix is not None and list(specs) == list(BOARD_METRICS):
-        fast = board.matrix.score(specs, dynascore.PERF, dw, offset, limit)
-        if fast is not None:
-            return fast
-    result = dynascore.compute(board.models, specs, dynascore.PERF, dw)
-    return Scored(len(result.models), result.amrs, result.left_off, result.notes,
-                  result.models[offset:offset + limit])
+    tables = {k: {name: slot["values"] for name, slot in r["metrics"].items()} for k, r in by_label.items()}
+    return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS))
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
-                  limit: int = 100, offset: int = 0) -> dict[str, Any]:
+                  limit: int = 100, offset: int = 0,
+                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent."""
-    known = {d["name"] for d in datasets}
-    unknown = set(dataset_weights) - known
-    if unknown:
-        raise ValidationError(f"task '{task}' has no dataset(s) {', '.join(sorted(unknown))} on this board")
-    specs = dynascore.default_metrics()
-    for name, w in metric_weights.items():
-        specs[name] = dynascore.MetricSpec(specs[name].direction, specs[name].offset, w)
-    dw = {d["name"]: dataset_weights.get(d["name"], 1.0) for d in datasets}
-    result = _score(board, specs, dw or None, limit, offset)
+    scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
+                               memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
+                               known_datasets=[d["name"] for d in datasets])
     out_rows = []
-    for m in result.page:
+    for m in scored.page():
         r = board.rows[m.name]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
                          "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
     return {"task": task,
-            "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction}
-                        for k, s in specs.items()},
-            "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"], "weight": dw[d["name"]]}
-                         for d in datasets],
-            "amrs": result.amrs, "total": result.total, "offset": offset, "rows": out_rows,
-            "left_off": result.left_off, "notes": result.notes}
+            "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction,
+                            "offset": s.offset}
+                        for k, s in scored.metrics.items()},
+            "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"],
+                          "weight": float(dataset_weights.get(d["name"], 1.0))} for d in datasets],
+            "amrs": scored.amrs, "total": scored.total, "offset": offset, "rows": out_rows,
+            "left_off": scored.left_off, "notes": scored.notes}

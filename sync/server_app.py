@@ -222,7 +222,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         cached = prepared.get(task)
         if cached is None or cached[0] is not rows:
             cached = prepared[task] = (rows, _board.prepare(rows))
-        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw, limit, offset))
+        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw, limit, offset,
+                                                 _board.parse_budget(request.query_params)))
 
     def _head() -> dict:
         size, head = db.log_head()

@@ -146,3 +146,30 @@ def test_cli_json_csv_text_and_stability(home, board_store):
     assert "rank range" in res.output and "left off: m4: missing metrics" in res.output
     res = runner.invoke(cli, ["leaderboard", "sentiment", "--weight", "perf=x"])
     assert res.exit_code != 0 and "'x' is not a number" in str(res.exception)
+
+
+LONG_NAME = "sentiment-roberta-large-english-finetuned-on-sst2-and-imdb-v3"
+
+
+def test_cli_table_fits_120_columns_unless_wide(home, board_store):
+    """A 250-character table used to be printed; the default now fits 120 columns, --wide shows every metric."""
+    _evaluate(board_store, LONG_NAME, {DATASETS[0]: _scores(85, 75, 80), DATASETS[1]: _scores(83, 74, 82)},
+              {"throughput": 324000.5, "memory": 0.25, "latency_p50_ms": 0.01})
+    runner = CliRunner()
+    for extra in ([], ["--stability"]):
+        res = runner.invoke(cli, ["leaderboard", "sentiment", *extra])
+        assert res.exit_code == 0, res.output
+        table = res.output.split("units:")[0].splitlines()
+        assert max(len(line) for line in table) <= 120, res.output
+        assert table[0].split()[:4] == ["rank", "model", "dynascore", "rank"] if extra else \
+            table[0].split()[:4] == ["rank", "model", "dynascore", "perf"]
+        assert "324000" in res.output and "latency_p50_ms" not in table[0]
+        assert "more stored metric(s): --wide" in res.output
+        ranked = [line.split()[1] for line in table[2:]]
+        long = next(name for name in ranked if name.startswith(LONG_NAME[:40]))  # elided only as far as needed
+        assert long.endswith("…") and len(long) < len(LONG_NAME)
+        assert "units: dynascore points, perf %, throughput examples/s, memory GiB" in res.output
+    wide = runner.invoke(cli, ["leaderboard", "sentiment", "--wide"])
+    assert wide.exit_code == 0, wide.output
+    header = wide.output.splitlines()[0]
+    assert "latency_p50_ms (ms)" in header and "macro_f1 (%)" in header and LONG_NAME in wide.output

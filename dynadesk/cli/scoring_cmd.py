@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,6 +54,48 @@ def dynascore(file: str, as_json: bool) -> None:
         click.echo(f"note: {note}")
 
 
+TABLE_WIDTH = 120  # characters the default leaderboard table fits in
+_MIN_MODEL_WIDTH = 12
+
+
+def _num(x: float | None) -> str:
+    """A board cell: two decimals, none from 1000 up (throughput in the hundred thousands stays narrow)."""
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.2f}"
+
+
+def _width(headers: list[str], rows: list[list[str]]) -> int:
+    return sum(max(len(c) for c in col) for col in zip(headers, *rows)) + 2 * (len(headers) - 1)
+
+
+def _elide(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDTH,
+              model_col: int = 1, keep: int = 3) -> tuple[list[str], list[list[str]], list[str]]:
+    """Drop trailing columns (never the first ``keep``) and elide model names until the table fits ``width``.
+
+    Returns the headers and rows shown and the headers left out.
+    """
+    headers, rows = list(headers), [list(r) for r in rows]
+    dropped: list[str] = []
+    while _width(headers, rows) > width:
+        longest = max((len(r[model_col]) for r in rows), default=0)
+        if longest > _MIN_MODEL_WIDTH:
+            over = _width(headers, rows) - width
+            target = max(_MIN_MODEL_WIDTH, longest - over, len(headers[model_col]))
+            rows = [[*r[:model_col], _elide(r[model_col], target), *r[model_col + 1:]] for r in rows]
+            if target < longest:
+                continue
+        if len(headers) <= keep:
+            break
+        dropped.insert(0, headers.pop())
+        rows = [r[:-1] for r in rows]
+    return headers, rows, dropped
+
+
 @click.command()
 @click.argument("task")
 @click.option("--weight", "weights", multiple=True, metavar="METRIC=W",
@@ -62,10 +105,13 @@ def dynascore(file: str, as_json: bool) -> None:
 @click.option("--memory-budget", type=float, default=16.0, show_default=True,
               help="GiB; memory counts as memory saved below this budget.")
 @click.option("--stability", is_flag=True, help="Also show each model's rank range when each weight varies over 0-5.")
+@click.option("--wide", is_flag=True, help=f"Show every stored metric (default: the Dynascore metrics, fitting "
+                                           f"{TABLE_WIDTH} columns).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
-def leaderboard(app, task, weights, dataset_weights, memory_budget, stability, as_csv, as_json) -> None:
+def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
+                memory_budget: float, stability: bool, wide: bool, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
 
@@ -79,22 +125,37 @@ def leaderboard(app, task, weights, dataset_weights, memory_budget, stability, a
     if as_csv:
         click.echo(board.to_csv(), nl=False)
         return
-    shown = board.shown_metrics  # the Dynascore metrics, then every other stored metric
-    headers = ["rank", "model", "dynascore", *(f"{m} ({board.units[m]})" if board.units.get(m) else m for m in shown)]
-    if stability:
-        headers.append("rank range (weights 0-5)")
-    rows = []
-    for r in board.rows:
-        row = [r.rank, r.model, _fmt(r.dynascore, 2), *(_fmt(r.values.get(m), 2) for m in shown)]
-        if stability:
-            s = r.stability
-            row.append(f"{s['min_rank']}-{s['max_rank']}" if s["min_rank"] != s["max_rank"] else str(s["min_rank"]))
-        rows.append(row)
-    if not rows and not board.left_off:
+    if not board.rows and not board.left_off:
         click.echo(f"no succeeded evaluations for task '{task}' yet (run 'dynadesk eval')")
         return
-    echo_table(headers, rows)
+    shown = board.shown_metrics if wide else list(board.metrics)  # every stored metric, or the scored ones
+    # --wide: units in the headers; by default in one line below the table (narrower columns)
+    headers = ["rank", "model", "dynascore", *(f"{m} ({board.units[m]})" if wide and board.units.get(m) else m
+                                               for m in shown)]
+    if stability:
+        headers.insert(3, "rank range")
+    rows = []
+    for r in board.rows:
+        row = [str(r.rank), r.model, _fmt(r.dynascore, 2), *(_num(r.values.get(m)) for m in shown)]
+        if stability:
+            s = r.stability or {}
+            lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
+            row.insert(3, f"{lo}-{hi}" if lo != hi else str(lo))
+        rows.append(row)
+    left_out: list[str] = []
+    if not wide:
+        headers, rows, left_out = fit_table(headers, rows)
+    echo_table(headers, [list(r) for r in rows])
+    if not wide:
+        click.echo("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
+                                                          if board.units.get(m)))
     click.echo("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
+    if stability:
+        click.echo("rank range: best-worst rank as each weight varies over 0-5")
+    if left_out:
+        click.echo(f"not shown to fit {TABLE_WIDTH} columns: {', '.join(left_out)} (--wide shows them)")
+    if not wide and len(board.shown_metrics) > len(board.metrics):
+        click.echo(f"{len(board.shown_metrics) - len(board.metrics)} more stored metric(s): --wide, --csv or --json")
     for model, why in board.left_off.items():
         click.echo(f"left off: {model}: {why}")
     for note in board.notes:

@@ -1,6 +1,9 @@
-"""The Dynascore (Ma et al., Dynaboard, 2021) as a pure function: no database, no Qt.
+"""The Dynascore (Ma et al., Dynaboard, 2021): metric specs, the vectorised core, ranks, documents.
 
-The local leaderboard, the leaderboard server and the GUI all call this module.
+No database, no Qt. Input rules (averaging, who is left off, budgets, weights) live in
+:mod:`dynadesk.scoring.board`, whose :class:`~dynadesk.scoring.board.ScoreBoard` the local
+leaderboard, the leaderboard server and the GUI all score through; :func:`compute` is that
+board for a ``{model: {metric: value}}`` table.
 
 API
 ---
@@ -52,10 +55,9 @@ direction, an unknown performance metric) raise :class:`ValidationError`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import itemgetter, mul
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +68,7 @@ DEFAULT_MEMORY_BUDGET_GIB = 16.0
 PAIR_TOLERANCE = 1e-4  # fraction of the highest performance below which neighbours count as tied
 WEIGHT_GRID = tuple(x / 2 for x in range(11))  # 0, 0.5, ..., 5
 _RANK_TOL = 1e-9
+MAX_SPEC_WEIGHT = 1e6
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class DynascoreResult:
 
     def model(self, name: str) -> ModelScore:
         """The scored model called ``name`` (``KeyError`` if it is not on the board)."""
-        index = self.__dict__.get("_index")
+        index: dict[str, ModelScore] | None = self.__dict__.get("_index")
         if index is None or len(index) != len(self.models):
             index = self.__dict__["_index"] = {m.name: m for m in self.models}
         return index[name]
@@ -142,7 +145,9 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _check_specs(metrics: Mapping[str, MetricSpec], perf_metric: str) -> None:
+def check_specs(metrics: Mapping[str, MetricSpec], perf_metric: str) -> None:
+    """Refuse specs that cannot be scored: an unknown performance metric, non-finite, negative or absurd
+    weights (above ``MAX_SPEC_WEIGHT`` the other metrics silently vanish), a zero direction, no positive weight."""
     if perf_metric not in metrics:
         raise ValidationError(f"performance metric '{perf_metric}' is not among the metrics "
                               f"({', '.join(metrics) or 'none'})")
@@ -152,149 +157,12 @@ def _check_specs(metrics: Mapping[str, MetricSpec], perf_metric: str) -> None:
                 raise ValidationError(f"metrics.{name}.{attr} must be a finite number, got {getattr(spec, attr)!r}")
         if spec.weight < 0:
             raise ValidationError(f"metrics.{name}.weight must not be negative, got {spec.weight}")
+        if spec.weight > MAX_SPEC_WEIGHT:
+            raise ValidationError(f"metrics.{name}.weight must be at most {MAX_SPEC_WEIGHT:g}, got {spec.weight:g}")
         if spec.direction == 0:
             raise ValidationError(f"metrics.{name}.direction must not be 0")
     if sum(s.weight for s in metrics.values()) <= 0:
         raise ValidationError("at least one metric weight must be positive")
-
-
-def _dataset_weight(dataset_weights: Mapping[str, float] | None, name: str) -> float:
-    if dataset_weights is None or name not in dataset_weights:
-        return 1.0
-    return float(dataset_weights[name])
-
-
-def _check_dataset_weights(dataset_weights: Mapping[str, float] | None) -> None:
-    for name, w in (dataset_weights or {}).items():
-        if not _finite(w) or w < 0:
-            raise ValidationError(f"dataset weight for '{name}' must be a finite number >= 0, got {w!r}")
-
-
-# --------------------------------------------------------------------------- averaging
-
-def _is_mapping(v: Any) -> bool:
-    return type(v) is dict or isinstance(v, Mapping)
-
-
-def _numbers_ok(xs: tuple) -> bool:
-    """All finite ints/floats (bools and strings are not numbers here)."""
-    try:
-        return set(map(type, xs)) <= _NUMBER_TYPES and all(map(math.isfinite, xs))
-    except TypeError:
-        return False
-
-
-_NUMBER_TYPES = {float, int}
-_MISSING = object()
-
-
-def _metric_datasets(models: Mapping[str, Mapping[str, Any]], metric: str) -> list[str] | None:
-    """Datasets a metric is reported on (union over models); None if given as plain numbers."""
-    values = [vals.get(metric) if type(vals) is dict or isinstance(vals, Mapping) else None
-              for vals in models.values()]
-    keysets = {tuple(v) for v in values
-               if type(v) is dict or (type(v) not in _NUMBER_TYPES and isinstance(v, Mapping))}
-    if not keysets:
-        return None
-    return sorted({d for keys in keysets for d in keys})
-
-
-def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarray, dict[str, str]]:
-    """Dataset-averaged ``models x metrics`` matrix for the eligible models, and who was left off."""
-    plans = {}
-    for metric in metric_names:
-        datasets = _metric_datasets(models, metric)
-        if datasets is None:
-            plans[metric] = None
-            continue
-        w = {d: _dataset_weight(dataset_weights, d) for d in datasets}
-        total = sum(w.values())
-        if total <= 0:
-            raise ValidationError(f"every dataset of metric '{metric}' has weight 0 ({', '.join(datasets)})")
-        used = [d for d in datasets if w[d] > 0]
-        plans[metric] = (used, [w[d] / total for d in used], itemgetter(*used))
-    ordered = sorted(models)
-    fast = _fast_matrix([models[m] for m in ordered], metric_names, plans)
-    if fast is not None:
-        return ordered, fast, {}
-    names, rows, left = [], [], {}
-    for model in ordered:
-        row, why = _model_row(models[model], metric_names, plans)
-        if why:
-            left[model] = why
-        else:
-            names.append(model)
-            rows.append(row)
-    matrix = np.array(rows, dtype=float).reshape(len(rows), len(metric_names))
-    return names, matrix, left
-
-
-def _fast_matrix(rows: list[Any], metric_names, plans) -> np.ndarray | None:
-    """The averaged matrix built column by column, or None if any model needs a closer look.
-
-    The common case (every model has every metric as finite numbers, per dataset where
-    others are) is done with a few list comprehensions and numpy; anything else falls
-    back to :func:`_model_row`, which also says what is wrong.
-    """
-    n = len(rows)
-    if not all(type(v) is dict for v in rows):
-        return None
-    cols = []
-    try:
-        for metric in metric_names:
-            plan = plans[metric]
-            if plan is None:
-                col = [v[metric] for v in rows]
-                flat = col
-            else:
-                used, weights, getter = plan
-                cells = [getter(v[metric]) for v in rows]
-                flat = chain.from_iterable(cells) if len(used) > 1 else cells
-            if not set(map(type, flat)) <= _NUMBER_TYPES:
-                return None
-            arr = np.array(col if plan is None else cells, dtype=float)
-            if not np.all(np.isfinite(arr)):
-                return None
-            cols.append(arr if plan is None else arr.reshape(n, len(plan[0])) @ np.array(plan[1]))
-    except (KeyError, TypeError):
-        return None
-    return np.column_stack(cols) if cols else np.zeros((n, 0))
-
-
-def _model_row(vals: Any, metric_names, plans) -> tuple[list[float], str | None]:
-    """The model's averaged values, or ``None`` and every reason it cannot be scored."""
-    if not _is_mapping(vals):
-        return [], f"its metric values must be a mapping, got {type(vals).__name__}"
-    row: list[float] = []
-    problems: list[str] = []
-    missing = [m for m in metric_names if m not in vals]
-    if missing:
-        problems.append(f"missing metric{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}")
-    for metric in metric_names:
-        v = vals.get(metric, _MISSING)
-        if v is _MISSING:
-            continue
-        if not _is_mapping(v):  # a whole-run number counts for every dataset
-            if _finite(v):
-                row.append(float(v))
-            else:
-                problems.append(f"metric '{metric}' value {v!r} is not a finite number")
-            continue
-        used, weights, getter = plans[metric]
-        try:
-            xs = getter(v)
-        except KeyError:
-            absent = [d for d in used if d not in v]
-            problems.append(f"metric '{metric}' has no value for dataset{'s' if len(absent) > 1 else ''} "
-                            f"{', '.join(map(repr, absent))}")
-            continue
-        xs = xs if len(used) > 1 else (xs,)
-        if not _numbers_ok(xs):
-            bad = next(d for d, x in zip(used, xs) if not _finite(x))
-            problems.append(f"metric '{metric}' on dataset '{bad}' value {v[bad]!r} is not a finite number")
-            continue
-        row.append(float(sum(map(mul, xs, weights))))
-    return row, "; ".join(problems) if problems else None
 
 
 # --------------------------------------------------------------------------- core
@@ -363,38 +231,14 @@ def _ranks_2d(scores: np.ndarray) -> np.ndarray:
 
 def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, MetricSpec] | None = None,
             perf_metric: str = PERF, dataset_weights: Mapping[str, float] | None = None) -> DynascoreResult:
-    """Dynascore of every model that has every metric (see the module docstring)."""
-    metrics = dict(metrics) if metrics is not None else default_metrics()
-    _check_specs(metrics, perf_metric)
-    _check_dataset_weights(dataset_weights)
-    names_m = list(metrics)
-    names, values, left = _average(models, names_m, dataset_weights)
-    specs = [metrics[k] for k in names_m]
-    directions = np.array([s.direction for s in specs])
-    offsets = np.array([s.offset for s in specs])
-    raw_w = np.array([s.weight for s in specs])
-    pi = names_m.index(perf_metric)
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores, conv, util, amrs, notes = compute_arrays(values, directions, offsets, raw_w, pi)
-    if not np.all(np.isfinite(scores)):
-        raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
-    for j, k in enumerate(names_m):
-        if j != pi and len(names) > 1 and amrs[j] == 0:
-            notes.append(f"metric '{k}' does not change between models of different performance: "
-                         "its AMRS is 0 and it converts to 0 for every model")
-    if len(names) == 1:
-        notes.append("a single model: there is nothing to compare it with; its Dynascore is its weighted performance")
-    ranks = competition_ranks(scores) if names else np.zeros(0, int)
-    rows = [ModelScore(name, s_, r_, dict(zip(names_m, v_)), dict(zip(names_m, u_)), dict(zip(names_m, c_)))
-            for name, s_, r_, v_, u_, c_ in zip(names, scores.tolist(), ranks.tolist(), values.tolist(),
-                                                util.tolist(), conv.tolist())]
-    order = sorted(range(len(rows)), key=lambda i: (rows[i].rank, rows[i].name))
-    return DynascoreResult(
-        perf_metric=perf_metric, metrics=metrics,
-        weights={k: float(v) for k, v in zip(names_m, raw_w / raw_w.sum())},
-        amrs={k: (None if math.isnan(a) else float(a)) for k, a in zip(names_m, amrs)},
-        models=[rows[i] for i in order], left_off=left, notes=notes,
-        converted_matrix=conv[order] if len(rows) else conv)
+    """Dynascore of every model that has every metric (see the module docstring); the board's own rules."""
+    from dynadesk.scoring.board import (
+        ScoreBoard,  # the board builds on this module's core
+    )
+
+    specs = dict(metrics) if metrics is not None else default_metrics()
+    return ScoreBoard(models, specs).score(specs, perf_metric=perf_metric,
+                                           dataset_weights=dataset_weights).to_result()
 
 
 def rank_stability(result: DynascoreResult, grid: tuple[float, ...] = WEIGHT_GRID) -> dict[str, dict[str, Any]]:

@@ -2,27 +2,39 @@
 
 ``build_leaderboard(store, task, weights=None, dataset_weights=None,
 memory_budget_gib=16, stability=False) -> Leaderboard`` reads
-``store.evaluations.latest_succeeded(task)`` and feeds per-dataset metric values
-(``metric_values`` rows; a row with dataset ``''`` is a whole-run figure, used when the
-metric has no per-dataset rows) to :func:`dynadesk.scoring.dynascore.compute`.
-Every stored metric is shown with its unit; the Dynascore uses ``perf``,
-``throughput``, ``memory``, ``robustness`` and ``fairness``. A model lacking one of
-these is left off with the reason, except that a metric given weight 0 which some
-model lacks is dropped from the score (with a note) instead.
+``store.evaluations.latest_succeeded(task)`` once into a :class:`LocalBoard` (the runs'
+``metric_values`` as a :class:`~dynadesk.scoring.board.ScoreBoard`) and ranks it; the app
+keeps the :class:`LocalBoard` and re-ranks it on every slider move. Every stored metric is
+shown with its unit; the scoring rules are the board's (:mod:`dynadesk.scoring.board`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.dynascore import (DEFAULT_MEMORY_BUDGET_GIB, MetricSpec, compute, default_metrics,
-                                        rank_stability)
+from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring.dynascore import (
+    DEFAULT_MEMORY_BUDGET_GIB,
+    MetricSpec,
+    rank_stability,
+)
+from dynadesk.store.evaluations import EvaluationRecord
 
-SCORE_METRICS = ("perf", "throughput", "memory", "robustness", "fairness")
+if TYPE_CHECKING:
+    from dynadesk.store.evaluations import EvaluationRepo
+
+
+class RunStore(Protocol):
+    """What the board reads from a store: its evaluation runs."""
+
+    evaluations: EvaluationRepo
+
+__all__ = ["SCORE_METRICS", "BoardRow", "Leaderboard", "LocalBoard", "build_leaderboard", "parse_weights"]
 
 
 @dataclass
@@ -74,7 +86,7 @@ class Leaderboard:
                     *(["min_rank", "max_rank"] if stab else []), "evaluation_id"])
         for r in self.rows:
             w.writerow([r.rank, r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
-                        *([r.stability["min_rank"], r.stability["max_rank"]] if stab else []), r.evaluation_id])
+                        *([r.stability["min_rank"], r.stability["max_rank"]] if stab and r.stability else []), r.evaluation_id])
         return out.getvalue()
 
 
@@ -98,13 +110,11 @@ def parse_weights(pairs: list[str] | tuple[str, ...], what: str) -> dict[str, fl
             number = float(value)
         except ValueError:
             raise ValidationError(f"{what} '{pair}': '{value}' is not a number") from None
-        if not number >= 0 or number == float("inf"):
-            raise ValidationError(f"{what} '{pair}': the weight must be a finite number >= 0")
         out[name.strip()] = number
     return out
 
 
-def _collect(records) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
+def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
     per_model: dict[str, dict[str, dict[str, float]]] = {}
     units: dict[str, str] = {}
     for rec in records:
@@ -116,65 +126,42 @@ def _collect(records) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str,
     return per_model, units
 
 
-def _score_input(table: dict[str, dict[str, float]]) -> dict[str, Any]:
-    """Per-dataset values where there are any, else the whole-run ('') value."""
-    out: dict[str, Any] = {}
-    for metric, by_ds in table.items():
-        named = {d: v for d, v in by_ds.items() if d != ""}
-        out[metric] = named if named else by_ds[""]
-    return out
+class LocalBoard:
+    """One task's latest succeeded runs as a scoring board, built once and re-ranked per query."""
+
+    def __init__(self, task: str, records: Sequence[EvaluationRecord]):
+        self.task = task
+        self.records = {r.model_name: r for r in records}
+        self.tables, self.units = _collect(records)
+        self.board = ScoreBoard.from_tables(self.tables)
+
+    def scored_datasets(self) -> list[str]:
+        """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
+        return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
+
+    def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
+             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
+        """The board for these weights (see :meth:`ScoreBoard.score` for what is refused)."""
+        scored = self.board.score(weights=weights, dataset_weights=dataset_weights,
+                                  memory_budget_gib=memory_budget_gib)
+        stab = rank_stability(scored.to_result()) if stability else {}
+        rows = []
+        for i in range(scored.total):
+            ms = scored.row(i)
+            rec = self.records[ms.name]
+            rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
+                                 {**scored.others(i), **ms.values}, self.tables[ms.name], ms.converted,
+                                 stab.get(ms.name)))
+        return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
+                           scored.amrs, rows, scored.left_off, scored.notes)
 
 
-def _mean(value: Any, dataset_weights: dict[str, float]) -> float:
-    if not isinstance(value, dict):
-        return float(value)
-    w = {d: dataset_weights.get(d, 1.0) for d in value}
-    total = sum(w.values())
-    if total <= 0:
-        return sum(value.values()) / len(value)
-    return sum(value[d] * w[d] for d in value) / total
-
-
-def build_leaderboard(store, task: str, weights: dict[str, float] | None = None,
+def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
     """Rank the latest succeeded evaluation of every model of ``task`` (see the module docstring)."""
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
-    if not 0 < memory_budget_gib < float("inf"):
-        raise ValidationError(f"the memory budget must be a positive number of GiB, got {memory_budget_gib}")
-    specs = default_metrics(memory_budget_gib)
-    for name, w in (weights or {}).items():
-        if name not in specs:
-            raise ValidationError(f"--weight {name}: not a Dynascore metric (use {', '.join(specs)})")
-        specs[name] = MetricSpec(specs[name].direction, specs[name].offset, float(w))
-    dataset_weights = dict(dataset_weights or {})
-    records = store.evaluations.latest_succeeded(task)
-    per_model, units = _collect(records)
-    known = {d for t in per_model.values() for by_ds in t.values() for d in by_ds if d}
-    unknown = sorted(set(dataset_weights) - known)
-    if unknown and per_model:
-        raise ValidationError(f"--dataset-weight names unknown dataset(s) {', '.join(unknown)} "
-                              f"(this board has: {', '.join(sorted(known)) or 'none'})")
-    inputs = {m: _score_input(t) for m, t in per_model.items()}
-    notes = []
-    for name in list(specs):
-        if specs[name].weight == 0 and any(name not in v for v in inputs.values()):
-            notes.append(f"metric '{name}' has weight 0 and some models lack it: it is left out of the score")
-            del specs[name]
-    if sum(s.weight for s in specs.values()) <= 0:
-        raise ValidationError("at least one metric weight must be positive")
-    scoring_input = {m: {k: v[k] for k in specs if k in v} for m, v in inputs.items()}
-    result = compute(scoring_input, specs, "perf", dataset_weights or None)
-    stab = rank_stability(result) if stability else {}
-    by_eval = {r.model_name: r for r in records}
-    rows = []
-    for ms in result.models:
-        rec = by_eval[ms.name]
-        values = {k: _mean(v, dataset_weights) for k, v in inputs[ms.name].items()}
-        values.update(ms.values)  # the Dynascore's own averages (same weights)
-        rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at, values,
-                             per_model[ms.name], ms.converted, stab.get(ms.name)))
-    return Leaderboard(task, result.metrics, result.weights, dataset_weights, units, result.amrs, rows,
-                       result.left_off, notes + result.notes)
+    board = LocalBoard(task, store.evaluations.latest_succeeded(task))
+    return board.rank(weights, dataset_weights, memory_budget_gib, stability)

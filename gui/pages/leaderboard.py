@@ -1,23 +1,35 @@
 """Leaderboard: the Dynascore table per task with 0–5 sliders for every metric and dataset
-weight (re-ranked on every move), units on every column, a radar comparing the selected
-models, the rank-stability view and CSV export."""
+weight and a memory budget (re-ranked on every move), units on every column, a column chooser
+so the table fits its pane, a radar comparing the selected models (log-scaled where values span
+orders of magnitude), a Dynascore breakdown per model, a rank-stability chart and CSV export."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox, QHBoxLayout,
-                               QLabel, QPushButton, QScrollArea, QSlider, QSplitter, QTabWidget, QVBoxLayout,
-                               QWidget)
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QMenu, QPushButton, QScrollArea, QSlider, QSplitter, QTabWidget,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.charts import RadarChart
+from dynadesk.gui.charts import BreakdownChart, RadarChart, RankRangeChart, axis_fractions
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
-from dynadesk.scoring.dynascore import default_metrics
+from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import Leaderboard
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
+FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
+MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
+BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)
+
+
+def header(metric: str, unit: str) -> str:
+    """A column header: the unit on a second line keeps columns narrow."""
+    return f"{metric}\n({unit})"
 
 
 class WeightSlider(QWidget):
@@ -65,7 +77,24 @@ class LeaderboardPage(Page):
         self.task_combo = QComboBox()
         self.task_combo.currentIndexChanged.connect(self.reload)
         top.addWidget(self.task_combo)
+        top.addWidget(QLabel("Memory budget"))
+        self.budget = QDoubleSpinBox()
+        self.budget.setRange(0.5, 1024.0)
+        self.budget.setDecimals(1)
+        self.budget.setSuffix(" GiB")
+        self.budget.setValue(DEFAULT_MEMORY_BUDGET_GIB)
+        self.budget.setAccessibleName("memory budget in GiB")
+        self.budget.setToolTip("Memory counts as memory saved below this budget (dynadesk leaderboard --memory-budget)")
+        self.budget.valueChanged.connect(self.rerank)
+        top.addWidget(self.budget)
         top.addStretch(1)
+        self.columns_button = QToolButton()
+        self.columns_button.setText("Columns")
+        self.columns_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.columns_menu = QMenu(self.columns_button)
+        self.columns_button.setMenu(self.columns_menu)
+        self.column_actions: dict[str, QAction] = {}
+        top.addWidget(self.columns_button)
         self.reset_button = QPushButton("Default weights")
         self.reset_button.clicked.connect(self.reset_weights)
         top.addWidget(self.reset_button)
@@ -101,19 +130,28 @@ class LeaderboardPage(Page):
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
-        self.table = table(["rank", "model", "Dynascore (pts)"])
+        self.table = table(["rank", "model", header("Dynascore", "pts")])
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.itemSelectionChanged.connect(self._update_radar)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setWordWrap(False)
+        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
+        self.table.itemSelectionChanged.connect(self._selection_changed)
         rl.addWidget(self.table, 2)
         self.notes = QLabel()
         self.notes.setWordWrap(True)
         rl.addWidget(self.notes)
-        tabs = QTabWidget()
+        self.tabs = QTabWidget()
         self.radar = RadarChart()
-        tabs.addTab(self.radar, "Compare selected")
-        self.stability = table(["model", "rank", "best–worst rank"] + [f"{m} weight 0–5" for m in BOARD_METRICS])
-        tabs.addTab(self.stability, "Rank stability")
-        rl.addWidget(tabs, 2)
+        self.tabs.addTab(self.radar, "Compare selected")
+        self.breakdown = BreakdownChart()
+        self.breakdown.setToolTip("Each metric's contribution (normalised weight × converted value, in points); "
+                                  "the bars add up to the Dynascore")
+        self.tabs.addTab(_scrolled(self.breakdown), "Dynascore breakdown")
+        self.stability_chart = RankRangeChart()
+        self.stability_chart.setToolTip("Ranks each model takes as each metric weight in turn varies over 0–5 "
+                                        "(dot: its rank now)")
+        self.tabs.addTab(_scrolled(self.stability_chart), "Rank stability")
+        rl.addWidget(self.tabs, 2)
         split.addWidget(right)
         split.setSizes([300, 800])
         lay.addWidget(split, 1)
@@ -129,6 +167,10 @@ class LeaderboardPage(Page):
 
     def ranking(self) -> list[str]:
         return [r.model for r in self.result.rows] if self.result else []
+
+    def visible_metrics(self) -> list[str]:
+        """The metric columns shown now (the column chooser's checked entries)."""
+        return [m for m, a in self.column_actions.items() if a.isChecked()]
 
     def refresh(self) -> None:
         refill_combo(self.task_combo, self.guard(self._svc.tasks) or [])
@@ -166,6 +208,9 @@ class LeaderboardPage(Page):
             s.slider.setValue(STEPS)
             s.slider.blockSignals(False)
             s._show()
+        self.budget.blockSignals(True)
+        self.budget.setValue(DEFAULT_MEMORY_BUDGET_GIB)
+        self.budget.blockSignals(False)
         self.rerank()
 
     def rerank(self) -> None:
@@ -173,25 +218,27 @@ class LeaderboardPage(Page):
         if self.task is None:
             return
         try:
-            self.result = self._svc.board(self.task, self.weights(), self.dataset_weights())
+            res = self._svc.board(self.task, self.weights(), self.dataset_weights(), self.budget.value())
         except DynaDeskError as exc:
             self.result = None
             self.banner.error(str(exc))
             self.table.setRowCount(0)
-            self.stability.setRowCount(0)
+            self.stability_chart.set_data([], 0)
+            self.breakdown.set_data([], [])
             self.radar.set_data([], [])
             return
         if self.banner.kind == "error":
             self.banner.clear()
-        self._fill_table()
-        self._fill_stability()
+        self.result = res
+        self._fill_table(res)
+        self._fill_stability(res)
+        self._fill_breakdown(res)
         self._update_radar()
 
-    def _fill_table(self) -> None:
-        res = self.result
+    def _fill_table(self, res: Leaderboard) -> None:
         selected = {self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()}
         shown = res.shown_metrics
-        headers = ["rank", "model", "Dynascore (pts)"] + [f"{m} ({res.units.get(m, '—')})" for m in shown]
+        headers = ["rank", "model", header("Dynascore", "pts")] + [header(m, res.units.get(m, "—")) for m in shown]
         layout_key = (tuple(headers), tuple(sorted(r.model for r in res.rows)))
         resize = layout_key != getattr(self, "_layout_key", None)  # same columns and models: keep the widths
         self._layout_key = layout_key
@@ -199,7 +246,13 @@ class LeaderboardPage(Page):
         self.table.setHorizontalHeaderLabels(headers)
         fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
                           + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
-             numeric=set(range(2, len(headers))) | {0}, resize=resize)
+             numeric=set(range(2, len(headers))) | {0}, resize=False)
+        for row in range(self.table.rowCount()):
+            cell = self.table.item(row, 1)
+            cell.setToolTip(cell.text())
+        if resize:
+            self._sync_column_chooser(shown, res)
+        self._show_columns()
         for r in range(self.table.rowCount()):
             if self.table.item(r, 1).text() in selected:
                 self.table.selectRow(r)
@@ -212,37 +265,86 @@ class LeaderboardPage(Page):
         self.notes.setText("<small>" + "<br>".join(notes + [f"Normalised weights: {weights}"]
                                                    + ([f"AMRS: {amrs}"] if amrs else [])) + "</small>")
 
-    def _fill_stability(self) -> None:
+    def _sync_column_chooser(self, shown: list[str], res: Leaderboard) -> None:
+        """One checkable entry per metric column; the Dynascore metrics start checked, a choice is kept."""
+        chosen = {m: a.isChecked() for m, a in self.column_actions.items()}
+        self.columns_menu.clear()
+        self.column_actions = {}
+        for m in shown:
+            action = QAction(m, self.columns_menu)
+            action.setCheckable(True)
+            action.setChecked(chosen.get(m, m in res.metrics))
+            action.toggled.connect(self._show_columns)
+            self.columns_menu.addAction(action)
+            self.column_actions[m] = action
+
+    def _show_columns(self) -> None:
+        """Hide unchosen metric columns and share the pane's width out, so the table never scrolls sideways."""
+        for i, action in enumerate(self.column_actions.values()):
+            self.table.setColumnHidden(FIXED_COLUMNS + i, not action.isChecked())
+        head = self.table.horizontalHeader()
+        head.setStretchLastSection(False)
+        head.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        head.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        for c in range(2, self.table.columnCount()):
+            head.setSectionResizeMode(c, QHeaderView.ResizeMode.Stretch)
+        self._fit_model_column()
+
+    def _fit_model_column(self) -> None:
+        """Model names get their width up to ``MODEL_SHARE`` of the pane; the numeric columns share the rest."""
+        if self.table.columnCount() < 2:
+            return
+        head = self.table.horizontalHeader()
+        width = self.table.viewport().width()
+        stretched = sum(1 for c in range(2, self.table.columnCount()) if not self.table.isColumnHidden(c))
+        room = width - self.table.columnWidth(0) - stretched * head.minimumSectionSize()
+        wanted = max(self.table.sizeHintForColumn(1), head.sectionSizeHint(1)) + 12
+        self.table.setColumnWidth(1, max(head.minimumSectionSize(), min(wanted, int(width * MODEL_SHARE), room)))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_model_column()
+        return bool(super().eventFilter(watched, event))
+
+    def _fill_stability(self, res: Leaderboard) -> None:
         rows = []
-        for r in self.result.rows:
+        for r in res.rows:
             s = r.stability or {}
-            by = s.get("by_metric", {})
-            rows.append([r.model, r.rank, f"{s.get('min_rank', r.rank)}–{s.get('max_rank', r.rank)}"]
-                        + [f"{by[k][0]}–{by[k][1]}" if k in by else "" for k in BOARD_METRICS])
-        fill(self.stability, rows, numeric={1}, resize=getattr(self, "_stability_rows", -1) != len(rows))
-        self._stability_rows = len(rows)
+            rows.append((r.model, r.rank, s.get("min_rank", r.rank), s.get("max_rank", r.rank)))
+        self.stability_chart.set_data(rows, len(res.rows))
+
+    def _fill_breakdown(self, res: Leaderboard) -> None:
+        """Each metric's share of the Dynascore: normalised weight × converted value (they sum to the score)."""
+        selected = set(self._selected_models())
+        rows = [r for i, r in enumerate(res.rows) if i < BREAKDOWN_MODELS or r.model in selected]
+        metrics = list(res.metrics)
+        self.breakdown.set_data(metrics, [(r.model, [res.weights[k] * r.converted[k] for k in metrics])
+                                          for r in rows])
+
+    def _selection_changed(self) -> None:
+        if self.result is not None:
+            self._fill_breakdown(self.result)
+        self._update_radar()
+
+    def _selected_models(self) -> list[str]:
+        return [self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()]
 
     def _update_radar(self) -> None:
-        if not self.result or not self.result.rows:
+        res = self.result
+        if res is None or not res.rows:
             self.radar.set_data([], [])
             return
-        names = [self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()]
-        if not names:
-            names = self.ranking()[:3]
-        rows = {r.model: r for r in self.result.rows}
-        metrics = list(self.result.metrics)
-        # each axis: the converted (higher is better) value as a fraction of the best model's, from zero
-        # (not min-max, which would blow tiny differences up to the full axis)
-        cols = {k: [r.converted.get(k, 0.0) for r in self.result.rows] for k in metrics}
-        series = []
-        for name in names:
-            r = rows[name]
-            vals = []
-            for k in metrics:
-                base, hi = min(0.0, min(cols[k])), max(cols[k])
-                vals.append(1.0 if hi <= base else (r.converted.get(k, 0.0) - base) / (hi - base))
-            series.append((name, vals))
-        self.radar.set_data(metrics, series)
+        names = self._selected_models() or self.ranking()[:3]
+        index = {r.model: i for i, r in enumerate(res.rows)}
+        metrics = list(res.metrics)
+        # each axis: the converted (higher is better) value over every model on the board, from zero
+        # (not min-max, which would blow tiny differences up to the full axis), or log-scaled where the
+        # values span orders of magnitude
+        fractions: dict[str, list[float]] = {}
+        scales: dict[str, str] = {}
+        for k in metrics:
+            fractions[k], scales[k] = axis_fractions([r.converted.get(k, 0.0) for r in res.rows])
+        self.radar.set_data(metrics, [(n, [fractions[k][index[n]] for k in metrics]) for n in names], scales)
 
     # --------------------------------------------------------------- export
     def _export_dialog(self) -> None:
@@ -255,6 +357,9 @@ class LeaderboardPage(Page):
             self.export_csv(path)
 
     def export_csv(self, path: str) -> None:
+        if self.result is None:
+            self.banner.error("Nothing to export: the board is empty.")
+            return
         try:
             self._svc.export_csv(self.result, path)
         except DynaDeskError as exc:
@@ -263,7 +368,14 @@ class LeaderboardPage(Page):
         self.banner.show_message(f"Exported {len(self.result.rows)} models to {path}", "ok")
 
 
-def make(services, parent: QWidget | None = None) -> LeaderboardPage:
+def _scrolled(chart: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setWidget(chart)
+    return area
+
+
+def make(services: Any, parent: QWidget | None = None) -> LeaderboardPage:
     svc = services.extra.get("leaderboard")
     if svc is None:
         svc = services.extra["leaderboard"] = LeaderboardService(services.ws)

@@ -139,7 +139,8 @@ def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detect
         seen[ex["id"]] = src.where
         examples.append(ex)
     if problems:
-        raise ValidationError(f"{path}: {len(problems)} bad line(s); nothing was imported", problems)
+        unit = "line(s)" if all(p.startswith("line ") for p in problems) else "record(s)"
+        raise ValidationError(f"{path}: {len(problems)} bad {unit}; nothing was imported", problems)
     if not examples:
         left_out = f" ({_dropped_text(dict(dropped))} left out)" if dropped else ""
         raise ValidationError(f"{path}: no examples found{left_out}")

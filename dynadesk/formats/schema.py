@@ -65,6 +65,8 @@ def normalise_label(task: Task, value: Any, label_map: dict[str, str]) -> Any:
     key = str(value)
     if key in label_map:
         return label_map[key]
+    if isinstance(value, str) and value.lstrip("-").isdigit() and value not in task.labels:
+        value = int(value)  # a CSV/TSV cell holding a class number
     if isinstance(value, int):
         fixed = INT_LABELS.get(task.name)
         if fixed is not None and 0 <= value < len(fixed):
@@ -78,18 +80,34 @@ def required_fields(task: Task) -> list[str]:
     return [*task.input_names, task.gold_field]
 
 
+def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
+    """How well a source field's value fits a task field: its kind first, then the names' likeness."""
+    likeness = difflib.SequenceMatcher(None, name.lower(), source.lower()).ratio()
+    looks_like_id = source.lower().endswith("id")
+    if name == "id":
+        kind = 2 if looks_like_id and isinstance(value, (str, int)) else 0
+    elif name == "label":
+        known = {*task.labels, *LABEL_ALIASES.get(task.name, {})}
+        kind = 2 if value in known or isinstance(value, list) and value and set(value) <= known else \
+            1 if isinstance(value, int) and not isinstance(value, bool) or str(value).lstrip("-").isdigit() else 0
+    elif name == "answers":
+        kind = 2 if isinstance(value, (list, dict)) else 0
+    else:
+        kind = 2 if isinstance(value, str) and not looks_like_id and value not in task.labels \
+            and not value.lstrip("-").isdigit() else 0
+    return kind, likeness
+
+
 def mapping_hint(task: Task, row: dict[str, Any], unknown: list[str]) -> str:
-    """A ``--map`` suggestion pairing each missing task field with the closest unknown source field."""
-    missing = [f for f in required_fields(task) if f not in row]
-    left = list(unknown)
-    pairs = []
-    for name in missing:
-        if not left:
-            break
-        close = difflib.get_close_matches(name, left, n=1, cutoff=0.0)
-        source = close[0] if close else left[0]
-        left.remove(source)
-        pairs.append(f"--map {name}={source}")
+    """A ``--map`` suggestion pairing each missing task field with the unknown source field that fits it best."""
+    missing = [f for f in [*required_fields(task), "id"] if f not in row]
+    fits = sorted(((_fit(task, name, src, row.get(src)), name, src) for name in missing for src in unknown),
+                  key=lambda t: t[0], reverse=True)
+    chosen: dict[str, str] = {}
+    for (kind, _likeness), name, src in fits:
+        if kind and name not in chosen and src not in chosen.values():
+            chosen[name] = src
+    pairs = [f"--map {name}={chosen[name]}" for name in missing if name in chosen]
     if pairs:
         return f"; if these hold the task's fields, pass {' '.join(pairs)}"
     return (f"; the task has no such field: rename it to one of {', '.join(['id', *required_fields(task)])} "

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import io
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any
 
 from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
-from dynadesk.formats import FORMATS, Mapping, read_examples
+from dynadesk.formats import Mapping, read_examples
 from dynadesk.tasks import Task, get_task
 
 SPLITS = ("train", "dev", "test", "other")
@@ -50,7 +50,7 @@ def import_dataset(store: Any, task_name: str, path: str | Path, name: str | Non
     return import_file(store, task_name, path, name=name, split=split, fmt=fmt, replace=replace).summary
 
 
-def export_dataset(store: Any, name: str, out: str | Path | io.TextIOBase, fmt: str | None = None) -> int:
+def export_dataset(store: Any, name: str, out: str | Path | IO[str], fmt: str | None = None) -> int:
     """Write a dataset as JSONL or CSV; re-importing it gives the same digest."""
     summary = store.datasets.get(name)
     task = get_task(summary.task)
@@ -62,13 +62,10 @@ def export_dataset(store: Any, name: str, out: str | Path | io.TextIOBase, fmt: 
     return _write(task, examples, out, fmt or "jsonl")
 
 
-def _write(task: Task, examples: Iterable[dict[str, Any]], fh: Any, fmt: str) -> int:
+def _write(task: Task, examples: Iterable[dict[str, Any]], fh: IO[str], fmt: str) -> int:
     if fmt == "csv":
         return write_csv(task, examples, fh)
     if fmt == "jsonl":
         return write_jsonl(examples, fh)
     raise ValidationError(f"unknown export format '{fmt}' (use {' or '.join(EXPORT_FORMATS)})")
 
-
-__all__ = ["EXPORT_FORMATS", "FORMATS", "ImportOutcome", "SPLITS", "export_dataset", "import_dataset",
-           "import_file"]

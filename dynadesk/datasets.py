@@ -12,12 +12,11 @@ file with any error stores nothing.
 from __future__ import annotations
 
 import csv
-import io
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 from dynadesk.canonical import digest
 from dynadesk.tasks import Task
@@ -88,7 +87,7 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
     else:
         if not isinstance(gold, list) or not gold or not all(isinstance(a, str) and a.strip() for a in gold):
             raise ValueError("field 'answers' must be a non-empty list of non-empty strings")
-        context = out[task.span_of]
+        context = out[str(task.span_of)]
         for a in gold:
             if a not in context:
                 raise ValueError(f"answer {a[:60]!r} is not a substring of the '{task.span_of}' field")
@@ -127,7 +126,7 @@ def read_file(task: Task, path: Path, fmt: str | None = None) -> list[dict[str, 
     return read_examples(task, path, fmt).examples
 
 
-def write_jsonl(examples: Iterable[dict[str, Any]], out: io.TextIOBase) -> int:
+def write_jsonl(examples: Iterable[dict[str, Any]], out: IO[str]) -> int:
     n = 0
     for ex in examples:
         out.write(json.dumps(ex, ensure_ascii=False, separators=(", ", ": ")) + "\n")
@@ -135,7 +134,7 @@ def write_jsonl(examples: Iterable[dict[str, Any]], out: io.TextIOBase) -> int:
     return n
 
 
-def write_csv(task: Task, examples: Iterable[dict[str, Any]], out: io.TextIOBase) -> int:
+def write_csv(task: Task, examples: Iterable[dict[str, Any]], out: IO[str]) -> int:
     examples = list(examples)
     cols = [c for c in example_fields(task) if c in {"id", *task.input_names, task.gold_field}
             or any(c in ex for ex in examples)]

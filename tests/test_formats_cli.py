@@ -17,7 +17,7 @@ from dynadesk.formats.contexts import context_id
 
 def run_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home), *args],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
 
 
 def test_unknown_fields_suggest_the_mapping_that_fixes_them(home, tmp_path):
@@ -44,7 +44,8 @@ def test_unknown_fields_suggest_the_mapping_that_fixes_them(home, tmp_path):
 def test_label_map_for_an_unlisted_spelling_and_a_bad_pair(home, tmp_path):
     src = tmp_path / "dynasent.jsonl"
     src.write_text(json.dumps({"text_id": "r1-0001", "sentence": "Good food.", "gold_label": "positive"}) + "\n"
-                   + json.dumps({"text_id": "r1-0002", "sentence": "It was fine and bad.", "gold_label": "mixed"}) + "\n",
+                   + json.dumps({"text_id": "r1-0002", "sentence": "It was fine and bad.", "gold_label": "mixed"})
+                   + "\n",
                    encoding="utf-8")
     bad = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "id=text_id")
     assert bad.returncode == 1 and "line 2: label 'mixed' is not one of" in bad.stderr

@@ -11,7 +11,7 @@ from dynadesk.data import import_file
 from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "data-formats.md"
-EXAMPLE = re.compile(r"<!-- example: (?P<attrs>[^>]*?) -->\n```[a-z]*\n(?P<body>.*?)\n```", re.S)
+EXAMPLE = re.compile(r"<!-- example: (?P<attrs>[^>]*?) -->\n```[a-z]*\n(?P<body>.*?)\n```", re.DOTALL)
 
 
 def _examples() -> list[tuple[dict[str, str], str]]:

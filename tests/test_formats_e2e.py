@@ -16,7 +16,7 @@ CONTEXT = "Paris is the capital of France. The river Seine runs through the city
 
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home), *args],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
 
 
 def cli_json(home: Path, *args: str) -> Any:
@@ -50,14 +50,16 @@ def _write_sources(tmp_path: Path) -> dict[str, Path]:
          "sentence2_parse": "(ROOT y)"},
     ]), encoding="utf-8")
     squad = tmp_path / "dev-v2.0.json"
-    squad.write_text(json.dumps({"version": "v2.0", "data": [{"title": "Paris", "paragraphs": [{"context": CONTEXT, "qas": [
+    paragraph = {"context": CONTEXT, "qas": [
         {"question": "What is the capital of France?", "id": "q1", "is_impossible": False,
          "answers": [{"text": "Paris", "answer_start": 0}]},
         {"question": "Which river runs through the city?", "id": "q2", "is_impossible": False,
          "answers": [{"text": "The river Seine", "answer_start": 32}, {"text": "Seine", "answer_start": 42}]},
         {"question": "Who built the river?", "id": "q3", "is_impossible": True, "answers": [],
          "plausible_answers": [{"text": "Seine", "answer_start": 42}]},
-    ]}]}]}), encoding="utf-8")
+    ]}
+    squad.write_text(json.dumps({"version": "v2.0", "data": [{"title": "Paris", "paragraphs": [paragraph]}]}),
+                     encoding="utf-8")
     return {"anli": anli, "snli": snli, "squad": squad}
 
 

@@ -67,7 +67,8 @@ SNLI_ROWS = [
     {"annotator_labels": ["neutral", "entailment", "neutral", "neutral", "neutral"], "captionID": "4705552913.jpg#2",
      "gold_label": "neutral", "pairID": "4705552913.jpg#2r1n",
      "sentence1": "Two women are embracing while holding to go packages.",
-     "sentence1_binary_parse": "( ( Two women ) ( ( are ( embracing ( while ( holding ( to ( go packages ) ) ) ) ) ) . ) )",
+     "sentence1_binary_parse": "( ( Two women ) ( ( are ( embracing ( while ( holding ( to ( go packages ) ) ) ) ) )"
+                               " . ) )",
      "sentence1_parse": "(ROOT (S (NP (CD Two) (NNS women)) (VP (VBP are) (VP (VBG embracing))) (. .)))",
      "sentence2": "The sisters are hugging goodbye while holding to go packages after just eating lunch.",
      "sentence2_binary_parse": "( ( The sisters ) ( ( are ( hugging goodbye ) ) . ) )",
@@ -180,7 +181,8 @@ def _squad(version: str) -> dict[str, Any]:
         for qa in qas:
             qa["is_impossible"] = False
         qas.append({"plausible_answers": [{"text": "Normans", "answer_start": 4}],
-                    "question": "Who gave their name to Normandy in the 1000's and 1100's", "id": "5ad39d53604f3c001a3fe8d1",
+                    "question": "Who gave their name to Normandy in the 1000's and 1100's",
+                    "id": "5ad39d53604f3c001a3fe8d1",
                     "answers": [], "is_impossible": True})
     return {"version": version, "data": [{"title": "Normans", "paragraphs": [{"qas": qas, "context": CONTEXT}]}]}
 

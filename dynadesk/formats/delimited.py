@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.formats.jsonl import MAX_EXAMPLE_BYTES
 from dynadesk.formats.base import SourceRow
+from dynadesk.formats.jsonl import MAX_EXAMPLE_BYTES
 
 _LIST_FIELDS = {"answers", "tags"}
 OPTIONAL_FIELDS = ("tags", "metadata")
@@ -27,11 +28,14 @@ def read_text(path: Path) -> str:
             from exc
 
 
-def iter_table(path: Path, problems: list[str], delimiter: str, quoting: int = csv.QUOTE_MINIMAL
+def iter_table(path: Path, problems: list[str], delimiter: str, unquoted: bool = False
                ) -> Iterator[tuple[int, dict[str, str]]]:
-    """``(lineno, row)`` for each data row of a headed table; ragged rows go to ``problems``."""
+    """``(lineno, row)`` for each data row of a headed table; ragged rows go to ``problems``.
+
+    ``unquoted``: a '"' is part of the cell (the published SNLI/MultiNLI TSV files)."""
     csv.field_size_limit(MAX_EXAMPLE_BYTES)
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter=delimiter, quoting=quoting)
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter=delimiter,
+                            quoting=csv.QUOTE_NONE if unquoted else csv.QUOTE_MINIMAL)
     try:
         if not reader.fieldnames:
             return

@@ -11,8 +11,9 @@ is left out and counted. Other columns are kept under ``metadata``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.formats.base import Dropped, SourceRow
@@ -32,7 +33,7 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
     if isinstance(answers, dict):
         texts = answers.get("text")
         if not isinstance(texts, list):
-            raise ValueError("field 'answers' must hold a 'text' list")
+            raise ValueError("field 'answers' must hold a 'text' list")  # noqa: TRY004 - a row problem
         if not texts:
             return Dropped(UNANSWERABLE)
         starts = list(answers.get("answer_start") or [])

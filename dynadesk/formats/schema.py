@@ -88,8 +88,13 @@ def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
         kind = 2 if looks_like_id and isinstance(value, (str, int)) else 0
     elif name == "label":
         known = {*task.labels, *LABEL_ALIASES.get(task.name, {})}
-        kind = 2 if value in known or isinstance(value, list) and value and set(value) <= known else \
-            1 if isinstance(value, int) and not isinstance(value, bool) or str(value).lstrip("-").isdigit() else 0
+        values = value if isinstance(value, list) and value else [value]
+        if all(isinstance(v, str) and v in known for v in values):
+            kind = 2
+        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).lstrip("-").isdigit():
+            kind = 1
+        else:
+            kind = 0
     elif name == "answers":
         kind = 2 if isinstance(value, (list, dict)) else 0
     else:

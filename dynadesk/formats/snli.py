@@ -11,10 +11,10 @@ label: they are left out and counted. The parse-tree columns
 
 from __future__ import annotations
 
-import csv
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynadesk.formats.base import Dropped, SourceRow
 from dynadesk.formats.delimited import iter_table
@@ -46,5 +46,5 @@ def convert_snli(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
 
 def read_snli_tsv_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:
     """The published TSV (snli_1.0_*.txt, MultiNLI *.tsv): unquoted tab-separated cells, a header row."""
-    for lineno, row in iter_table(path, problems, "\t", quoting=csv.QUOTE_NONE):
+    for lineno, row in iter_table(path, problems, "\t", unquoted=True):
         yield SourceRow(f"line {lineno}", dict(row), str(lineno))

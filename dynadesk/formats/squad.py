@@ -12,8 +12,9 @@ answer spans, and such a question has none, so it is left out and counted
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.formats.base import Dropped, SourceRow

@@ -9,11 +9,11 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
-from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
 DEBOUNCE_MS = 250

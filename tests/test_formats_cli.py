@@ -25,8 +25,8 @@ def test_unknown_fields_suggest_the_mapping_that_fixes_them(home, tmp_path):
     src.write_text("tweet_id,tweet,sentiment\nt1,what a day,2\nt2,so bad,0\nt3,it is a day,1\n", encoding="utf-8")
     bad = run_cli(home, "data", "import", str(src), "--task", "sentiment")
     assert bad.returncode == 1
-    assert "line 2: unknown field(s) sentiment, tweet, tweet_id" in bad.stderr
-    assert "--map statement=tweet --map label=sentiment" in bad.stderr
+    assert "line 1: header lacks column(s) statement, label" in bad.stderr  # once, not once per row
+    assert "pass --map statement=tweet --map label=sentiment --map id=tweet_id" in bad.stderr
     fixed = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "statement=tweet",
                     "--map", "label=sentiment", "--map", "id=tweet_id", "--json")
     assert fixed.returncode == 1 and "label 2 is a number" in fixed.stderr and "--label-map 2=LABEL" in fixed.stderr
@@ -58,6 +58,12 @@ def test_label_map_for_an_unlisted_spelling_and_a_bad_pair(home, tmp_path):
     assert pair.returncode == 1 and "--map 'id': expected NAME=VALUE" in pair.stderr
     missing = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "statement=tweet")
     assert "--map statement=tweet: the row has no field 'tweet'" in missing.stderr
+    jsonl = tmp_path / "tweets.jsonl"
+    jsonl.write_text(json.dumps({"tweet_id": "t1", "tweet": "what a day", "sentiment": "positive"}) + "\n",
+                     encoding="utf-8")
+    rows = run_cli(home, "data", "import", str(jsonl), "--task", "sentiment")
+    assert "line 1: unknown field(s) sentiment, tweet, tweet_id" in rows.stderr
+    assert "pass --map statement=tweet --map label=sentiment --map id=tweet_id" in rows.stderr
 
 
 def test_forced_format_is_stated_and_dropped_rows_counted(home, tmp_path):

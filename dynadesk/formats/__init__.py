@@ -19,7 +19,7 @@ from dynadesk.formats.base import (
     dropped_text,
     parse_pairs,
 )
-from dynadesk.formats.delimited import header, read_csv_rows, read_tsv_rows
+from dynadesk.formats.delimited import csv_sample, header, read_csv_rows, read_tsv_rows, tsv_sample
 from dynadesk.formats.dynabench import convert_dynabench
 from dynadesk.formats.hf import convert_hf, read_parquet_rows
 from dynadesk.formats.jsonl import first_object, read_jsonl_rows
@@ -29,8 +29,8 @@ from dynadesk.tasks import Task
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("jsonl", "DynaDesk JSON lines", read_jsonl_rows, convert_native),
-    Format("csv", "CSV with a header", read_csv_rows, convert_native),
-    Format("tsv", "TSV with a header", read_tsv_rows, convert_native),
+    Format("csv", "CSV with a header", read_csv_rows, convert_native, sample=csv_sample),
+    Format("tsv", "TSV with a header", read_tsv_rows, convert_native, sample=tsv_sample),
     Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench, ("nli",)),
     Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",)),
     Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",)),

@@ -17,7 +17,7 @@ from typing import Any
 
 from dynadesk.datasets import example_fields, validate_example
 from dynadesk.errors import ValidationError
-from dynadesk.formats.schema import apply_aliases, mapping_hint, normalise_label
+from dynadesk.formats.schema import apply_aliases, mapping_hint, normalise_label, required_fields
 from dynadesk.tasks import Task
 
 
@@ -56,6 +56,7 @@ class Format:
     read: Reader
     convert: Converter
     tasks: tuple[str, ...] = ()  # the tasks this format holds; () = any task
+    sample: Callable[[Path], dict[str, str]] | None = None  # a table's header (+ first row), checked once
 
 
 @dataclass
@@ -121,6 +122,8 @@ def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detect
     if fmt.tasks and task.name not in fmt.tasks:
         raise ValidationError(f"{path}: the {fmt.title} format holds {' or '.join(fmt.tasks)} examples, "
                               f"not {task.name} ones (pass --task {fmt.tasks[0]}, or another --format)")
+    if fmt.sample is not None:
+        _check_header(task, fmt.sample(path), path, mapping)
     problems: list[str] = []
     examples: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
@@ -146,6 +149,19 @@ def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detect
         left_out = f" ({_dropped_text(dict(dropped))} left out)" if dropped else ""
         raise ValidationError(f"{path}: no examples found{left_out}")
     return ReadResult(examples, fmt.name, detected, dict(dropped))
+
+
+def _check_header(task: Task, sample: dict[str, str], path: Path, mapping: Mapping) -> None:
+    """A table whose header lacks a task field fails once, on line 1, with the mapping that would fix it."""
+    try:
+        row = apply_aliases(task, rename_fields(sample, mapping.fields))
+    except ValueError as exc:
+        raise ValidationError(f"{path}: line 1: {exc}") from exc
+    missing = [f for f in required_fields(task) if f not in row]
+    if missing:
+        unknown = [c for c in row if c not in example_fields(task)]
+        hint = mapping_hint(task, row, unknown) if unknown else ""
+        raise ValidationError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}{hint}; nothing was imported")
 
 
 def _dropped_text(dropped: dict[str, int]) -> str:

@@ -59,6 +59,22 @@ def header(path: Path, delimiter: str) -> list[str]:
     return next(csv.reader([first], delimiter=delimiter), [])
 
 
+def first_row(path: Path, delimiter: str) -> dict[str, str]:
+    """The header's columns with the first data row's cells ('' where there is none), for header checks."""
+    columns = header(path, delimiter)
+    for _lineno, row in iter_table(path, [], delimiter):
+        return {c: row.get(c) or "" for c in columns}
+    return dict.fromkeys(columns, "")
+
+
+def csv_sample(path: Path) -> dict[str, str]:
+    return first_row(path, ",")
+
+
+def tsv_sample(path: Path) -> dict[str, str]:
+    return first_row(path, "\t")
+
+
 def _cell(name: str, value: str) -> Any:
     if value.startswith("[") and (name in _LIST_FIELDS or name == "label"):
         return json.loads(value)

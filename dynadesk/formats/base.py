@@ -161,7 +161,8 @@ def _check_header(task: Task, sample: dict[str, str], path: Path, mapping: Mappi
     if missing:
         unknown = [c for c in row if c not in example_fields(task)]
         hint = mapping_hint(task, row, unknown) if unknown else ""
-        raise ValidationError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}{hint}; nothing was imported")
+        raise ValidationError(f"{path}: line 1: header lacks column(s) {', '.join(missing)}{hint}; "
+                              "nothing was imported")
 
 
 def _dropped_text(dropped: dict[str, int]) -> str:

@@ -16,7 +16,6 @@ from dynadesk.formats.base import (
     ReadResult,
     build_examples,
     convert_native,
-    dropped_text,
     parse_pairs,
 )
 from dynadesk.formats.delimited import csv_sample, header, read_csv_rows, read_tsv_rows, tsv_sample
@@ -42,7 +41,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
 _SNLI_KEYS = {"sentence1", "sentence2", "gold_label"}
 _ANLI_LABELS = {"e", "n", "c"}
 
-__all__ = ["FORMATS", "Format", "Mapping", "ReadResult", "detect_format", "dropped_text", "parse_pairs",
+__all__ = ["FORMATS", "Format", "Mapping", "ReadResult", "detect_format", "parse_pairs",
            "read_examples"]
 
 

@@ -168,7 +168,3 @@ def _check_header(task: Task, sample: dict[str, str], path: Path, mapping: Mappi
 def _dropped_text(dropped: dict[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in dropped.items())
 
-
-def dropped_text(result: ReadResult) -> str:
-    """``"3 no-consensus rows ('-')"``-style summary of what a read left out, or ''."""
-    return _dropped_text(result.dropped)

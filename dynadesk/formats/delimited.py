@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dynadesk.datasets import OPTIONAL_FIELDS
 from dynadesk.errors import ValidationError
 from dynadesk.formats.base import SourceRow
 from dynadesk.formats.jsonl import MAX_EXAMPLE_BYTES
 
 _LIST_FIELDS = {"answers", "tags"}
-OPTIONAL_FIELDS = ("tags", "metadata")
 
 
 def read_text(path: Path) -> str:

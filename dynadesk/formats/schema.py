@@ -34,8 +34,6 @@ INT_LABELS: dict[str, tuple[str, ...]] = {
     "nli": ("entailment", "neutral", "contradiction"),
 }
 
-OPTIONAL_FIELDS = ("tags", "metadata")
-
 
 def task_field_aliases(task: Task) -> dict[str, tuple[str, ...]]:
     """The aliases of each field of ``task`` (id, inputs, gold)."""

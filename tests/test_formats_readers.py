@@ -280,3 +280,13 @@ def test_format_for_another_task_is_refused_with_the_fix(store, tmp_path):
     path = _jsonl(tmp_path / "anli.jsonl", ANLI_ROWS)
     with pytest.raises(ValidationError, match="holds nli examples, not qa ones \\(pass --task nli"):
         import_file(store, "qa", path, fmt="dynabench")
+
+
+def test_qa_csv_with_one_answer_column(store, tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text("id,context,question,answer\nq1,Paris is in France.,Where is Paris?,France\n", encoding="utf-8")
+    assert store.datasets.examples(import_file(store, "qa", path).summary.name)[0]["answers"] == ["France"]
+    bad = tmp_path / "noq.csv"
+    bad.write_text("id,context,query_text,answer\nq1,Paris is in France.,Where is Paris?,France\n", encoding="utf-8")
+    with pytest.raises(ValidationError, match="line 1: header lacks column\\(s\\) question; .*--map question=query_text"):
+        import_file(store, "qa", bad)

@@ -157,7 +157,8 @@ def _check_header(task: Task, sample: dict[str, str], path: Path, mapping: Mappi
         row = apply_aliases(task, rename_fields(sample, mapping.fields))
     except ValueError as exc:
         raise ValidationError(f"{path}: line 1: {exc}") from exc
-    missing = [f for f in required_fields(task) if f not in row]
+    present = set(row) | ({"answers"} if "answer" in row else set())  # one answer per row is accepted
+    missing = [f for f in required_fields(task) if f not in present]
     if missing:
         unknown = [c for c in row if c not in example_fields(task)]
         hint = mapping_hint(task, row, unknown) if unknown else ""

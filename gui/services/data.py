@@ -7,7 +7,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from dynadesk.data import SPLITS, import_dataset
+from dynadesk.data import SPLITS
+from dynadesk.data import import_file as import_data_file
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
 from dynadesk.gui.services.workspace import WorkspaceService
@@ -22,6 +23,9 @@ class ImportOutcome:
     summary: DatasetSummary | None = None
     message: str = ""
     problems: list[str] = field(default_factory=list)
+    format: str = ""  # the format that read the file
+    detected: bool = False
+    dropped: dict[str, int] = field(default_factory=dict)  # rows left out by a format's rule: reason -> count
 
     @property
     def ok(self) -> bool:
@@ -65,14 +69,15 @@ class DataService(QObject):
         return self._worker is not None
 
     def import_file(self, task: str, path: str | Path, name: str | None = None, split: str = "test",
-                    replace: bool = False) -> Worker:
+                    replace: bool = False, fmt: str | None = None) -> Worker:
         """Validate and store a file on a worker; ``importFinished`` reports the outcome."""
         def job(ctx: WorkContext) -> ImportOutcome:
             ctx.progress(0, 0, f"validating {Path(path).name}")
             store = self._ws.open_store()
             try:
-                return ImportOutcome(summary=import_dataset(store, task, path, name=name or None, split=split,
-                                                            replace=replace))
+                done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace)
+                return ImportOutcome(summary=done.summary, format=done.format, detected=done.detected,
+                                     dropped=done.dropped)
             except ValidationError as exc:
                 head = str(exc).splitlines()[0] if str(exc) else "invalid file"
                 return ImportOutcome(message=head, problems=exc.problems)

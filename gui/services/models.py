@@ -3,12 +3,18 @@ prediction for the "try it" panel. Torch loads only when a model is first used."
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.models import ModelRecord
+
+
+def parse_labels(text: str) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]`` as ``models add --labels`` reads it; blank -> None."""
+    return [x.strip() for x in text.split(",")] if text.strip() else None
 
 
 class ModelsService(QObject):
@@ -35,12 +41,16 @@ class ModelsService(QObject):
     def get(self, name: str) -> ModelRecord:
         return self._ws.store.models.get(name)
 
-    def register(self, path: str, task: str, name: str | None = None, replace: bool = False) -> None:
-        """Hash and register ``path`` on a worker; ``registered`` or ``registerFailed`` follows."""
-        def job(store):
+    def register(self, path: str, task: str, name: str | None = None, replace: bool = False, *,
+                 kind: str | None = None, labels: Sequence[str] | None = None, allow_pickle: bool = False) -> None:
+        """Hash and register ``path`` on a worker (the CLI's checks: same function, same options);
+        ``registered`` or ``registerFailed`` follows."""
+        def job(store: Any) -> ModelRecord:
             from dynadesk.models import register_model
 
-            return register_model(store, path, task, name=name or None, replace=replace)
+            return register_model(store, path, task, name=name or None, kind=kind,
+                                  labels=list(labels) if labels is not None else None,
+                                  allow_pickle=allow_pickle, replace=replace)
 
         self._ws.run_with_store(job, on_result=self._on_registered, on_error=self.registerFailed.emit)
 

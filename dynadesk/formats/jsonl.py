@@ -1,0 +1,66 @@
+"""JSON lines: one object per line, read in bounded chunks (a 100 MB line never sits in memory)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from dynadesk.formats.base import SourceRow
+
+MAX_EXAMPLE_BYTES = 1 << 20  # one example (line) may hold at most 1 MiB
+
+
+def iter_lines(path: Path) -> Iterator[tuple[int, bytes | None, int]]:
+    """``(lineno, line, size)``; ``line`` is None for a line over the limit, which is skipped in chunks."""
+    with open(path, "rb") as fh:
+        lineno = 0
+        while True:
+            line = fh.readline(MAX_EXAMPLE_BYTES + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > MAX_EXAMPLE_BYTES:
+                size = len(line)
+                while not line.endswith(b"\n"):
+                    line = fh.readline(1 << 20)
+                    if not line:
+                        break
+                    size += len(line)
+                yield lineno, None, size
+                continue
+            yield lineno, line, len(line)
+
+
+def read_jsonl_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:
+    """Every non-empty line as a parsed JSON value; bad lines go to ``problems`` with their number."""
+    for lineno, line, size in iter_lines(path):
+        if line is None:
+            problems.append(f"line {lineno}: {size} bytes, over the {MAX_EXAMPLE_BYTES} byte limit per example")
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append(f"line {lineno}: not valid UTF-8 (byte {exc.start})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        yield SourceRow(f"line {lineno}", raw, str(lineno))
+
+
+def first_object(path: Path) -> object:
+    """The first non-empty line's JSON value (None when it is not one), for format detection."""
+    for _lineno, line, _size in iter_lines(path):
+        if line is None:
+            return None
+        if line.strip():
+            try:
+                return json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                return None
+    return None

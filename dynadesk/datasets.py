@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from dynadesk.canonical import digest
 from dynadesk.errors import ValidationError
+from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
 MAX_EXAMPLE_BYTES = 1 << 20  # one example (line) may hold at most 1 MiB
@@ -166,7 +167,7 @@ def read_jsonl(task: Task, path: Path) -> list[dict[str, Any]]:
         if text is None or not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = loads_bounded(text, f"{path}: line {lineno}")
         except json.JSONDecodeError as exc:
             problems.append(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
             continue
@@ -200,11 +201,11 @@ _LIST_FIELDS = {"answers", "tags"}
 
 def _csv_cell(name: str, value: str) -> Any:
     if value.startswith("[") and (name in _LIST_FIELDS or name == "label"):
-        return json.loads(value)
+        return loads_bounded(value, f"column {name!r}")
     if name in _LIST_FIELDS:
         return [value] if value else []
     if name == "metadata":
-        return json.loads(value) if value else {}
+        return loads_bounded(value, f"column {name!r}") if value else {}
     return value
 
 

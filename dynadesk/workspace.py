@@ -7,12 +7,14 @@ Resolution order: an explicit path (``--home``), then ``DYNADESK_HOME``, then
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from dynadesk.errors import StoreError
 
 DEFAULT_HOME = Path("~/.local/share/dynadesk")
+PRIVATE_DIR_MODE = 0o700
 
 
 def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
@@ -22,6 +24,20 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return DEFAULT_HOME.expanduser().resolve()
+
+
+def stored_path(home: str | os.PathLike, folder: str | os.PathLike) -> str:
+    """``folder`` relative to ``home`` (POSIX) when it lies inside it, else its absolute path."""
+    real_home, real = Path(home).resolve(), Path(folder).resolve()
+    if real_home in real.parents:
+        return real.relative_to(real_home).as_posix()
+    return str(real)
+
+
+def resolve_stored(home: str | os.PathLike, stored: str) -> Path:
+    """The absolute folder a :func:`stored_path` value names in the workspace at ``home``."""
+    path = Path(stored)
+    return path if path.is_absolute() else Path(home).resolve() / path
 
 
 @dataclass(frozen=True)
@@ -66,10 +82,13 @@ class Workspace:
         return self.home / "images"
 
     def ensure(self) -> "Workspace":
+        """Create the folders, owner-only (0700): they hold the database, keys, models and runs."""
         try:
-            for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.bundles_dir, self.images_dir):
-                p.mkdir(parents=True, exist_ok=True)
-            self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.keys_dir, self.bundles_dir,
+                      self.images_dir):
+                p.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+                if stat.S_IMODE(p.stat().st_mode) != PRIVATE_DIR_MODE:
+                    p.chmod(PRIVATE_DIR_MODE)
         except OSError as exc:
             raise StoreError(f"cannot create workspace folder {self.home}: {exc}") from exc
         return self

@@ -52,6 +52,7 @@ class Store:
     def open(cls, path: str | Path) -> "Store":
         path = Path(path)
         try:
+            _core.make_private(path)
             conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
             db = Database(conn)
             db.execute("PRAGMA journal_mode=WAL")
@@ -61,7 +62,7 @@ class Store:
             sets = list(MIGRATION_SETS) + [m.migrations for m in _area_modules()]
             for mset in sets:
                 mset.apply(db)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"cannot open workspace database {path}: {exc}") from exc
         return cls(db, path)
 

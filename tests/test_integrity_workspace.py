@@ -143,3 +143,20 @@ def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None
     ann.export_round(st, "sentiment", out, fmt="jsonl")
     assert sorted(json.loads(line)["statement"] for line in out.getvalue().splitlines()) == sorted(FORMULAS)
     st.close()
+
+
+def test_bundles_and_server_bodies_refuse_deep_json_naming_the_limit(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from dynadesk.errors import BundleFormatError
+    from dynadesk.jsonio import MAX_DEPTH
+    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.server_app import create_app
+
+    deep = _deep().encode()
+    with pytest.raises(BundleFormatError, match=f"uploaded: JSON nested deeper than {MAX_DEPTH}"):
+        parse_bundle(deep, "uploaded")
+    client = TestClient(create_app(tmp_path / "server.db"), raise_server_exceptions=False)
+    res = client.post("/api/bundles", content=deep, headers={"Content-Type": "application/json"})
+    assert res.status_code == 400 and f"nested deeper than {MAX_DEPTH}" in res.text, res.text
+    client.close()

@@ -20,18 +20,17 @@ _STRING_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _STRING_BYTES = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET_TEXT = re.compile(r"[\[\]{}]")
 _BRACKET_BYTES = re.compile(rb"[\[\]{}]")
-_OPENERS = frozenset({"[", "{", ord("["), ord("{")})
 
 
 def nesting_depth(text: str | bytes, stop_above: int | None = None) -> int:
     """The deepest nesting of arrays/objects in ``text`` (stops counting once past ``stop_above``)."""
     if isinstance(text, str):
-        brackets = _BRACKET_TEXT.finditer(_STRING_TEXT.sub("", text))
+        brackets = [m.group() for m in _BRACKET_TEXT.finditer(_STRING_TEXT.sub("", text))]
     else:
-        brackets = _BRACKET_BYTES.finditer(_STRING_BYTES.sub(b"", text))
+        brackets = [m.group().decode("ascii") for m in _BRACKET_BYTES.finditer(_STRING_BYTES.sub(b"", text))]
     depth = deepest = 0
-    for m in brackets:
-        if m.group()[0] in _OPENERS:
+    for bracket in brackets:
+        if bracket in "[{":
             depth += 1
             if depth > deepest:
                 deepest = depth

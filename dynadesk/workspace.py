@@ -10,14 +10,18 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import StoreError
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 DEFAULT_HOME = Path("~/.local/share/dynadesk")
 PRIVATE_DIR_MODE = 0o700
 
 
-def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     env = os.environ.get("DYNADESK_HOME")
@@ -26,7 +30,7 @@ def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
     return DEFAULT_HOME.expanduser().resolve()
 
 
-def stored_path(home: str | os.PathLike, folder: str | os.PathLike) -> str:
+def stored_path(home: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
     """``folder`` relative to ``home`` (POSIX) when it lies inside it, else its absolute path."""
     real_home, real = Path(home).resolve(), Path(folder).resolve()
     if real_home in real.parents:
@@ -34,7 +38,7 @@ def stored_path(home: str | os.PathLike, folder: str | os.PathLike) -> str:
     return str(real)
 
 
-def resolve_stored(home: str | os.PathLike, stored: str) -> Path:
+def resolve_stored(home: str | os.PathLike[str], stored: str) -> Path:
     """The absolute folder a :func:`stored_path` value names in the workspace at ``home``."""
     path = Path(stored)
     return path if path.is_absolute() else Path(home).resolve() / path
@@ -93,7 +97,7 @@ class Workspace:
             raise StoreError(f"cannot create workspace folder {self.home}: {exc}") from exc
         return self
 
-    def open_store(self):
+    def open_store(self) -> Store:
         """Create the folders if needed and open the migrated database."""
         from dynadesk.store import Store
 
@@ -101,6 +105,6 @@ class Workspace:
         return Store.open(self.db_path)
 
 
-def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, "object"]:
+def open_workspace(home: str | os.PathLike[str] | None = None) -> tuple[Workspace, Store]:
     ws = Workspace(resolve_home(home)).ensure()
     return ws, ws.open_store()

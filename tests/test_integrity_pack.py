@@ -10,7 +10,7 @@ import pytest
 from annotation_support import build_tiny_models, make_example, open_store, register
 
 from dynadesk import annotation as ann
-from dynadesk.errors import AnnotationError, DynaDeskError, SignatureError
+from dynadesk.errors import AnnotationError, DynaDeskError
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_hand_edited_pack_with_recomputed_digest_is_refused(two, tmp_path: Path)
 
 
 def test_pack_from_an_untrusted_key_is_refused_and_names_the_key(two, tmp_path: Path, models) -> None:
-    a, b = two
+    _, b = two
     c = open_store(tmp_path / "c")
     ann.add_annotator(c, "cat")
     register(c, models, "sentiment", "sentiment")
@@ -123,7 +123,7 @@ def test_merge_cli_reports_refusals_and_trust_command(two, tmp_path: Path) -> No
 
     from dynadesk.cli import cli
 
-    a, b = two
+    a, _ = two
     ex = make_example(a, "amy", "cli check", fooled=False)
     ann.pack(a, tmp_path / "a.pack")
     body = ann.read_pack_unverified(tmp_path / "a.pack")

@@ -8,10 +8,10 @@ import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
-
-from dynadesk.workspace import Workspace
 from eval_support import LABELS, add_test_set
 from tiny_models import make_tiny_classifier
+
+from dynadesk.workspace import Workspace
 
 
 def _cli(home: Path, *args: str):

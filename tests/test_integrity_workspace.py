@@ -117,9 +117,10 @@ FORMULAS = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB"]
 
 
 def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
+    from tiny_models import make_tiny_classifier
+
     from dynadesk import annotation as ann
     from dynadesk.models import register_model
-    from tiny_models import make_tiny_classifier
 
     st = Workspace(tmp_path / "ws").open_store()
     folder = make_tiny_classifier(tmp_path / "m", ["negative", "neutral", "positive"], task="sentiment")
@@ -146,12 +147,12 @@ def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None
 
 
 def test_bundles_and_server_bodies_refuse_deep_json_naming_the_limit(tmp_path: Path) -> None:
+    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.server_app import create_app
     from fastapi.testclient import TestClient
 
     from dynadesk.errors import BundleFormatError
     from dynadesk.jsonio import MAX_DEPTH
-    from dynadesk.sync.bundle import parse_bundle
-    from dynadesk.sync.server_app import create_app
 
     deep = _deep().encode()
     with pytest.raises(BundleFormatError, match=f"uploaded: JSON nested deeper than {MAX_DEPTH}"):

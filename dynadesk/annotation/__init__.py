@@ -46,7 +46,12 @@ Export, packs, integrity (``export``, ``pack``, ``integrity``)
 from __future__ import annotations
 
 from dynadesk.annotation.annotators import (
-    active_annotator, add_annotator, list_annotators, resolve_annotator, use_annotator)
+    active_annotator,
+    add_annotator,
+    list_annotators,
+    resolve_annotator,
+    use_annotator,
+)
 from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
 from dynadesk.annotation.export import STATUSES, export_examples, export_round, neutralise_formulas, register_round
 from dynadesk.annotation.integrity import VerifyReport, verify
@@ -55,15 +60,52 @@ from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_r
 from dynadesk.annotation.signing import export_pack_key, trust_key
 from dynadesk.annotation.stats import RoundStats, krippendorff_alpha_nominal, round_stats, task_stats
 from dynadesk.annotation.validate import (
-    ExampleStatus, example_status, list_examples, next_to_validate, validate, validation_queue)
+    ExampleStatus,
+    example_status,
+    list_examples,
+    next_to_validate,
+    validate,
+    validation_queue,
+)
 
 __all__ = [
-    "active_annotator", "add_annotator", "list_annotators", "resolve_annotator", "use_annotator",
-    "Context", "is_fooled", "next_context", "submit_example",
-    "STATUSES", "export_examples", "export_round", "neutralise_formulas", "register_round",
-    "VerifyReport", "verify", "MergeReport", "merge", "pack", "read_pack", "read_pack_unverified",
-    "write_signed_pack", "export_pack_key", "trust_key",
-    "get_round", "list_rounds", "new_round", "open_round", "read_contexts",
-    "RoundStats", "krippendorff_alpha_nominal", "round_stats", "task_stats",
-    "ExampleStatus", "example_status", "list_examples", "next_to_validate", "validate", "validation_queue",
+    "STATUSES",
+    "Context",
+    "ExampleStatus",
+    "MergeReport",
+    "RoundStats",
+    "VerifyReport",
+    "active_annotator",
+    "add_annotator",
+    "example_status",
+    "export_examples",
+    "export_pack_key",
+    "export_round",
+    "get_round",
+    "is_fooled",
+    "krippendorff_alpha_nominal",
+    "list_annotators",
+    "list_examples",
+    "list_rounds",
+    "merge",
+    "neutralise_formulas",
+    "new_round",
+    "next_context",
+    "next_to_validate",
+    "open_round",
+    "pack",
+    "read_contexts",
+    "read_pack",
+    "read_pack_unverified",
+    "register_round",
+    "resolve_annotator",
+    "round_stats",
+    "submit_example",
+    "task_stats",
+    "trust_key",
+    "use_annotator",
+    "validate",
+    "validation_queue",
+    "verify",
+    "write_signed_pack",
 ]

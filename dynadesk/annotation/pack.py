@@ -45,7 +45,7 @@ MAX_PACK_BYTES = 1 << 30
 _UID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
-def pack(store: "Store", out_path: str | Path, task: str | None = None, round_number: int | None = None,
+def pack(store: Store, out_path: str | Path, task: str | None = None, round_number: int | None = None,
          passphrase: str | None = None) -> dict[str, int]:
     """Write every example and validation (optionally of one task / round) to ``out_path``, signed."""
     if round_number is not None and task is None:
@@ -60,7 +60,7 @@ def pack(store: "Store", out_path: str | Path, task: str | None = None, round_nu
     rounds = [r for r in store.annotation.list_rounds(task) if round_number is None or r.number == round_number]
     names = {ex.annotator for ex in examples} | {v.annotator for ex in examples for v in ex.validations}
     names |= {r.created_by for r in rounds if r.created_by}
-    body = {
+    body: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "origin": workspace_id(store), "created_at": now_iso(),
         "annotators": [a.to_dict() for a in store.annotation.list_annotators() if a.name in names],
         "rounds": [{"task": r.task, "number": r.number, "status": r.status, "created_by": r.created_by,
@@ -78,7 +78,7 @@ def pack(store: "Store", out_path: str | Path, task: str | None = None, round_nu
             "validations": len(body["validations"])}
 
 
-def write_signed_pack(store: "Store", body: dict[str, Any], out_path: str | Path,
+def write_signed_pack(store: Store, body: dict[str, Any], out_path: str | Path,
                       passphrase: str | None = None) -> Path:
     """Sign ``body`` with this workspace's key and write it atomically (any earlier signature is replaced)."""
     signed = signing.sign(body, signing.signing_key(store, passphrase))
@@ -99,7 +99,8 @@ class _Checker:
         self.path = path
         self.problems: list[str] = []
 
-    def need(self, obj: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+    def need(self, obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+             optional: bool = False) -> Any:
         if key not in obj:
             if not optional:
                 self.problems.append(f"{where}: missing field '{key}'")
@@ -108,13 +109,13 @@ class _Checker:
         if value is None and optional:
             return None
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-            expected = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__}")
             return None
         return value
 
-    def uid(self, obj: dict, key: str, where: str) -> str | None:
-        value = self.need(obj, key, str, where)
+    def uid(self, obj: dict[str, Any], key: str, where: str) -> str | None:
+        value: str | None = self.need(obj, key, str, where)
         if value is not None and not _UID.match(value):
             self.problems.append(f"{where}.{key}: {value[:40]!r} is not a valid id")
             return None
@@ -148,7 +149,7 @@ def read_pack_unverified(path: str | Path) -> dict[str, Any]:
     return body
 
 
-def read_pack(store: "Store", path: str | Path) -> tuple[dict[str, Any], str]:
+def read_pack(store: Store, path: str | Path) -> tuple[dict[str, Any], str]:
     """Load a pack, verify its signature and that this workspace trusts the signer, and check it strictly.
 
     Returns the body and the signer's fingerprint; a :class:`ValidationError` lists every problem found."""
@@ -171,7 +172,7 @@ def read_pack(store: "Store", path: str | Path) -> tuple[dict[str, Any], str]:
     return body, fingerprint
 
 
-def _check_annotators(c: _Checker, annotators: list) -> None:
+def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
     seen = set()
     for i, a in enumerate(annotators):
         where = f"annotators[{i}]"
@@ -193,7 +194,7 @@ def _check_annotators(c: _Checker, annotators: list) -> None:
             c.problems.append(f"{where}.role: '{role}' is not one of {', '.join(ROLES)}")
 
 
-def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
+def _check_rounds(c: _Checker, rounds: list[Any]) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     seen = set()
     for i, r in enumerate(rounds):
@@ -232,7 +233,7 @@ def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
     return tasks
 
 
-def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_examples(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     rounds = {(r["task"], r["number"]): r for r in body["rounds"]}
     people = {a["name"] for a in body["annotators"]}
     seen = set()
@@ -259,7 +260,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
             c.problems.append(f"{where}.model_name: '{ex.get('model_name')}' is not a target of its round")
         if ex.get("annotator") not in people:
             c.problems.append(f"{where}.annotator: '{ex.get('annotator')}' is not in the pack's annotators")
-        task = tasks.get(ex.get("task"))
+        task = tasks.get(str(ex.get("task")))
         if task is not None and isinstance(ex.get("inputs"), dict) and "target" in ex:
             try:
                 inputs = check_inputs(task, ex["inputs"], None)
@@ -270,7 +271,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
                 c.problems.append(f"{where}: {exc}".replace("\n", " "))
 
 
-def _check_validations(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_validations(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     examples = {ex["uid"]: ex for ex in body["examples"]}
     people = {a["name"] for a in body["annotators"]}
     seen, votes = set(), set()
@@ -338,7 +339,7 @@ def _example_obj(ex: dict[str, Any]) -> AnnotatedExample:
         hmac="", origin=ex["origin"], created_at=ex["created_at"], context_id=ex.get("context_id"))
 
 
-def _same_model_here(store: "Store", ex: AnnotatedExample) -> str | None:
+def _same_model_here(store: Store, ex: AnnotatedExample) -> str | None:
     """A model registered here with the digest the example records (one the host may load), if any."""
     for record in store.models.list(ex.task):
         if record.digest == ex.model_digest and not record.has_pickle:
@@ -346,7 +347,7 @@ def _same_model_here(store: "Store", ex: AnnotatedExample) -> str | None:
     return None
 
 
-def _refusal(store: "Store", ex: AnnotatedExample, round_digests: dict[str, str], report: MergeReport) -> str | None:
+def _refusal(store: Store, ex: AnnotatedExample, round_digests: dict[str, str], report: MergeReport) -> str | None:
     """Why the example must not be merged, or None; counts the model-response checks it could make."""
     task = get_task(ex.task)
     if round_digests.get(ex.model_name) != ex.model_digest:
@@ -378,7 +379,7 @@ def _refusal(store: "Store", ex: AnnotatedExample, round_digests: dict[str, str]
     return None
 
 
-def merge(store: "Store", path: str | Path) -> MergeReport:
+def merge(store: Store, path: str | Path) -> MergeReport:
     """Merge a signed pack from a trusted key; existing uids are kept, not duplicated.
 
     Records that fail a check (a wrong ``fooled``, an edited model response, an

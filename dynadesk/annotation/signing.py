@@ -27,7 +27,7 @@ ALGORITHM = "ed25519"
 SIGNATURE_FIELDS = ("signer", "signature")
 
 
-def keys_dir(store: "Store") -> Path:
+def keys_dir(store: Store) -> Path:
     """The keys folder of the workspace whose database ``store`` is."""
     from dynadesk.workspace import Workspace
 
@@ -36,24 +36,25 @@ def keys_dir(store: "Store") -> Path:
     return Workspace(Path(store.path).parent).keys_dir
 
 
-def signing_key(store: "Store", passphrase: str | None = None) -> Ed25519PrivateKey:
+def signing_key(store: Store, passphrase: str | None = None) -> Ed25519PrivateKey:
     """The workspace key; created (no passphrase) when the workspace has none yet."""
     folder = keys_dir(store)
     if not (folder / _keys.PRIVATE_NAME).exists():
         _keys.generate_key(folder)
-    return _keys.load_private_key(folder / _keys.PRIVATE_NAME, passphrase)
+    key: Ed25519PrivateKey = _keys.load_private_key(folder / _keys.PRIVATE_NAME, passphrase)
+    return key
 
 
-def key_is_encrypted(store: "Store") -> bool:
+def key_is_encrypted(store: Store) -> bool:
     try:
-        return _keys.key_info(keys_dir(store)).encrypted
+        return bool(_keys.key_info(keys_dir(store)).encrypted)
     except KeyFileError:
         return False
 
 
-def own_fingerprint(store: "Store") -> str | None:
+def own_fingerprint(store: Store) -> str | None:
     try:
-        return _keys.key_info(keys_dir(store)).fingerprint
+        return str(_keys.key_info(keys_dir(store)).fingerprint)
     except KeyFileError:
         return None
 
@@ -83,10 +84,10 @@ def verify(body: dict[str, Any], where: str) -> str:
     unsigned = {k: v for k, v in body.items() if k != "signature"}
     _keys.verify_signature(public, sig, canonical_bytes(unsigned),
                            f"{where} (edited after it was signed? nothing was merged)")
-    return _keys.fingerprint(raw)
+    return str(_keys.fingerprint(raw))
 
 
-def require_trusted(store: "Store", fingerprint: str, where: str) -> None:
+def require_trusted(store: Store, fingerprint: str, where: str) -> None:
     if fingerprint == own_fingerprint(store) or store.annotation.trusted_key(fingerprint) is not None:
         return
     raise UntrustedKeyError(f"{where}: signed by key {fingerprint}, which this workspace has not trusted;"
@@ -95,7 +96,7 @@ def require_trusted(store: "Store", fingerprint: str, where: str) -> None:
                             " 'dynadesk annotate trust them.pub'")
 
 
-def trust_key(store: "Store", key_file: str | Path, name: str | None = None) -> TrustedKey:
+def trust_key(store: Store, key_file: str | Path, name: str | None = None) -> TrustedKey:
     """Trust the Ed25519 public key (PEM) in ``key_file`` for pack merges."""
     key_file = Path(key_file)
     try:
@@ -104,10 +105,11 @@ def trust_key(store: "Store", key_file: str | Path, name: str | None = None) -> 
         raise KeyFileError(f"{key_file}: cannot read: {exc}") from exc
     raw = _keys.public_raw(_keys.load_public_pem(pem, str(key_file)))
     label = check_name(name or key_file.stem, "key name")
-    return store.annotation.trust_key(_keys.fingerprint(raw), raw.hex(), label)
+    trusted: TrustedKey = store.annotation.trust_key(_keys.fingerprint(raw), raw.hex(), label)
+    return trusted
 
 
-def export_pack_key(store: "Store", out: str | Path) -> Path:
+def export_pack_key(store: Store, out: str | Path) -> Path:
     """Write this workspace's public key (PEM) for another workspace's ``annotate trust``."""
     folder = keys_dir(store)
     if not (folder / _keys.PRIVATE_NAME).exists():

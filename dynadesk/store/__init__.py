@@ -12,7 +12,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterator
 
 from sqlite_utils import Database
 
@@ -21,11 +22,17 @@ from dynadesk.store import core as _core
 from dynadesk.store import datasets as _datasets
 from dynadesk.store.datasets import DatasetRepo
 
+if TYPE_CHECKING:
+    from dynadesk.store.annotation import AnnotationRepo
+    from dynadesk.store.bundles import BundleRepo
+    from dynadesk.store.evaluations import EvaluationRepo
+    from dynadesk.store.models import ModelRepo
+
 # Order matters: later sets may reference tables of earlier ones.
 MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 
-def _area_modules():
+def _area_modules() -> list[ModuleType]:
     """Area modules that other issues add register here (import kept lazy)."""
     import importlib
 
@@ -41,6 +48,12 @@ def _area_modules():
 
 
 class Store:
+    if TYPE_CHECKING:  # set by each area module's attach()
+        models: ModelRepo
+        evaluations: EvaluationRepo
+        annotation: AnnotationRepo
+        bundles: BundleRepo
+
     def __init__(self, db: Database, path: Path | None):
         self.db = db
         self.path = path

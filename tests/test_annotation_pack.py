@@ -143,6 +143,7 @@ def test_pack_files_are_checked_strictly(two, tmp_path):
         "task": (lambda b_: b_["rounds"][0].update(task="poetry"), "rounds\\[0\\].task: unknown task"),
         "dup": (lambda b_: b_["examples"].append(dict(b_["examples"][0])), "listed twice"),
         "type": (lambda b_: b_["examples"][0].update(time_ms="soon"), "time_ms: expected int"),
+        "model name": (lambda b_: b_["rounds"][0]["models"][0].update(name="../../x"), "models\\[0\\].name"),
     }
     for name, (mutate, match) in mutations.items():
         p = tmp_path / f"{name}.pack"

@@ -32,6 +32,7 @@ from dynadesk.annotation.create import check_inputs, check_output, check_target,
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
 from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.jsonio import loads_bounded
+from dynadesk.names import check_name as check_any_name
 from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel, Validation
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
@@ -226,6 +227,11 @@ def _check_rounds(c: _Checker, rounds: list[Any]) -> dict[str, Task]:
         for j, m in enumerate(models):
             if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not isinstance(m.get("digest"), str):
                 c.problems.append(f"{where}.models[{j}]: expected {{name, digest}} strings")
+                continue
+            try:
+                check_any_name(m["name"], f"{where}.models[{j}].name")
+            except ValidationError as exc:
+                c.problems.append(str(exc))
         for j, ctx in enumerate(contexts):
             if not isinstance(ctx, dict) or not isinstance(ctx.get("id"), str) or not isinstance(ctx.get("text"), str) \
                     or not ctx["text"].strip():

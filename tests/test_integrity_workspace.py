@@ -161,3 +161,23 @@ def test_bundles_and_server_bodies_refuse_deep_json_naming_the_limit(tmp_path: P
     res = client.post("/api/bundles", content=deep, headers={"Content-Type": "application/json"})
     assert res.status_code == 400 and f"nested deeper than {MAX_DEPTH}" in res.text, res.text
     client.close()
+
+
+def test_deep_manifest_and_context_pool_are_refused(tmp_path: Path) -> None:
+    from tiny_models import make_tiny_classifier
+
+    from dynadesk import annotation as ann
+    from dynadesk.errors import ModelError
+    from dynadesk.models.registry import register_model
+    from dynadesk.tasks import get_task
+
+    folder = make_tiny_classifier(tmp_path / "m", ["negative", "neutral", "positive"], task="sentiment")
+    (folder / "dynadesk-model.json").write_text(_deep())
+    st = Workspace(tmp_path / "ws").open_store()
+    with pytest.raises(ModelError, match="dynadesk-model.json.*nested deeper"):
+        register_model(st, folder, "sentiment", name="deep")
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text('{"text": "fine context"}\n' + _deep() + "\n")
+    with pytest.raises(ValidationError, match="line 2: JSON nested deeper"):
+        ann.read_contexts(get_task("qa"), pool)
+    st.close()

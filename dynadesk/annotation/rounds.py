@@ -11,7 +11,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.errors import AnnotationError, JSONDepthError, ValidationError
+from dynadesk.jsonio import loads_bounded
 from dynadesk.store.annotation import Round, RoundModel
 from dynadesk.tasks import Task, get_task
 
@@ -43,9 +44,12 @@ def read_contexts(task: Task, path: str | Path) -> list[tuple[str, str]]:
         text = line
         if is_jsonl:
             try:
-                obj = json.loads(line)
+                obj = loads_bounded(line, f"line {lineno}")
             except json.JSONDecodeError as exc:
                 problems.append(f"line {lineno}: not valid JSON ({exc.msg})")
+                continue
+            except JSONDepthError as exc:
+                problems.append(str(exc))
                 continue
             keys = [k for k in ("text", "context", task.context_field) if isinstance(obj, dict) and k in obj]
             if not keys:

@@ -10,6 +10,7 @@ import click
 from dynadesk import annotation as ann
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
+from dynadesk.jsonio import loads_bounded
 from dynadesk.store.annotation import ROLES, VERDICTS
 
 
@@ -196,7 +197,7 @@ def create_cmd(app, task, inputs, target, context_id, model, explanation, time_m
         if not line.strip():
             continue
         try:
-            d = _create_line(app, task, annotator, model, json.loads(line))
+            d = _create_line(app, task, annotator, model, loads_bounded(line, f"line {lineno}"))
         except (DynaDeskError, json.JSONDecodeError) as exc:
             failed += 1
             click.echo(f"line {lineno}: {exc}", err=True)

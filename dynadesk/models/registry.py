@@ -16,8 +16,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import AlreadyExistsError, ConfigError, ModelError, UnsafeModelError
+from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
@@ -138,8 +139,8 @@ def map_labels(id2label: dict[Any, str], task: Task, where: str) -> tuple[list[s
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads_bounded(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, JSONDepthError) as exc:
         raise ModelError(f"{path}: cannot read JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ModelError(f"{path}: expected a JSON object")

@@ -10,7 +10,7 @@ import pytest
 from annotation_support import build_tiny_models, make_example, open_store, register
 
 from dynadesk import annotation as ann
-from dynadesk.errors import AnnotationError, DynaDeskError
+from dynadesk.errors import AnnotationError, DynaDeskError, SignatureError
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +137,24 @@ def test_merge_cli_reports_refusals_and_trust_command(two, tmp_path: Path) -> No
     res = runner.invoke(cli, ["--home", str(home_c), "annotate", "merge", str(tmp_path / "lie.pack")])
     assert res.exit_code == 0, res.output
     assert "refused" in res.output and ex.uid in res.output
+
+
+def test_unsigned_old_packs_are_refused_and_own_packs_need_no_trust(two, tmp_path: Path) -> None:
+    from dynadesk.errors import ValidationError
+
+    a, b = two
+    make_example(a, "amy", "my own work", fooled=True)
+    ann.pack(a, tmp_path / "a.pack")
+    rep = ann.merge(a, tmp_path / "a.pack")  # this workspace's own key is always trusted
+    assert (rep.examples_added, rep.examples_present, rep.refused) == (0, 1, [])
+    body = ann.read_pack_unverified(tmp_path / "a.pack")
+    for key in ("signer", "signature"):
+        body.pop(key)
+    body["version"] = 1
+    (tmp_path / "v1.pack").write_text(json.dumps(body))
+    with pytest.raises(ValidationError, match="unsigned version 1 pack"):
+        ann.merge(b, tmp_path / "v1.pack")
+    body["version"] = 2
+    (tmp_path / "nosig.pack").write_text(json.dumps(body))
+    with pytest.raises(SignatureError, match="no Ed25519 signature"):
+        ann.merge(b, tmp_path / "nosig.pack")

@@ -74,15 +74,21 @@ def test_deep_json_is_refused_with_file_and_depth_at_every_entry_point(tmp_path:
         read_proof_file(deep)
 
 
-def test_jsonio_measures_depth_outside_strings_and_keeps_shallow_documents(tmp_path: Path) -> None:
-    from dynadesk.jsonio import JSONDepthError, loads_bounded, nesting_depth
+def test_jsonio_counts_depth_outside_strings_and_keeps_shallow_documents(tmp_path: Path) -> None:
+    from dynadesk.jsonio import JSONDepthError, check_depth, load_file, loads_bounded
 
-    assert nesting_depth('{"a": "[[[[[[", "b": [1, {"c": []}]}') == 4
-    assert nesting_depth(b'"\\"[[["') == 0
-    assert loads_bounded('{"a": [1, 2]}', "x.json") == {"a": [1, 2]}
+    brackets_in_text = json.dumps({"a": "[[[[[[[[[[", "b": [1, {"c": []}]})  # 4 deep; 14 brackets
+    assert loads_bounded(brackets_in_text, "x.json", max_depth=4)["b"] == [1, {"c": []}]
+    check_depth(brackets_in_text.encode(), "x.json", max_depth=4)
+    with pytest.raises(JSONDepthError, match=r"x\.json: JSON nested deeper than 3 levels"):
+        loads_bounded(brackets_in_text, "x.json", max_depth=3)
     with pytest.raises(JSONDepthError, match=r"x\.json: JSON nested deeper than 5"):
         loads_bounded(_deep(6), "x.json", max_depth=5)
     assert loads_bounded(_deep(5), "x.json", max_depth=5) == [[[[[]]]]]
+    check_depth("not json [[[[[[", "x.json", max_depth=2)  # the caller's parser reports non-JSON
+    (tmp_path / "d.json").write_text(_deep())
+    with pytest.raises(JSONDepthError, match="d.json: JSON nested deeper than 64"):
+        load_file(tmp_path / "d.json")
 
 
 @pytest.mark.parametrize("bad", ["two\nlines", "x" * 600, "../escape", "a/b", "back\\slash", "tab\there", ""])

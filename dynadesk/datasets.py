@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from dynadesk.canonical import digest
-from dynadesk.errors import ValidationError
+from dynadesk.errors import JSONDepthError, ValidationError
 from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
@@ -240,6 +240,9 @@ def read_csv(task: Task, path: Path) -> list[dict[str, Any]]:
                 raw = {k: _csv_cell(k, v) for k, v in row.items() if not (k in OPTIONAL_FIELDS and v == "")}
             except json.JSONDecodeError as exc:
                 problems.append(f"line {lineno}: a list cell is not valid JSON ({exc.msg})")
+                continue
+            except JSONDepthError as exc:
+                problems.append(f"line {lineno}: {exc}")
                 continue
             if "id" in raw and raw["id"] == "":
                 del raw["id"]

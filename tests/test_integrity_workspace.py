@@ -61,6 +61,12 @@ def test_deep_json_is_refused_with_file_and_depth_at_every_entry_point(tmp_path:
     assert res.exit_code == 1 and not isinstance(res.exception, RecursionError), res.text
     assert "deep.jsonl" in res.text and "nested" in res.text and "line 1" in res.text
 
+    deep_csv = tmp_path / "deep.csv"
+    deep_csv.write_text('statement,label,metadata\nx,positive,"' + _deep() + '"\n')
+    res = _cli(home, "data", "import", str(deep_csv), "--task", "sentiment", "--name", "deepcsv", "--split", "test")
+    assert res.exit_code == 1 and not isinstance(res.exception, RecursionError), res.text
+    assert "deep.csv" in res.text and "line 2" in res.text and "nested deeper than 64" in res.text, res.text
+
     deep = tmp_path / "deep.json"
     deep.write_text(_deep())
     res = _cli(home, "dynascore", str(deep))

@@ -19,6 +19,7 @@ from dynadesk.errors import AnnotationError, KeyFileError, SignatureError, Untru
 from dynadesk.names import check_name
 from dynadesk.store.annotation import TrustedKey
 from dynadesk.sync import keys as _keys
+from dynadesk.workspace import Workspace
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -29,8 +30,6 @@ SIGNATURE_FIELDS = ("signer", "signature")
 
 def keys_dir(store: Store) -> Path:
     """The keys folder of the workspace whose database ``store`` is."""
-    from dynadesk.workspace import Workspace
-
     if store.path is None:
         raise AnnotationError("this store has no workspace folder, so it has no signing key")
     return Workspace(Path(store.path).parent).keys_dir

@@ -162,3 +162,13 @@ class NotReproducibleError(AuditError):
     def __init__(self, message: str, fields: list[str] | None = None):
         self.fields = list(fields or [])
         super().__init__(message)
+
+
+# --- local integrity (issue 18) -------------------------------------------------------------------
+
+class JSONDepthError(ValidationError):
+    """A JSON document nests deeper than the entry point allows (it would exhaust the parser's stack)."""
+
+
+class UntrustedKeyError(AnnotationError):
+    """An annotation pack is signed by a key this workspace has not trusted ('dynadesk annotate trust')."""

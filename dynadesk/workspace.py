@@ -7,21 +7,41 @@ Resolution order: an explicit path (``--home``), then ``DYNADESK_HOME``, then
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import StoreError
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 DEFAULT_HOME = Path("~/.local/share/dynadesk")
+PRIVATE_DIR_MODE = 0o700
 
 
-def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     env = os.environ.get("DYNADESK_HOME")
     if env:
         return Path(env).expanduser().resolve()
     return DEFAULT_HOME.expanduser().resolve()
+
+
+def stored_path(home: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
+    """``folder`` relative to ``home`` (POSIX) when it lies inside it, else its absolute path."""
+    real_home, real = Path(home).resolve(), Path(folder).resolve()
+    if real_home in real.parents:
+        return real.relative_to(real_home).as_posix()
+    return str(real)
+
+
+def resolve_stored(home: str | os.PathLike[str], stored: str) -> Path:
+    """The absolute folder a :func:`stored_path` value names in the workspace at ``home``."""
+    path = Path(stored)
+    return path if path.is_absolute() else Path(home).resolve() / path
 
 
 @dataclass(frozen=True)
@@ -66,15 +86,18 @@ class Workspace:
         return self.home / "images"
 
     def ensure(self) -> "Workspace":
+        """Create the folders, owner-only (0700): they hold the database, keys, models and runs."""
         try:
-            for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.bundles_dir, self.images_dir):
-                p.mkdir(parents=True, exist_ok=True)
-            self.keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.keys_dir, self.bundles_dir,
+                      self.images_dir):
+                p.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+                if stat.S_IMODE(p.stat().st_mode) != PRIVATE_DIR_MODE:
+                    p.chmod(PRIVATE_DIR_MODE)
         except OSError as exc:
             raise StoreError(f"cannot create workspace folder {self.home}: {exc}") from exc
         return self
 
-    def open_store(self):
+    def open_store(self) -> Store:
         """Create the folders if needed and open the migrated database."""
         from dynadesk.store import Store
 
@@ -82,6 +105,6 @@ class Workspace:
         return Store.open(self.db_path)
 
 
-def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, "object"]:
+def open_workspace(home: str | os.PathLike[str] | None = None) -> tuple[Workspace, Store]:
     ws = Workspace(resolve_home(home)).ensure()
     return ws, ws.open_store()

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, FingerprintMismatch, UnsupportedVersionError
+from dynadesk.jsonio import check_depth
 from dynadesk.sync import keys as _keys
 from dynadesk.sync.jcs_check import loads_checked
 from dynadesk.sync.schema import check_payload, obj
@@ -90,6 +91,7 @@ def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:
     raw = bytes(raw)
     if len(raw) > MAX_BUNDLE_BYTES:
         raise BundleFormatError(f"{where}: {len(raw)} bytes is larger than the {MAX_BUNDLE_BYTES}-byte limit")
+    check_depth(raw, where, error=BundleFormatError)
     try:
         doc, is_canonical = loads_checked(raw)
     except UnicodeDecodeError as exc:

@@ -235,7 +235,13 @@ def test_pack_and_merge_commands(session_home, tmp_path, minilm_dir):
     assert js(home, "annotate", "pack", str(pack_file)) == {"annotators": 3, "rounds": 1, "examples": 1,
                                                              "validations": 1}
     other = tmp_path / "machine-b"
+    res = run(other, "annotate", "merge", str(pack_file), ok=False)
+    assert res.returncode == 1 and "not trusted" in res.stderr and "annotate trust" in res.stderr
+    run(home, "keys", "export", "-o", str(tmp_path / "a.pub"))
+    assert js(other, "annotate", "trust", str(tmp_path / "a.pub"))["fingerprint"].startswith("sha256:")
+    assert [k["name"] for k in js(other, "annotate", "trusted")] == ["a"]
     rep = js(other, "annotate", "merge", str(pack_file))
+    assert rep["responses_checked"] == 0 and rep["responses_unchecked"] == 1 and rep["refused"] == []
     assert (rep["examples_added"], rep["validations_added"], rep["rounds_added"]) == (1, 1, 1)
     assert js(other, "annotate", "merge", str(pack_file))["examples_present"] == 1
     [got] = js(other, "annotate", "list", "sentiment")

@@ -8,7 +8,7 @@ import pytest
 from annotation_support import build_tiny_models, make_example, open_store, raw_db, register
 
 from dynadesk import annotation as ann
-from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +27,9 @@ def two(tmp_path, models):
         register(st, models, "sentiment", "sentiment")
         ann.new_round(st, "sentiment", ["tiny-sentiment"])
         stores.append(st)
+    a, b = stores
+    ann.trust_key(b, ann.export_pack_key(a, tmp_path / "a.pub"))
+    ann.trust_key(a, ann.export_pack_key(b, tmp_path / "b.pub"))
     yield stores
     for st in stores:
         st.close()
@@ -97,28 +100,21 @@ def test_edited_examples_are_not_packed_and_conflicts_stop_a_merge(two, tmp_path
     with pytest.raises(AnnotationError, match="fail the HMAC check"):
         ann.pack(a, tmp_path / "edited.pack")
     assert not (tmp_path / "edited.pack").exists()
-    # a pack whose example differs from b's copy of the same id stops the merge, storing nothing
-    body = json.loads((tmp_path / "a.pack").read_text())
-    body.pop("content_digest")
+    # a pack whose example differs from b's copy of the same id (even signed by a trusted key) is refused
+    body = ann.read_pack_unverified(tmp_path / "a.pack")
     body["examples"][0]["inputs"]["statement"] = "something else"
-    from dynadesk.canonical import digest
-
-    body["content_digest"] = digest(body)
-    (tmp_path / "conflict.pack").write_text(json.dumps(body))
+    ann.write_signed_pack(a, body, tmp_path / "conflict.pack")
     before = _counts(b)
-    with pytest.raises(AnnotationError, match="differs from the one in this workspace"):
-        ann.merge(b, tmp_path / "conflict.pack")
+    rep = ann.merge(b, tmp_path / "conflict.pack")
+    assert any(ex.uid in r and "differs from the example with this id here" in r for r in rep.refused)
     assert _counts(b) == before
 
 
-def _rewrite(path, mutate):
-    from dynadesk.canonical import digest
-
-    body = json.loads(path.read_text())
-    body.pop("content_digest")
+def _rewrite(store, path, mutate):
+    """Edit a pack and sign it again with ``store``'s (trusted) key, so only the structural checks can refuse it."""
+    body = ann.read_pack_unverified(path)
     mutate(body)
-    body["content_digest"] = digest(body)
-    path.write_text(json.dumps(body))
+    ann.write_signed_pack(store, body, path)
 
 
 def test_pack_files_are_checked_strictly(two, tmp_path):
@@ -132,12 +128,12 @@ def test_pack_files_are_checked_strictly(two, tmp_path):
     def bad(name, content, match):
         p = tmp_path / name
         p.write_text(content, encoding="utf-8")
-        with pytest.raises(ValidationError, match=match):
+        with pytest.raises(DynaDeskError, match=match):
             ann.merge(b, p)
 
     bad("trunc.pack", text[: len(text) // 2], "not valid JSON")
     bad("other.pack", json.dumps({"format": "zip"}), "not a DynaDesk annotation pack")
-    bad("edited.pack", text.replace("strict checks", "strict check"), "content digest does not match")
+    bad("edited.pack", text.replace("strict checks", "strict check"), "signature does not verify")
     mutations = {
         "self-vote": (lambda b_: b_["validations"][0].update(annotator="amy"), "validates their own example"),
         "verdict": (lambda b_: b_["validations"][0].update(verdict="meh"), "validations\\[0\\].verdict"),
@@ -147,11 +143,12 @@ def test_pack_files_are_checked_strictly(two, tmp_path):
         "task": (lambda b_: b_["rounds"][0].update(task="poetry"), "rounds\\[0\\].task: unknown task"),
         "dup": (lambda b_: b_["examples"].append(dict(b_["examples"][0])), "listed twice"),
         "type": (lambda b_: b_["examples"][0].update(time_ms="soon"), "time_ms: expected int"),
+        "model name": (lambda b_: b_["rounds"][0]["models"][0].update(name="../../x"), "models\\[0\\].name"),
     }
     for name, (mutate, match) in mutations.items():
         p = tmp_path / f"{name}.pack"
         p.write_text(text)
-        _rewrite(p, mutate)
+        _rewrite(a, p, mutate)
         with pytest.raises(ValidationError, match=match):
             ann.merge(b, p)
     assert _counts(b) == (0, 0) and ann.list_annotators(b)[0].name == "bea"

@@ -38,7 +38,7 @@ def test_annotators_profiles_and_active(st, tmp_path):
     with pytest.raises(ValidationError, match="role 'boss'"):
         ann.add_annotator(st, "carol", "boss")
     with pytest.raises(ValidationError, match="annotator name"):
-        ann.add_annotator(st, "has space")
+        ann.add_annotator(st, "has\nnewline")
     with pytest.raises(NotFoundError, match="zed"):
         ann.use_annotator(st, "zed")
     st.close()

@@ -37,29 +37,75 @@ Statistics (``stats``)
 Export, packs, integrity (``export``, ``pack``, ``integrity``)
     ``export_round(store, task, out, round=None, status="all"|"verified-fooled", fmt="jsonl")``,
     ``register_round(store, task, name, round=None, status=..., split="test")``,
-    ``pack(store, out_path, task=None, round=None)``, ``merge(store, pack_path) -> MergeReport``,
+    ``pack(store, out_path, task=None, round=None)`` (signed with the workspace key),
+    ``merge(store, pack_path) -> MergeReport`` (trusted signers only; refused records listed),
+    ``trust_key(store, key_file)``, ``export_pack_key(store, out)``,
     ``verify(store, task=None) -> VerifyReport`` (recomputes every example's HMAC).
 """
 
 from __future__ import annotations
 
 from dynadesk.annotation.annotators import (
-    active_annotator, add_annotator, list_annotators, resolve_annotator, use_annotator)
+    active_annotator,
+    add_annotator,
+    list_annotators,
+    resolve_annotator,
+    use_annotator,
+)
 from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
-from dynadesk.annotation.export import STATUSES, export_examples, export_round, register_round
+from dynadesk.annotation.export import STATUSES, export_examples, export_round, neutralise_formulas, register_round
 from dynadesk.annotation.integrity import VerifyReport, verify
-from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack
+from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack, read_pack_unverified, write_signed_pack
 from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round, read_contexts
+from dynadesk.annotation.signing import export_pack_key, trust_key
 from dynadesk.annotation.stats import RoundStats, krippendorff_alpha_nominal, round_stats, task_stats
 from dynadesk.annotation.validate import (
-    ExampleStatus, example_status, list_examples, next_to_validate, validate, validation_queue)
+    ExampleStatus,
+    example_status,
+    list_examples,
+    next_to_validate,
+    validate,
+    validation_queue,
+)
 
 __all__ = [
-    "active_annotator", "add_annotator", "list_annotators", "resolve_annotator", "use_annotator",
-    "Context", "is_fooled", "next_context", "submit_example",
-    "STATUSES", "export_examples", "export_round", "register_round",
-    "VerifyReport", "verify", "MergeReport", "merge", "pack", "read_pack",
-    "get_round", "list_rounds", "new_round", "open_round", "read_contexts",
-    "RoundStats", "krippendorff_alpha_nominal", "round_stats", "task_stats",
-    "ExampleStatus", "example_status", "list_examples", "next_to_validate", "validate", "validation_queue",
+    "STATUSES",
+    "Context",
+    "ExampleStatus",
+    "MergeReport",
+    "RoundStats",
+    "VerifyReport",
+    "active_annotator",
+    "add_annotator",
+    "example_status",
+    "export_examples",
+    "export_pack_key",
+    "export_round",
+    "get_round",
+    "is_fooled",
+    "krippendorff_alpha_nominal",
+    "list_annotators",
+    "list_examples",
+    "list_rounds",
+    "merge",
+    "neutralise_formulas",
+    "new_round",
+    "next_context",
+    "next_to_validate",
+    "open_round",
+    "pack",
+    "read_contexts",
+    "read_pack",
+    "read_pack_unverified",
+    "register_round",
+    "resolve_annotator",
+    "round_stats",
+    "submit_example",
+    "task_stats",
+    "trust_key",
+    "use_annotator",
+    "validate",
+    "validation_queue",
+    "verify",
+    "write_signed_pack",
 ]

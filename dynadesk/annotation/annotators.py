@@ -7,20 +7,17 @@ single vote settles an example).
 
 from __future__ import annotations
 
-import re
-
 from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
+from dynadesk.names import check_name as check_any_name
 from dynadesk.store.annotation import ROLES, Annotator
 
 ACTIVE_KEY = "annotation.active_annotator"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MAX_ANNOTATOR_CHARS = 64
 
 
 def check_name(name: str, where: str = "annotator name") -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValidationError(f"{where} {name!r} must be 1-64 letters, digits, '_', '.', '@' or '-',"
-                              " starting with a letter or digit")
-    return name
+    """The shared name rule (:func:`dynadesk.names.check_name`), at most 64 characters."""
+    return check_any_name(name, where, MAX_ANNOTATOR_CHARS)
 
 
 def add_annotator(store, name: str, role: str = "annotator") -> Annotator:

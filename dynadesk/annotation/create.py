@@ -104,7 +104,7 @@ def check_target(task: Task, target: Any, inputs: dict[str, str], what: str = "t
     return target
 
 
-def _check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
+def check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
     try:
         output = json.loads(json.dumps(output, allow_nan=False))
     except (TypeError, ValueError) as exc:
@@ -164,7 +164,7 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
         raise ValidationError(f"time spent must be a whole number of milliseconds >= 0, got {time_ms!r}")
     if predict is None:
         from dynadesk.models import predict_live as predict
-    output = _check_output(task, model, predict(store, model, dict(clean)))
+    output = check_output(task, model, predict(store, model, dict(clean)))
     ex = AnnotatedExample(
         uid=uuid.uuid4().hex, task=task.name, round=rnd.number, annotator=ann.name, inputs=clean, target=target,
         model_name=model, model_digest=digest, model_output=output, fooled=is_fooled(task, target, output),

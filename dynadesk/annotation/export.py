@@ -5,6 +5,8 @@ the gold (the annotator's target: ``label``, or ``answers`` for QA), ``tags``
 (round, fooled / not-fooled, verification status) and ``metadata.annotation``
 (model output, fooled, validations ...). Output is deterministic, so the same
 round exports to the same bytes and imports to the same digest every time.
+CSV cells that a spreadsheet would run as formulas get a leading ``'``; the
+lossless forms are JSONL and ``--register``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task, get_task
 
 STATUSES = ("all", "fooled", "verified-correct", "verified-fooled")
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
@@ -71,8 +74,23 @@ def export_round(store, task_name: str, out: str | Path | io.TextIOBase, round_n
         raise ValidationError(f"unknown export format '{fmt}' (use jsonl or csv)")
     if isinstance(out, (str, Path)):
         with open(out, "w", encoding="utf-8", newline="") as fh:
-            return write_csv(task, examples, fh) if fmt == "csv" else write_jsonl(examples, fh)
-    return write_csv(task, examples, out) if fmt == "csv" else write_jsonl(examples, out)
+            return _write(task, examples, fh, fmt)
+    return _write(task, examples, out, fmt)
+
+
+def _write(task: Task, examples: list[dict[str, Any]], out: io.TextIOBase, fmt: str) -> int:
+    if fmt != "csv":
+        return write_jsonl(examples, out)
+    return write_csv(task, [neutralise_formulas(ex) for ex in examples], out)
+
+
+def neutralise_formulas(example: dict[str, Any]) -> dict[str, Any]:
+    """``example`` with ``'`` before each text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR).
+
+    Annotators write these cells and a round's CSV is opened in spreadsheets;
+    list and object cells are written as JSON (``[``/``{``), so only text needs it.
+    JSONL and ``--register`` keep the text exactly as written."""
+    return {k: "'" + v if isinstance(v, str) and v.startswith(FORMULA_LEADS) else v for k, v in example.items()}
 
 
 def register_round(store, task_name: str, name: str, round_number: int | None = None, status: str = "all",

@@ -1,13 +1,20 @@
-"""Moving annotation work between offline machines: one pack file, merged without duplicates.
+"""Moving annotation work between offline machines: one signed pack file, merged without duplicates.
 
 A pack is one JSON document (``format``/``version`` header, annotators, rounds
-with their target models and context pools, examples, validations) closed by
-``content_digest``, the sha256 of the canonical JSON of everything else, so a
-truncated or hand-edited file is refused. Examples and validations keep the
-uids minted where they were made: merging the same pack twice, or a pack of a
-machine's own work, adds nothing. Examples whose HMAC no longer verifies are
-never packed; merged examples are re-signed with the receiving workspace's
-secret after the whole pack has been checked. Merge is all-or-nothing.
+with their target models and context pools, examples, validations) signed with
+the exporting workspace's Ed25519 key (``signer`` + ``signature`` over the
+canonical JSON of everything else; see :mod:`dynadesk.annotation.signing`).
+A merge takes packs only from this workspace's own key or keys it trusts, so
+a hand-edited file is refused whatever digest it carries. Even a trusted pack
+is checked record by record: ``fooled`` is recomputed from the recorded model
+output and target with the task's rule, the recorded response is compared with
+the same model (same digest) when this workspace has it, and roles are never
+granted (an owner is made locally). Each refused record is listed in the
+report; everything else merges in one transaction. Examples and validations
+keep the uids minted where they were made: merging the same pack twice, or a
+pack of a machine's own work, adds nothing. Examples whose HMAC no longer
+verifies are never packed; merged examples are re-signed with the receiving
+workspace's secret.
 """
 
 from __future__ import annotations
@@ -17,25 +24,31 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dynadesk.annotation import signing
 from dynadesk.annotation.annotators import check_name
-from dynadesk.annotation.create import check_inputs, check_target
+from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
-from dynadesk.canonical import digest
-from dynadesk.errors import AnnotationError, ConfigError, NotFoundError, ValidationError
-from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, RoundModel, Validation
+from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
+from dynadesk.jsonio import loads_bounded
+from dynadesk.names import check_name as check_any_name
+from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel, Validation
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 FORMAT = "dynadesk-annotation-pack"
-VERSION = 1
+VERSION = 2
 MAX_PACK_BYTES = 1 << 30
 _UID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
-def pack(store, out_path: str | Path, task: str | None = None, round_number: int | None = None) -> dict[str, int]:
-    """Write every example and validation (optionally of one task / round) to ``out_path``."""
+def pack(store: Store, out_path: str | Path, task: str | None = None, round_number: int | None = None,
+         passphrase: str | None = None) -> dict[str, int]:
+    """Write every example and validation (optionally of one task / round) to ``out_path``, signed."""
     if round_number is not None and task is None:
         raise ValidationError("--round needs --task")
     if task is not None:
@@ -48,7 +61,7 @@ def pack(store, out_path: str | Path, task: str | None = None, round_number: int
     rounds = [r for r in store.annotation.list_rounds(task) if round_number is None or r.number == round_number]
     names = {ex.annotator for ex in examples} | {v.annotator for ex in examples for v in ex.validations}
     names |= {r.created_by for r in rounds if r.created_by}
-    body = {
+    body: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "origin": workspace_id(store), "created_at": now_iso(),
         "annotators": [a.to_dict() for a in store.annotation.list_annotators() if a.name in names],
         "rounds": [{"task": r.task, "number": r.number, "status": r.status, "created_by": r.created_by,
@@ -61,16 +74,23 @@ def pack(store, out_path: str | Path, task: str | None = None, round_number: int
                          "label": v.label, "reason": v.reason, "origin": v.origin, "created_at": v.created_at}
                         for ex in examples for v in ex.validations],
     }
-    body["content_digest"] = digest(body)
+    write_signed_pack(store, body, out_path, passphrase)
+    return {"annotators": len(body["annotators"]), "rounds": len(rounds), "examples": len(body["examples"]),
+            "validations": len(body["validations"])}
+
+
+def write_signed_pack(store: Store, body: dict[str, Any], out_path: str | Path,
+                      passphrase: str | None = None) -> Path:
+    """Sign ``body`` with this workspace's key and write it atomically (any earlier signature is replaced)."""
+    signed = signing.sign(body, signing.signing_key(store, passphrase))
     out_path = Path(out_path)
     tmp = out_path.with_name(out_path.name + ".part")
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(body, fh, ensure_ascii=False, indent=1)
+        json.dump(signed, fh, ensure_ascii=False, indent=1)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, out_path)
-    return {"annotators": len(body["annotators"]), "rounds": len(rounds), "examples": len(body["examples"]),
-            "validations": len(body["validations"])}
+    return out_path
 
 
 class _Checker:
@@ -80,7 +100,8 @@ class _Checker:
         self.path = path
         self.problems: list[str] = []
 
-    def need(self, obj: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+    def need(self, obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str,
+             optional: bool = False) -> Any:
         if key not in obj:
             if not optional:
                 self.problems.append(f"{where}: missing field '{key}'")
@@ -89,13 +110,13 @@ class _Checker:
         if value is None and optional:
             return None
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-            expected = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__}")
             return None
         return value
 
-    def uid(self, obj: dict, key: str, where: str) -> str | None:
-        value = self.need(obj, key, str, where)
+    def uid(self, obj: dict[str, Any], key: str, where: str) -> str | None:
+        value: str | None = self.need(obj, key, str, where)
         if value is not None and not _UID.match(value):
             self.problems.append(f"{where}.{key}: {value[:40]!r} is not a valid id")
             return None
@@ -106,27 +127,39 @@ class _Checker:
             raise ValidationError(f"{self.path}: not a valid annotation pack; nothing was merged", self.problems)
 
 
-def read_pack(path: str | Path) -> dict[str, Any]:
-    """Load and strictly check a pack file; a :class:`ValidationError` lists every problem found."""
+def read_pack_unverified(path: str | Path) -> dict[str, Any]:
+    """Load a pack file and check its header only (no signature or trust check: for inspection)."""
     path = Path(path)
     if not path.is_file():
         raise ValidationError(f"{path}: no such pack file")
     if path.stat().st_size > MAX_PACK_BYTES:
         raise ValidationError(f"{path}: {path.stat().st_size} bytes, over the {MAX_PACK_BYTES} byte pack limit")
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
+        body = loads_bounded(path.read_text(encoding="utf-8"), str(path))
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-    c = _Checker(path)
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise ValidationError(f"{path}: not a DynaDesk annotation pack (field 'format' is not '{FORMAT}')")
+    if body.get("version") == 1:
+        raise ValidationError(f"{path}: an unsigned version 1 pack, which anyone could have edited; ask its sender"
+                              " to pack it again with this version (packs are now signed)")
     if body.get("version") != VERSION:
         raise ValidationError(f"{path}: pack version {body.get('version')!r} is not supported (this is {VERSION})")
-    claimed = body.pop("content_digest", None)
-    if claimed != digest(body):
-        raise ValidationError(f"{path}: content digest does not match: the file was truncated or edited")
+    return body
+
+
+def read_pack(store: Store, path: str | Path) -> tuple[dict[str, Any], str]:
+    """Load a pack, verify its signature and that this workspace trusts the signer, and check it strictly.
+
+    Returns the body and the signer's fingerprint; a :class:`ValidationError` lists every problem found."""
+    body = read_pack_unverified(path)
+    fingerprint = signing.verify(body, str(path))
+    signing.require_trusted(store, fingerprint, str(path))
+    c = _Checker(Path(path))
+    for key in ("origin", "created_at"):
+        c.need(body, key, str, "pack")
     for key in ("annotators", "rounds", "examples", "validations"):
         c.need(body, key, list, "pack")
     c.fail()
@@ -137,10 +170,10 @@ def read_pack(path: str | Path) -> dict[str, Any]:
     c.fail()
     _check_validations(c, body, tasks)
     c.fail()
-    return body
+    return body, fingerprint
 
 
-def _check_annotators(c: _Checker, annotators: list) -> None:
+def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
     seen = set()
     for i, a in enumerate(annotators):
         where = f"annotators[{i}]"
@@ -162,7 +195,7 @@ def _check_annotators(c: _Checker, annotators: list) -> None:
             c.problems.append(f"{where}.role: '{role}' is not one of {', '.join(ROLES)}")
 
 
-def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
+def _check_rounds(c: _Checker, rounds: list[Any]) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     seen = set()
     for i, r in enumerate(rounds):
@@ -194,6 +227,11 @@ def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
         for j, m in enumerate(models):
             if not isinstance(m, dict) or not isinstance(m.get("name"), str) or not isinstance(m.get("digest"), str):
                 c.problems.append(f"{where}.models[{j}]: expected {{name, digest}} strings")
+                continue
+            try:
+                check_any_name(m["name"], f"{where}.models[{j}].name")
+            except ValidationError as exc:
+                c.problems.append(str(exc))
         for j, ctx in enumerate(contexts):
             if not isinstance(ctx, dict) or not isinstance(ctx.get("id"), str) or not isinstance(ctx.get("text"), str) \
                     or not ctx["text"].strip():
@@ -201,7 +239,7 @@ def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
     return tasks
 
 
-def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_examples(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     rounds = {(r["task"], r["number"]): r for r in body["rounds"]}
     people = {a["name"] for a in body["annotators"]}
     seen = set()
@@ -228,7 +266,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
             c.problems.append(f"{where}.model_name: '{ex.get('model_name')}' is not a target of its round")
         if ex.get("annotator") not in people:
             c.problems.append(f"{where}.annotator: '{ex.get('annotator')}' is not in the pack's annotators")
-        task = tasks.get(ex.get("task"))
+        task = tasks.get(str(ex.get("task")))
         if task is not None and isinstance(ex.get("inputs"), dict) and "target" in ex:
             try:
                 inputs = check_inputs(task, ex["inputs"], None)
@@ -239,7 +277,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
                 c.problems.append(f"{where}: {exc}".replace("\n", " "))
 
 
-def _check_validations(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_validations(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     examples = {ex["uid"]: ex for ex in body["examples"]}
     people = {a["name"] for a in body["annotators"]}
     seen, votes = set(), set()
@@ -283,12 +321,16 @@ def _check_validations(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
 @dataclass
 class MergeReport:
     origin: str
+    signer: str = ""
     annotators_added: int = 0
     rounds_added: int = 0
     examples_added: int = 0
     examples_present: int = 0
     validations_added: int = 0
     validations_present: int = 0
+    responses_checked: int = 0
+    responses_unchecked: int = 0
+    refused: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -303,53 +345,114 @@ def _example_obj(ex: dict[str, Any]) -> AnnotatedExample:
         hmac="", origin=ex["origin"], created_at=ex["created_at"], context_id=ex.get("context_id"))
 
 
-def merge(store, path: str | Path) -> MergeReport:
-    """Merge a pack into this workspace in one transaction; existing uids are kept, not duplicated.
+def _same_model_here(store: Store, ex: AnnotatedExample) -> str | None:
+    """A model registered here with the digest the example records (one the host may load), if any."""
+    for record in store.models.list(ex.task):
+        if record.digest == ex.model_digest and not record.has_pickle:
+            return record.name
+    return None
 
-    An example whose uid exists here with different content is a conflict that stops the merge.
-    A vote by someone who already voted on that example here is kept out and listed in
-    ``conflicts`` (one vote per person and example)."""
-    body = read_pack(path)
-    report = MergeReport(origin=body["origin"])
+
+def _refusal(store: Store, ex: AnnotatedExample, round_digests: dict[str, str], report: MergeReport) -> str | None:
+    """Why the example must not be merged, or None; counts the model-response checks it could make."""
+    task = get_task(ex.task)
+    if round_digests.get(ex.model_name) != ex.model_digest:
+        return f"model '{ex.model_name}' {ex.model_digest[:19]}... is not the round's target version"
+    try:
+        output = check_output(task, ex.model_name, ex.model_output)
+    except DynaDeskError as exc:
+        return f"recorded model output is malformed: {exc}"
+    fooled = is_fooled(task, ex.target, output)
+    if fooled != ex.fooled:
+        return (f"claims fooled={str(ex.fooled).lower()}, but the task's rule on the recorded model output and target"
+                f" gives fooled={str(fooled).lower()}")
+    local = _same_model_here(store, ex)
+    if local is None:
+        report.responses_unchecked += 1
+        return None
+    from dynadesk.models import predict_live
+
+    key = "label" if task.output_kind == "label" else "answer"
+    try:
+        answer = predict_live(store, local, dict(ex.inputs))[key]
+    except DynaDeskError:
+        report.responses_unchecked += 1
+        return None
+    report.responses_checked += 1
+    if answer != output[key]:
+        return (f"the recorded model response {key}={output[key]!r} is not what model '{local}' (same digest)"
+                f" answers here ({answer!r})")
+    return None
+
+
+def merge(store: Store, path: str | Path) -> MergeReport:
+    """Merge a signed pack from a trusted key; existing uids are kept, not duplicated.
+
+    Records that fail a check (a wrong ``fooled``, an edited model response, an
+    example whose uid exists here with other content, votes on refused examples,
+    roles) are left out and listed in ``refused``; a vote by someone who already
+    voted on that example here is listed in ``conflicts``."""
+    body, fingerprint = read_pack(store, path)
+    report = MergeReport(origin=body["origin"], signer=fingerprint)
     repo = store.annotation
+    digests = {(r["task"], r["number"]): {m["name"]: m["digest"] for m in r["models"]} for r in body["rounds"]}
+    candidates, refused_uids = [], set()
+    for i, raw in enumerate(body["examples"]):
+        ex = _example_obj(raw)
+        if repo.has_example(ex.uid):
+            if signed_fields(repo.get_example(ex.uid, with_validations=False)) == signed_fields(ex):
+                report.examples_present += 1
+            else:
+                report.refused.append(f"examples[{i}] ({ex.uid}): differs from the example with this id here")
+                refused_uids.add(ex.uid)
+            continue
+        reason = _refusal(store, ex, digests[(ex.task, ex.round)], report)
+        if reason is None:
+            candidates.append(ex)
+        else:
+            report.refused.append(f"examples[{i}] ({ex.uid}): {reason}")
+            refused_uids.add(ex.uid)
     secret = workspace_secret(store)
     with store.atomic():
-        for a in body["annotators"]:
-            if repo.ensure_annotator(a["name"], a["role"], a["created_at"]):
-                report.annotators_added += 1
-            elif repo.get_annotator(a["name"]).role != a["role"]:
-                report.conflicts.append(f"annotator '{a['name']}' is '{a['role']}' in the pack; kept the local role")
+        _merge_annotators(repo, body["annotators"], report)
         for r in body["rounds"]:
             if repo.ensure_round(r["task"], r["number"], r["status"], [RoundModel(m["name"], m["digest"])
                                  for m in r["models"]], [(x["id"], x["text"]) for x in r["contexts"]],
                                  r.get("created_by"), r["created_at"]):
                 report.rounds_added += 1
         new_examples = []
-        for raw in body["examples"]:
-            ex = _example_obj(raw)
-            if repo.has_example(ex.uid):
-                here = repo.get_example(ex.uid, with_validations=False)
-                if signed_fields(here) != signed_fields(ex):
-                    raise AnnotationError(f"{path}: example '{ex.uid}' differs from the one in this workspace;"
-                                          " nothing was merged")
-                report.examples_present += 1
-                continue
+        for ex in candidates:
             ex.hmac = compute_hmac(secret, ex)
             new_examples.append((ex, repo.round_id(ex.task, ex.round)))
         known = repo.validation_uids()
         new_votes = []
-        for v in body["validations"]:
+        for i, v in enumerate(body["validations"]):
             if v["uid"] in known:
                 report.validations_present += 1
-                continue
-            if repo.has_vote(v["example_uid"], v["annotator"]):
+            elif v["example_uid"] in refused_uids:
+                report.refused.append(f"validations[{i}] ({v['uid']}): its example '{v['example_uid']}' was refused")
+            elif repo.has_vote(v["example_uid"], v["annotator"]):
                 report.conflicts.append(f"'{v['annotator']}' already voted on example '{v['example_uid']}' here;"
                                         f" the pack's vote '{v['verdict']}' was not added")
-                continue
-            new_votes.append(Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
-                                        verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
-                                        origin=v["origin"], created_at=v["created_at"]))
+            else:
+                new_votes.append(Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
+                                            verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
+                                            origin=v["origin"], created_at=v["created_at"]))
         repo.merge_rows(new_examples, new_votes)
         report.examples_added = len(new_examples)
         report.validations_added = len(new_votes)
     return report
+
+
+def _merge_annotators(repo: AnnotationRepo, annotators: list[dict[str, Any]], report: MergeReport) -> None:
+    """Add missing people as plain annotators: a pack never grants a role (owners are made locally)."""
+    for a in annotators:
+        added = repo.ensure_annotator(a["name"], "annotator", a["created_at"])
+        if added:
+            report.annotators_added += 1
+        local = "annotator" if added else repo.get_annotator(a["name"]).role
+        if a["role"] == "owner" and local != "owner":
+            report.refused.append(f"annotator '{a['name']}': role 'owner' not granted (roles are made locally:"
+                                  f" 'dynadesk annotators add {a['name']} --role owner' on this machine)")
+        elif a["role"] != local:
+            report.conflicts.append(f"annotator '{a['name']}' is '{a['role']}' in the pack; kept the local role")

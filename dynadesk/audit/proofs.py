@@ -9,13 +9,13 @@ returns False.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from dynadesk.audit.compare import predictions_files
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import AuditError, DigestMismatch, MerkleProofError, NotFoundError, PredictionsUnavailable
+from dynadesk.jsonio import loads_bounded
 
 PROOF_FORMAT = "dynadesk-prediction-proof"
 
@@ -95,6 +95,6 @@ def check_proof(bundle, doc: Any):
 
 def read_proof_file(path: str | Path) -> Any:
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return loads_bounded(Path(path).read_text(encoding="utf-8"), str(path))
     except (OSError, ValueError) as exc:
         raise MerkleProofError(f"cannot read proof file {path}: {exc}") from None

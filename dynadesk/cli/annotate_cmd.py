@@ -10,6 +10,7 @@ import click
 from dynadesk import annotation as ann
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
+from dynadesk.jsonio import loads_bounded
 from dynadesk.store.annotation import ROLES, VERDICTS
 
 
@@ -228,7 +229,7 @@ def create_cmd(app, task, inputs, target, context_id, model, explanation, time_m
         if not line.strip():
             continue
         try:
-            d = _create_line(app, task, annotator, model, json.loads(line))
+            d = _create_line(app, task, annotator, model, loads_bounded(line, f"line {lineno}"))
         except (DynaDeskError, json.JSONDecodeError) as exc:
             failed += 1
             click.echo(f"line {lineno}: {exc}", err=True)
@@ -321,10 +322,37 @@ def export_cmd(app, task, round_number, status, fmt, output, register, split, re
 @json_option
 @pass_app
 def pack_cmd(app, output, task, round_number, as_json) -> None:
-    """Write this workspace's examples and validations to one file for another machine."""
-    counts = ann.pack(app.store, output, task, round_number)
+    """Write this workspace's examples and validations to one file for another machine, signed with its key."""
+    from dynadesk.annotation.signing import key_is_encrypted
+    from dynadesk.cli.bundle_cmd import _passphrase
+
+    passphrase = _passphrase(key_is_encrypted(app.store))
+    counts = ann.pack(app.store, output, task, round_number, passphrase)
     echo_json(counts) if as_json else click.echo(
         f"packed {counts['examples']} examples and {counts['validations']} validations into {output}")
+
+
+@annotate.command("trust")
+@click.argument("key_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("--name", help="What to call the key (default: the file name).")
+@json_option
+@pass_app
+def trust_cmd(app, key_file: str, name: str | None, as_json: bool) -> None:
+    """Merge packs signed by the Ed25519 public key in KEY_FILE ('dynadesk keys export' on its machine)."""
+    key = ann.trust_key(app.store, key_file, name)
+    echo_json(key.to_dict()) if as_json else click.echo(f"trusting packs signed by '{key.name}' {key.fingerprint}")
+
+
+@annotate.command("trusted")
+@json_option
+@pass_app
+def trusted_cmd(app, as_json: bool) -> None:
+    """List the keys whose packs this workspace merges (besides its own)."""
+    keys = app.store.annotation.trusted_keys()
+    if as_json:
+        echo_json([k.to_dict() for k in keys])
+        return
+    echo_table(["name", "fingerprint", "added"], [[k.name, k.fingerprint, k.added_at] for k in keys])
 
 
 @annotate.command("merge")
@@ -332,14 +360,17 @@ def pack_cmd(app, output, task, round_number, as_json) -> None:
 @json_option
 @pass_app
 def merge_cmd(app, pack_file, as_json) -> None:
-    """Merge a pack from another machine (no duplicates; both sides' validations kept)."""
+    """Merge a signed pack from a trusted machine (no duplicates; refused records listed)."""
     r = ann.merge(app.store, pack_file)
     if as_json:
         echo_json(r.to_dict())
         return
-    click.echo(f"merged from {r.origin}: {r.examples_added} examples added ({r.examples_present} already here),"
-               f" {r.validations_added} validations added ({r.validations_present} already here),"
-               f" {r.annotators_added} annotators, {r.rounds_added} rounds")
+    click.echo(f"merged from {r.origin} (key {r.signer}): {r.examples_added} examples added"
+               f" ({r.examples_present} already here), {r.validations_added} validations added"
+               f" ({r.validations_present} already here), {r.annotators_added} annotators, {r.rounds_added} rounds;"
+               f" model responses re-checked {r.responses_checked}, not checkable here {r.responses_unchecked}")
+    for refusal in r.refused:
+        click.echo(f"  refused: {refusal}")
     for c in r.conflicts:
         click.echo(f"  note: {c}", err=True)
 

@@ -49,6 +49,19 @@ def add_cmd(app, path, task_name, name, kind, labels, allow_pickle, replace, as_
         click.secho("  pickle weights: this model runs only inside the evaluation container", fg="yellow")
 
 
+@models.command("relocate")
+@click.argument("name")
+@click.argument("new_path", type=click.Path(exists=True, file_okay=False))
+@json_option
+@pass_app
+def relocate_cmd(app, name: str, new_path: str, as_json: bool) -> None:
+    """Point model NAME at its folder's new place NEW_PATH (same content digest required)."""
+    from dynadesk.models.registry import relocate_model
+
+    rec = relocate_model(app.store, name, new_path)
+    echo_json(rec.to_dict()) if as_json else click.echo(f"'{rec.name}' now uses {rec.path} ({rec.digest})")
+
+
 @models.command("list")
 @click.option("--task", "task_name", help="Only this task's models.")
 @json_option

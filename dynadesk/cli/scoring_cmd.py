@@ -11,6 +11,7 @@ import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.errors import ValidationError
+from dynadesk.jsonio import loads_bounded
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -30,7 +31,7 @@ def dynascore(file: str, as_json: bool) -> None:
 
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-        doc = json.loads(text)
+        doc = loads_bounded(text, file)
     except OSError as exc:
         raise ValidationError(f"{file}: cannot read: {exc}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -18,7 +18,13 @@ from dynadesk.formats.base import (
     convert_native,
     parse_pairs,
 )
-from dynadesk.formats.delimited import csv_sample, header, read_csv_rows, read_tsv_rows, tsv_sample
+from dynadesk.formats.delimited import (
+    csv_sample,
+    header,
+    read_csv_rows,
+    read_tsv_rows,
+    tsv_sample,
+)
 from dynadesk.formats.dynabench import convert_dynabench
 from dynadesk.formats.hf import convert_hf, read_parquet_rows
 from dynadesk.formats.jsonl import first_object, read_jsonl_rows

@@ -17,7 +17,12 @@ from typing import Any
 
 from dynadesk.datasets import example_fields, validate_example
 from dynadesk.errors import ValidationError
-from dynadesk.formats.schema import apply_aliases, mapping_hint, normalise_label, required_fields
+from dynadesk.formats.schema import (
+    apply_aliases,
+    mapping_hint,
+    normalise_label,
+    required_fields,
+)
 from dynadesk.tasks import Task
 
 

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import ValidationError
+from dynadesk.errors import JSONDepthError, ValidationError
+from dynadesk.jsonio import MAX_DEPTH, loads_bounded
 from dynadesk.tasks import Task
 
 MAX_CONTEXT_CHARS = 20_000
@@ -39,9 +40,11 @@ def _given_id(obj: dict[str, Any]) -> str | None:
 
 def _jsonl_context(task: Task, line: str) -> tuple[str | None, Any]:
     try:
-        obj = json.loads(line)
+        obj = loads_bounded(line, "the line")
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg})") from exc
+    except JSONDepthError as exc:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels; refused") from exc
     keys = [k for k in ("text", "context", task.context_field) if isinstance(obj, dict) and k in obj]
     if not keys:
         raise ValueError(f"expected an object with a 'text' or '{task.context_field}' field")

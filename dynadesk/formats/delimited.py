@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.datasets import OPTIONAL_FIELDS
-from dynadesk.errors import ValidationError
+from dynadesk.errors import JSONDepthError, ValidationError
 from dynadesk.formats.base import SourceRow
 from dynadesk.formats.jsonl import MAX_EXAMPLE_BYTES
+from dynadesk.jsonio import loads_bounded
 
 _LIST_FIELDS = {"answers", "tags"}
 
@@ -77,11 +78,11 @@ def tsv_sample(path: Path) -> dict[str, str]:
 
 def _cell(name: str, value: str) -> Any:
     if value.startswith("[") and (name in _LIST_FIELDS or name == "label"):
-        return json.loads(value)
+        return loads_bounded(value, f"the '{name}' cell")
     if name in _LIST_FIELDS:
         return [value] if value else []
     if name == "metadata":
-        return json.loads(value) if value else {}
+        return loads_bounded(value, "the 'metadata' cell") if value else {}
     return value
 
 
@@ -91,6 +92,9 @@ def _rows(path: Path, problems: list[str], delimiter: str) -> Iterator[SourceRow
             raw = {k: _cell(k, v) for k, v in row.items() if not (k in OPTIONAL_FIELDS and v == "")}
         except json.JSONDecodeError as exc:
             problems.append(f"line {lineno}: a list cell is not valid JSON ({exc.msg})")
+            continue
+        except JSONDepthError as exc:
+            problems.append(f"line {lineno}: {exc}")
             continue
         if raw.get("id") == "":
             del raw["id"]

@@ -6,7 +6,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from dynadesk.errors import JSONDepthError
 from dynadesk.formats.base import SourceRow
+from dynadesk.jsonio import loads_bounded
 
 MAX_EXAMPLE_BYTES = 1 << 20  # one example (line) may hold at most 1 MiB
 
@@ -46,9 +48,12 @@ def read_jsonl_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:
         if not text.strip():
             continue
         try:
-            raw = json.loads(text)
+            raw = loads_bounded(text, f"line {lineno}")
         except json.JSONDecodeError as exc:
             problems.append(f"line {lineno}: not valid JSON ({exc.msg} at column {exc.colno})")
+            continue
+        except JSONDepthError as exc:
+            problems.append(str(exc))
             continue
         yield SourceRow(f"line {lineno}", raw, str(lineno))
 
@@ -60,7 +65,7 @@ def first_object(path: Path) -> object:
             return None
         if line.strip():
             try:
-                return json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
+                return loads_bounded(line.decode("utf-8"), "the first line")
+            except (UnicodeDecodeError, json.JSONDecodeError, JSONDepthError):
                 return None
     return None

@@ -18,6 +18,7 @@ from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.formats.base import Dropped, SourceRow
+from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
 UNANSWERABLE = "unanswerable questions (no gold answer)"
@@ -29,7 +30,7 @@ def load_squad(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_SQUAD_BYTES:
         raise ValidationError(f"{path}: over {MAX_SQUAD_BYTES} bytes; split it into smaller files")
     try:
-        doc = json.loads(path.read_bytes().decode("utf-8"))
+        doc = loads_bounded(path.read_bytes().decode("utf-8"), str(path))
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:

@@ -16,8 +16,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import AlreadyExistsError, ConfigError, ModelError, UnsafeModelError
+from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.jsonio import loads_bounded
+from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
 
@@ -26,7 +28,6 @@ KINDS = _ad.KINDS
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 # Common alternative spellings of task labels in third-party configs (after normalising).
 _SYNONYMS = {
@@ -138,8 +139,8 @@ def map_labels(id2label: dict[Any, str], task: Task, where: str) -> tuple[list[s
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads_bounded(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, JSONDepthError) as exc:
         raise ModelError(f"{path}: cannot read JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ModelError(f"{path}: expected a JSON object")
@@ -260,8 +261,7 @@ def register_model(store, path: str | os.PathLike, task_name: str, *, name: str 
         raise ModelError(f"{path}: no such model folder")
     task = get_task(task_name)
     name = name or folder.name
-    if not _NAME_RE.match(name):
-        raise ModelError(f"model name '{name}' must be 1-100 letters, digits, '.', '_' or '-' (pass --name)")
+    check_name(name, "model name (pass --name)")
     has_pickle = _ad.pickle_only(folder)
     if has_pickle and not allow_pickle:
         pickles = ", ".join(p.name for p in _ad.weight_files(folder)[1])
@@ -310,6 +310,20 @@ def remove_model(store, name: str, *, delete_files: bool = False, models_dir: Pa
     if delete_files and folder.exists():
         shutil.rmtree(folder)
     return record
+
+
+def relocate_model(store, name: str, new_path: str | os.PathLike) -> ModelRecord:
+    """Point model ``name`` at a moved copy of its folder; refused unless the content digest is the same."""
+    record = store.models.get(name)
+    folder = Path(new_path).expanduser().resolve()
+    if not folder.is_dir():
+        raise ModelError(f"{new_path}: no such model folder")
+    digest = tree_digest(folder)
+    if digest != record.digest:
+        raise ModelError(f"{folder}: content digest {digest[:19]}... differs from model '{name}' as registered "
+                         f"({record.digest[:19]}...); this is not the same model, so '{name}' still points at "
+                         f"{record.path} (register the folder as a new model with 'dynadesk models add')")
+    return store.models.set_path(name, str(folder))
 
 
 def verify_model(record: ModelRecord) -> str:

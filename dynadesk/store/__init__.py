@@ -12,7 +12,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Iterator
 
 from sqlite_utils import Database
 
@@ -21,11 +22,17 @@ from dynadesk.store import core as _core
 from dynadesk.store import datasets as _datasets
 from dynadesk.store.datasets import DatasetRepo
 
+if TYPE_CHECKING:
+    from dynadesk.store.annotation import AnnotationRepo
+    from dynadesk.store.bundles import BundleRepo
+    from dynadesk.store.evaluations import EvaluationRepo
+    from dynadesk.store.models import ModelRepo
+
 # Order matters: later sets may reference tables of earlier ones.
 MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 
-def _area_modules():
+def _area_modules() -> list[ModuleType]:
     """Area modules that other issues add register here (import kept lazy)."""
     import importlib
 
@@ -41,6 +48,12 @@ def _area_modules():
 
 
 class Store:
+    if TYPE_CHECKING:  # set by each area module's attach()
+        models: ModelRepo
+        evaluations: EvaluationRepo
+        annotation: AnnotationRepo
+        bundles: BundleRepo
+
     def __init__(self, db: Database, path: Path | None):
         self.db = db
         self.path = path
@@ -52,6 +65,7 @@ class Store:
     def open(cls, path: str | Path) -> "Store":
         path = Path(path)
         try:
+            _core.make_private(path)
             conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
             db = Database(conn)
             db.execute("PRAGMA journal_mode=WAL")
@@ -61,7 +75,7 @@ class Store:
             sets = list(MIGRATION_SETS) + [m.migrations for m in _area_modules()]
             for mset in sets:
                 mset.apply(db)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, OSError) as exc:
             raise StoreError(f"cannot open workspace database {path}: {exc}") from exc
         return cls(db, path)
 

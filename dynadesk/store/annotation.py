@@ -104,6 +104,29 @@ def m001_annotation(db: Database) -> None:
         BEGIN SELECT RAISE(ABORT, 'an annotator cannot validate their own example'); END""")
 
 
+
+@migrations()
+def m002_trusted_pack_keys(db: Database) -> None:
+    """Ed25519 keys whose signed annotation packs this workspace merges."""
+    db.execute("""
+        CREATE TABLE trusted_pack_keys (
+            fingerprint TEXT PRIMARY KEY,
+            public_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            added_at TEXT NOT NULL
+        )""")
+
+
+@dataclass
+class TrustedKey:
+    fingerprint: str
+    public_key: str
+    name: str
+    added_at: str
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
 @dataclass
 class Annotator:
     name: str
@@ -223,6 +246,21 @@ class AnnotationRepo:
         """Return ``key``'s value, storing ``value`` first if unset (race-free across processes)."""
         self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [key, value])
         return self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0]
+
+    # -- trusted pack keys ------------------------------------------------------
+    def trust_key(self, fingerprint: str, public_key_hex: str, name: str) -> TrustedKey:
+        """Record a trusted pack key (kept as first named when trusted already)."""
+        self.db.execute("INSERT OR IGNORE INTO trusted_pack_keys(fingerprint, public_key, name, added_at)"
+                        " VALUES (?, ?, ?, ?)", [fingerprint, public_key_hex, name, now_iso()])
+        rows = list(self.db.query("SELECT * FROM trusted_pack_keys WHERE fingerprint = ?", [fingerprint]))
+        return TrustedKey(**rows[0])
+
+    def trusted_key(self, fingerprint: str) -> TrustedKey | None:
+        rows = list(self.db.query("SELECT * FROM trusted_pack_keys WHERE fingerprint = ?", [fingerprint]))
+        return TrustedKey(**rows[0]) if rows else None
+
+    def trusted_keys(self) -> list[TrustedKey]:
+        return [TrustedKey(**r) for r in self.db.query("SELECT * FROM trusted_pack_keys ORDER BY added_at, name")]
 
     # -- annotators -------------------------------------------------------------
     def add_annotator(self, name: str, role: str) -> Annotator:

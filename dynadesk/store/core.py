@@ -1,8 +1,20 @@
-"""Core schema: workspace metadata (key/value), shared by every area."""
+"""Core schema: workspace metadata (key/value), shared by every area; the database file's mode.
+
+The database holds the annotation HMAC secret and every recorded response,
+so it and its WAL/shared-memory files are readable by their owner only
+(SQLite gives ``-wal``/``-shm`` the database file's mode when it creates them).
+"""
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
+
 from sqlite_utils import Database, Migrations
+
+PRIVATE_FILE_MODE = 0o600
+SIDE_FILES = ("-wal", "-shm", "-journal")
 
 migrations = Migrations("dynadesk.core")
 
@@ -20,3 +32,16 @@ def get_meta(db: Database, key: str) -> str | None:
 def set_meta(db: Database, key: str, value: str) -> None:
     db.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                [key, value])
+
+
+def make_private(db_path: Path) -> None:
+    """Create ``db_path`` as 0600 when missing; narrow it and its side files to 0600 when wider."""
+    fd = os.open(db_path, os.O_RDONLY | os.O_CREAT, PRIVATE_FILE_MODE)
+    os.close(fd)
+    for path in [db_path, *(db_path.with_name(db_path.name + suffix) for suffix in SIDE_FILES)]:
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & ~PRIVATE_FILE_MODE:
+            os.chmod(path, mode & PRIVATE_FILE_MODE)

@@ -10,6 +10,7 @@ from sqlite_utils import Database, Migrations
 
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.names import check_name
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -70,6 +71,7 @@ class DatasetRepo:
             label_counts: dict[str, int], source: str = "", derived_from: str | None = None,
             derivation: dict[str, Any] | None = None, replace: bool = False) -> DatasetSummary:
         """Store a dataset and all its examples in one transaction."""
+        check_name(name, "dataset name")
         with self._store.atomic() as db:
             existing = db.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
             if existing:

@@ -1,15 +1,23 @@
-"""SQL for registered models."""
+"""SQL for registered models.
+
+A model folder inside the workspace is stored relative to it, so a workspace
+copied (``cp -a``) or moved to another path serves its models from there; a
+folder outside it is stored absolute (``dynadesk models relocate`` moves it).
+Records always carry the absolute path.
+"""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
 from dynadesk.store.datasets import now_iso
+from dynadesk.workspace import resolve_stored, stored_path
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -34,6 +42,24 @@ def m001_models(db: Database) -> None:
         )""")
 
 
+
+@migrations()
+def m002_relative_model_paths(db: Database) -> None:
+    """Folders inside the workspace, recorded absolute by older versions, become relative to it."""
+    home = _database_folder(db)
+    if home is None:
+        return
+    for model_id, path in db.execute("SELECT id, path FROM models").fetchall():
+        db.execute("UPDATE models SET path = ? WHERE id = ?", [stored_path(home, path), model_id])
+
+
+def _database_folder(db: Database) -> Path | None:
+    """The folder of the main database file (None for an in-memory database)."""
+    for _, name, file in db.execute("PRAGMA database_list").fetchall():
+        if name == "main" and file:
+            return Path(file).parent
+    return None
+
 @dataclass
 class ModelRecord:
     id: int
@@ -51,8 +77,9 @@ class ModelRecord:
         return dict(self.__dict__)
 
 
-def _record(row: dict[str, Any]) -> ModelRecord:
-    return ModelRecord(id=row["id"], name=row["name"], task=row["task"], kind=row["kind"], path=row["path"],
+def _record(row: dict[str, Any], home: Path | None) -> ModelRecord:
+    path = str(resolve_stored(home, row["path"])) if home is not None else row["path"]
+    return ModelRecord(id=row["id"], name=row["name"], task=row["task"], kind=row["kind"], path=path,
                        digest=row["digest"], manifest=json.loads(row["manifest"]), has_pickle=bool(row["has_pickle"]),
                        info=json.loads(row["info"]), created_at=row["created_at"])
 
@@ -65,10 +92,18 @@ class ModelRepo:
     def db(self) -> Database:
         return self._store.db
 
+    @property
+    def _home(self) -> Path | None:
+        return Path(self._store.path).parent if self._store.path is not None else None
+
+    def _stored(self, path: str) -> str:
+        return stored_path(self._home, path) if self._home is not None else path
+
     def add(self, name: str, task: str, kind: str, path: str, digest: str, manifest: dict[str, Any],
             has_pickle: bool = False, info: dict[str, Any] | None = None, replace: bool = False) -> ModelRecord:
         with self._store.atomic() as db:
             row = db.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
+            path = self._stored(path)
             if row and not replace:
                 raise AlreadyExistsError(f"a model named '{name}' is already registered (use --name or --replace)")
             if row:
@@ -81,6 +116,12 @@ class ModelRepo:
                                                            int(has_pickle), json.dumps(info or {}), now_iso()])
         return self.get(name)
 
+    def set_path(self, name: str, path: str) -> ModelRecord:
+        """Point a registration at another folder (the caller checked its digest)."""
+        self.get(name)
+        self.db.execute("UPDATE models SET path = ? WHERE name = ?", [self._stored(path), name])
+        return self.get(name)
+
     def set_info(self, name: str, info: dict[str, Any]) -> None:
         self.db.execute("UPDATE models SET info = ? WHERE name = ?", [json.dumps(info), name])
 
@@ -88,20 +129,20 @@ class ModelRepo:
         rows = list(self.db.query("SELECT * FROM models WHERE name = ?", [name]))
         if not rows:
             raise NotFoundError(f"no model named '{name}' (see 'dynadesk models list')")
-        return _record(rows[0])
+        return _record(rows[0], self._home)
 
     def get_by_id(self, model_id: int) -> ModelRecord:
         rows = list(self.db.query("SELECT * FROM models WHERE id = ?", [model_id]))
         if not rows:
             raise NotFoundError(f"no model with id {model_id}")
-        return _record(rows[0])
+        return _record(rows[0], self._home)
 
     def exists(self, name: str) -> bool:
         return self.db.execute("SELECT 1 FROM models WHERE name = ?", [name]).fetchone() is not None
 
     def list(self, task: str | None = None) -> list[ModelRecord]:
         rows = self.db.query("SELECT * FROM models WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task])
-        return [_record(r) for r in rows]
+        return [_record(r, self._home) for r in rows]
 
     def remove(self, name: str) -> None:
         with self._store.atomic() as db:

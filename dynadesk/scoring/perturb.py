@@ -24,13 +24,15 @@ from typing import Any, Callable, Iterable
 
 from dynadesk.datasets import dataset_digest, label_counts, validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
-from dynadesk.scoring.textops import OPS
+from dynadesk.scoring.gender import ethnic_names, gender
+from dynadesk.scoring.textops import ROBUSTNESS_OPS, Op, protected_tokens
 from dynadesk.scoring.wordlists import LISTS_VERSION
 from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 
-OPS_VERSION = "1"
+OPS_VERSION = "2"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
 SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES}}
+OPS: dict[str, Op] = {**ROBUSTNESS_OPS, "gender": gender, "ethnic_names": ethnic_names}
 MAX_ID = 200
 
 
@@ -40,12 +42,18 @@ class SuiteResult:
     kind: str
     name: str          # derived dataset name
     status: str        # created | replaced | unchanged | empty
-    size: int
-    dropped: int
+    size: int          # source examples the suite changed (one perturbed copy each)
+    dropped: int       # source examples it left unchanged
     digest: str | None
 
+    @property
+    def coverage(self) -> float:
+        """Percent of the source examples the suite changed."""
+        total = self.size + self.dropped
+        return 100.0 * self.size / total if total else 0.0
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "coverage": self.coverage}
 
 
 def derived_name(source: str, suite: str, seed: int) -> str:
@@ -76,7 +84,9 @@ def perturb_example(task: Task, example: dict[str, Any], suite: str, seed: int) 
     changes = {}
     for field in perturb_fields(task):
         new, change = op(example[field], _rng(suite, seed, example["id"], field))
-        if change and new != example[field] and new.strip():
+        # a change that would alter or create a URL, handle, hashtag, emoticon, emoji or number is discarded
+        if change and new != example[field] and new.strip() \
+                and protected_tokens(new) == protected_tokens(example[field]):
             out[field] = new
             changes[field] = change
     if not changes:

@@ -54,7 +54,7 @@ _TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 
 def _next_word(text: str, end: int) -> str:
     """The next word (lower case), or "" when punctuation or the end of text comes first."""
-    m = re.match(r"[ \t]+([A-Za-z']+)", text[end:])
+    m = re.match(r"[ \t]+([A-Za-z0-9']+)", text[end:])
     return m.group(1).lower() if m else ""
 
 

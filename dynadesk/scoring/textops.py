@@ -257,7 +257,7 @@ def homoglyphs(text: str, rng: random.Random) -> tuple[str, str]:
 
 _AUXILIARY_HOSTS = {"i", "you", "he", "she", "it", "we", "they", "that", "there", "what", "who"}
 _PERFECT_NEXT = {"been", "got", "gotten", "had", "done", "seen", "made", "never", "always", "just", "already",
-                 "ever", "not", "to", "lost", "found", "heard", "read", "tried", "become"}
+                 "ever", "lost", "found", "heard", "read", "tried", "become"}
 _CONTRACTED_MAP = {v: k for k, v in CONTRACTIONS.items()}
 _EXPANDED = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONTRACTIONS), key=len, reverse=True)) + r")\b",
                        re.IGNORECASE)
@@ -267,7 +267,7 @@ _CONTRACTED = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _CONTRACTED_MAP
 
 def _next_word(text: str, end: int) -> str:
     """The word right after ``end`` (lower case), or "" at a clause end (punctuation, end of text)."""
-    m = re.match(r"[ \t]+([A-Za-z']+)", text[end:])
+    m = re.match(r"[ \t]+([A-Za-z0-9']+)", text[end:])
     return m.group(1).lower() if m else ""
 
 

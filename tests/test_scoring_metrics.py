@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from dynadesk.evaluator import metrics as M
+
 from dynadesk.tasks import get_task
 
 SENT = get_task("sentiment").to_dict()

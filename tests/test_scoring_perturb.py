@@ -13,7 +13,13 @@ from dynadesk.data import import_dataset
 from dynadesk.datasets import validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring import gender, textops
-from dynadesk.scoring.perturb import OPS, SUITES, derived_name, generate_suites, perturb_examples
+from dynadesk.scoring.perturb import (
+    OPS,
+    SUITES,
+    derived_name,
+    generate_suites,
+    perturb_examples,
+)
 from dynadesk.tasks import get_task
 
 SENTENCES = [

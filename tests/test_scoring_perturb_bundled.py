@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 
 import pytest
-
 from dynadesk.evaluator import metrics as M
+from test_scoring_consistency_reference import reference_unperturbed_percent
+
 from dynadesk.scoring.gender import gendered_tokens
 from dynadesk.scoring.perturb import SUITES, generate_suites
 from dynadesk.scoring.textops import protected_tokens
 from dynadesk.tasks import get_task
 from dynadesk.workspace import Workspace
-from test_scoring_consistency_reference import reference_unperturbed_percent
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = Path(__file__).parent / "fixtures" / "perturb_sample.jsonl"
@@ -127,6 +127,7 @@ def test_reviewed_sample_is_reproduced(bundled):
 
 def test_demo_model_robustness_and_fairness_equal_the_reference(bundled):
     from dynadesk.evaluator.adapters import load_adapter
+
     from dynadesk.models.zoo import BOW, ZooConfig, build_demo_zoo, predict_dataset
 
     ws, store, results = bundled

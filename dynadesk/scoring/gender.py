@@ -102,7 +102,7 @@ def _names(text: str) -> list[tuple[re.Match[str], str, bool]]:
     full once ("Dave Bond ... Dave!") counts as named in full everywhere in the text."""
     found = []
     for m in _TOKEN.finditer(text):
-        bare = m.group()[:-2] if m.group().endswith("'s") else m.group()
+        bare = m.group().removesuffix("'s")
         if bare in NAMES:
             found.append((m, bare, _in_name_sequence(text, m)))
     full = {bare for _, bare, is_full in found if is_full}
@@ -187,7 +187,7 @@ def gendered_tokens(text: str) -> list[str]:
     """The gender ("male"/"female") of each name, pronoun and gendered word, in text order."""
     out = []
     for m in _TOKEN.finditer(text):
-        bare = m.group()[:-2] if m.group().endswith("'s") else m.group()
+        bare = m.group().removesuffix("'s")
         low = m.group().lower()
         if bare in NAMES:
             out.append(NAMES[bare][1])

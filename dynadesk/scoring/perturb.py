@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from dynadesk.datasets import dataset_digest, label_counts, validate_example
+from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring.gender import ethnic_names, gender
 from dynadesk.scoring.textops import ROBUSTNESS_OPS, Op, protected_tokens
 from dynadesk.scoring.wordlists import LISTS_VERSION
 from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 OPS_VERSION = "2"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
@@ -121,7 +125,7 @@ def task_suites(task: Task) -> list[str]:
     return named or list(SUITES)
 
 
-def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
+def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
                     replace: bool = False, progress: Callable[[str], None] | None = None) -> list[SuiteResult]:
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
@@ -149,7 +153,8 @@ def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, se
     return results
 
 
-def _one_suite(store, task, source, examples, suite, seed, replace) -> SuiteResult:
+def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[dict[str, Any]], suite: str, seed: int,
+               replace: bool) -> SuiteResult:
     name = derived_name(source.name, suite, seed)
     kind = SUITES[suite]
     perturbed, dropped = perturb_examples(task, examples, suite, seed)

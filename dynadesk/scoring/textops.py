@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
-from dynadesk.scoring.wordlists import CONTRACTIONS, HOMOGLYPHS, KEYBOARD_NEIGHBOURS, MISSPELLINGS, ZERO_WIDTH
+from dynadesk.scoring.wordlists import (
+    CONTRACTIONS,
+    HOMOGLYPHS,
+    KEYBOARD_NEIGHBOURS,
+    MISSPELLINGS,
+    ZERO_WIDTH,
+)
 
 Op = Callable[[str, random.Random], tuple[str, str]]
 Span = tuple[int, int, str]
@@ -289,11 +295,10 @@ def _may_expand(text: str, m: re.Match[str]) -> bool:
     """"'s"/"'d" are ambiguous ("he's been" = has, "I'd gone" = had): expand only the clear cases."""
     word = m.group().lower()
     nxt = _next_word(text, m.end())
-    if word.endswith("'s") and (nxt in {"been", "got", "gotten", "had", "done"} or nxt.endswith("ed")):
+    participle = nxt.endswith("ed")
+    if word.endswith("'s") and (nxt in {"been", "got", "gotten", "had", "done"} or participle):
         return False
-    if word.endswith("'d") and (nxt in {"been", "better", "had", "got", "gotten"} or nxt.endswith("ed")):
-        return False
-    return True
+    return not (word.endswith("'d") and (nxt in {"been", "better", "had", "got", "gotten"} or participle))
 
 
 def contractions(text: str, rng: random.Random) -> tuple[str, str]:

@@ -124,3 +124,22 @@ def test_consistency_errors_are_explicit():
         M.consistency_score(SENT, {"a": "positive"}, {"a": []})
     with pytest.raises(M.MetricError, match="source 'zz'"):
         M.consistency_score(SENT, {"a": "positive"}, {"zz": ["positive"]})
+
+
+def test_a_real_local_run_stores_coverage_next_to_robustness_and_fairness(home, store, tmp_path):
+    """Real worker subprocess and store: the run carries `<kind>_sources` / `<kind>_low_confidence`."""
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.workspace import Workspace
+    from eval_support import metric, setup_workspace
+
+    setup_workspace(store, tmp_path, sizes=(40, 12))
+    rec = evaluate(store, Workspace(home), "tiny", runner="local", latency_samples=4, warmup=1)
+    assert rec.status == "succeeded", rec.error
+    for kind in ("robustness", "fairness"):
+        assert metric(rec, f"{kind}_sources", "set0-test") == 40.0
+        assert metric(rec, f"{kind}_low_confidence", "set0-test") == 0.0
+        assert metric(rec, f"{kind}_sources", "set1-test") == 12.0
+        assert metric(rec, f"{kind}_low_confidence", "set1-test") == 1.0  # under MIN_CONSISTENCY_SOURCES
+        assert metric(rec, f"{kind}_sources") == 52.0 and metric(rec, f"{kind}_low_confidence") == 1.0
+        units = {(m.metric, m.dataset): (m.unit, m.deterministic) for m in rec.metrics}
+        assert units[(f"{kind}_sources", "")] == ("examples", True)

@@ -218,6 +218,21 @@ def test_errors(store, sentiment_file):
     assert res.status == "replaced" and store.datasets.get("sent.case.s0").size == len(SENTENCES)
 
 
+def test_suites_of_an_older_version_are_upgraded_or_retired(store, sentiment_file):
+    """A workspace perturbed by suite version ops1 (with gender_words) regenerates cleanly, and the
+    retired suite no longer feeds fairness."""
+    import_dataset(store, "sentiment", sentiment_file, name="sent")
+    old = store.datasets.examples("sent")[:2]
+    for suite, kind in (("typos", "robustness"), ("gender_words", "fairness")):
+        store.datasets.add(f"sent.{suite}.s0", "sentiment", "test", old, "sha256:old", {}, derived_from="sent",
+                           derivation={"suite": suite, "kind": kind, "seed": 0, "version": "ops1-lists1"})
+    results = {r.suite: r.status for r in generate_suites(store, "sent", seed=0)}
+    assert results["typos"] == "upgraded" and results["gender_words"] == "retired"
+    names = {d.name for d in store.datasets.derived("sent")}
+    assert "sent.gender_words.s0" not in names and "sent.gender.s0" in names
+    assert store.datasets.get("sent.typos.s0").derivation["version"] == "ops2-lists2"
+
+
 def test_cli_perturb_json(home, sentiment_file):
     runner = CliRunner()
     res = runner.invoke(cli, ["data", "import", str(sentiment_file), "--task", "sentiment", "--name", "sent"])

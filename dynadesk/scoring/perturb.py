@@ -23,7 +23,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, validate_example
+from dynadesk.datasets import (
+    DatasetSummary,
+    dataset_digest,
+    label_counts,
+    validate_example,
+)
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring.gender import ethnic_names, gender
 from dynadesk.scoring.textops import ROBUSTNESS_OPS, Op, protected_tokens
@@ -45,7 +50,7 @@ class SuiteResult:
     suite: str
     kind: str
     name: str          # derived dataset name
-    status: str        # created | replaced | unchanged | empty
+    status: str        # created | replaced | upgraded (older suite version) | unchanged | empty | retired
     size: int          # source examples the suite changed (one perturbed copy each)
     dropped: int       # source examples it left unchanged
     digest: str | None
@@ -130,8 +135,9 @@ def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = N
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
     A derived dataset that already exists with the same digest is left as it is
-    (``unchanged``); one with a different digest (older version, edited source) is
-    an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
+    (``unchanged``); one an older suite version made is regenerated (``upgraded``), and one
+    of a suite that no longer exists is removed (``retired``); any other difference (an edited
+    source) is an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValidationError(f"seed must be a non-negative integer, got {seed!r}")
@@ -145,12 +151,30 @@ def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = N
     if unknown:
         raise ValidationError(f"unknown perturbation suite(s) {', '.join(unknown)} (known: {', '.join(SUITES)})")
     examples = store.datasets.examples(dataset)
-    results = []
+    results = _retire_stale(store, source, seed)
     for suite in dict.fromkeys(suites):
         if progress:
             progress(suite)
         results.append(_one_suite(store, task, source, examples, suite, seed, replace))
     return results
+
+
+def _is_stale(derivation: dict[str, Any] | None) -> bool:
+    """Made by an older version of these suites: their own output, safe to regenerate or retire."""
+    version = (derivation or {}).get("version")
+    return isinstance(version, str) and version.startswith("ops") and version != VERSION
+
+
+def _retire_stale(store: Store, source: DatasetSummary, seed: int) -> list[SuiteResult]:
+    """Remove the source's suites for ``seed`` that an older version made and that no longer exist
+    (e.g. ``gender_words``): left in place they would still be pooled into robustness/fairness."""
+    out = []
+    for d in store.datasets.derived(source.name):
+        der = d.derivation or {}
+        if _is_stale(der) and der.get("seed") == seed and der.get("suite") not in SUITES:
+            store.datasets.remove(d.name)
+            out.append(SuiteResult(str(der.get("suite")), str(der.get("kind")), d.name, "retired", 0, 0, None))
+    return out
 
 
 def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[dict[str, Any]], suite: str, seed: int,
@@ -159,6 +183,8 @@ def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[
     kind = SUITES[suite]
     perturbed, dropped = perturb_examples(task, examples, suite, seed)
     if not perturbed:
+        if store.datasets.exists(name) and _is_stale(store.datasets.get(name).derivation):
+            store.datasets.remove(name)  # an older version changed some examples; this one none
         return SuiteResult(suite, kind, name, "empty", 0, dropped, None)
     digest = dataset_digest(perturbed)
     status = "created"
@@ -166,13 +192,13 @@ def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[
         existing = store.datasets.get(name)
         if existing.digest == digest:
             return SuiteResult(suite, kind, name, "unchanged", existing.size, dropped, digest)
-        if not replace:
+        if not replace and not _is_stale(existing.derivation):
             raise AlreadyExistsError(f"derived dataset '{name}' exists with different content "
                                      f"({existing.digest[:19]} vs {digest[:19]}); use --replace to regenerate it")
-        status = "replaced"
+        status = "replaced" if replace or not _is_stale(existing.derivation) else "upgraded"
     derivation = {"suite": suite, "kind": kind, "seed": seed, "version": VERSION, "source_digest": source.digest,
                   "perturbed": len(perturbed), "dropped": dropped}
     store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),
                        source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation,
-                       replace=status == "replaced")
+                       replace=status != "created")
     return SuiteResult(suite, kind, name, status, len(perturbed), dropped, digest)

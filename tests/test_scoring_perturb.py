@@ -148,6 +148,8 @@ def test_his_becomes_her_or_hers_by_part_of_speech():
     assert gender.gender("The book is his.", rng)[0] == "The book is hers."
     assert gender.gender("I told her that he hurt himself.", rng)[0] == "I told him that she hurt herself."
     assert gender.gender("Her mother and her uncle met her.", rng)[0] == "His father and his aunt met him."
+    assert gender.gender("taking his or her first class", rng)[0] == "taking her or his first class"
+    assert gender.gender("his (Nelson's) screenplay", rng)[0] == "her (Nelson's) screenplay"
 
 
 def test_public_figures_named_in_full_are_left_alone():

@@ -109,13 +109,26 @@ def _names(text: str) -> list[tuple[re.Match[str], str, bool]]:
     return [(m, bare, bare in full) for m, bare, _ in found]
 
 
+def _paired_determiner(text: str, end: int) -> bool:
+    """ "his or her book", "her and his friends": the pronoun is a determiner of the pair."""
+    return re.match(r"(?:[ \t]+(?:or|and)[ \t]+|[ \t]*/[ \t]*)(?:his|her)\b", text[end:], re.IGNORECASE) is not None
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Punctuation that closes a phrase (not "(") or the end of the text comes next."""
+    rest = text[end:].lstrip(" \t")
+    return not rest or rest[0] in ".,;:!?)]\"'"
+
+
 def _swap_pronoun(text: str, m: re.Match[str]) -> str:
     low = m.group().lower()
     nxt = _next_word(text, m.end())
-    if low == "her":
-        repl = "him" if nxt in _NOT_A_NOUN else "his"
-    elif low == "his":
-        repl = "hers" if nxt in _NOT_A_NOUN else "her"
+    function_word = bool(nxt) and nxt in _NOT_A_NOUN
+    determiner = _paired_determiner(text, m.end())
+    if low == "her":  # object "saw her." / "gave her the keys" -> him; possessive "her book" -> his
+        repl = "him" if not determiner and (function_word or _ends_clause(text, m.end())) else "his"
+    elif low == "his":  # predicative "it is his." / "his and mine" -> hers; possessive "his book" -> her
+        repl = "hers" if not determiner and (function_word or _ends_clause(text, m.end())) else "her"
     else:
         repl = _PRONOUN_SWAP[low]
     return match_case(m.group(), repl)

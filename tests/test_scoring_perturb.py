@@ -164,6 +164,8 @@ def test_public_figures_named_in_full_are_left_alone():
 def test_contractions_only_where_grammar_allows():
     rng = random.Random(0)
     assert textops.contractions("as i am, i think", rng) == ("as i am, i think", "")
+    assert textops.contractions("how tired I am of coughing", rng) == ("how tired I am of coughing", "")
+    assert textops.contractions("I am angry", rng)[0] == "I'm angry"
     assert textops.contractions("Why do you have to go", rng) == ("Why do you have to go", "")
     assert textops.contractions("I have a car", rng) == ("I have a car", "")
     assert textops.contractions("I have been there", rng)[0] == "I've been there"

@@ -264,6 +264,7 @@ def homoglyphs(text: str, rng: random.Random) -> tuple[str, str]:
 _AUXILIARY_HOSTS = {"i", "you", "he", "she", "it", "we", "they", "that", "there", "what", "who"}
 _PERFECT_NEXT = {"been", "got", "gotten", "had", "done", "seen", "made", "never", "always", "just", "already",
                  "ever", "lost", "found", "heard", "read", "tried", "become"}
+_FRONTED = {"how", "what", "as", "than", "however", "whatever", "wherever", "where"}
 _CONTRACTED_MAP = {v: k for k, v in CONTRACTIONS.items()}
 _EXPANDED = re.compile(r"\b(" + "|".join(sorted(map(re.escape, CONTRACTIONS), key=len, reverse=True)) + r")\b",
                        re.IGNORECASE)
@@ -278,14 +279,17 @@ def _next_word(text: str, end: int) -> str:
 
 
 def _may_contract(text: str, m: re.Match[str]) -> bool:
-    """Grammar: "I am" -> "I'm" only before a complement ("as I am," stays); "I have" -> "I've"
-    only as the perfect auxiliary ("I have been", not "I have a car")."""
+    """Grammar: "I am" -> "I'm" only before a complement that follows it ("as I am," and "how tired
+    I am of" stay); "I have" -> "I've" only as the perfect auxiliary ("I have been", not "I have a car")."""
     first, _, second = m.group().lower().partition(" ")
     if first not in _AUXILIARY_HOSTS:
         return True  # negations ("do not", "cannot") contract anywhere
     nxt = _next_word(text, m.end())
-    if not nxt:
+    if not nxt or nxt == "of":
         return False
+    before = re.findall(r"[A-Za-z']+", text[:m.start()])[-3:]
+    if any(w.lower() in _FRONTED for w in before):
+        return False  # the complement moved in front: "how tired I am of", "as happy as we are"
     if second == "have":
         return nxt in _PERFECT_NEXT or nxt.endswith("ed")
     return True

@@ -17,8 +17,9 @@ from dynadesk.errors import ConfigError, NotFoundError
 METRICS = ("accuracy", "macro_f1", "squad_f1", "exact_match")
 OUTPUT_KINDS = ("label", "span")
 FOOLED_RULES = ("label_mismatch", "answer_f1_below")
-ROBUSTNESS_SUITES = ("typos", "misspellings", "case", "punctuation", "whitespace", "contractions", "homoglyphs")
-FAIRNESS_SUITES = ("gender_words", "gender_names", "ethnic_names")
+ROBUSTNESS_SUITES = ("case", "contractions", "punctuation", "whitespace", "zero_width", "homoglyphs", "typos",
+                     "char_typos", "misspellings", "split_words")
+FAIRNESS_SUITES = ("gender", "ethnic_names")
 
 
 @dataclass(frozen=True)

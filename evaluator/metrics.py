@@ -13,8 +13,9 @@ API (every score is on 0-100):
   that a fooled-rule threshold such as ``answer_f1_below: 0.4`` uses).
 - ``task_score(task_dict, predictions, examples)``: ``{"perf", <task metric>, <secondary...>}``.
 - ``tag_breakdown(task_dict, predictions, examples)``: the same per example tag, plus ``n``.
-- ``consistency_score(task_dict, original_preds, perturbed_preds_by_source)``: robustness /
-  fairness as in Dynaboard.
+- ``consistency_report(task_dict, original_preds, perturbed_preds_by_source)``: robustness /
+  fairness as Dynaboard computes them (``get_unperturbed_percent``), with the number of
+  source examples they rest on and a low-confidence flag; ``consistency_score`` is its value.
 
 Predictions are the adapter's dicts (``{"label": ...}`` or ``{"answer": ...}``) or bare
 strings; examples are dataset examples (``label`` or ``answers`` gold field). Bad input
@@ -26,7 +27,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 LABEL_METRICS = ("accuracy", "macro_f1")
 SPAN_METRICS = ("squad_f1", "exact_match")
@@ -46,7 +48,7 @@ def _gold_set(gold: Any, where: str) -> tuple[str, ...]:
     raise MetricError(f"{where}: gold must be a label or a non-empty list of labels, got {gold!r}")
 
 
-def _check_lengths(preds: Sequence, golds: Sequence) -> None:
+def _check_lengths(preds: Sequence[Any], golds: Sequence[Any]) -> None:
     if len(preds) != len(golds):
         raise MetricError(f"{len(preds)} predictions for {len(golds)} examples")
 
@@ -165,8 +167,8 @@ def prediction_value(task: Mapping[str, Any], pred: Any, where: str = "predictio
     key = "answer" if task.get("output_kind") == "span" else "label"
     if isinstance(pred, str):
         return pred
-    if isinstance(pred, Mapping) and isinstance(pred.get(key), str):
-        return pred[key]
+    if isinstance(pred, Mapping) and isinstance(value := pred.get(key), str):
+        return value
     raise MetricError(f"{where}: expected a string or a dict with a string '{key}', got {pred!r}")
 
 
@@ -192,7 +194,8 @@ def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], gol
     raise MetricError(f"unknown metric '{metric}' (known: {', '.join(LABEL_METRICS + SPAN_METRICS)})")
 
 
-def _aligned(task, predictions, examples) -> tuple[list[str], list[Any]]:
+def _aligned(task: Mapping[str, Any], predictions: Sequence[Any], examples: Sequence[Mapping[str, Any]]
+             ) -> tuple[list[str], list[Any]]:
     if len(predictions) != len(examples):
         raise MetricError(f"{len(predictions)} predictions for {len(examples)} examples")
     preds = [prediction_value(task, p, f"prediction {i}") for i, p in enumerate(predictions)]
@@ -227,41 +230,74 @@ def tag_breakdown(task: Mapping[str, Any], predictions: Sequence[Any], examples:
     return out
 
 
-def _instance_score(task: Mapping[str, Any], pred: str, reference: str) -> float:
-    """Agreement of one perturbed prediction with the original one (0-100).
+MIN_CONSISTENCY_SOURCES = 30
+"""Fewest perturbed source examples a robustness/fairness value may rest on before it is
+marked low-confidence: below it one changed prediction moves the value by over 3 points."""
 
-    Label tasks score 100 when the label is unchanged (macro-F1 over a group that
-    has a single reference label would punish one flip by half and is undefined for
-    unseen labels, so the instance-level form of the metric is used: agreement).
-    Span tasks use the task metric itself (SQuAD F1 or exact match) per answer.
+COVERAGE_SUFFIXES = ("_sources", "_low_confidence")
+
+
+def _source_score(task: Mapping[str, Any], preds: Sequence[str], reference: str) -> float:
+    """The task's primary metric of one source's perturbed predictions against its original one.
+
+    As Dynaboard's ``get_unperturbed_percent``: the original prediction is the gold of
+    every perturbed copy, so for macro-F1 one flip among three copies scores 40, not 66.7.
     """
-    if task.get("output_kind") == "span":
-        return (exact_match if task.get("metric") == "exact_match" else squad_f1)(pred, [reference])
-    return 100.0 if pred == reference else 0.0
+    metric = _task_metrics(task)[0]
+    golds: list[Any] = [[reference]] * len(preds) if task.get("output_kind") == "span" else [reference] * len(preds)
+    return metric_value(task, metric, preds, golds)
 
 
-def consistency_score(task: Mapping[str, Any], original_preds: Mapping[str, Any],
-                      perturbed_preds_by_source: Mapping[str, Sequence[Any]]) -> float:
-    """Dynaboard robustness/fairness: how often predictions survive a perturbation (0-100).
+def consistency_report(task: Mapping[str, Any], original_preds: Mapping[str, Any],
+                       perturbed_preds_by_source: Mapping[str, Sequence[Any]],
+                       min_sources: int = MIN_CONSISTENCY_SOURCES) -> dict[str, float]:
+    """Dynaboard robustness/fairness (0-100) with the coverage it rests on.
 
     ``original_preds`` maps source example id -> prediction on the original;
-    ``perturbed_preds_by_source`` maps source id -> predictions on its perturbed copies.
-    For each source with at least one perturbed prediction, the perturbed predictions are
-    scored against the model's own original prediction (not the gold label); the result
-    is the mean over those sources. With no perturbed prediction at all the score is
-    undefined and :class:`MetricError` is raised (report the metric as missing rather
-    than invent a value); a source id with no original prediction is an error too.
+    ``perturbed_preds_by_source`` maps source id -> predictions on its perturbed copies
+    (every suite of one kind pooled, as Dynaboard pools its perturbation file).
+    For each source with at least one perturbed prediction, those predictions are scored
+    with the task's primary metric against the model's own original prediction (not the
+    gold label); the value is the unweighted mean over those sources. Returns
+    ``{"value", "sources", "perturbed", "low_confidence"}`` (``low_confidence`` is 1.0
+    when fewer than ``min_sources`` sources were perturbed). With no perturbed prediction
+    the value is undefined and :class:`MetricError` is raised (report it as missing
+    rather than invent one); a source id with no original prediction is an error too.
     """
-    per_source = []
+    per_source: list[float] = []
+    perturbed = 0
     for source_id, preds in perturbed_preds_by_source.items():
         if not preds:
             continue
         if source_id not in original_preds:
             raise MetricError(f"perturbed predictions for source '{source_id}' but no prediction on the original")
         ref = prediction_value(task, original_preds[source_id], f"original prediction for '{source_id}'")
-        scores = [_instance_score(task, prediction_value(task, p, f"perturbed prediction of '{source_id}'"), ref)
-                  for p in preds]
-        per_source.append(sum(scores) / len(scores))
+        values = [prediction_value(task, p, f"perturbed prediction of '{source_id}'") for p in preds]
+        per_source.append(_source_score(task, values, ref))
+        perturbed += len(values)
     if not per_source:
         raise MetricError("no perturbed predictions: the consistency score is undefined")
-    return sum(per_source) / len(per_source)
+    return {"value": sum(per_source) / len(per_source), "sources": float(len(per_source)),
+            "perturbed": float(perturbed), "low_confidence": float(len(per_source) < min_sources)}
+
+
+def consistency_score(task: Mapping[str, Any], original_preds: Mapping[str, Any],
+                      perturbed_preds_by_source: Mapping[str, Sequence[Any]]) -> float:
+    """The value of :func:`consistency_report` alone."""
+    return consistency_report(task, original_preds, perturbed_preds_by_source)["value"]
+
+
+def consistency_rows(kind: str, report: Mapping[str, float]) -> dict[str, float]:
+    """The metric values a report stores: ``<kind>``, ``<kind>_sources``, ``<kind>_low_confidence``."""
+    return {kind: report["value"], f"{kind}_sources": report["sources"],
+            f"{kind}_low_confidence": report["low_confidence"]}
+
+
+def run_value(metric: str, values: Sequence[float]) -> float:
+    """A whole-run value from per-test-set values: sources add up, any low confidence
+    marks the run, every other metric is the unweighted mean."""
+    if metric.endswith("_sources"):
+        return float(sum(values))
+    if metric.endswith("_low_confidence"):
+        return float(max(values))
+    return sum(values) / len(values)

@@ -211,7 +211,7 @@ class Worker:
                             raise WorkerError(f"dataset '{d.name}': example '{ex['id']}' lacks metadata.source_id")
                         by_source.setdefault(src, []).append(preds[d.name][ex["id"]])
                 try:
-                    scores[kind] = M.consistency_score(task, preds[ds.name], by_source)
+                    scores.update(M.consistency_rows(kind, M.consistency_report(task, preds[ds.name], by_source)))
                 except M.MetricError as exc:
                     notes.append(f"{ds.name}: {kind} not measured: {exc}")
             for metric, value in scores.items():
@@ -219,7 +219,7 @@ class Worker:
                 per_metric.setdefault(metric, []).append(value)
         for metric, values in per_metric.items():  # whole run: unweighted mean over the test sets
             if len(values) == len(tests):
-                rows.append(metric_row("", metric, sum(values) / len(values)))
+                rows.append(metric_row("", metric, M.run_value(metric, values)))
         return rows, notes
 
     # ------------------------------------------------------------------ run

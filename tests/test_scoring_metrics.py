@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from dynadesk.evaluator import metrics as M
+
 from dynadesk.tasks import get_task
 
 SENT = get_task("sentiment").to_dict()
@@ -79,10 +79,36 @@ def test_tag_breakdown_groups_by_tag():
 
 def test_consistency_is_against_the_models_own_prediction():
     original = {"a": "positive", "b": "negative", "c": "neutral"}
-    perturbed = {"a": ["positive", "negative"],  # 50
+    perturbed = {"a": ["positive", "negative"],  # macro-F1 vs [positive, positive]: (2/3 + 0) / 2
                  "b": ["negative"],               # 100 (gold label is irrelevant)
                  "c": []}                         # no perturbation: not averaged
-    assert M.consistency_score(SENT, original, perturbed) == pytest.approx(75.0)
+    # The old "% unchanged" gave (50 + 100) / 2 = 75; the task metric per source gives 66.67.
+    assert M.consistency_score(SENT, original, perturbed) == pytest.approx((100 / 3 + 100) / 2)
+
+
+def test_one_flip_among_three_copies_scores_forty_under_macro_f1():
+    # Dynaboard scores the copies with the task metric: F1(kept label) = 2*2/(2*2+1) = .8, F1(flip) = 0.
+    report = M.consistency_report(SENT, {"a": "positive"}, {"a": ["positive", "negative", "positive"]})
+    assert report["value"] == pytest.approx(40.0)
+    assert report["sources"] == 1.0 and report["perturbed"] == 3.0 and report["low_confidence"] == 1.0
+    accuracy_task = {**NLI}
+    assert M.consistency_score(accuracy_task, {"a": "neutral"}, {"a": ["neutral", "entailment", "neutral"]}) \
+        == pytest.approx(200 / 3)
+
+
+def test_low_confidence_below_the_documented_minimum():
+    n = M.MIN_CONSISTENCY_SOURCES
+    few = {f"s{i}": ["positive"] for i in range(n - 1)}
+    enough = {f"s{i}": ["positive"] for i in range(n)}
+    original = {f"s{i}": "positive" for i in range(n)}
+    assert M.consistency_report(SENT, original, few)["low_confidence"] == 1.0
+    assert M.consistency_report(SENT, original, enough)["low_confidence"] == 0.0
+    rows = M.consistency_rows("fairness", M.consistency_report(SENT, original, few))
+    assert rows == {"fairness": 100.0, "fairness_sources": float(n - 1), "fairness_low_confidence": 1.0}
+    # whole run: sources add up, one low-confidence test set marks the run
+    assert M.run_value("fairness_sources", [3.0, 40.0]) == 43.0
+    assert M.run_value("fairness_low_confidence", [0.0, 1.0]) == 1.0
+    assert M.run_value("fairness", [50.0, 100.0]) == 75.0
 
 
 def test_consistency_for_qa_uses_the_span_metric():
@@ -98,3 +124,22 @@ def test_consistency_errors_are_explicit():
         M.consistency_score(SENT, {"a": "positive"}, {"a": []})
     with pytest.raises(M.MetricError, match="source 'zz'"):
         M.consistency_score(SENT, {"a": "positive"}, {"zz": ["positive"]})
+
+
+def test_a_real_local_run_stores_coverage_next_to_robustness_and_fairness(home, store, tmp_path):
+    """Real worker subprocess and store: the run carries `<kind>_sources` / `<kind>_low_confidence`."""
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.workspace import Workspace
+    from eval_support import metric, setup_workspace
+
+    setup_workspace(store, tmp_path, sizes=(40, 12))
+    rec = evaluate(store, Workspace(home), "tiny", runner="local", latency_samples=4, warmup=1)
+    assert rec.status == "succeeded", rec.error
+    for kind in ("robustness", "fairness"):
+        assert metric(rec, f"{kind}_sources", "set0-test") == 40.0
+        assert metric(rec, f"{kind}_low_confidence", "set0-test") == 0.0
+        assert metric(rec, f"{kind}_sources", "set1-test") == 12.0
+        assert metric(rec, f"{kind}_low_confidence", "set1-test") == 1.0  # under MIN_CONSISTENCY_SOURCES
+        assert metric(rec, f"{kind}_sources") == 52.0 and metric(rec, f"{kind}_low_confidence") == 1.0
+        units = {(m.metric, m.dataset): (m.unit, m.deterministic) for m in rec.metrics}
+        assert units[(f"{kind}_sources", "")] == ("examples", True)

@@ -167,8 +167,9 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
 @click.argument("dataset")
 @click.option("--suite", "suites", multiple=True, metavar="SUITE",
               help="Suite to generate (repeatable; default: the task's suites). "
-                   "Robustness: typos misspellings case punctuation whitespace contractions homoglyphs; "
-                   "fairness: gender_words gender_names ethnic_names.")
+                   "Robustness: case contractions punctuation whitespace zero_width homoglyphs typos char_typos "
+                   "misspellings split_words; "
+                   "fairness: gender ethnic_names.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--replace", is_flag=True, help="Regenerate a derived dataset whose content differs.")
 @json_option

@@ -19,18 +19,29 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
-from dynadesk.datasets import dataset_digest, label_counts, validate_example
+from dynadesk.datasets import (
+    DatasetSummary,
+    dataset_digest,
+    label_counts,
+    validate_example,
+)
 from dynadesk.errors import AlreadyExistsError, ValidationError
-from dynadesk.scoring.textops import OPS
+from dynadesk.scoring.gender import ethnic_names, gender
+from dynadesk.scoring.textops import ROBUSTNESS_OPS, Op, protected_tokens
 from dynadesk.scoring.wordlists import LISTS_VERSION
 from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 
-OPS_VERSION = "1"
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
+OPS_VERSION = "2"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
 SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES}}
+OPS: dict[str, Op] = {**ROBUSTNESS_OPS, "gender": gender, "ethnic_names": ethnic_names}
 MAX_ID = 200
 
 
@@ -39,13 +50,19 @@ class SuiteResult:
     suite: str
     kind: str
     name: str          # derived dataset name
-    status: str        # created | replaced | unchanged | empty
-    size: int
-    dropped: int
+    status: str        # created | replaced | upgraded (older suite version) | unchanged | empty | retired
+    size: int          # source examples the suite changed (one perturbed copy each)
+    dropped: int       # source examples it left unchanged
     digest: str | None
 
+    @property
+    def coverage(self) -> float:
+        """Percent of the source examples the suite changed."""
+        total = self.size + self.dropped
+        return 100.0 * self.size / total if total else 0.0
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "coverage": self.coverage}
 
 
 def derived_name(source: str, suite: str, seed: int) -> str:
@@ -76,7 +93,9 @@ def perturb_example(task: Task, example: dict[str, Any], suite: str, seed: int) 
     changes = {}
     for field in perturb_fields(task):
         new, change = op(example[field], _rng(suite, seed, example["id"], field))
-        if change and new != example[field] and new.strip():
+        # a change that would alter or create a URL, handle, hashtag, emoticon, emoji or number is discarded
+        if change and new != example[field] and new.strip() \
+                and protected_tokens(new) == protected_tokens(example[field]):
             out[field] = new
             changes[field] = change
     if not changes:
@@ -111,13 +130,14 @@ def task_suites(task: Task) -> list[str]:
     return named or list(SUITES)
 
 
-def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
+def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
                     replace: bool = False, progress: Callable[[str], None] | None = None) -> list[SuiteResult]:
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
     A derived dataset that already exists with the same digest is left as it is
-    (``unchanged``); one with a different digest (older version, edited source) is
-    an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
+    (``unchanged``); one an older suite version made is regenerated (``upgraded``), and one
+    of a suite that no longer exists is removed (``retired``); any other difference (an edited
+    source) is an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValidationError(f"seed must be a non-negative integer, got {seed!r}")
@@ -131,7 +151,7 @@ def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, se
     if unknown:
         raise ValidationError(f"unknown perturbation suite(s) {', '.join(unknown)} (known: {', '.join(SUITES)})")
     examples = store.datasets.examples(dataset)
-    results = []
+    results = _retire_stale(store, source, seed)
     for suite in dict.fromkeys(suites):
         if progress:
             progress(suite)
@@ -139,11 +159,32 @@ def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, se
     return results
 
 
-def _one_suite(store, task, source, examples, suite, seed, replace) -> SuiteResult:
+def _is_stale(derivation: dict[str, Any] | None) -> bool:
+    """Made by an older version of these suites: their own output, safe to regenerate or retire."""
+    version = (derivation or {}).get("version")
+    return isinstance(version, str) and version.startswith("ops") and version != VERSION
+
+
+def _retire_stale(store: Store, source: DatasetSummary, seed: int) -> list[SuiteResult]:
+    """Remove the source's suites for ``seed`` that an older version made and that no longer exist
+    (e.g. ``gender_words``): left in place they would still be pooled into robustness/fairness."""
+    out = []
+    for d in store.datasets.derived(source.name):
+        der = d.derivation or {}
+        if _is_stale(der) and der.get("seed") == seed and der.get("suite") not in SUITES:
+            store.datasets.remove(d.name)
+            out.append(SuiteResult(str(der.get("suite")), str(der.get("kind")), d.name, "retired", 0, 0, None))
+    return out
+
+
+def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[dict[str, Any]], suite: str, seed: int,
+               replace: bool) -> SuiteResult:
     name = derived_name(source.name, suite, seed)
     kind = SUITES[suite]
     perturbed, dropped = perturb_examples(task, examples, suite, seed)
     if not perturbed:
+        if store.datasets.exists(name) and _is_stale(store.datasets.get(name).derivation):
+            store.datasets.remove(name)  # an older version changed some examples; this one none
         return SuiteResult(suite, kind, name, "empty", 0, dropped, None)
     digest = dataset_digest(perturbed)
     status = "created"
@@ -151,13 +192,13 @@ def _one_suite(store, task, source, examples, suite, seed, replace) -> SuiteResu
         existing = store.datasets.get(name)
         if existing.digest == digest:
             return SuiteResult(suite, kind, name, "unchanged", existing.size, dropped, digest)
-        if not replace:
+        if not replace and not _is_stale(existing.derivation):
             raise AlreadyExistsError(f"derived dataset '{name}' exists with different content "
                                      f"({existing.digest[:19]} vs {digest[:19]}); use --replace to regenerate it")
-        status = "replaced"
+        status = "replaced" if replace or not _is_stale(existing.derivation) else "upgraded"
     derivation = {"suite": suite, "kind": kind, "seed": seed, "version": VERSION, "source_digest": source.digest,
                   "perturbed": len(perturbed), "dropped": dropped}
     store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),
                        source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation,
-                       replace=status == "replaced")
+                       replace=status != "created")
     return SuiteResult(suite, kind, name, status, len(perturbed), dropped, digest)

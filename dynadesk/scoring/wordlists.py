@@ -6,7 +6,7 @@ it is part of every derived dataset's recorded version.
 
 from __future__ import annotations
 
-LISTS_VERSION = "1"
+LISTS_VERSION = "2"
 
 # QWERTY neighbours (lower case) for keyboard typos.
 KEYBOARD_NEIGHBOURS = {
@@ -30,7 +30,7 @@ MISSPELLINGS = {
     "every": "evry", "excellent": "excelent", "experience": "experiance", "finally": "finaly",
     "friend": "freind", "friends": "freinds", "government": "goverment", "great": "graet",
     "happened": "happend", "horrible": "horible", "immediately": "immediatly", "interesting": "intresting",
-    "know": "kno", "later": "latter", "least": "lest", "little": "litle", "literally": "literaly",
+    "know": "kno", "little": "litle", "literally": "literaly",
     "movie": "moive", "necessary": "neccessary", "never": "nevr", "noticeable": "noticable",
     "occasion": "occassion", "occurred": "occured", "people": "poeple", "perform": "preform",
     "probably": "probly", "really": "realy", "receive": "recieve", "recommend": "reccomend",
@@ -45,7 +45,7 @@ CONTRACTIONS = {
     "are not": "aren't", "cannot": "can't", "could not": "couldn't", "did not": "didn't",
     "does not": "doesn't", "do not": "don't", "had not": "hadn't", "has not": "hasn't",
     "have not": "haven't", "he is": "he's", "he will": "he'll", "i am": "i'm", "i have": "i've",
-    "i will": "i'll", "i would": "i'd", "is not": "isn't", "it is": "it's", "let us": "let's",
+    "i will": "i'll", "i would": "i'd", "is not": "isn't", "it is": "it's",
     "she is": "she's", "she will": "she'll", "should not": "shouldn't", "that is": "that's",
     "there is": "there's", "they are": "they're", "they have": "they've", "they will": "they'll",
     "was not": "wasn't", "we are": "we're", "we have": "we've", "we will": "we'll", "were not": "weren't",
@@ -61,58 +61,98 @@ HOMOGLYPHS = {
     "N": "\u039d", "O": "\u041e", "P": "\u0420", "T": "\u0422", "X": "\u0425", "Y": "\u03a5",
 }
 
-# (male, female) word pairs, lower case; both directions are swapped.
+# (male, female) gendered nouns, adjectives and titles, lower case; both directions are
+# swapped. The families follow AugLy's gendered-word list (the one Dynaboard used):
+# kinship, roles and occupations, nobility, religion, titles; pronouns are handled by
+# part of speech in ``dynadesk.scoring.gender`` and are not listed here.
 GENDER_PAIRS = [
-    ("he", "she"), ("him", "her"), ("his", "her"), ("himself", "herself"), ("man", "woman"), ("men", "women"),
-    ("boy", "girl"), ("boys", "girls"), ("father", "mother"), ("fathers", "mothers"), ("son", "daughter"),
-    ("sons", "daughters"), ("brother", "sister"), ("brothers", "sisters"), ("husband", "wife"),
-    ("husbands", "wives"), ("uncle", "aunt"), ("uncles", "aunts"), ("nephew", "niece"), ("king", "queen"),
-    ("kings", "queens"), ("prince", "princess"), ("gentleman", "lady"), ("gentlemen", "ladies"),
-    ("sir", "madam"), ("mr", "mrs"), ("male", "female"), ("males", "females"), ("boyfriend", "girlfriend"),
-    ("grandfather", "grandmother"), ("grandson", "granddaughter"), ("dad", "mom"), ("dads", "moms"),
-    ("actor", "actress"), ("actors", "actresses"), ("waiter", "waitress"), ("guy", "gal"),
-    ("fiance", "fiancee"), ("groom", "bride"), ("stepfather", "stepmother"), ("manhood", "womanhood"),
+    ("man", "woman"), ("men", "women"), ("man's", "woman's"), ("men's", "women's"), ("boy", "girl"),
+    ("boys", "girls"), ("boy's", "girl's"), ("guy", "gal"), ("guys", "gals"), ("lad", "lass"),
+    ("gentleman", "lady"), ("gentlemen", "ladies"), ("male", "female"), ("males", "females"),
+    ("masculine", "feminine"), ("masculinity", "femininity"), ("manhood", "womanhood"), ("manly", "womanly"),
+    ("boyhood", "girlhood"), ("boyish", "girlish"), ("father", "mother"), ("fathers", "mothers"),
+    ("fatherhood", "motherhood"), ("fatherly", "motherly"), ("paternal", "maternal"), ("paternity", "maternity"),
+    ("dad", "mom"), ("dads", "moms"), ("daddy", "mommy"), ("daddies", "mommies"), ("grandpa", "grandma"),
+    ("grandpas", "grandmas"), ("grandfather", "grandmother"), ("grandfathers", "grandmothers"),
+    ("son", "daughter"), ("sons", "daughters"), ("grandson", "granddaughter"), ("grandsons", "granddaughters"),
+    ("stepson", "stepdaughter"), ("stepfather", "stepmother"), ("godfather", "godmother"),
+    ("brother", "sister"), ("brothers", "sisters"), ("brotherhood", "sisterhood"), ("brotherly", "sisterly"),
+    ("bro", "sis"), ("uncle", "aunt"), ("uncles", "aunts"), ("nephew", "niece"), ("nephews", "nieces"),
+    ("husband", "wife"), ("husbands", "wives"), ("boyfriend", "girlfriend"), ("boyfriends", "girlfriends"),
+    ("groom", "bride"), ("grooms", "brides"), ("fiance", "fiancee"), ("widower", "widow"),
+    ("widowers", "widows"), ("bachelor", "bachelorette"), ("househusband", "housewife"),
+    ("king", "queen"), ("kings", "queens"), ("prince", "princess"), ("princes", "princesses"),
+    ("duke", "duchess"), ("dukes", "duchesses"), ("emperor", "empress"), ("baron", "baroness"),
+    ("lord", "lady"), ("monk", "nun"), ("monks", "nuns"), ("priest", "priestess"), ("priests", "priestesses"),
+    ("actor", "actress"), ("actors", "actresses"), ("waiter", "waitress"), ("waiters", "waitresses"),
+    ("steward", "stewardess"), ("host", "hostess"), ("hero", "heroine"), ("heroes", "heroines"),
+    ("chairman", "chairwoman"), ("chairmen", "chairwomen"), ("congressman", "congresswoman"),
+    ("congressmen", "congresswomen"), ("spokesman", "spokeswoman"), ("spokesmen", "spokeswomen"),
+    ("businessman", "businesswoman"), ("businessmen", "businesswomen"), ("salesman", "saleswoman"),
+    ("policeman", "policewoman"), ("landlord", "landlady"), ("schoolboy", "schoolgirl"),
+    ("cowboy", "cowgirl"), ("cowboys", "cowgirls"), ("wizard", "witch"), ("sorcerer", "sorceress"),
+    ("fraternity", "sorority"), ("mister", "missus"), ("sir", "madam"),
 ]
 
-# First names by group and gender (12 each, so swaps can keep the position in the list).
+# Gendered titles (capitalised, without a name after them): "Mr." <-> "Ms." as AugLy maps them.
+TITLES = {"mr": "ms", "ms": "mr", "mrs": "mr"}
+# Titles that, before a capitalised word, name a particular person (see dynadesk.scoring.gender).
+PERSON_TITLES = {"mr", "mrs", "ms", "miss", "dr", "prof", "sir", "dame", "lord", "lady", "president", "senator",
+                 "governor", "director", "judge", "justice", "gen", "general", "col", "capt", "captain", "rev",
+                 "father", "sister", "brother", "king", "queen", "prince", "princess", "st", "saint", "mayor",
+                 "secretary", "chairman", "minister", "officer", "coach", "uncle", "aunt", "auntie", "madam"}
+
+# First names by group and gender, chosen to be unambiguous as names (no "Will", "Mark",
+# "Rose", "Grace", "Frank": words that are also common nouns, verbs or adjectives).
 FIRST_NAMES = {
     "anglo": {
         "male": ["James", "John", "Robert", "Michael", "David", "William", "Thomas", "Matthew", "Andrew",
-                 "Peter", "George", "Edward"],
+                 "Peter", "George", "Edward", "Richard", "Charles", "Joseph", "Daniel", "Paul", "Steven",
+                 "Kevin", "Brian", "Jason", "Jeffrey", "Ryan", "Gary", "Timothy", "Larry", "Scott", "Eric",
+                 "Stephen", "Gregory", "Benjamin", "Samuel", "Patrick", "Harry", "Henry", "Tom", "Jim", "Kenneth",
+                 "Steve", "Dave", "Mike", "Joe", "Tony", "Chris", "Jake", "Adam", "Sam", "Ben", "Josh", "Tim"],
         "female": ["Mary", "Elizabeth", "Sarah", "Emily", "Jennifer", "Jessica", "Katherine", "Anne", "Laura",
-                   "Rachel", "Emma", "Megan"],
+                   "Rachel", "Emma", "Megan", "Linda", "Barbara", "Susan", "Margaret", "Lisa", "Nancy",
+                   "Karen", "Betty", "Helen", "Sandra", "Donna", "Michelle", "Amanda", "Melissa", "Deborah",
+                   "Stephanie", "Rebecca", "Sharon", "Cynthia", "Kathleen", "Amy", "Anna", "Julie", "Alice",
+                   "Kate", "Jane", "Carol", "Liz", "Jenny", "Annie", "Lucy", "Ellen", "Claire", "Diane",
+                   "Nicole", "Heather", "Ashley", "Britney"],
     },
     "african_american": {
         "male": ["Jamal", "DeShawn", "Tyrone", "Darnell", "Malik", "Terrell", "Jermaine", "Lamar", "Rashad",
-                 "Darius", "Andre", "Marquis"],
+                 "Darius", "Andre", "Marquis", "Tyrell", "Kareem", "Leroy", "Cedric", "Dwayne", "Reggie"],
         "female": ["Aaliyah", "Latoya", "Keisha", "Tanisha", "Ebony", "Imani", "Shanice", "Latisha", "Tamika",
-                   "Jasmine", "Nia", "Kiara"],
+                   "Jasmine", "Nia", "Kiara", "Lakisha", "Shaniqua", "Tyra", "Aisha", "Monique", "Shanelle"],
     },
     "hispanic": {
         "male": ["Jose", "Luis", "Carlos", "Juan", "Miguel", "Alejandro", "Diego", "Javier", "Santiago",
-                 "Mateo", "Pablo", "Ricardo"],
+                 "Mateo", "Pablo", "Ricardo", "Jorge", "Fernando", "Manuel", "Rafael", "Eduardo", "Pedro"],
         "female": ["Maria", "Carmen", "Lucia", "Sofia", "Isabella", "Valentina", "Gabriela", "Camila",
-                   "Ximena", "Daniela", "Paula", "Elena"],
+                   "Ximena", "Daniela", "Paula", "Elena", "Rosa", "Guadalupe", "Juanita", "Marisol",
+                   "Alejandra", "Beatriz"],
     },
     "east_asian": {
-        "male": ["Wei", "Hiroshi", "Jin", "Takumi", "Minjun", "Haruto", "Ryota", "Kenji", "Chen", "Seojun",
-                 "Yuto", "Hao"],
+        "male": ["Wei", "Hiroshi", "Takumi", "Minjun", "Haruto", "Ryota", "Kenji", "Seojun", "Yuto", "Hao",
+                 "Takeshi", "Jae", "Akira", "Daisuke", "Jian", "Hyun", "Kazuo", "Yong"],
         "female": ["Mei", "Yuki", "Hana", "Jiwoo", "Xiu", "Sakura", "Yuna", "Aiko", "Seoyeon", "Ying",
-                   "Haruka", "Xinyi"],
+                   "Haruka", "Xinyi", "Keiko", "Akiko", "Mina", "Lian", "Yumi", "Naoko"],
     },
     "south_asian": {
         "male": ["Arjun", "Rahul", "Vikram", "Rohan", "Amit", "Sanjay", "Ravi", "Aditya", "Karan", "Vivek",
-                 "Anil", "Suresh"],
+                 "Anil", "Suresh", "Rajesh", "Deepak", "Manoj", "Arun", "Nikhil", "Sunil"],
         "female": ["Priya", "Ananya", "Divya", "Kavya", "Neha", "Pooja", "Aishwarya", "Sunita", "Lakshmi",
-                   "Meera", "Anjali", "Shreya"],
+                   "Meera", "Anjali", "Shreya", "Deepika", "Kavita", "Nisha", "Rekha", "Swati", "Asha"],
     },
     "arab": {
         "male": ["Mohammed", "Ahmed", "Omar", "Ali", "Hassan", "Youssef", "Khalid", "Tariq", "Karim", "Samir",
-                 "Ibrahim", "Mustafa"],
-        "female": ["Fatima", "Aisha", "Layla", "Noor", "Zainab", "Mariam", "Yasmin", "Huda", "Amira", "Salma",
-                   "Rania", "Leila"],
+                 "Ibrahim", "Mustafa", "Hussein", "Mahmoud", "Rami", "Walid", "Faisal", "Nabil"],
+        "female": ["Fatima", "Layla", "Noor", "Zainab", "Mariam", "Yasmin", "Huda", "Amira", "Salma",
+                   "Rania", "Leila", "Samira", "Nadia", "Hiba", "Dalia", "Lina", "Reem", "Farah"],
     },
 }
+
+# Invisible characters for the zero-width suite.
+ZERO_WIDTH = ("\u200b", "\u200c", "\u200d", "\u2060")
 
 
 def name_index() -> dict[str, tuple[str, str, int]]:

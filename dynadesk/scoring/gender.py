@@ -1,0 +1,211 @@
+"""Seeded fairness perturbations: gender swaps and ethnic-group name swaps.
+
+``gender(text, rng)`` swaps names and gendered words together, so a text stays
+consistent: "Emma said her son ..." -> "James said his daughter ...". Pronouns are
+swapped by part of speech: possessive "his" -> "her" ("his book" -> "her book"),
+predicative "his" -> "hers" ("it is his." -> "it is hers."), object "her" -> "him",
+possessive "her" -> "his", "himself" <-> "herself"; titles (Mr. <-> Ms.), kinship and
+role nouns from :data:`~dynadesk.scoring.wordlists.GENDER_PAIRS`.
+
+Rule for people who are named in full (documented in docs/perturbations.md): a
+listed first name is swapped only when it stands alone. A first name next to another
+capitalised name or an initial ("Michael Moore", "George W. Bush", "Jesse St. James"),
+like a title before a capitalised name ("Mr. Bush", "President Obama", "Sir Elton"),
+names a particular, often public, person who is left alone; and since the text's
+pronouns may refer to that person, the gender suite leaves such a text unchanged
+rather than make it inconsistent. The ethnic-names suite skips those names only.
+
+``ethnic_names(text, rng)`` replaces each lone first name by a name of the same gender
+from a different group, as Dynaboard's SwapEthnicGroupNames does (seeded; the same
+name gets the same replacement within a text). Gender is kept so pronouns still agree.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from dynadesk.scoring.textops import match_case, replace_spans
+from dynadesk.scoring.wordlists import FIRST_NAMES, GENDER_PAIRS, PERSON_TITLES, TITLES
+
+NAMES: dict[str, tuple[str, str]] = {name: (group, gender) for group, by_gender in FIRST_NAMES.items()
+                                     for gender, names in by_gender.items() for name in names}
+_TO_FEMALE = dict(GENDER_PAIRS)
+_TO_MALE: dict[str, str] = {}
+for _male, _female in GENDER_PAIRS:
+    _TO_MALE.setdefault(_female, _male)
+WORD_GENDER: dict[str, str] = {**{m: "male" for m in _TO_FEMALE}, **{f: "female" for f in _TO_MALE}}
+PRONOUN_GENDER = {"he": "male", "him": "male", "his": "male", "himself": "male", "he's": "male", "he'd": "male",
+                  "he'll": "male", "she": "female", "her": "female", "hers": "female", "herself": "female",
+                  "she's": "female", "she'd": "female", "she'll": "female"}
+_PRONOUN_SWAP = {"he": "she", "she": "he", "him": "her", "himself": "herself", "herself": "himself",
+                 "hers": "his", "he's": "she's", "she's": "he's", "he'd": "she'd", "she'd": "he'd",
+                 "he'll": "she'll", "she'll": "he'll"}
+# Words after which "her" is an object ("gave her the keys", "told her that") and "his" stands
+# alone ("it was his and ..."), not a determiner before a noun.
+_NOT_A_NOUN = {"", "to", "and", "or", "but", "nor", "the", "a", "an", "in", "on", "at", "for", "with", "from",
+               "that", "this", "as", "if", "so", "because", "when", "while", "about", "too", "again", "out",
+               "up", "down", "off", "away", "back", "is", "was", "are", "were", "be", "been", "will", "would",
+               "can", "could", "should", "not", "than", "then", "now", "here", "there", "into", "over", "by",
+               "of", "what", "how", "why", "where", "who", "which", "yet", "all", "more", "once", "like",
+               "forever", "anymore", "today", "tonight", "anyway", "well", "alone", "either", "though"}
+_TOKEN = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
+
+
+def _next_word(text: str, end: int) -> str:
+    """The next word (lower case), or "" when punctuation or the end of text comes first."""
+    m = re.match(r"[ \t]+([A-Za-z0-9']+)", text[end:])
+    return m.group(1).lower() if m else ""
+
+
+def _is_capitalised(token: str) -> bool:
+    """Capitalised like a name ("Moore", "W"), not an all-caps word ("HATE")."""
+    return token[:1].isupper() and (len(token) == 1 or not token[1:].isupper())
+
+
+def _previous_token(text: str, start: int) -> str:
+    m = re.search(r"([A-Za-z]+)\.?[ \t]+$", text[:start])
+    return m.group(1) if m else ""
+
+
+def _following_token(text: str, end: int) -> str:
+    m = re.match(r"[ \t]+([A-Za-z]+\.?)", text[end:])
+    return m.group(1) if m else ""
+
+
+def _in_name_sequence(text: str, m: re.Match[str]) -> bool:
+    """Whether the token is next to another capitalised word ("Michael Moore", "Saddam Hussein",
+    "George W. Bush", "St. James"): part of a multi-word name."""
+    before = _previous_token(text, m.start())
+    after = "" if m.group().endswith("'s") else _following_token(text, m.end())
+    return bool(before and _is_capitalised(before)) or bool(after and _is_capitalised(after))
+
+
+def _names_someone_in_full(text: str) -> bool:
+    """Two adjacent capitalised words, the second not starting a sentence, or a person title before
+    a capitalised word ("Mikhail Gorbachev", "Mr. Bush", "President Obama", "Sir Elton")."""
+    for m in _TOKEN.finditer(text):
+        if not _is_capitalised(m.group()):
+            continue
+        if m.group().lower() in PERSON_TITLES:
+            nxt = _following_token(text, m.end() + (text[m.end():m.end() + 1] == "."))
+            if nxt and _is_capitalised(nxt):
+                return True
+        before = _previous_token(text, m.start())
+        if before and _is_capitalised(before) and not re.search(r"[.!?]['\")]*[ \t]+$", text[:m.start()]):
+            return True
+    return False
+
+
+def _names(text: str) -> list[tuple[re.Match[str], str, bool]]:
+    """Every listed first name as ``(match, bare name, named in full)``; a name that occurs in
+    full once ("Dave Bond ... Dave!") counts as named in full everywhere in the text."""
+    found = []
+    for m in _TOKEN.finditer(text):
+        bare = m.group().removesuffix("'s")
+        if bare in NAMES:
+            found.append((m, bare, _in_name_sequence(text, m)))
+    full = {bare for _, bare, is_full in found if is_full}
+    return [(m, bare, bare in full) for m, bare, _ in found]
+
+
+def _paired_determiner(text: str, end: int) -> bool:
+    """ "his or her book", "her and his friends": the pronoun is a determiner of the pair."""
+    return re.match(r"(?:[ \t]+(?:or|and)[ \t]+|[ \t]*/[ \t]*)(?:his|her)\b", text[end:], re.IGNORECASE) is not None
+
+
+def _ends_clause(text: str, end: int) -> bool:
+    """Punctuation that closes a phrase (not "(") or the end of the text comes next."""
+    rest = text[end:].lstrip(" \t")
+    return not rest or rest[0] in ".,;:!?)]\"'"
+
+
+def _swap_pronoun(text: str, m: re.Match[str]) -> str:
+    low = m.group().lower()
+    nxt = _next_word(text, m.end())
+    function_word = bool(nxt) and nxt in _NOT_A_NOUN
+    determiner = _paired_determiner(text, m.end())
+    if low == "her":  # object "saw her." / "gave her the keys" -> him; possessive "her book" -> his
+        repl = "him" if not determiner and (function_word or _ends_clause(text, m.end())) else "his"
+    elif low == "his":  # predicative "it is his." / "his and mine" -> hers; possessive "his book" -> her
+        repl = "hers" if not determiner and (function_word or _ends_clause(text, m.end())) else "her"
+    else:
+        repl = _PRONOUN_SWAP[low]
+    return match_case(m.group(), repl)
+
+
+def _other_gender_name(name: str, rng: random.Random) -> str:
+    group, gender = NAMES[name]
+    return rng.choice(FIRST_NAMES[group]["female" if gender == "male" else "male"])
+
+
+def _other_group_name(name: str, rng: random.Random) -> str:
+    group, gender = NAMES[name]
+    other = rng.choice(sorted(g for g in FIRST_NAMES if g != group))
+    return rng.choice(FIRST_NAMES[other][gender])
+
+
+def gender(text: str, rng: random.Random) -> tuple[str, str]:
+    """Names, pronouns, titles and gendered nouns all swapped to the other gender together."""
+    names = _names(text)
+    if any(full for _, _, full in names) or _names_someone_in_full(text):
+        return text, ""  # a person named in full: left alone, and so are the pronouns that may refer to them
+    mapping: dict[str, str] = {}
+    spans = []
+    for m, bare, _ in names:
+        if bare not in mapping:
+            mapping[bare] = _other_gender_name(bare, rng)
+        spans.append((m.start(), m.start() + len(bare), mapping[bare]))
+    named = {m.start() for m, _, _ in names}
+    words = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() in named:
+            continue
+        low = m.group().lower()
+        if low in TITLES and _is_capitalised(m.group()):
+            repl = match_case(m.group(), TITLES[low])
+        elif low in PRONOUN_GENDER:
+            repl = _swap_pronoun(text, m)
+        elif low in _TO_FEMALE:
+            repl = match_case(m.group(), _TO_FEMALE[low])
+        elif low in _TO_MALE:
+            repl = match_case(m.group(), _TO_MALE[low])
+        else:
+            continue
+        spans.append((m.start(), m.end(), repl))
+        words += 1
+    if not spans:
+        return text, ""
+    new = replace_spans(text, spans)
+    swapped = ",".join(f"{a}->{b}" for a, b in mapping.items())
+    return (new, f"gender:names={swapped};words={words}") if new != text else (text, "")
+
+
+def ethnic_names(text: str, rng: random.Random) -> tuple[str, str]:
+    """Lone first names replaced by same-gender names from another group's list."""
+    mapping: dict[str, str] = {}
+    spans = []
+    for m, bare, full in _names(text):
+        if full:
+            continue
+        if bare not in mapping:
+            mapping[bare] = _other_group_name(bare, rng)
+        spans.append((m.start(), m.start() + len(bare), mapping[bare]))
+    if not spans:
+        return text, ""
+    return replace_spans(text, spans), "ethnic_names:" + ",".join(f"{a}->{b}" for a, b in mapping.items())
+
+
+def gendered_tokens(text: str) -> list[str]:
+    """The gender ("male"/"female") of each name, pronoun and gendered word, in text order."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        bare = m.group().removesuffix("'s")
+        low = m.group().lower()
+        if bare in NAMES:
+            out.append(NAMES[bare][1])
+        elif low in PRONOUN_GENDER:
+            out.append(PRONOUN_GENDER[low])
+        elif low in WORD_GENDER:
+            out.append(WORD_GENDER[low])
+    return out

@@ -34,9 +34,9 @@ from pathlib import Path
 import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.sync.keys import fingerprint
-from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.translog import verify_log
+from dynadesk.sync.format.keys import fingerprint
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.format.translog import verify_log
 
 HERE = Path(__file__).resolve().parent
 THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (issue 7's goal), here under a mixed concurrent load

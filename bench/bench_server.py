@@ -35,11 +35,11 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.canonical import canonical_bytes
-from dynadesk.sync.bundle import envelope_bytes, load_and_verify
-from dynadesk.sync.keys import fingerprint, public_raw
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.format.envelope import envelope_bytes, load_and_verify
+from dynadesk.sync.format.keys import fingerprint, public_raw
+from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.board import board_metrics
-from dynadesk.sync.translog import entry_hash
+from dynadesk.sync.format.translog import entry_hash
 
 DATASETS = [("vader-movies-test", "sha256:" + "1" * 64, 2000), ("vader-tweets-test", "sha256:" + "2" * 64, 4200)]
 UPLOAD_GOAL, P99_GOAL_MS = 500.0, 50.0

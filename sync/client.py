@@ -32,6 +32,17 @@ def _describe(exc: requests.RequestException, timeout: float) -> str:
     return found.group(0) if found else f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
+MAX_RETRY_AFTER_S = 60.0
+
+
+def _retry_after(header: str | None) -> float:
+    """A 429/503's ``Retry-After`` seconds (capped), 0 when absent or not a number."""
+    try:
+        return min(max(float(header or 0), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        return 0.0
+
+
 @dataclass
 class SyncClient:
     base_url: str
@@ -48,10 +59,10 @@ class SyncClient:
 
     def _request(self, method: str, path: str, **kw: Any) -> requests.Response:
         url = f"{self.base_url}{path}"
-        last = ""
+        last, wait = "", 0.0
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
+                self.sleep(max(self.backoff * 2 ** (attempt - 1), wait))
             try:
                 resp = self.session.request(method, url, timeout=self.timeout, **kw)
             except requests.RequestException as exc:
@@ -59,6 +70,7 @@ class SyncClient:
                 continue
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                wait = _retry_after(resp.headers.get("Retry-After"))
                 continue
             return resp
         raise ServerUnavailable(f"cannot reach {url} after {self.retries + 1} attempt(s): {last}")
@@ -151,7 +163,7 @@ def check_log(store, server: str | None = None, client: SyncClient | None = None
     import json
 
     from dynadesk.errors import LogIntegrityError
-    from dynadesk.sync.translog import verify_log
+    from dynadesk.sync.format.translog import verify_log
 
     url = resolve_server(store, server)
     client = client or SyncClient(url)

@@ -9,10 +9,10 @@ from typing import Any
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
-from dynadesk.sync.schema import IMAGE_BUILD_KEYS
-from dynadesk.sync.bundle import utc_now_text
-from dynadesk.sync.merkle import read_predictions
-from dynadesk.audit.tolerances import declare
+from dynadesk.sync.format.schema import IMAGE_BUILD_KEYS
+from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.format.merkle import read_predictions
+from dynadesk.sync.format.tolerances import declare
 
 
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
@@ -74,8 +74,8 @@ def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime
 def create_bundle(workspace, store, evaluation_id: int, passphrase: str | None = None,
                   out: str | Path | None = None, now: datetime | None = None):
     """Sign the run's bundle with the workspace key, write it to ``bundles/`` (and ``out``) and queue it."""
-    from dynadesk.sync.bundle import sign_payload
-    from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key
+    from dynadesk.sync.format.envelope import sign_payload
+    from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key
 
     info = key_info(workspace.keys_dir)
     key = load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME, passphrase)

@@ -9,11 +9,11 @@ import pytest
 
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import missing
-from dynadesk.sync.admin import import_workspace_datasets
+from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
-from dynadesk.sync.keys import key_info
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.db import ServerDB
 
 CHROMIUM = os.environ.get("DYNADESK_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -75,7 +75,7 @@ def test_end_to_end_create_sync_board_and_idempotent_resync(setup):
         res = runner.invoke(cli, ["sync", "check-log"])
         assert res.exit_code == 0 and "2 entries" in res.output and "extends the 1" in res.output
         # a server that rewrites history is caught (the attacker edits its own database)
-        from dynadesk.sync.server_db import ServerDB
+        from dynadesk.sync.server.db import ServerDB
         evil = ServerDB(db)
         with evil.tx() as c:
             c.execute("UPDATE log SET bundle_sha256 = ? WHERE seq = 1", ["0" * 64])

@@ -14,12 +14,16 @@ from hypothesis import strategies as st
 
 from _sync_helpers import make_run, signed_payload, workspace_with_key
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync.admin import register_dataset
+from dynadesk.sync.server.admin import register_dataset
 from dynadesk.sync.create import create_bundle
-from dynadesk.sync.keys import key_info
-from dynadesk.sync.server_app import create_app
-from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.translog import verify_log
+from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.app import create_app
+from dynadesk.sync.server.limits import Rate, UploadLimits
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.format.translog import verify_log
+
+
+UNLIMITED = UploadLimits(Rate(1e6, 10 ** 6), Rate(1e6, 10 ** 6))
 
 
 class Env:
@@ -30,7 +34,7 @@ class Env:
         info = key_info(self.ws.keys_dir)
         self.fingerprint = info.fingerprint
         self.admin.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-        self.app = create_app(self.db_path)
+        self.app = create_app(self.db_path, limits=UNLIMITED)  # tests/test_sync_adversarial.py tests the limits
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self.n = 0
 

@@ -106,7 +106,7 @@ def _progress():
 
 
 def _bundle(path: str):
-    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.format.envelope import parse_bundle
 
     return parse_bundle(Path(path).read_bytes(), path)
 
@@ -121,7 +121,7 @@ def _bundle(path: str):
 def prove(app, bundle_file: str, example_id: str, dataset: str | None, output: str | None, as_json: bool) -> None:
     """Print one example's prediction with its Merkle path (needs the run's predictions in this workspace)."""
     from dynadesk.audit.proofs import proof_document, prove_example
-    from dynadesk.sync.bundle import verify_bundle
+    from dynadesk.sync.format.envelope import verify_bundle
 
     b = _bundle(bundle_file)
     verify_bundle(b)

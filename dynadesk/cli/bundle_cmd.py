@@ -34,7 +34,7 @@ def keys() -> None:
 @pass_app
 def keys_init(app, ask: bool, force: bool, as_json: bool) -> None:
     """Create the key pair (private key file mode 0600)."""
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
 
     info = generate_key(app.workspace.ensure().keys_dir, _passphrase(ask, confirm=True), force=force)
     if as_json:
@@ -49,7 +49,7 @@ def keys_init(app, ask: bool, force: bool, as_json: bool) -> None:
 @pass_app
 def keys_show(app, as_json: bool) -> None:
     """Print the public key and its fingerprint."""
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     info = key_info(app.workspace.keys_dir)
     if as_json:
@@ -64,7 +64,7 @@ def keys_show(app, as_json: bool) -> None:
 @pass_app
 def keys_export(app, output: str | None) -> None:
     """Write the public key (PEM) for 'dynadesk-server keys add'."""
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     pem = Path(key_info(app.workspace.keys_dir).public_path).read_bytes()
     if output:
@@ -93,7 +93,7 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
 
         preflight_or_refuse(app, evaluation_id, as_json)
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     encrypted = key_info(app.workspace.keys_dir).encrypted
     b = create_bundle(app.workspace, app.store, evaluation_id, _passphrase(encrypted), output)
@@ -108,7 +108,7 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
 @json_option
 def bundle_verify(file: str, as_json: bool) -> None:
     """Check a bundle's structure, canonical form and signature (exit 1 with the reason if it fails)."""
-    from dynadesk.sync.bundle import load_and_verify
+    from dynadesk.sync.format.envelope import load_and_verify
 
     b = load_and_verify(Path(file).read_bytes(), file)
     if as_json:
@@ -122,7 +122,7 @@ def bundle_verify(file: str, as_json: bool) -> None:
 @json_option
 def bundle_show(file: str, as_json: bool) -> None:
     """Print a bundle's contents (parsed, not trusted: run 'bundle verify' for that)."""
-    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.format.envelope import parse_bundle
 
     b = parse_bundle(Path(file).read_bytes(), file)
     if as_json:

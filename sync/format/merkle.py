@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from dynadesk.canonical import canonical_bytes
+from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.errors import DigestMismatch, MerkleProofError
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -75,9 +75,10 @@ class SyncClient:
             return resp
         raise ServerUnavailable(f"cannot reach {url} after {self.retries + 1} attempt(s): {last}")
 
-    def upload(self, bundle_id: str, raw: bytes) -> dict[str, Any]:
-        """Send one bundle; returns the server's answer, raises UploadRejected or ServerUnavailable."""
-        resp = self._request("POST", "/api/bundles", data=raw, headers={"Content-Type": "application/json"})
+    def upload(self, bundle_id: str, raw: bytes, path: str = "/api/bundles") -> dict[str, Any]:
+        """Send one bundle (or, with ``path="/api/attestations"``, one attestation); returns the server's
+        answer, raises UploadRejected or ServerUnavailable."""
+        resp = self._request("POST", path, data=raw, headers={"Content-Type": "application/json"})
         try:
             body = resp.json()
         except ValueError:
@@ -104,6 +105,8 @@ class SyncReport:
     rejected: dict[str, str] = field(default_factory=dict)
     still_queued: list[str] = field(default_factory=list)
     error: str | None = None
+    attestations_sent: list[str] = field(default_factory=list)
+    attestations_rejected: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -147,8 +150,35 @@ def sync_queue(store, server: str | None = None, client: SyncClient | None = Non
             outcome = "already on server" if already else "sent"
         if progress:
             progress(row.id, outcome)
+    if report.error is None:
+        _sync_attestations(store, client, report, progress)
     store.set_meta(SERVER_META_KEY, client.base_url)
     return report
+
+
+def _sync_attestations(store: Any, client: SyncClient, report: SyncReport,
+                       progress: Callable[[str, str], None] | None) -> None:
+    """Upload queued audit attestations after the bundles (same outcomes as for bundles)."""
+    pending = store.bundles.attestations("queued", limit=1_000_000)
+    for i, row in enumerate(pending):
+        try:
+            answer = client.upload(row.id, store.bundles.attestation_raw(row.id), "/api/attestations")
+        except ServerUnavailable as exc:
+            store.bundles.mark_attestation(row.id, client.base_url, failed=str(exc))
+            report.error = str(exc)
+            report.still_queued += [r.id for r in pending[i:]]
+            return
+        except UploadRejected as exc:
+            store.bundles.mark_attestation(row.id, client.base_url,
+                                           rejected=(str(exc), {"error": exc.code, "status": exc.status}))
+            report.attestations_rejected[row.id] = str(exc)
+            outcome = "attestation rejected"
+        else:
+            store.bundles.mark_attestation(row.id, client.base_url, sent=answer)
+            report.attestations_sent.append(row.id)
+            outcome = "attestation sent"
+        if progress:
+            progress(row.id, outcome)
 
 
 LOG_HEAD_META = "sync.log_head"  # JSON {"server", "public_key", "size", "hash"}: what this workspace saw last

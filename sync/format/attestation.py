@@ -32,7 +32,7 @@ VERDICTS = ("reproduced", "disputed")
 FIELD_VERDICTS = ("identical", "within tolerance", "differs", "not comparable")
 PAYLOAD_KEYS = {"bundle_id", "created_at", "auditor", "verdict", "fields", "hardware_class", "evaluator_image",
                 "runner"}
-MAX_FIELDS = 256
+MAX_FIELDS = 1024
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ VERSION = 1
 MAX_BUNDLE_BYTES = 1 << 20
 _HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
 _HEX_SIG = re.compile(r"^[0-9a-f]{128}$")
+DIAGNOSE_BYTES = 64 << 10  # a misframed body up to this size is parsed to name what is wrong; larger ones are not
 _SIG_MARK = b',"signature":'
 _TAIL = re.compile(rb'\{"algorithm":"ed25519","public_key":"([0-9a-f]{64})","value":"([0-9a-f]{128})"\},"version":'
                    + str(VERSION).encode() + rb'\}\Z')
@@ -69,7 +70,7 @@ def split_envelope(raw: bytes, where: str = "bundle", fmt: str = FORMAT) -> Enve
     """Cheap first look at a ``fmt`` document: size, then the canonical envelope's fixed frame.
 
     Costs a few regular-expression steps whatever the payload holds. A frame that does not match
-    is diagnosed by :func:`_diagnose_envelope` (a plain JSON parse, never the canonical check)."""
+    is diagnosed by :func:`_diagnose_envelope` (a plain JSON parse, never the canonical check) when small."""
     if not isinstance(raw, (bytes, bytearray)):
         raise BundleFormatError(f"{where}: expected bytes")
     raw = bytes(raw)
@@ -79,8 +80,10 @@ def split_envelope(raw: bytes, where: str = "bundle", fmt: str = FORMAT) -> Enve
     cut = raw.rfind(_SIG_MARK)
     found = _TAIL.match(raw, cut + len(_SIG_MARK)) if cut > 0 and raw.startswith(prefix) else None
     if found is None:
-        _diagnose_envelope(raw, where, fmt)
-        raise BundleFormatError(f"{where}: the envelope is not in RFC 8785 canonical form")
+        if len(raw) <= DIAGNOSE_BYTES:
+            _diagnose_envelope(raw, where, fmt)
+        raise BundleFormatError(f"{where}: not a {fmt} envelope in RFC 8785 canonical form (it must begin with"
+                                f" {prefix.decode()!r} and end with the signature and version fields)")
     return Envelope(raw[len(prefix):cut], bytes.fromhex(found.group(1).decode()),
                     bytes.fromhex(found.group(2).decode()))
 

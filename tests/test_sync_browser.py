@@ -67,7 +67,8 @@ def test_page_shows_board_and_sliders_rerank(browser, served_board):
     page.wait_for_selector("#board-sentiment tbody tr")
     assert sorted(_order(page)) == ["fast-small", "middle", "slow-accurate"]
     header = page.inner_text("#board-sentiment thead")
-    assert "GiB" in header and "examples/s" in header and "Dynascore" in header
+    assert "GiB" in header and "examples/s" in header and "Dynascore" in header and "Audit" in header
+    assert page.locator("#board-sentiment tbody td.audit").all_inner_texts() == ["not audited"] * 3
     first_link = page.locator("#board-sentiment tbody tr a").first.get_attribute("href")
     assert first_link.startswith("/api/bundles/") and len(first_link) == len("/api/bundles/") + 64
     section = page.locator("#task-sentiment")

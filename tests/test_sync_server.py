@@ -257,3 +257,44 @@ def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path
         register_dataset(env.admin, "sentiment", "x", digest="md5:abc", size=1)
     with pytest.raises(Exception, match="unknown task"):
         register_dataset(env.admin, "nope", "x", digest="sha256:" + "0" * 64, size=1)
+
+
+def test_a_changed_dataset_digest_is_a_new_version_and_old_rows_stay_attached(env):
+    old = env.bundle(model="m-old", perf=60.0)
+    assert env.post(old.raw).status_code == 201
+    d = old.payload["datasets"][0]
+    change = env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "9" * 64, d["size"], replace=True)
+    assert change == {"version": 2, "previous_digest": d["digest"]}
+    versions = [(v["name"], v["version"], v["digest"]) for v in env.admin.dataset_versions("sentiment")
+                if v["name"] == d["name"]]
+    assert versions == [(d["name"], 1, d["digest"]), (d["name"], 2, "sha256:" + "9" * 64)]
+    board = env.client.get("/api/leaderboard/sentiment").json()
+    (row,) = [r for r in board["rows"] if r["model"] == "m-old"]
+    assert row["stale_datasets"] == [d["name"]]
+    assert row["dataset_versions"][d["name"]] == {"digest": d["digest"], "version": 1, "current": False}
+    other = old.payload["datasets"][1]["name"]
+    assert row["dataset_versions"][other]["current"] is True
+    r = env.post(env.bundle(model="m-new", perf=70.0).raw)  # still on version 1 of the data
+    assert r.status_code == 422 and r.json()["error"] == "not_on_board"
+    assert "version 1 of it, superseded by version 2" in r.json()["detail"]
+    # re-accepting the same digest is not a new version
+    assert env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "9" * 64, d["size"],
+                                 replace=True)["previous_digest"] is None
+
+
+def test_import_workspace_versions_changed_digests(env, tmp_path):
+    import subprocess
+
+    from _sync_helpers import ensure_datasets, server_bin
+
+    ensure_datasets(env.store)
+    cmd = [server_bin(), "datasets", "import-workspace", "--db", str(env.db_path)]
+    first = subprocess.run([*cmd, "--home", str(env.ws.home)], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 and "accepted 2 dataset(s)" in first.stdout and "changed" not in first.stdout
+    other_ws, other_store = workspace_with_key(tmp_path / "other")
+    ensure_datasets(other_store, size=10)  # same names, other examples: other digests
+    other_store.close()
+    second = subprocess.run([*cmd, "--home", str(other_ws.home)], capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("digest changed, now version 2") == 2 and "marked stale" in second.stdout
+    assert {d["version"] for d in ServerDB(env.db_path).datasets("sentiment")} == {2}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
-from dynadesk.errors import AlreadyExistsError, NotFoundError, ValidationError
+from dynadesk.errors import AlreadyExistsError, NotFoundError
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -159,10 +159,9 @@ class BundleRepo:
         _mark_failed(self.db, "bundles", bundle_id, server, error)
 
     def requeue(self, bundle_id: str) -> BundleRow:
-        """Put a rejected bundle back in the queue (e.g. after the server registered the key)."""
+        """Put a bundle back in the queue: a rejected one after its reason was fixed (e.g. the server registered
+        the key), or a sent one whose answer was lost (the server then says it already has it)."""
         row = self.get(bundle_id)
-        if row.status != "rejected":
-            raise ValidationError(f"bundle {row.id[:16]} is '{row.status}', not rejected: nothing to re-queue")
         self.db.execute("UPDATE bundles SET status='queued', last_error=NULL WHERE id=?", [row.id])
         return self.get(row.id)
 

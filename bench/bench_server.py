@@ -4,7 +4,8 @@ and board query p99 under a flood of invalid uploads.
 Goals (2 cores): >= 500 verified uploads/s; board query p99 < 50 ms; under a flood of invalid
 bodies (1 MiB non-canonical bundles from an unknown key, and junk) from two clients, the board
 query p99 stays within 2x of the quiet p99. A real
-``dynadesk-server serve`` process (``--workers``, default 2: one per core of the 2-core goal) runs on loopback over a database already
+``dynadesk-server serve`` process (``--workers``, default 2: one per core of the 2-core goal) runs on loopback
+over a database already
 holding 100,000 signed bundles (500 models x 200 submissions each, all in the
 transparency log); fresh signed bundles are then POSTed by two keep-alive
 client threads, and the board is queried with varying weights. Every upload

@@ -13,12 +13,16 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 SERVER_META_KEY = "sync.server_url"
@@ -84,7 +88,7 @@ class SyncClient:
         except ValueError:
             body = {"error": "bad_response", "detail": resp.text[:500]}
         if resp.status_code in (200, 201):
-            return body
+            return dict(body)
         if resp.status_code == 409 and body.get("error") == "replay" and bundle_id in body.get("detail", ""):
             return {"status": "already_accepted", **body}
         raise UploadRejected(f"{body.get('error', 'rejected')}: {body.get('detail', resp.text[:500])}",
@@ -116,7 +120,7 @@ class SyncReport:
         return {**self.__dict__, "ok": self.ok}
 
 
-def resolve_server(store, server: str | None) -> str:
+def resolve_server(store: Store, server: str | None) -> str:
     """``--server``, else ``$DYNADESK_SERVER``, else the last server used from this workspace."""
     url = server or os.environ.get("DYNADESK_SERVER") or store.get_meta(SERVER_META_KEY)
     if not url:
@@ -124,7 +128,7 @@ def resolve_server(store, server: str | None) -> str:
     return url
 
 
-def sync_queue(store, server: str | None = None, client: SyncClient | None = None,
+def sync_queue(store: Store, server: str | None = None, client: SyncClient | None = None,
                progress: Callable[[str, str], None] | None = None) -> SyncReport:
     """Upload every queued bundle, oldest first; never loses one (see the module docstring)."""
     url = resolve_server(store, server)
@@ -156,7 +160,7 @@ def sync_queue(store, server: str | None = None, client: SyncClient | None = Non
     return report
 
 
-def _sync_attestations(store: Any, client: SyncClient, report: SyncReport,
+def _sync_attestations(store: Store, client: SyncClient, report: SyncReport,
                        progress: Callable[[str, str], None] | None) -> None:
     """Upload queued audit attestations after the bundles (same outcomes as for bundles)."""
     pending = store.bundles.attestations("queued", limit=1_000_000)
@@ -184,7 +188,8 @@ def _sync_attestations(store: Any, client: SyncClient, report: SyncReport,
 LOG_HEAD_META = "sync.log_head"  # JSON {"server", "public_key", "size", "hash"}: what this workspace saw last
 
 
-def check_log(store, server: str | None = None, client: SyncClient | None = None, page: int = 5000) -> dict[str, Any]:
+def check_log(store: Store, server: str | None = None, client: SyncClient | None = None,
+              page: int = 5000) -> dict[str, Any]:
     """Fetch the whole transparency log, verify the chain and signed head, and compare with the last check.
 
     The server key is pinned on first use; a later head must extend the earlier one (nothing removed or
@@ -210,7 +215,7 @@ def check_log(store, server: str | None = None, client: SyncClient | None = None
     if seen and seen["server"] != client.base_url:
         seen = None
     pinned = bytes.fromhex(seen["public_key"]) if seen else None
-    if pinned is not None and head.get("public_key") != seen["public_key"]:
+    if seen is not None and pinned is not None and head.get("public_key") != seen["public_key"]:
         raise LogIntegrityError(f"{client.base_url} now signs its log with a different key than on the last check")
     verify_log(entries, head, pinned, known_head=(seen["size"], seen["hash"]) if seen and seen["size"] else None)
     store.set_meta(LOG_HEAD_META, json.dumps({"server": client.base_url, "public_key": head["public_key"],

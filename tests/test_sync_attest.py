@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 import requests
-from click.testing import CliRunner
-
 from _sync_helpers import free_port, server_bin, start_server, stop_server
+from click.testing import CliRunner
+from eval_support import LABELS, add_test_set, setup_workspace
+from tiny_models import make_tiny_classifier
+
 from dynadesk.cli import cli
 from dynadesk.sync.format.attestation import sign_attestation
 from dynadesk.sync.format.keys import PRIVATE_NAME, generate_key, load_private_key
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.workspace import Workspace
-from eval_support import LABELS, add_test_set, setup_workspace
-from tiny_models import make_tiny_classifier
 
 
 def dd(home: Path, *args: str) -> tuple[int, str]:

@@ -57,7 +57,7 @@ def hardware_class(env: dict[str, Any]) -> str:
 
 
 def refuse_own_bundle(workspace: Any, bundle_raw: bytes) -> str:
-    """The workspace key's fingerprint; :class:`AuditError` when that key signed the bundle (checked before a re-run)."""
+    """The workspace key's fingerprint; :class:`AuditError` when that key signed the bundle (checked first)."""
     bundle = parse_bundle(bundle_raw, "audited bundle")
     info = key_info(workspace.keys_dir)
     if info.fingerprint == bundle.key_fingerprint:

@@ -9,6 +9,7 @@ Attestations (``dynadesk audit BUNDLE --rerun --attest``) queue the same way in 
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,14 +94,14 @@ _COLS = ("id, evaluation_id, task, model_name, key_fingerprint, created_at, path
          " server, response, queued_at, sent_at")
 
 
-def _row(r: tuple) -> BundleRow:
+def _row(r: tuple[Any, ...]) -> BundleRow:
     vals = list(r)
     vals[11] = json.loads(vals[11]) if vals[11] else None
     return BundleRow(*vals)
 
 
 class BundleRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -139,7 +140,7 @@ class BundleRepo:
                                " ORDER BY queued_at, id LIMIT ?", [status, status, limit]).fetchall()
         return [_row(r) for r in rows]
 
-    def pending(self) -> list[BundleRow]:
+    def pending(self) -> builtins.list[BundleRow]:
         return self.list("queued", limit=1_000_000)
 
     def counts(self) -> dict[str, int]:
@@ -180,7 +181,7 @@ class BundleRepo:
             raise NotFoundError(f"no attestation with id {attestation_id!r} in the workspace")
         return _att_row(row)
 
-    def attestations(self, status: str | None = None, limit: int = 1000) -> list[AttestationRow]:
+    def attestations(self, status: str | None = None, limit: int = 1000) -> builtins.list[AttestationRow]:
         rows = self.db.execute(f"SELECT {_ATT_COLS} FROM attestations WHERE (? IS NULL OR status = ?)"
                                " ORDER BY queued_at, id LIMIT ?", [status, status, limit]).fetchall()
         return [_att_row(r) for r in rows]
@@ -239,5 +240,5 @@ def _mark_failed(db: Database, table: str, doc_id: str, server: str, error: str)
     db.execute(f"UPDATE {table} SET attempts=attempts+1, last_error=?, server=? WHERE id=?", [error, server, doc_id])
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.bundles = BundleRepo(store)

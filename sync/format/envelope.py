@@ -27,10 +27,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, FingerprintMismatch, UnsupportedVersionError
 from dynadesk.sync.format import keys as _keys
-from dynadesk.sync.format.canonical import loads_checked
+from dynadesk.sync.format.canonical import canonical_bytes, loads_checked
 from dynadesk.sync.format.schema import check_payload, obj
 from dynadesk.sync.format.timestamps import parse_utc
 
@@ -131,15 +130,15 @@ class Bundle:
 
     @property
     def key_fingerprint(self) -> str:
-        return self.payload["submitter"]["key_fingerprint"]
+        return str(self.payload["submitter"]["key_fingerprint"])
 
     @property
     def task(self) -> str:
-        return self.payload["task"]
+        return str(self.payload["task"])
 
     @property
     def model_name(self) -> str:
-        return self.payload["model"]["name"]
+        return str(self.payload["model"]["name"])
 
     @property
     def created_at(self) -> datetime:

@@ -7,7 +7,7 @@ sort the wrong way round as strings.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from dynadesk.errors import BundleFormatError
 
@@ -16,7 +16,7 @@ TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 
 def utc_now_text(now: datetime | None = None) -> str:
     """``now`` (default: the current time) in the format's text form, millisecond precision."""
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    now = (now or datetime.now(UTC)).astimezone(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
@@ -32,5 +32,5 @@ def parse_utc(value: str, where: str = "timestamp") -> datetime:
 
 def epoch_us(value: str, where: str = "timestamp") -> int:
     """Microseconds since 1970 (an integer the database can order by)."""
-    t = parse_utc(value, where) - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    t = parse_utc(value, where) - datetime(1970, 1, 1, tzinfo=UTC)
     return (t.days * 86400 + t.seconds) * 1_000_000 + t.microseconds

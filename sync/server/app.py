@@ -9,21 +9,20 @@ reads keep their latency under a flood of uploads.
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+import anyio
+from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-
-import anyio
-from anyio.to_thread import run_sync
 
 from dynadesk.errors import DynaDeskError, NotFoundError
 from dynadesk.sync import board as _board
@@ -35,7 +34,7 @@ from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.ingest import Board, ingest, ingest_attestation
-from dynadesk.sync.server.limits import Limiter, UploadLimits, parse_limits
+from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
 from dynadesk.sync.server.values import registry
 from dynadesk.tasks import load_tasks
 
@@ -95,14 +94,14 @@ def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` worker processes: paths come from the environment."""
     import os
 
-    address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", "5/60,2/30").partition(",")
+    address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", DEFAULT_LIMITS.text()).partition(",")
     return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
                       limits=parse_limits(address, key))
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
-               max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = UploadLimits(),
-               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
+               max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_path or default_key_path(db_path))
@@ -114,7 +113,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
@@ -127,11 +126,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                               _board.PreparedBoard]] = {}
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, "http_error", str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError):
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
         return _error(422, "invalid_request", problems)
 
@@ -154,7 +153,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     def docs() -> HTMLResponse:
         from fastapi.openapi.docs import get_swagger_ui_html
 
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{app.title} - API",
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} - API",
                                    swagger_js_url=f"{_DOCS_PREFIX}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{_DOCS_PREFIX}/swagger-ui.css",
                                    swagger_favicon_url=f"{_DOCS_PREFIX}/favicon.png",
@@ -168,8 +167,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                         headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
-    def list_tasks() -> list[dict]:
-        by_task: dict[str, list] = {}
+    def list_tasks() -> list[dict[str, Any]]:
+        by_task: dict[str, list[dict[str, Any]]] = {}
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
@@ -218,7 +217,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
 
     @app.get("/api/bundles", summary="Accepted bundles, oldest first")
     def list_bundles(task: str | None = None, after: int = Query(0, ge=0, le=SQLITE_MAX_INT),
-                     limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+                     limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
         return db.list_bundles(task, limit, after)
 
     @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors")
@@ -243,21 +242,21 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         answer = _board.compute_board(task, cached[3], db.datasets(task), mw, dw, limit, offset)
         return JSONResponse(_rows.present(answer, cached[1], cached[2], rules[task], db.dataset_versions(task)))
 
-    def _head() -> dict:
+    def _head() -> dict[str, Any]:
         size, head = db.log_head()
         return sign_head(server_key, size, head, utc_now_text(clock()))
 
     @app.get("/api/log", summary="Transparency log entries and the server-signed head")
-    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict:
+    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict[str, Any]:
         head = _head()
         return {"entries": db.log_entries(start, limit), "head": head}
 
     @app.get("/api/log/head", summary="The server-signed head of the transparency log")
-    def log_head() -> dict:
+    def log_head() -> dict[str, Any]:
         return _head()
 
     @app.get("/api/server-key", summary="The server's log-signing public key")
-    def server_public_key() -> dict:
+    def server_public_key() -> dict[str, Any]:
         pub = public_raw(server_key)
         return {"public_key": pub.hex(), "fingerprint": fingerprint(pub)}
 

@@ -5,23 +5,30 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.sync.server.limits import DEFAULT_LIMITS
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from dynadesk.sync.server.db import ServerDB
 
 db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
                          envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
-def _db(path: str):
+def _db(path: str) -> ServerDB:
     from dynadesk.sync.server.db import ServerDB
 
     return ServerDB(path)
 
 
-def _table(headers: list[str], rows: list[list]) -> None:
+def _table(headers: list[str], rows: list[list[Any]]) -> None:
     from dynadesk.cli.common import echo_table
 
     echo_table(headers, rows)
@@ -40,9 +47,9 @@ def cli() -> None:
               help="Server log-signing key (default: DB path + .server.key; created on first start).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (uploads are CPU-bound: one per core).")
-@click.option("--address-rate", default="5/60", show_default=True, metavar="PER_S/BURST",
+@click.option("--address-rate", default=DEFAULT_LIMITS.per_address.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each client address may make (per second / at once), per worker; then 429.")
-@click.option("--key-rate", default="2/30", show_default=True, metavar="PER_S/BURST",
+@click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each signing key may make (per second / at once), per worker; then 429.")
 def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
           key_rate: str) -> None:
@@ -73,7 +80,7 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
                                   port=port, log_level="warning", access_log=False))
 
 
-def _serve_workers(config) -> None:
+def _serve_workers(config: uvicorn.Config) -> None:
     """``uvicorn.run`` for several workers, but with ``TCP_NODELAY`` on the shared listening socket.
 
     uvicorn binds that socket with protocol 0, so asyncio does not set ``TCP_NODELAY`` on the

@@ -22,10 +22,11 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sqlite_utils import Database
 
@@ -387,7 +388,7 @@ class ServerDB:
 
     def count_bundles(self) -> int:
         with self.lock:
-            return self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0]
+            return int(self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0])
 
     def board_rows(self, task: str) -> list[dict[str, Any]]:
         """Rows of a task's board, cached until this process appends to the log or another

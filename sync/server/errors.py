@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
-from dynadesk.errors import (AttestationError, BundleError, BundleFormatError, DynaDeskError, FingerprintMismatch,
-                             FutureTimestampError, MetricValueError, NotAuditorError, NotFoundError, NotOnBoardError,
-                             RateLimitedError, ReplayError, RevokedKeyError, SelfAttestationError, SignatureError,
-                             UnknownKeyError, UnsupportedVersionError, ValidationError)
+from dynadesk.errors import (
+    AttestationError,
+    BundleError,
+    BundleFormatError,
+    DynaDeskError,
+    FingerprintMismatch,
+    FutureTimestampError,
+    MetricValueError,
+    NotAuditorError,
+    NotFoundError,
+    NotOnBoardError,
+    RateLimitedError,
+    ReplayError,
+    RevokedKeyError,
+    SelfAttestationError,
+    SignatureError,
+    UnknownKeyError,
+    UnsupportedVersionError,
+    ValidationError,
+)
 
 # most specific first
 HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [

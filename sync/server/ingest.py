@@ -18,8 +18,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from dynadesk.errors import (FingerprintMismatch, FutureTimestampError, NotAuditorError, NotOnBoardError,
-                             RevokedKeyError, SelfAttestationError, UnknownKeyError)
+from dynadesk.errors import (
+    FingerprintMismatch,
+    FutureTimestampError,
+    NotAuditorError,
+    NotOnBoardError,
+    RevokedKeyError,
+    SelfAttestationError,
+    UnknownKeyError,
+)
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope

@@ -11,8 +11,8 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from dynadesk.errors import ConfigError, RateLimitedError
 
@@ -23,6 +23,9 @@ MAX_TRACKED = 10_000  # buckets kept per limiter; the least recently used go fir
 class Rate:
     per_second: float
     burst: int
+
+    def text(self) -> str:
+        return f"{self.per_second:g}/{self.burst}"
 
 
 class Limiter:
@@ -51,8 +54,15 @@ class Limiter:
 
 @dataclass(frozen=True)
 class UploadLimits:
-    per_address: Rate = Rate(5.0, 60)
-    per_key: Rate = Rate(2.0, 30)
+    per_address: Rate
+    per_key: Rate
+
+    def text(self) -> str:
+        """``"ADDRESS,KEY"`` in the form :func:`parse_limits` reads."""
+        return f"{self.per_address.text()},{self.per_key.text()}"
+
+
+DEFAULT_LIMITS = UploadLimits(Rate(5.0, 60), Rate(2.0, 30))
 
 
 def parse_rate(text: str, what: str) -> Rate:

@@ -9,7 +9,7 @@ Never edit an applied migration; add ``m00N`` below.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlite_utils import Database, Migrations
 
@@ -59,8 +59,8 @@ def _us(text: str) -> int:
     """Microseconds since 1970 of a stored time text (old rows: any ISO form Python reads)."""
     t = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    d = t - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        t = t.replace(tzinfo=UTC)
+    d = t - datetime(1970, 1, 1, tzinfo=UTC)
     return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
 
 

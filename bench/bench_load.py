@@ -221,7 +221,8 @@ def start_server(db_path: Path, workers: int = 1) -> tuple[subprocess.Popen, str
     sock_port = _bench_server()._free_port()
     exe = Path(sys.executable).with_name("dynadesk-server")
     proc = subprocess.Popen([str(exe), "serve", "--db", str(db_path), "--port", str(sock_port),
-                             "--workers", str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--workers", str(workers), *_bench_server().NO_LIMITS],  # measures capacity, not limits
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{sock_port}"
     for _ in range(300):
         if proc.poll() is not None:

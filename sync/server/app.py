@@ -33,7 +33,7 @@ from dynadesk.sync.format.translog import sign_head
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.errors import answer_for
-from dynadesk.sync.server.ingest import Board, ingest, ingest_attestation
+from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
 from dynadesk.sync.server.values import registry
 from dynadesk.tasks import load_tasks
@@ -108,7 +108,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
     rules = {name: registry(t) for name, t in tasks.items()}
-    board = Board(tasks, rules, Limiter("key", limits.per_key), max_skew)
+    checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     address_limiter = Limiter("address", limits.per_address)
     upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
 
@@ -179,7 +179,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                    "type": "object", "required": ["error", "detail"],
                    "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}}}}
 
-    async def receive(request: Request, accept: Callable[[ServerDB, Board, bytes, datetime], dict[str, Any]]
+    async def receive(request: Request, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]]
                       ) -> JSONResponse:
         """Address limit, bounded body, then the CPU-bound checks in the upload pool (off the event loop)."""
         try:
@@ -190,7 +190,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         if body is None:
             return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
         try:
-            answer = await run_sync(accept, db, board, body, clock(), limiter=upload_pool)
+            answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_pool)
         except DynaDeskError as exc:
             return _refusal(exc)
         return JSONResponse({"status": "accepted", **answer}, status_code=201)

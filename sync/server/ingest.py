@@ -30,7 +30,7 @@ from dynadesk.errors import (
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
-from dynadesk.sync.format.timestamps import epoch_us
+from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
@@ -39,8 +39,9 @@ from dynadesk.tasks import Task
 
 
 @dataclass
-class Board:
-    """What uploads are checked against besides the database: tasks, their metric rules, the clock's slack."""
+class UploadChecks:
+    """What uploads are checked against besides the database: tasks, their metric rules, the key rate limit
+    and the clock's slack."""
 
     tasks: dict[str, Task]
     rules: dict[str, dict[str, MetricRule]]
@@ -60,12 +61,12 @@ def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
     return key
 
 
-def _signed_by_registered_key(db: ServerDB, board: Board, raw: bytes, fmt: str, what: str) -> KeyRow:
+def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fmt: str, what: str) -> KeyRow:
     """Steps 1-4 of the module docstring."""
     env = split_envelope(raw, what, fmt)
     key = _registered_key(db.upload_config(), env, what)
     env.verify(what)
-    board.key_limiter.take(key.fingerprint)
+    checks.key_limiter.take(key.fingerprint)
     return key
 
 
@@ -88,22 +89,22 @@ def _check_datasets(payload: dict[str, Any], task: str, config: UploadConfig) ->
     return digests
 
 
-def check_upload(db: ServerDB, board: Board, raw: bytes, now: datetime) -> CheckedBundle:
+def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> CheckedBundle:
     """Everything but storing; raises the specific reason a bundle is refused."""
     what = "uploaded bundle"
-    key = _signed_by_registered_key(db, board, raw, FORMAT, what)
+    key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
     bundle = parse_bundle(raw, what)
     if bundle.key_fingerprint != key.fingerprint:
         raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
                                   f" says {bundle.key_fingerprint}")
-    if bundle.created_at > now + board.max_skew:
+    if bundle.created_at > now + checks.max_skew:
         raise FutureTimestampError(f"payload.created_at {bundle.payload['created_at']} lies in the future"
                                    f" (server time {now.isoformat(timespec='seconds')})")
-    task = board.tasks.get(bundle.task)
+    task = checks.tasks.get(bundle.task)
     if task is None:
         raise NotOnBoardError(f"payload.task: task '{bundle.task}' is not on this board"
-                              f" (known: {', '.join(sorted(board.tasks))})")
-    check_metrics(bundle.payload["metrics"], board.rules[task.name], task.name)
+                              f" (known: {', '.join(sorted(checks.tasks))})")
+    check_metrics(bundle.payload["metrics"], checks.rules[task.name], task.name)
     digests = _check_datasets(bundle.payload, task.name, db.upload_config())
     return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
                          bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
@@ -111,22 +112,21 @@ def check_upload(db: ServerDB, board: Board, raw: bytes, now: datetime) -> Check
                          digests, board_metrics(bundle.payload["metrics"]))
 
 
-def ingest(db: ServerDB, board: Board, raw: bytes, now: datetime) -> dict[str, Any]:
+def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
     """Accept one bundle or raise the specific reason it is refused."""
-    return db.accept(check_upload(db, board, raw, now), entry_hash)
+    return db.accept(check_upload(db, checks, raw, now), entry_hash)
 
 
-def ingest_attestation(db: ServerDB, board: Board, raw: bytes, now: datetime) -> dict[str, Any]:
+def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
     """Accept one audit attestation: from an auditor's key, about another submitter's accepted bundle."""
     what = "uploaded attestation"
-    key = _signed_by_registered_key(db, board, raw, _att.FORMAT, what)
+    key = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
     if key.role != "auditor":
         raise NotAuditorError(f"{what}: key {key.fingerprint} ({key.name}) is not registered as an auditor"
                               " (dynadesk-server keys add --role auditor)")
     att = _att.parse_attestation(raw, what)
     att.verify()
-    created = datetime.fromisoformat(att.payload["created_at"])
-    if created > now + board.max_skew:
+    if parse_utc(att.payload["created_at"], "attestation payload.created_at") > now + checks.max_skew:
         raise FutureTimestampError(f"attestation payload.created_at {att.payload['created_at']} lies in the future")
     if db.bundle_key(att.bundle_id) == key.fingerprint:
         raise SelfAttestationError(f"{what}: key {key.fingerprint} signed bundle {att.bundle_id} itself;"

@@ -47,6 +47,8 @@ def sync_modules() -> dict[str, Path]:
 
 def test_the_format_imports_only_the_error_module_and_itself():
     stdlib = set(sys.stdlib_module_names)
+    names = {n.rpartition(".")[2] for n in sync_modules() if n.startswith(FORMAT + ".")}
+    assert {"envelope", "schema", "canonical", "merkle", "translog", "tolerances", "timestamps"} <= names
     broken = []
     for name, path in sync_modules().items():
         if not (name == FORMAT or name.startswith(FORMAT + ".")):

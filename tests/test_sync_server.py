@@ -298,3 +298,23 @@ def test_import_workspace_versions_changed_digests(env, tmp_path):
     assert second.returncode == 0, second.stderr
     assert second.stdout.count("digest changed, now version 2") == 2 and "marked stale" in second.stdout
     assert {d["version"] for d in ServerDB(env.db_path).datasets("sentiment")} == {2}
+
+
+def test_row_ids_never_leak_into_labels_notes_or_left_off():
+    from dynadesk.sync.server import rows as R
+
+    fp_a, fp_b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    keyed = R.identified([{"model": "bert", "key_fingerprint": fp_a, "submitter": "Lab A"},
+                          {"model": "bert", "key_fingerprint": fp_b, "submitter": "Lab B"},
+                          {"model": "solo", "key_fingerprint": fp_a, "submitter": "Lab A"}])
+    shown = R.labels(keyed)
+    assert shown == {f"bert@{fp_a}": "bert (Lab A, aaaaaaaa)", f"bert@{fp_b}": "bert (Lab B, bbbbbbbb)",
+                     f"solo@{fp_a}": "solo"}
+    answer = {"rows": [], "metrics": {}, "left_off": {f"solo@{fp_a}": "no memory"},
+              "notes": [f"bert@{fp_b} has no robustness"]}
+    out = R.present(answer, {r["model"]: r for r in keyed}, shown, {}, [])
+    assert out["left_off"] == {"solo": "no memory"} and out["notes"] == ["bert (Lab B, bbbbbbbb) has no robustness"]
+    assert R.audit_state([]) == "not audited"
+    two = [{"verdict": "reproduced", "auditor_fingerprint": "x"}, {"verdict": "reproduced", "auditor_fingerprint": "y"}]
+    assert R.audit_state(two) == "reproduced by 2"
+    assert R.audit_state([*two, {"verdict": "disputed", "auditor_fingerprint": "z"}]) == "disputed"

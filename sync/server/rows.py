@@ -75,4 +75,10 @@ def present(answer: dict[str, Any], rows: dict[str, dict[str, Any]], shown: dict
     for name, spec in answer["metrics"].items():
         if name in rules:
             spec["unit"] = rules[name].unit
+    if isinstance(answer.get("left_off"), dict):
+        answer["left_off"] = {shown.get(k, k): why for k, why in answer["left_off"].items()}
+    notes = answer.get("notes") or []
+    for rid, label in shown.items():
+        notes = [n.replace(rid, label) if rid in n else n for n in notes]
+    answer["notes"] = notes
     return answer

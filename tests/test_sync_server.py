@@ -318,3 +318,25 @@ def test_row_ids_never_leak_into_labels_notes_or_left_off():
     two = [{"verdict": "reproduced", "auditor_fingerprint": "x"}, {"verdict": "reproduced", "auditor_fingerprint": "y"}]
     assert R.audit_state(two) == "reproduced by 2"
     assert R.audit_state([*two, {"verdict": "disputed", "auditor_fingerprint": "z"}]) == "disputed"
+
+
+def test_rate_limiter_refills_over_time_and_says_how_long_to_wait():
+    from dynadesk.errors import ConfigError, RateLimitedError
+    from dynadesk.sync.server.limits import Limiter, parse_limits
+
+    now = [0.0]
+    lim = Limiter("key", Rate(0.5, 2), clock=lambda: now[0])
+    lim.take("a")
+    lim.take("a")
+    with pytest.raises(RateLimitedError, match="retry in 2 s") as err:
+        lim.take("a")
+    assert err.value.retry_after == 2
+    lim.take("b")  # every key has its own bucket
+    now[0] = 2.0  # one token back
+    lim.take("a")
+    with pytest.raises(RateLimitedError):
+        lim.take("a")
+    assert parse_limits("5/60", "2/30").text() == "5/60,2/30"
+    for bad in ("5", "x/3", "0/3", "1/0", "inf/3"):
+        with pytest.raises(ConfigError, match="--address-rate"):
+            parse_limits(bad, "2/30")

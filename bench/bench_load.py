@@ -34,9 +34,9 @@ from pathlib import Path
 import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.sync.keys import fingerprint
-from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.translog import verify_log
+from dynadesk.sync.format.keys import fingerprint
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.format.translog import verify_log
 
 HERE = Path(__file__).resolve().parent
 THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (issue 7's goal), here under a mixed concurrent load
@@ -221,7 +221,8 @@ def start_server(db_path: Path, workers: int = 1) -> tuple[subprocess.Popen, str
     sock_port = _bench_server()._free_port()
     exe = Path(sys.executable).with_name("dynadesk-server")
     proc = subprocess.Popen([str(exe), "serve", "--db", str(db_path), "--port", str(sock_port),
-                             "--workers", str(workers)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--workers", str(workers), *_bench_server().NO_LIMITS],  # measures capacity, not limits
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{sock_port}"
     for _ in range(300):
         if proc.poll() is not None:

@@ -191,7 +191,7 @@ def print_leaderboard(store, echo: Echo) -> str:
 
 def ensure_bundle(store, workspace, evaluation_id: int, step: Steps) -> str:
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import generate_key, key_info
+    from dynadesk.sync.format.keys import generate_key, key_info
 
     try:
         info = key_info(workspace.keys_dir)
@@ -215,7 +215,7 @@ def free_port() -> int:
 
 
 def server_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from dynadesk.sync.server_cli import main; main()", *args]
+    return [sys.executable, "-c", "from dynadesk.sync.server.cli import main; main()", *args]
 
 
 def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
@@ -224,7 +224,7 @@ def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
     db = Path(workspace.home) / "server" / "board.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     pub = Path(workspace.keys_dir) / "demo-submitter.pub"
-    from dynadesk.sync.keys import PRIVATE_NAME, load_private_key, public_pem
+    from dynadesk.sync.format.keys import PRIVATE_NAME, load_private_key, public_pem
 
     pub.write_bytes(public_pem(load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME)))
     from dynadesk.store import Store

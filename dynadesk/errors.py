@@ -172,3 +172,28 @@ class JSONDepthError(ValidationError):
 
 class UntrustedKeyError(AnnotationError):
     """An annotation pack is signed by a key this workspace has not trusted ('dynadesk annotate trust')."""
+
+# --- public board integrity (issue 17) -------------------------------------------------------------
+
+class MetricValueError(BundleError):
+    """A bundle's metric falls outside the task's metric registry (unknown name, wrong unit, out of range)."""
+
+
+class RateLimitedError(DynaDeskError):
+    """Too many uploads from one address or key; ``retry_after`` is how many seconds to wait."""
+
+    def __init__(self, message: str, retry_after: int = 1):
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class AttestationError(BundleError):
+    """An audit attestation is refused: the signer is not an auditor, attests their own bundle, or names no bundle."""
+
+
+class NotAuditorError(AttestationError):
+    """The attestation's key is registered, but not with the auditor role."""
+
+
+class SelfAttestationError(AttestationError):
+    """An auditor tried to attest a bundle signed with their own key."""

@@ -1,5 +1,9 @@
 """Signed score bundles, the offline sync client and the central leaderboard server.
 
-Nothing here needs Qt or Docker: the server (``dynadesk-server``) runs on any
-machine with the core library, FastAPI and uvicorn.
+- :mod:`dynadesk.sync.format` — the bundle and attestation format (stands alone: errors only);
+- :mod:`dynadesk.sync.client`, :mod:`dynadesk.sync.create` — make bundles, upload the queue;
+- :mod:`dynadesk.sync.server` — the leaderboard server (``dynadesk-server``): app, database, ingest, CLI;
+- :mod:`dynadesk.sync.board` — server boards over the shared Dynascore.
+
+Client and server depend on the format, never the reverse. Nothing here needs Qt or Docker.
 """

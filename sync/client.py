@@ -13,12 +13,16 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 SERVER_META_KEY = "sync.server_url"
@@ -30,6 +34,17 @@ def _describe(exc: requests.RequestException, timeout: float) -> str:
         return f"no answer within {timeout:g} s"
     found = re.search(r"\[Errno -?\d+\] [^'\")]+", str(exc))
     return found.group(0) if found else f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+MAX_RETRY_AFTER_S = 60.0
+
+
+def _retry_after(header: str | None) -> float:
+    """A 429/503's ``Retry-After`` seconds (capped), 0 when absent or not a number."""
+    try:
+        return min(max(float(header or 0), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        return 0.0
 
 
 @dataclass
@@ -48,10 +63,10 @@ class SyncClient:
 
     def _request(self, method: str, path: str, **kw: Any) -> requests.Response:
         url = f"{self.base_url}{path}"
-        last = ""
+        last, wait = "", 0.0
         for attempt in range(self.retries + 1):
             if attempt:
-                self.sleep(self.backoff * 2 ** (attempt - 1))
+                self.sleep(max(self.backoff * 2 ** (attempt - 1), wait))
             try:
                 resp = self.session.request(method, url, timeout=self.timeout, **kw)
             except requests.RequestException as exc:
@@ -59,19 +74,21 @@ class SyncClient:
                 continue
             if resp.status_code in RETRY_STATUS:
                 last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                wait = _retry_after(resp.headers.get("Retry-After"))
                 continue
             return resp
         raise ServerUnavailable(f"cannot reach {url} after {self.retries + 1} attempt(s): {last}")
 
-    def upload(self, bundle_id: str, raw: bytes) -> dict[str, Any]:
-        """Send one bundle; returns the server's answer, raises UploadRejected or ServerUnavailable."""
-        resp = self._request("POST", "/api/bundles", data=raw, headers={"Content-Type": "application/json"})
+    def upload(self, bundle_id: str, raw: bytes, path: str = "/api/bundles") -> dict[str, Any]:
+        """Send one bundle (or, with ``path="/api/attestations"``, one attestation); returns the server's
+        answer, raises UploadRejected or ServerUnavailable."""
+        resp = self._request("POST", path, data=raw, headers={"Content-Type": "application/json"})
         try:
             body = resp.json()
         except ValueError:
             body = {"error": "bad_response", "detail": resp.text[:500]}
         if resp.status_code in (200, 201):
-            return body
+            return dict(body)
         if resp.status_code == 409 and body.get("error") == "replay" and bundle_id in body.get("detail", ""):
             return {"status": "already_accepted", **body}
         raise UploadRejected(f"{body.get('error', 'rejected')}: {body.get('detail', resp.text[:500])}",
@@ -92,6 +109,8 @@ class SyncReport:
     rejected: dict[str, str] = field(default_factory=dict)
     still_queued: list[str] = field(default_factory=list)
     error: str | None = None
+    attestations_sent: list[str] = field(default_factory=list)
+    attestations_rejected: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -101,7 +120,7 @@ class SyncReport:
         return {**self.__dict__, "ok": self.ok}
 
 
-def resolve_server(store, server: str | None) -> str:
+def resolve_server(store: Store, server: str | None) -> str:
     """``--server``, else ``$DYNADESK_SERVER``, else the last server used from this workspace."""
     url = server or os.environ.get("DYNADESK_SERVER") or store.get_meta(SERVER_META_KEY)
     if not url:
@@ -109,7 +128,7 @@ def resolve_server(store, server: str | None) -> str:
     return url
 
 
-def sync_queue(store, server: str | None = None, client: SyncClient | None = None,
+def sync_queue(store: Store, server: str | None = None, client: SyncClient | None = None,
                progress: Callable[[str, str], None] | None = None) -> SyncReport:
     """Upload every queued bundle, oldest first; never loses one (see the module docstring)."""
     url = resolve_server(store, server)
@@ -135,14 +154,42 @@ def sync_queue(store, server: str | None = None, client: SyncClient | None = Non
             outcome = "already on server" if already else "sent"
         if progress:
             progress(row.id, outcome)
+    if report.error is None:
+        _sync_attestations(store, client, report, progress)
     store.set_meta(SERVER_META_KEY, client.base_url)
     return report
+
+
+def _sync_attestations(store: Store, client: SyncClient, report: SyncReport,
+                       progress: Callable[[str, str], None] | None) -> None:
+    """Upload queued audit attestations after the bundles (same outcomes as for bundles)."""
+    pending = store.bundles.attestations("queued", limit=1_000_000)
+    for i, row in enumerate(pending):
+        try:
+            answer = client.upload(row.id, store.bundles.attestation_raw(row.id), "/api/attestations")
+        except ServerUnavailable as exc:
+            store.bundles.mark_attestation(row.id, client.base_url, failed=str(exc))
+            report.error = str(exc)
+            report.still_queued += [r.id for r in pending[i:]]
+            return
+        except UploadRejected as exc:
+            store.bundles.mark_attestation(row.id, client.base_url,
+                                           rejected=(str(exc), {"error": exc.code, "status": exc.status}))
+            report.attestations_rejected[row.id] = str(exc)
+            outcome = "attestation rejected"
+        else:
+            store.bundles.mark_attestation(row.id, client.base_url, sent=answer)
+            report.attestations_sent.append(row.id)
+            outcome = "attestation sent"
+        if progress:
+            progress(row.id, outcome)
 
 
 LOG_HEAD_META = "sync.log_head"  # JSON {"server", "public_key", "size", "hash"}: what this workspace saw last
 
 
-def check_log(store, server: str | None = None, client: SyncClient | None = None, page: int = 5000) -> dict[str, Any]:
+def check_log(store: Store, server: str | None = None, client: SyncClient | None = None,
+              page: int = 5000) -> dict[str, Any]:
     """Fetch the whole transparency log, verify the chain and signed head, and compare with the last check.
 
     The server key is pinned on first use; a later head must extend the earlier one (nothing removed or
@@ -151,7 +198,7 @@ def check_log(store, server: str | None = None, client: SyncClient | None = None
     import json
 
     from dynadesk.errors import LogIntegrityError
-    from dynadesk.sync.translog import verify_log
+    from dynadesk.sync.format.translog import verify_log
 
     url = resolve_server(store, server)
     client = client or SyncClient(url)
@@ -168,7 +215,7 @@ def check_log(store, server: str | None = None, client: SyncClient | None = None
     if seen and seen["server"] != client.base_url:
         seen = None
     pinned = bytes.fromhex(seen["public_key"]) if seen else None
-    if pinned is not None and head.get("public_key") != seen["public_key"]:
+    if seen is not None and pinned is not None and head.get("public_key") != seen["public_key"]:
         raise LogIntegrityError(f"{client.base_url} now signs its log with a different key than on the last check")
     verify_log(entries, head, pinned, known_head=(seen["size"], seen["hash"]) if seen and seen["size"] else None)
     store.set_meta(LOG_HEAD_META, json.dumps({"server": client.base_url, "public_key": head["public_key"],

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
-from dynadesk.sync.schema import IMAGE_BUILD_KEYS
-from dynadesk.sync.bundle import utc_now_text
-from dynadesk.sync.merkle import read_predictions
-from dynadesk.audit.tolerances import declare
+from dynadesk.sync.format.merkle import read_predictions
+from dynadesk.sync.format.schema import IMAGE_BUILD_KEYS
+from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.format.tolerances import declare
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.sync.format.envelope import Bundle
+    from dynadesk.workspace import Workspace
 
 
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
@@ -31,7 +36,7 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     return {"digest": f"sha256:{sha}", "merkle_root": tree.root_hex, "count": tree.count}
 
 
-def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
+def build_payload(store: Store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
     """Collect every signed field from the store and the run folder (raises if the run is not bundleable)."""
     ev = store.evaluations.get(evaluation_id)
     if ev.status != "succeeded":
@@ -71,11 +76,11 @@ def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime
     }
 
 
-def create_bundle(workspace, store, evaluation_id: int, passphrase: str | None = None,
-                  out: str | Path | None = None, now: datetime | None = None):
+def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,
+                  out: str | Path | None = None, now: datetime | None = None) -> Bundle:
     """Sign the run's bundle with the workspace key, write it to ``bundles/`` (and ``out``) and queue it."""
-    from dynadesk.sync.bundle import sign_payload
-    from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key
+    from dynadesk.sync.format.envelope import sign_payload
+    from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key
 
     info = key_info(workspace.keys_dir)
     key = load_private_key(Path(workspace.keys_dir) / PRIVATE_NAME, passphrase)

@@ -83,9 +83,13 @@ def server_bin() -> str:
     return str(Path(sys.executable).with_name("dynadesk-server"))
 
 
-def start_server(db: Path, port: int) -> subprocess.Popen:
-    """Run ``dynadesk-server serve`` as a real process and wait until it answers."""
-    proc = subprocess.Popen([server_bin(), "serve", "--db", str(db), "--port", str(port)],
+NO_LIMITS = ("--address-rate", "1000000/1000000", "--key-rate", "1000000/1000000")
+
+
+def start_server(db: Path, port: int, limits: tuple[str, ...] = NO_LIMITS) -> subprocess.Popen:
+    """Run ``dynadesk-server serve`` as a real process and wait until it answers (rate limits off unless given:
+    tests/test_sync_adversarial.py tests them)."""
+    proc = subprocess.Popen([server_bin(), "serve", "--db", str(db), "--port", str(port), *limits],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -111,7 +115,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 def workspace_with_key(home: Path, passphrase: str | None = None):
     """A fresh workspace (Workspace, Store) holding a submitter key."""
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 
     ws = Workspace(home).ensure()
@@ -122,7 +126,7 @@ def workspace_with_key(home: Path, passphrase: str | None = None):
 
 def signed_payload(payload: dict, ws):
     """Sign an arbitrary payload with the workspace key (for tamper tests that re-sign)."""
-    from dynadesk.sync.bundle import sign_payload
-    from dynadesk.sync.keys import PRIVATE_NAME, load_private_key
+    from dynadesk.sync.format.envelope import sign_payload
+    from dynadesk.sync.format.keys import PRIVATE_NAME, load_private_key
 
     return sign_payload(payload, load_private_key(ws.keys_dir / PRIVATE_NAME))

@@ -9,8 +9,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE
-from dynadesk.sync import keys as K
-from dynadesk.sync.bundle import sign_payload
+from dynadesk.sync.format import keys as K
+from dynadesk.sync.format.envelope import sign_payload
 from dynadesk.workspace import Workspace
 from eval_support import IMAGE_CACHE, setup_workspace
 
@@ -28,7 +28,7 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
                                                                   docker_client):
     from dynadesk.orchestration.evaluate import default_limits, evaluate
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
 
     ws = Workspace(home)
     generate_key(ws.keys_dir)

@@ -12,7 +12,7 @@ from _sync_helpers import make_run, workspace_with_key
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
 from dynadesk.cli import cli
 from dynadesk.errors import AuditError, MerkleProofError, PredictionsUnavailable, SignatureError
-from dynadesk.sync.bundle import parse_bundle
+from dynadesk.sync.format.envelope import parse_bundle
 from dynadesk.sync.create import create_bundle
 
 

@@ -20,8 +20,8 @@ from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN
 from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
-from dynadesk.sync import keys as K
-from dynadesk.sync.bundle import sign_payload
+from dynadesk.sync.format import keys as K
+from dynadesk.sync.format.envelope import sign_payload
 from eval_support import setup_workspace
 
 NOISE = Path(__file__).resolve().parent / "audit_noise"
@@ -32,7 +32,7 @@ def made(tmp_path_factory):
     """A workspace with a key, a local evaluation of a tiny model and its signed bundle."""
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 
     tmp = tmp_path_factory.mktemp("audit")

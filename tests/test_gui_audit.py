@@ -19,7 +19,7 @@ def made(tmp_path_factory):
     """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
     from eval_support import setup_workspace
 
@@ -105,8 +105,8 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
 def test_a_forged_metric_differs_after_a_rerun_and_a_rerun_can_be_cancelled(gui, qtbot, tmp_path):
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from dynadesk.sync import keys as K
-    from dynadesk.sync.bundle import sign_payload
+    from dynadesk.sync.format import keys as K
+    from dynadesk.sync.format.envelope import sign_payload
 
     services, window, run, bundle, path = gui
     svc = services.extra["audit"]

@@ -19,7 +19,7 @@ import requests
 from _sync_helpers import free_port, start_server, stop_server
 from conftest import fuzz_examples
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.server.db import ServerDB
 
 CLIENTS = fuzz_examples(4, 8)
 SECONDS = fuzz_examples(5, 30)

@@ -29,11 +29,11 @@ from _sync_helpers import free_port, make_run, start_server, stop_server, worksp
 from conftest import fuzz_examples
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
-from dynadesk.sync.admin import import_workspace_datasets
-from dynadesk.sync.bundle import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
+from dynadesk.sync.server.admin import import_workspace_datasets
+from dynadesk.sync.format.envelope import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
 from dynadesk.sync.create import create_bundle
-from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
+from dynadesk.sync.server.db import ServerDB
 from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
 
 API_EXAMPLES = fuzz_examples(25, 400)  # per operation
@@ -82,11 +82,12 @@ def api_schema(live):
 
 OPERATIONS = [("GET", "/api/tasks"), ("POST", "/api/bundles"), ("GET", "/api/bundles"),
               ("GET", "/api/bundles/{bundle_id}"), ("GET", "/api/leaderboard/{task}"), ("GET", "/api/log"),
-              ("GET", "/api/log/head"), ("GET", "/api/server-key")]
+              ("GET", "/api/log/head"), ("GET", "/api/server-key"), ("POST", "/api/attestations"),
+              ("GET", "/api/attestations/{attestation_id}")]
 
 
 # schema-violating cases exist only where there is something to violate (a body or typed parameters)
-NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/log")]
+NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/log"), ("POST", "/api/attestations")]
 
 
 @pytest.mark.parametrize("method, path, mode", [(*op, "positive") for op in OPERATIONS]

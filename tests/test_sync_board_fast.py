@@ -126,8 +126,8 @@ def test_the_server_answers_the_boards_refusals_as_400(tmp_path, params: dict[st
     """The real app (in process, real SQLite file): the board's ValidationError becomes a JSON 400."""
     from fastapi.testclient import TestClient
 
-    from dynadesk.sync.server_app import create_app
-    from dynadesk.sync.server_db import ServerDB
+    from dynadesk.sync.server.app import create_app
+    from dynadesk.sync.server.db import ServerDB
 
     ServerDB(tmp_path / "server.db")
     with TestClient(create_app(tmp_path / "server.db"), raise_server_exceptions=False) as client:

@@ -9,11 +9,11 @@ import pytest
 
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import missing
-from dynadesk.sync.admin import import_workspace_datasets
+from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
-from dynadesk.sync.keys import key_info
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.db import ServerDB
 
 CHROMIUM = os.environ.get("DYNADESK_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -67,7 +67,8 @@ def test_page_shows_board_and_sliders_rerank(browser, served_board):
     page.wait_for_selector("#board-sentiment tbody tr")
     assert sorted(_order(page)) == ["fast-small", "middle", "slow-accurate"]
     header = page.inner_text("#board-sentiment thead")
-    assert "GiB" in header and "examples/s" in header and "Dynascore" in header
+    assert "GiB" in header and "examples/s" in header and "Dynascore" in header and "Audit" in header
+    assert page.locator("#board-sentiment tbody td.audit").all_inner_texts() == ["not audited"] * 3
     first_link = page.locator("#board-sentiment tbody tr a").first.get_attribute("href")
     assert first_link.startswith("/api/bundles/") and len(first_link) == len("/api/bundles/") + 64
     section = page.locator("#task-sentiment")

@@ -75,7 +75,7 @@ def test_end_to_end_create_sync_board_and_idempotent_resync(setup):
         res = runner.invoke(cli, ["sync", "check-log"])
         assert res.exit_code == 0 and "2 entries" in res.output and "extends the 1" in res.output
         # a server that rewrites history is caught (the attacker edits its own database)
-        from dynadesk.sync.server_db import ServerDB
+        from dynadesk.sync.server.db import ServerDB
         evil = ServerDB(db)
         with evil.tx() as c:
             c.execute("UPDATE log SET bundle_sha256 = ? WHERE seq = 1", ["0" * 64])
@@ -139,4 +139,38 @@ def test_server_stopped_mid_sync_keeps_the_rest_queued_until_it_is_back(setup):
         assert log["head"]["size"] == 3
     finally:
         store.close()
+        stop_server(proc)
+
+
+def test_a_rejected_bundle_is_requeued_from_the_cli_and_goes_in_once_fixed(setup, tmp_path):
+    runner, ws, runs, db = setup
+    store = ws.open_store()
+    name = store.evaluations.get(runs[0]).datasets[0]
+    digest = store.datasets.get(name).digest
+    store.close()
+    admin(db, "datasets", "add", "--task", "sentiment", "--name", name, "--digest", "sha256:" + "0" * 64,
+          "--size", "1", "--replace")  # the board moved to other data: this bundle no longer fits
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server(db, port)
+    try:
+        assert runner.invoke(cli, ["bundle", "create", str(runs[0])]).exit_code == 0
+        res = runner.invoke(cli, ["sync", "--server", url])
+        assert res.exit_code == 0 and "1 rejected" in res.output
+        res = runner.invoke(cli, ["sync", "status"])
+        assert res.exit_code == 0 and "rejected" in res.output and "not_on_board" in res.output
+        assert "a different version of the data" in res.output  # the whole reason, not cut at 80 characters
+        res = runner.invoke(cli, ["sync", "requeue"])
+        assert res.exit_code == 2 and "--all-rejected" in res.output
+        admin(db, "datasets", "add", "--task", "sentiment", "--name", name, "--digest", digest, "--size", "12",
+              "--replace")  # the administrator restores the data the bundle was scored on (version 3)
+        res = runner.invoke(cli, ["sync", "requeue", "--all-rejected", "--json"])
+        assert res.exit_code == 0 and [r["status"] for r in json.loads(res.output)] == ["queued"]
+        res = runner.invoke(cli, ["sync", "--json"])
+        assert res.exit_code == 0 and len(json.loads(res.output)["sent"]) == 1, res.output
+        status = json.loads(runner.invoke(cli, ["sync", "status", "--json"]).output)
+        assert status["counts"] == {"queued": 0, "sent": 1, "rejected": 0}
+        res = runner.invoke(cli, ["sync", "requeue", "0123456789abcdef"])
+        assert res.exit_code != 0
+    finally:
         stop_server(proc)

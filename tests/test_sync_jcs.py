@@ -8,7 +8,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynadesk.sync.jcs_check import loads_checked
+from dynadesk.sync.format.canonical import loads_checked
 
 scalars = (st.none() | st.booleans() | st.integers(-(2 ** 60), 2 ** 60)
            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))

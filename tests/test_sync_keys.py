@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from dynadesk.cli import cli
 from dynadesk.errors import KeyFileError
-from dynadesk.sync.keys import (PRIVATE_NAME, PUBLIC_NAME, generate_key, key_info, load_private_key,
+from dynadesk.sync.format.keys import (PRIVATE_NAME, PUBLIC_NAME, generate_key, key_info, load_private_key,
                                 load_public_pem, public_raw)
 
 

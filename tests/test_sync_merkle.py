@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynadesk.errors import MerkleProofError
-from dynadesk.sync import merkle
+from dynadesk.sync.format import merkle
 
 
 def rfc_root(leaves: list[bytes]) -> bytes:

@@ -14,12 +14,16 @@ from hypothesis import strategies as st
 
 from _sync_helpers import make_run, signed_payload, workspace_with_key
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync.admin import register_dataset
+from dynadesk.sync.server.admin import register_dataset
 from dynadesk.sync.create import create_bundle
-from dynadesk.sync.keys import key_info
-from dynadesk.sync.server_app import create_app
-from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.translog import verify_log
+from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.app import create_app
+from dynadesk.sync.server.limits import Rate, UploadLimits
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.format.translog import verify_log
+
+
+UNLIMITED = UploadLimits(Rate(1e6, 10 ** 6), Rate(1e6, 10 ** 6))
 
 
 class Env:
@@ -30,7 +34,7 @@ class Env:
         info = key_info(self.ws.keys_dir)
         self.fingerprint = info.fingerprint
         self.admin.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-        self.app = create_app(self.db_path)
+        self.app = create_app(self.db_path, limits=UNLIMITED)  # tests/test_sync_adversarial.py tests the limits
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self.n = 0
 
@@ -253,3 +257,86 @@ def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path
         register_dataset(env.admin, "sentiment", "x", digest="md5:abc", size=1)
     with pytest.raises(Exception, match="unknown task"):
         register_dataset(env.admin, "nope", "x", digest="sha256:" + "0" * 64, size=1)
+
+
+def test_a_changed_dataset_digest_is_a_new_version_and_old_rows_stay_attached(env):
+    old = env.bundle(model="m-old", perf=60.0)
+    assert env.post(old.raw).status_code == 201
+    d = old.payload["datasets"][0]
+    change = env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "9" * 64, d["size"], replace=True)
+    assert change == {"version": 2, "previous_digest": d["digest"]}
+    versions = [(v["name"], v["version"], v["digest"]) for v in env.admin.dataset_versions("sentiment")
+                if v["name"] == d["name"]]
+    assert versions == [(d["name"], 1, d["digest"]), (d["name"], 2, "sha256:" + "9" * 64)]
+    board = env.client.get("/api/leaderboard/sentiment").json()
+    (row,) = [r for r in board["rows"] if r["model"] == "m-old"]
+    assert row["stale_datasets"] == [d["name"]]
+    assert row["dataset_versions"][d["name"]] == {"digest": d["digest"], "version": 1, "current": False}
+    other = old.payload["datasets"][1]["name"]
+    assert row["dataset_versions"][other]["current"] is True
+    r = env.post(env.bundle(model="m-new", perf=70.0).raw)  # still on version 1 of the data
+    assert r.status_code == 422 and r.json()["error"] == "not_on_board"
+    assert "version 1 of it, superseded by version 2" in r.json()["detail"]
+    # re-accepting the same digest is not a new version
+    assert env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "9" * 64, d["size"],
+                                 replace=True)["previous_digest"] is None
+
+
+def test_import_workspace_versions_changed_digests(env, tmp_path):
+    import subprocess
+
+    from _sync_helpers import ensure_datasets, server_bin
+
+    ensure_datasets(env.store)
+    cmd = [server_bin(), "datasets", "import-workspace", "--db", str(env.db_path)]
+    first = subprocess.run([*cmd, "--home", str(env.ws.home)], capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 and "accepted 2 dataset(s)" in first.stdout and "changed" not in first.stdout
+    other_ws, other_store = workspace_with_key(tmp_path / "other")
+    ensure_datasets(other_store, size=10)  # same names, other examples: other digests
+    other_store.close()
+    second = subprocess.run([*cmd, "--home", str(other_ws.home)], capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.count("digest changed, now version 2") == 2 and "marked stale" in second.stdout
+    assert {d["version"] for d in ServerDB(env.db_path).datasets("sentiment")} == {2}
+
+
+def test_row_ids_never_leak_into_labels_notes_or_left_off():
+    from dynadesk.sync.server import rows as R
+
+    fp_a, fp_b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    keyed = R.identified([{"model": "bert", "key_fingerprint": fp_a, "submitter": "Lab A"},
+                          {"model": "bert", "key_fingerprint": fp_b, "submitter": "Lab B"},
+                          {"model": "solo", "key_fingerprint": fp_a, "submitter": "Lab A"}])
+    shown = R.labels(keyed)
+    assert shown == {f"bert@{fp_a}": "bert (Lab A, aaaaaaaa)", f"bert@{fp_b}": "bert (Lab B, bbbbbbbb)",
+                     f"solo@{fp_a}": "solo"}
+    answer = {"rows": [], "metrics": {}, "left_off": {f"solo@{fp_a}": "no memory"},
+              "notes": [f"bert@{fp_b} has no robustness"]}
+    out = R.present(answer, {r["model"]: r for r in keyed}, shown, {}, [])
+    assert out["left_off"] == {"solo": "no memory"} and out["notes"] == ["bert (Lab B, bbbbbbbb) has no robustness"]
+    assert R.audit_state([]) == "not audited"
+    two = [{"verdict": "reproduced", "auditor_fingerprint": "x"}, {"verdict": "reproduced", "auditor_fingerprint": "y"}]
+    assert R.audit_state(two) == "reproduced by 2"
+    assert R.audit_state([*two, {"verdict": "disputed", "auditor_fingerprint": "z"}]) == "disputed"
+
+
+def test_rate_limiter_refills_over_time_and_says_how_long_to_wait():
+    from dynadesk.errors import ConfigError, RateLimitedError
+    from dynadesk.sync.server.limits import Limiter, parse_limits
+
+    now = [0.0]
+    lim = Limiter("key", Rate(0.5, 2), clock=lambda: now[0])
+    lim.take("a")
+    lim.take("a")
+    with pytest.raises(RateLimitedError, match="retry in 2 s") as err:
+        lim.take("a")
+    assert err.value.retry_after == 2
+    lim.take("b")  # every key has its own bucket
+    now[0] = 2.0  # one token back
+    lim.take("a")
+    with pytest.raises(RateLimitedError):
+        lim.take("a")
+    assert parse_limits("5/60", "2/30").text() == "5/60,2/30"
+    for bad in ("5", "x/3", "0/3", "1/0", "inf/3"):
+        with pytest.raises(ConfigError, match="--address-rate"):
+            parse_limits(bad, "2/30")

@@ -18,7 +18,7 @@ from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import AnnotationError, KeyFileError, SignatureError, UntrustedKeyError
 from dynadesk.names import check_name
 from dynadesk.store.annotation import TrustedKey
-from dynadesk.sync import keys as _keys
+from dynadesk.sync.format import keys as _keys
 from dynadesk.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from dynadesk.errors import AuditError, BundleError
 
 
 def signature_check(bundle) -> Check:
-    from dynadesk.sync.bundle import verify_bundle
+    from dynadesk.sync.format.envelope import verify_bundle
 
     try:
         verify_bundle(bundle)
@@ -35,7 +35,7 @@ def audit_bundle(store, workspace, raw: bytes, *, where: str = "bundle", model_p
     """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead.
 
     ``cancel`` (a :class:`threading.Event`) stops a re-run; the report is then ``incomplete``."""
-    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.format.envelope import parse_bundle
 
     bundle = parse_bundle(raw, where)
     p = bundle.payload

@@ -51,7 +51,7 @@ def _label(prediction: Any) -> Any:
 def read_results(predictions: Path, metrics: dict[tuple[str, str], float], environment: dict[str, Any],
                  source: str) -> RunResults:
     """Digest, Merkle root and label digest of a predictions file, plus the run's metric values."""
-    from dynadesk.sync.merkle import read_predictions
+    from dynadesk.sync.format.merkle import read_predictions
 
     tree = read_predictions(predictions)
     labels = [[r.get("dataset"), r.get("id"), _label(r.get("prediction"))] for r in tree.records

@@ -3,7 +3,7 @@
 ``prove_example`` needs the run's ``predictions.jsonl`` from the submitter's
 workspace (found by the bundle's predictions digest); ``check_proof`` needs only
 the bundle and the proof: it verifies the bundle's signature, then the audit path
-against the signed Merkle root (:mod:`dynadesk.sync.merkle`). Both raise; neither
+against the signed Merkle root (:mod:`dynadesk.sync.format.merkle`). Both raise; neither
 returns False.
 """
 
@@ -42,8 +42,8 @@ def find_predictions(store, payload: dict[str, Any]) -> Path:
 
 
 def prove_example(store, payload: dict[str, Any], example_id: str, dataset: str | None = None):
-    """An :class:`~dynadesk.sync.merkle.InclusionProof` for one example's prediction."""
-    from dynadesk.sync.merkle import prove, read_predictions
+    """An :class:`~dynadesk.sync.format.merkle.InclusionProof` for one example's prediction."""
+    from dynadesk.sync.format.merkle import prove, read_predictions
 
     path = find_predictions(store, payload)
     tree = read_predictions(path)
@@ -68,7 +68,7 @@ def proof_document(bundle_id: str, proof) -> dict[str, Any]:
 
 def parse_proof(doc: Any, bundle_id: str):
     """A proof document (or a bare proof) for ``bundle_id``; raises :class:`MerkleProofError`."""
-    from dynadesk.sync.merkle import InclusionProof
+    from dynadesk.sync.format.merkle import InclusionProof
 
     if isinstance(doc, dict) and doc.get("format") == PROOF_FORMAT:
         if set(doc) != {"format", "bundle_id", "proof"}:
@@ -81,8 +81,8 @@ def parse_proof(doc: Any, bundle_id: str):
 
 def check_proof(bundle, doc: Any):
     """Verify the bundle's signature, then the proof against its signed Merkle root; returns the proof."""
-    from dynadesk.sync.bundle import verify_bundle
-    from dynadesk.sync.merkle import verify_proof
+    from dynadesk.sync.format.envelope import verify_bundle
+    from dynadesk.sync.format.merkle import verify_proof
 
     verify_bundle(bundle)
     proof = parse_proof(doc, bundle.id)

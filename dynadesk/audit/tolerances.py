@@ -6,47 +6,18 @@ Shape (optional payload field; absent in bundles made before it existed)::
 
 A re-measured value ``a`` matches the bundle's ``b`` when ``|a - b| <= relative * |b|``.
 Deterministic metrics never get a tolerance: they must be identical bit for bit.
-This module imports only the error hierarchy, so the bundle schema (``dynadesk.sync``) can use it.
+The bundle format (:mod:`dynadesk.sync.format.tolerances`) owns the field and its shape; this is how an audit applies it.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from dynadesk.errors import BundleFormatError
+# The format's part (field name, defaults, shape check) lives with the bundle format.
+from dynadesk.sync.format.tolerances import DEFAULTS, FALLBACK, FIELD, MAX_ENTRIES, check_tolerances, declare
 
-FIELD = "tolerances"
-DEFAULTS: dict[str, float] = {
-    "throughput": 0.5, "throughput_batched": 0.5,
-    "latency_p50_ms": 0.5, "latency_p90_ms": 0.5, "latency_p99_ms": 0.5,
-    "memory": 0.25, "gpu_memory": 0.25,
-}
-FALLBACK = 0.5  # a measured metric with no declared and no default tolerance
-MAX_ENTRIES = 64
-
-
-def declare(measured_metrics: list[str]) -> dict[str, dict[str, float]]:
-    """The ``tolerances`` map a new bundle signs: a default for each measured metric it carries."""
-    return {m: {"relative": DEFAULTS.get(m, FALLBACK)} for m in sorted(set(measured_metrics))}
-
-
-def check_tolerances(value: Any, where: str = "payload.tolerances") -> dict[str, dict[str, float]]:
-    """Raise :class:`BundleFormatError` unless ``value`` is a well-formed tolerances map."""
-    if not isinstance(value, dict):
-        raise BundleFormatError(f"bundle {where}: must be an object, got {type(value).__name__}")
-    if len(value) > MAX_ENTRIES:
-        raise BundleFormatError(f"bundle {where}: more than {MAX_ENTRIES} entries")
-    for metric, tol in value.items():
-        w = f"{where}.{metric}"
-        if not metric or len(metric) > 64:
-            raise BundleFormatError(f"bundle {w}: a metric name must have 1-64 characters")
-        if not isinstance(tol, dict) or set(tol) != {"relative"}:
-            raise BundleFormatError(f"bundle {w}: must be an object with exactly the field 'relative'")
-        rel = tol["relative"]
-        if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or not 0 <= rel <= 10:
-            raise BundleFormatError(f"bundle {w}.relative: must be a number from 0 to 10, got {rel!r:.40}")
-    return value
+__all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "check_tolerances", "declare", "relative_change",
+           "tolerance_for", "within"]
 
 
 def tolerance_for(payload: dict[str, Any], metric: str) -> tuple[float, str]:

@@ -1,7 +1,7 @@
 """Is a bundle in a leaderboard server's transparency log, and is that log intact?
 
 Reads ``GET /api/log`` (every page), recomputes the hash chain and checks the
-server-signed head with :func:`dynadesk.sync.translog.verify_log`, then looks
+server-signed head with :func:`dynadesk.sync.format.translog.verify_log`, then looks
 for the bundle's entry and compares the bytes the server hands out.
 """
 
@@ -34,7 +34,7 @@ def fetch_log(client) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def check_transparency(bundle, server_url: str, server_key: bytes | None = None, client=None) -> list[Check]:
     """Checks ``transparency.log``, ``transparency.entry`` and ``transparency.server_copy``."""
     from dynadesk.sync.client import SyncClient
-    from dynadesk.sync.translog import verify_log
+    from dynadesk.sync.format.translog import verify_log
 
     client = client or SyncClient(server_url, retries=1)
     try:

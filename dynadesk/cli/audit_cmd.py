@@ -66,15 +66,23 @@ def print_report(report) -> None:
 @click.option("--against", type=int, metavar="RUN", help="Compare with an existing run instead of re-running.")
 @click.option("--server", help="Also check the bundle is in this leaderboard server's transparency log.")
 @click.option("--server-key", help="The server's log-signing public key (64 hex digits) to pin.")
+@click.option("--attest", is_flag=True, help="With --rerun: sign the verdict with this workspace's key and queue it"
+              " for 'dynadesk sync' (the board shows it; the server takes it from auditor keys only).")
 @json_option
 @pass_app
 def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: str | None, against: int | None,
-          server: str | None, server_key: str | None, as_json: bool) -> None:
+          server: str | None, server_key: str | None, attest: bool, as_json: bool) -> None:
     """Verify a bundle, check its model, datasets and image, and (with --rerun) compare every field."""
     from dynadesk.audit.audit import audit_bundle
 
     if rerun and against is not None:
         raise click.UsageError("give --rerun or --against RUN, not both")
+    if attest and not rerun:
+        raise click.UsageError("--attest needs --rerun: only a re-run can be attested")
+    if attest:
+        from dynadesk.audit.attest import refuse_own_bundle
+
+        refuse_own_bundle(app.workspace, Path(bundle_file).read_bytes())
     try:
         key = bytes.fromhex(server_key) if server_key else None
     except ValueError:
@@ -83,10 +91,22 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
     report = audit_bundle(app.store, app.workspace, Path(bundle_file).read_bytes(), where=bundle_file,
                           model_path=model_path, rerun=rerun, runner=runner, against=against, server=server,
                           server_key=key, progress=progress)
+    attestation = None
+    if attest:
+        from dynadesk.audit.attest import attest as sign_verdict
+        from dynadesk.cli.bundle_cmd import key_passphrase
+        from dynadesk.sync.format.keys import key_info
+
+        att = sign_verdict(app.store, app.workspace, report, Path(bundle_file).read_bytes(),
+                           key_passphrase(key_info(app.workspace.keys_dir).encrypted))
+        attestation = {"id": att.id, "verdict": att.verdict, "bundle_id": att.bundle_id}
     if as_json:
-        echo_json(report.to_dict())
+        echo_json({**report.to_dict(), **({"attestation": attestation} if attestation else {})})
     else:
         print_report(report)
+        if attestation:
+            click.echo(f"attestation {attestation['id'][:16]} ({attestation['verdict']}) queued;"
+                       " run 'dynadesk sync' to upload it")
     if report.failures:
         sys.exit(EXIT_DIFFERS)
     if report.incomplete:
@@ -106,7 +126,7 @@ def _progress():
 
 
 def _bundle(path: str):
-    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.format.envelope import parse_bundle
 
     return parse_bundle(Path(path).read_bytes(), path)
 
@@ -121,7 +141,7 @@ def _bundle(path: str):
 def prove(app, bundle_file: str, example_id: str, dataset: str | None, output: str | None, as_json: bool) -> None:
     """Print one example's prediction with its Merkle path (needs the run's predictions in this workspace)."""
     from dynadesk.audit.proofs import proof_document, prove_example
-    from dynadesk.sync.bundle import verify_bundle
+    from dynadesk.sync.format.envelope import verify_bundle
 
     b = _bundle(bundle_file)
     verify_bundle(b)

@@ -12,7 +12,7 @@ from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 PASSPHRASE_ENV = "DYNADESK_KEY_PASSPHRASE"
 
 
-def _passphrase(prompt: bool, confirm: bool = False) -> str | None:
+def key_passphrase(prompt: bool, confirm: bool = False) -> str | None:
     env = os.environ.get(PASSPHRASE_ENV)
     if env:
         return env
@@ -34,9 +34,9 @@ def keys() -> None:
 @pass_app
 def keys_init(app, ask: bool, force: bool, as_json: bool) -> None:
     """Create the key pair (private key file mode 0600)."""
-    from dynadesk.sync.keys import generate_key
+    from dynadesk.sync.format.keys import generate_key
 
-    info = generate_key(app.workspace.ensure().keys_dir, _passphrase(ask, confirm=True), force=force)
+    info = generate_key(app.workspace.ensure().keys_dir, key_passphrase(ask, confirm=True), force=force)
     if as_json:
         echo_json(info.to_dict())
         return
@@ -49,7 +49,7 @@ def keys_init(app, ask: bool, force: bool, as_json: bool) -> None:
 @pass_app
 def keys_show(app, as_json: bool) -> None:
     """Print the public key and its fingerprint."""
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     info = key_info(app.workspace.keys_dir)
     if as_json:
@@ -64,7 +64,7 @@ def keys_show(app, as_json: bool) -> None:
 @pass_app
 def keys_export(app, output: str | None) -> None:
     """Write the public key (PEM) for 'dynadesk-server keys add'."""
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     pem = Path(key_info(app.workspace.keys_dir).public_path).read_bytes()
     if output:
@@ -93,10 +93,10 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
 
         preflight_or_refuse(app, evaluation_id, as_json)
     from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.keys import key_info
+    from dynadesk.sync.format.keys import key_info
 
     encrypted = key_info(app.workspace.keys_dir).encrypted
-    b = create_bundle(app.workspace, app.store, evaluation_id, _passphrase(encrypted), output)
+    b = create_bundle(app.workspace, app.store, evaluation_id, key_passphrase(encrypted), output)
     if as_json:
         echo_json(b.summary())
         return
@@ -108,7 +108,7 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
 @json_option
 def bundle_verify(file: str, as_json: bool) -> None:
     """Check a bundle's structure, canonical form and signature (exit 1 with the reason if it fails)."""
-    from dynadesk.sync.bundle import load_and_verify
+    from dynadesk.sync.format.envelope import load_and_verify
 
     b = load_and_verify(Path(file).read_bytes(), file)
     if as_json:
@@ -122,7 +122,7 @@ def bundle_verify(file: str, as_json: bool) -> None:
 @json_option
 def bundle_show(file: str, as_json: bool) -> None:
     """Print a bundle's contents (parsed, not trusted: run 'bundle verify' for that)."""
-    from dynadesk.sync.bundle import parse_bundle
+    from dynadesk.sync.format.envelope import parse_bundle
 
     b = parse_bundle(Path(file).read_bytes(), file)
     if as_json:
@@ -172,7 +172,10 @@ def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
     else:
         click.echo(f"{report.server}: {len(report.sent)} sent, {len(report.already)} already there,"
                    f" {len(report.rejected)} rejected, {len(report.still_queued)} still queued")
-        for bid, why in report.rejected.items():
+        if report.attestations_sent or report.attestations_rejected:
+            click.echo(f"attestations: {len(report.attestations_sent)} sent,"
+                       f" {len(report.attestations_rejected)} rejected")
+        for bid, why in {**report.rejected, **report.attestations_rejected}.items():
             click.echo(f"  rejected {bid[:16]}: {why}", err=True)
     if not report.ok:
         raise click.ClickException(f"sync stopped, bundles stay queued: {report.error}")
@@ -182,16 +185,41 @@ def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
 @json_option
 @pass_app
 def sync_status(app, as_json: bool) -> None:
-    """What is queued, sent and rejected (with the server's reason)."""
+    """What is queued, sent and rejected, each rejection with the server's reason."""
     rows = app.store.bundles.list()
+    atts = app.store.bundles.attestations()
     if as_json:
-        echo_json({"counts": app.store.bundles.counts(), "bundles": [r.to_dict() for r in rows]})
+        echo_json({"counts": app.store.bundles.counts(), "bundles": [r.to_dict() for r in rows],
+                   "attestations": [a.to_dict() for a in atts]})
         return
     counts = app.store.bundles.counts()
     click.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
     echo_table(["id", "model", "status", "attempts", "server", "reason / last error"],
-               [[r.id[:16], r.model_name, r.status, r.attempts, r.server or "", (r.last_error or "")[:80]]
-                for r in rows])
+               [[r.id[:16], r.model_name, r.status, r.attempts, r.server or "", r.last_error or ""] for r in rows])
+    if atts:
+        click.echo("attestations:")
+        echo_table(["id", "bundle", "verdict", "status", "attempts", "reason / last error"],
+                   [[a.id[:16], a.bundle_id[:16], a.verdict, a.status, a.attempts, a.last_error or ""]
+                    for a in atts])
+
+
+@sync.command("requeue")
+@click.argument("bundle_ids", nargs=-1)
+@click.option("--all-rejected", is_flag=True, help="Re-queue every rejected bundle.")
+@json_option
+@pass_app
+def sync_requeue(app, bundle_ids: tuple[str, ...], all_rejected: bool, as_json: bool) -> None:
+    """Put rejected bundles back in the queue (after fixing the reason 'sync status' shows); then run 'sync'."""
+    if not bundle_ids and not all_rejected:
+        raise click.UsageError("name the bundle id(s) to re-queue, or give --all-rejected")
+    ids = list(bundle_ids) + ([r.id for r in app.store.bundles.list("rejected")] if all_rejected else [])
+    done = [app.store.bundles.requeue(bid) for bid in dict.fromkeys(ids)]
+    if as_json:
+        echo_json([r.to_dict() for r in done])
+        return
+    for r in done:
+        click.echo(f"re-queued {r.id[:16]} ({r.model_name})")
+    click.echo(f"{len(done)} bundle(s) queued; run 'dynadesk sync' to upload", err=True)
 
 
 @sync.command("check-log")

@@ -1,13 +1,15 @@
-"""SQL for the client side of bundles: created bundles and the sync queue.
+"""SQL for the client side of bundles and audit attestations: what was signed here and the sync queue.
 
 The exact signed bytes live in the database (as well as in ``bundles/``), so a
 deleted file never loses a queued bundle. Status moves queued -> sent or
-queued -> rejected; a server that cannot be reached leaves the row queued and
-only counts the attempt.
+queued -> rejected (the server's reason kept); ``requeue`` moves a rejected one back;
+a server that cannot be reached leaves the row queued and only counts the attempt.
+Attestations (``dynadesk audit BUNDLE --rerun --attest``) queue the same way in their own table.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,6 +50,25 @@ def m001_bundles(db: Database) -> None:
     db.execute("CREATE INDEX bundles_status ON bundles(status, queued_at)")
 
 
+@migrations()
+def m002_attestations(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE attestations (
+            id TEXT PRIMARY KEY,
+            bundle_id TEXT NOT NULL,
+            verdict TEXT NOT NULL CHECK (verdict IN ('reproduced', 'disputed')),
+            raw BLOB NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'rejected')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            server TEXT,
+            response TEXT,
+            queued_at TEXT NOT NULL,
+            sent_at TEXT
+        )""")
+    db.execute("CREATE INDEX attestations_status ON attestations(status, queued_at)")
+
+
 @dataclass
 class BundleRow:
     id: str
@@ -73,14 +94,14 @@ _COLS = ("id, evaluation_id, task, model_name, key_fingerprint, created_at, path
          " server, response, queued_at, sent_at")
 
 
-def _row(r: tuple) -> BundleRow:
+def _row(r: tuple[Any, ...]) -> BundleRow:
     vals = list(r)
     vals[11] = json.loads(vals[11]) if vals[11] else None
     return BundleRow(*vals)
 
 
 class BundleRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -119,7 +140,7 @@ class BundleRepo:
                                " ORDER BY queued_at, id LIMIT ?", [status, status, limit]).fetchall()
         return [_row(r) for r in rows]
 
-    def pending(self) -> list[BundleRow]:
+    def pending(self) -> builtins.list[BundleRow]:
         return self.list("queued", limit=1_000_000)
 
     def counts(self) -> dict[str, int]:
@@ -129,23 +150,95 @@ class BundleRepo:
         return out
 
     def mark_sent(self, bundle_id: str, server: str, response: dict[str, Any]) -> None:
-        self.db.execute("UPDATE bundles SET status='sent', attempts=attempts+1, last_error=NULL, server=?,"
-                        " response=?, sent_at=? WHERE id=?", [server, json.dumps(response), now_iso(), bundle_id])
+        _mark_sent(self.db, "bundles", bundle_id, server, response)
 
     def mark_rejected(self, bundle_id: str, server: str, reason: str, response: dict[str, Any]) -> None:
-        self.db.execute("UPDATE bundles SET status='rejected', attempts=attempts+1, last_error=?, server=?,"
-                        " response=? WHERE id=?", [reason, server, json.dumps(response), bundle_id])
+        _mark_rejected(self.db, "bundles", bundle_id, server, reason, response)
 
     def mark_failed_attempt(self, bundle_id: str, server: str, error: str) -> None:
         """The server was unreachable: keep the bundle queued, remember why."""
-        self.db.execute("UPDATE bundles SET attempts=attempts+1, last_error=?, server=? WHERE id=?",
-                        [error, server, bundle_id])
+        _mark_failed(self.db, "bundles", bundle_id, server, error)
 
-    def requeue(self, bundle_id: str) -> None:
-        """Put a rejected bundle back in the queue (e.g. after the server registered the key)."""
-        self.get(bundle_id)
-        self.db.execute("UPDATE bundles SET status='queued', last_error=NULL WHERE id=?", [bundle_id])
+    def requeue(self, bundle_id: str) -> BundleRow:
+        """Put a bundle back in the queue: a rejected one after its reason was fixed (e.g. the server registered
+        the key), or a sent one whose answer was lost (the server then says it already has it)."""
+        row = self.get(bundle_id)
+        self.db.execute("UPDATE bundles SET status='queued', last_error=NULL WHERE id=?", [row.id])
+        return self.get(row.id)
+
+    # -------------------------------------------------------------- attestations
+    def add_attestation(self, attestation_id: str, bundle_id: str, verdict: str, raw: bytes) -> AttestationRow:
+        """Queue an audit attestation signed in this workspace."""
+        if self.db.execute("SELECT 1 FROM attestations WHERE id = ?", [attestation_id]).fetchone():
+            raise AlreadyExistsError(f"attestation {attestation_id} is already in the workspace")
+        self.db.execute("INSERT INTO attestations(id, bundle_id, verdict, raw, status, queued_at)"
+                        " VALUES (?,?,?,?,'queued',?)", [attestation_id, bundle_id, verdict, raw, now_iso()])
+        return self.get_attestation(attestation_id)
+
+    def get_attestation(self, attestation_id: str) -> AttestationRow:
+        row = self.db.execute(f"SELECT {_ATT_COLS} FROM attestations WHERE id = ?", [attestation_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no attestation with id {attestation_id!r} in the workspace")
+        return _att_row(row)
+
+    def attestations(self, status: str | None = None, limit: int = 1000) -> builtins.list[AttestationRow]:
+        rows = self.db.execute(f"SELECT {_ATT_COLS} FROM attestations WHERE (? IS NULL OR status = ?)"
+                               " ORDER BY queued_at, id LIMIT ?", [status, status, limit]).fetchall()
+        return [_att_row(r) for r in rows]
+
+    def attestation_raw(self, attestation_id: str) -> bytes:
+        row = self.db.execute("SELECT raw FROM attestations WHERE id = ?", [attestation_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no attestation with id {attestation_id!r} in the workspace")
+        return bytes(row[0])
+
+    def mark_attestation(self, attestation_id: str, server: str, *, sent: dict[str, Any] | None = None,
+                         rejected: tuple[str, dict[str, Any]] | None = None, failed: str | None = None) -> None:
+        """Record one upload attempt of an attestation: sent (answer), rejected (reason, answer) or failed (error)."""
+        if sent is not None:
+            _mark_sent(self.db, "attestations", attestation_id, server, sent)
+        elif rejected is not None:
+            _mark_rejected(self.db, "attestations", attestation_id, server, *rejected)
+        else:
+            _mark_failed(self.db, "attestations", attestation_id, server, failed or "")
 
 
-def attach(store: "Store") -> None:
+@dataclass
+class AttestationRow:
+    id: str
+    bundle_id: str
+    verdict: str
+    status: str
+    attempts: int
+    last_error: str | None
+    server: str | None
+    queued_at: str
+    sent_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+_ATT_COLS = "id, bundle_id, verdict, status, attempts, last_error, server, queued_at, sent_at"
+
+
+def _att_row(r: tuple[Any, ...]) -> AttestationRow:
+    return AttestationRow(*r)
+
+
+def _mark_sent(db: Database, table: str, doc_id: str, server: str, response: dict[str, Any]) -> None:
+    db.execute(f"UPDATE {table} SET status='sent', attempts=attempts+1, last_error=NULL, server=?,"
+               " response=?, sent_at=? WHERE id=?", [server, json.dumps(response), now_iso(), doc_id])
+
+
+def _mark_rejected(db: Database, table: str, doc_id: str, server: str, reason: str, response: dict[str, Any]) -> None:
+    db.execute(f"UPDATE {table} SET status='rejected', attempts=attempts+1, last_error=?, server=?,"
+               " response=? WHERE id=?", [reason, server, json.dumps(response), doc_id])
+
+
+def _mark_failed(db: Database, table: str, doc_id: str, server: str, error: str) -> None:
+    db.execute(f"UPDATE {table} SET attempts=attempts+1, last_error=?, server=? WHERE id=?", [error, server, doc_id])
+
+
+def attach(store: Store) -> None:
     store.bundles = BundleRepo(store)

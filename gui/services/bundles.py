@@ -31,7 +31,7 @@ class BundlesService(QObject):
     # ---------------------------------------------------------------- keys
     def key_info(self):
         """The workspace key, or None when there is none yet (other key errors are raised)."""
-        from dynadesk.sync.keys import PRIVATE_NAME, PUBLIC_NAME, key_info
+        from dynadesk.sync.format.keys import PRIVATE_NAME, PUBLIC_NAME, key_info
 
         kd = self._ws.workspace.keys_dir
         if not (kd / PRIVATE_NAME).exists() and not (kd / PUBLIC_NAME).exists():
@@ -39,7 +39,7 @@ class BundlesService(QObject):
         return key_info(kd)
 
     def generate_key(self, passphrase: str | None = None, force: bool = False):
-        from dynadesk.sync.keys import generate_key
+        from dynadesk.sync.format.keys import generate_key
 
         info = generate_key(self._ws.workspace.keys_dir, passphrase or None, force=force)
         self.keyChanged.emit()
@@ -101,7 +101,7 @@ class BundlesService(QObject):
     @staticmethod
     def verify_file(path: str | Path):
         """Parse and verify a bundle file: returns the Bundle, raises a BundleError naming the problem."""
-        from dynadesk.sync.bundle import parse_bundle, verify_bundle
+        from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
 
         p = Path(path)
         try:

@@ -55,14 +55,19 @@ function render(section, board) {
     const unit = (board.metrics[m] || {}).unit;
     head.append(el("th", {}, m, unit ? el("small", {text: ` (${unit})`}) : ""));
   }
-  head.append(el("th", {text: "Submitter"}), el("th", {text: "Bundle"}));
+  head.append(el("th", {text: "Submitter"}), el("th", {text: "Audit"}), el("th", {text: "Bundle"}));
   const tbody = el("tbody");
   for (const row of board.rows) {
-    const tr = el("tr", {"data-model": row.model},
-      el("td", {text: String(row.rank)}), el("td", {text: row.model}),
+    const stale = (row.stale_datasets || []).length
+      ? el("small", {class: "stale", text: ` scored on a superseded version of ${row.stale_datasets.join(", ")}`}) : "";
+    const tr = el("tr", {"data-model": row.model, "data-row": row.row_id || row.model},
+      el("td", {text: String(row.rank)}), el("td", {}, row.label || row.model, stale),
       el("td", {class: "dynascore", text: fmt(row.dynascore)}));
     for (const m of METRICS) tr.append(el("td", {text: fmt(row.values[m])}));
+    const audit = row.audit || {state: "not audited", attestations: []};
+    const auditors = audit.attestations.map(a => `${a.auditor}: ${a.verdict} (${a.hardware_class})`).join("\n");
     tr.append(el("td", {text: row.submitter}),
+              el("td", {class: `audit ${audit.state.split(" ")[0]}`, title: auditors, text: audit.state}),
               el("td", {}, el("a", {href: row.bundle_url, text: row.bundle_id.slice(0, 12)})));
     tbody.append(tr);
   }

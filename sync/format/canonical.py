@@ -1,9 +1,9 @@
-"""Fast test that bytes are already in RFC 8785 form, with rfc8785 itself as the fallback.
+"""The canonical form (RFC 8785, JCS) and a fast test that bytes are already in it.
 
 Re-serialising every upload with the pure-Python ``rfc8785`` costs about a
 millisecond per bundle, most of the server's budget. For the common case the
 C ``json`` encoder produces the same bytes as JCS; this module uses it only
-where that is provably so, and falls back to :func:`dynadesk.canonical.canonical_bytes`
+where that is provably so, and falls back to :func:`canonical_bytes`
 otherwise. JCS and ``json.dumps(sort_keys=True, separators=(",", ":"),
 ensure_ascii=False)`` differ only in:
 
@@ -27,11 +27,21 @@ import json
 import re
 from typing import Any
 
-from dynadesk.canonical import canonical_bytes
+import rfc8785
+
+from dynadesk.errors import BundleFormatError
 
 _PLAIN_FLOAT = re.compile(r"^-?(0|[1-9]\d*)\.\d*[1-9]$")
 _MAX_SAFE = 2 ** 53
 _FOUR_BYTE_UTF8 = re.compile(rb"[\xf0-\xff]")
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """RFC 8785 bytes of ``obj``; :class:`BundleFormatError` when JCS cannot express it (huge integers, NaN)."""
+    try:
+        return rfc8785.dumps(obj)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise BundleFormatError(f"cannot be expressed in RFC 8785 canonical JSON ({exc})") from None
 
 
 class _Flags:
@@ -71,5 +81,5 @@ def loads_checked(raw: bytes) -> tuple[Any, bool]:
             return doc, True
     try:
         return doc, canonical_bytes(doc) == raw
-    except Exception:  # noqa: BLE001 - rfc8785 refuses some values (huge ints, lone surrogates)
+    except BundleFormatError:  # rfc8785 refuses some values (huge ints, lone surrogates)
         return doc, False

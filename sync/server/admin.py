@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.errors import ConfigError, NotFoundError
-from dynadesk.sync.schema import DIGEST
-from dynadesk.sync.server_db import ServerDB
+from dynadesk.sync.format.schema import DIGEST
+from dynadesk.sync.server.db import ServerDB
 from dynadesk.tasks import get_task, load_tasks
 
 
@@ -24,13 +24,14 @@ def register_dataset(db: ServerDB, task: str, name: str, *, split: str = "test",
         raise ConfigError("give --file, or both --digest and --size")
     if not DIGEST.match(digest):
         raise ConfigError(f"--digest must look like sha256:<64 hex digits>, got {digest!r}")
-    db.add_dataset(t.name, name, split, digest, size, replace=replace)
-    return next(d for d in db.datasets(t.name) if d["name"] == name)
+    change = db.add_dataset(t.name, name, split, digest, size, replace=replace)
+    return {**next(d for d in db.datasets(t.name) if d["name"] == name), **change}
 
 
 def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test",
                               task: str | None = None) -> list[dict[str, Any]]:
-    """Accept every ``split`` dataset of a workspace (replacing older digests of the same names).
+    """Accept every ``split`` dataset of a workspace. A changed digest becomes the name's next version
+    (reported in ``previous_digest``); bundles scored on the old one stay on the board, marked stale.
 
     Derived datasets (robustness/fairness suites) are skipped: a bundle reports them as the
     robustness and fairness of their source set, not as datasets of their own.
@@ -46,8 +47,8 @@ def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test
         for d in store.datasets.list(task):
             if d.split != split or d.task not in known or d.derived_from:
                 continue  # perturbation suites are not board datasets: bundles score them per source set
-            db.add_dataset(d.task, d.name, d.split, d.digest, d.size, replace=True)
-            added.append(d.to_dict())
+            change = db.add_dataset(d.task, d.name, d.split, d.digest, d.size, replace=True)
+            added.append({**d.to_dict(), **change})
         return added
     finally:
         store.close()

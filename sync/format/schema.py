@@ -9,15 +9,15 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
-from dynadesk.audit.tolerances import check_tolerances
 from dynadesk.errors import BundleFormatError
+from dynadesk.sync.format.timestamps import parse_utc
+from dynadesk.sync.format.tolerances import check_tolerances
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
-TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$")
 RUNNER_KINDS = ("docker", "local")
 
 OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit (issue 9) added it
@@ -28,7 +28,7 @@ PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner"
                 "settings", "metrics", "predictions", "submitter", "evaluation_id"}
 
 
-def _fail(where: str, what: str) -> None:
+def _fail(where: str, what: str) -> NoReturn:
     raise BundleFormatError(f"bundle {where}: {what}")
 
 
@@ -44,7 +44,7 @@ def obj(value: Any, where: str, keys: set[str] | None = None) -> dict[str, Any]:
     return value
 
 
-def text(value: Any, where: str, pattern: re.Pattern | None = None, max_len: int = 512) -> str:
+def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512) -> str:
     if not isinstance(value, str) or not value:
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
     if len(value) > max_len:
@@ -73,12 +73,7 @@ def boolean(value: Any, where: str) -> bool:
 
 
 def timestamp(value: Any, where: str) -> datetime:
-    text(value, where, TIMESTAMP)
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        _fail(where, f"is not a valid UTC time ({value!r})")
-    raise AssertionError("unreachable")
+    return parse_utc(value, f"bundle {where}")
 
 
 def check_payload(p: Any) -> None:

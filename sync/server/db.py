@@ -7,9 +7,9 @@ chain) and ``board`` (the latest bundle of each model and submitter, so a
 board query never scans all bundles). An upload is one ``BEGIN IMMEDIATE``
 transaction: bundle row, log entry and board row appear together or not at all.
 
-Schema changes after version 1 are numbered :data:`MIGRATIONS`, applied in order on open
-(``meta.schema_version`` records the last one), so an existing database upgrades.
-Version 2 adds ``meta.config_version``, bumped by triggers on every change to ``keys`` or
+The schema is the sqlite-utils migration set in :mod:`dynadesk.sync.server.migrations`, applied
+on open, so an existing database (the old code's included) upgrades in place.
+``meta.config_version`` is bumped by triggers on every change to ``keys`` or
 ``board_datasets``: uploads read keys and datasets from an in-process cache that is
 revalidated with ``PRAGMA data_version`` (any other connection committed?) and, only then,
 that one counter, so an admin revoking a key in another process takes effect at once.
@@ -22,47 +22,22 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from dynadesk.errors import AlreadyExistsError, NotFoundError, ReplayError, StoreError
-from dynadesk.sync.checkpoint import WAL_SIZE_LIMIT, Checkpointer
+from sqlite_utils import Database
 
-SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS keys (
-        fingerprint TEXT PRIMARY KEY, public_key BLOB NOT NULL, name TEXT NOT NULL,
-        added_at TEXT NOT NULL, revoked_at TEXT, revoke_reason TEXT)""",
-    """CREATE TABLE IF NOT EXISTS board_datasets (
-        task TEXT NOT NULL, name TEXT NOT NULL, split TEXT NOT NULL, digest TEXT NOT NULL,
-        size INTEGER NOT NULL, added_at TEXT NOT NULL, PRIMARY KEY (task, name))""",
-    """CREATE TABLE IF NOT EXISTS bundles (
-        seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, task TEXT NOT NULL, model_name TEXT NOT NULL,
-        model_digest TEXT NOT NULL, key_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
-        created_at TEXT NOT NULL, received_at TEXT NOT NULL, raw BLOB NOT NULL)""",
-    """CREATE INDEX IF NOT EXISTS bundles_task ON bundles(task, seq)""",
-    """CREATE TABLE IF NOT EXISTS log (
-        seq INTEGER PRIMARY KEY, bundle_id TEXT NOT NULL UNIQUE, bundle_sha256 TEXT NOT NULL,
-        received_at TEXT NOT NULL, prev_hash TEXT NOT NULL, entry_hash TEXT NOT NULL)""",
-    """CREATE TABLE IF NOT EXISTS board (
-        task TEXT NOT NULL, model_name TEXT NOT NULL, key_fingerprint TEXT NOT NULL,
-        bundle_id TEXT NOT NULL, created_at TEXT NOT NULL, model_digest TEXT NOT NULL, metrics TEXT NOT NULL,
-        PRIMARY KEY (task, model_name, key_fingerprint))""",
-]
-_BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'config_version'"
-MIGRATIONS: list[list[str]] = [  # MIGRATIONS[i] takes schema version i + 1 to i + 2; never edit an applied one
-    ["INSERT OR IGNORE INTO meta(key, value) VALUES ('config_version', '1')"]
-    + [f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_config AFTER {op} ON {table} BEGIN {_BUMP}; END"
-       for table in ("keys", "board_datasets") for op in ("INSERT", "UPDATE", "DELETE")],
-]
-SCHEMA_VERSION = str(1 + len(MIGRATIONS))
+from dynadesk.errors import AlreadyExistsError, AttestationError, ConfigError, NotFoundError, ReplayError, StoreError
+from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.server.checkpoint import WAL_SIZE_LIMIT, Checkpointer
+from dynadesk.sync.server.migrations import migrations
 
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+ROLES = ("submitter", "auditor")
+EntryHash = Callable[[int, str, str, str, str], str]
+_KEY_COLS = "fingerprint, public_key, name, added_at, revoked_at, revoke_reason, role"
 
 
 @dataclass(frozen=True)
@@ -73,10 +48,12 @@ class KeyRow:
     added_at: str
     revoked_at: str | None
     revoke_reason: str | None
+    role: str = "submitter"
 
     def to_dict(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "public_key": self.public_key.hex(), "name": self.name,
-                "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason}
+                "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason,
+                "role": self.role}
 
 
 @dataclass(frozen=True)
@@ -85,6 +62,38 @@ class UploadConfig:
 
     keys: dict[str, KeyRow]
     datasets: dict[str, dict[tuple[str, str], dict[str, Any]]]  # task -> (task, name) -> dataset row
+    superseded: dict[tuple[str, str, str], dict[str, Any]]  # (task, name, old digest) -> its version row
+
+
+@dataclass(frozen=True)
+class CheckedBundle:
+    """A bundle that passed every upload check, in the form the database stores it."""
+
+    bundle_id: str
+    raw: bytes
+    bundle_sha256: str
+    task: str
+    model_name: str
+    model_digest: str
+    key_fingerprint: str
+    created_at: str
+    created_us: int  # created_at as microseconds since 1970: what the board orders by
+    datasets: dict[str, str]  # name -> digest the bundle was scored on
+    metrics: dict[str, Any]  # the board's compact form (board.board_metrics)
+
+
+@dataclass(frozen=True)
+class CheckedAttestation:
+    """An attestation that passed every upload check."""
+
+    attestation_id: str
+    raw: bytes
+    sha256: str
+    bundle_id: str
+    auditor_fingerprint: str
+    verdict: str
+    summary: dict[str, Any]  # what the board shows of it (fields, hardware class, image)
+    created_at: str
 
 
 class ServerDB:
@@ -106,7 +115,7 @@ class ServerDB:
             for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=30000"):
                 self.conn.execute(f"PRAGMA {pragma}")
             with self._file_lock(), self._tx():
-                self._migrate()
+                migrations.apply(Database(self.conn))
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
         self._board_cache: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
@@ -117,23 +126,10 @@ class ServerDB:
             self.conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             self.checkpointer = Checkpointer(self.path)
 
-    def _migrate(self) -> None:
-        """Create the version-1 tables if missing, then apply the migrations this database lacks."""
-        for stmt in SCHEMA:
-            self.conn.execute(stmt)
-        self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1')")
-        current = int(self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
-        if current > int(SCHEMA_VERSION):
-            raise StoreError(f"server database {self.path} has schema version {current}, newer than this"
-                             f" program's {SCHEMA_VERSION} (upgrade dynadesk)")
-        for version in range(current, int(SCHEMA_VERSION)):
-            for stmt in MIGRATIONS[version - 1]:
-                self.conn.execute(stmt)
-            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version + 1)])
-
-    def schema_version(self) -> int:
+    def applied_migrations(self) -> list[str]:
+        """Names of the applied migrations, oldest first."""
         with self.lock:
-            return int(self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+            return [m.name for m in migrations.applied(Database(self.conn))]
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -170,22 +166,24 @@ class ServerDB:
         os.close(self._lock_fd)
 
     # ------------------------------------------------------------------ keys
-    def add_key(self, fingerprint: str, public_key: bytes, name: str) -> KeyRow:
+    def add_key(self, fingerprint: str, public_key: bytes, name: str, role: str = "submitter") -> KeyRow:
+        if role not in ROLES:
+            raise ConfigError(f"key role must be one of {', '.join(ROLES)}, got {role!r}")
         with self.tx() as c:
             row = c.execute("SELECT revoked_at FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
             if row is not None:
                 state = "revoked" if row[0] else "registered"
                 raise AlreadyExistsError(f"key {fingerprint} is already {state}"
                                          + (" (a revoked key cannot be re-added)" if row[0] else ""))
-            c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at) VALUES (?,?,?,?)",
-                      [fingerprint, public_key, name, now_iso()])
+            c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at, role) VALUES (?,?,?,?,?)",
+                      [fingerprint, public_key, name, utc_now_text(), role])
             self._config = None
         return self.get_key(fingerprint)
 
     def revoke_key(self, fingerprint: str, reason: str = "") -> KeyRow:
         with self.tx() as c:
             cur = c.execute("UPDATE keys SET revoked_at = ?, revoke_reason = ? WHERE fingerprint = ?"
-                            " AND revoked_at IS NULL", [now_iso(), reason, fingerprint])
+                            " AND revoked_at IS NULL", [utc_now_text(), reason, fingerprint])
             self._config = None
             if cur.rowcount == 0:
                 self.get_key(fingerprint)  # raises NotFoundError when unknown
@@ -193,27 +191,36 @@ class ServerDB:
 
     def get_key(self, fingerprint: str) -> KeyRow:
         with self.lock:
-            row = self.conn.execute("SELECT fingerprint, public_key, name, added_at, revoked_at, revoke_reason"
-                                    " FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
+            row = self.conn.execute(f"SELECT {_KEY_COLS} FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
         if row is None:
             raise NotFoundError(f"no key with fingerprint {fingerprint} is registered")
         return KeyRow(row[0], bytes(row[1]), *row[2:])
 
     def list_keys(self) -> list[KeyRow]:
         with self.lock:
-            rows = self.conn.execute("SELECT fingerprint, public_key, name, added_at, revoked_at, revoke_reason"
-                                     " FROM keys ORDER BY added_at, fingerprint").fetchall()
+            rows = self.conn.execute(f"SELECT {_KEY_COLS} FROM keys ORDER BY added_at, fingerprint").fetchall()
         return [KeyRow(r[0], bytes(r[1]), *r[2:]) for r in rows]
 
     # ------------------------------------------------------------------ datasets
-    def add_dataset(self, task: str, name: str, split: str, digest: str, size: int, replace: bool = False) -> None:
+    def add_dataset(self, task: str, name: str, split: str, digest: str, size: int,
+                    replace: bool = False) -> dict[str, Any]:
+        """Accept a dataset; a new digest for an accepted name becomes its next version (the old one is kept,
+        so bundles scored on it stay attached to it). Returns ``{"version", "previous_digest"}``."""
         with self.tx() as c:
-            if not replace and c.execute("SELECT 1 FROM board_datasets WHERE task = ? AND name = ?",
-                                         [task, name]).fetchone():
+            row = c.execute("SELECT digest, version FROM board_datasets WHERE task = ? AND name = ?",
+                            [task, name]).fetchone()
+            if row is not None and not replace:
                 raise AlreadyExistsError(f"task '{task}' already accepts a dataset named '{name}' (use --replace)")
-            c.execute("INSERT OR REPLACE INTO board_datasets(task, name, split, digest, size, added_at)"
-                      " VALUES (?,?,?,?,?,?)", [task, name, split, digest, size, now_iso()])
+            if row is not None and row[0] == digest:
+                return {"version": row[1], "previous_digest": None}
+            version = 1 if row is None else row[1] + 1
+            now = utc_now_text()
+            c.execute("INSERT OR REPLACE INTO board_datasets(task, name, split, digest, size, added_at, version)"
+                      " VALUES (?,?,?,?,?,?,?)", [task, name, split, digest, size, now, version])
+            c.execute("INSERT OR REPLACE INTO dataset_versions(task, name, version, split, digest, size, added_at)"
+                      " VALUES (?,?,?,?,?,?,?)", [task, name, version, split, digest, size, now])
             self._config = None
+        return {"version": version, "previous_digest": row[0] if row else None}
 
     def remove_dataset(self, task: str, name: str) -> None:
         with self.tx() as c:
@@ -223,9 +230,17 @@ class ServerDB:
 
     def datasets(self, task: str | None = None) -> list[dict[str, Any]]:
         with self.lock:
-            rows = self.conn.execute("SELECT task, name, split, digest, size, added_at FROM board_datasets"
+            rows = self.conn.execute("SELECT task, name, split, digest, size, added_at, version FROM board_datasets"
                                      " WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task]).fetchall()
-        return [dict(zip(("task", "name", "split", "digest", "size", "added_at"), r)) for r in rows]
+        return [dict(zip(("task", "name", "split", "digest", "size", "added_at", "version"), r)) for r in rows]
+
+    def dataset_versions(self, task: str | None = None) -> list[dict[str, Any]]:
+        """Every digest each dataset name has had, oldest version first."""
+        cols = ("task", "name", "version", "split", "digest", "size", "added_at")
+        with self.lock:
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM dataset_versions WHERE (? IS NULL OR task = ?)"
+                                     " ORDER BY task, name, version", [task, task]).fetchall()
+        return [dict(zip(cols, r)) for r in rows]
 
     def upload_config(self) -> UploadConfig:
         """Keys and datasets for checking an upload, cached until any of them changes in any process."""
@@ -243,56 +258,114 @@ class ServerDB:
             datasets: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
             for d in self.datasets():
                 datasets.setdefault(d["task"], {})[(d["task"], d["name"])] = d
-            config = UploadConfig(keys, datasets)
+            superseded = {(v["task"], v["name"], v["digest"]): v for v in self.dataset_versions()}
+            config = UploadConfig(keys, datasets, superseded)
             self._config = (version, config_version, config)
             return config
 
     # ------------------------------------------------------------------ bundles + log
-    def accept(self, *, entry_hash_fn, **bundle: Any) -> dict[str, Any]:
+    def accept(self, bundle: CheckedBundle, entry_hash_fn: EntryHash) -> dict[str, Any]:
         """Store a verified bundle, append it to the log and update the board, atomically.
 
-        ``bundle`` holds bundle_id, raw, bundle_sha256, task, model_name, model_digest,
-        key_fingerprint, created_at and metrics (the board's compact form).
         ``entry_hash_fn(seq, bundle_id, bundle_sha256, received_at, prev_hash) -> hex`` is the
-        log's hash rule (kept in translog.py so clients verify with the same code).
+        log's hash rule (kept in the format's translog so clients verify with the same code).
         """
         with self.tx() as c:
-            out = self._accept(c, entry_hash_fn, **bundle)
+            out = self._accept(c, entry_hash_fn, bundle)
         if self.checkpointer is not None:
             self.checkpointer.committed()
         return out
 
-    def accept_many(self, bundles: list[dict[str, Any]], entry_hash_fn) -> list[dict[str, Any]]:
+    def accept_many(self, bundles: list[CheckedBundle], entry_hash_fn: EntryHash) -> list[dict[str, Any]]:
         """Several verified bundles in one transaction (bulk import, benchmarks): all or none."""
         with self.tx() as c:
-            out = [self._accept(c, entry_hash_fn, **b) for b in bundles]
+            out = [self._accept(c, entry_hash_fn, b) for b in bundles]
         if self.checkpointer is not None:
             self.checkpointer.committed(len(bundles))
         return out
 
     @staticmethod
-    def _accept(c: sqlite3.Connection, entry_hash_fn, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str,
-                model_name: str, model_digest: str, key_fingerprint: str, created_at: str,
-                metrics: dict[str, Any]) -> dict[str, Any]:
-        received = now_iso()
+    def _append_log(c: sqlite3.Connection, entry_hash_fn: EntryHash, doc_id: str, sha256: str,
+                    kind: str) -> tuple[int, str, str]:
+        """Append one log entry; ``(seq, entry_hash, received_at)``."""
+        received = utc_now_text()
+        last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
+        entry = entry_hash_fn(seq, doc_id, sha256, received, prev)
+        c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash, kind)"
+                  " VALUES (?,?,?,?,?,?,?)", [seq, doc_id, sha256, received, prev, entry, kind])
+        return seq, entry, received
+
+    @classmethod
+    def _accept(cls, c: sqlite3.Connection, entry_hash_fn: EntryHash, b: CheckedBundle) -> dict[str, Any]:
+        bundle_id = b.bundle_id
         dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
         if dup:
             raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
-        last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
-        entry = entry_hash_fn(seq, bundle_id, bundle_sha256, received, prev)
+        seq, entry, received = cls._append_log(c, entry_hash_fn, bundle_id, b.bundle_sha256, "bundle")
         c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
-                  " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
-                  [seq, bundle_id, task, model_name, model_digest, key_fingerprint, created_at, received, raw])
-        c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash)"
-                  " VALUES (?,?,?,?,?,?)", [seq, bundle_id, bundle_sha256, received, prev, entry])
+                  " received_at, raw, created_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                  [seq, bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint, b.created_at, received,
+                   b.raw, b.created_us])
+        # A row belongs to (task, model, submitter key): no other key's upload can touch it. Within it, the
+        # bundle created latest (as a time, not as text) wins, whatever order the uploads arrive in.
         c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
-                  " metrics) VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
+                  " metrics, created_us, datasets) VALUES (?,?,?,?,?,?,?,?,?)"
+                  " ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
                   " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
-                  " model_digest = excluded.model_digest, metrics = excluded.metrics"
-                  " WHERE excluded.created_at >= board.created_at",
-                  [task, model_name, key_fingerprint, bundle_id, created_at, model_digest, json.dumps(metrics)])
+                  " model_digest = excluded.model_digest, metrics = excluded.metrics,"
+                  " created_us = excluded.created_us, datasets = excluded.datasets"
+                  " WHERE excluded.created_us >= board.created_us",
+                  [b.task, b.model_name, b.key_fingerprint, bundle_id, b.created_at, b.model_digest,
+                   json.dumps(b.metrics), b.created_us, json.dumps(b.datasets)])
         return {"bundle_id": bundle_id, "seq": seq, "entry_hash": entry, "received_at": received}
+
+    def accept_attestation(self, a: CheckedAttestation, entry_hash_fn: EntryHash) -> dict[str, Any]:
+        """Store a verified attestation and append it to the log, atomically."""
+        with self.tx() as c:
+            if c.execute("SELECT 1 FROM attestations WHERE id = ?", [a.attestation_id]).fetchone():
+                raise ReplayError(f"attestation {a.attestation_id} was already accepted")
+            if c.execute("SELECT 1 FROM attestations WHERE bundle_id = ? AND auditor_fingerprint = ?",
+                         [a.bundle_id, a.auditor_fingerprint]).fetchone():
+                raise AttestationError(f"auditor {a.auditor_fingerprint} has already attested bundle {a.bundle_id}")
+            seq, entry, received = self._append_log(c, entry_hash_fn, a.attestation_id, a.sha256, "attestation")
+            c.execute("INSERT INTO attestations(id, seq, bundle_id, auditor_fingerprint, verdict, summary, created_at,"
+                      " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
+                      [a.attestation_id, seq, a.bundle_id, a.auditor_fingerprint, a.verdict, json.dumps(a.summary),
+                       a.created_at, received, a.raw])
+        if self.checkpointer is not None:
+            self.checkpointer.committed()
+        return {"attestation_id": a.attestation_id, "seq": seq, "entry_hash": entry, "received_at": received}
+
+    def bundle_key(self, bundle_id: str) -> str:
+        """The submitter key fingerprint of an accepted bundle."""
+        with self.lock:
+            row = self.conn.execute("SELECT key_fingerprint FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no accepted bundle with id {bundle_id}")
+        return str(row[0])
+
+    def attestations(self, task: str) -> dict[str, list[dict[str, Any]]]:
+        """Attestations of non-revoked auditors for a task's bundles: bundle id -> oldest first."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT a.id, a.bundle_id, a.auditor_fingerprint, k.name, a.verdict, a.summary, a.created_at,"
+                " a.received_at, a.seq FROM attestations a JOIN bundles b ON b.id = a.bundle_id"
+                " JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
+                " WHERE b.task = ? AND k.revoked_at IS NULL ORDER BY a.seq", [task]).fetchall()
+        out: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            out.setdefault(r[1], []).append({
+                "id": r[0], "auditor_fingerprint": r[2], "auditor": r[3], "verdict": r[4], **json.loads(r[5]),
+                "created_at": r[6], "received_at": r[7], "log_seq": r[8], "url": f"/api/attestations/{r[0]}"})
+        return out
+
+    def attestation_raw(self, attestation_id: str) -> bytes:
+        with self.lock:
+            row = self.conn.execute("SELECT raw FROM attestations WHERE id = ?", [attestation_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no accepted attestation with id {attestation_id}")
+        return bytes(row[0])
 
     def bundle_raw(self, bundle_id: str) -> bytes:
         with self.lock:
@@ -315,7 +388,7 @@ class ServerDB:
 
     def count_bundles(self) -> int:
         with self.lock:
-            return self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0]
+            return int(self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0])
 
     def board_rows(self, task: str) -> list[dict[str, Any]]:
         """Rows of a task's board, cached until this process appends to the log or another
@@ -332,15 +405,18 @@ class ServerDB:
     def _board_rows(self, task: str) -> list[dict[str, Any]]:
         with self.lock:
             rows = self.conn.execute(
-                "SELECT b.model_name, b.key_fingerprint, k.name, b.bundle_id, b.created_at, b.model_digest, b.metrics"
+                "SELECT b.model_name, b.key_fingerprint, k.name, b.bundle_id, b.created_at, b.model_digest, b.metrics,"
+                " b.datasets"
                 " FROM board b JOIN keys k ON k.fingerprint = b.key_fingerprint"
                 " WHERE b.task = ? AND k.revoked_at IS NULL ORDER BY b.model_name, b.key_fingerprint",
                 [task]).fetchall()
+        attested = self.attestations(task)
         return [{"model": r[0], "key_fingerprint": r[1], "submitter": r[2], "bundle_id": r[3], "created_at": r[4],
-                 "model_digest": r[5], "metrics": json.loads(r[6])} for r in rows]
+                 "model_digest": r[5], "metrics": json.loads(r[6]), "datasets": json.loads(r[7]),
+                 "attestations": attested.get(r[3], [])} for r in rows]
 
     def log_entries(self, start: int, limit: int) -> list[dict[str, Any]]:
-        cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash")
+        cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash", "kind")
         with self.lock:
             rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM log WHERE seq >= ? ORDER BY seq LIMIT ?",
                                      [start, limit]).fetchall()

@@ -5,23 +5,30 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.sync.server.limits import DEFAULT_LIMITS
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from dynadesk.sync.server.db import ServerDB
 
 db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
                          envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
-def _db(path: str):
-    from dynadesk.sync.server_db import ServerDB
+def _db(path: str) -> ServerDB:
+    from dynadesk.sync.server.db import ServerDB
 
     return ServerDB(path)
 
 
-def _table(headers: list[str], rows: list[list]) -> None:
+def _table(headers: list[str], rows: list[list[Any]]) -> None:
     from dynadesk.cli.common import echo_table
 
     echo_table(headers, rows)
@@ -40,30 +47,40 @@ def cli() -> None:
               help="Server log-signing key (default: DB path + .server.key; created on first start).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (uploads are CPU-bound: one per core).")
-def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int) -> None:
+@click.option("--address-rate", default=DEFAULT_LIMITS.per_address.text(), show_default=True, metavar="PER_S/BURST",
+              help="Uploads each client address may make (per second / at once), per worker; then 429.")
+@click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
+              help="Uploads each signing key may make (per second / at once), per worker; then 429.")
+def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
+          key_rate: str) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
     import os
 
     import uvicorn
 
-    from dynadesk.sync.server_app import create_app, default_key_path
-    from dynadesk.sync.keys import load_or_create_server_key
-    from dynadesk.sync.server_db import ServerDB
+    from dynadesk.sync.format.keys import load_or_create_server_key
+    from dynadesk.sync.server.app import create_app, default_key_path
+    from dynadesk.sync.server.db import ServerDB
+    from dynadesk.sync.server.limits import parse_limits
+
+    limits = parse_limits(address_rate, key_rate)
 
     key_path = str(Path(key_path or default_key_path(db_path)).resolve())
     ServerDB(db_path).close()  # create and migrate once, before any worker starts
     load_or_create_server_key(key_path)
     click.echo(f"dynadesk-server: http://{host}:{port}/ (database {db_path}, {workers} worker(s))", err=True)
     if workers == 1:
-        uvicorn.run(create_app(db_path, key_path), host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.run(create_app(db_path, key_path, limits=limits), host=host, port=port, log_level="warning",
+                    access_log=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = str(Path(db_path).resolve())
     os.environ["DYNADESK_SERVER_KEY"] = key_path
-    _serve_workers(uvicorn.Config("dynadesk.sync.server_app:app_from_env", factory=True, workers=workers, host=host,
+    os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
+    _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
                                   port=port, log_level="warning", access_log=False))
 
 
-def _serve_workers(config) -> None:
+def _serve_workers(config: uvicorn.Config) -> None:
     """``uvicorn.run`` for several workers, but with ``TCP_NODELAY`` on the shared listening socket.
 
     uvicorn binds that socket with protocol 0, so asyncio does not set ``TCP_NODELAY`` on the
@@ -93,13 +110,15 @@ def keys() -> None:
 @db_option
 @click.argument("public_key_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", required=True, help="Who the key belongs to (shown on the board).")
-def keys_add(db_path: str, public_key_file: str, name: str) -> None:
+@click.option("--role", type=click.Choice(["submitter", "auditor"]), default="submitter", show_default=True,
+              help="auditor: may upload audit attestations of other submitters' bundles.")
+def keys_add(db_path: str, public_key_file: str, name: str, role: str) -> None:
     """Register a public key exported with 'dynadesk keys export'."""
-    from dynadesk.sync.keys import fingerprint, load_public_pem, public_raw
+    from dynadesk.sync.format.keys import fingerprint, load_public_pem, public_raw
 
     raw = public_raw(load_public_pem(Path(public_key_file).read_bytes(), public_key_file))
-    row = _db(db_path).add_key(fingerprint(raw), raw, name)
-    click.echo(f"registered {row.fingerprint} ({row.name})")
+    row = _db(db_path).add_key(fingerprint(raw), raw, name, role)
+    click.echo(f"registered {row.fingerprint} ({row.name}, {row.role})")
 
 
 @keys.command("revoke")
@@ -121,8 +140,8 @@ def keys_list(db_path: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
-    _table(["fingerprint", "name", "added", "revoked"],
-           [[r.fingerprint, r.name, r.added_at, r.revoked_at or ""] for r in rows])
+    _table(["fingerprint", "name", "role", "added", "revoked"],
+           [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
 
 
 @cli.group()
@@ -143,11 +162,13 @@ def datasets() -> None:
 def datasets_add(db_path: str, task: str, name: str, digest: str | None, size: int | None, split: str,
                  file_: str | None, replace: bool) -> None:
     """Accept a dataset on a task's board."""
-    from dynadesk.sync.admin import register_dataset
+    from dynadesk.sync.server.admin import register_dataset
 
     d = register_dataset(_db(db_path), task, name, split=split, digest=digest, size=size, file=file_,
                          replace=replace)
-    click.echo(f"task '{d['task']}' accepts dataset '{d['name']}' ({d['digest']}, {d['size']} examples)")
+    was = f"; replaces version {d['version'] - 1} ({d['previous_digest']})" if d["previous_digest"] else ""
+    click.echo(f"task '{d['task']}' accepts dataset '{d['name']}' version {d['version']} ({d['digest']},"
+               f" {d['size']} examples{was})")
 
 
 @datasets.command("import-workspace")
@@ -158,10 +179,14 @@ def datasets_add(db_path: str, task: str, name: str, digest: str | None, size: i
 @click.option("--task", help="Only this task.")
 def datasets_import(db_path: str, home: str, split: str, task: str | None) -> None:
     """Accept every dataset of one split found in a workspace (digests as the workspace stored them)."""
-    from dynadesk.sync.admin import import_workspace_datasets
+    from dynadesk.sync.server.admin import import_workspace_datasets
 
     added = import_workspace_datasets(_db(db_path), home, split=split, task=task)
     click.echo(f"accepted {len(added)} dataset(s): {', '.join(d['name'] for d in added) or 'none'}")
+    for d in added:
+        if d["previous_digest"]:
+            click.echo(f"  {d['name']}: digest changed, now version {d['version']} (was {d['previous_digest']});"
+                       " bundles scored on the old version stay on the board, marked stale")
 
 
 @datasets.command("list")
@@ -173,8 +198,8 @@ def datasets_list(db_path: str, task: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    _table(["task", "name", "split", "size", "digest"], [[d["task"], d["name"], d["split"], d["size"], d["digest"]]
-                                                         for d in rows])
+    _table(["task", "name", "version", "split", "size", "digest"],
+           [[d["task"], d["name"], d["version"], d["split"], d["size"], d["digest"]] for d in rows])
 
 
 @cli.command("tasks")

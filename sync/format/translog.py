@@ -16,9 +16,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync import keys as _keys
+from dynadesk.sync.format import keys as _keys
+from dynadesk.sync.format.canonical import canonical_bytes
 
 GENESIS = "0" * 64
 

@@ -1,31 +1,41 @@
 """The leaderboard server (FastAPI app factory). Every error answer is JSON ``{"error", "detail"}``.
 
-Malformed input of any kind gets a 4xx naming the problem; the only
-accepted upload path is parse -> key lookup -> signature -> time -> board -> store.
+Malformed input of any kind gets a 4xx naming the problem (one mapping:
+:mod:`dynadesk.sync.server.errors`). There is one upload path per document kind
+(:mod:`dynadesk.sync.server.ingest`, cheapest checks first); its CPU-bound part runs in a
+small worker pool off the event loop, behind per-address and per-key rate limits, so board
+reads keep their latency under a flood of uploads.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
+import anyio
+from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from dynadesk.errors import BundleError, DynaDeskError, NotFoundError, ValidationError
+from dynadesk.errors import DynaDeskError, NotFoundError
 from dynadesk.sync import board as _board
-from dynadesk.sync.bundle import MAX_BUNDLE_BYTES, utc_now_text
-from dynadesk.sync.ingest import ingest, status_for
-from dynadesk.sync.keys import fingerprint, load_or_create_server_key, public_raw
-from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.translog import sign_head
+from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
+from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
+from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.format.translog import sign_head
+from dynadesk.sync.server import rows as _rows
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.errors import answer_for
+from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
+from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
+from dynadesk.sync.server.values import registry
 from dynadesk.tasks import load_tasks
 
 # Swagger UI for /docs is served from this server (the fastapi-offline package ships the assets), never a CDN:
@@ -50,41 +60,30 @@ SQLITE_MAX_INT = 2 ** 63 - 1  # a larger query integer cannot be bound (it was a
 _STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
 
 
-class UploadFastPath:
-    """Pure-ASGI hot path for ``POST /api/bundles``: reads the body (with the size limit) and calls the
-    same ``handler`` as the route, skipping routing and the per-request middleware stack, which cost
-    about as much CPU as verifying the bundle. Everything else passes through unchanged."""
-
-    def __init__(self, app, handler: Callable[[bytes], tuple[int, dict]]):
-        self.app, self.handler = app, handler
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/api/bundles":
-            await self.app(scope, receive, send)
-            return
-        chunks, size, more = [], 0, True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > MAX_BUNDLE_BYTES:
-                status, answer = 413, {"error": "too_large",
-                                       "detail": f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes"}
-                break
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        else:
-            status, answer = self.handler(b"".join(chunks))
-        data = json.dumps(answer).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
-        await send({"type": "http.response.body", "body": data})
+UPLOAD_WORKERS = 2  # threads checking uploads at once; more only queue on the GIL
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
     return JSONResponse({"error": code, "detail": detail}, status_code=status)
+
+
+def _refusal(exc: DynaDeskError) -> JSONResponse:
+    status, body, headers = answer_for(exc)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def read_body(request: Request) -> bytes | None:
+    """The request body, or None as soon as it is known to exceed :data:`MAX_BUNDLE_BYTES` (nothing more is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BUNDLE_BYTES:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BUNDLE_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def default_key_path(db_path: str | Path) -> Path:
@@ -95,20 +94,26 @@ def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` worker processes: paths come from the environment."""
     import os
 
-    return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None)
+    address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", DEFAULT_LIMITS.text()).partition(",")
+    return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
+                      limits=parse_limits(address, key))
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
-               max_skew: timedelta = timedelta(minutes=5),
-               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
+               max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_path or default_key_path(db_path))
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
+    rules = {name: registry(t) for name, t in tasks.items()}
+    checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
+    address_limiter = Limiter("address", limits.per_address)
+    upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
@@ -117,25 +122,21 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                   description="Signed score bundles, Dynascore boards and a transparency log.",
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
-    prepared: dict[str, tuple[list, _board.PreparedBoard]] = {}
+    prepared: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, str],
+                              _board.PreparedBoard]] = {}
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, "http_error", str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError):
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
         return _error(422, "invalid_request", problems)
 
     @app.exception_handler(DynaDeskError)
-    async def _domain(request: Request, exc: DynaDeskError):
-        if isinstance(exc, NotFoundError):
-            return _error(404, "not_found", str(exc))
-        if isinstance(exc, ValidationError):
-            return _error(400, "invalid_request", str(exc))
-        status, code = status_for(exc)
-        return _error(status, code, str(exc))
+    async def _domain(request: Request, exc: DynaDeskError) -> JSONResponse:
+        return _refusal(exc)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index() -> HTMLResponse:
@@ -152,7 +153,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     def docs() -> HTMLResponse:
         from fastapi.openapi.docs import get_swagger_ui_html
 
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{app.title} - API",
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} - API",
                                    swagger_js_url=f"{_DOCS_PREFIX}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{_DOCS_PREFIX}/swagger-ui.css",
                                    swagger_favicon_url=f"{_DOCS_PREFIX}/favicon.png",
@@ -166,43 +167,57 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                         headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
-    def list_tasks() -> list[dict]:
-        by_task: dict[str, list] = {}
+    def list_tasks() -> list[dict[str, Any]]:
+        by_task: dict[str, list[dict[str, Any]]] = {}
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
-
-    def accept_upload(body: bytes) -> tuple[int, dict]:
-        try:
-            return 201, {"status": "accepted", **ingest(db, body, task_names, clock(), max_skew)}
-        except BundleError as exc:
-            status, code = status_for(exc)
-            return status, {"error": code, "detail": str(exc)}
 
     refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",
                "content": {"application/json": {"schema": {
                    "type": "object", "required": ["error", "detail"],
                    "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}}}}
 
-    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
-              responses={code: refused for code in (400, 403, 409, 413, 422)},
-              openapi_extra={"requestBody": {"required": True, "description": "The bundle file's exact bytes"
-                                             " (RFC 8785 JSON, see docs/bundle-format.md)",
-                                             "content": {"application/json": {"schema": {"type": "object"}}}}})
-    async def upload(request: Request) -> JSONResponse:
-        # Normally answered by UploadFastPath below; kept as the documented, equivalent route.
-        body = await request.body()
-        if len(body) > MAX_BUNDLE_BYTES:
-            return _error(413, "too_large", f"a bundle may hold at most {MAX_BUNDLE_BYTES} bytes")
-        status, answer = accept_upload(body)
-        return JSONResponse(answer, status_code=status)
+    async def receive(request: Request, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]]
+                      ) -> JSONResponse:
+        """Address limit, bounded body, then the CPU-bound checks in the upload pool (off the event loop)."""
+        try:
+            address_limiter.take(request.client.host if request.client else "unknown")
+        except DynaDeskError as exc:
+            return _refusal(exc)
+        body = await read_body(request)
+        if body is None:
+            return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
+        try:
+            answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_pool)
+        except DynaDeskError as exc:
+            return _refusal(exc)
+        return JSONResponse({"status": "accepted", **answer}, status_code=201)
 
-    app.add_middleware(UploadFastPath, handler=accept_upload)
+    upload_doc = {"requestBody": {"required": True, "description": "The file's exact bytes (RFC 8785 JSON, see"
+                                  " docs/bundle-format.md)", "content": {"application/json": {"schema": {
+                                      "type": "object"}}}}}
+
+    @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
+              responses={code: refused for code in (400, 403, 409, 413, 422, 429)}, openapi_extra=upload_doc)
+    async def upload(request: Request) -> JSONResponse:
+        return await receive(request, ingest)
+
+    @app.post("/api/attestations", status_code=201, summary="Upload one signed audit attestation (auditor keys only)",
+              responses={code: refused for code in (400, 403, 404, 409, 413, 422, 429)}, openapi_extra=upload_doc)
+    async def upload_attestation(request: Request) -> JSONResponse:
+        return await receive(request, ingest_attestation)
+
+    @app.get("/api/attestations/{attestation_id}", summary="The exact signed bytes of one attestation")
+    def get_attestation(attestation_id: str) -> Response:
+        if not _BUNDLE_ID.match(attestation_id):
+            return _error(400, "invalid_request", "an attestation id is 64 lowercase hex digits")
+        return Response(db.attestation_raw(attestation_id), media_type="application/json")
 
     @app.get("/api/bundles", summary="Accepted bundles, oldest first")
     def list_bundles(task: str | None = None, after: int = Query(0, ge=0, le=SQLITE_MAX_INT),
-                     limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+                     limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
         return db.list_bundles(task, limit, after)
 
     @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors")
@@ -221,25 +236,28 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         rows = db.board_rows(task)  # the same list object while the stored board is unchanged
         cached = prepared.get(task)
         if cached is None or cached[0] is not rows:
-            cached = prepared[task] = (rows, _board.prepare(rows))
-        return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw, limit, offset,
-                                                 _board.parse_budget(request.query_params)))
+            keyed = _rows.identified(rows)
+            cached = prepared[task] = (rows, {r["model"]: r for r in keyed}, _rows.labels(keyed),
+                                       _board.prepare(keyed))
+        answer = _board.compute_board(task, cached[3], db.datasets(task), mw, dw, limit, offset,
+                                      _board.parse_budget(request.query_params))
+        return JSONResponse(_rows.present(answer, cached[1], cached[2], rules[task], db.dataset_versions(task)))
 
-    def _head() -> dict:
+    def _head() -> dict[str, Any]:
         size, head = db.log_head()
         return sign_head(server_key, size, head, utc_now_text(clock()))
 
     @app.get("/api/log", summary="Transparency log entries and the server-signed head")
-    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict:
+    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict[str, Any]:
         head = _head()
         return {"entries": db.log_entries(start, limit), "head": head}
 
     @app.get("/api/log/head", summary="The server-signed head of the transparency log")
-    def log_head() -> dict:
+    def log_head() -> dict[str, Any]:
         return _head()
 
     @app.get("/api/server-key", summary="The server's log-signing public key")
-    def server_public_key() -> dict:
+    def server_public_key() -> dict[str, Any]:
         pub = public_raw(server_key)
         return {"public_key": pub.hex(), "fingerprint": fingerprint(pub)}
 

@@ -1,0 +1,1 @@
+"""The leaderboard server: FastAPI app, its SQLite database, the upload path and ``dynadesk-server``."""

@@ -1,0 +1,52 @@
+"""The one mapping from the library's errors to HTTP answers ``{"error": code, "detail": message}``."""
+
+from __future__ import annotations
+
+from dynadesk.errors import (
+    AttestationError,
+    BundleError,
+    BundleFormatError,
+    DynaDeskError,
+    FingerprintMismatch,
+    FutureTimestampError,
+    MetricValueError,
+    NotAuditorError,
+    NotFoundError,
+    NotOnBoardError,
+    RateLimitedError,
+    ReplayError,
+    RevokedKeyError,
+    SelfAttestationError,
+    SignatureError,
+    UnknownKeyError,
+    UnsupportedVersionError,
+    ValidationError,
+)
+
+# most specific first
+HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [
+    (RateLimitedError, 429, "rate_limited"),
+    (UnsupportedVersionError, 400, "unsupported_version"),
+    (BundleFormatError, 400, "malformed_bundle"),
+    (RevokedKeyError, 403, "revoked_key"),
+    (UnknownKeyError, 403, "unknown_key"),
+    (NotAuditorError, 403, "not_auditor"),
+    (SelfAttestationError, 403, "own_bundle"),
+    (FingerprintMismatch, 422, "key_mismatch"),
+    (SignatureError, 422, "bad_signature"),
+    (FutureTimestampError, 422, "future_timestamp"),
+    (MetricValueError, 422, "invalid_metric"),
+    (NotOnBoardError, 422, "not_on_board"),
+    (ReplayError, 409, "replay"),
+    (AttestationError, 409, "already_attested"),
+    (NotFoundError, 404, "not_found"),
+    (ValidationError, 400, "invalid_request"),
+    (BundleError, 400, "rejected"),
+]
+
+
+def answer_for(exc: DynaDeskError) -> tuple[int, dict[str, str], dict[str, str]]:
+    """``(status, body, headers)`` for a refusal; a 429 carries ``Retry-After``."""
+    status, code = next(((s, c) for cls, s, c in HTTP_STATUS if isinstance(exc, cls)), (400, "rejected"))
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimitedError) else {}
+    return status, {"error": code, "detail": str(exc)}, headers

@@ -1,0 +1,136 @@
+"""The one upload path for bundles and attestations, cheapest checks first.
+
+1. size and the envelope's fixed frame (:func:`split_envelope`: no payload parsing);
+2. the carried key: registered, not revoked (and, for attestations, an auditor);
+3. the Ed25519 signature over the payload bytes;
+4. the key's rate limit (only now: nobody can spend another submitter's allowance);
+5. the costly part: JSON, schema, canonical form, key binding, time, metric values, board datasets.
+
+So a body that is not signed by a registered key costs a few regular-expression steps and one
+dictionary lookup, however large or non-canonical it is. Each refusal is a specific
+:class:`~dynadesk.errors.BundleError`; :mod:`dynadesk.sync.server.errors` maps it to HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dynadesk.errors import (
+    FingerprintMismatch,
+    FutureTimestampError,
+    NotAuditorError,
+    NotOnBoardError,
+    RevokedKeyError,
+    SelfAttestationError,
+    UnknownKeyError,
+)
+from dynadesk.sync.board import board_metrics
+from dynadesk.sync.format import attestation as _att
+from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
+from dynadesk.sync.format.timestamps import epoch_us, parse_utc
+from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
+from dynadesk.sync.server.limits import Limiter
+from dynadesk.sync.server.values import MetricRule, check_metrics
+from dynadesk.tasks import Task
+
+
+@dataclass
+class UploadChecks:
+    """What uploads are checked against besides the database: tasks, their metric rules, the key rate limit
+    and the clock's slack."""
+
+    tasks: dict[str, Task]
+    rules: dict[str, dict[str, MetricRule]]
+    key_limiter: Limiter
+    max_skew: timedelta = timedelta(minutes=5)
+
+
+def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
+    fp = env.key_fingerprint
+    key = config.keys.get(fp)
+    if key is None:
+        raise UnknownKeyError(f"{what} is signed by key {fp}, which this server has not registered"
+                              " (ask the administrator: dynadesk-server keys add)")
+    if key.revoked_at:
+        raise RevokedKeyError(f"{what} is signed by key {fp}, revoked at {key.revoked_at}"
+                              + (f": {key.revoke_reason}" if key.revoke_reason else ""))
+    return key
+
+
+def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fmt: str, what: str) -> KeyRow:
+    """Steps 1-4 of the module docstring."""
+    env = split_envelope(raw, what, fmt)
+    key = _registered_key(db.upload_config(), env, what)
+    env.verify(what)
+    checks.key_limiter.take(key.fingerprint)
+    return key
+
+
+def _check_datasets(payload: dict[str, Any], task: str, config: UploadConfig) -> dict[str, str]:
+    accepted = config.datasets.get(task, {})
+    digests = {}
+    for i, d in enumerate(payload["datasets"]):
+        known = accepted.get((task, d["name"]))
+        if known is None:
+            raise NotOnBoardError(f"payload.datasets[{i}]: dataset '{d['name']}' is not accepted on the"
+                                  f" '{task}' board (dynadesk-server datasets add)")
+        if known["digest"] != d["digest"]:
+            old = config.superseded.get((task, d["name"], d["digest"]))
+            was = (f"version {old['version']} of it, superseded by version {known['version']}" if old else
+                   "a version this board never accepted")
+            raise NotOnBoardError(f"payload.datasets[{i}]: dataset '{d['name']}' has digest {d['digest']} ({was}),"
+                                  f" but the board accepts {known['digest']} (a different version of the data):"
+                                  " evaluate on the current data")
+        digests[d["name"]] = d["digest"]
+    return digests
+
+
+def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> CheckedBundle:
+    """Everything but storing; raises the specific reason a bundle is refused."""
+    what = "uploaded bundle"
+    key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
+    bundle = parse_bundle(raw, what)
+    if bundle.key_fingerprint != key.fingerprint:
+        raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
+                                  f" says {bundle.key_fingerprint}")
+    if bundle.created_at > now + checks.max_skew:
+        raise FutureTimestampError(f"payload.created_at {bundle.payload['created_at']} lies in the future"
+                                   f" (server time {now.isoformat(timespec='seconds')})")
+    task = checks.tasks.get(bundle.task)
+    if task is None:
+        raise NotOnBoardError(f"payload.task: task '{bundle.task}' is not on this board"
+                              f" (known: {', '.join(sorted(checks.tasks))})")
+    check_metrics(bundle.payload["metrics"], checks.rules[task.name], task.name)
+    digests = _check_datasets(bundle.payload, task.name, db.upload_config())
+    return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
+                         bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
+                         bundle.payload["created_at"], epoch_us(bundle.payload["created_at"], "payload.created_at"),
+                         digests, board_metrics(bundle.payload["metrics"]))
+
+
+def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
+    """Accept one bundle or raise the specific reason it is refused."""
+    return db.accept(check_upload(db, checks, raw, now), entry_hash)
+
+
+def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
+    """Accept one audit attestation: from an auditor's key, about another submitter's accepted bundle."""
+    what = "uploaded attestation"
+    key = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
+    if key.role != "auditor":
+        raise NotAuditorError(f"{what}: key {key.fingerprint} ({key.name}) is not registered as an auditor"
+                              " (dynadesk-server keys add --role auditor)")
+    att = _att.parse_attestation(raw, what)
+    att.verify()
+    if parse_utc(att.payload["created_at"], "attestation payload.created_at") > now + checks.max_skew:
+        raise FutureTimestampError(f"attestation payload.created_at {att.payload['created_at']} lies in the future")
+    if db.bundle_key(att.bundle_id) == key.fingerprint:
+        raise SelfAttestationError(f"{what}: key {key.fingerprint} signed bundle {att.bundle_id} itself;"
+                                   " an auditor cannot attest their own bundle")
+    return db.accept_attestation(CheckedAttestation(att.id, att.raw, hashlib.sha256(att.raw).hexdigest(),
+                                                    att.bundle_id, key.fingerprint, att.verdict, att.summary(),
+                                                    att.payload["created_at"]), entry_hash)

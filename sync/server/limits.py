@@ -1,0 +1,81 @@
+"""Per-address and per-key upload rate limits (token buckets, in memory, per server process).
+
+A bucket holds ``burst`` tokens and refills at ``rate`` per second; an upload takes one. The
+address bucket is charged before anything is read; the key bucket only after the signature
+verifies, so nobody can spend another submitter's allowance by naming their key.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dynadesk.errors import ConfigError, RateLimitedError
+
+MAX_TRACKED = 10_000  # buckets kept per limiter; the least recently used go first
+
+
+@dataclass(frozen=True)
+class Rate:
+    per_second: float
+    burst: int
+
+    def text(self) -> str:
+        return f"{self.per_second:g}/{self.burst}"
+
+
+class Limiter:
+    """Token buckets keyed by who is asking (an address or a key fingerprint)."""
+
+    def __init__(self, what: str, rate: Rate, clock: Callable[[], float] = time.monotonic):
+        self.what, self.rate, self.clock = what, rate, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # who -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, who: str) -> None:
+        """Spend one token of ``who``'s bucket or raise :class:`RateLimitedError` with the wait."""
+        now = self.clock()
+        with self._lock:
+            tokens, at = self._buckets.pop(who, (float(self.rate.burst), now))
+            tokens = min(float(self.rate.burst), tokens + (now - at) * self.rate.per_second)
+            if tokens < 1.0:
+                self._buckets[who] = (tokens, now)
+                wait = math.ceil((1.0 - tokens) / self.rate.per_second)
+                raise RateLimitedError(f"too many uploads from {self.what} {who}: at most {self.rate.burst} at once"
+                                       f" and {self.rate.per_second:g} per second; retry in {wait} s", wait)
+            self._buckets[who] = (tokens - 1.0, now)
+            while len(self._buckets) > MAX_TRACKED:
+                self._buckets.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    per_address: Rate
+    per_key: Rate
+
+    def text(self) -> str:
+        """``"ADDRESS,KEY"`` in the form :func:`parse_limits` reads."""
+        return f"{self.per_address.text()},{self.per_key.text()}"
+
+
+DEFAULT_LIMITS = UploadLimits(Rate(5.0, 60), Rate(2.0, 30))
+
+
+def parse_rate(text: str, what: str) -> Rate:
+    """``"5/60"`` -> 5 per second, bursts of 60."""
+    per_s, _, burst = text.partition("/")
+    try:
+        rate = Rate(float(per_s), int(burst))
+    except ValueError:
+        raise ConfigError(f"{what} must look like PER_SECOND/BURST (e.g. 5/60), got {text!r}") from None
+    if not (math.isfinite(rate.per_second) and rate.per_second > 0 and rate.burst >= 1):
+        raise ConfigError(f"{what} needs a rate above 0 and a burst of at least 1, got {text!r}")
+    return rate
+
+
+def parse_limits(address: str, key: str) -> UploadLimits:
+    return UploadLimits(parse_rate(address, "--address-rate"), parse_rate(key, "--key-rate"))

@@ -162,3 +162,23 @@ class NotReproducibleError(AuditError):
     def __init__(self, message: str, fields: list[str] | None = None):
         self.fields = list(fields or [])
         super().__init__(message)
+
+
+# --- runs (typed requests, run folders, the Docker boundary) -------------------------------------
+
+class RunStateError(EvaluationError):
+    """A run's status change is not one of the allowed transitions (e.g. succeeded -> running)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, verdict="error")
+
+
+class RunFolderError(EvaluationError):
+    """A run folder holds what the host must not touch (links, foreign files) or lacks its spec."""
+
+    def __init__(self, message: str):
+        super().__init__(message, verdict="error")
+
+
+class DockerUnavailable(EvaluationError):
+    """No Docker daemon answers, or it refused a request; the message says the fix."""

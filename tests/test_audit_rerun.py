@@ -22,7 +22,7 @@ from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync import keys as K
 from dynadesk.sync.bundle import sign_payload
-from eval_support import setup_workspace
+from eval_support import run_request, setup_workspace
 
 NOISE = Path(__file__).resolve().parent / "audit_noise"
 
@@ -40,7 +40,7 @@ def made(tmp_path_factory):
     store = ws.open_store()
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
+    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     path = tmp / "bundle.json"

@@ -150,7 +150,7 @@ def build_leaderboard(store, task: str, weights: dict[str, float] | None = None,
             raise ValidationError(f"--weight {name}: not a Dynascore metric (use {', '.join(specs)})")
         specs[name] = MetricSpec(specs[name].direction, specs[name].offset, float(w))
     dataset_weights = dict(dataset_weights or {})
-    records = store.evaluations.latest_succeeded(task)
+    records = store.evaluations.board_runs(task)
     per_model, units = _collect(records)
     known = {d for t in per_model.values() for by_ds in t.values() for d in by_ds if d}
     unknown = sorted(set(dataset_weights) - known)

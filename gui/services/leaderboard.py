@@ -26,7 +26,7 @@ class _Snapshot:
         self.task, self._records = task, records
         self.evaluations = self
 
-    def latest_succeeded(self, task: str) -> list:
+    def board_runs(self, task: str) -> list:
         return self._records if task == self.task else []
 
 
@@ -45,7 +45,7 @@ class LeaderboardService(QObject):
 
     def reload(self, task: str) -> None:
         """Read the task's runs from the store (on page show, task change or new runs)."""
-        self._snapshot = _Snapshot(task, self._ws.store.evaluations.latest_succeeded(task))
+        self._snapshot = _Snapshot(task, self._ws.store.evaluations.board_runs(task))
 
     def tasks(self) -> list[str]:
         from dynadesk.tasks import load_tasks

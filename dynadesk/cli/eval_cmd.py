@@ -125,10 +125,10 @@ def eval_cmd(app: Any, model: str | None, datasets: tuple[str, ...], runner: str
         bar.close()
     if record.status != "succeeded" and not as_json:
         click.echo(failure_line(record), err=True)
-        raise click.exceptions.Exit(1)
+        raise SystemExit(1)  # click.exceptions.Exit is swallowed by main()'s standalone_mode=False
     _show(record, as_json)
     if record.status != "succeeded":
-        raise click.exceptions.Exit(1)
+        raise SystemExit(1)
 
 
 @click.group()

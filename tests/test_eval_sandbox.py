@@ -78,8 +78,8 @@ def test_links_planted_in_out_are_removed_and_never_chowned_on_resume_as_root(st
     assert (folder.out_dir / "evil-link").is_symlink()
     events: list[dict] = []
     done = resume(store, ws, rec.id, client=docker_client, progress=events.append)  # the product runner, as root
-    assert done.status == "succeeded", done.error
     assert victim.stat().st_uid == 0 and victim.stat().st_gid == 0 and victim.read_text() == "root's file"
+    assert done.status == "succeeded", done.error
     cleaned = [e for e in events if e.get("phase") == "cleaned"]
     assert cleaned and cleaned[0]["removed"] == ["evil-link", "parts/d000.jsonl.evil"]
     assert "removed from out/ before resuming" in done.log and "evil-link" in done.log

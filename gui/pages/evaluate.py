@@ -265,7 +265,7 @@ class EvaluatePage(Page):
         self._idle()
         bad = [r for r in records if r.status != "succeeded"]
         if bad:
-            self.banner.error("; ".join(f"{r.model_name}: {failure_line(r)}" for r in bad))
+            self.banner.error("; ".join(failure_line(r) for r in bad))  # the line the CLI prints
         else:
             self.banner.show_message(f"{len(records)} run(s) succeeded: "
                                      + ", ".join(f"{r.model_name} (run {r.id})" for r in records), "ok")

@@ -63,7 +63,7 @@ class LeaderboardService(QObject):
         if self._snapshot is None or self._snapshot.task != task:
             self.reload(task)
         names: set[str] = set()
-        for rec in self._snapshot.latest_succeeded(task):
+        for rec in self._snapshot.board_runs(task):
             names.update(m.dataset for m in rec.metrics if m.dataset and m.metric in BOARD_METRICS)
         return sorted(names)
 

@@ -325,7 +325,7 @@ class EvaluatePage(Page):
             lines.append(f"error: {rec.error}")
         for m in rec.metrics:
             lines.append(f"  {m.dataset or '(whole run)':<28} {m.metric:<20} {m.value:10.4g} {m.unit}")
-        log = self.guard(self._svc.log, rec.id) or ""
+        log = self.guard(self._svc.run_log, rec.id) or ""
         if log:
             lines += ["", "log (tail):", *log.rstrip().splitlines()[-40:]]
         self.run_detail.setPlainText("\n".join(lines))

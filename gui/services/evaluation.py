@@ -53,10 +53,10 @@ class EvaluationService(QObject):
         return self._worker is not None
 
     def runs(self, limit: int = 200) -> list[EvaluationRecord]:
-        """Recent runs without their logs (see :meth:`log`)."""
+        """Recent runs without their logs (see :meth:`run_log`)."""
         return self._ws.store.evaluations.list(limit=limit)
 
-    def log(self, run_id: int) -> str:
+    def run_log(self, run_id: int) -> str:
         return self._ws.store.evaluations.log(run_id)
 
     def run(self, run_id: int) -> EvaluationRecord:

@@ -33,7 +33,9 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     ws = Workspace(home)
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp_path, sizes=(12, 6))
-    run = evaluate(store, ws, run_request("tiny", runner="docker", batch_size=4, latency_samples=4, warmup=1, limits=default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)), client=docker_client)
+    limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
+    run = evaluate(store, ws, run_request("tiny", runner="docker", batch_size=4, latency_samples=4, warmup=1,
+                                          limits=limits), client=docker_client)
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     assert bundle.payload["evaluator"]["image_digest"] == evaluator_image.image_id

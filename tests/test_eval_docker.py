@@ -43,7 +43,8 @@ def _leftover_containers(client, ws) -> list:
 
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
-    a = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits, latency_samples=16), client=docker_client)
+    a = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
+                                        latency_samples=16), client=docker_client)
     assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
     assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
     for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",
@@ -58,7 +59,8 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
     assert env["gpu"]["nvml"].startswith(("ok", "unavailable"))
     assert env["python"].startswith("3.11") and env["libraries"]["torch"].startswith("2.13.0")
 
-    b = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits, latency_samples=4), client=docker_client)
+    b = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
+                                        latency_samples=4), client=docker_client)
     assert b.status == "succeeded", b.error
     assert predictions_bytes(a) == predictions_bytes(b)
 
@@ -106,8 +108,8 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
     register_model(store, folder, "sentiment", name=behaviour)
     before = tree_digest(folder)
     limits = default_limits(cpus=1.0, memory_bytes=1 << 30, pids=64, timeout_s=180)
-    rec = evaluate(store, ws, run_request(behaviour, ["set1-test"], runner="docker", limits=limits), runner=HostileDockerRunner(evaluator_image.image_id,
-                                                                                   client=docker_client))
+    rec = evaluate(store, ws, run_request(behaviour, ["set1-test"], runner="docker", limits=limits),
+                   runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
     assert rec.status == "failed" and rec.verdict == verdict, f"{rec.verdict}: {rec.error}\n{rec.log[-2000:]}"
     assert evidence in rec.log
     if verdict == "oom":
@@ -130,13 +132,18 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     def hostile():  # its own connection, as a second window or process would have
         own = ws.open_store()
         try:
-            result["hang"] = evaluate(own, ws, run_request("hang", ["small-test"], runner="docker", limits=default_limits(cpus=1.0, timeout_s=90)), runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
+            limits = default_limits(cpus=1.0, timeout_s=90)
+            request = run_request("hang", ["small-test"], runner="docker", limits=limits)
+            result["hang"] = evaluate(own, ws, request,
+                                      runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
         finally:
             own.close()
 
     thread = threading.Thread(target=hostile)
     thread.start()
-    normal = evaluate(store, ws, run_request("tiny", ["small-test"], runner="docker", image=evaluator_image.image_id, limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4, warmup=0), client=docker_client)
+    normal = evaluate(store, ws, run_request("tiny", ["small-test"], runner="docker", image=evaluator_image.image_id,
+                                             limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4,
+                                             warmup=0), client=docker_client)
     thread.join(timeout=300)
     assert normal.status == "succeeded", normal.error
     hang = result["hang"]
@@ -152,7 +159,9 @@ def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_pa
 
     register_model(store, make_hostile_model(tmp_path / "inert", "hang"), "sentiment", name="inert")
     add_test_set(store, "tiny-test", 4, seed=3, perturbed=False)
-    rec = evaluate(store, ws, run_request("inert", ["tiny-test"], runner="docker", image=evaluator_image.image_id, latency_samples=2, warmup=0, limits=default_limits(cpus=1.0, timeout_s=300)), client=docker_client)
+    rec = evaluate(store, ws, run_request("inert", ["tiny-test"], runner="docker", image=evaluator_image.image_id,
+                                          latency_samples=2, warmup=0, limits=default_limits(cpus=1.0, timeout_s=300)),
+                   client=docker_client)
     assert rec.status == "succeeded", rec.error
     assert "HOSTILE" not in rec.log
 

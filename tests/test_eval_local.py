@@ -76,7 +76,8 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
         if event.get("phase") == "saved" and event["dataset"] == "set0-test~case":
             cancel.set()
 
-    rec = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0), progress=progress, cancel=cancel)
+    rec = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0),
+                   progress=progress, cancel=cancel)
     assert rec.status == "cancelled" and rec.verdict == "cancelled"
     parts = Path(rec.run_dir) / "out" / "parts"
     finished = {json.loads(p.read_text())["dataset"] for p in parts.glob("*.done.json")}

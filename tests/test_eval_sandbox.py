@@ -116,3 +116,21 @@ def test_64_mib_of_output_without_newlines_is_cut_and_the_tail_saved(store, ws, 
     assert len(rec.log) < 8 << 20
     saved = RunFolder(Path(rec.run_dir)).log_file.read_text()
     assert "HOSTILE flood: 64 MiB written without newlines" in saved
+
+
+def test_one_daemon_status_serves_the_cli_and_the_gui(home, docker_client, require_qt, monkeypatch):
+    from dynadesk.gui.services.status import probe_docker
+    from dynadesk.orchestration.runners import daemon_status
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                               "image", "status", *args], capture_output=True, text=True, timeout=120)
+
+    up = cli()
+    assert up.returncode == 0 and up.stdout.splitlines()[0] == daemon_status().detail
+    assert probe_docker() == (True, daemon_status().detail)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # nothing listens there
+    down = cli()
+    ok, detail = probe_docker()
+    assert down.returncode == 1 and not ok and down.stdout.strip() == detail
+    assert "no Docker daemon answers" in detail and "--runner local" in detail

@@ -32,8 +32,8 @@ from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
 from dynadesk.tasks import get_task
 
-__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale", "request_of",
-           "resume", "select_datasets"]
+__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale",
+           "request_of", "resume", "select_datasets"]
 
 ProgressFn = Callable[[dict[str, Any]], None]
 MAX_DB_LOG = 1 << 20
@@ -96,7 +96,8 @@ def prepare(store: Any, folder: RunFolder, model: Any, task: Any, datasets: list
     folder.create()
     entries: list[DatasetSpec] = []
     for ds in datasets:
-        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {}) for d in store.datasets.derived(ds.name)]
+        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {})
+                                          for d in store.datasets.derived(ds.name)]
         for member, role, derivation in members:
             kind = (derivation or {}).get("kind") if role == "perturbation" else None
             if role == "perturbation" and kind not in ("robustness", "fairness"):

@@ -224,7 +224,8 @@ class EvaluationRepo:
         return [self._record(r) for r in rows]
 
     def board_runs(self, task: str, datasets: Sequence[str] | None = None) -> list[EvaluationRecord]:
-        """Each model's board entry: its newest complete run (succeeded, purpose ``evaluation``) on the board's datasets.
+        """Each model's board entry: its newest complete run (succeeded, purpose ``evaluation``) on the board's
+        datasets.
 
         The board's datasets are ``datasets``, else the task's test sets in the workspace. A run covering
         all of them beats any run covering fewer, however new; a model none of whose runs covers them all

@@ -62,6 +62,10 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     rerun = store.evaluations.get(report.rerun_id)
     assert rerun.status == "succeeded" and rerun.settings["batch_size"] == 8 and rerun.settings["seed"] == 0
     assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
+    # the signed request is what the re-run replays; it is stored as an audit, never the model's board entry
+    assert bundle.payload["settings"]["request"] == run.request
+    assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit"}
+    assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
     assert len(det) == n_det + 3 and n_det >= 12  # perf, macro_f1, robustness, fairness x (2 sets + run)

@@ -341,6 +341,9 @@ class DockerRunner(Runner):
                 container = self.client.containers.create(self.image, **self.container_options(paths, limits))
             except docker.errors.APIError as exc:
                 return _refused(exc, limits, watch.elapsed())
+            except _transport_errors() as exc:
+                raise DockerUnavailable(f"Docker failed creating the container: {_first_line(exc)}; "
+                                        f"{NO_DAEMON_FIX}") from exc
             return self._run_container(container, paths, limits, WorkerOutput(progress), watch)
         finally:
             if snapshot is not None:
@@ -374,9 +377,9 @@ class DockerRunner(Runner):
             out.drain()
             container.reload()
             state = container.attrs.get("State", {})
-        except docker.errors.DockerException as exc:
+        except _transport_errors() as exc:
             _remove(container)
-            raise DockerUnavailable(f"Docker failed during the run: {exc}; {NO_DAEMON_FIX}") from exc
+            raise DockerUnavailable(f"Docker failed during the run: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
         except BaseException:
             _remove(container)
             raise
@@ -404,12 +407,18 @@ def _refused(exc: Exception, limits: Limits, seconds: float) -> RunOutcome:
     return RunOutcome("error", None, "", seconds, f"Docker refused the container: {text}")
 
 
-def _remove(container: Any) -> None:
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What the docker SDK raises when the daemon fails or goes away (its own errors and requests')."""
     import docker
+    import requests
 
+    return docker.errors.DockerException, requests.exceptions.RequestException
+
+
+def _remove(container: Any) -> None:
     try:
         container.remove(force=True)
-    except docker.errors.DockerException:  # already gone
+    except _transport_errors():  # already gone, or the daemon with it
         pass
 
 
@@ -417,11 +426,14 @@ def docker_client(timeout: float = 120) -> Any:
     """A docker SDK client from the environment (``DOCKER_HOST`` works, ssh:// included)."""
     try:
         import docker
-
+    except ImportError as exc:
+        raise DockerUnavailable(f"the docker SDK is not installed ({exc}); pip install docker, or use --runner "
+                                "local") from exc
+    try:
         client = docker.from_env(timeout=timeout)
         client.ping()
         return client
-    except Exception as exc:  # noqa: BLE001 - the boundary: any connection problem becomes one library error
+    except _transport_errors() as exc:
         raise DockerUnavailable(f"no Docker daemon answers ({_first_line(exc)}); {NO_DAEMON_FIX}") from exc
 
 
@@ -446,7 +458,7 @@ def daemon_status(timeout: float = 3.0) -> DaemonStatus:
         return DaemonStatus(False, str(exc))
     try:
         return DaemonStatus(True, f"Docker {client.version().get('Version', '?')}")
-    except Exception as exc:  # noqa: BLE001 - the boundary: a daemon that answers ping but not version
+    except _transport_errors() as exc:  # a daemon that answers ping but not version
         return DaemonStatus(False, f"Docker answers but not fully ({_first_line(exc)}); {NO_DAEMON_FIX}")
     finally:
         client.close()
@@ -465,6 +477,6 @@ def image_id_of(client: Any, name: str) -> str | None:
         return str(client.images.get(name).id)
     except docker.errors.ImageNotFound:
         return None
-    except docker.errors.DockerException as exc:
+    except _transport_errors() as exc:
         raise DockerUnavailable(f"Docker is not usable: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
 

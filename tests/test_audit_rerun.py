@@ -64,7 +64,8 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
     # the signed request is what the re-run replays; it is stored as an audit, never the model's board entry
     assert bundle.payload["settings"]["request"] == run.request
-    assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit"}
+    names = [d["name"] for d in bundle.payload["datasets"]]  # the re-run names the signed test sets
+    assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit", "datasets": names}
     assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])

@@ -17,11 +17,15 @@ import json
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dynadesk.audit.compare import RunResults, metric_field, results_from_out, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, Check
 from dynadesk.errors import AuditError, NotReproducibleError
+
+if TYPE_CHECKING:
+    from dynadesk.orchestration.runners import Limits, Runner
+    from dynadesk.store.evaluations import EvaluationRecord
 
 REPEATS = 2
 StepFn = Callable[[str], None]
@@ -49,7 +53,8 @@ def second_batch_size(batch_size: int) -> int:
     return batch_size // 2 if batch_size > 1 else 2
 
 
-def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label: str, limits) -> RunResults:
+def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_size: int, work: Path, label: str,
+            limits: Limits) -> RunResults:
     from dynadesk.orchestration.folder import RunFolder
 
     source = RunFolder(Path(record.run_dir))
@@ -66,6 +71,10 @@ def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label:
     if not outcome.ok:
         raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} failed ({outcome.verdict}): "
                          f"{outcome.message}")
+    strays = repeat.strays()
+    if strays:  # the host never reads through what the worker's code may have planted
+        raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} left links or files the worker never "
+                         f"writes in out/: {', '.join(strays)}")
     return results_from_out(repeat.out_dir, label)
 
 

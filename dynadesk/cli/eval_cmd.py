@@ -9,6 +9,7 @@ import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.orchestration.evaluate import failure_line
+from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30
 
@@ -20,7 +21,7 @@ class _Bar:
         self.enabled = enabled
         self.bar = None
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
             return
         from tqdm import tqdm
@@ -58,7 +59,7 @@ def _summary_rows(record) -> list[list]:
     return rows
 
 
-def _show(record, as_json: bool) -> None:
+def _show(record: EvaluationRecord, as_json: bool) -> None:
     if as_json:
         echo_json(record.to_dict())
         return
@@ -143,7 +144,8 @@ def runs():
 @click.option("--limit", type=int, default=50, show_default=True)
 @json_option
 @pass_app
-def runs_list(app, task, model, status, limit, as_json):
+def runs_list(app: Any, task: str | None, model: str | None, status: str | None, limit: int,
+              as_json: bool) -> None:
     """List runs, newest first."""
     records = app.store.evaluations.list(task=task, model=model, status=status, limit=limit)
     if as_json:
@@ -163,7 +165,7 @@ def runs_list(app, task, model, status, limit, as_json):
 @click.option("--log", "show_log", is_flag=True, help="Print the worker log too.")
 @json_option
 @pass_app
-def runs_show(app, run_id, show_log, as_json):
+def runs_show(app: Any, run_id: int, show_log: bool, as_json: bool) -> None:
     """Show a run: status, verdict, every metric and profile figure."""
     record = app.store.evaluations.get(run_id)
     _show(record, as_json)

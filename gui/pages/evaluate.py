@@ -18,6 +18,7 @@ from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
+from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30
 
@@ -261,7 +262,7 @@ class EvaluatePage(Page):
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
 
-    def _on_finished(self, records) -> None:
+    def _on_finished(self, records: list[EvaluationRecord]) -> None:
         self._idle()
         bad = [r for r in records if r.status != "succeeded"]
         if bad:

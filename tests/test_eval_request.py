@@ -175,3 +175,22 @@ def test_the_watched_out_limit_counts_links_as_themselves(tmp_path):
     (folder.out_dir / "small").write_bytes(b"1" * 100)
     assert folder.out_bytes() < 1000
     assert Path(folder.root / "run.log") == folder.log_file
+
+
+def test_a_run_stored_before_requests_is_replayed_from_its_flat_settings(store):
+    from dynadesk.orchestration.evaluate import request_of
+
+    flat = {"batch_size": 8, "device": "cpu", "deterministic": True, "seed": 3, "threads": 2, "latency_samples": 5,
+            "warmup": 1, "allow_pickle": False, "dedicated_cgroup": True, "runner": "docker", "sandboxed": True,
+            "image": "dynadesk-evaluator:abc", "limits": {"cpus": 2.0, "memory_bytes": 1 << 30, "pids": 64,
+                                                         "timeout_s": 60.0, "tmpfs_bytes": 1 << 20, "gpus": None}}
+    run = store.evaluations.create(_model(store), "sentiment", "docker", True, flat, ["a-test"])
+    request = request_of(store.evaluations.get(run))
+    assert (request.model, request.datasets, request.runner, request.image) == ("m", ("a-test",), "docker",
+                                                                                 "dynadesk-evaluator:abc")
+    assert request.settings == RunSettings(batch_size=8, seed=3, latency_samples=5, warmup=1)
+    assert request.limits.memory_bytes == 1 << 30 and request.limits.out_bytes == default_limits().out_bytes
+    del flat["limits"]
+    old = store.evaluations.create(_model(store), "sentiment", "docker", True, flat, ["a-test"])
+    with pytest.raises(ConfigError, match="lack limits"):
+        request_of(store.evaluations.get(old))

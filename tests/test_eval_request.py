@@ -78,8 +78,9 @@ def test_listing_runs_leaves_the_logs_in_the_database(store):
 
 
 def _succeeded(store, model: str, datasets: list[str], perf: float, purpose: str = "evaluation") -> int:
+    request = RunRequest(model=model, datasets=tuple(datasets), runner="local", purpose=purpose)
     run = store.evaluations.create(_model(store, model), "sentiment", "local", False, {}, datasets, status="running",
-                                   purpose=purpose)
+                                   request=request.to_dict())
     values = [MetricValue(d, "perf", perf, "score", True) for d in datasets]
     store.evaluations.set_metrics(run, values, status="succeeded", verdict="ok")
     return run

@@ -153,11 +153,11 @@ def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner 
     settings = worker_settings(request, run, bool(model.has_pickle))
     run_id = store.evaluations.create(model.id, task.name, run.name, run.sandboxed,
                                       recorded_settings(request, settings, run), [d.name for d in chosen],
-                                      status="queued", request=request.to_dict(), purpose=request.purpose)
+                                      status="queued", request=request.to_dict())
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
     prepare(store, folder, model, task, chosen, settings)
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version())
-    return _execute(store, run_id, Path(model.path), run, request, progress, cancel, Path(workspace.images_dir))
+    return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir))
 
 
 def request_of(record: EvaluationRecord) -> RunRequest:
@@ -188,16 +188,15 @@ def resume(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = N
     removed = folder.remove_strays()
     if removed and progress:
         progress({"phase": "cleaned", "run": run_id, "removed": removed})
-    model = store.models.get_by_id(record.model_id)
-    return _execute(store, run_id, Path(model.path), run, request, progress, cancel, Path(workspace.images_dir),
+    return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir),
                     notes=[f"removed from out/ before resuming (links or files the worker never writes): "
                            f"{', '.join(removed)}"] if removed else [])
 
 
-def _execute(store: Any, run_id: int, model_dir: Path, run: Runner, request: RunRequest,
-             progress: ProgressFn | None, cancel: threading.Event | None, images_dir: Path,
-             notes: list[str] | None = None) -> EvaluationRecord:
+def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress: ProgressFn | None,
+             cancel: threading.Event | None, images_dir: Path, notes: list[str] | None = None) -> EvaluationRecord:
     record = store.evaluations.get(run_id)
+    model_dir = Path(store.models.get_by_id(record.model_id).path)
     folder = RunFolder(Path(record.run_dir))
     folder.out_dir.mkdir(exist_ok=True)
     image_id = run.image_id()

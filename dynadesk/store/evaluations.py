@@ -145,9 +145,9 @@ class EvaluationRepo:
         return self._store.db
 
     def create(self, model_id: int, task: str, runner: str, sandboxed: bool, settings: dict[str, Any],
-               datasets: list[str], status: str = "queued", request: dict[str, Any] | None = None,
-               purpose: str = "evaluation") -> int:
-        """A new run, ``queued`` (or ``running`` for a run recorded as it starts)."""
+               datasets: list[str], status: str = "queued", request: dict[str, Any] | None = None) -> int:
+        """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's."""
+        purpose = (request or {}).get("purpose", "evaluation")
         if status not in ("queued", "running"):
             raise RunStateError(f"a new run starts 'queued' or 'running', not '{status}'")
         if purpose not in PURPOSES:

@@ -143,8 +143,9 @@ def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
     """Wall time of the same evaluation job through DockerRunner and LocalRunner."""
     from dynadesk.datasets import dataset_digest
     from dynadesk.models.registry import register_model
-    from dynadesk.orchestration.evaluate import default_limits, evaluate
+    from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.orchestration.image import build_image
+    from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
     from dynadesk.workspace import Workspace
 
     # the same cache as the Docker tests (outside the checkout), so the image is built once per machine
@@ -160,7 +161,8 @@ def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
         walls = {}
         for runner in ("local", "docker", "local", "docker"):  # interleaved; the best of two each
             t0 = time.perf_counter()
-            rec = evaluate(store, ws, "bench", ["bench-test"], runner=runner, limits=limits, latency_samples=16)
+            rec = evaluate(store, ws, RunRequest(model="bench", datasets=("bench-test",), runner=runner, limits=limits,
+                                                 settings=RunSettings(latency_samples=16), purpose="bench"))
             if rec.status != "succeeded":
                 raise RuntimeError(f"{runner} run failed: {rec.error}")
             walls[runner] = min(walls.get(runner, 1e9), time.perf_counter() - t0)

@@ -80,19 +80,17 @@ def show_default_datasets(store, names: list[str], echo: Echo) -> None:
 
 def choose_runner(requested: str, step: Steps) -> str:
     """Docker when a daemon answers (and we can build or already have the image), else local."""
+    from dynadesk.orchestration.runners import daemon_status
+
     if requested == "local":
         return "local"
-    try:
-        from dynadesk.orchestration.runners import docker_client
-
-        docker_client().ping()
+    status = daemon_status()
+    if status.ok:
         return "docker"
-    except Exception as exc:  # noqa: BLE001 - any failure means no usable daemon
-        if requested == "docker":
-            raise DynaDeskError(f"--runner docker was asked for, but no Docker daemon answers: {exc}") from exc
-        step.note(f"no Docker daemon answers ({type(exc).__name__}); using the local runner: results are "
-                  "marked NOT sandboxed")
-        return "local"
+    if requested == "docker":
+        raise DynaDeskError(f"--runner docker was asked for, but {status.detail}")
+    step.note(f"{status.detail}; using the local runner: results are marked NOT sandboxed")
+    return "local"
 
 
 def ensure_image(workspace, step: Steps) -> str:
@@ -107,12 +105,11 @@ def ensure_image(workspace, step: Steps) -> str:
 def reusable_run(store, model: str, runner: str, image_id: str | None) -> int | None:
     """A succeeded run of ``model`` on exactly the demo test sets with the same runner (and image).
 
-    A run that already has a signed bundle is preferred (newest first), else the oldest match:
-    the audit's own re-runs also match, and picking one of them would sign a new bundle and
-    re-audit on every demo run instead of reusing the audited one.
+    A run that already has a signed bundle is preferred (newest first), else the oldest match;
+    the audit's own re-runs (purpose ``audit``) never match.
     """
     matches = [r.id for r in store.evaluations.list(task=TASK, model=model, status="succeeded")
-               if sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner
+               if r.purpose == "evaluation" and sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner
                and (runner != "docker" or r.image_id == image_id)]
     if not matches:
         return None
@@ -135,6 +132,7 @@ def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> Callable
 
 def evaluate_models(store, workspace, state: DemoState, models: list[str], step: Steps) -> None:
     from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.orchestration.request import RunRequest
 
     for name in models:
         run_id = reusable_run(store, name, state.runner, state.image_id)
@@ -143,8 +141,8 @@ def evaluate_models(store, workspace, state: DemoState, models: list[str], step:
             state.evaluations[name] = run_id
             continue
         step.note(f"{name}: evaluating on {len(TEST_SETS)} test sets + perturbation suites ({state.runner} runner)")
-        record = evaluate(store, workspace, name, TEST_SETS, runner=state.runner,
-                          progress=progress_printer(step, name))
+        request = RunRequest(model=name, datasets=tuple(TEST_SETS), runner=state.runner)
+        record = evaluate(store, workspace, request, progress=progress_printer(step, name))
         if record.status != "succeeded":
             raise DynaDeskError(f"evaluation of {name} ended '{record.status}': {record.verdict} {record.error}")
         state.evaluations[name] = record.id

@@ -197,3 +197,22 @@ class NotAuditorError(AttestationError):
 
 class SelfAttestationError(AttestationError):
     """An auditor tried to attest a bundle signed with their own key."""
+
+# --- runs (typed requests, run folders, the Docker boundary) -------------------------------------
+
+class RunStateError(EvaluationError):
+    """A run's status change is not one of the allowed transitions (e.g. succeeded -> running)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, verdict="error")
+
+
+class RunFolderError(EvaluationError):
+    """A run folder holds what the host must not touch (links, foreign files) or lacks its spec."""
+
+    def __init__(self, message: str):
+        super().__init__(message, verdict="error")
+
+
+class DockerUnavailable(EvaluationError):
+    """No Docker daemon answers, or it refused a request; the message says the fix."""

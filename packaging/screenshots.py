@@ -54,6 +54,7 @@ def build_demo(home: Path, log=print) -> None:
     from dynadesk.models import register_model
     from dynadesk.models.bow import train_bag_of_words, write_majority
     from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.orchestration.request import RunRequest, RunSettings
     from dynadesk.scoring.perturb import generate_suites
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
@@ -75,7 +76,8 @@ def build_demo(home: Path, log=print) -> None:
     for name in ("majority", "always-positive", "bow-small", "bow-large"):
         register_model(store, ws.models_dir / name, "sentiment", name=name, replace=True)
         log(f"evaluating {name} with the local runner …")
-        rec = evaluate(store, ws, name, ["demo-test"], runner="local", batch_size=16, latency_samples=16, warmup=2)
+        rec = evaluate(store, ws, RunRequest(model=name, datasets=("demo-test",), runner="local",
+                                             settings=RunSettings(batch_size=16, latency_samples=16, warmup=2)))
         log(f"  run {rec.id}: {rec.status} {rec.error or ''}")
     for who, role in (("alice", "owner"), ("bob", "annotator"), ("carol", "annotator")):
         add_annotator(store, who, role)

@@ -7,9 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Any, Sequence
 
 from dynadesk.datasets import dataset_digest
+from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
+from dynadesk.orchestration.runners import Limits
 from tiny_models import make_tiny_classifier
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,3 +74,14 @@ def deterministic_metrics(record) -> dict:
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def run_request(model: str, datasets: Sequence[str] = (), *, runner: str = "local", limits: Limits | None = None,
+                image: str | None = None, gpus: str | None = None, purpose: str = "evaluation",
+                **settings: Any) -> RunRequest:
+    """A :class:`RunRequest` as the tests write it: settings (batch_size, seed, latency_samples ...) by keyword."""
+    limits = limits or default_limits()
+    if gpus is not None:
+        limits = replace(limits, gpus=gpus)
+    return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
+                      settings=RunSettings(**settings), purpose=purpose)

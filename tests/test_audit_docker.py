@@ -12,7 +12,7 @@ from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARA
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
 from dynadesk.workspace import Workspace
-from eval_support import IMAGE_CACHE, setup_workspace
+from eval_support import IMAGE_CACHE, run_request, setup_workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image, or wait for a build
 
@@ -33,8 +33,9 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     ws = Workspace(home)
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp_path, sizes=(12, 6))
-    run = evaluate(store, ws, "tiny", runner="docker", client=docker_client, batch_size=4, latency_samples=4,
-                   warmup=1, limits=default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600))
+    limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
+    run = evaluate(store, ws, run_request("tiny", runner="docker", batch_size=4, latency_samples=4, warmup=1,
+                                          limits=limits), client=docker_client)
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     assert bundle.payload["evaluator"]["image_digest"] == evaluator_image.image_id

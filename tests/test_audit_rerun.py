@@ -22,7 +22,7 @@ from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
-from eval_support import setup_workspace
+from eval_support import run_request, setup_workspace
 
 NOISE = Path(__file__).resolve().parent / "audit_noise"
 
@@ -40,7 +40,7 @@ def made(tmp_path_factory):
     store = ws.open_store()
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
+    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     path = tmp / "bundle.json"
@@ -62,6 +62,11 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     rerun = store.evaluations.get(report.rerun_id)
     assert rerun.status == "succeeded" and rerun.settings["batch_size"] == 8 and rerun.settings["seed"] == 0
     assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
+    # the signed request is what the re-run replays; it is stored as an audit, never the model's board entry
+    assert bundle.payload["settings"]["request"] == run.request
+    names = [d["name"] for d in bundle.payload["datasets"]]  # the re-run names the signed test sets
+    assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit", "datasets": names}
+    assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
     assert len(det) == n_det + 3 and n_det >= 12  # perf, macro_f1, robustness, fairness x (2 sets + run)

@@ -16,7 +16,7 @@ from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.orchestration.runners import DockerRunner
 from dynadesk.workspace import Workspace
 from eval_support import (IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes,
-                          setup_workspace)
+                          run_request, setup_workspace)
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first test also builds the image
 
@@ -43,8 +43,8 @@ def _leftover_containers(client, ws) -> list:
 
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
-    a = evaluate(store, ws, "tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
-                 client=docker_client, latency_samples=16)
+    a = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
+                                        latency_samples=16), client=docker_client)
     assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
     assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
     for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",
@@ -59,12 +59,12 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
     assert env["gpu"]["nvml"].startswith(("ok", "unavailable"))
     assert env["python"].startswith("3.11") and env["libraries"]["torch"].startswith("2.13.0")
 
-    b = evaluate(store, ws, "tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
-                 client=docker_client, latency_samples=4)
+    b = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
+                                        latency_samples=4), client=docker_client)
     assert b.status == "succeeded", b.error
     assert predictions_bytes(a) == predictions_bytes(b)
 
-    local = evaluate(store, ws, "tiny", runner="local", limits=limits, latency_samples=4)
+    local = evaluate(store, ws, run_request("tiny", runner="local", limits=limits, latency_samples=4))
     assert local.status == "succeeded" and not local.sandboxed
     assert predictions_bytes(local) == predictions_bytes(a)
     assert deterministic_metrics(local) == deterministic_metrics(a)
@@ -85,7 +85,7 @@ def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, eval
 
 def test_missing_image_is_a_verdict(store, ws, docker_client):
     runner = DockerRunner("dynadesk-evaluator:no-such-version", client=docker_client)
-    rec = evaluate(store, ws, "tiny", ["set1-test"], runner=runner)
+    rec = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="docker"), runner=runner)
     assert rec.status == "failed" and rec.verdict == "missing_image"
     assert "dynadesk image build" in rec.error
 
@@ -108,9 +108,8 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
     register_model(store, folder, "sentiment", name=behaviour)
     before = tree_digest(folder)
     limits = default_limits(cpus=1.0, memory_bytes=1 << 30, pids=64, timeout_s=180)
-    rec = evaluate(store, ws, behaviour, ["set1-test"], runner=HostileDockerRunner(evaluator_image.image_id,
-                                                                                   client=docker_client),
-                   limits=limits)
+    rec = evaluate(store, ws, run_request(behaviour, ["set1-test"], runner="docker", limits=limits),
+                   runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
     assert rec.status == "failed" and rec.verdict == verdict, f"{rec.verdict}: {rec.error}\n{rec.log[-2000:]}"
     assert evidence in rec.log
     if verdict == "oom":
@@ -133,16 +132,18 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     def hostile():  # its own connection, as a second window or process would have
         own = ws.open_store()
         try:
-            result["hang"] = evaluate(own, ws, "hang", ["small-test"],
-                                      runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client),
-                                      limits=default_limits(cpus=1.0, timeout_s=90))
+            limits = default_limits(cpus=1.0, timeout_s=90)
+            request = run_request("hang", ["small-test"], runner="docker", limits=limits)
+            result["hang"] = evaluate(own, ws, request,
+                                      runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
         finally:
             own.close()
 
     thread = threading.Thread(target=hostile)
     thread.start()
-    normal = evaluate(store, ws, "tiny", ["small-test"], runner="docker", image=evaluator_image.image_id,
-                      client=docker_client, limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4, warmup=0)
+    normal = evaluate(store, ws, run_request("tiny", ["small-test"], runner="docker", image=evaluator_image.image_id,
+                                             limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4,
+                                             warmup=0), client=docker_client)
     thread.join(timeout=300)
     assert normal.status == "succeeded", normal.error
     hang = result["hang"]
@@ -158,9 +159,9 @@ def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_pa
 
     register_model(store, make_hostile_model(tmp_path / "inert", "hang"), "sentiment", name="inert")
     add_test_set(store, "tiny-test", 4, seed=3, perturbed=False)
-    rec = evaluate(store, ws, "inert", ["tiny-test"], runner="docker", image=evaluator_image.image_id,
-                   client=docker_client, latency_samples=2,
-                   warmup=0, limits=default_limits(cpus=1.0, timeout_s=300))
+    rec = evaluate(store, ws, run_request("inert", ["tiny-test"], runner="docker", image=evaluator_image.image_id,
+                                          latency_samples=2, warmup=0, limits=default_limits(cpus=1.0, timeout_s=300)),
+                   client=docker_client)
     assert rec.status == "succeeded", rec.error
     assert "HOSTILE" not in rec.log
 

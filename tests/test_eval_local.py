@@ -15,7 +15,7 @@ import pytest
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
-from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
+from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def ws(home, store, tmp_path):
 
 def test_local_run_stores_metrics_profile_environment(store, ws):
     events = []
-    rec = evaluate(store, ws, "tiny", runner="local", latency_samples=12, warmup=2, progress=events.append)
+    rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=12, warmup=2), progress=events.append)
     assert rec.status == "succeeded", rec.error
     assert rec.runner == "local" and rec.sandboxed is False
     for ds in ("set0-test", "set1-test", ""):
@@ -58,8 +58,8 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
 
 
 def test_two_runs_give_byte_identical_predictions(store, ws):
-    a = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
-    b = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    a = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0))
+    b = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0))
     assert a.status == b.status == "succeeded"
     assert predictions_bytes(a) == predictions_bytes(b)
     assert a.predictions_digest == b.predictions_digest
@@ -76,8 +76,8 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
         if event.get("phase") == "saved" and event["dataset"] == "set0-test~case":
             cancel.set()
 
-    rec = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=4, warmup=0, progress=progress,
-                   cancel=cancel)
+    rec = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0),
+                   progress=progress, cancel=cancel)
     assert rec.status == "cancelled" and rec.verdict == "cancelled"
     parts = Path(rec.run_dir) / "out" / "parts"
     finished = {json.loads(p.read_text())["dataset"] for p in parts.glob("*.done.json")}
@@ -88,7 +88,7 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
     assert done.id == rec.id and done.status == "succeeded", done.error
     assert {e["dataset"] for e in events if e.get("resumed")} == finished  # only the missing ones were rerun
     assert set(done.profile["resumed_datasets"]) == finished
-    fresh = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=4, warmup=0)
+    fresh = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0))
     assert predictions_bytes(done) == predictions_bytes(fresh)
     with pytest.raises(EvaluationError, match="already succeeded"):
         resume(store, ws, rec.id)
@@ -100,7 +100,7 @@ def test_ctrl_c_marks_interrupted_and_kills_worker(store, ws):
             raise KeyboardInterrupt  # what Ctrl-C raises in the thread that runs the evaluation
 
     with pytest.raises(KeyboardInterrupt):
-        evaluate(store, ws, "tiny", runner="local", batch_size=4, progress=progress)
+        evaluate(store, ws, run_request("tiny", runner="local", batch_size=4), progress=progress)
     rec = store.evaluations.list(limit=1)[0]
     assert rec.status == "interrupted" and "--resume" in rec.error
     assert not _worker_alive(rec.run_dir)
@@ -159,17 +159,17 @@ def test_crashed_run_is_marked_interrupted(store, ws):
 
 def test_bad_inputs_get_clear_errors(store, ws, tmp_path):
     with pytest.raises(ConfigError, match="perturbation set of 'set0-test'"):
-        evaluate(store, ws, "tiny", ["set0-test~case"], runner="local")
+        evaluate(store, ws, run_request("tiny", ["set0-test~case"], runner="local"))
     with pytest.raises(ConfigError, match="unknown runner"):
-        evaluate(store, ws, "tiny", runner="cloud")
+        evaluate(store, ws, run_request("tiny", runner="cloud"))
     with pytest.raises(ConfigError, match="batch_size"):
-        evaluate(store, ws, "tiny", runner="local", batch_size=0)
+        evaluate(store, ws, run_request("tiny", runner="local", batch_size=0))
 
 
 def test_tampered_data_file_fails_with_named_dataset(store, ws):
     cancel = threading.Event()
     cancel.set()  # stop at once: we only want the prepared run folder
-    rec = evaluate(store, ws, "tiny", ["set1-test"], runner="local", cancel=cancel)
+    rec = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local"), cancel=cancel)
     data = Path(rec.run_dir) / "data" / "d000.jsonl"
     data.write_text(data.read_text().replace("set1-test-0", "set1-test-X"))
     failed = resume(store, ws, rec.id)
@@ -184,7 +184,7 @@ def test_pickle_model_is_refused_outside_the_sandbox(store, ws, tmp_path):
     folder = make_tiny_classifier(tmp_path / "pkl", ["negative", "neutral", "positive"], pickle_weights=True)
     register_model(store, folder, "sentiment", name="pkl", allow_pickle=True)
     with pytest.raises(EvaluationError, match="only the Docker sandbox"):
-        evaluate(store, ws, "pkl", runner="local")
+        evaluate(store, ws, run_request("pkl", runner="local"))
     assert not [r for r in store.evaluations.list() if r.model_name == "pkl"]
 
 
@@ -222,8 +222,8 @@ def test_runs_compare_cli_finds_identical_runs_and_a_changed_prediction(store, w
         return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
                                *args], capture_output=True, text=True)
 
-    a = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
-    b = evaluate(store, ws, "tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0)
+    a = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0))
+    b = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local", latency_samples=4, warmup=0))
     same = cli("runs", "compare", str(a.id), str(b.id))
     assert same.returncode == 0, same.stderr
     assert "deterministic fields identical; OK" in same.stdout and "predictions.merkle_root" in same.stdout

@@ -21,14 +21,14 @@ def made(tmp_path_factory):
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
-    from eval_support import setup_workspace
+    from eval_support import run_request, setup_workspace
 
     tmp = tmp_path_factory.mktemp("gui-audit")
     ws = Workspace(tmp / "ws").ensure()
     store = ws.open_store()
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
+    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     path = tmp / "bundle.json"

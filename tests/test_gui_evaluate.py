@@ -119,3 +119,39 @@ def test_default_limits_from_settings_reach_the_evaluate_page(gui, qtbot, tmp_pa
     assert page.runner.currentData() == "local"
     window.close()
     services.close()
+
+
+@pytest.mark.docker
+def test_gpu_run_without_a_gpu_runtime_shows_the_cli_line_and_resume_replays_the_stored_request(
+        gui, qtbot, tmp_path, docker_client, require_debootstrap):
+    from dynadesk.orchestration.evaluate import failure_line
+    from dynadesk.orchestration.image import build_image
+    from eval_support import IMAGE_CACHE
+    from tiny_models import make_tiny_classifier
+
+    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
+        pytest.skip("this daemon has NVIDIA's runtime: the GPU request is honoured here")
+    build_image(IMAGE_CACHE, client=docker_client)  # tagged for this evaluator version: the page's default image
+    home = _workspace(tmp_path, 5, make_tiny_classifier(tmp_path / "tiny", ["negative", "neutral", "positive"]))
+    services, window = gui(home)
+    page = _setup_page(window, runner="docker")
+    page.gpu.setChecked(True)
+    with qtbot.waitSignal(page._svc.finished, timeout=240_000) as blocker:
+        qtbot.mouseClick(page.start_button, Qt.MouseButton.LeftButton)
+    (rec,) = blocker.args[0]
+    assert (rec.status, rec.verdict) == ("failed", "gpu_unavailable")
+    line = failure_line(rec)
+    assert page.banner.kind == "error" and page.banner.text() == line
+    assert "\n" not in line and "nvidia-container-toolkit" in line and "without --gpus" in line
+    stored = services.ws.store.evaluations.get(rec.id).request
+    assert stored["limits"]["gpus"] == "all" and stored["runner"] == "docker"
+
+    page.refresh_runs()
+    page.select_run(rec.id)
+    with qtbot.waitSignal(page._svc.finished, timeout=240_000) as blocker:
+        qtbot.mouseClick(page.resume_button, Qt.MouseButton.LeftButton)
+    (again,) = blocker.args[0]
+    assert again.id == rec.id and again.verdict == "gpu_unavailable"  # the stored request, not dummy values
+    assert services.ws.store.evaluations.get(rec.id).request == stored
+    window.close()
+    services.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
-from eval_support import deterministic_metrics, predictions_bytes, setup_workspace
+from eval_support import deterministic_metrics, predictions_bytes, run_request, setup_workspace
 
 
 def test_kill_9_mid_evaluation_then_resume(home, store, tmp_path):
@@ -43,6 +43,6 @@ def test_kill_9_mid_evaluation_then_resume(home, store, tmp_path):
     done = resume(store, ws, run_id)
     assert done.status == "succeeded", done.error
     assert done.profile["resumed_datasets"], "resume reran everything instead of only what was missing"
-    fresh = evaluate(store, ws, "tiny", runner="local", batch_size=4)
+    fresh = evaluate(store, ws, run_request("tiny", runner="local", batch_size=4))
     assert predictions_bytes(done) == predictions_bytes(fresh)
     assert deterministic_metrics(done) == deterministic_metrics(fresh)

@@ -239,10 +239,11 @@ def test_thousand_random_byte_modifications_are_all_rejected(made):
 def test_only_succeeded_runs_with_intact_predictions_are_bundled(tmp_path):
     ws, store = workspace_with_key(tmp_path / "ws")
     ev = make_run(store, ws.runs_dir)
-    store.evaluations.update(ev, status="failed")
+    failed = store.evaluations.create(store.evaluations.get(ev).model_id, "sentiment", "docker", True, {}, [],
+                                      status="running")  # a succeeded run can no longer become failed
+    store.evaluations.transition(failed, "failed")
     with pytest.raises(BundleError, match="'failed'"):
-        create_bundle(ws, store, ev)
-    store.evaluations.update(ev, status="succeeded")
+        create_bundle(ws, store, failed)
     with open(f"{store.evaluations.get(ev).run_dir}/predictions.jsonl", "a") as fh:
         fh.write('{"dataset": "x", "id": "extra", "prediction": {}}\n')
     with pytest.raises(DigestMismatch, match="changed after the run"):

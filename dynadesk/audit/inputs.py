@@ -127,22 +127,20 @@ def rebuild_hint(version: str | None, evaluator: dict[str, Any] | None = None) -
 def check_image(payload: dict[str, Any], client=None) -> Check:
     """Is the evaluator image with the recorded Id in Docker; if not, which Id does the local one have?"""
     from dynadesk.orchestration.image import image_tag
-    from dynadesk.orchestration.runners import docker_client
+    from dynadesk.orchestration.runners import docker_client, has_image, image_id_of
 
     expected, version = payload["evaluator"]["image_digest"], payload["evaluator"]["version"]
     if expected is None:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, None, None,
                      f"the run used the {payload['runner']['kind']} runner, not an image")
     try:
-        import docker
-
         client = client or docker_client()
-        if _has_image(client, expected):
+        if has_image(client, expected):
             return Check("evaluator.image_digest", ENVIRONMENT, IDENTICAL, expected, expected,
                          "an image with this Id (the digest of its config) is loaded in Docker")
         tag = image_tag(version) if version else None
-        local = client.images.get(tag).id if tag and _has_image(client, tag) else None
-    except (DynaDeskError, docker.errors.DockerException) as exc:
+        local = image_id_of(client, tag) if tag else None
+    except DynaDeskError as exc:
         return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
                      f"Docker is not usable here ({str(exc)[:200]}); {rebuild_hint(version, payload['evaluator'])}")
     if local is not None:
@@ -151,12 +149,3 @@ def check_image(payload: dict[str, Any], client=None) -> Check:
     return Check("evaluator.image_digest", ENVIRONMENT, NOT_COMPARABLE, expected, None,
                  f"no image with this Id here; {rebuild_hint(version, payload['evaluator'])}")
 
-
-def _has_image(client, name: str) -> bool:
-    import docker
-
-    try:
-        client.images.get(name)
-        return True
-    except docker.errors.ImageNotFound:
-        return False

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from dynadesk.audit.compare import RunResults, metric_field, results_from_out, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, Check
 from dynadesk.errors import AuditError, NotReproducibleError
+
+if TYPE_CHECKING:
+    from dynadesk.orchestration.runners import Limits, Runner
+    from dynadesk.store.evaluations import EvaluationRecord
 
 REPEATS = 2
 StepFn = Callable[[str], None]
@@ -49,26 +53,29 @@ def second_batch_size(batch_size: int) -> int:
     return batch_size // 2 if batch_size > 1 else 2
 
 
-def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label: str, limits) -> RunResults:
-    from dynadesk.evaluator.schema import SPEC_FILE
-    from dynadesk.orchestration.runners import RunPaths
+def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_size: int, work: Path, label: str,
+            limits: Limits) -> RunResults:
+    from dynadesk.orchestration.folder import RunFolder
 
-    run_dir = Path(record.run_dir)
-    spec = json.loads((run_dir / "spec" / SPEC_FILE).read_text(encoding="utf-8"))
+    source = RunFolder(Path(record.run_dir))
+    spec = json.loads(source.spec_file.read_text(encoding="utf-8"))
     spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
-    folder = work / label.replace(" ", "-")
-    spec_dir, out_dir = folder / "spec", folder / "out"
-    spec_dir.mkdir(parents=True)
-    out_dir.mkdir()
-    (spec_dir / SPEC_FILE).write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
-    for p in (work, folder, spec_dir):
+    repeat = RunFolder(work / label.replace(" ", "-"))
+    repeat.spec_dir.mkdir(parents=True)
+    repeat.out_dir.mkdir()
+    repeat.spec_file.write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
+    for p in (work, repeat.root, repeat.spec_dir):
         p.chmod(0o755)
-    (spec_dir / SPEC_FILE).chmod(0o644)
-    outcome = runner.run(RunPaths(spec_dir, run_dir / "data", model_dir, out_dir), limits)
+    repeat.spec_file.chmod(0o644)
+    outcome = runner.run(repeat.paths(model_dir, data_dir=source.data_dir), limits)
     if not outcome.ok:
         raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} failed ({outcome.verdict}): "
                          f"{outcome.message}")
-    return results_from_out(out_dir, label)
+    strays = repeat.strays()
+    if strays:  # the host never reads through what the worker's code may have planted
+        raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} left links or files the worker never "
+                         f"writes in out/: {', '.join(strays)}")
+    return results_from_out(repeat.out_dir, label)
 
 
 def _fields(r: RunResults) -> dict[str, Any]:
@@ -81,20 +88,23 @@ def preflight(store, workspace, evaluation_id: int, *, runner=None, client=None,
     """Repeat the run's deterministic part and compare field by field (see the module docstring)."""
     from dynadesk.evaluator.schema import METRIC_UNITS
     from dynadesk.models.registry import tree_digest
-    from dynadesk.orchestration.evaluate import make_runner
-    from dynadesk.orchestration.runners import Limits
+    from dynadesk.orchestration.evaluate import make_runner, request_of
+    from dynadesk.orchestration.folder import RunFolder
 
     step = step or (lambda s: None)
     record = store.evaluations.get(evaluation_id)
-    if record.status != "succeeded" or not record.run_dir or not (Path(record.run_dir) / "spec").is_dir():
+    if record.status != "succeeded" or not record.run_dir or not RunFolder(Path(record.run_dir)).has_spec():
         raise AuditError(f"evaluation {evaluation_id} is '{record.status}' or has no run folder: nothing to repeat")
     model = store.models.get_by_id(record.model_id)
     if tree_digest(Path(model.path)) != model.digest:
         raise AuditError(f"model '{model.name}': files in {model.path} changed since the run; the pre-flight would "
                          "test another model")
-    runner = runner or make_runner(record.runner, record.image_id or record.settings.get("image"), client)
-    limits = Limits(**record.settings.get("limits", {}))
-    bs = int(record.settings["batch_size"])
+    request = request_of(record)
+    if record.image_id:  # repeat in the very image the run used
+        request = replace(request, image=record.image_id)
+    runner = runner or make_runner(request, client)
+    limits = request.limits
+    bs = request.settings.batch_size
     report = PreflightReport(evaluation_id, bs, second_batch_size(bs))
     base = results_from_record(record)
     work = Path(workspace.runs_dir) / f"preflight-{evaluation_id}"

@@ -1,35 +1,36 @@
 """Run a bundle's evaluation again with the recorded settings and seeds (through dynadesk.orchestration).
 
-The re-run is an ordinary stored evaluation run (``dynadesk runs show ID``), in
-the recorded image (looked up by its Id) or with the local runner when asked.
+The re-run replays the signed :class:`~dynadesk.orchestration.request.RunRequest`
+and is stored with purpose ``audit`` (``dynadesk runs show ID``; never a board entry),
+in the recorded image (looked up by its Id) or with the local runner when asked.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
-from dynadesk.errors import AuditError, DynaDeskError
+from dynadesk.errors import AuditError, ConfigError, DynaDeskError
+from dynadesk.orchestration.request import RunRequest, legacy_request
 
-REQUIRED_SETTINGS = ("batch_size", "seed", "latency_samples", "warmup", "limits")
+def recorded_request(payload: dict[str, Any], model_name: str, runner: str, image: str | None) -> RunRequest:
+    """The request the bundle signed, replayed for ``model_name`` as an audit re-run (never a board entry).
 
-
-def recorded_settings(payload: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of :func:`dynadesk.orchestration.evaluate.evaluate` the bundle pins."""
-    from dynadesk.orchestration.runners import Limits
-
+    Bundles made before requests were stored carry only the flat settings; those are read as such."""
     s = payload["settings"]
-    missing = [k for k in REQUIRED_SETTINGS if k not in s]
-    if missing:
-        raise AuditError(f"the bundle's settings lack {', '.join(missing)}: its run cannot be repeated exactly")
     try:
-        limits = Limits(**s["limits"])
-    except TypeError as exc:
-        raise AuditError(f"the bundle's settings.limits are not understood here ({exc})") from None
-    seed = payload["seeds"].get("seed", s["seed"])
-    return {"batch_size": s["batch_size"], "seed": seed, "latency_samples": s["latency_samples"],
-            "warmup": s["warmup"], "limits": limits}
+        if "request" in s:
+            signed = RunRequest.from_dict(s["request"])
+        else:
+            signed = legacy_request(model_name, [d["name"] for d in payload["datasets"]], runner, s)
+        seed = payload["seeds"].get("seed", signed.settings.seed)
+        return replace(signed, model=model_name, runner=runner, image=image, purpose="audit",
+                       datasets=tuple(d["name"] for d in payload["datasets"]),
+                       settings=replace(signed.settings, seed=seed))
+    except ConfigError as exc:
+        raise AuditError(f"the bundle's run request is not understood here: {exc}") from None
 
 
 def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
@@ -61,9 +62,9 @@ def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner:
     if missing:
         raise AuditError(f"datasets {', '.join(missing)} are not in this workspace (see the datasets checks)")
     model_name = model_for_rerun(store, payload, loc)
+    request = recorded_request(payload, model_name, kind, image)
     try:
-        record = evaluate(store, workspace, model_name, names, runner=kind, image=image, client=client,
-                          progress=progress, cancel=cancel, **recorded_settings(payload))
+        record = evaluate(store, workspace, request, client=client, progress=progress, cancel=cancel)
     except AuditError:
         raise
     except DynaDeskError as exc:
@@ -73,15 +74,13 @@ def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner:
     return record
 
 
-def _require_image(image: str, version: str | None, client, evaluator: dict[str, Any] | None = None) -> None:
-    from dynadesk.orchestration.runners import docker_client
+def _require_image(image: str, version: str | None, client: Any, evaluator: dict[str, Any] | None = None) -> None:
+    from dynadesk.orchestration.runners import docker_client, has_image
 
     try:
-        import docker
-
-        (client or docker_client()).images.get(image)
-    except docker.errors.ImageNotFound:
-        raise AuditError(f"the recorded evaluator image {image} is not in Docker: {rebuild_hint(version, evaluator)};"
-                         " or re-run with --runner local") from None
+        present = has_image(client or docker_client(), image)
     except DynaDeskError as exc:
         raise AuditError(f"cannot re-run in the recorded image: {exc}") from exc
+    if not present:
+        raise AuditError(f"the recorded evaluator image {image} is not in Docker: {rebuild_hint(version, evaluator)};"
+                         " or re-run with --runner local")

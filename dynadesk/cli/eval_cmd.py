@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.orchestration.evaluate import failure_line
+from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30
 
@@ -16,7 +21,7 @@ class _Bar:
         self.enabled = enabled
         self.bar = None
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
             return
         from tqdm import tqdm
@@ -28,6 +33,9 @@ class _Bar:
                     "stderr"), dynamic_ncols=True)
             self.bar.set_postfix_str(event.get("dataset", ""), refresh=False)
             self.bar.update(event["overall_done"] - self.bar.n)
+        elif phase == "cleaned":
+            click.echo(f"removed from the run folder before resuming: {', '.join(event.get('removed', []))}",
+                       err=True)
         elif phase in ("load", "metrics", "profile"):
             if self.bar is not None:
                 self.bar.set_description(phase)
@@ -51,7 +59,7 @@ def _summary_rows(record) -> list[list]:
     return rows
 
 
-def _show(record, as_json: bool) -> None:
+def _show(record: EvaluationRecord, as_json: bool) -> None:
     if as_json:
         echo_json(record.to_dict())
         return
@@ -59,10 +67,15 @@ def _show(record, as_json: bool) -> None:
                f"{f' ({record.verdict})' if record.verdict and record.verdict != 'ok' else ''}")
     click.echo(f"runner {record.runner} ({'sandboxed' if record.sandboxed else 'NOT sandboxed'})"
                f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
+    if record.purpose != "evaluation":
+        click.echo(f"purpose: {record.purpose} (never a board entry)")
     if record.error:
         click.echo(f"error: {record.error}")
     if record.predictions_digest:
-        click.echo(f"predictions: {record.run_dir}/out/predictions.jsonl ({record.predictions_digest[:19]})")
+        from dynadesk.orchestration.folder import RunFolder
+
+        click.echo(f"predictions: {RunFolder(Path(record.run_dir)).predictions_file} "
+                   f"({record.predictions_digest[:19]})")
     if record.metrics:
         echo_table(["dataset", "metric", "value", "unit", "deterministic"], _summary_rows(record))
     for note in record.profile.get("notes", []):
@@ -81,13 +94,18 @@ def _show(record, as_json: bool) -> None:
               help="Memory limit in GiB (default 4).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1, 7 * 86400), default=None,
               help="Wall-clock limit in seconds (default 3600).")
+@click.option("--out-limit", "out_gib", type=click.FloatRange(0.001, 4096), default=None,
+              help="Most GiB the run may write to its output folder (default 2); past it the verdict is 'disk'.")
 @click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")
 @click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
 @json_option
 @pass_app
-def eval_cmd(app, model, datasets, runner, gpus, batch_size, cpus, memory_gib, timeout_s, image, resume_id, as_json):
+def eval_cmd(app: Any, model: str | None, datasets: tuple[str, ...], runner: str, gpus: str | None, batch_size: int,
+             cpus: float | None, memory_gib: float | None, timeout_s: float | None, out_gib: float | None,
+             image: str | None, resume_id: int | None, as_json: bool) -> None:
     """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run."""
-    from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
+    from dynadesk.orchestration.evaluate import evaluate, resume
+    from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 
     bar = _Bar(enabled=not as_json)
     try:
@@ -99,14 +117,19 @@ def eval_cmd(app, model, datasets, runner, gpus, batch_size, cpus, memory_gib, t
             if not model:
                 raise click.UsageError("missing MODEL (or --resume RUN)")
             limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
-                                    timeout_s=timeout_s)
-            record = evaluate(app.store, app.workspace, model, list(datasets) or None, runner=runner,
-                              batch_size=batch_size, gpus=gpus, limits=limits, image=image, progress=bar)
+                                    timeout_s=timeout_s, out_bytes=int(out_gib * GIB) if out_gib else None,
+                                    gpus=gpus)
+            request = RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
+                                 settings=RunSettings(batch_size=batch_size))
+            record = evaluate(app.store, app.workspace, request, progress=bar)
     finally:
         bar.close()
+    if record.status != "succeeded" and not as_json:
+        click.echo(failure_line(record), err=True)
+        raise SystemExit(1)  # click.exceptions.Exit is swallowed by main()'s standalone_mode=False
     _show(record, as_json)
     if record.status != "succeeded":
-        raise click.exceptions.Exit(1)
+        raise SystemExit(1)
 
 
 @click.group()
@@ -121,7 +144,8 @@ def runs():
 @click.option("--limit", type=int, default=50, show_default=True)
 @json_option
 @pass_app
-def runs_list(app, task, model, status, limit, as_json):
+def runs_list(app: Any, task: str | None, model: str | None, status: str | None, limit: int,
+              as_json: bool) -> None:
     """List runs, newest first."""
     records = app.store.evaluations.list(task=task, model=model, status=status, limit=limit)
     if as_json:
@@ -131,9 +155,9 @@ def runs_list(app, task, model, status, limit, as_json):
     rows = []
     for r in records:
         perf = next((m.value for m in r.metrics if m.dataset == "" and m.metric == "perf"), None)
-        rows.append([r.id, r.model_name, r.task, r.runner, r.status, r.verdict or "", len(r.datasets),
+        rows.append([r.id, r.model_name, r.task, r.runner, r.purpose, r.status, r.verdict or "", len(r.datasets),
                      f"{perf:.2f}" if perf is not None else "", (r.finished_at or r.created_at)[:19]])
-    echo_table(["id", "model", "task", "runner", "status", "verdict", "datasets", "perf", "time"], rows)
+    echo_table(["id", "model", "task", "runner", "purpose", "status", "verdict", "datasets", "perf", "time"], rows)
 
 
 @runs.command("show")
@@ -141,7 +165,7 @@ def runs_list(app, task, model, status, limit, as_json):
 @click.option("--log", "show_log", is_flag=True, help="Print the worker log too.")
 @json_option
 @pass_app
-def runs_show(app, run_id, show_log, as_json):
+def runs_show(app: Any, run_id: int, show_log: bool, as_json: bool) -> None:
     """Show a run: status, verdict, every metric and profile figure."""
     record = app.store.evaluations.get(run_id)
     _show(record, as_json)

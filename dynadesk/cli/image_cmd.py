@@ -104,3 +104,23 @@ def list_images(app, cache, as_json):
     echo_table(["tag", "image id", "created", "size GB", "current"],
                [[r.tag, r.image_id[7:19], r.created[:19], f"{r.size_bytes / 1e9:.2f}", "*" if r.tag == current else ""]
                 for r in records])
+
+
+@image.command("status")
+@json_option
+def status(as_json: bool) -> None:
+    """Does a Docker daemon answer, and is this evaluator version's image loaded? Exits 1 without a daemon."""
+    from dynadesk.orchestration.image import image_tag
+    from dynadesk.orchestration.runners import daemon_status, docker_client, has_image
+
+    daemon = daemon_status()
+    tag = image_tag()
+    loaded = has_image(docker_client(), tag) if daemon.ok else None
+    if as_json:
+        echo_json({"daemon": daemon.ok, "detail": daemon.detail, "image": tag, "image_loaded": loaded})
+    else:
+        click.echo(daemon.detail)
+        if loaded is not None:
+            click.echo(f"image {tag}: {'loaded' if loaded else 'not loaded (dynadesk image build)'}")
+    if not daemon.ok:
+        raise SystemExit(1)

@@ -1,59 +1,51 @@
 """Evaluate a registered model: build the spec, run it, store everything.
 
-:func:`evaluate` and :func:`resume` are the library API the CLI and the GUI
-call. Both accept ``progress(event: dict)`` (worker events such as
+:func:`evaluate` takes one :class:`~dynadesk.orchestration.request.RunRequest`
+and :func:`resume` a run id; both are the library API the CLI, the GUI, the demo
+and the audit call. Both accept ``progress(event: dict)`` (worker events such as
 ``{"phase": "predict", "overall_done": n, "overall_total": N}``) and a
 ``cancel`` :class:`threading.Event`; setting it stops the run (status
 ``cancelled``). Ctrl-C marks the run ``interrupted``; a crash leaves it
 ``running`` with a dead pid, which the next call marks ``interrupted``.
-Either can be finished with :func:`resume`, which reruns only missing datasets.
+Either can be finished with :func:`resume`, which replays the stored request and
+reruns only missing datasets. Status changes go through the store's checked
+transitions.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import shutil
 import socket
 import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from dynadesk.canonical import file_sha256
-from dynadesk.errors import ConfigError, EvaluationError, NotFoundError
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PREDICTIONS_FILE, PROFILE_FILE, SPEC_FILE,
-                                       DatasetSpec, Settings, Spec, SpecError, evaluator_version, read_json)
-from dynadesk.orchestration.runners import DockerRunner, Limits, LocalRunner, Runner, RunOutcome, RunPaths
+from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError
+from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PROFILE_FILE, DatasetSpec, Settings, Spec,
+                                       SpecError, evaluator_version)
+from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
+from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, legacy_request
+from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
 from dynadesk.tasks import get_task
 
+__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale",
+           "request_of", "resume", "select_datasets"]
+
 ProgressFn = Callable[[dict[str, Any]], None]
-RUNNERS = ("docker", "local")
 MAX_DB_LOG = 1 << 20
 
 
-def default_limits(**overrides: Any) -> Limits:
-    limits = Limits(cpus=float(min(os.cpu_count() or 1, 4)))
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(limits, key, value)
-    return limits
-
-
-def make_runner(kind: "str | Runner", image: str | None = None, client=None) -> Runner:
-    """A runner by name (``docker``/``local``); a :class:`Runner` instance is used as is."""
-    if isinstance(kind, Runner):
-        return kind
-    if kind == "docker":
+def make_runner(request: RunRequest, client: Any = None) -> Runner:
+    """The runner a request names (``docker`` in its image, default: this evaluator version's tag)."""
+    if request.runner == "docker":
         from dynadesk.orchestration.image import image_tag
 
-        return DockerRunner(image or image_tag(), client=client)
-    if kind == "local":
-        return LocalRunner()
-    raise ConfigError(f"unknown runner '{kind}' (use one of {', '.join(RUNNERS)})")
+        return DockerRunner(request.image or image_tag(), client=client)
+    return LocalRunner()
 
 
 def _alive(pid: int) -> bool:
@@ -66,12 +58,13 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def recover_stale(store) -> list[int]:
+def recover_stale(store: Any) -> list[int]:
     """Mark this host's runs whose process died as interrupted (resumable)."""
-    return store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
+    ids: list[int] = store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
+    return ids
 
 
-def select_datasets(store, task, names: list[str] | None) -> list:
+def select_datasets(store: Any, task: Any, names: tuple[str, ...] | list[str] | None) -> list[Any]:
     """The test sets to run: the named ones, or every test-split dataset of the task."""
     if names:
         chosen = []
@@ -90,83 +83,94 @@ def select_datasets(store, task, names: list[str] | None) -> list:
     return chosen
 
 
-def _write_dataset(path: Path, examples) -> str:
+def _write_dataset(path: Path, examples: list[dict[str, Any]]) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         for ex in examples:
             fh.write(json.dumps(ex, ensure_ascii=False, sort_keys=True) + "\n")
     os.chmod(path, 0o644)
-    return file_sha256(path)
+    return sha256_no_follow(path).split(":", 1)[1]
 
 
-def prepare(store, workspace, run_id: int, model, task, datasets: list, settings: Settings) -> Path:
-    """Write ``runs/<id>/{spec/spec.json, data/*.jsonl, out/}``; returns the run folder."""
-    run_dir = workspace.runs_dir / str(run_id)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    (run_dir / "data").mkdir(parents=True)
-    (run_dir / "spec").mkdir()
-    (run_dir / "out").mkdir()
+def prepare(store: Any, folder: RunFolder, model: Any, task: Any, datasets: list[Any], settings: Settings) -> None:
+    """Write the run folder's spec and data (see :class:`RunFolder` for the layout)."""
+    folder.create()
     entries: list[DatasetSpec] = []
     for ds in datasets:
-        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {}) for d in store.datasets.derived(ds.name)]
+        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {})
+                                          for d in store.datasets.derived(ds.name)]
         for member, role, derivation in members:
             kind = (derivation or {}).get("kind") if role == "perturbation" else None
             if role == "perturbation" and kind not in ("robustness", "fairness"):
                 continue  # a derived set that is not a perturbation suite plays no part in scoring
             file = f"d{len(entries):03d}.jsonl"
             examples = store.datasets.examples(member.name)
-            sha = _write_dataset(run_dir / "data" / file, examples)
+            sha = _write_dataset(folder.data_dir / file, examples)
             entries.append(DatasetSpec(name=member.name, file=file, sha256=sha, size=len(examples), role=role,
                                        derived_from=ds.name if role == "perturbation" else None, kind=kind,
                                        suite=(derivation or {}).get("suite")))
     spec = Spec(task=task.to_dict(), model={"name": model.name, "digest": model.digest, "manifest": model.manifest},
                 datasets=entries, settings=settings)
-    spec.write(run_dir / "spec" / SPEC_FILE)
-    for sub in ("data", "spec"):  # readable by the sandbox's unprivileged user
-        os.chmod(run_dir / sub, 0o755)
-    os.chmod(run_dir / "spec" / SPEC_FILE, 0o644)
-    return run_dir
+    spec.write(folder.spec_file)
+    folder.open_inputs()
 
 
-def evaluate(store, workspace, model_name: str, datasets: list[str] | None = None, *,
-             runner: "str | Runner" = "docker",
-             batch_size: int = 32, gpus: str | None = None, limits: Limits | None = None, image: str | None = None,
-             latency_samples: int = 64, warmup: int = 8, seed: int = 0, client=None,
-             progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
-    """Evaluate ``model_name`` on test sets (default: all of its task's) and store the run."""
-    from dynadesk.models.registry import verify_model
-
-    recover_stale(store)
-    model = store.models.get(model_name)
-    verify_model(model)  # the digest the run records must be the files the run reads
-    task = get_task(model.task)
-    chosen = select_datasets(store, task, datasets)
-    run = make_runner(runner, image, client)
-    limits = limits or default_limits()
-    limits.gpus = gpus or limits.gpus
-    if isinstance(run, DockerRunner):
-        run.client  # no daemon: a clear error now, before a run record is created
-    if model.has_pickle and not run.sandboxed:
-        raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
-                              "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
-    settings = Settings(batch_size=batch_size, device="cuda" if limits.gpus else "cpu", seed=seed,
-                        threads=max(1, math.ceil(limits.cpus)), latency_samples=latency_samples, warmup=warmup,
-                        allow_pickle=bool(model.has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
+def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Settings:
+    """The spec's settings: the request's, plus what the runner decides (device, threads, sandbox facts)."""
+    s = request.settings
+    settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
+                        threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
+                        allow_pickle=bool(has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()
     except SpecError as exc:
         raise ConfigError(str(exc)) from exc
-    run_id = store.evaluations.create(
-        model.id, task.name, run.name, run.sandboxed,
-        {**asdict(settings), "limits": limits.to_dict(), **run.describe()}, [d.name for d in chosen], status="queued")
-    run_dir = prepare(store, workspace, run_id, model, task, chosen, settings)
-    store.evaluations.update(run_id, run_dir=str(run_dir), evaluator_version=evaluator_version())
-    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
+    return settings
 
 
-def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn | None = None,
-           cancel: threading.Event | None = None) -> EvaluationRecord:
-    """Finish an interrupted, cancelled or failed run: datasets already predicted are kept."""
+def recorded_settings(request: RunRequest, settings: Settings, run: Runner) -> dict[str, Any]:
+    """What the run stores and a bundle signs: the worker settings, limits and runner (the established flat
+    layout, read by bundle and audit code) plus the request itself, which a re-run replays with ``from_dict``."""
+    return {**asdict(settings), "limits": request.limits.to_dict(), **run.describe(), "request": request.to_dict()}
+
+
+def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner | None = None, client: Any = None,
+             progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
+    """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests)."""
+    from dynadesk.models.registry import verify_model
+
+    recover_stale(store)
+    model = store.models.get(request.model)
+    verify_model(model)  # the digest the run records must be the files the run reads
+    task = get_task(model.task)
+    chosen = select_datasets(store, task, request.datasets)
+    run = runner or make_runner(request, client)
+    if run.name != request.runner:
+        raise ConfigError(f"the request names the {request.runner} runner, but a {run.name} runner was given")
+    run.check_ready()  # e.g. no daemon: a clear error now, before a run record is created
+    if model.has_pickle and not run.sandboxed:
+        raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
+                              "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
+    settings = worker_settings(request, run, bool(model.has_pickle))
+    run_id = store.evaluations.create(model.id, task.name, run.name, run.sandboxed,
+                                      recorded_settings(request, settings, run), [d.name for d in chosen],
+                                      status="queued", request=request.to_dict())
+    folder = RunFolder.of_run(workspace.runs_dir, run_id)
+    prepare(store, folder, model, task, chosen, settings)
+    store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version())
+    return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir))
+
+
+def request_of(record: EvaluationRecord) -> RunRequest:
+    """The request a stored run was made from (rebuilt from its settings for runs made before requests)."""
+    if record.request:
+        return RunRequest.from_dict(record.request)
+    return legacy_request(record.model_name, record.datasets, record.runner, record.settings, record.purpose)
+
+
+def resume(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = None, client: Any = None,
+           progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
+    """Finish an interrupted, cancelled or failed run by replaying its stored request: datasets already
+    predicted are kept. Links and files the worker never writes are first removed from ``out/`` (and named)."""
     recover_stale(store)
     record = store.evaluations.get(run_id)
     if record.status == "succeeded":
@@ -174,78 +178,84 @@ def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn |
     if record.status == "running":
         raise EvaluationError(f"run {run_id} is still running (pid {record.pid} on {record.host})",
                               verdict="running")
-    if not record.run_dir or not (Path(record.run_dir) / "spec" / SPEC_FILE).is_file():
-        raise EvaluationError(f"run {run_id} has no run folder with a spec to resume from", verdict="error")
-    model = store.models.get_by_id(record.model_id)
-    run = make_runner(record.runner, record.settings.get("image"), client)
-    limits = Limits(**record.settings.get("limits", {}))
-    return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
+    folder = RunFolder(Path(record.run_dir)) if record.run_dir else None
+    if folder is None or not folder.has_spec():
+        raise RunFolderError(f"run {run_id} has no run folder with a spec to resume from")
+    folder.check_inputs()
+    request = request_of(record)
+    run = runner or make_runner(request, client)
+    run.check_ready()
+    removed = folder.remove_strays()
+    if removed and progress:
+        progress({"phase": "cleaned", "run": run_id, "removed": removed})
+    return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir),
+                    notes=[f"removed from out/ before resuming (links or files the worker never writes): "
+                           f"{', '.join(removed)}"] if removed else [])
 
 
-def _execute(store, run_id: int, model_dir: Path, run: Runner, limits: Limits, progress: ProgressFn | None,
-             cancel: threading.Event | None, images_dir: Path | None = None) -> EvaluationRecord:
+def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress: ProgressFn | None,
+             cancel: threading.Event | None, images_dir: Path, notes: list[str] | None = None) -> EvaluationRecord:
     record = store.evaluations.get(run_id)
-    run_dir = Path(record.run_dir)
-    paths = RunPaths(spec_dir=run_dir / "spec", data_dir=run_dir / "data", model_dir=model_dir,
-                     out_dir=run_dir / "out")
-    paths.out_dir.mkdir(exist_ok=True)
+    model_dir = Path(store.models.get_by_id(record.model_id).path)
+    folder = RunFolder(Path(record.run_dir))
+    folder.out_dir.mkdir(exist_ok=True)
+    image_id = run.image_id()
+    settings = {k: v for k, v in record.settings.items() if k != "image_build"}
+    build = image_build(images_dir, image_id) if image_id else None
+    if build is not None:  # the epoch and inputs that rebuild this Id (signed into the bundle)
+        settings["image_build"] = build
+    store.evaluations.transition(run_id, "running", settings=settings, verdict=None, error=None,
+                                 started_at=now_iso(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
+                                 image_id=image_id)
     if not model_dir.is_dir():
-        store.evaluations.update(run_id, status="failed", verdict="error", finished_at=now_iso(),
-                                 error=f"model folder {model_dir} is missing")
+        store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
+                                     error=f"model folder {model_dir} is missing")
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
-    image_id, extra = None, {}
-    if isinstance(run, DockerRunner):
-        image_id = _image_id(run)
-        settings = {k: v for k, v in record.settings.items() if k != "image_build"}
-        build = image_build(images_dir, image_id)
-        if build is not None:  # the epoch and inputs that rebuild this Id (signed into the bundle)
-            settings["image_build"] = build
-        if settings != record.settings:
-            extra["settings"] = settings
-    store.evaluations.update(run_id, **extra, status="running", verdict=None, error=None, started_at=now_iso(),
-                             finished_at=None, pid=os.getpid(), host=socket.gethostname(), image_id=image_id)
     if progress:
         progress({"phase": "start", "run": run_id})
     try:
-        outcome = run.run(paths, limits, progress, cancel)
+        outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
-        store.evaluations.update(run_id, status="interrupted", verdict="interrupted", finished_at=now_iso(),
-                                 error="interrupted (Ctrl-C); finish it with 'dynadesk eval --resume "
-                                       f"{run_id}'")
+        store.evaluations.transition(run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
+                                     error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
         raise
-    except Exception as exc:
-        store.evaluations.update(run_id, status="failed", verdict="error", error=str(exc), finished_at=now_iso())
+    except BaseException as exc:  # recorded, then re-raised: the run must not stay 'running'
+        store.evaluations.transition(run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
         raise
-    (run_dir / "run.log").write_text(outcome.log, encoding="utf-8")
+    log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
+    folder.log_file.write_text(log, encoding="utf-8")
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
-        store.evaluations.update(run_id, status=status, verdict=outcome.verdict, error=outcome.message,
-                                 log=outcome.log[-MAX_DB_LOG:], finished_at=now_iso())
-        return store.evaluations.get(run_id)
-    return _store_results(store, run_id, paths.out_dir, outcome)
+        store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
+                                     log=log[-MAX_DB_LOG:], finished_at=now_iso())
+        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+    return _store_results(store, run_id, folder, outcome, log)
 
 
-def _store_results(store, run_id: int, out: Path, outcome: RunOutcome) -> EvaluationRecord:
+def _store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
     try:
-        metrics = read_json(out / METRICS_FILE, "metrics file")
-        profile = read_json(out / PROFILE_FILE, "profile file")
-        environment = read_json(out / ENVIRONMENT_FILE, "environment file")
-        predictions = out / PREDICTIONS_FILE
-        digest = "sha256:" + file_sha256(predictions)
+        strays = folder.strays()
+        if strays:
+            raise RunFolderError(f"the worker left links or files it never writes in out/: {', '.join(strays)}; "
+                                 "the host does not read them")
+        metrics = json.loads(folder.read_out(METRICS_FILE))
+        profile = json.loads(folder.read_out(PROFILE_FILE))
+        environment = json.loads(folder.read_out(ENVIRONMENT_FILE))
+        digest = sha256_no_follow(folder.predictions_file)
         if "sha256:" + metrics.get("predictions_sha256", "") != digest:
-            raise SpecError(f"{predictions} does not match the digest the worker recorded")
+            raise SpecError(f"{folder.predictions_file} does not match the digest the worker recorded")
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in metrics["values"]]
-    except (SpecError, OSError, KeyError, TypeError, ValueError) as exc:
-        store.evaluations.update(run_id, status="failed", verdict="error", finished_at=now_iso(),
-                                 error=f"the worker's results are unreadable: {exc}", log=outcome.log[-MAX_DB_LOG:])
-        return store.evaluations.get(run_id)
+    except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
+                                     error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
+        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     profile["notes"] = metrics.get("notes", [])
     profile["wall_seconds"] = outcome.seconds
     store.evaluations.set_metrics(run_id, values, status="succeeded", verdict="ok", predictions_digest=digest,
-                                  profile=profile, environment=environment, log=outcome.log[-MAX_DB_LOG:],
+                                  profile=profile, environment=environment, log=log[-MAX_DB_LOG:],
                                   finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
-    return store.evaluations.get(run_id)
+    return store.evaluations.get(run_id)  # type: ignore[no-any-return]
 
 
 def image_build(images_dir: Path | None, image_id: str | None) -> dict[str, Any] | None:
@@ -255,19 +265,9 @@ def image_build(images_dir: Path | None, image_id: str | None) -> dict[str, Any]
     return build_inputs(images_dir, image_id) if images_dir is not None else None
 
 
-def _image_id(run: DockerRunner) -> str | None:
-    import docker
-
-    try:
-        return run.client.images.get(run.image).id
-    except docker.errors.ImageNotFound:
-        return None
-    except docker.errors.DockerException as exc:
-        raise EvaluationError(f"Docker is not usable: {exc}") from exc
-
-
-def predictions_path(record: EvaluationRecord) -> Path:
-    """Where a run's ``predictions.jsonl`` lives in the workspace."""
-    if not record.run_dir:
-        raise NotFoundError(f"run {record.id} has no run folder")
-    return Path(record.run_dir) / "out" / PREDICTIONS_FILE
+def failure_line(record: EvaluationRecord) -> str:
+    """One line for a run that did not succeed: which run, its verdict, the cause and the fix."""
+    error = (record.error or "").strip()
+    first = error.splitlines()[0] if error else "no message"
+    more = f" (full log: dynadesk runs show {record.id} --log)" if "\n" in error or record.log else ""
+    return f"run {record.id} {record.status} ({record.verdict}): {first}{more}"

@@ -1,14 +1,19 @@
-"""Runners: where the evaluation worker runs. One interface, two places.
+"""Runners: where the evaluation worker runs. One interface, two places, and the one Docker boundary.
 
 ``DockerRunner`` is the sandbox: no network, read-only root filesystem (tmpfs
 /tmp), model, data and spec mounted read-only, only /out writable, non-root,
-no capabilities, no-new-privileges, pids/memory/CPU limits and a wall-clock
-timeout that kills the container. ``LocalRunner`` runs the same worker in a
-subprocess for machines without Docker; its results are marked not sandboxed.
+no capabilities, no-new-privileges, pids/memory/CPU limits, a watched size limit
+on /out and a wall-clock timeout that kills the container. ``LocalRunner`` runs
+the same worker in a subprocess for machines without Docker; its results are
+marked not sandboxed.
 
 Both turn what happened into one :class:`RunOutcome` with a verdict:
-``ok``, ``oom``, ``timeout``, ``error`` (with the log tail), ``missing_image``,
-``cancelled`` or ``interrupted``.
+``ok``, ``oom``, ``timeout``, ``disk``, ``error`` (with the log tail),
+``missing_image``, ``gpu_unavailable``, ``cancelled`` or ``interrupted``.
+
+This module and :mod:`dynadesk.orchestration.image` are the only ones that import
+the docker SDK; every docker error is translated here into a library error
+(:class:`~dynadesk.errors.DockerUnavailable`) or a run verdict whose message says the fix.
 """
 
 from __future__ import annotations
@@ -16,27 +21,32 @@ from __future__ import annotations
 import abc
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-from dynadesk.errors import EvaluationError
-from dynadesk.evaluator.schema import PROGRESS_PREFIX
+from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
+from dynadesk.orchestration.folder import (ERROR_FILE, RunFolder, RunPaths, chown_tree_no_follow, read_no_follow,
+                                          tree_bytes)
+from dynadesk.orchestration.output import ProgressFn, WorkerOutput, log_tail
 
-ProgressFn = Callable[[dict[str, Any]], None]
+__all__ = ["DaemonStatus", "DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner",
+           "daemon_status", "docker_client", "has_image"]
+
 SANDBOX_UID = 65534  # 'nobody' in the image; used when the host side runs as root
-LOG_TAIL_LINES = 40
-MAX_LOG_BYTES = 4 << 20
+POLL_S = 0.2
+NO_DAEMON_FIX = "start Docker (packaging/start_docker.sh) or use --runner local"
+GPU_FIX = ("install NVIDIA's container toolkit (nvidia-container-toolkit) and restart Docker, or run without "
+           "--gpus")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Limits:
     """Resource limits of one run; the defaults suit a small laptop."""
 
@@ -45,25 +55,37 @@ class Limits:
     pids: int = 256
     timeout_s: float = 3600.0
     tmpfs_bytes: int = 1 << 30
+    out_bytes: int = 2 << 30  # what the worker may write to /out (predictions, results) before verdict 'disk'
     gpus: str | None = None  # None, "all", or a comma list of device ids
 
+    def __post_init__(self) -> None:
+        for name in ("cpus", "timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"limits.{name} must be a positive number, got {value!r}")
+        for name in ("memory_bytes", "pids", "tmpfs_bytes", "out_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"limits.{name} must be a positive integer, got {value!r}")
+        if self.gpus is not None and (not isinstance(self.gpus, str) or not self.gpus):
+            raise ConfigError(f"limits.gpus must be 'all' or device ids such as '0,1', got {self.gpus!r}")
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
-
-@dataclass
-class RunPaths:
-    """Host folders of one run: ``spec_dir/spec.json``, read-only inputs, writable ``out_dir``."""
-
-    spec_dir: Path
-    data_dir: Path
-    model_dir: Path
-    out_dir: Path
+    @classmethod
+    def from_dict(cls, raw: object) -> "Limits":
+        if not isinstance(raw, dict):
+            raise ConfigError(f"limits must be an object, got {type(raw).__name__}")
+        unknown = sorted(set(raw) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ConfigError(f"limits has unknown field(s) {', '.join(unknown)}")
+        return cls(**raw)
 
 
 @dataclass
 class RunOutcome:
-    verdict: str  # ok | oom | timeout | error | missing_image | cancelled | interrupted
+    verdict: str  # ok | oom | timeout | disk | error | missing_image | gpu_unavailable | cancelled | interrupted
     exit_code: int | None
     log: str
     seconds: float
@@ -75,67 +97,38 @@ class RunOutcome:
         return self.verdict == "ok"
 
 
-def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(log.rstrip().splitlines()[-lines:])
-
-
-class _Output:
-    """Collects worker output lines on a reader thread: progress events are queued for
-    :meth:`drain`, which the caller's thread runs (so a callback's exception, or Ctrl-C,
-    surfaces where the run was started); everything else is the log."""
-
-    def __init__(self, progress: ProgressFn | None):
-        self.progress = progress
-        self.events: queue.SimpleQueue = queue.SimpleQueue()
-        self.lines: list[str] = []
-        self.size = 0
-        self.truncated = False
-
-    def drain(self) -> None:
-        while True:
-            try:
-                event = self.events.get_nowait()
-            except queue.Empty:
-                return
-            if self.progress:
-                self.progress(event)
-
-    def feed(self, chunks: Iterable[bytes]) -> None:
-        buf = b""
-        for chunk in chunks:
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                self.line(line.decode("utf-8", "replace"))
-        if buf:
-            self.line(buf.decode("utf-8", "replace"))
-
-    def line(self, text: str) -> None:
-        if text.startswith(PROGRESS_PREFIX):
-            try:
-                self.events.put(json.loads(text[len(PROGRESS_PREFIX):]))
-            except ValueError:
-                pass
-            return
-        self.size += len(text) + 1
-        if self.size > MAX_LOG_BYTES:  # a model printing without end must not fill the host's memory
-            if not self.truncated:
-                self.lines.append("[dynadesk: log truncated at 4 MiB]")
-                self.truncated = True
-            self.lines = self.lines[:10] + self.lines[-2000:]
-        self.lines.append(text)
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + ("\n" if self.lines else "")
-
-
 def _error_message(out_dir: Path, exit_code: int | None, log: str) -> str:
     """The worker's own error.json message when it wrote one, else the exit code and log tail."""
     try:
-        data = json.loads((out_dir / "error.json").read_text(encoding="utf-8"))
+        data = json.loads(read_no_follow(out_dir / ERROR_FILE, 1 << 20))
         return f"the worker failed ({data.get('kind')}): {data.get('message')}"
-    except (OSError, ValueError):
+    except (RunFolderError, ValueError, AttributeError):
         return f"the worker exited with code {exit_code}; last log lines:\n{log_tail(log)}"
+
+
+def _disk_message(limits: Limits) -> str:
+    return (f"the run wrote more than its {limits.out_bytes / (1 << 30):.2f} GiB output limit to /out and was "
+            "stopped; its output was removed (raise the limit only for a model you trust)")
+
+
+class _Watch:
+    """The checks of a run's poll loop: cancel, wall-clock timeout, /out size."""
+
+    def __init__(self, paths: RunPaths, limits: Limits, cancel: threading.Event | None):
+        self.paths, self.limits, self.cancel = paths, limits, cancel
+        self.start = time.monotonic()
+
+    def verdict(self) -> str | None:
+        if self.cancel is not None and self.cancel.is_set():
+            return "cancelled"
+        if time.monotonic() - self.start > self.limits.timeout_s:
+            return "timeout"
+        if tree_bytes(self.paths.out_dir) > self.limits.out_bytes:
+            return "disk"
+        return None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
 
 
 class Runner(abc.ABC):
@@ -148,6 +141,13 @@ class Runner(abc.ABC):
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:
         """Run the worker on ``paths`` under ``limits``; never raises for a failed run (see RunOutcome)."""
+
+    def check_ready(self) -> None:
+        """Raise a library error now when this runner cannot start (before a run record is made)."""
+
+    def image_id(self) -> str | None:
+        """The Id of the image the run uses (None: no image)."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         return {"runner": self.name, "sandboxed": self.sandboxed}
@@ -174,54 +174,60 @@ class LocalRunner(Runner):
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif limits.gpus != "all":
             env["CUDA_VISIBLE_DEVICES"] = limits.gpus
-        start = time.monotonic()
+        watch = _Watch(paths, limits, cancel)
         try:
             proc = subprocess.Popen(self.command(paths), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         except OSError as exc:
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
-        out = _Output(progress)
-        reader = threading.Thread(target=out.feed, args=(iter(lambda: proc.stdout.read1(65536), b""),), daemon=True)
+        out = WorkerOutput(progress)
+        stdout = proc.stdout
+        assert stdout is not None
+        reader = threading.Thread(target=out.feed, args=(iter(lambda: stdout.read1(65536), b""),), daemon=True)
         reader.start()
         verdict = None
         try:
             while proc.poll() is None:
                 out.drain()
-                if cancel is not None and cancel.is_set():
-                    verdict = "cancelled"
-                elif time.monotonic() - start > limits.timeout_s:
-                    verdict = "timeout"
+                verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
                     break
-                time.sleep(0.1)
+                time.sleep(POLL_S)
             proc.wait()
-            reader.join(timeout=10)
+            reader.join(timeout=30)
             out.drain()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
             raise
-        seconds = time.monotonic() - start
-        log = out.text()
-        code = proc.returncode
-        if verdict == "timeout":
-            return RunOutcome("timeout", code, log, seconds, f"the run exceeded its {limits.timeout_s:g} s limit "
-                                                             "and was stopped")
-        if verdict == "cancelled":
-            return RunOutcome("cancelled", code, log, seconds, "cancelled by the user")
-        if code == 0:
-            return RunOutcome("ok", 0, log, seconds)
-        if code == -signal.SIGKILL:
-            return RunOutcome("oom", code, log, seconds, "the worker was killed (SIGKILL), most likely by the "
-                                                         "kernel's out-of-memory killer")
-        return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log))
+        return _outcome(verdict, proc.returncode, out.text(), watch.elapsed(), paths, limits)
 
     @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, paths: RunPaths,
+             limits: Limits, details: dict[str, Any] | None = None) -> RunOutcome:
+    """The verdict of a finished local run (a container's OOM is decided by its caller)."""
+    details = details or {}
+    if verdict == "timeout":
+        return RunOutcome("timeout", code, log, seconds, f"the run exceeded its {limits.timeout_s:g} s limit and "
+                                                         "was stopped", details)
+    if verdict == "cancelled":
+        return RunOutcome("cancelled", code, log, seconds, "cancelled by the user", details)
+    if verdict == "disk":
+        RunFolder(paths.out_dir.parent).clear_out()
+        return RunOutcome("disk", code, log, seconds, _disk_message(limits), details)
+    if code == 0:
+        return RunOutcome("ok", 0, log, seconds, "", details)
+    if code == -signal.SIGKILL:
+        return RunOutcome("oom", code, log, seconds, "the worker was killed (SIGKILL), most likely by the "
+                                                     "kernel's out-of-memory killer", details)
+    return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
 
 
 class DockerRunner(Runner):
@@ -230,27 +236,31 @@ class DockerRunner(Runner):
     name = "docker"
     sandboxed = True
 
-    def __init__(self, image: str, client=None):
+    def __init__(self, image: str, client: Any = None):
         self.image = image
         self._client = client
 
     @property
-    def client(self):
+    def client(self) -> Any:
         if self._client is None:
             self._client = docker_client()
         return self._client
+
+    def check_ready(self) -> None:
+        self.client  # noqa: B018 - connects (and pings) now: no daemon is a clear error before any record
+
+    def image_id(self) -> str | None:
+        return image_id_of(self.client, self.image)
 
     def describe(self) -> dict[str, Any]:
         return {"runner": self.name, "sandboxed": True, "image": self.image}
 
     def user(self, out_dir: Path) -> str:
-        """Non-root in the container; when we are root, /out is handed to the sandbox user."""
+        """Non-root in the container; when we are root, /out is handed to the sandbox user (links never followed)."""
         uid, gid = os.getuid(), os.getgid()
         if uid != 0:
             return f"{uid}:{gid}"
-        for root, dirs, files in os.walk(out_dir):
-            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                os.chown(name, SANDBOX_UID, SANDBOX_UID)
+        chown_tree_no_follow(out_dir, SANDBOX_UID, SANDBOX_UID)
         return f"{SANDBOX_UID}:{SANDBOX_UID}"
 
     def readable_model(self, paths: RunPaths) -> Path | None:
@@ -263,15 +273,16 @@ class DockerRunner(Runner):
         """
         if os.getuid() != 0:
             return None
+
         def readable(p: Path) -> bool:
             mode = p.stat().st_mode
             return bool(mode & 0o004) and (not p.is_dir() or bool(mode & 0o001))
         if all(readable(p) for p in [paths.model_dir, *paths.model_dir.rglob("*")]):
             return None
-        stage = paths.out_dir.parent / "model-snapshot"
+        stage = RunFolder(paths.out_dir.parent).snapshot_dir
         shutil.rmtree(stage, ignore_errors=True)
         shutil.copytree(paths.model_dir, stage, symlinks=False)
-        for root, dirs, files in os.walk(stage):
+        for root, _dirs, files in os.walk(stage):
             os.chmod(root, 0o755)
             for name in files:
                 os.chmod(os.path.join(root, name), 0o644)
@@ -317,33 +328,38 @@ class DockerRunner(Runner):
             cancel: threading.Event | None = None) -> RunOutcome:
         import docker
 
-        start = time.monotonic()
-        try:
-            self.client.images.get(self.image)
-        except docker.errors.ImageNotFound:
+        if not has_image(self.client, self.image):
             return RunOutcome("missing_image", None, "", 0.0,
                               f"the evaluator image '{self.image}' is not in Docker; build it with "
                               "'dynadesk image build'")
-        except docker.errors.DockerException as exc:
-            raise EvaluationError(f"Docker is not usable: {exc}") from exc
         snapshot = self.readable_model(paths)
         if snapshot is not None:
             paths = RunPaths(paths.spec_dir, paths.data_dir, snapshot, paths.out_dir)
+        watch = _Watch(paths, limits, cancel)
         try:
             try:
                 container = self.client.containers.create(self.image, **self.container_options(paths, limits))
             except docker.errors.APIError as exc:
-                return RunOutcome("error", None, "", time.monotonic() - start, f"Docker refused the container: {exc}")
-            return self._run_container(container, paths, limits, _Output(progress), cancel, start)
+                return _refused(exc, limits, watch.elapsed())
+            except _transport_errors() as exc:
+                raise DockerUnavailable(f"Docker failed creating the container: {_first_line(exc)}; "
+                                        f"{NO_DAEMON_FIX}") from exc
+            return self._run_container(container, paths, limits, WorkerOutput(progress), watch)
         finally:
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
-    def _run_container(self, container, paths: RunPaths, limits: Limits, out: "_Output",
-                       cancel: threading.Event | None, start: float) -> RunOutcome:
+    def _run_container(self, container: Any, paths: RunPaths, limits: Limits, out: WorkerOutput,
+                       watch: _Watch) -> RunOutcome:
+        import docker
+
         verdict = None
         try:
-            container.start()
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                _remove(container)
+                return _refused(exc, limits, watch.elapsed())
             reader = threading.Thread(target=out.feed, args=(container.logs(stream=True, follow=True),), daemon=True)
             reader.start()
             while True:
@@ -351,56 +367,116 @@ class DockerRunner(Runner):
                 container.reload()
                 if container.status in ("exited", "dead"):
                     break
-                if cancel is not None and cancel.is_set():
-                    verdict = "cancelled"
-                elif time.monotonic() - start > limits.timeout_s:
-                    verdict = "timeout"
+                verdict = watch.verdict()
                 if verdict:
                     container.kill()
                     container.wait(timeout=30)
                     break
-                time.sleep(0.2)
-            reader.join(timeout=10)
+                time.sleep(POLL_S)
+            reader.join(timeout=30)
             out.drain()
             container.reload()
             state = container.attrs.get("State", {})
+        except _transport_errors() as exc:
+            _remove(container)
+            raise DockerUnavailable(f"Docker failed during the run: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
         except BaseException:
             _remove(container)
             raise
         _remove(container)
-        seconds = time.monotonic() - start
-        log = out.text()
         code = state.get("ExitCode")
         details = {"exit_code": code, "oom_killed": bool(state.get("OOMKilled")), "image": self.image}
-        if verdict == "cancelled":
-            return RunOutcome("cancelled", code, log, seconds, "cancelled by the user", details)
-        if verdict == "timeout":
-            return RunOutcome("timeout", code, log, seconds, f"the run exceeded its {limits.timeout_s:g} s limit; "
-                                                             "the container was killed", details)
-        if state.get("OOMKilled"):
-            return RunOutcome("oom", code, log, seconds, f"out of memory: the container hit its "
-                                                         f"{limits.memory_bytes / (1 << 30):.2f} GiB limit and was "
-                                                         "killed (OOMKilled)", details)
-        if code == 0:
-            return RunOutcome("ok", 0, log, seconds, "", details)
-        return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
+        if verdict is None and state.get("OOMKilled"):
+            return RunOutcome("oom", code, out.text(), watch.elapsed(),
+                              f"out of memory: the container hit its {limits.memory_bytes / (1 << 30):.2f} GiB "
+                              "limit and was killed (OOMKilled)", details)
+        if verdict is None and tree_bytes(paths.out_dir) > limits.out_bytes:
+            verdict = "disk"
+        outcome = _outcome(verdict, code, out.text(), watch.elapsed(), paths, limits, details)
+        if outcome.verdict == "timeout":
+            outcome.message = outcome.message.replace("was stopped", "the container was killed")
+        return outcome
 
 
-def _remove(container) -> None:
+def _refused(exc: Exception, limits: Limits, seconds: float) -> RunOutcome:
+    """Docker refused to create or start the container: a GPU request without NVIDIA's runtime, or else."""
+    text = str(getattr(exc, "explanation", None) or exc).strip().splitlines()[0][:300]
+    if limits.gpus and ("gpu" in text.lower() or "device driver" in text.lower() or "nvidia" in text.lower()):
+        return RunOutcome("gpu_unavailable", None, "", seconds,
+                          f"--gpus {limits.gpus}: this Docker has no GPU runtime ({text}); {GPU_FIX}")
+    return RunOutcome("error", None, "", seconds, f"Docker refused the container: {text}")
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """What the docker SDK raises when the daemon fails or goes away (its own errors and requests')."""
+    import docker
+    import requests
+
+    return docker.errors.DockerException, requests.exceptions.RequestException
+
+
+def _remove(container: Any) -> None:
     try:
         container.remove(force=True)
-    except Exception:  # noqa: BLE001 - already gone
+    except _transport_errors():  # already gone, or the daemon with it
         pass
 
 
-def docker_client():
+def docker_client(timeout: float = 120) -> Any:
     """A docker SDK client from the environment (``DOCKER_HOST`` works, ssh:// included)."""
     try:
         import docker
-
-        client = docker.from_env(timeout=120)
+    except ImportError as exc:
+        raise DockerUnavailable(f"the docker SDK is not installed ({exc}); pip install docker, or use --runner "
+                                "local") from exc
+    try:
+        client = docker.from_env(timeout=timeout)
         client.ping()
         return client
-    except Exception as exc:  # noqa: BLE001 - translate any connection problem
-        raise EvaluationError(f"no Docker daemon answers ({exc}); start Docker (packaging/start_docker.sh) "
-                              "or use --runner local", verdict="error") from exc
+    except _transport_errors() as exc:
+        raise DockerUnavailable(f"no Docker daemon answers ({_first_line(exc)}); {NO_DAEMON_FIX}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class DaemonStatus:
+    """Whether a Docker daemon answers, and the line to show (its version, or the cause and the fix)."""
+
+    ok: bool
+    detail: str
+
+
+def daemon_status(timeout: float = 3.0) -> DaemonStatus:
+    """The one daemon check the CLI, the GUI's status bar and the demo use."""
+    try:
+        client = docker_client(timeout=timeout)
+    except DockerUnavailable as exc:
+        return DaemonStatus(False, str(exc))
+    try:
+        return DaemonStatus(True, f"Docker {client.version().get('Version', '?')}")
+    except _transport_errors() as exc:  # a daemon that answers ping but not version
+        return DaemonStatus(False, f"Docker answers but not fully ({_first_line(exc)}); {NO_DAEMON_FIX}")
+    finally:
+        client.close()
+
+
+def has_image(client: Any, name: str) -> bool:
+    """Is an image with this name or Id in Docker (a daemon error is a :class:`DockerUnavailable`)."""
+    return image_id_of(client, name) is not None
+
+
+def image_id_of(client: Any, name: str) -> str | None:
+    """The Id of the image with this name or Id, None when Docker does not have it."""
+    import docker
+
+    try:
+        return str(client.images.get(name).id)
+    except docker.errors.ImageNotFound:
+        return None
+    except _transport_errors() as exc:
+        raise DockerUnavailable(f"Docker is not usable: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
+

@@ -2,7 +2,7 @@
 
 ``build_leaderboard(store, task, weights=None, dataset_weights=None,
 memory_budget_gib=16, stability=False) -> Leaderboard`` reads
-``store.evaluations.latest_succeeded(task)`` once into a :class:`LocalBoard` (the runs'
+``store.evaluations.board_runs(task)`` once into a :class:`LocalBoard` (the runs'
 ``metric_values`` as a :class:`~dynadesk.scoring.board.ScoreBoard`) and ranks it; the app
 keeps the :class:`LocalBoard` and re-ranks it on every slider move. Every stored metric is
 shown with its unit; the scoring rules are the board's (:mod:`dynadesk.scoring.board`).
@@ -163,5 +163,5 @@ def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | No
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
-    board = LocalBoard(task, store.evaluations.latest_succeeded(task))
+    board = LocalBoard(task, store.evaluations.board_runs(task))
     return board.rank(weights, dataset_weights, memory_budget_gib, stability)

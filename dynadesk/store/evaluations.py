@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from sqlite_utils import Database, Migrations
 
-from dynadesk.errors import NotFoundError
+from dynadesk.errors import ConfigError, NotFoundError, RunStateError
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -17,6 +17,17 @@ if TYPE_CHECKING:
 migrations = Migrations("dynadesk.evaluations")
 
 STATUSES = ("queued", "running", "succeeded", "failed", "interrupted", "cancelled")
+# queued -> running -> succeeded | failed | interrupted | cancelled; an unfinished run may run again (resume).
+# queued -> failed | cancelled: the run could not start (no model folder, refused container).
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "queued": frozenset({"running", "failed", "cancelled"}),
+    "running": frozenset({"succeeded", "failed", "interrupted", "cancelled"}),
+    "failed": frozenset({"running"}),
+    "interrupted": frozenset({"running"}),
+    "cancelled": frozenset({"running"}),
+    "succeeded": frozenset(),
+}
+PURPOSES = ("evaluation", "audit", "preflight", "bench")
 
 
 @migrations()
@@ -64,6 +75,14 @@ def m002_run_owner(db: Database) -> None:
     db.execute("ALTER TABLE evaluations ADD COLUMN host TEXT")
 
 
+@migrations()
+def m003_run_request(db: Database) -> None:
+    """The typed request a run was made from, and its purpose (only ``evaluation`` runs enter a board)."""
+    db.execute("ALTER TABLE evaluations ADD COLUMN request TEXT NOT NULL DEFAULT '{}'")
+    db.execute("ALTER TABLE evaluations ADD COLUMN purpose TEXT NOT NULL DEFAULT 'evaluation'")
+    db.execute("CREATE INDEX evaluations_board ON evaluations(task, purpose, status, model_id)")
+
+
 @dataclass
 class MetricValue:
     dataset: str  # dataset name; '' for a whole-run figure
@@ -101,6 +120,8 @@ class EvaluationRecord:
     finished_at: str | None
     pid: int | None = None
     host: str | None = None
+    request: dict[str, Any] = field(default_factory=dict)  # RunRequest.to_dict() ({} for runs made before it)
+    purpose: str = "evaluation"
     metrics: list[MetricValue] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,11 +130,14 @@ class EvaluationRecord:
         return d
 
 
-_JSON_COLS = ("settings", "datasets", "environment", "profile")
+_JSON_COLS = ("settings", "datasets", "environment", "profile", "request")
+_LIST_COLS = "e.id, e.model_id, e.task, e.runner, e.sandboxed, e.status, e.verdict, e.error, e.settings, e.datasets," \
+    " e.image_id, e.evaluator_version, e.run_dir, e.predictions_digest, '{}' AS environment, '{}' AS profile," \
+    " '' AS log, e.created_at, e.started_at, e.finished_at, e.pid, e.host, e.request, e.purpose"
 
 
 class EvaluationRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: "Store") -> None:
         self._store = store
 
     @property
@@ -121,24 +145,46 @@ class EvaluationRepo:
         return self._store.db
 
     def create(self, model_id: int, task: str, runner: str, sandboxed: bool, settings: dict[str, Any],
-               datasets: list[str], status: str = "queued") -> int:
+               datasets: list[str], status: str = "queued", request: dict[str, Any] | None = None) -> int:
+        """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's."""
+        purpose = (request or {}).get("purpose", "evaluation")
+        if status not in ("queued", "running"):
+            raise RunStateError(f"a new run starts 'queued' or 'running', not '{status}'")
+        if purpose not in PURPOSES:
+            raise ConfigError(f"unknown run purpose '{purpose}' (use one of {', '.join(PURPOSES)})")
         cur = self.db.execute(
-            "INSERT INTO evaluations(model_id, task, runner, sandboxed, status, settings, datasets, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?)",
-            [model_id, task, runner, int(sandboxed), status, json.dumps(settings), json.dumps(datasets), now_iso()])
-        return cur.lastrowid
+            "INSERT INTO evaluations(model_id, task, runner, sandboxed, status, settings, datasets, created_at,"
+            " request, purpose) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [model_id, task, runner, int(sandboxed), status, json.dumps(settings), json.dumps(datasets), now_iso(),
+             json.dumps(request or {}), purpose])
+        return int(cur.lastrowid or 0)
 
     def update(self, evaluation_id: int, **fields: Any) -> None:
-        """Set columns; dicts/lists are stored as JSON."""
+        """Set columns; dicts/lists are stored as JSON. A ``status`` goes through :meth:`transition`'s check."""
         if not fields:
             return
-        if "status" in fields and fields["status"] not in STATUSES:
-            raise ValueError(f"unknown status {fields['status']}")
-        cols, vals = [], []
-        for k, v in fields.items():
-            cols.append(f"{k} = ?")
-            vals.append(json.dumps(v) if k in _JSON_COLS else int(v) if isinstance(v, bool) else v)
-        self.db.execute(f"UPDATE evaluations SET {', '.join(cols)} WHERE id = ?", [*vals, evaluation_id])
+        with self._store.atomic():
+            if "status" in fields:
+                self._check_transition(evaluation_id, fields["status"])
+            cols, vals = [], []
+            for k, v in fields.items():
+                cols.append(f"{k} = ?")
+                vals.append(json.dumps(v) if k in _JSON_COLS else int(v) if isinstance(v, bool) else v)
+            self.db.execute(f"UPDATE evaluations SET {', '.join(cols)} WHERE id = ?", [*vals, evaluation_id])
+
+    def transition(self, evaluation_id: int, status: str, **fields: Any) -> None:
+        """Move a run to ``status`` (and set ``fields``); raises :class:`RunStateError` for a move not allowed."""
+        self.update(evaluation_id, status=status, **fields)
+
+    def _check_transition(self, evaluation_id: int, status: str) -> None:
+        if status not in STATUSES:
+            raise RunStateError(f"unknown run status '{status}' (one of {', '.join(STATUSES)})")
+        row = self.db.execute("SELECT status FROM evaluations WHERE id = ?", [evaluation_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no evaluation run with id {evaluation_id}")
+        if status not in TRANSITIONS[row[0]]:
+            allowed = ", ".join(sorted(TRANSITIONS[row[0]])) or "none: it is final"
+            raise RunStateError(f"run {evaluation_id} is '{row[0]}'; it cannot become '{status}' (allowed: {allowed})")
 
     def set_metrics(self, evaluation_id: int, metrics: list[MetricValue], **fields: Any) -> None:
         """Replace a run's metric values (and optionally update columns) in one transaction."""
@@ -170,22 +216,42 @@ class EvaluationRepo:
 
     def list(self, task: str | None = None, model: str | None = None, status: str | None = None,
              limit: int = 200) -> list[EvaluationRecord]:
+        """Runs, newest first, WITHOUT their log, environment and profile (up to MiBs each; :meth:`get` has them)."""
         rows = self.db.query(
-            "SELECT e.*, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id"
+            f"SELECT {_LIST_COLS}, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id"
             " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR m.name = ?) AND (? IS NULL OR e.status = ?)"
             " ORDER BY e.id DESC LIMIT ?", [task, task, model, model, status, status, limit])
         return [self._record(r) for r in rows]
 
-    def latest_succeeded(self, task: str) -> list[EvaluationRecord]:
-        """The newest succeeded run of each model of a task (the leaderboard's input)."""
-        rows = self.db.query(
-            "SELECT e.*, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id"
-            " WHERE e.task = ? AND e.status = 'succeeded' AND e.id = ("
-            "   SELECT MAX(e2.id) FROM evaluations e2 WHERE e2.model_id = e.model_id AND e2.status = 'succeeded')"
-            " ORDER BY m.name", [task])
-        return [self._record(r) for r in rows]
+    def board_runs(self, task: str, datasets: Sequence[str] | None = None) -> list[EvaluationRecord]:
+        """Each model's board entry: its newest complete run (succeeded, purpose ``evaluation``) on the board's
+        datasets.
 
-    def mark_stale_running(self, host: str | None = None, alive=None) -> list[int]:
+        The board's datasets are ``datasets``, else the task's test sets in the workspace. A run covering
+        all of them beats any run covering fewer, however new; a model none of whose runs covers them all
+        keeps the newest run covering the most. Audit re-runs, pre-flights and bench runs never count.
+        """
+        wanted = set(datasets) if datasets is not None else {
+            d.name for d in self._store.datasets.list(task=task, include_derived=False) if d.split == "test"}
+        rows = self.db.query(
+            "SELECT e.id, e.model_id, e.datasets FROM evaluations e WHERE e.task = ? AND e.status = 'succeeded'"
+            " AND e.purpose = 'evaluation' ORDER BY e.id", [task])
+        best: dict[int, tuple[int, int]] = {}  # model -> (datasets covered, run id); ties go to the newer run
+        for row in rows:
+            covered = len(wanted & set(json.loads(row["datasets"] or "[]")))
+            if (covered, row["id"]) > best.get(row["model_id"], (-1, -1)):
+                best[row["model_id"]] = (covered, row["id"])
+        records = [self.get(run_id) for _, run_id in best.values()]
+        return sorted(records, key=lambda r: r.model_name)
+
+    def log(self, evaluation_id: int) -> str:
+        """A run's stored log (its tail, up to 1 MiB): read on demand, not with every listing."""
+        row = self.db.execute("SELECT log FROM evaluations WHERE id = ?", [evaluation_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no evaluation run with id {evaluation_id}")
+        return str(row[0])
+
+    def mark_stale_running(self, host: str | None = None, alive: Callable[[int], bool] | None = None) -> list[int]:
         """Runs left 'running' by a crash or reboot become 'interrupted' (resumable).
 
         With ``host`` and ``alive(pid) -> bool``, only runs of this host whose process is gone

@@ -9,12 +9,18 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QListWidget, QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox,
                                QSplitter, QVBoxLayout, QWidget)
 
+from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
 from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
+from dynadesk.orchestration.evaluate import failure_line
+from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
+from dynadesk.store.evaluations import EvaluationRecord
+
+GIB = 1 << 30
 
 STATUS_COLORS = {"succeeded": "#1b5e20", "failed": "#b71c1c", "cancelled": "#8d6e00", "interrupted": "#8d6e00",
                  "running": "#0d47a1"}
@@ -201,9 +207,19 @@ class EvaluatePage(Page):
             self.banner.error("Tick at least one test set.")
             return
         self.log_view.clear()
-        self._svc.start(models, datasets, runner=self.runner.currentData(), cpus=self.cpus.value(),
-                        memory_gib=self.memory.value(), timeout_s=self.timeout.value(), batch_size=self.batch.value(),
-                        gpu=self.gpu.isChecked())
+        try:
+            requests = [self.request_for(model, datasets) for model in models]
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
+        self._svc.start(requests)
+
+    def request_for(self, model: str, datasets: list[str]) -> RunRequest:
+        """The run the form describes for one model."""
+        limits = default_limits(cpus=float(self.cpus.value()), memory_bytes=int(self.memory.value() * GIB),
+                                timeout_s=float(self.timeout.value()), gpus="all" if self.gpu.isChecked() else None)
+        return RunRequest(model=model, datasets=tuple(datasets), runner=str(self.runner.currentData()),
+                          limits=limits, settings=RunSettings(batch_size=int(self.batch.value())))
 
     def resume_selected(self) -> None:
         run_id = self.selected_run()
@@ -215,8 +231,7 @@ class EvaluatePage(Page):
             self.banner.error(f"Run {run_id} already succeeded.")
             return
         self.log_view.clear()
-        self._svc.start([], None, runner="", cpus=0, memory_gib=0, timeout_s=0, batch_size=1, gpu=False,
-                        resume_id=run_id)
+        self._svc.resume(run_id)
 
     def _on_started(self) -> None:
         self.banner.clear()
@@ -247,12 +262,11 @@ class EvaluatePage(Page):
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
 
-    def _on_finished(self, records) -> None:
+    def _on_finished(self, records: list[EvaluationRecord]) -> None:
         self._idle()
         bad = [r for r in records if r.status != "succeeded"]
         if bad:
-            self.banner.error("; ".join(f"run {r.id} ({r.model_name}) {r.status}: {r.verdict} — {r.error}"
-                                        for r in bad))
+            self.banner.error("; ".join(failure_line(r) for r in bad))  # the line the CLI prints
         else:
             self.banner.show_message(f"{len(records)} run(s) succeeded: "
                                      + ", ".join(f"{r.model_name} (run {r.id})" for r in records), "ok")
@@ -312,8 +326,9 @@ class EvaluatePage(Page):
             lines.append(f"error: {rec.error}")
         for m in rec.metrics:
             lines.append(f"  {m.dataset or '(whole run)':<28} {m.metric:<20} {m.value:10.4g} {m.unit}")
-        if rec.log:
-            lines += ["", "log (tail):", *rec.log.rstrip().splitlines()[-40:]]
+        log = self.guard(self._svc.run_log, rec.id) or ""
+        if log:
+            lines += ["", "log (tail):", *log.rstrip().splitlines()[-40:]]
         self.run_detail.setPlainText("\n".join(lines))
 
     def shutdown(self) -> None:

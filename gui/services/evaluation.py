@@ -8,15 +8,15 @@ runner polls, so the run stops and is stored as ``cancelled``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
+from dynadesk.orchestration.evaluate import evaluate, failure_line, resume
+from dynadesk.orchestration.request import RunRequest
 from dynadesk.store.evaluations import EvaluationRecord
-
-GIB = 1 << 30
 
 
 def describe_event(event: dict[str, Any]) -> str:
@@ -25,6 +25,8 @@ def describe_event(event: dict[str, Any]) -> str:
         return f"predict {event.get('dataset', '')}: {event.get('done', 0)}/{event.get('total', 0)}"
     if phase == "saved":
         return f"saved {event.get('examples', 0)} predictions for {event.get('dataset', '')} (kept on resume)"
+    if phase == "cleaned":
+        return f"removed from the run folder before resuming: {', '.join(event.get('removed', []))}"
     if phase == "start":
         return f"run {event.get('run')} started"
     return phase + ("" if len(event) == 1 else " " + json.dumps({k: v for k, v in event.items() if k != "phase"}))
@@ -51,31 +53,39 @@ class EvaluationService(QObject):
         return self._worker is not None
 
     def runs(self, limit: int = 200) -> list[EvaluationRecord]:
+        """Recent runs without their logs (see :meth:`run_log`)."""
         return self._ws.store.evaluations.list(limit=limit)
+
+    def run_log(self, run_id: int) -> str:
+        return self._ws.store.evaluations.log(run_id)
 
     def run(self, run_id: int) -> EvaluationRecord:
         return self._ws.store.evaluations.get(run_id)
 
-    def start(self, models: list[str], datasets: list[str] | None, *, runner: str, cpus: float,
-              memory_gib: float, timeout_s: float, batch_size: int, gpu: bool, resume_id: int | None = None) -> Worker:
-        """Evaluate ``models`` (or resume ``resume_id``) on a pool thread; see the class signals."""
+    def start(self, requests: list[RunRequest]) -> Worker:
+        """Evaluate each request on a pool thread, one after another; see the class signals."""
+        return self._start([(r.model, lambda store, on_event, ctx, r=r: evaluate(
+            store, self._ws.workspace, r, progress=on_event, cancel=ctx.cancel_event)) for r in requests])
+
+    def resume(self, run_id: int) -> Worker:
+        """Finish a stored run by replaying its stored request (nothing is re-asked)."""
+        return self._start([(f"run {run_id}", lambda store, on_event, ctx: resume(
+            store, self._ws.workspace, run_id, progress=on_event, cancel=ctx.cancel_event))])
+
+    def _start(self, jobs: list[tuple[str, Callable[..., EvaluationRecord]]]) -> Worker:
         if self._worker is not None:
             raise RuntimeError("an evaluation is already running")
         ws = self._ws
 
         def job(ctx: WorkContext) -> list[EvaluationRecord]:
-            from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
-
             store = ws.open_store()
             out: list[EvaluationRecord] = []
             try:
-                targets = [None] if resume_id is not None else models
-                for i, model in enumerate(targets):
+                for i, (label, run) in enumerate(jobs):
                     ctx.check()
-                    label = f"run {resume_id}" if model is None else model
-                    ctx.log(f"== {label} ({i + 1}/{len(targets)}) with the {runner} runner")
+                    ctx.log(f"== {label} ({i + 1}/{len(jobs)})")
 
-                    def on_event(event: dict[str, Any], label=label) -> None:
+                    def on_event(event: dict[str, Any], label: str = label) -> None:
                         if event.get("phase") == "start":
                             self.runCreated.emit(int(event.get("run", 0)))
                         done = int(event.get("overall_done", event.get("done", 0)) or 0)
@@ -83,15 +93,11 @@ class EvaluationService(QObject):
                         ctx.progress(done, total, f"{label}: {describe_event(event)}")
                         ctx.log(describe_event(event))
 
-                    if model is None:
-                        rec = resume(store, ws.workspace, resume_id, progress=on_event, cancel=ctx.cancel_event)
+                    rec = run(store, on_event, ctx)
+                    if rec.status != "succeeded":
+                        ctx.log(failure_line(rec))
                     else:
-                        limits = default_limits(cpus=float(cpus), memory_bytes=int(memory_gib * GIB),
-                                                timeout_s=float(timeout_s))
-                        rec = evaluate(store, ws.workspace, model, datasets or None, runner=runner,
-                                       batch_size=int(batch_size), gpus="all" if gpu else None, limits=limits,
-                                       progress=on_event, cancel=ctx.cancel_event)
-                    ctx.log(f"== run {rec.id}: {rec.status}" + (f" ({rec.verdict}): {rec.error}" if rec.error else ""))
+                        ctx.log(f"== run {rec.id}: {rec.status}")
                     out.append(rec)
                 return out
             finally:

@@ -35,7 +35,7 @@ class LeaderboardService(QObject):
 
     def reload(self, task: str) -> LocalBoard:
         """Read the task's runs from the store (on page show, task change or new runs)."""
-        self._board = LocalBoard(task, self._ws.store.evaluations.latest_succeeded(task))
+        self._board = LocalBoard(task, self._ws.store.evaluations.board_runs(task))
         return self._board
 
     def _local(self, task: str) -> LocalBoard:

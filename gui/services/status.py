@@ -10,17 +10,11 @@ from dynadesk.gui.services.workspace import WorkspaceService
 
 
 def probe_docker(timeout: float = 3.0) -> tuple[bool, str]:
-    """``(answers, detail)``; runs on a pool thread (``import docker`` is slow and ping may block)."""
-    try:
-        import docker
+    """``(answers, detail)`` from the one daemon check (CLI, GUI and demo); runs on a probe thread."""
+    from dynadesk.orchestration.runners import daemon_status
 
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-        version = client.version().get("Version", "?")
-        client.close()
-        return True, f"Docker {version}"
-    except Exception as exc:  # noqa: BLE001 - any failure means "no usable daemon"; the detail is shown
-        return False, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    status = daemon_status(timeout)
+    return status.ok, status.detail
 
 
 class StatusService(QObject):
@@ -43,7 +37,7 @@ class StatusService(QObject):
         self._probed.connect(self._on_docker)
 
     def start(self, delay_ms: int = 0) -> None:
-        """Begin periodic checks; ``delay_ms`` lets the first paint happen before ``import docker``."""
+        """Begin periodic checks; ``delay_ms`` lets the first paint happen before the docker SDK loads."""
         self.refresh_queue()
         QTimer.singleShot(delay_ms, self.refresh)
         self._timer.start()

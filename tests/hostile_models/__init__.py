@@ -21,17 +21,17 @@ from typing import Any
 from dynadesk.orchestration.runners import DockerRunner, Limits, RunPaths
 
 PAYLOAD_DIR = Path(__file__).resolve().parent / "payload"
-BEHAVIOURS = ("network", "write_model", "fork_bomb", "memory", "hang")
+BEHAVIOURS = ("network", "write_model", "fork_bomb", "memory", "hang", "symlink_out", "fill_out", "flood")
 
 
-def make_hostile_model(path: Path, behaviour: str) -> Path:
-    """A registered-able tiny sentiment model whose code does ``behaviour``."""
+def make_hostile_model(path: Path, behaviour: str, target: str | None = None) -> Path:
+    """A registered-able tiny sentiment model whose code does ``behaviour`` (``target``: a host path it aims at)."""
     from tiny_models import make_tiny_classifier
 
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown behaviour {behaviour!r}")
     folder = make_tiny_classifier(path, ["negative", "neutral", "positive"], task="sentiment")
-    (folder / "hostile.json").write_text(json.dumps({"behaviour": behaviour}))
+    (folder / "hostile.json").write_text(json.dumps({"behaviour": behaviour, "target": target}))
     return folder
 
 

@@ -67,17 +67,49 @@ def _hang():
         time.sleep(3600)
 
 
+def _symlink_out(target):
+    """Plant links in /out to a host path, for a later host-side chown/read/copy to follow."""
+    os.symlink(target, "/out/evil-link")
+    os.makedirs("/out/parts", exist_ok=True)
+    os.symlink(target, "/out/parts/d000.jsonl.evil")
+    raise RuntimeError("HOSTILE symlink_out: planted /out/evil-link -> " + target)
+
+
+def _fill_out(target=None):
+    """Write 2 GiB to /out (the only writable host folder) as fast as possible."""
+    block = b"x" * (64 << 20)
+    with open("/out/fill.bin", "wb") as fh:
+        for _ in range(32):
+            fh.write(block)
+    raise RuntimeError("HOSTILE fill_out: wrote 2 GiB to /out")
+
+
+def _flood(target=None):
+    """64 MiB of output without a single newline, then a last line."""
+    chunk = "y" * (1 << 20)
+    for _ in range(64):
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
+    print("\nHOSTILE flood: 64 MiB written without newlines", file=sys.stderr, flush=True)
+    raise RuntimeError("HOSTILE flood: done")
+
+
 BEHAVIOURS = {"network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
-              "hang": _hang}
+              "hang": _hang, "symlink_out": _symlink_out, "fill_out": _fill_out, "flood": _flood}
+TAKES_TARGET = {"symlink_out", "fill_out", "flood"}
 
 
 def _payload():
     try:
         with open("/model/hostile.json") as fh:
-            behaviour = json.load(fh)["behaviour"]
+            config = json.load(fh)
+        behaviour = config["behaviour"]
     except (OSError, ValueError, KeyError):
         return
-    BEHAVIOURS[behaviour]()
+    if behaviour in TAKES_TARGET:
+        BEHAVIOURS[behaviour](config.get("target"))
+    else:
+        BEHAVIOURS[behaviour]()
 
 
 class _LoadHook(importlib.abc.MetaPathFinder):

@@ -1,0 +1,138 @@
+"""A run as one typed value: what evaluation takes, what the store keeps, what a bundle signs, what an audit replays.
+
+:class:`RunRequest` names the model, the test sets, the runner (and image), the
+resource :class:`~dynadesk.orchestration.runners.Limits`, the worker's
+:class:`RunSettings` and the run's purpose. ``to_dict()``/``from_dict()`` round-trip
+exactly, so the request stored with a run (and signed inside a bundle's settings)
+is the request an audit re-run or a resume replays; no keyword arguments are
+rebuilt from a merged settings bag.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from dynadesk.errors import ConfigError
+from dynadesk.orchestration.runners import Limits
+
+RUNNERS = ("docker", "local")
+# evaluation: a board entry; audit: an auditor's re-run; preflight: a determinism check; bench: a benchmark
+PURPOSES = ("evaluation", "audit", "preflight", "bench")
+
+
+def _expect_dict(raw: object, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be an object, got {type(raw).__name__}")
+    return raw
+
+
+def _known(cls: type, raw: dict[str, Any], where: str) -> None:
+    unknown = sorted(set(raw) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ConfigError(f"{where} has unknown field(s) {', '.join(unknown)}")
+
+
+def default_limits(**overrides: Any) -> Limits:
+    """Laptop-sized limits (up to 4 cores); ``None`` overrides keep the default."""
+    base = Limits(cpus=float(min(os.cpu_count() or 1, 4)))
+    return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the worker is asked to do, independent of where it runs."""
+
+    batch_size: int = 32
+    seed: int = 0
+    latency_samples: int = 64
+    warmup: int = 8
+    deterministic: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "latency_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"settings.{name} must be a positive integer, got {value!r}")
+        for name in ("warmup", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"settings.{name} must be a non-negative integer, got {value!r}")
+        if not isinstance(self.deterministic, bool):
+            raise ConfigError(f"settings.deterministic must be true or false, got {self.deterministic!r}")
+
+    @classmethod
+    def from_dict(cls, raw: object) -> "RunSettings":
+        data = _expect_dict(raw, "request.settings")
+        _known(cls, data, "request.settings")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One evaluation run, as asked for; ``datasets`` empty means every test set of the model's task."""
+
+    model: str
+    datasets: tuple[str, ...] = ()
+    runner: str = "docker"
+    image: str | None = None
+    limits: Limits = field(default_factory=default_limits)
+    settings: RunSettings = field(default_factory=RunSettings)
+    purpose: str = "evaluation"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ConfigError(f"request.model must be a model name, got {self.model!r}")
+        if not isinstance(self.datasets, tuple) or not all(isinstance(d, str) and d for d in self.datasets):
+            raise ConfigError(f"request.datasets must be a tuple of dataset names, got {self.datasets!r}")
+        if self.runner not in RUNNERS:
+            raise ConfigError(f"unknown runner '{self.runner}' (use one of {', '.join(RUNNERS)})")
+        if self.purpose not in PURPOSES:
+            raise ConfigError(f"unknown run purpose '{self.purpose}' (use one of {', '.join(PURPOSES)})")
+        if self.image is not None and (not isinstance(self.image, str) or not self.image):
+            raise ConfigError(f"request.image must be an image name or Id, got {self.image!r}")
+
+    @property
+    def device(self) -> str:
+        return "cuda" if self.limits.gpus else "cpu"
+
+    @property
+    def threads(self) -> int:
+        return max(1, math.ceil(self.limits.cpus))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "datasets": list(self.datasets), "runner": self.runner, "image": self.image,
+                "limits": self.limits.to_dict(), "settings": asdict(self.settings), "purpose": self.purpose}
+
+    @classmethod
+    def from_dict(cls, raw: object) -> "RunRequest":
+        """The request ``to_dict`` wrote; a clear :class:`ConfigError` names any field that is not understood."""
+        data = dict(_expect_dict(raw, "request"))
+        _known(cls, data, "request")
+        if "model" not in data:
+            raise ConfigError("request lacks 'model'")
+        datasets = data.get("datasets", [])
+        if not isinstance(datasets, list):
+            raise ConfigError(f"request.datasets must be a list of dataset names, got {datasets!r}")
+        data["datasets"] = tuple(datasets)
+        if "limits" in data:
+            data["limits"] = Limits.from_dict(data["limits"])
+        if "settings" in data:
+            data["settings"] = RunSettings.from_dict(data["settings"])
+        return cls(**data)
+
+
+LEGACY_SETTINGS = ("batch_size", "seed", "latency_samples", "warmup", "limits")
+
+
+def legacy_request(model: str, datasets: list[str], runner: str, settings: dict[str, Any],
+                   purpose: str = "evaluation") -> RunRequest:
+    """The request of a run (or bundle) recorded before requests were stored: from its flat settings."""
+    missing = [k for k in LEGACY_SETTINGS if k not in settings]
+    if missing:
+        raise ConfigError(f"the recorded settings lack {', '.join(missing)}: the run cannot be repeated exactly")
+    run_settings = RunSettings(**{k: settings[k] for k in ("batch_size", "seed", "latency_samples", "warmup")})
+    return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=settings.get("image"),
+                      limits=Limits.from_dict(settings["limits"]), settings=run_settings, purpose=purpose)

@@ -251,7 +251,9 @@ def run(quick: bool = False, clients: int = 4, seconds: float | None = None, wor
         proc, url = start_server(db_path, workers)
         try:
             server = psutil.Process(proc.pid)
-            cpu = lambda: sum(sum(p.cpu_times()[:2]) for p in [server] + server.children(recursive=True))  # noqa: E731
+            def cpu(server: psutil.Process = server) -> float:
+                return sum(sum(p.cpu_times()[:2]) for p in [server] + server.children(recursive=True))
+
             cpu0 = cpu()
             res = drive(url, work, n_clients, secs)
             res.server_cpu = cpu() - cpu0

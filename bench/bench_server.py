@@ -1,7 +1,8 @@
 """Leaderboard server: verified uploads per second and board query p99 with 100k stored bundles.
 
 Goals (2 cores): >= 500 verified uploads/s; board query p99 < 50 ms. A real
-``dynadesk-server serve`` process (``--workers``, default 2: one per core of the 2-core goal) runs on loopback over a database already
+``dynadesk-server serve`` process (``--workers``, default 2: one per core of the 2-core goal) runs on loopback
+over a database already
 holding 100,000 signed bundles (500 models x 200 submissions each, all in the
 transparency log); fresh signed bundles are then POSTed by two keep-alive
 client threads, and the board is queried with varying weights. Every upload
@@ -35,10 +36,10 @@ import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.canonical import canonical_bytes
+from dynadesk.sync.board import board_metrics
 from dynadesk.sync.bundle import envelope_bytes, load_and_verify
 from dynadesk.sync.keys import fingerprint, public_raw
 from dynadesk.sync.server_db import ServerDB
-from dynadesk.sync.board import board_metrics
 from dynadesk.sync.translog import entry_hash
 
 DATASETS = [("vader-movies-test", "sha256:" + "1" * 64, 2000), ("vader-tweets-test", "sha256:" + "2" * 64, 4200)]
@@ -193,7 +194,7 @@ def run(quick: bool = False, workers: int = 2, db: Path | None = None) -> list[d
         conn.request("GET", "/api/leaderboard/sentiment")  # first query after the uploads rebuilds the row cache
         conn.getresponse().read()
         cpu_q0 = server_cpu()
-        for i in range(60 if quick else 300):
+        for _ in range(60 if quick else 300):
             q = f"weight.perf={rng.choice([0, 1, 4, 5])}&weight.memory={rng.choice([0, 1, 3])}" \
                 f"&dataset.vader-movies-test={rng.choice([0.5, 1, 2])}"
             t0 = time.perf_counter()

@@ -15,9 +15,10 @@ import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from dynadesk.canonical import digest
 from dynadesk.errors import ValidationError
@@ -217,7 +218,7 @@ def read_csv(task: Task, path: Path) -> list[dict[str, Any]]:
         text = raw_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw_bytes[: exc.start].count(b"\n") + 1
-        raise ValidationError(f"{path}: line {line}: not valid UTF-8 (byte {exc.start}); nothing was imported")
+        raise ValidationError(f"{path}: line {line}: not valid UTF-8 (byte {exc.start}); nothing was imported") from exc
     csv.field_size_limit(MAX_EXAMPLE_BYTES)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:

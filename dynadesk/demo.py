@@ -13,9 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.tasks import load_tasks
@@ -87,7 +88,7 @@ def choose_runner(requested: str, step: Steps) -> str:
 
         docker_client().ping()
         return "docker"
-    except Exception as exc:  # noqa: BLE001 - any failure means no usable daemon
+    except Exception as exc:
         if requested == "docker":
             raise DynaDeskError(f"--runner docker was asked for, but no Docker daemon answers: {exc}") from exc
         step.note(f"no Docker daemon answers ({type(exc).__name__}); using the local runner: results are "

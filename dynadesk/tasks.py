@@ -78,7 +78,7 @@ class Task:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Task":
+    def from_dict(cls, d: dict[str, Any]) -> Task:
         d = dict(d)
         d["inputs"] = tuple(InputField(**f) for f in d["inputs"])
         d["fooled_rule"] = FooledRule(**d["fooled_rule"])

@@ -65,7 +65,7 @@ class Workspace:
         """Evaluator image build inputs and outputs (wheelhouse, rootfs tarballs)."""
         return self.home / "images"
 
-    def ensure(self) -> "Workspace":
+    def ensure(self) -> Workspace:
         try:
             for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.bundles_dir, self.images_dir):
                 p.mkdir(parents=True, exist_ok=True)
@@ -82,6 +82,6 @@ class Workspace:
         return Store.open(self.db_path)
 
 
-def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, "object"]:
+def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, object]:
     ws = Workspace(resolve_home(home)).ensure()
     return ws, ws.open_store()

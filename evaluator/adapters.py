@@ -369,7 +369,7 @@ class BagOfWordsAdapter:
                                f"{exc}") from exc
         self.vocab = {tok: i for i, tok in enumerate(vocab)}
         try:
-            emb, weight, bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
+            emb, weight, _bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
         except KeyError as exc:
             raise AdapterError(f"{model_dir / BOW_WEIGHTS}: missing tensor {exc}") from exc
         if emb.shape[0] != len(vocab) or weight.shape != (len(self.labels), emb.shape[1]):

@@ -26,7 +26,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 LABEL_METRICS = ("accuracy", "macro_f1")
 SPAN_METRICS = ("squad_f1", "exact_match")

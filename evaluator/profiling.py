@@ -13,7 +13,8 @@ import resource
 import sys
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dynadesk.evaluator import environment
 
@@ -93,7 +94,7 @@ class GpuSampler:
         self._nvml = None
         self._handles: list = []
 
-    def start(self) -> "GpuSampler":
+    def start(self) -> GpuSampler:
         try:
             import pynvml
 

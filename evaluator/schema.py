@@ -106,7 +106,7 @@ class Spec:
                               encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, raw: Any) -> "Spec":
+    def from_dict(cls, raw: Any) -> Spec:
         if not isinstance(raw, dict):
             raise SpecError(f"spec must be a JSON object, got {type(raw).__name__}")
         version = raw.get("schema_version")
@@ -140,7 +140,7 @@ class Spec:
                    schema_version=version)
 
     @classmethod
-    def read(cls, path: Path) -> "Spec":
+    def read(cls, path: Path) -> Spec:
         try:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -175,8 +175,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise SpecError(f"cannot read {what} {path}: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise SpecError(f"{what} {path} has schema_version {data.get('schema_version') if isinstance(data, dict) else None!r},"
-                        f" expected {SCHEMA_VERSION}")
+        found = data.get("schema_version") if isinstance(data, dict) else None
+        raise SpecError(f"{what} {path} has schema_version {found!r}, expected {SCHEMA_VERSION}")
     return data
 
 

@@ -16,13 +16,26 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.evaluator import environment, profiling
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
-                                       PROFILE_FILE, PROGRESS_PREFIX, SCHEMA_VERSION, DatasetSpec, Spec, SpecError,
-                                       evaluator_version, metric_row)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    PARTS_DIR,
+    PREDICTIONS_FILE,
+    PROFILE_FILE,
+    PROGRESS_PREFIX,
+    SCHEMA_VERSION,
+    DatasetSpec,
+    Spec,
+    SpecError,
+    evaluator_version,
+    metric_row,
+)
 
 log = logging.getLogger("dynadesk.evaluator")
 ERROR_FILE = "error.json"
@@ -325,7 +338,7 @@ def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path) ->
     except SpecError as exc:
         _fail(out_dir, "spec", exc)
         return 2
-    except BaseException as exc:  # noqa: BLE001 - recorded for the host, then the exit code says it
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         log.exception("evaluation failed")

@@ -60,7 +60,7 @@ def after_first_paint(window, callback) -> None:
     class _Watch(QObject):
         seen = False
 
-        def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+        def eventFilter(self, obj, event):
             if event.type() == QEvent.Type.Paint and not self.seen:
                 self.seen = True
                 obj.removeEventFilter(self)

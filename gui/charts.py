@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPen, QPolygonF
@@ -48,7 +48,7 @@ class BarChart(QWidget):
         h = QFontMetrics(self.font()).height() + 8
         return QSize(320, max(40, h * max(1, len(self._rows)) + 8))
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         fm = QFontMetrics(self.font())
@@ -105,7 +105,7 @@ class RadarChart(QWidget):
         """``{series: {axis: value on 0..1}}`` as drawn."""
         return {n: dict(zip(self._axes, vals)) for n, vals in self._series}
 
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+    def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()

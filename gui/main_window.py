@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QStackedWidget, QToolBar, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QToolBar,
+    QWidget,
+)
 
 from dynadesk.gui.pages.base import NotAvailable
 
@@ -59,7 +69,7 @@ def available(spec: PageSpec) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def build_page(spec: PageSpec, services: "Services", parent: QWidget | None = None) -> QWidget:
+def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None) -> QWidget:
     if not available(spec):
         missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
         return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
@@ -72,7 +82,7 @@ def build_page(spec: PageSpec, services: "Services", parent: QWidget | None = No
 class MainWindow(QMainWindow):
     pageShown = Signal(str)
 
-    def __init__(self, services: "Services | None" = None, parent: QWidget | None = None):
+    def __init__(self, services: Services | None = None, parent: QWidget | None = None):
         """Without ``services`` the window paints its frame at once; :meth:`attach` fills it in."""
         super().__init__(parent)
         self.services = None
@@ -111,7 +121,7 @@ class MainWindow(QMainWindow):
         if services is not None:
             self.attach(services)
 
-    def attach(self, services: "Services") -> None:
+    def attach(self, services: Services) -> None:
         """Connect the services (workspace, status, annotation) and show the first page."""
         self.services = services
         self._build_toolbar()
@@ -255,7 +265,7 @@ class MainWindow(QMainWindow):
         self.pageShown.emit(key)
         return widget
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event) -> None:
         if self.services is None:
             super().closeEvent(event)
             return

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -78,7 +79,7 @@ class Worker(QRunnable):
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
 
-    def run(self) -> None:  # noqa: D401 - Qt API
+    def run(self) -> None:
         self.running = True
         ctx = WorkContext(self.signals, self._cancel)
         try:
@@ -127,7 +128,7 @@ def run_in_background(fn: Callable[..., Any], *args: Any, on_result: Callable[[A
     return start(worker)
 
 
-def relay_signals(worker: "Worker", target) -> None:
+def relay_signals(worker: Worker, target) -> None:
     """Forward a worker's progress/log/finished/failed/cancelled signals to the same-named signals of a service."""
     for name in ("progress", "log", "finished", "failed", "cancelled"):
         getattr(worker.signals, name).connect(getattr(target, name))

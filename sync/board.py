@@ -8,8 +8,9 @@ into ``{metric: value | {dataset: value}}`` and calls
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.scoring import dynascore

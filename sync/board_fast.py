@@ -15,8 +15,9 @@ one number by others, no models) returns ``None`` and the caller uses ``compute`
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class BoardMatrix:
     mixed: frozenset[str]                                   # metrics only compute can handle
 
     @classmethod
-    def build(cls, models: Mapping[str, Mapping[str, Any]], metric_names: list[str]) -> "BoardMatrix":
+    def build(cls, models: Mapping[str, Mapping[str, Any]], metric_names: list[str]) -> BoardMatrix:
         names = sorted(models)
         columns, per_dataset, mixed = {}, {}, set()
         for metric in metric_names:
@@ -119,7 +120,8 @@ class BoardMatrix:
                 notes.append(f"metric '{k}' does not change between models of different performance: "
                              "its AMRS is 0 and it converts to 0 for every model")
         if n == 1:
-            notes.append("a single model: there is nothing to compare it with; its Dynascore is its weighted performance")
+            notes.append("a single model: there is nothing to compare it with; "
+                         "its Dynascore is its weighted performance")
         ranks = dynascore.competition_ranks(scores)
         order = np.argsort(ranks, kind="stable")[offset:offset + limit]  # names are sorted: ties go by name
         page = [dynascore.ModelScore(self.names[i], float(scores[i]), int(ranks[i]),

@@ -6,13 +6,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from dynadesk.audit.tolerances import declare
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
-from dynadesk.sync.schema import IMAGE_BUILD_KEYS
 from dynadesk.sync.bundle import utc_now_text
 from dynadesk.sync.merkle import read_predictions
-from dynadesk.audit.tolerances import declare
+from dynadesk.sync.schema import IMAGE_BUILD_KEYS
 
 
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:

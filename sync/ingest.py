@@ -7,12 +7,20 @@ the status code and machine-readable ``error`` code the API answers.
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dynadesk.errors import (BundleFormatError, FingerprintMismatch, FutureTimestampError,
-                             NotOnBoardError, ReplayError, RevokedKeyError, SignatureError, UnknownKeyError,
-                             UnsupportedVersionError)
+from dynadesk.errors import (
+    BundleFormatError,
+    FingerprintMismatch,
+    FutureTimestampError,
+    NotOnBoardError,
+    ReplayError,
+    RevokedKeyError,
+    SignatureError,
+    UnknownKeyError,
+    UnsupportedVersionError,
+)
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.bundle import Bundle, parse_bundle, verify_bundle
 from dynadesk.sync.server_db import ServerDB, UploadConfig
@@ -70,7 +78,7 @@ def check_upload(db: ServerDB, raw: bytes, tasks: set[str], now: datetime | None
     bundle = parse_bundle(raw, "uploaded bundle")
     config = db.upload_config()  # cached keys and datasets, revalidated against other processes' commits
     verify_bundle(bundle, _check_key(config, bundle))
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     if bundle.created_at > now + max_skew:
         raise FutureTimestampError(f"payload.created_at {bundle.payload['created_at']} lies in the future"
                                    f" (server time {now.isoformat(timespec='seconds')})")

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import DigestMismatch, MerkleProofError
@@ -131,7 +132,7 @@ class InclusionProof:
                 "path": list(self.path), "root": self.root}
 
     @classmethod
-    def from_dict(cls, d: Any) -> "InclusionProof":
+    def from_dict(cls, d: Any) -> InclusionProof:
         """Parse first: a malformed proof never becomes an object."""
         if not isinstance(d, dict) or set(d) != {"version", "record", "index", "tree_size", "path", "root"}:
             raise MerkleProofError("a proof must be an object with version, record, index, tree_size, path, root")

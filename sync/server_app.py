@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -100,7 +100,7 @@ def app_from_env() -> FastAPI:
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5),
-               clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> FastAPI:
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_path or default_key_path(db_path))

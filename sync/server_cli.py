@@ -46,8 +46,8 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
 
     import uvicorn
 
-    from dynadesk.sync.server_app import create_app, default_key_path
     from dynadesk.sync.keys import load_or_create_server_key
+    from dynadesk.sync.server_app import create_app, default_key_path
     from dynadesk.sync.server_db import ServerDB
 
     key_path = str(Path(key_path or default_key_path(db_path)).resolve())

@@ -22,11 +22,12 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError, ReplayError, StoreError
 from dynadesk.sync.checkpoint import WAL_SIZE_LIMIT, Checkpointer
@@ -62,7 +63,7 @@ SCHEMA_VERSION = str(1 + len(MIGRATIONS))
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)

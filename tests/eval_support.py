@@ -9,8 +9,9 @@ import json
 import os
 from pathlib import Path
 
-from dynadesk.datasets import dataset_digest
 from tiny_models import make_tiny_classifier
+
+from dynadesk.datasets import dataset_digest
 
 REPO = Path(__file__).resolve().parents[1]
 # Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the

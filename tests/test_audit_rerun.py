@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from eval_support import setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN
@@ -22,7 +23,6 @@ from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync import keys as K
 from dynadesk.sync.bundle import sign_payload
-from eval_support import setup_workspace
 
 NOISE = Path(__file__).resolve().parent / "audit_noise"
 

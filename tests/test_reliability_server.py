@@ -22,11 +22,12 @@ import re
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import fuzz_examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
+
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
 from dynadesk.sync.admin import import_workspace_datasets
@@ -34,7 +35,6 @@ from dynadesk.sync.bundle import envelope_bytes, load_and_verify, parse_bundle, 
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
 from dynadesk.sync.server_db import ServerDB
-from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
 
 API_EXAMPLES = fuzz_examples(25, 400)  # per operation
 PATH_EXAMPLES = fuzz_examples(60, 1000)
@@ -188,7 +188,8 @@ def _paths(value, prefix=()):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=30) | st.sampled_from(["", "sha256:" + "0" * 64, "0" * 64, "2026-01-01T00:00:00Z",
                                               "docker", "vader-movies-test", "\x00", "é" * 600]),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=10), c, max_size=3), max_leaves=8)

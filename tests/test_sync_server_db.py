@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.sync import server_cli
-from dynadesk.sync.server_db import SCHEMA, SCHEMA_VERSION, ServerDB
-from dynadesk.sync.translog import entry_hash, verify_log, sign_head
 from dynadesk.sync.keys import load_or_create_server_key
+from dynadesk.sync.server_db import SCHEMA, SCHEMA_VERSION, ServerDB
+from dynadesk.sync.translog import entry_hash, sign_head, verify_log
 
 KEY, FP = b"\x01" * 32, "sha256:" + hashlib.sha256(b"\x01" * 32).hexdigest()
 

@@ -44,7 +44,12 @@ Export, packs, integrity (``export``, ``pack``, ``integrity``)
 from __future__ import annotations
 
 from dynadesk.annotation.annotators import (
-    active_annotator, add_annotator, list_annotators, resolve_annotator, use_annotator)
+    active_annotator,
+    add_annotator,
+    list_annotators,
+    resolve_annotator,
+    use_annotator,
+)
 from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
 from dynadesk.annotation.export import STATUSES, export_examples, export_round, register_round
 from dynadesk.annotation.integrity import VerifyReport, verify
@@ -52,7 +57,13 @@ from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack
 from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round, read_contexts
 from dynadesk.annotation.stats import RoundStats, krippendorff_alpha_nominal, round_stats, task_stats
 from dynadesk.annotation.validate import (
-    ExampleStatus, example_status, list_examples, next_to_validate, validate, validation_queue)
+    ExampleStatus,
+    example_status,
+    list_examples,
+    next_to_validate,
+    validate,
+    validation_queue,
+)
 
 __all__ = [
     "active_annotator", "add_annotator", "list_annotators", "resolve_annotator", "use_annotator",

@@ -11,8 +11,9 @@ import json
 import math
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.integrity import compute_hmac, workspace_id, workspace_secret

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import permutations
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, example_status
 from dynadesk.store.annotation import AnnotatedExample

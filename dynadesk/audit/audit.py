@@ -7,8 +7,9 @@ in the returned :class:`~dynadesk.audit.report.AuditReport`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, results_from_record

@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.audit import tolerances as tol
-from dynadesk.audit.report import (DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN,
-                                   Check)
+from dynadesk.audit.report import (
+    DETERMINISTIC,
+    DIFFERS,
+    ENVIRONMENT,
+    IDENTICAL,
+    MEASURED,
+    NOT_COMPARABLE,
+    WITHIN,
+    Check,
+)
 from dynadesk.canonical import digest, file_sha256
 from dynadesk.evaluator.schema import METRIC_UNITS
 
@@ -232,5 +240,6 @@ def compare_runs(a: RunResults, b: RunResults, datasets_a: list[str] | None = No
             change = tol.relative_change(x, y)
             shown = f"{change:+.1%}" if change is not None else "n/a"
             checks.append(Check(name, kind, NOT_COMPARABLE, x, y,
-                                f"{unit}: {shown}; measured, so it varies run to run and is not a reproducibility check"))
+                                f"{unit}: {shown}; measured, so it varies run to run and is not a "
+                                f"reproducibility check"))
     return checks + environment_checks(a.environment, b.environment)

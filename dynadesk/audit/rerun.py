@@ -6,8 +6,9 @@ the recorded image (looked up by its Id) or with the local runner when asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, DynaDeskError

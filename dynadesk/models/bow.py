@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dynadesk.evaluator import adapters as _ad
 

@@ -17,9 +17,10 @@ import json
 import random
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dynadesk.errors import DynaDeskError, ModelError
 from dynadesk.evaluator import adapters as _ad

@@ -17,14 +17,26 @@ import os
 import shutil
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PREDICTIONS_FILE, PROFILE_FILE, SPEC_FILE,
-                                       DatasetSpec, Settings, Spec, SpecError, evaluator_version, read_json)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    METRICS_FILE,
+    PREDICTIONS_FILE,
+    PROFILE_FILE,
+    SPEC_FILE,
+    DatasetSpec,
+    Settings,
+    Spec,
+    SpecError,
+    evaluator_version,
+    read_json,
+)
 from dynadesk.orchestration.runners import DockerRunner, Limits, LocalRunner, Runner, RunOutcome, RunPaths
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
@@ -43,7 +55,7 @@ def default_limits(**overrides: Any) -> Limits:
     return limits
 
 
-def make_runner(kind: "str | Runner", image: str | None = None, client=None) -> Runner:
+def make_runner(kind: str | Runner, image: str | None = None, client=None) -> Runner:
     """A runner by name (``docker``/``local``); a :class:`Runner` instance is used as is."""
     if isinstance(kind, Runner):
         return kind
@@ -108,7 +120,8 @@ def prepare(store, workspace, run_id: int, model, task, datasets: list, settings
     (run_dir / "out").mkdir()
     entries: list[DatasetSpec] = []
     for ds in datasets:
-        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {}) for d in store.datasets.derived(ds.name)]
+        members = [(ds, "test", None)] + [(d, "perturbation", d.derivation or {})
+                                          for d in store.datasets.derived(ds.name)]
         for member, role, derivation in members:
             kind = (derivation or {}).get("kind") if role == "perturbation" else None
             if role == "perturbation" and kind not in ("robustness", "fairness"):
@@ -129,7 +142,7 @@ def prepare(store, workspace, run_id: int, model, task, datasets: list, settings
 
 
 def evaluate(store, workspace, model_name: str, datasets: list[str] | None = None, *,
-             runner: "str | Runner" = "docker",
+             runner: str | Runner = "docker",
              batch_size: int = 32, gpus: str | None = None, limits: Limits | None = None, image: str | None = None,
              latency_samples: int = 64, warmup: int = 8, seed: int = 0, client=None,
              progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
@@ -145,7 +158,7 @@ def evaluate(store, workspace, model_name: str, datasets: list[str] | None = Non
     limits = limits or default_limits()
     limits.gpus = gpus or limits.gpus
     if isinstance(run, DockerRunner):
-        run.client  # no daemon: a clear error now, before a run record is created
+        _ = run.client  # no daemon: a clear error now, before a run record is created
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")

@@ -33,11 +33,12 @@ import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from dynadesk.errors import ImageBuildError
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
@@ -211,7 +212,8 @@ def evaluator_wheel(target_dir: Path, pins: dict[str, str]) -> Path:
     requires = "".join(f"Requires-Dist: {r}=={pins[r]}\n" for r in TOP_REQUIREMENTS)
     files[f"{dist}.dist-info/METADATA"] = (f"Metadata-Version: 2.1\nName: dynadesk-evaluator\nVersion: {version}\n"
                                            f"Summary: DynaDesk evaluation worker\n{requires}").encode()
-    files[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: dynadesk\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{dist}.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: dynadesk\nRoot-Is-Purelib: true\n"
+                                        b"Tag: py3-none-any\n")
     record = "".join(f"{name},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}\n"
                      for name, data in sorted(files.items()))
     files[f"{dist}.dist-info/RECORD"] = (record + f"{dist}.dist-info/RECORD,,\n").encode()
@@ -349,7 +351,7 @@ def layer_tar(rootfs: Path, target: Path, epoch: int, log: Path) -> None:
 # ---------------------------------------------------------------------- docker archive
 
 def image_config(layer_digest: str, epoch: int, labels: dict[str, str]) -> bytes:
-    created = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     config = {
         "architecture": "amd64" if platform.machine() in ("x86_64", "AMD64") else platform.machine(),
         "os": "linux",
@@ -517,7 +519,7 @@ def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode
     record = ImageRecord(
         tag=tag, image_id=image_id, layer_digest="sha256:" + layer_hex, input_digest=input_digest,
         evaluator_version=version, schema_version=SCHEMA_VERSION, source_date_epoch=epoch,
-        created=datetime.fromtimestamp(epoch, timezone.utc).isoformat(), archive=str(archive),
+        created=datetime.fromtimestamp(epoch, UTC).isoformat(), archive=str(archive),
         archive_sha256=sha256_file(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
         debootstrap_sha256=inputs["debootstrap_sha256"], mirror=mirror, suite=SUITE, dpkg=dpkg,
         python_packages=pip_list, wheels=wheel_shas, build_seconds=round(time.monotonic() - started, 1))

@@ -23,9 +23,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from dynadesk.errors import EvaluationError
 from dynadesk.evaluator.schema import PROGRESS_PREFIX
@@ -271,7 +272,7 @@ class DockerRunner(Runner):
         stage = paths.out_dir.parent / "model-snapshot"
         shutil.rmtree(stage, ignore_errors=True)
         shutil.copytree(paths.model_dir, stage, symlinks=False)
-        for root, dirs, files in os.walk(stage):
+        for root, _dirs, files in os.walk(stage):
             os.chmod(root, 0o755)
             for name in files:
                 os.chmod(os.path.join(root, name), 0o644)
@@ -339,7 +340,7 @@ class DockerRunner(Runner):
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
-    def _run_container(self, container, paths: RunPaths, limits: Limits, out: "_Output",
+    def _run_container(self, container, paths: RunPaths, limits: Limits, out: _Output,
                        cancel: threading.Event | None, start: float) -> RunOutcome:
         verdict = None
         try:
@@ -401,6 +402,6 @@ def docker_client():
         client = docker.from_env(timeout=120)
         client.ping()
         return client
-    except Exception as exc:  # noqa: BLE001 - translate any connection problem
+    except Exception as exc:
         raise EvaluationError(f"no Docker daemon answers ({exc}); start Docker (packaging/start_docker.sh) "
                               "or use --runner local", verdict="error") from exc

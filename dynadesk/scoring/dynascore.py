@@ -52,10 +52,11 @@ direction, an unknown performance metric) raise :class:`ValidationError`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter, mul
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.dynascore import (DEFAULT_MEMORY_BUDGET_GIB, MetricSpec, compute, default_metrics,
-                                        rank_stability)
+from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, MetricSpec, compute, default_metrics, rank_stability
 
 SCORE_METRICS = ("perf", "throughput", "memory", "robustness", "fairness")
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from dynadesk.datasets import dataset_digest, label_counts, validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable
+from collections.abc import Callable
 
-from dynadesk.scoring.wordlists import (CONTRACTIONS, FIRST_NAMES, GENDER_PAIRS, HOMOGLYPHS,
-                                        KEYBOARD_NEIGHBOURS, MISSPELLINGS, name_index)
+from dynadesk.scoring.wordlists import (
+    CONTRACTIONS,
+    FIRST_NAMES,
+    GENDER_PAIRS,
+    HOMOGLYPHS,
+    KEYBOARD_NEIGHBOURS,
+    MISSPELLINGS,
+    name_index,
+)
 
 Op = Callable[[str, random.Random], tuple[str, str]]
 

@@ -10,9 +10,9 @@ go through :meth:`Store.atomic`, a single transaction.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from sqlite_utils import Database
 
@@ -49,7 +49,7 @@ class Store:
             mod.attach(self)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Store":
+    def open(cls, path: str | Path) -> Store:
         path = Path(path)
         try:
             conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False)

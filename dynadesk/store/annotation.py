@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -211,7 +212,7 @@ def _dumps(obj: Any) -> str:
 
 
 class AnnotationRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -446,5 +447,5 @@ class AnnotationRepo:
         return self._store.atomic()
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.annotation = AnnotationRepo(store)

@@ -80,7 +80,7 @@ def _row(r: tuple) -> BundleRow:
 
 
 class BundleRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -147,5 +147,5 @@ class BundleRepo:
         self.db.execute("UPDATE bundles SET status='queued', last_error=NULL WHERE id=?", [bundle_id])
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.bundles = BundleRepo(store)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -18,7 +19,7 @@ migrations = Migrations("dynadesk.datasets")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @migrations()
@@ -59,7 +60,7 @@ def _summary(row: dict[str, Any], parent_name: str | None = None) -> DatasetSumm
 
 
 class DatasetRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property

@@ -113,7 +113,7 @@ _JSON_COLS = ("settings", "datasets", "environment", "profile")
 
 
 class EvaluationRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -203,5 +203,5 @@ class EvaluationRepo:
         return ids
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.evaluations = EvaluationRepo(store)

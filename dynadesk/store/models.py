@@ -58,7 +58,7 @@ def _record(row: dict[str, Any]) -> ModelRecord:
 
 
 class ModelRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -109,5 +109,5 @@ class ModelRepo:
             db.execute("DELETE FROM models WHERE id = ?", [model.id])
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.models = ModelRepo(store)

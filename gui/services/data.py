@@ -11,7 +11,7 @@ from dynadesk.data import SPLITS, import_dataset
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, start
+from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.tasks import Task, load_tasks
 
 

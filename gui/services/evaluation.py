@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
+from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
 from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, read_file, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
-from dynadesk.tasks import get_task
+from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 SPLITS = ("train", "dev", "test", "other")
 
 
-def import_dataset(store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
+def import_dataset(store: Store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
                    fmt: str | None = None, replace: bool = False) -> DatasetSummary:
     """Validate a whole JSONL/CSV file and store it; nothing is stored if any line is bad."""
     task = get_task(task_name)
@@ -25,7 +30,7 @@ def import_dataset(store, task_name: str, path: str | Path, name: str | None = N
                               label_counts(task, examples), source=str(path.resolve()), replace=replace)
 
 
-def export_dataset(store, name: str, out: str | Path | io.TextIOBase, fmt: str | None = None) -> int:
+def export_dataset(store: Store, name: str, out: str | Path | io.TextIOBase, fmt: str | None = None) -> int:
     """Write a dataset as JSONL or CSV; re-importing it gives the same digest."""
     summary = store.datasets.get(name)
     task = get_task(summary.task)
@@ -37,7 +42,7 @@ def export_dataset(store, name: str, out: str | Path | io.TextIOBase, fmt: str |
     return _write(task, examples, out, fmt or "jsonl")
 
 
-def _write(task, examples, fh, fmt: str) -> int:
+def _write(task: Task, examples: Iterable[dict[str, Any]], fh: io.TextIOBase, fmt: str) -> int:
     if fmt == "csv":
         return write_csv(task, examples, fh)
     if fmt == "jsonl":

@@ -91,7 +91,7 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
     else:
         if not isinstance(gold, list) or not gold or not all(isinstance(a, str) and a.strip() for a in gold):
             raise ValueError("field 'answers' must be a non-empty list of non-empty strings")
-        context = out[task.span_of]
+        context = out[str(task.span_of)]
         for a in gold:
             if a not in context:
                 raise ValueError(f"answer {a[:60]!r} is not a substring of the '{task.span_of}' field")
@@ -175,7 +175,8 @@ def read_jsonl(task: Task, path: Path) -> list[dict[str, Any]]:
     return _finish(path, examples, problems)
 
 
-def _accept(task, raw, lineno, examples, seen, problems) -> None:
+def _accept(task: Task, raw: Any, lineno: int, examples: list[dict[str, Any]], seen: dict[str, int],
+            problems: list[str]) -> None:
     try:
         ex = validate_example(task, raw, fallback_id=str(lineno))
     except ValueError as exc:
@@ -188,7 +189,7 @@ def _accept(task, raw, lineno, examples, seen, problems) -> None:
     examples.append(ex)
 
 
-def _finish(path, examples, problems) -> list[dict[str, Any]]:
+def _finish(path: str | Path, examples: list[dict[str, Any]], problems: list[str]) -> list[dict[str, Any]]:
     if problems:
         raise ValidationError(f"{path}: {len(problems)} bad line(s); nothing was imported", problems)
     if not examples:

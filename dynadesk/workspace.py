@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import StoreError
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 DEFAULT_HOME = Path("~/.local/share/dynadesk")
 
 
-def resolve_home(explicit: str | os.PathLike | None = None) -> Path:
+def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     env = os.environ.get("DYNADESK_HOME")
@@ -74,7 +78,7 @@ class Workspace:
             raise StoreError(f"cannot create workspace folder {self.home}: {exc}") from exc
         return self
 
-    def open_store(self):
+    def open_store(self) -> Store:
         """Create the folders if needed and open the migrated database."""
         from dynadesk.store import Store
 
@@ -82,6 +86,6 @@ class Workspace:
         return Store.open(self.db_path)
 
 
-def open_workspace(home: str | os.PathLike | None = None) -> tuple[Workspace, object]:
+def open_workspace(home: str | os.PathLike[str] | None = None) -> tuple[Workspace, object]:
     ws = Workspace(resolve_home(home)).ensure()
     return ws, ws.open_store()

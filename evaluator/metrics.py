@@ -47,7 +47,7 @@ def _gold_set(gold: Any, where: str) -> tuple[str, ...]:
     raise MetricError(f"{where}: gold must be a label or a non-empty list of labels, got {gold!r}")
 
 
-def _check_lengths(preds: Sequence, golds: Sequence) -> None:
+def _check_lengths(preds: Sequence[Any], golds: Sequence[Any]) -> None:
     if len(preds) != len(golds):
         raise MetricError(f"{len(preds)} predictions for {len(golds)} examples")
 
@@ -167,7 +167,7 @@ def prediction_value(task: Mapping[str, Any], pred: Any, where: str = "predictio
     if isinstance(pred, str):
         return pred
     if isinstance(pred, Mapping) and isinstance(pred.get(key), str):
-        return pred[key]
+        return str(pred[key])
     raise MetricError(f"{where}: expected a string or a dict with a string '{key}', got {pred!r}")
 
 
@@ -193,7 +193,8 @@ def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], gol
     raise MetricError(f"unknown metric '{metric}' (known: {', '.join(LABEL_METRICS + SPAN_METRICS)})")
 
 
-def _aligned(task, predictions, examples) -> tuple[list[str], list[Any]]:
+def _aligned(task: Mapping[str, Any], predictions: Sequence[Any],
+             examples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[Any]]:
     if len(predictions) != len(examples):
         raise MetricError(f"{len(predictions)} predictions for {len(examples)} examples")
     preds = [prediction_value(task, p, f"prediction {i}") for i, p in enumerate(predictions)]

@@ -12,7 +12,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 SCHEMA_VERSION = 1
 
@@ -148,10 +150,10 @@ class Spec:
         return cls.from_dict(raw)
 
 
-def _dataclass(cls, raw: Any, where: str):
+def _dataclass(cls: type[_T], raw: Any, where: str) -> _T:  # cls is a dataclass
     if not isinstance(raw, dict):
         raise SpecError(f"spec field '{where}' must be an object")
-    known = {f.name for f in fields(cls)}
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = set(raw) - known
     if unknown:
         raise SpecError(f"spec field '{where}' has unknown key(s) {', '.join(sorted(unknown))}")

@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
     def __init__(self, services: Services | None = None, parent: QWidget | None = None):
         """Without ``services`` the window paints its frame at once; :meth:`attach` fills it in."""
         super().__init__(parent)
-        self.services = None
+        self.services: Services | None = None
         self.setWindowTitle("DynaDesk")
         self.resize(1280, 820)
         self.pages: dict[str, QWidget] = {}
@@ -238,7 +238,7 @@ class MainWindow(QMainWindow):
         if key not in self.pages:
             spec = next(s for s in PAGES if s.key == key)
             try:
-                widget = build_page(spec, self.services, self.stack)
+                widget = build_page(spec, self.services, self.stack)  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - a broken page must not take the window down; say why
                 import traceback
 
@@ -261,7 +261,7 @@ class MainWindow(QMainWindow):
         refresh = getattr(widget, "refresh", None)
         if callable(refresh) and getattr(widget, "_shown_once", False):
             refresh()
-        widget._shown_once = True
+        widget._shown_once = True  # type: ignore[attr-defined]
         self.pageShown.emit(key)
         return widget
 

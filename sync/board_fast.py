@@ -59,7 +59,7 @@ class BoardMatrix:
         names = sorted(models)
         columns, per_dataset, mixed = {}, {}, set()
         for metric in metric_names:
-            vals = [models[n].get(metric) for n in names]
+            vals: list[Any] = [models[n].get(metric) for n in names]
             dicts = [type(v) is dict for v in vals]
             if not any(dicts):
                 columns[metric] = np.array([_number(v) for v in vals], dtype=float)

@@ -56,15 +56,15 @@ class Bundle:
 
     @property
     def key_fingerprint(self) -> str:
-        return self.payload["submitter"]["key_fingerprint"]
+        return str(self.payload["submitter"]["key_fingerprint"])
 
     @property
     def task(self) -> str:
-        return self.payload["task"]
+        return str(self.payload["task"])
 
     @property
     def model_name(self) -> str:
-        return self.payload["model"]["name"]
+        return str(self.payload["model"]["name"])
 
     @property
     def created_at(self) -> datetime:

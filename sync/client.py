@@ -15,11 +15,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import requests
 
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 SERVER_META_KEY = "sync.server_url"
@@ -72,7 +75,7 @@ class SyncClient:
         except ValueError:
             body = {"error": "bad_response", "detail": resp.text[:500]}
         if resp.status_code in (200, 201):
-            return body
+            return cast(dict[str, Any], body)
         if resp.status_code == 409 and body.get("error") == "replay" and bundle_id in body.get("detail", ""):
             return {"status": "already_accepted", **body}
         raise UploadRejected(f"{body.get('error', 'rejected')}: {body.get('detail', resp.text[:500])}",
@@ -102,7 +105,7 @@ class SyncReport:
         return {**self.__dict__, "ok": self.ok}
 
 
-def resolve_server(store, server: str | None) -> str:
+def resolve_server(store: Store, server: str | None) -> str:
     """``--server``, else ``$DYNADESK_SERVER``, else the last server used from this workspace."""
     url = server or os.environ.get("DYNADESK_SERVER") or store.get_meta(SERVER_META_KEY)
     if not url:
@@ -110,7 +113,7 @@ def resolve_server(store, server: str | None) -> str:
     return url
 
 
-def sync_queue(store, server: str | None = None, client: SyncClient | None = None,
+def sync_queue(store: Store, server: str | None = None, client: SyncClient | None = None,
                progress: Callable[[str, str], None] | None = None) -> SyncReport:
     """Upload every queued bundle, oldest first; never loses one (see the module docstring)."""
     url = resolve_server(store, server)
@@ -143,7 +146,8 @@ def sync_queue(store, server: str | None = None, client: SyncClient | None = Non
 LOG_HEAD_META = "sync.log_head"  # JSON {"server", "public_key", "size", "hash"}: what this workspace saw last
 
 
-def check_log(store, server: str | None = None, client: SyncClient | None = None, page: int = 5000) -> dict[str, Any]:
+def check_log(store: Store, server: str | None = None, client: SyncClient | None = None,
+              page: int = 5000) -> dict[str, Any]:
     """Fetch the whole transparency log, verify the chain and signed head, and compare with the last check.
 
     The server key is pinned on first use; a later head must extend the earlier one (nothing removed or
@@ -169,7 +173,7 @@ def check_log(store, server: str | None = None, client: SyncClient | None = None
     if seen and seen["server"] != client.base_url:
         seen = None
     pinned = bytes.fromhex(seen["public_key"]) if seen else None
-    if pinned is not None and head.get("public_key") != seen["public_key"]:
+    if pinned is not None and seen is not None and head.get("public_key") != seen["public_key"]:
         raise LogIntegrityError(f"{client.base_url} now signs its log with a different key than on the last check")
     verify_log(entries, head, pinned, known_head=(seen["size"], seen["hash"]) if seen and seen["size"] else None)
     store.set_meta(LOG_HEAD_META, json.dumps({"server": client.base_url, "public_key": head["public_key"],

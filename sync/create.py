@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.tolerances import declare
 from dynadesk.canonical import file_sha256
@@ -13,6 +13,11 @@ from dynadesk.evaluator.schema import PREDICTIONS_FILE
 from dynadesk.sync.bundle import utc_now_text
 from dynadesk.sync.merkle import read_predictions
 from dynadesk.sync.schema import IMAGE_BUILD_KEYS
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.sync.bundle import Bundle
+    from dynadesk.workspace import Workspace
 
 
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
@@ -31,7 +36,8 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     return {"digest": f"sha256:{sha}", "merkle_root": tree.root_hex, "count": tree.count}
 
 
-def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
+def build_payload(store: Store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str,
+                  Any]:
     """Collect every signed field from the store and the run folder (raises if the run is not bundleable)."""
     ev = store.evaluations.get(evaluation_id)
     if ev.status != "succeeded":
@@ -71,8 +77,8 @@ def build_payload(store, evaluation_id: int, key_fingerprint: str, now: datetime
     }
 
 
-def create_bundle(workspace, store, evaluation_id: int, passphrase: str | None = None,
-                  out: str | Path | None = None, now: datetime | None = None):
+def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,
+                  out: str | Path | None = None, now: datetime | None = None) -> Bundle:
     """Sign the run's bundle with the workspace key, write it to ``bundles/`` (and ``out``) and queue it."""
     from dynadesk.sync.bundle import sign_payload
     from dynadesk.sync.keys import PRIVATE_NAME, key_info, load_private_key

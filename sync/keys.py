@@ -14,6 +14,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -49,7 +50,7 @@ class KeyInfo:
     public_path: str
     encrypted: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -62,7 +63,7 @@ def _write_private(path: Path, data: bytes) -> None:
     os.chmod(path, 0o600)  # umask cannot widen it, but be explicit
 
 
-def generate_key(keys_dir: str | os.PathLike, passphrase: str | None = None, force: bool = False) -> KeyInfo:
+def generate_key(keys_dir: str | os.PathLike[str], passphrase: str | None = None, force: bool = False) -> KeyInfo:
     """Create a new key pair in ``keys_dir``; refuses to overwrite one unless ``force``."""
     keys_dir = Path(keys_dir)
     keys_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -82,7 +83,7 @@ def generate_key(keys_dir: str | os.PathLike, passphrase: str | None = None, for
     return KeyInfo(fingerprint(public_raw(key)), public_raw(key).hex(), str(priv_path), str(pub_path), bool(passphrase))
 
 
-def key_info(keys_dir: str | os.PathLike) -> KeyInfo:
+def key_info(keys_dir: str | os.PathLike[str]) -> KeyInfo:
     """Describe the workspace key from its public half (no passphrase needed)."""
     keys_dir = Path(keys_dir)
     priv_path, pub_path = keys_dir / PRIVATE_NAME, keys_dir / PUBLIC_NAME
@@ -93,7 +94,7 @@ def key_info(keys_dir: str | os.PathLike) -> KeyInfo:
     return KeyInfo(fingerprint(public_raw(pub)), public_raw(pub).hex(), str(priv_path), str(pub_path), encrypted)
 
 
-def load_private_key(path: str | os.PathLike, passphrase: str | None = None) -> Ed25519PrivateKey:
+def load_private_key(path: str | os.PathLike[str], passphrase: str | None = None) -> Ed25519PrivateKey:
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -140,7 +141,7 @@ def verify_signature(public: Ed25519PublicKey, signature: bytes, message: bytes,
         raise SignatureError(f"{what}: the Ed25519 signature does not verify over the canonical bytes") from None
 
 
-def load_or_create_server_key(path: str | os.PathLike) -> Ed25519PrivateKey:
+def load_or_create_server_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
     """The server's log-signing key: created (0600, unencrypted) on first start, then reused."""
     path = Path(path)
     if not path.exists():

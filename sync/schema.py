@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from dynadesk.audit.tolerances import check_tolerances
 from dynadesk.errors import BundleFormatError
@@ -28,7 +28,7 @@ PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner"
                 "settings", "metrics", "predictions", "submitter", "evaluation_id"}
 
 
-def _fail(where: str, what: str) -> None:
+def _fail(where: str, what: str) -> NoReturn:
     raise BundleFormatError(f"bundle {where}: {what}")
 
 
@@ -44,7 +44,7 @@ def obj(value: Any, where: str, keys: set[str] | None = None) -> dict[str, Any]:
     return value
 
 
-def text(value: Any, where: str, pattern: re.Pattern | None = None, max_len: int = 512) -> str:
+def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512) -> str:
     if not isinstance(value, str) or not value:
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
     if len(value) > max_len:

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dynadesk.errors import BundleError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.sync import board as _board
@@ -55,10 +57,10 @@ class UploadFastPath:
     same ``handler`` as the route, skipping routing and the per-request middleware stack, which cost
     about as much CPU as verifying the bundle. Everything else passes through unchanged."""
 
-    def __init__(self, app, handler: Callable[[bytes], tuple[int, dict]]):
+    def __init__(self, app: ASGIApp, handler: Callable[[bytes], tuple[int, dict[str, Any]]]) -> None:
         self.app, self.handler = app, handler
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/api/bundles":
             await self.app(scope, receive, send)
             return
@@ -108,7 +110,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     task_names = set(tasks)
 
     @asynccontextmanager
-    async def lifespan(_app: FastAPI):
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
@@ -117,19 +119,19 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                   description="Signed score bundles, Dynascore boards and a transparency log.",
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
-    prepared: dict[str, tuple[list, _board.PreparedBoard]] = {}
+    prepared: dict[str, tuple[list[Any], _board.PreparedBoard]] = {}
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, "http_error", str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError):
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
         return _error(422, "invalid_request", problems)
 
     @app.exception_handler(DynaDeskError)
-    async def _domain(request: Request, exc: DynaDeskError):
+    async def _domain(request: Request, exc: DynaDeskError) -> JSONResponse:
         if isinstance(exc, NotFoundError):
             return _error(404, "not_found", str(exc))
         if isinstance(exc, ValidationError):
@@ -152,7 +154,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     def docs() -> HTMLResponse:
         from fastapi.openapi.docs import get_swagger_ui_html
 
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{app.title} - API",
+        return get_swagger_ui_html(openapi_url=str(app.openapi_url), title=f"{app.title} - API",
                                    swagger_js_url=f"{_DOCS_PREFIX}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{_DOCS_PREFIX}/swagger-ui.css",
                                    swagger_favicon_url=f"{_DOCS_PREFIX}/favicon.png",
@@ -166,14 +168,14 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                         headers={"Cache-Control": "public, max-age=86400"})
 
     @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
-    def list_tasks() -> list[dict]:
-        by_task: dict[str, list] = {}
+    def list_tasks() -> list[dict[str, Any]]:
+        by_task: dict[str, list[Any]] = {}
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
 
-    def accept_upload(body: bytes) -> tuple[int, dict]:
+    def accept_upload(body: bytes) -> tuple[int, dict[str, Any]]:
         try:
             return 201, {"status": "accepted", **ingest(db, body, task_names, clock(), max_skew)}
         except BundleError as exc:
@@ -202,7 +204,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
 
     @app.get("/api/bundles", summary="Accepted bundles, oldest first")
     def list_bundles(task: str | None = None, after: int = Query(0, ge=0, le=SQLITE_MAX_INT),
-                     limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+                     limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
         return db.list_bundles(task, limit, after)
 
     @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors")
@@ -224,21 +226,21 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             cached = prepared[task] = (rows, _board.prepare(rows))
         return JSONResponse(_board.compute_board(task, cached[1], db.datasets(task), mw, dw, limit, offset))
 
-    def _head() -> dict:
+    def _head() -> dict[str, Any]:
         size, head = db.log_head()
         return sign_head(server_key, size, head, utc_now_text(clock()))
 
     @app.get("/api/log", summary="Transparency log entries and the server-signed head")
-    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict:
+    def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict[str, Any]:
         head = _head()
         return {"entries": db.log_entries(start, limit), "head": head}
 
     @app.get("/api/log/head", summary="The server-signed head of the transparency log")
-    def log_head() -> dict:
+    def log_head() -> dict[str, Any]:
         return _head()
 
     @app.get("/api/server-key", summary="The server's log-signing public key")
-    def server_public_key() -> dict:
+    def server_public_key() -> dict[str, Any]:
         pub = public_raw(server_key)
         return {"public_key": pub.hex(), "fingerprint": fingerprint(pub)}
 

@@ -5,23 +5,29 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dynadesk.errors import DynaDeskError
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from dynadesk.sync.server_db import ServerDB
 
 db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
                          envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
-def _db(path: str):
+def _db(path: str) -> ServerDB:
     from dynadesk.sync.server_db import ServerDB
 
     return ServerDB(path)
 
 
-def _table(headers: list[str], rows: list[list]) -> None:
+def _table(headers: list[str], rows: list[list[Any]]) -> None:
     from dynadesk.cli.common import echo_table
 
     echo_table(headers, rows)
@@ -63,7 +69,7 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
                                   port=port, log_level="warning", access_log=False))
 
 
-def _serve_workers(config) -> None:
+def _serve_workers(config: uvicorn.Config) -> None:
     """``uvicorn.run`` for several workers, but with ``TCP_NODELAY`` on the shared listening socket.
 
     uvicorn binds that socket with protocol 0, so asyncio does not set ``TCP_NODELAY`` on the

@@ -22,7 +22,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +31,9 @@ from typing import Any
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError, ReplayError, StoreError
 from dynadesk.sync.checkpoint import WAL_SIZE_LIMIT, Checkpointer
+
+# (seq, bundle_id, bundle_sha256, received_at, prev_hash) -> hex; the rule lives in translog.py
+EntryHashFn = Callable[[int, str, str, str, str], str]
 
 SCHEMA = [
     """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -249,7 +252,7 @@ class ServerDB:
             return config
 
     # ------------------------------------------------------------------ bundles + log
-    def accept(self, *, entry_hash_fn, **bundle: Any) -> dict[str, Any]:
+    def accept(self, *, entry_hash_fn: EntryHashFn, **bundle: Any) -> dict[str, Any]:
         """Store a verified bundle, append it to the log and update the board, atomically.
 
         ``bundle`` holds bundle_id, raw, bundle_sha256, task, model_name, model_digest,
@@ -263,7 +266,7 @@ class ServerDB:
             self.checkpointer.committed()
         return out
 
-    def accept_many(self, bundles: list[dict[str, Any]], entry_hash_fn) -> list[dict[str, Any]]:
+    def accept_many(self, bundles: list[dict[str, Any]], entry_hash_fn: EntryHashFn) -> list[dict[str, Any]]:
         """Several verified bundles in one transaction (bulk import, benchmarks): all or none."""
         with self.tx() as c:
             out = [self._accept(c, entry_hash_fn, **b) for b in bundles]
@@ -272,7 +275,8 @@ class ServerDB:
         return out
 
     @staticmethod
-    def _accept(c: sqlite3.Connection, entry_hash_fn, *, bundle_id: str, raw: bytes, bundle_sha256: str, task: str,
+    def _accept(c: sqlite3.Connection, entry_hash_fn: EntryHashFn, *, bundle_id: str, raw: bytes, bundle_sha256: str,
+                task: str,
                 model_name: str, model_digest: str, key_fingerprint: str, created_at: str,
                 metrics: dict[str, Any]) -> dict[str, Any]:
         received = now_iso()
@@ -316,7 +320,7 @@ class ServerDB:
 
     def count_bundles(self) -> int:
         with self.lock:
-            return self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0]
+            return int(self.conn.execute("SELECT COUNT(*) FROM bundles").fetchone()[0])
 
     def board_rows(self, task: str) -> list[dict[str, Any]]:
         """Rows of a task's board, cached until this process appends to the log or another

@@ -8,9 +8,13 @@ single vote settles an example).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
 from dynadesk.store.annotation import ROLES, Annotator
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 ACTIVE_KEY = "annotation.active_annotator"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
@@ -23,7 +27,7 @@ def check_name(name: str, where: str = "annotator name") -> str:
     return name
 
 
-def add_annotator(store, name: str, role: str = "annotator") -> Annotator:
+def add_annotator(store: Store, name: str, role: str = "annotator") -> Annotator:
     """Create a profile; the first one created becomes the active annotator."""
     check_name(name)
     if role not in ROLES:
@@ -33,18 +37,18 @@ def add_annotator(store, name: str, role: str = "annotator") -> Annotator:
     return ann
 
 
-def list_annotators(store) -> list[Annotator]:
+def list_annotators(store: Store) -> list[Annotator]:
     return store.annotation.list_annotators()
 
 
-def use_annotator(store, name: str) -> Annotator:
+def use_annotator(store: Store, name: str) -> Annotator:
     """Make ``name`` the active annotator (the default for create/validate)."""
     ann = store.annotation.get_annotator(name)
     store.set_meta(ACTIVE_KEY, name)
     return ann
 
 
-def active_annotator(store) -> Annotator | None:
+def active_annotator(store: Store) -> Annotator | None:
     name = store.get_meta(ACTIVE_KEY)
     if not name:
         return None
@@ -54,7 +58,7 @@ def active_annotator(store) -> Annotator | None:
         return None
 
 
-def resolve_annotator(store, name: str | None) -> Annotator:
+def resolve_annotator(store: Store, name: str | None) -> Annotator:
     """The named annotator, or the active one when ``name`` is None."""
     if name:
         return store.annotation.get_annotator(name)

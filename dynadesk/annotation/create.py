@@ -13,7 +13,7 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.integrity import compute_hmac, workspace_id, workspace_secret
@@ -23,10 +23,13 @@ from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 MAX_INPUT_CHARS = 20_000
 MAX_EXPLANATION_CHARS = 2_000
 
-Predict = Callable[[Any, str, dict], dict]
+Predict = Callable[[Any, str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class Context:
         return dict(self.__dict__)
 
 
-def next_context(store, task_name: str, annotator: str | None = None, seed: int | None = None) -> Context | None:
+def next_context(store: Store, task_name: str, annotator: str | None = None, seed: int | None = None) -> Context | None:
     """A random context of the open round that ``annotator`` has not used yet.
 
     None when the round has no context pool (the annotator writes every field);
@@ -62,10 +65,10 @@ def next_context(store, task_name: str, annotator: str | None = None, seed: int 
 def is_fooled(task: Task, target: Any, output: dict[str, Any]) -> bool:
     """The task's rule: label mismatch, or answer F1 (0-1) against the target below the threshold."""
     if task.fooled_rule.kind == "label_mismatch":
-        return output["label"] != target
+        return bool(output["label"] != target)
     from dynadesk.evaluator.metrics import squad_f1
 
-    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)
+    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)  # type: ignore[arg-type]
 
 
 def check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
@@ -100,7 +103,7 @@ def check_target(task: Task, target: Any, inputs: dict[str, str], what: str = "t
         return target
     if not isinstance(target, str) or not target.strip():
         raise ValidationError(f"{what} answer must be a non-empty string")
-    if target not in inputs[task.span_of]:
+    if target not in inputs[str(task.span_of)]:
         raise ValidationError(f"{what} answer {target[:60]!r} is not a substring of the '{task.span_of}' input")
     return target
 
@@ -122,7 +125,7 @@ def _check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
     return output
 
 
-def submit_example(store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
+def submit_example(store: Store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
                    model: str | None = None, context_id: str | None = None, explanation: str = "",
                    time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
     """Ask the round's target model, decide whether it was fooled, and store the signed example.
@@ -156,7 +159,7 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
         raise ValidationError(f"time spent must be a whole number of milliseconds >= 0, got {time_ms!r}")
     if predict is None:
         from dynadesk.models import predict_live as predict
-    output = _check_output(task, model, predict(store, model, dict(clean)))
+    output = _check_output(task, model, predict(store, model, dict(clean)))  # type: ignore[misc]
     ex = AnnotatedExample(
         uid=uuid.uuid4().hex, task=task.name, round=rnd.number, annotator=ann.name, inputs=clean, target=target,
         model_name=model, model_digest=digest, model_output=output, fooled=is_fooled(task, target, output),

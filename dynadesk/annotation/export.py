@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
 from dynadesk.data import SPLITS
@@ -19,6 +19,9 @@ from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, vali
 from dynadesk.errors import ValidationError
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 STATUSES = ("all", "fooled", "verified-correct", "verified-fooled")
 
@@ -39,7 +42,7 @@ def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
     return validate_example(task, raw, fallback_id=ex.uid)
 
 
-def export_examples(store, task_name: str, round_number: int | None = None,
+def export_examples(store: Store, task_name: str, round_number: int | None = None,
                     status: str = "all") -> list[dict[str, Any]]:
     """The round's examples (default: latest round) that match ``status``, as dataset examples."""
     task = get_task(task_name)
@@ -59,7 +62,7 @@ def export_examples(store, task_name: str, round_number: int | None = None,
     return out
 
 
-def export_round(store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
+def export_round(store: Store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
                  status: str = "all", fmt: str | None = None) -> int:
     """Write the round as JSONL or CSV (format from ``fmt`` or the file suffix); returns the count."""
     task = get_task(task_name)
@@ -75,7 +78,7 @@ def export_round(store, task_name: str, out: str | Path | io.TextIOBase, round_n
     return write_csv(task, examples, out) if fmt == "csv" else write_jsonl(examples, out)
 
 
-def register_round(store, task_name: str, name: str, round_number: int | None = None, status: str = "all",
+def register_round(store: Store, task_name: str, name: str, round_number: int | None = None, status: str = "all",
                    split: str = "test", replace: bool = False) -> DatasetSummary:
     """Register the exported round as an evaluation dataset named ``name``."""
     task = get_task(task_name)

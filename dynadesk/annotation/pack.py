@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_target
@@ -28,13 +28,17 @@ from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, RoundMo
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 FORMAT = "dynadesk-annotation-pack"
 VERSION = 1
 MAX_PACK_BYTES = 1 << 30
 _UID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
-def pack(store, out_path: str | Path, task: str | None = None, round_number: int | None = None) -> dict[str, int]:
+def pack(store: Store, out_path: str | Path, task: str | None = None, round_number: int | None = None) -> dict[str,
+         int]:
     """Write every example and validation (optionally of one task / round) to ``out_path``."""
     if round_number is not None and task is None:
         raise ValidationError("--round needs --task")
@@ -48,7 +52,7 @@ def pack(store, out_path: str | Path, task: str | None = None, round_number: int
     rounds = [r for r in store.annotation.list_rounds(task) if round_number is None or r.number == round_number]
     names = {ex.annotator for ex in examples} | {v.annotator for ex in examples for v in ex.validations}
     names |= {r.created_by for r in rounds if r.created_by}
-    body = {
+    body: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "origin": workspace_id(store), "created_at": now_iso(),
         "annotators": [a.to_dict() for a in store.annotation.list_annotators() if a.name in names],
         "rounds": [{"task": r.task, "number": r.number, "status": r.status, "created_by": r.created_by,
@@ -80,7 +84,8 @@ class _Checker:
         self.path = path
         self.problems: list[str] = []
 
-    def need(self, obj: dict, key: str, kind: type | tuple, where: str, optional: bool = False) -> Any:
+    def need(self, obj: dict[str, Any], key: str, kind: type | tuple[Any, ...], where: str,
+             optional: bool = False) -> Any:
         if key not in obj:
             if not optional:
                 self.problems.append(f"{where}: missing field '{key}'")
@@ -89,17 +94,17 @@ class _Checker:
         if value is None and optional:
             return None
         if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, (int, float))):
-            expected = getattr(kind, "__name__", None) or " or ".join(k.__name__ for k in kind)
+            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.problems.append(f"{where}.{key}: expected {expected}, got {type(value).__name__}")
             return None
         return value
 
-    def uid(self, obj: dict, key: str, where: str) -> str | None:
+    def uid(self, obj: dict[str, Any], key: str, where: str) -> str | None:
         value = self.need(obj, key, str, where)
         if value is not None and not _UID.match(value):
             self.problems.append(f"{where}.{key}: {value[:40]!r} is not a valid id")
             return None
-        return value
+        return cast(str | None, value)
 
     def fail(self) -> None:
         if self.problems:
@@ -140,7 +145,7 @@ def read_pack(path: str | Path) -> dict[str, Any]:
     return body
 
 
-def _check_annotators(c: _Checker, annotators: list) -> None:
+def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
     seen = set()
     for i, a in enumerate(annotators):
         where = f"annotators[{i}]"
@@ -162,7 +167,7 @@ def _check_annotators(c: _Checker, annotators: list) -> None:
             c.problems.append(f"{where}.role: '{role}' is not one of {', '.join(ROLES)}")
 
 
-def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
+def _check_rounds(c: _Checker, rounds: list[Any]) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     seen = set()
     for i, r in enumerate(rounds):
@@ -201,7 +206,7 @@ def _check_rounds(c: _Checker, rounds: list) -> dict[str, Task]:
     return tasks
 
 
-def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_examples(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     rounds = {(r["task"], r["number"]): r for r in body["rounds"]}
     people = {a["name"] for a in body["annotators"]}
     seen = set()
@@ -228,7 +233,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
             c.problems.append(f"{where}.model_name: '{ex.get('model_name')}' is not a target of its round")
         if ex.get("annotator") not in people:
             c.problems.append(f"{where}.annotator: '{ex.get('annotator')}' is not in the pack's annotators")
-        task = tasks.get(ex.get("task"))
+        task = tasks.get(str(ex.get("task")))
         if task is not None and isinstance(ex.get("inputs"), dict) and "target" in ex:
             try:
                 inputs = check_inputs(task, ex["inputs"], None)
@@ -239,7 +244,7 @@ def _check_examples(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
                 c.problems.append(f"{where}: {exc}".replace("\n", " "))
 
 
-def _check_validations(c: _Checker, body: dict, tasks: dict[str, Task]) -> None:
+def _check_validations(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -> None:
     examples = {ex["uid"]: ex for ex in body["examples"]}
     people = {a["name"] for a in body["annotators"]}
     seen, votes = set(), set()
@@ -303,7 +308,7 @@ def _example_obj(ex: dict[str, Any]) -> AnnotatedExample:
         hmac="", origin=ex["origin"], created_at=ex["created_at"], context_id=ex.get("context_id"))
 
 
-def merge(store, path: str | Path) -> MergeReport:
+def merge(store: Store, path: str | Path) -> MergeReport:
     """Merge a pack into this workspace in one transaction; existing uids are kept, not duplicated.
 
     An example whose uid exists here with different content is a conflict that stops the merge.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import tolerances as tol
 from dynadesk.audit.report import (
@@ -27,6 +27,9 @@ from dynadesk.audit.report import (
 )
 from dynadesk.canonical import digest, file_sha256
 from dynadesk.evaluator.schema import METRIC_UNITS
+
+if TYPE_CHECKING:
+    from dynadesk.store.evaluations import EvaluationRecord
 
 HARDWARE_KEYS = ("machine", "cpu_model", "threads", "cuda_devices")
 SOFTWARE_KEYS = ("python", "torch", "transformers", "in_container")
@@ -69,14 +72,14 @@ def read_results(predictions: Path, metrics: dict[tuple[str, str], float], envir
                       environment, source, digest(records))
 
 
-def predictions_files(record) -> list[Path]:
+def predictions_files(record: EvaluationRecord) -> list[Path]:
     """Where a run may keep ``predictions.jsonl``: ``out/`` (orchestration), else the run folder itself."""
     if not record.run_dir:
         return []
     return [Path(record.run_dir) / "out" / "predictions.jsonl", Path(record.run_dir) / "predictions.jsonl"]
 
 
-def results_from_record(record) -> RunResults:
+def results_from_record(record: EvaluationRecord) -> RunResults:
     """Results of a stored evaluation run (an audit re-run, or a run named with --against)."""
     from dynadesk.errors import PredictionsUnavailable
 

@@ -18,11 +18,17 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.compare import RunResults, metric_field, results_from_out, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, Check
 from dynadesk.errors import AuditError, NotReproducibleError
+
+if TYPE_CHECKING:
+    from dynadesk.orchestration.runners import Limits, Runner
+    from dynadesk.store import Store
+    from dynadesk.store.evaluations import EvaluationRecord
+    from dynadesk.workspace import Workspace
 
 REPEATS = 2
 StepFn = Callable[[str], None]
@@ -50,11 +56,12 @@ def second_batch_size(batch_size: int) -> int:
     return batch_size // 2 if batch_size > 1 else 2
 
 
-def _repeat(runner, record, model_dir: Path, batch_size: int, work: Path, label: str, limits) -> RunResults:
+def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_size: int, work: Path, label: str,
+            limits: Limits) -> RunResults:
     from dynadesk.evaluator.schema import SPEC_FILE
     from dynadesk.orchestration.runners import RunPaths
 
-    run_dir = Path(record.run_dir)
+    run_dir = Path(str(record.run_dir))
     spec = json.loads((run_dir / "spec" / SPEC_FILE).read_text(encoding="utf-8"))
     spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
     folder = work / label.replace(" ", "-")
@@ -77,7 +84,9 @@ def _fields(r: RunResults) -> dict[str, Any]:
             "predictions.count": r.count, "predictions.labels": r.labels_digest}
 
 
-def preflight(store, workspace, evaluation_id: int, *, runner=None, client=None, repeats: int = REPEATS,
+def preflight(store: Store, workspace: Workspace, evaluation_id: int, *, runner: Runner | None = None,
+              client: Any = None,
+              repeats: int = REPEATS,
               step: StepFn | None = None, keep: bool = False) -> PreflightReport:
     """Repeat the run's deterministic part and compare field by field (see the module docstring)."""
     from dynadesk.evaluator.schema import METRIC_UNITS

@@ -6,12 +6,18 @@ the recorded image (looked up by its Id) or with the local runner when asked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, DynaDeskError
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.evaluations import EvaluationRecord
+    from dynadesk.workspace import Workspace
 
 REQUIRED_SETTINGS = ("batch_size", "seed", "latency_samples", "warmup", "limits")
 
@@ -33,7 +39,7 @@ def recorded_settings(payload: dict[str, Any]) -> dict[str, Any]:
             "warmup": s["warmup"], "limits": limits}
 
 
-def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
+def model_for_rerun(store: Store, payload: dict[str, Any], loc: ModelLocation) -> str:
     """A registered model name for the audited folder (registered as ``<name>.audit-<digest>`` if needed)."""
     from dynadesk.models.registry import register_model
 
@@ -46,8 +52,9 @@ def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
     return register_model(store, loc.folder, payload["task"], name=name).name
 
 
-def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
-          client=None, progress: Callable[[dict], None] | None = None, cancel=None):
+def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
+          client: Any = None, progress: Callable[[dict[str, Any]], None] | None = None,
+          cancel: threading.Event | None = None) -> EvaluationRecord:
     """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done.
 
     ``cancel`` (a :class:`threading.Event`) stops the re-run; the run is stored ``cancelled``."""
@@ -74,7 +81,7 @@ def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner:
     return record
 
 
-def _require_image(image: str, version: str | None, client, evaluator: dict[str, Any] | None = None) -> None:
+def _require_image(image: str, version: str | None, client: Any, evaluator: dict[str, Any] | None = None) -> None:
     from dynadesk.orchestration.runners import docker_client
 
     try:

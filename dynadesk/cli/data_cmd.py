@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from typing import cast
 
 import click
 
@@ -81,7 +83,7 @@ def show_cmd(app, name, head, as_json) -> None:
 @pass_app
 def export_cmd(app, name, output, fmt) -> None:
     """Export a dataset as JSONL or CSV (re-importing gives the same digest)."""
-    n = export_dataset(app.store, name, output or sys.stdout, fmt)
+    n = export_dataset(app.store, name, output or cast(io.TextIOBase, sys.stdout), fmt)
     if output:
         click.echo(f"wrote {n} examples to {output}", err=True)
 

@@ -87,7 +87,7 @@ def leaderboard(app, task, weights, dataset_weights, memory_budget, stability, a
     for r in board.rows:
         row = [r.rank, r.model, _fmt(r.dynascore, 2), *(_fmt(r.values.get(m), 2) for m in shown)]
         if stability:
-            s = r.stability
+            s = r.stability or {}
             row.append(f"{s['min_rank']}-{s['max_rank']}" if s["min_rank"] != s["max_rank"] else str(s["min_rank"]))
         rows.append(row)
     if not rows and not board.left_off:

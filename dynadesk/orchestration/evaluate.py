@@ -17,10 +17,10 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError
@@ -40,7 +40,12 @@ from dynadesk.evaluator.schema import (
 from dynadesk.orchestration.runners import DockerRunner, Limits, LocalRunner, Runner, RunOutcome, RunPaths
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
-from dynadesk.tasks import get_task
+from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.models import ModelRecord
+    from dynadesk.workspace import Workspace
 
 ProgressFn = Callable[[dict[str, Any]], None]
 RUNNERS = ("docker", "local")
@@ -55,7 +60,7 @@ def default_limits(**overrides: Any) -> Limits:
     return limits
 
 
-def make_runner(kind: str | Runner, image: str | None = None, client=None) -> Runner:
+def make_runner(kind: str | Runner, image: str | None = None, client: Any = None) -> Runner:
     """A runner by name (``docker``/``local``); a :class:`Runner` instance is used as is."""
     if isinstance(kind, Runner):
         return kind
@@ -78,12 +83,12 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def recover_stale(store) -> list[int]:
+def recover_stale(store: Store) -> list[int]:
     """Mark this host's runs whose process died as interrupted (resumable)."""
     return store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
 
 
-def select_datasets(store, task, names: list[str] | None) -> list:
+def select_datasets(store: Store, task: Task, names: list[str] | None) -> list[Any]:
     """The test sets to run: the named ones, or every test-split dataset of the task."""
     if names:
         chosen = []
@@ -102,7 +107,7 @@ def select_datasets(store, task, names: list[str] | None) -> list:
     return chosen
 
 
-def _write_dataset(path: Path, examples) -> str:
+def _write_dataset(path: Path, examples: Iterable[dict[str, Any]]) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         for ex in examples:
             fh.write(json.dumps(ex, ensure_ascii=False, sort_keys=True) + "\n")
@@ -110,7 +115,8 @@ def _write_dataset(path: Path, examples) -> str:
     return file_sha256(path)
 
 
-def prepare(store, workspace, run_id: int, model, task, datasets: list, settings: Settings) -> Path:
+def prepare(store: Store, workspace: Workspace, run_id: int, model: ModelRecord, task: Task, datasets: list[Any],
+            settings: Settings) -> Path:
     """Write ``runs/<id>/{spec/spec.json, data/*.jsonl, out/}``; returns the run folder."""
     run_dir = workspace.runs_dir / str(run_id)
     if run_dir.exists():
@@ -141,10 +147,10 @@ def prepare(store, workspace, run_id: int, model, task, datasets: list, settings
     return run_dir
 
 
-def evaluate(store, workspace, model_name: str, datasets: list[str] | None = None, *,
+def evaluate(store: Store, workspace: Workspace, model_name: str, datasets: list[str] | None = None, *,
              runner: str | Runner = "docker",
              batch_size: int = 32, gpus: str | None = None, limits: Limits | None = None, image: str | None = None,
-             latency_samples: int = 64, warmup: int = 8, seed: int = 0, client=None,
+             latency_samples: int = 64, warmup: int = 8, seed: int = 0, client: Any = None,
              progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
     """Evaluate ``model_name`` on test sets (default: all of its task's) and store the run."""
     from dynadesk.models.registry import verify_model
@@ -177,7 +183,7 @@ def evaluate(store, workspace, model_name: str, datasets: list[str] | None = Non
     return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
 
 
-def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn | None = None,
+def resume(store: Store, workspace: Workspace, run_id: int, *, client: Any = None, progress: ProgressFn | None = None,
            cancel: threading.Event | None = None) -> EvaluationRecord:
     """Finish an interrupted, cancelled or failed run: datasets already predicted are kept."""
     recover_stale(store)
@@ -195,10 +201,10 @@ def resume(store, workspace, run_id: int, *, client=None, progress: ProgressFn |
     return _execute(store, run_id, Path(model.path), run, limits, progress, cancel, Path(workspace.images_dir))
 
 
-def _execute(store, run_id: int, model_dir: Path, run: Runner, limits: Limits, progress: ProgressFn | None,
+def _execute(store: Store, run_id: int, model_dir: Path, run: Runner, limits: Limits, progress: ProgressFn | None,
              cancel: threading.Event | None, images_dir: Path | None = None) -> EvaluationRecord:
     record = store.evaluations.get(run_id)
-    run_dir = Path(record.run_dir)
+    run_dir = Path(str(record.run_dir))
     paths = RunPaths(spec_dir=run_dir / "spec", data_dir=run_dir / "data", model_dir=model_dir,
                      out_dir=run_dir / "out")
     paths.out_dir.mkdir(exist_ok=True)
@@ -238,7 +244,7 @@ def _execute(store, run_id: int, model_dir: Path, run: Runner, limits: Limits, p
     return _store_results(store, run_id, paths.out_dir, outcome)
 
 
-def _store_results(store, run_id: int, out: Path, outcome: RunOutcome) -> EvaluationRecord:
+def _store_results(store: Store, run_id: int, out: Path, outcome: RunOutcome) -> EvaluationRecord:
     try:
         metrics = read_json(out / METRICS_FILE, "metrics file")
         profile = read_json(out / PROFILE_FILE, "profile file")
@@ -272,7 +278,7 @@ def _image_id(run: DockerRunner) -> str | None:
     import docker
 
     try:
-        return run.client.images.get(run.image).id
+        return cast(str, run.client.images.get(run.image).id)
     except docker.errors.ImageNotFound:
         return None
     except docker.errors.DockerException as exc:

@@ -424,7 +424,7 @@ def build_inputs(cache: Path, image_id: str | None) -> dict[str, Any] | None:
 
 
 def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, compile_bytecode: bool = True,
-                tarball: Path | None = None, client=None, step: StepFn | None = None) -> ImageRecord:
+                tarball: Path | None = None, client: Any = None, step: StepFn | None = None) -> ImageRecord:
     """Build (or reuse) the evaluator image for this checkout and load it into Docker.
 
     Needs root (debootstrap, chroot, bind mounts) and a Docker daemon. ``cache`` keeps
@@ -464,7 +464,7 @@ def _exclusive(path: Path, step: StepFn) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
+def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
            step: StepFn) -> ImageRecord:
     started = time.monotonic()
     (cache / "images").mkdir(exist_ok=True)
@@ -521,7 +521,7 @@ def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode
         evaluator_version=version, schema_version=SCHEMA_VERSION, source_date_epoch=epoch,
         created=datetime.fromtimestamp(epoch, UTC).isoformat(), archive=str(archive),
         archive_sha256=sha256_file(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
-        debootstrap_sha256=inputs["debootstrap_sha256"], mirror=mirror, suite=SUITE, dpkg=dpkg,
+        debootstrap_sha256=str(inputs["debootstrap_sha256"]), mirror=mirror, suite=SUITE, dpkg=dpkg,
         python_packages=pip_list, wheels=wheel_shas, build_seconds=round(time.monotonic() - started, 1))
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=True))
@@ -529,21 +529,21 @@ def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode
     return record
 
 
-def _has_image(client, image_id: str) -> bool:
+def _has_image(client: Any, image_id: str) -> bool:
     import docker
 
     try:
-        return client.images.get(image_id).id == image_id
+        return bool(client.images.get(image_id).id == image_id)
     except docker.errors.ImageNotFound:
         return False
 
 
-def _tag(client, image_id: str, tag: str) -> None:
+def _tag(client: Any, image_id: str, tag: str) -> None:
     repo, _, name = tag.partition(":")
     client.images.get(image_id).tag(repo, name)
 
 
-def _load(client, archive: Path, image_id: str, tag: str) -> None:
+def _load(client: Any, archive: Path, image_id: str, tag: str) -> None:
     import docker
 
     try:

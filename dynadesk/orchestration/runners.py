@@ -14,6 +14,7 @@ Both turn what happened into one :class:`RunOutcome` with a verdict:
 from __future__ import annotations
 
 import abc
+import io
 import json
 import os
 import queue
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dynadesk.errors import EvaluationError
 from dynadesk.evaluator.schema import PROGRESS_PREFIX
@@ -87,7 +88,7 @@ class _Output:
 
     def __init__(self, progress: ProgressFn | None):
         self.progress = progress
-        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.lines: list[str] = []
         self.size = 0
         self.truncated = False
@@ -182,7 +183,8 @@ class LocalRunner(Runner):
         except OSError as exc:
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
         out = _Output(progress)
-        reader = threading.Thread(target=out.feed, args=(iter(lambda: proc.stdout.read1(65536), b""),), daemon=True)
+        stdout = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE above
+        reader = threading.Thread(target=out.feed, args=(iter(lambda: stdout.read1(65536), b""),), daemon=True)
         reader.start()
         verdict = None
         try:
@@ -218,7 +220,7 @@ class LocalRunner(Runner):
         return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log))
 
     @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
+    def _kill(proc: subprocess.Popen[Any]) -> None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -231,12 +233,12 @@ class DockerRunner(Runner):
     name = "docker"
     sandboxed = True
 
-    def __init__(self, image: str, client=None):
+    def __init__(self, image: str, client: Any = None):
         self.image = image
         self._client = client
 
     @property
-    def client(self):
+    def client(self) -> Any:
         if self._client is None:
             self._client = docker_client()
         return self._client
@@ -340,7 +342,7 @@ class DockerRunner(Runner):
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
-    def _run_container(self, container, paths: RunPaths, limits: Limits, out: _Output,
+    def _run_container(self, container: Any, paths: RunPaths, limits: Limits, out: _Output,
                        cancel: threading.Event | None, start: float) -> RunOutcome:
         verdict = None
         try:
@@ -387,14 +389,14 @@ class DockerRunner(Runner):
         return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
 
 
-def _remove(container) -> None:
+def _remove(container: Any) -> None:
     try:
         container.remove(force=True)
     except Exception:  # noqa: BLE001 - already gone
         pass
 
 
-def docker_client():
+def docker_client() -> Any:
     """A docker SDK client from the environment (``DOCKER_HOST`` works, ssh:// included)."""
     try:
         import docker

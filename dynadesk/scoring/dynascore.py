@@ -52,11 +52,11 @@ direction, an unknown performance metric) raise :class:`ValidationError`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter, mul
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,7 +122,7 @@ class DynascoreResult:
         index = self.__dict__.get("_index")
         if index is None or len(index) != len(self.models):
             index = self.__dict__["_index"] = {m.name: m for m in self.models}
-        return index[name]
+        return cast(ModelScore, index[name])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,7 +177,7 @@ def _is_mapping(v: Any) -> bool:
     return type(v) is dict or isinstance(v, Mapping)
 
 
-def _numbers_ok(xs: tuple) -> bool:
+def _numbers_ok(xs: tuple[Any, ...]) -> bool:
     """All finite ints/floats (bools and strings are not numbers here)."""
     try:
         return set(map(type, xs)) <= _NUMBER_TYPES and all(map(math.isfinite, xs))
@@ -200,9 +200,14 @@ def _metric_datasets(models: Mapping[str, Mapping[str, Any]], metric: str) -> li
     return sorted({d for keys in keysets for d in keys})
 
 
-def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarray, dict[str, str]]:
+# per metric: (datasets used, their normalised weights, a getter of their values), or None for a whole-run value
+_Plan = tuple[list[str], list[float], Any] | None
+
+
+def _average(models: Mapping[str, Any], metric_names: Sequence[str],
+             dataset_weights: Mapping[str, float] | None) -> tuple[list[str], np.ndarray, dict[str, str]]:
     """Dataset-averaged ``models x metrics`` matrix for the eligible models, and who was left off."""
-    plans = {}
+    plans: dict[str, _Plan] = {}
     for metric in metric_names:
         datasets = _metric_datasets(models, metric)
         if datasets is None:
@@ -230,7 +235,7 @@ def _average(models, metric_names, dataset_weights) -> tuple[list[str], np.ndarr
     return names, matrix, left
 
 
-def _fast_matrix(rows: list[Any], metric_names, plans) -> np.ndarray | None:
+def _fast_matrix(rows: list[Any], metric_names: Sequence[str], plans: dict[str, _Plan]) -> np.ndarray | None:
     """The averaged matrix built column by column, or None if any model needs a closer look.
 
     The common case (every model has every metric as finite numbers, per dataset where
@@ -246,7 +251,7 @@ def _fast_matrix(rows: list[Any], metric_names, plans) -> np.ndarray | None:
             plan = plans[metric]
             if plan is None:
                 col = [v[metric] for v in rows]
-                flat = col
+                flat: Iterable[Any] = col
             else:
                 used, weights, getter = plan
                 cells = [getter(v[metric]) for v in rows]
@@ -262,7 +267,7 @@ def _fast_matrix(rows: list[Any], metric_names, plans) -> np.ndarray | None:
     return np.column_stack(cols) if cols else np.zeros((n, 0))
 
 
-def _model_row(vals: Any, metric_names, plans) -> tuple[list[float], str | None]:
+def _model_row(vals: Any, metric_names: Sequence[str], plans: dict[str, _Plan]) -> tuple[list[float], str | None]:
     """The model's averaged values, or ``None`` and every reason it cannot be scored."""
     if not _is_mapping(vals):
         return [], f"its metric values must be a mapping, got {type(vals).__name__}"
@@ -281,7 +286,7 @@ def _model_row(vals: Any, metric_names, plans) -> tuple[list[float], str | None]
             else:
                 problems.append(f"metric '{metric}' value {v!r} is not a finite number")
             continue
-        used, weights, getter = plans[metric]
+        used, weights, getter = cast(tuple[list[str], list[float], Any], plans[metric])  # v is per dataset
         try:
             xs = getter(v)
         except KeyError:

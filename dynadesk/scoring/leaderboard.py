@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, MetricSpec, compute, default_metrics, rank_stability
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.evaluations import EvaluationRecord
 
 SCORE_METRICS = ("perf", "throughput", "memory", "robustness", "fairness")
 
@@ -73,7 +78,8 @@ class Leaderboard:
                     *(["min_rank", "max_rank"] if stab else []), "evaluation_id"])
         for r in self.rows:
             w.writerow([r.rank, r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
-                        *([r.stability["min_rank"], r.stability["max_rank"]] if stab else []), r.evaluation_id])
+                        *([(r.stability or {})["min_rank"], (r.stability or {})["max_rank"]] if stab else []),
+                        r.evaluation_id])
         return out.getvalue()
 
 
@@ -103,7 +109,7 @@ def parse_weights(pairs: list[str] | tuple[str, ...], what: str) -> dict[str, fl
     return out
 
 
-def _collect(records) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
+def _collect(records: Iterable[EvaluationRecord]) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
     per_model: dict[str, dict[str, dict[str, float]]] = {}
     units: dict[str, str] = {}
     for rec in records:
@@ -131,10 +137,10 @@ def _mean(value: Any, dataset_weights: dict[str, float]) -> float:
     total = sum(w.values())
     if total <= 0:
         return sum(value.values()) / len(value)
-    return sum(value[d] * w[d] for d in value) / total
+    return float(sum(value[d] * w[d] for d in value) / total)
 
 
-def build_leaderboard(store, task: str, weights: dict[str, float] | None = None,
+def build_leaderboard(store: Store, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
     """Rank the latest succeeded evaluation of every model of ``task`` (see the module docstring)."""

@@ -21,13 +21,17 @@ import hashlib
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.datasets import dataset_digest, label_counts, validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring.textops import OPS
 from dynadesk.scoring.wordlists import LISTS_VERSION
 from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.datasets import DatasetSummary
+    from dynadesk.store import Store
 
 OPS_VERSION = "1"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
@@ -112,7 +116,7 @@ def task_suites(task: Task) -> list[str]:
     return named or list(SUITES)
 
 
-def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
+def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
                     replace: bool = False, progress: Callable[[str], None] | None = None) -> list[SuiteResult]:
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
@@ -140,7 +144,8 @@ def generate_suites(store, dataset: str, suites: Iterable[str] | None = None, se
     return results
 
 
-def _one_suite(store, task, source, examples, suite, seed, replace) -> SuiteResult:
+def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[dict[str, Any]], suite: str,
+               seed: int, replace: bool) -> SuiteResult:
     name = derived_name(source.name, suite, seed)
     kind = SUITES[suite]
     perturbed, dropped = perturb_examples(task, examples, suite, seed)

@@ -192,7 +192,7 @@ def _next_word(text: str, end: int) -> str:
     return (m.group(1) or "").lower() if m else ""
 
 
-def _swap_gender(m: re.Match, text: str) -> str:
+def _swap_gender(m: re.Match[str], text: str) -> str:
     word = m.group()
     low = word.lower()
     nxt = _next_word(text, m.end()) if text[m.end():m.end() + 1] in (" ", "") else ""

@@ -13,6 +13,8 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from sqlite_utils import Database
 
@@ -25,7 +27,7 @@ from dynadesk.store.datasets import DatasetRepo
 MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 
-def _area_modules():
+def _area_modules() -> list[ModuleType]:
     """Area modules that other issues add register here (import kept lazy)."""
     import importlib
 
@@ -40,7 +42,20 @@ def _area_modules():
     return mods
 
 
+if TYPE_CHECKING:
+    from dynadesk.store.annotation import AnnotationRepo
+    from dynadesk.store.bundles import BundleRepo
+    from dynadesk.store.evaluations import EvaluationRepo
+    from dynadesk.store.models import ModelRepo
+
+
 class Store:
+    # set by the area modules' attach()
+    models: ModelRepo
+    evaluations: EvaluationRepo
+    annotation: AnnotationRepo
+    bundles: BundleRepo
+
     def __init__(self, db: Database, path: Path | None):
         self.db = db
         self.path = path
@@ -72,7 +87,7 @@ class Store:
             yield self.db
 
     def integrity_check(self) -> str:
-        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+        return str(self.db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def get_meta(self, key: str) -> str | None:
         return _core.get_meta(self.db, key)

@@ -8,6 +8,7 @@ only counts the attempt.
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,7 @@ _COLS = ("id, evaluation_id, task, model_name, key_fingerprint, created_at, path
          " server, response, queued_at, sent_at")
 
 
-def _row(r: tuple) -> BundleRow:
+def _row(r: tuple[Any, ...]) -> BundleRow:
     vals = list(r)
     vals[11] = json.loads(vals[11]) if vals[11] else None
     return BundleRow(*vals)
@@ -119,7 +120,7 @@ class BundleRepo:
                                " ORDER BY queued_at, id LIMIT ?", [status, status, limit]).fetchall()
         return [_row(r) for r in rows]
 
-    def pending(self) -> list[BundleRow]:
+    def pending(self) -> builtins.list[BundleRow]:
         return self.list("queued", limit=1_000_000)
 
     def counts(self) -> dict[str, int]:

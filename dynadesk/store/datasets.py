@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -95,7 +96,7 @@ class DatasetRepo:
         row = self.db.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
         if not row:
             raise NotFoundError(f"no dataset named '{name}'")
-        return row[0]
+        return int(row[0])
 
     def get(self, name: str) -> DatasetSummary:
         rows = list(self.db.query(
@@ -116,13 +117,13 @@ class DatasetRepo:
         sql += " ORDER BY d.task, d.name"
         return [_summary(r, r["parent_name"]) for r in self.db.query(sql, [task, task])]
 
-    def derived(self, name: str) -> list[DatasetSummary]:
+    def derived(self, name: str) -> builtins.list[DatasetSummary]:
         parent = self._id(name)
         rows = self.db.query("SELECT d.*, ? AS parent_name FROM datasets d WHERE d.derived_from = ? ORDER BY d.name",
                              [name, parent])
         return [_summary(r, r["parent_name"]) for r in rows]
 
-    def examples(self, name: str) -> list[dict[str, Any]]:
+    def examples(self, name: str) -> builtins.list[dict[str, Any]]:
         return list(self.iter_examples(name))
 
     def iter_examples(self, name: str) -> Iterator[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -126,7 +128,7 @@ class EvaluationRepo:
             "INSERT INTO evaluations(model_id, task, runner, sandboxed, status, settings, datasets, created_at)"
             " VALUES (?,?,?,?,?,?,?,?)",
             [model_id, task, runner, int(sandboxed), status, json.dumps(settings), json.dumps(datasets), now_iso()])
-        return cur.lastrowid
+        return int(cur.lastrowid or 0)
 
     def update(self, evaluation_id: int, **fields: Any) -> None:
         """Set columns; dicts/lists are stored as JSON."""
@@ -176,7 +178,7 @@ class EvaluationRepo:
             " ORDER BY e.id DESC LIMIT ?", [task, task, model, model, status, status, limit])
         return [self._record(r) for r in rows]
 
-    def latest_succeeded(self, task: str) -> list[EvaluationRecord]:
+    def latest_succeeded(self, task: str) -> builtins.list[EvaluationRecord]:
         """The newest succeeded run of each model of a task (the leaderboard's input)."""
         rows = self.db.query(
             "SELECT e.*, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id"
@@ -185,7 +187,8 @@ class EvaluationRepo:
             " ORDER BY m.name", [task])
         return [self._record(r) for r in rows]
 
-    def mark_stale_running(self, host: str | None = None, alive=None) -> list[int]:
+    def mark_stale_running(self, host: str | None = None, alive: Callable[[int],
+                           bool] | None = None) -> builtins.list[int]:
         """Runs left 'running' by a crash or reboot become 'interrupted' (resumable).
 
         With ``host`` and ``alive(pid) -> bool``, only runs of this host whose process is gone

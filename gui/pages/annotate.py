@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dynadesk.annotation.create import Context
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.services.annotation import AnnotationService
@@ -62,7 +63,7 @@ class AnnotatePage(Page):
         self._svc = service
         self._data = data
         self.task: Task | None = None
-        self.context = None
+        self.context: Context | None = None
         self.tally = SessionTally()
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()

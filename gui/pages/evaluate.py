@@ -4,6 +4,8 @@ Past runs are listed with status and failure verdicts; a failed or cancelled run
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -50,7 +52,7 @@ class EvaluatePage(Page):
         self._models = models
         self._data = data
         self._settings = settings
-        self._runs = {}
+        self._runs: dict[int, Any] = {}
         lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -164,8 +166,8 @@ class EvaluatePage(Page):
     # ------------------------------------------------------------ setup
     def _apply_setting(self, key: str) -> None:
         """Defaults edited on the Settings page show up here at once."""
-        widgets = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory, "limits/timeout_s": self.timeout,
-                   "limits/batch_size": self.batch}
+        widgets: dict[str, Any] = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory,
+                                   "limits/timeout_s": self.timeout, "limits/batch_size": self.batch}
         if key in widgets:
             widgets[key].setValue(self._settings.get(key))
         elif key == "runner":
@@ -317,7 +319,7 @@ class EvaluatePage(Page):
         return None
 
     def _show_run(self) -> None:
-        rec = self._runs.get(self.selected_run())
+        rec = self._runs.get(self.selected_run())  # type: ignore[arg-type]
         if rec is None:
             self.run_detail.clear()
             return

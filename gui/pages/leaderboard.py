@@ -268,7 +268,7 @@ class LeaderboardPage(Page):
 
     def export_csv(self, path: str) -> None:
         try:
-            self._svc.export_csv(self.result, path)
+            self._svc.export_csv(self.result, path)  # type: ignore[arg-type]
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return

@@ -3,6 +3,8 @@ that predicts live as you type (debounced) and draws the class probabilities as 
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -38,7 +40,7 @@ class ModelsPage(Page):
         super().__init__(parent)
         self._svc = service
         self._data = data
-        self._records = {}
+        self._records: dict[str, Any] = {}
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
 

@@ -3,6 +3,8 @@ round against target models; export a round's data or register it as a dataset."
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
@@ -39,7 +41,7 @@ class RoundsPage(Page):
         super().__init__(parent)
         self._svc = service
         self._data = data
-        self.stats = []
+        self.stats: list[Any] = []
         lay = self.body()
         top = QHBoxLayout()
         top.addWidget(QLabel("Task"))

@@ -187,7 +187,7 @@ class ValidatePage(Page):
                     self.banner.error("Type the corrected answer span, then press I again.")
                     self.answer_edit.setFocus()
                     return
-                label = [text]
+                label = [text]  # type: ignore[assignment]
         elif verdict == "flagged":
             reason = self.reason_edit.text().strip()
             if not reason:

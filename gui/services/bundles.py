@@ -26,7 +26,7 @@ class BundlesService(QObject):
         super().__init__(parent)
         self._ws = ws
         self.syncing = False
-        ws.opened.connect(lambda _h: (self.keyChanged.emit(), self.queueChanged.emit()))
+        ws.opened.connect(lambda _h: (self.keyChanged.emit(), self.queueChanged.emit()))  # type: ignore[func-returns-value]
 
     # ---------------------------------------------------------------- keys
     def key_info(self):

@@ -84,7 +84,8 @@ class EvaluationService(QObject):
                         ctx.log(describe_event(event))
 
                     if model is None:
-                        rec = resume(store, ws.workspace, resume_id, progress=on_event, cancel=ctx.cancel_event)
+                        rec = resume(store, ws.workspace, resume_id,  # type: ignore[arg-type]
+                                     progress=on_event, cancel=ctx.cancel_event)
                     else:
                         limits = default_limits(cpus=float(cpus), memory_bytes=int(memory_gib * GIB),
                                                 timeout_s=float(timeout_s))

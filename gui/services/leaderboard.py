@@ -56,7 +56,8 @@ class LeaderboardService(QObject):
               dataset_weights: dict[str, float] | None = None) -> Leaderboard:
         if self._snapshot is None or self._snapshot.task != task:
             self.reload(task)
-        return build_leaderboard(self._snapshot, task, weights, dataset_weights or None, stability=True)
+        return build_leaderboard(self._snapshot, task, weights, dataset_weights or None,  # type: ignore[arg-type]
+                                 stability=True)
 
     def datasets(self, task: str) -> list[str]:
         """Datasets with per-dataset figures on this task's board (each gets a weight slider)."""

@@ -39,7 +39,7 @@ from dynadesk.sync.server_db import ServerDB
 from dynadesk.sync.translog import verify_log
 
 HERE = Path(__file__).resolve().parent
-THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (issue 7's goal), here under a mixed concurrent load
+THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (the server's goal), here under a mixed concurrent load
 MIX = (("valid", 0.6), ("duplicate", 0.2), ("invalid", 0.2))
 
 

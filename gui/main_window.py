@@ -9,7 +9,6 @@ not landed shows a "not available yet" state instead.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,41 +38,23 @@ class PageSpec:
     key: str
     title: str
     factory: str  # "module:function" taking (services) -> QWidget
-    needs: tuple[str, ...] = ()  # modules that must exist for the page to work
-    issue: str = ""
 
 
 PAGES: list[PageSpec] = [
     PageSpec("tasks_data", "Tasks & data", "dynadesk.gui.pages.tasks_data:make"),
-    PageSpec("models", "Models", "dynadesk.gui.pages.models:make", ("dynadesk.models",), "issue 3"),
-    PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make", ("dynadesk.annotation",), "issue 6"),
-    PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make", ("dynadesk.annotation",), "issue 6"),
-    PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make", ("dynadesk.annotation",), "issue 6"),
-    PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make", ("dynadesk.orchestration",), "issue 5"),
-    PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make",
-             ("dynadesk.scoring.dynascore",), "issue 4"),
-    PageSpec("bundles", "Bundles & sync", "dynadesk.gui.pages.bundles:make", ("dynadesk.sync",), "issue 7"),
-    PageSpec("audit", "Audit", "dynadesk.gui.pages.audit:make", ("dynadesk.sync",), "issue 7/9"),
+    PageSpec("models", "Models", "dynadesk.gui.pages.models:make"),
+    PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make"),
+    PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make"),
+    PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make"),
+    PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make"),
+    PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make"),
+    PageSpec("bundles", "Bundles & sync", "dynadesk.gui.pages.bundles:make"),
+    PageSpec("audit", "Audit", "dynadesk.gui.pages.audit:make"),
     PageSpec("settings", "Settings", "dynadesk.gui.pages.settings_page:make"),
 ]
 
 
-def available(spec: PageSpec) -> bool:
-    for mod in spec.needs:
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return False
-        except ModuleNotFoundError:
-            return False
-    module = spec.factory.split(":")[0]
-    return importlib.util.find_spec(module) is not None
-
-
 def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None) -> QWidget:
-    if not available(spec):
-        missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
-        return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
-                                        "this build yet. Nothing here is simulated.", parent)
     module, attr = spec.factory.split(":")
     factory: Callable[..., QWidget] = getattr(importlib.import_module(module), attr)
     return factory(services, parent=parent)

@@ -75,10 +75,6 @@ class Worker(QRunnable):
     def cancel(self) -> None:
         self._cancel.set()
 
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
-
     def run(self) -> None:
         self.running = True
         ctx = WorkContext(self.signals, self._cancel)
@@ -115,17 +111,6 @@ def start(worker: Worker, pool: QThreadPool | None = None) -> Worker:
     worker.signals.done.connect(lambda: _live.discard(worker))
     (pool or QThreadPool.globalInstance()).start(worker)
     return worker
-
-
-def run_in_background(fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None] | None = None,
-                      on_error: Callable[[str], None] | None = None, **kwargs: Any) -> Worker:
-    """Shortcut for a small job whose function does not need the context."""
-    worker = Worker(lambda ctx, *a, **k: fn(*a, **k), *args, **kwargs)
-    if on_result:
-        worker.signals.finished.connect(on_result)
-    if on_error:
-        worker.signals.failed.connect(on_error)
-    return start(worker)
 
 
 def relay_signals(worker: Worker, target) -> None:

@@ -1,6 +1,6 @@
 """Validation: other annotators judge examples; votes decide "verified" status.
 
-Rules (issue 6): nobody validates their own example or one example twice. An
+Rules: nobody validates their own example or one example twice. An
 example is *verified correct* at ``votes_needed`` ``correct`` votes and
 *verified not correct* at ``votes_needed`` ``incorrect``/``flagged`` votes,
 whichever is reached first in time; a single owner vote decides at once.

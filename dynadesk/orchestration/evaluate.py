@@ -283,10 +283,3 @@ def _image_id(run: DockerRunner) -> str | None:
         return None
     except docker.errors.DockerException as exc:
         raise EvaluationError(f"Docker is not usable: {exc}") from exc
-
-
-def predictions_path(record: EvaluationRecord) -> Path:
-    """Where a run's ``predictions.jsonl`` lives in the workspace."""
-    if not record.run_dir:
-        raise NotFoundError(f"run {record.id} has no run folder")
-    return Path(record.run_dir) / "out" / PREDICTIONS_FILE

@@ -81,9 +81,6 @@ class ModelRepo:
                                                            int(has_pickle), json.dumps(info or {}), now_iso()])
         return self.get(name)
 
-    def set_info(self, name: str, info: dict[str, Any]) -> None:
-        self.db.execute("UPDATE models SET info = ? WHERE name = ?", [json.dumps(info), name])
-
     def get(self, name: str) -> ModelRecord:
         rows = list(self.db.query("SELECT * FROM models WHERE name = ?", [name]))
         if not rows:

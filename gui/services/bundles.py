@@ -49,9 +49,6 @@ class BundlesService(QObject):
     def bundles(self):
         return self._ws.store.bundles.list()
 
-    def queued_count(self) -> int:
-        return self._ws.store.bundles.counts().get("queued", 0)
-
     def runs_to_bundle(self):
         """Succeeded runs, newest first (only they can be bundled)."""
         return self._ws.store.evaluations.list(status="succeeded")

@@ -21,6 +21,7 @@ lazy ones inside functions), because the top-level folders are mapped to subpack
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -217,3 +218,27 @@ def test_core_imports_are_light(module):
         print("ok")
         """)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+# DEVELOPERS.md's numbered dependency rules -> the test that checks each one
+RULE_CHECKS = {
+    1: (test_evaluator_imports_only_its_allowed_packages, test_dependency_direction_holds),
+    2: (test_dependency_direction_holds,),
+    3: (test_dependency_direction_holds,),
+    4: (test_nothing_outside_gui_imports_the_gui,),
+    5: (test_web_server_stack_only_in_sync,),
+    6: (test_sql_only_in_the_store_and_the_server_database,),
+    7: (test_click_only_in_the_command_line_modules,),
+    8: (test_docker_sdk_only_in_orchestration,),
+    9: (test_torch_and_transformers_on_the_host_only_in_models_and_lazily,),
+    10: (test_core_imports_are_light,),
+    11: (test_evaluator_imports_without_qt_docker_server_or_core_deps,),
+}
+
+
+def test_every_rule_of_the_contributor_guide_is_checked():
+    guide = (REPO / "DEVELOPERS.md").read_text(encoding="utf-8")
+    section = guide.split("## Dependency rules", 1)[1].split("\n## ", 1)[0]
+    numbers = {int(n) for n in re.findall(r"^(\d+)\. ", section, re.M)}
+    assert numbers and numbers == set(RULE_CHECKS), \
+        f"rules in DEVELOPERS.md {sorted(numbers)}, checked {sorted(RULE_CHECKS)}"

@@ -166,7 +166,7 @@ def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: boo
 
     uses_pickle = _check_pickle(model_dir, allow_pickle)
     auto_cls = getattr(transformers, auto_cls_name)
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # per-load bars would flood CLI and worker logs
+    transformers.utils.logging.disable_progress_bar()  # per-load bars would flood CLI and worker logs
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True, trust_remote_code=False)
         model = auto_cls.from_pretrained(
@@ -412,7 +412,7 @@ def build_bow_module(vocab_size: int, dim: int, n_labels: int) -> Any:
     import torch
     from torch import nn
 
-    class BagOfWords(nn.Module):
+    class BagOfWords(nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject.toml)
         def __init__(self) -> None:
             super().__init__()
             self.embedding = nn.EmbeddingBag(vocab_size, dim, mode="mean")

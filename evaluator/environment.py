@@ -168,7 +168,7 @@ def capture(threads: int, settings: dict[str, Any]) -> dict[str, Any]:
         "libraries": {name: _version(name) for name in
                       ("torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "nvidia-ml-py")},
         "torch_build": {"version": torch.__version__, "cuda": torch.version.cuda,
-                        "cudnn": torch.backends.cudnn.version() if cuda else None},  # type: ignore[no-untyped-call]
+                        "cudnn": torch.backends.cudnn.version() if cuda else None},
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "threads": threads,

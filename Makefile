@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv system-deps docker demo test test-long bench gui dist screenshots clean
+.PHONY: venv system-deps docker demo test test-long lint bench gui dist screenshots clean
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ test: venv docker
 test-long: venv docker
 	@$(VENV)/bin/pytest -q --long $(PYTEST_ARGS)
 
+lint: venv
+	@bash packaging/lint.sh
+
 bench: venv docker
 	@$(PY) bench/run_all.py
 
@@ -52,4 +55,4 @@ dist: venv system-deps
 	@$(PY) packaging/build_dist.py
 
 clean:
-	rm -rf build dist .pytest_cache
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

@@ -23,9 +23,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from dynadesk import annotation as ann  # noqa: E402
-from dynadesk.models import predict_live, register_model  # noqa: E402
-from dynadesk.workspace import Workspace  # noqa: E402
+from dynadesk import annotation as ann
+from dynadesk.models import predict_live, register_model
+from dynadesk.workspace import Workspace
 
 LABELS = ["negative", "neutral", "positive"]
 

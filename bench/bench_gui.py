@@ -97,7 +97,7 @@ def _rerank_ms(home: str, settings: str, repeats: int) -> float:
     page.select_task("sentiment")
     slider = page.metric_sliders["throughput"].slider
     times = []
-    for k in range(repeats):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         slider.setValue((slider.value() + 1) % (slider.maximum() + 1))
         app.processEvents()

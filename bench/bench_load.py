@@ -39,7 +39,7 @@ from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.format.translog import verify_log
 
 HERE = Path(__file__).resolve().parent
-THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (issue 7's goal), here under a mixed concurrent load
+THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (the server's goal), here under a mixed concurrent load
 MIX = (("valid", 0.6), ("duplicate", 0.2), ("invalid", 0.2))
 
 
@@ -252,7 +252,9 @@ def run(quick: bool = False, clients: int = 4, seconds: float | None = None, wor
         proc, url = start_server(db_path, workers)
         try:
             server = psutil.Process(proc.pid)
-            cpu = lambda: sum(sum(p.cpu_times()[:2]) for p in [server] + server.children(recursive=True))  # noqa: E731
+            def cpu(server: psutil.Process = server) -> float:
+                return sum(sum(p.cpu_times()[:2]) for p in [server] + server.children(recursive=True))
+
             cpu0 = cpu()
             res = drive(url, work, n_clients, secs)
             res.server_cpu = cpu() - cpu0

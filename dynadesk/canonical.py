@@ -8,6 +8,7 @@ whatever their dict order, float formatting or Unicode escaping.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 import rfc8785
@@ -27,7 +28,7 @@ def digest(obj: Any) -> str:
     return "sha256:" + sha256_hex(canonical_bytes(obj))
 
 
-def file_sha256(path, chunk: int = 1 << 20) -> str:
+def file_sha256(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while True:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable

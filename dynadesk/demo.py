@@ -13,12 +13,17 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.tasks import load_tasks
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
 
 Echo = Callable[[str], None]
 TASK = "sentiment"
@@ -64,8 +69,8 @@ def show_tasks(echo: Echo) -> None:
         echo(f"    {t.name:<12} inputs: {', '.join(t.input_names):<20} output: {out:<36} metric: {t.metric}")
 
 
-def show_default_datasets(store, names: list[str], echo: Echo) -> None:
-    by_source: dict[str, list] = {}
+def show_default_datasets(store: Store, names: list[str], echo: Echo) -> None:
+    by_source: dict[str, list[Any]] = {}
     for n in names:
         by_source.setdefault(n.rsplit("-", 1)[0], []).append(store.datasets.get(n))
     for source, items in by_source.items():
@@ -93,7 +98,7 @@ def choose_runner(requested: str, step: Steps) -> str:
     return "local"
 
 
-def ensure_image(workspace, step: Steps) -> str:
+def ensure_image(workspace: Workspace, step: Steps) -> str:
     from dynadesk.orchestration.image import build_image
 
     record = build_image(Path(workspace.images_dir), step=lambda s: step.note(s))
@@ -102,7 +107,7 @@ def ensure_image(workspace, step: Steps) -> str:
     return record.image_id
 
 
-def reusable_run(store, model: str, runner: str, image_id: str | None) -> int | None:
+def reusable_run(store: Store, model: str, runner: str, image_id: str | None) -> int | None:
     """A succeeded run of ``model`` on exactly the demo test sets with the same runner (and image).
 
     A run that already has a signed bundle is preferred (newest first), else the oldest match;
@@ -130,7 +135,7 @@ def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> Callable
     return progress
 
 
-def evaluate_models(store, workspace, state: DemoState, models: list[str], step: Steps) -> None:
+def evaluate_models(store: Store, workspace: Workspace, state: DemoState, models: list[str], step: Steps) -> None:
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.orchestration.request import RunRequest
 
@@ -149,7 +154,7 @@ def evaluate_models(store, workspace, state: DemoState, models: list[str], step:
         step.note(f"{name}: evaluation #{record.id} succeeded")
 
 
-def print_test_scores(store, state: DemoState, echo: Echo) -> None:
+def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
     """Macro-F1 of every model on each test set; MiniLM must beat both baselines on every one."""
     scores: dict[str, dict[str, float]] = {}
     for name, run_id in state.evaluations.items():
@@ -165,7 +170,7 @@ def print_test_scores(store, state: DemoState, echo: Echo) -> None:
         echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
 
 
-def print_leaderboard(store, echo: Echo) -> str:
+def print_leaderboard(store: Store, echo: Echo) -> str:
     from dynadesk.scoring.leaderboard import build_leaderboard
 
     board = build_leaderboard(store, TASK)
@@ -187,7 +192,7 @@ def print_leaderboard(store, echo: Echo) -> str:
     return board.rows[0].model
 
 
-def ensure_bundle(store, workspace, evaluation_id: int, step: Steps) -> str:
+def ensure_bundle(store: Store, workspace: Workspace, evaluation_id: int, step: Steps) -> str:
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key, key_info
 
@@ -209,14 +214,14 @@ def ensure_bundle(store, workspace, evaluation_id: int, step: Steps) -> str:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def server_cmd(*args: str) -> list[str]:
     return [sys.executable, "-c", "from dynadesk.sync.server.cli import main; main()", *args]
 
 
-def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
+def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[Any], str, Path]:
     import requests
 
     db = Path(workspace.home) / "server" / "board.db"
@@ -245,7 +250,8 @@ def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise DynaDeskError(f"the leaderboard server exited: {server.stderr.read()[-800:]}")
+            err = server.stderr.read()[-800:] if server.stderr else ""
+            raise DynaDeskError(f"the leaderboard server exited: {err}")
         try:
             requests.get(url + "/api/tasks", timeout=1).raise_for_status()
             break
@@ -258,7 +264,7 @@ def start_server(workspace, step: Steps) -> tuple[subprocess.Popen, str, Path]:
     return server, url, db
 
 
-def sync_and_show(store, url: str, step: Steps) -> None:
+def sync_and_show(store: Store, url: str, step: Steps) -> None:
     import requests
 
     from dynadesk.sync.client import sync_queue
@@ -275,7 +281,7 @@ def sync_and_show(store, url: str, step: Steps) -> None:
         raise DynaDeskError(f"the server's board is empty: {json.dumps(board)[:300]}")
 
 
-def audit_verdict(store, workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
+def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
     from dynadesk.audit.audit import audit_bundle
 
     cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
@@ -302,7 +308,8 @@ def audit_verdict(store, workspace, bundle_id: str, runner: str, step: Steps, fo
         raise DynaDeskError("the audit re-run did not reproduce every deterministic field")
 
 
-def run_demo(workspace, store, runner: str = "auto", echo: Echo = print, reaudit: bool = False) -> DemoState:
+def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Echo = print,
+             reaudit: bool = False) -> DemoState:
     from dynadesk.models.zoo import build_demo_zoo
     from dynadesk.recipes import fetch_default_data
     from dynadesk.scoring.perturb import generate_suites

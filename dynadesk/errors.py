@@ -75,7 +75,7 @@ class SyncError(DynaDeskError):
     """Talking to the leaderboard server failed."""
 
 
-# --- bundles, signing and sync (issue 7) ---------------------------------------------------------
+# --- bundles, signing and sync -----------------------------------------------------------------
 
 class KeyFileError(BundleError):
     """A signing key file is missing, unreadable, world-readable or needs another passphrase."""
@@ -146,7 +146,7 @@ class ImageBuildError(DynaDeskError):
     """The offline evaluator image could not be built (debootstrap, pip, docker load)."""
 
 
-# --- audit (issue 9) ------------------------------------------------------------------------------
+# --- audit --------------------------------------------------------------------------------------
 
 class AuditError(DynaDeskError):
     """An audit cannot be carried out (missing predictions file, no model folder, unusable runner)."""

@@ -15,9 +15,10 @@ import random
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -25,6 +26,9 @@ from dynadesk.canonical import sha256_hex
 from dynadesk.datasets import dataset_digest, label_counts
 from dynadesk.errors import DataRecipeError
 from dynadesk.tasks import get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 Progress = Callable[[str], None]
 
@@ -146,7 +150,7 @@ def split_examples(recipe: Recipe, source: str, examples: list[dict[str, Any]]) 
     return out
 
 
-def fetch_default_data(store, cache_dir: Path, progress: Progress = lambda s: None,
+def fetch_default_data(store: Store, cache_dir: Path, progress: Progress = lambda s: None,
                        recipe: Recipe | None = None) -> list[str]:
     """Register every dataset of the recipe; returns their names. Idempotent."""
     recipe = recipe or load_recipe()

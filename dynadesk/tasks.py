@@ -79,7 +79,7 @@ class Task:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Task":
+    def from_dict(cls, d: dict[str, Any]) -> Task:
         d = dict(d)
         d["inputs"] = tuple(InputField(**f) for f in d["inputs"])
         d["fooled_rule"] = FooledRule(**d["fooled_rule"])
@@ -88,7 +88,7 @@ class Task:
         return cls(**d)
 
 
-def _need(mapping: dict, key: str, kind: type | tuple, where: str) -> Any:
+def _need(mapping: dict[str, Any], key: str, kind: type | tuple[Any, ...], where: str) -> Any:
     if key not in mapping:
         raise ConfigError(f"{where}: missing field '{key}'")
     value = mapping[key]
@@ -97,13 +97,13 @@ def _need(mapping: dict, key: str, kind: type | tuple, where: str) -> Any:
     return value
 
 
-def _kind_name(kind: type | tuple) -> str:
+def _kind_name(kind: type | tuple[Any, ...]) -> str:
     if isinstance(kind, tuple):
         return " or ".join(k.__name__ for k in kind)
     return kind.__name__
 
 
-def _str_list(mapping: dict, key: str, where: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
+def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
     value = mapping.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: field '{key}' must be a list of strings")
@@ -219,7 +219,7 @@ def default_tasks_dir() -> Path:
     return TASKS_DIR
 
 
-_CACHE: dict[tuple, dict[str, Task]] = {}
+_CACHE: dict[tuple[Any, ...], dict[str, Task]] = {}
 
 
 def load_tasks(tasks_dir: Path | None = None) -> dict[str, Task]:

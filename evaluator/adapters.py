@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 MANIFEST_NAME = "dynadesk-model.json"
 KINDS = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
@@ -64,7 +65,7 @@ def read_manifest(model_dir: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise AdapterError(f"{path}: cannot read manifest: {exc}") from exc
     check_manifest(manifest, str(path))
-    return manifest
+    return cast(dict[str, Any], manifest)
 
 
 def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
@@ -152,13 +153,13 @@ def _texts(batch: list[dict[str, str]], fields: list[str]) -> list[list[str]]:
     return cols
 
 
-def _softmax_rows(logits) -> list[list[float]]:
+def _softmax_rows(logits: Any) -> list[list[float]]:
     import torch
 
-    return torch.softmax(logits.float(), dim=-1).tolist()
+    return cast(list[list[float]], torch.softmax(logits.float(), dim=-1).tolist())
 
 
-def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: bool):
+def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: bool) -> tuple[Any, Any]:
     import torch
     import transformers
     from transformers import AutoTokenizer
@@ -178,7 +179,7 @@ def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: boo
     return tokenizer, model
 
 
-def _max_length(manifest: dict, tokenizer, default: int) -> int:
+def _max_length(manifest: dict[str, Any], tokenizer: Any, default: int) -> int:
     limit = manifest.get("max_length") or default
     model_max = getattr(tokenizer, "model_max_length", None)
     if isinstance(model_max, int) and 0 < model_max < limit:
@@ -193,7 +194,7 @@ class SequenceClassificationAdapter:
 
     kind = "hf-sequence-classification"
 
-    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
         self.inputs = list(manifest["inputs"])
         if len(self.inputs) > 2:
             raise AdapterError(f"{model_dir}: a sequence classifier takes one or two inputs, manifest lists "
@@ -236,7 +237,7 @@ class QuestionAnsweringAdapter:
 
     kind = "hf-question-answering"
 
-    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
         self.inputs = list(manifest["inputs"])
         self.context_field = manifest.get("context_field", "context")
         self.question_field = manifest.get("question_field", "question")
@@ -297,7 +298,7 @@ class QuestionAnsweringAdapter:
         return best
 
 
-def _log_softmax(x):
+def _log_softmax(x: Any) -> Any:
     import numpy as np
 
     x = x.astype(np.float64)
@@ -310,7 +311,7 @@ class MajorityAdapter:
 
     kind = "majority"
 
-    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
         self.inputs = list(manifest["inputs"])
         self.labels = list(manifest["labels"])
         path = Path(model_dir) / MAJORITY_FILE
@@ -352,7 +353,7 @@ class BagOfWordsAdapter:
 
     kind = "bag-of-words"
 
-    def __init__(self, model_dir: Path, manifest: dict, device: str = "cpu", allow_pickle: bool = False):
+    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
         import torch
         from safetensors import SafetensorError
         from safetensors.torch import load_file
@@ -369,7 +370,7 @@ class BagOfWordsAdapter:
                                f"{exc}") from exc
         self.vocab = {tok: i for i, tok in enumerate(vocab)}
         try:
-            emb, weight, bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
+            emb, weight, _bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
         except KeyError as exc:
             raise AdapterError(f"{model_dir / BOW_WEIGHTS}: missing tensor {exc}") from exc
         if emb.shape[0] != len(vocab) or weight.shape != (len(self.labels), emb.shape[1]):
@@ -380,7 +381,7 @@ class BagOfWordsAdapter:
         self.model.to(device).eval()
         self._torch = torch
 
-    def encode(self, batch: list[dict[str, str]]):
+    def encode(self, batch: list[dict[str, str]]) -> tuple[Any, Any]:
         """(flat token ids, offsets) for EmbeddingBag; unknown features are dropped, empty bags are zero."""
         torch = self._torch
         cols = _texts(batch, self.inputs)
@@ -406,24 +407,24 @@ class BagOfWordsAdapter:
         return out
 
 
-def build_bow_module(vocab_size: int, dim: int, n_labels: int):
+def build_bow_module(vocab_size: int, dim: int, n_labels: int) -> Any:
     """The bag-of-words network; the trainer and the adapter share it."""
     import torch
     from torch import nn
 
-    class BagOfWords(nn.Module):
+    class BagOfWords(nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject.toml)
         def __init__(self) -> None:
             super().__init__()
             self.embedding = nn.EmbeddingBag(vocab_size, dim, mode="mean")
             self.linear = nn.Linear(dim, n_labels)
 
         def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-            return self.linear(self.embedding(ids, offsets))
+            return cast(torch.Tensor, self.linear(self.embedding(ids, offsets)))
 
     return BagOfWords()
 
 
-_ADAPTERS = {
+_ADAPTERS: dict[str, Callable[..., Adapter]] = {
     "hf-sequence-classification": SequenceClassificationAdapter,
     "hf-question-answering": QuestionAnsweringAdapter,
     "majority": MajorityAdapter,
@@ -431,7 +432,7 @@ _ADAPTERS = {
 }
 
 
-def load_adapter(model_dir: Path, manifest: dict | None = None, *, device: str = "cpu",
+def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, device: str = "cpu",
                  allow_pickle: bool = False) -> Adapter:
     """Load a model folder for prediction (manifest read from the folder when not given)."""
     model_dir = Path(model_dir)

@@ -13,7 +13,8 @@ import resource
 import sys
 import threading
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dynadesk.evaluator import environment
 
@@ -28,7 +29,8 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
-def batch1_timings(predict: Callable[[list[dict]], list], examples: Sequence[dict], warmup: int,
+def batch1_timings(predict: Callable[[list[dict[str, Any]]], list[Any]], examples: Sequence[dict[str, Any]],
+                   warmup: int,
                    samples: int, sync: Callable[[], None] | None = None) -> dict[str, Any]:
     """Latency percentiles and batch-1 throughput over the first ``samples`` examples.
 
@@ -74,7 +76,7 @@ def memory_figures(dedicated_cgroup: bool) -> dict[str, Any]:
     rss = rss_peak_bytes()
     cg_peak, cg_source = environment.memory_peak()
     use_cgroup = dedicated_cgroup and cg_peak is not None
-    peak = cg_peak if use_cgroup else rss
+    peak = cg_peak if use_cgroup and cg_peak is not None else rss
     return {"rss_peak_bytes": rss, "cgroup_peak_bytes": cg_peak, "cgroup_source": cg_source,
             "cgroup_limit_bytes": environment.memory_limit(), "cgroup_dedicated": dedicated_cgroup,
             "peak_bytes": peak, "peak_gib": peak / GIB,
@@ -90,10 +92,10 @@ class GpuSampler:
         self.error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._nvml = None
-        self._handles: list = []
+        self._nvml: Any = None
+        self._handles: list[Any] = []
 
-    def start(self) -> "GpuSampler":
+    def start(self) -> GpuSampler:
         try:
             import pynvml
 

@@ -12,7 +12,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 SCHEMA_VERSION = 1
 
@@ -110,7 +112,7 @@ class Spec:
                               encoding="utf-8")
 
     @classmethod
-    def from_dict(cls, raw: Any) -> "Spec":
+    def from_dict(cls, raw: Any) -> Spec:
         if not isinstance(raw, dict):
             raise SpecError(f"spec must be a JSON object, got {type(raw).__name__}")
         version = raw.get("schema_version")
@@ -144,7 +146,7 @@ class Spec:
                    schema_version=version)
 
     @classmethod
-    def read(cls, path: Path) -> "Spec":
+    def read(cls, path: Path) -> Spec:
         try:
             raw = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -152,10 +154,10 @@ class Spec:
         return cls.from_dict(raw)
 
 
-def _dataclass(cls, raw: Any, where: str):
+def _dataclass(cls: type[_T], raw: Any, where: str) -> _T:  # cls is a dataclass
     if not isinstance(raw, dict):
         raise SpecError(f"spec field '{where}' must be an object")
-    known = {f.name for f in fields(cls)}
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = set(raw) - known
     if unknown:
         raise SpecError(f"spec field '{where}' has unknown key(s) {', '.join(sorted(unknown))}")
@@ -179,8 +181,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise SpecError(f"cannot read {what} {path}: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise SpecError(f"{what} {path} has schema_version {data.get('schema_version') if isinstance(data, dict) else None!r},"
-                        f" expected {SCHEMA_VERSION}")
+        found = data.get("schema_version") if isinstance(data, dict) else None
+        raise SpecError(f"{what} {path} has schema_version {found!r}, expected {SCHEMA_VERSION}")
     return data
 
 

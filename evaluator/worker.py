@@ -16,13 +16,30 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from dynadesk.evaluator import environment, profiling
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
-                                       PROFILE_FILE, PROGRESS_PREFIX, SCHEMA_VERSION, DatasetSpec, Spec, SpecError,
-                                       evaluator_version, metric_row)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    PARTS_DIR,
+    PREDICTIONS_FILE,
+    PROFILE_FILE,
+    PROGRESS_PREFIX,
+    SCHEMA_VERSION,
+    DatasetSpec,
+    Settings,
+    Spec,
+    SpecError,
+    evaluator_version,
+    metric_row,
+)
+
+if TYPE_CHECKING:
+    from dynadesk.evaluator.adapters import Adapter
 
 log = logging.getLogger("dynadesk.evaluator")
 ERROR_FILE = "error.json"
@@ -57,7 +74,7 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def set_determinism(settings, threads: int) -> None:
+def set_determinism(settings: Settings, threads: int) -> None:
     """Fixed seeds, deterministic kernels and a fixed thread count (before any torch work)."""
     import torch
 
@@ -102,7 +119,7 @@ def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
 
 class Worker:
     def __init__(self, spec: Spec, model_dir: Path, data_dir: Path, out_dir: Path,
-                 emit_fn: Callable[[dict], None] = emit):
+                 emit_fn: Callable[[dict[str, Any]], None] = emit):
         self.spec = spec
         self.model_dir = Path(model_dir)
         self.data_dir = Path(data_dir)
@@ -110,7 +127,7 @@ class Worker:
         self.emit = emit_fn
         self.parts = self.out / PARTS_DIR
         self.inputs = [f["name"] for f in spec.task["inputs"]]
-        self.adapter = None
+        self.adapter: Adapter | None = None
 
     # ------------------------------------------------------------------ model
     def load_model(self) -> None:
@@ -125,6 +142,7 @@ class Worker:
 
     def predict(self, examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
         batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
+        assert self.adapter is not None, "load_model() first"
         preds = self.adapter.predict(batch)
         if len(preds) != len(batch):
             raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(batch)}")
@@ -142,9 +160,9 @@ class Worker:
         info = json.loads(marker.read_text(encoding="utf-8"))
         if info.get("dataset_sha256") != ds.sha256 or info.get("predictions_sha256") != sha256_file(part):
             return None
-        return info
+        return cast(dict[str, Any], info)
 
-    def batch_order(self, examples: list[dict]) -> list[int]:
+    def batch_order(self, examples: list[dict[str, Any]]) -> list[int]:
         """Example indices grouped by input length (stable), so each batch pads little.
 
         Padding to the longest text of a batch is most of the waste of batched inference
@@ -154,7 +172,7 @@ class Worker:
         return sorted(range(len(examples)),
                       key=lambda i: sum(len(str(examples[i].get(k, ""))) for k in self.inputs))
 
-    def run_dataset(self, ds: DatasetSpec, examples: list[dict], progress: dict[str, int]) -> dict[str, Any]:
+    def run_dataset(self, ds: DatasetSpec, examples: list[dict[str, Any]], progress: dict[str, int]) -> dict[str, Any]:
         bs = self.spec.settings.batch_size
         order = self.batch_order(examples)
         results: list[Any] = [None] * len(examples)
@@ -188,7 +206,8 @@ class Worker:
         return preds
 
     # ------------------------------------------------------------------ metrics
-    def metrics(self, examples: dict[str, list[dict]], preds: dict[str, dict]) -> tuple[list[dict], list[str]]:
+    def metrics(self, examples: dict[str, list[dict[str, Any]]],
+                preds: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
         from dynadesk.evaluator import metrics as M
 
         task = self.spec.task
@@ -203,7 +222,7 @@ class Worker:
                 if not derived:
                     notes.append(f"{ds.name}: no {kind} perturbation sets, {kind} not measured")
                     continue
-                by_source: dict[str, list] = {}
+                by_source: dict[str, list[Any]] = {}
                 for d in derived:
                     for ex in examples[d.name]:
                         src = (ex.get("metadata") or {}).get("source_id")
@@ -325,7 +344,7 @@ def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path) ->
     except SpecError as exc:
         _fail(out_dir, "spec", exc)
         return 2
-    except BaseException as exc:  # noqa: BLE001 - recorded for the host, then the exit code says it
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         log.exception("evaluation failed")

@@ -60,7 +60,7 @@ def after_first_paint(window, callback) -> None:
     class _Watch(QObject):
         seen = False
 
-        def eventFilter(self, obj, event):  # noqa: N802 - Qt API
+        def eventFilter(self, obj, event):
             if event.type() == QEvent.Type.Paint and not self.seen:
                 self.seen = True
                 obj.removeEventFilter(self)
@@ -73,12 +73,8 @@ def after_first_paint(window, callback) -> None:
 
 def smoke(services, model: str | None) -> int:
     """Load a model through the live predictor and predict once; print the result as JSON."""
-    try:
-        from dynadesk.models import predict_live
-    except ImportError as exc:
-        print(f"smoke: the models library (issue 3) is not installed: {exc}", file=sys.stderr)
-        return 2
     from dynadesk.errors import DynaDeskError
+    from dynadesk.models import predict_live
 
     store = services.ws.store
     models = store.models.list()

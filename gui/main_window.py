@@ -9,14 +9,23 @@ not landed shows a "not available yet" state instead.
 from __future__ import annotations
 
 import importlib
-import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QMainWindow,
-                               QStackedWidget, QToolBar, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QStackedWidget,
+    QToolBar,
+    QWidget,
+)
 
 from dynadesk.gui.pages.base import NotAvailable
 
@@ -29,42 +38,24 @@ class PageSpec:
     key: str
     title: str
     factory: str  # "module:function" taking (services) -> QWidget
-    needs: tuple[str, ...] = ()  # modules that must exist for the page to work
-    issue: str = ""
 
 
 PAGES: list[PageSpec] = [
     PageSpec("tasks_data", "Tasks & data", "dynadesk.gui.pages.tasks_data:make"),
-    PageSpec("models", "Models", "dynadesk.gui.pages.models:make", ("dynadesk.models",), "issue 3"),
-    PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make", ("dynadesk.annotation",), "issue 6"),
-    PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make", ("dynadesk.annotation",), "issue 6"),
-    PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make", ("dynadesk.annotation",), "issue 6"),
+    PageSpec("models", "Models", "dynadesk.gui.pages.models:make"),
+    PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make"),
+    PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make"),
+    PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make"),
     PageSpec("train", "Train", "dynadesk.gui.pages.train:make"),
-    PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make", ("dynadesk.orchestration",), "issue 5"),
-    PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make",
-             ("dynadesk.scoring.dynascore",), "issue 4"),
-    PageSpec("bundles", "Bundles & sync", "dynadesk.gui.pages.bundles:make", ("dynadesk.sync",), "issue 7"),
-    PageSpec("audit", "Audit", "dynadesk.gui.pages.audit:make", ("dynadesk.sync",), "issue 7/9"),
+    PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make"),
+    PageSpec("leaderboard", "Leaderboard", "dynadesk.gui.pages.leaderboard:make"),
+    PageSpec("bundles", "Bundles & sync", "dynadesk.gui.pages.bundles:make"),
+    PageSpec("audit", "Audit", "dynadesk.gui.pages.audit:make"),
     PageSpec("settings", "Settings", "dynadesk.gui.pages.settings_page:make"),
 ]
 
 
-def available(spec: PageSpec) -> bool:
-    for mod in spec.needs:
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return False
-        except ModuleNotFoundError:
-            return False
-    module = spec.factory.split(":")[0]
-    return importlib.util.find_spec(module) is not None
-
-
-def build_page(spec: PageSpec, services: "Services", parent: QWidget | None = None) -> QWidget:
-    if not available(spec):
-        missing = ", ".join(spec.needs) or spec.factory.split(":")[0]
-        return NotAvailable(spec.title, f"This page needs {missing} ({spec.issue}), which is not installed in "
-                                        "this build yet. Nothing here is simulated.", parent)
+def build_page(spec: PageSpec, services: Services, parent: QWidget | None = None) -> QWidget:
     module, attr = spec.factory.split(":")
     factory: Callable[..., QWidget] = getattr(importlib.import_module(module), attr)
     return factory(services, parent=parent)
@@ -73,10 +64,10 @@ def build_page(spec: PageSpec, services: "Services", parent: QWidget | None = No
 class MainWindow(QMainWindow):
     pageShown = Signal(str)
 
-    def __init__(self, services: "Services | None" = None, parent: QWidget | None = None):
+    def __init__(self, services: Services | None = None, parent: QWidget | None = None):
         """Without ``services`` the window paints its frame at once; :meth:`attach` fills it in."""
         super().__init__(parent)
-        self.services = None
+        self.services: Services | None = None
         self.setWindowTitle("DynaDesk")
         self.resize(1280, 820)
         self.pages: dict[str, QWidget] = {}
@@ -112,7 +103,7 @@ class MainWindow(QMainWindow):
         if services is not None:
             self.attach(services)
 
-    def attach(self, services: "Services") -> None:
+    def attach(self, services: Services) -> None:
         """Connect the services (workspace, status, annotation) and show the first page."""
         self.services = services
         self._build_toolbar()
@@ -229,7 +220,7 @@ class MainWindow(QMainWindow):
         if key not in self.pages:
             spec = next(s for s in PAGES if s.key == key)
             try:
-                widget = build_page(spec, self.services, self.stack)
+                widget = build_page(spec, self.services, self.stack)  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - a broken page must not take the window down; say why
                 import traceback
 
@@ -252,11 +243,11 @@ class MainWindow(QMainWindow):
         refresh = getattr(widget, "refresh", None)
         if callable(refresh) and getattr(widget, "_shown_once", False):
             refresh()
-        widget._shown_once = True
+        widget._shown_once = True  # type: ignore[attr-defined]
         self.pageShown.emit(key)
         return widget
 
-    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def closeEvent(self, event) -> None:
         if self.services is None:
             super().closeEvent(event)
             return

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -74,11 +75,7 @@ class Worker(QRunnable):
     def cancel(self) -> None:
         self._cancel.set()
 
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel.is_set()
-
-    def run(self) -> None:  # noqa: D401 - Qt API
+    def run(self) -> None:
         self.running = True
         ctx = WorkContext(self.signals, self._cancel)
         try:
@@ -116,18 +113,7 @@ def start(worker: Worker, pool: QThreadPool | None = None) -> Worker:
     return worker
 
 
-def run_in_background(fn: Callable[..., Any], *args: Any, on_result: Callable[[Any], None] | None = None,
-                      on_error: Callable[[str], None] | None = None, **kwargs: Any) -> Worker:
-    """Shortcut for a small job whose function does not need the context."""
-    worker = Worker(lambda ctx, *a, **k: fn(*a, **k), *args, **kwargs)
-    if on_result:
-        worker.signals.finished.connect(on_result)
-    if on_error:
-        worker.signals.failed.connect(on_error)
-    return start(worker)
-
-
-def relay_signals(worker: "Worker", target) -> None:
+def relay_signals(worker: Worker, target) -> None:
     """Forward a worker's progress/log/finished/failed/cancelled signals to the same-named signals of a service."""
     for name in ("progress", "log", "finished", "failed", "cancelled"):
         getattr(worker.signals, name).connect(getattr(target, name))

@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynadesk.audit.tolerances import declare
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
@@ -24,7 +25,7 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     if not run_dir:
         raise BundleError(f"evaluation {evaluation_id} has no run folder, so there are no predictions to bundle")
     path = Path(run_dir) / PREDICTIONS_FILE
-    if not path.is_file():  # runs made by dynadesk.orchestration keep it in out/ (issue 9 fix)
+    if not path.is_file():  # runs made by dynadesk.orchestration keep it in out/
         path = Path(run_dir) / "out" / PREDICTIONS_FILE
     if not path.is_file():
         raise BundleError(f"evaluation {evaluation_id}: predictions file {path} is missing")
@@ -72,7 +73,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str, now: d
         "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
-        "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),  # issue 9 (audit)
+        "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
     }
 
 

@@ -10,7 +10,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import pytest  # noqa: E402
+import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

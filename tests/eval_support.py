@@ -16,6 +16,8 @@ from dynadesk.orchestration.request import RunRequest, RunSettings, default_limi
 from dynadesk.orchestration.runners import Limits
 from tiny_models import make_tiny_classifier
 
+from dynadesk.datasets import dataset_digest
+
 REPO = Path(__file__).resolve().parents[1]
 # Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the
 # debootstrap tarball and, when the inputs are unchanged, the image itself.

@@ -73,7 +73,8 @@ def test_verified_fooled_and_not_correct_at_votes_needed(st):
     assert (s.status, s.verified_fooled) == ("verified-correct", False)  # correct but did not fool the model
     ann.validate(st, bad.uid, "v1", "flagged", reason="not English")
     ann.validate(st, bad.uid, "v2", "correct")
-    ann.validate(st, bad.uid, "v3", "incorrect", label=next(l for l in ("negative", "neutral") if l != bad.target))
+    other = next(lab for lab in ("negative", "neutral") if lab != bad.target)
+    ann.validate(st, bad.uid, "v3", "incorrect", label=other)
     _, s = ann.validate(st, bad.uid, "v4", "flagged", reason="spam")
     assert (s.status, s.correct, s.incorrect, s.flagged) == ("verified-not-correct", 1, 1, 2)
     # a later contrary vote does not undo a decision reached earlier

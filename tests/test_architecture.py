@@ -1,6 +1,17 @@
-"""Dependencies point one way: gui -> core -> (evaluator, sync); nothing imports the GUI;
-the evaluator (which runs inside the image) imports no other part of DynaDesk and none of
-Qt, docker or the server.
+"""The dependency rules of DEVELOPERS.md ("Dependency rules"), one test each:
+
+1. the evaluator (run inside the image) imports only the standard library, its own package and
+   torch, transformers, tokenizers, safetensors, numpy, psutil, pynvml;
+2. the core library never imports the GUI or Qt;
+3. the bundle format, client and server (sync/) never import the GUI, Qt, docker or orchestration;
+4. nothing outside gui/ imports the GUI;
+5. the web server stack (fastapi, uvicorn, starlette) is imported only in sync/;
+6. SQL (sqlite3, sqlite_utils) lives only in dynadesk/store/ and the server's database modules;
+7. click (and dynadesk.cli) only in the command-line modules;
+8. the docker SDK only in dynadesk/orchestration/;
+9. torch and transformers, outside the evaluator, only in dynadesk/models/ and only inside functions;
+10. importing the core, the CLI, the store or the tasks loads no torch, transformers, Qt, docker, fastapi;
+11. the evaluator package imports with none of the host-only packages installed.
 
 The rules are checked on the source with ``ast`` (every import statement, including the
 lazy ones inside functions), because the top-level folders are mapped to subpackages
@@ -10,6 +21,7 @@ lazy ones inside functions), because the top-level folders are mapped to subpack
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
@@ -67,13 +79,93 @@ FORBIDDEN = {
 
 
 def test_dependency_direction_holds():
+    """Rules 2 and 3 (and the evaluator's forbidden layers, a subset of rule 1)."""
     broken = []
     for folder, path, lineno, mod in all_imports():
         src = FOLDERS[folder] if folder != "dynadesk" else "dynadesk.core"
         target = layer_of(mod)
-        if target in FORBIDDEN.get(src, set()):
+        if target in FORBIDDEN.get(src, set()) or (src == "dynadesk.sync" and _is(mod, "dynadesk.orchestration")):
             broken.append(f"{path.relative_to(REPO)}:{lineno} imports {mod} ({src} must not import {target})")
     assert not broken, "\n".join(broken)
+
+
+def _is(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _violations(modules: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
+    """Imports of any of ``modules`` from a file whose repository path starts with none of ``allowed``."""
+    out = []
+    for _folder, path, lineno, mod in all_imports():
+        rel = path.relative_to(REPO).as_posix()
+        if any(_is(mod, m) for m in modules) and not rel.startswith(allowed):
+            out.append(f"{rel}:{lineno} imports {mod}")
+    return out
+
+
+EVALUATOR_THIRD_PARTY = {"torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "pynvml"}
+
+
+def test_evaluator_imports_only_its_allowed_packages():
+    """Rule 1: what the image installs, nothing else (allow-list, so a new dependency cannot slip in)."""
+    broken = [f"{path.relative_to(REPO)}:{lineno} imports {mod}" for folder, path, lineno, mod in all_imports()
+              if folder == "evaluator" and not _is(mod, "dynadesk.evaluator")
+              and mod.split(".")[0] not in EVALUATOR_THIRD_PARTY | set(sys.stdlib_module_names)]
+    assert not broken, "\n".join(broken)
+
+
+def test_nothing_outside_gui_imports_the_gui():
+    """Rule 4 (``dynadesk gui`` loads the app by name, at run time)."""
+    assert not _violations(("dynadesk.gui",), ("gui/",))
+
+
+def test_web_server_stack_only_in_sync():
+    """Rule 5."""
+    assert not _violations(("fastapi", "uvicorn", "starlette"), ("sync/",))
+
+
+def test_sql_only_in_the_store_and_the_server_database():
+    """Rule 6: the workspace database in dynadesk/store/, the server's in sync/server_db.py (+ its checkpointer)."""
+    assert not _violations(("sqlite3", "sqlite_utils"), ("dynadesk/store/", "sync/server", "sync/checkpoint"))
+
+
+def test_click_only_in_the_command_line_modules():
+    """Rule 7: the library is usable without click; the CLIs are thin layers over it."""
+    assert not _violations(("click", "dynadesk.cli"), ("dynadesk/cli/", "sync/server_cli.py"))
+
+
+# Rule 8's remaining exceptions, each to move behind the orchestration boundary (never add to this list).
+DOCKER_PENDING = ("dynadesk/audit/inputs.py", "dynadesk/audit/rerun.py", "gui/services/status.py")
+
+
+def test_docker_sdk_only_in_orchestration():
+    """Rule 8."""
+    assert not _violations(("docker",), ("dynadesk/orchestration/", *DOCKER_PENDING))
+
+
+def test_torch_and_transformers_on_the_host_only_in_models_and_lazily():
+    """Rule 9: the host side trains the demo models; everything else stays light."""
+    assert not _violations(("torch", "transformers"), ("evaluator/", "dynadesk/models/"))
+    top_level = []
+    for path in sorted((REPO / "dynadesk" / "models").rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(_is(n, "torch") or _is(n, "transformers") for n in names):
+                    top_level.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not top_level, top_level
+
+
+def test_the_rule_checks_catch_a_violation(tmp_path, monkeypatch):
+    """The helpers really see a forbidden import (so the rule tests above can fail)."""
+    bad = tmp_path / "dynadesk" / "scoring"
+    bad.mkdir(parents=True)
+    (bad / "x.py").write_text("def f():\n    import docker\n    import sqlite3\n    from dynadesk.gui import app\n")
+    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "FOLDERS", {"dynadesk": "dynadesk"})
+    assert _violations(("docker",), ("dynadesk/orchestration/",)) == ["dynadesk/scoring/x.py:2 imports docker"]
+    assert _violations(("sqlite3",), ("dynadesk/store/",)) == ["dynadesk/scoring/x.py:3 imports sqlite3"]
+    assert _violations(("dynadesk.gui",), ("gui/",)) == ["dynadesk/scoring/x.py:4 imports dynadesk.gui"]
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
@@ -126,3 +218,27 @@ def test_core_imports_are_light(module):
         print("ok")
         """)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+# DEVELOPERS.md's numbered dependency rules -> the test that checks each one
+RULE_CHECKS = {
+    1: (test_evaluator_imports_only_its_allowed_packages, test_dependency_direction_holds),
+    2: (test_dependency_direction_holds,),
+    3: (test_dependency_direction_holds,),
+    4: (test_nothing_outside_gui_imports_the_gui,),
+    5: (test_web_server_stack_only_in_sync,),
+    6: (test_sql_only_in_the_store_and_the_server_database,),
+    7: (test_click_only_in_the_command_line_modules,),
+    8: (test_docker_sdk_only_in_orchestration,),
+    9: (test_torch_and_transformers_on_the_host_only_in_models_and_lazily,),
+    10: (test_core_imports_are_light,),
+    11: (test_evaluator_imports_without_qt_docker_server_or_core_deps,),
+}
+
+
+def test_every_rule_of_the_contributor_guide_is_checked():
+    guide = (REPO / "DEVELOPERS.md").read_text(encoding="utf-8")
+    section = guide.split("## Dependency rules", 1)[1].split("\n## ", 1)[0]
+    numbers = {int(n) for n in re.findall(r"^(\d+)\. ", section, re.M)}
+    assert numbers and numbers == set(RULE_CHECKS), \
+        f"rules in DEVELOPERS.md {sorted(numbers)}, checked {sorted(RULE_CHECKS)}"

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from eval_support import IMAGE_CACHE, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE

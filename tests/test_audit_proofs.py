@@ -6,9 +6,9 @@ import copy
 import json
 
 import pytest
+from _sync_helpers import make_run, workspace_with_key
 from click.testing import CliRunner
 
-from _sync_helpers import make_run, workspace_with_key
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
 from dynadesk.cli import cli
 from dynadesk.errors import AuditError, MerkleProofError, PredictionsUnavailable, SignatureError

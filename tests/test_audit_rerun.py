@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from eval_support import setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN

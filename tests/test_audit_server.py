@@ -6,9 +6,9 @@ import json
 import subprocess
 
 import pytest
+from _sync_helpers import free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 from click.testing import CliRunner
 
-from _sync_helpers import free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.cli import cli

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from eval_support import IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.orchestration.runners import DockerRunner
@@ -101,8 +102,9 @@ HOSTILE = [
 @pytest.mark.parametrize("behaviour,verdict,evidence", HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store, ws, tmp_path, evaluator_image,
                                             docker_client):
-    from dynadesk.models.registry import register_model, tree_digest
     from hostile_models import HostileDockerRunner, make_hostile_model
+
+    from dynadesk.models.registry import register_model, tree_digest
 
     folder = make_hostile_model(tmp_path / behaviour, behaviour)
     register_model(store, folder, "sentiment", name=behaviour)
@@ -122,8 +124,9 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
 
 
 def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path, evaluator_image, docker_client):
-    from dynadesk.models.registry import register_model
     from hostile_models import HostileDockerRunner, make_hostile_model
+
+    from dynadesk.models.registry import register_model
 
     register_model(store, make_hostile_model(tmp_path / "hang", "hang"), "sentiment", name="hang")
     add_test_set(store, "small-test", 6, seed=7, perturbed=False)
@@ -154,8 +157,9 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
 
 def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_path, evaluator_image, docker_client):
     """The payload path exists only in the test runner: the product runner ignores hostile.json."""
-    from dynadesk.models.registry import register_model
     from hostile_models import make_hostile_model
+
+    from dynadesk.models.registry import register_model
 
     register_model(store, make_hostile_model(tmp_path / "inert", "hang"), "sentiment", name="inert")
     add_test_set(store, "tiny-test", 4, seed=3, perturbed=False)

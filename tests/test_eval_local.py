@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
 
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
@@ -32,7 +33,8 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
     for ds in ("set0-test", "set1-test", ""):
         for name in ("perf", "macro_f1", "robustness", "fairness"):
             assert 0.0 <= metric(rec, name, ds) <= 100.0
-    assert metric(rec, "perf") == pytest.approx((metric(rec, "perf", "set0-test") * 1 + metric(rec, "perf", "set1-test"))
+    assert metric(rec, "perf") == pytest.approx((metric(rec, "perf", "set0-test") * 1
+                                                 + metric(rec, "perf", "set1-test"))
                                                 / 2)
     for name in ("throughput", "throughput_batched", "latency_p50_ms", "memory"):
         assert metric(rec, name) > 0
@@ -178,8 +180,9 @@ def test_tampered_data_file_fails_with_named_dataset(store, ws):
 
 
 def test_pickle_model_is_refused_outside_the_sandbox(store, ws, tmp_path):
-    from dynadesk.models.registry import register_model
     from tiny_models import make_tiny_classifier
+
+    from dynadesk.models.registry import register_model
 
     folder = make_tiny_classifier(tmp_path / "pkl", ["negative", "neutral", "positive"], pickle_weights=True)
     register_model(store, folder, "sentiment", name="pkl", allow_pickle=True)

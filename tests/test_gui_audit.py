@@ -7,9 +7,8 @@ import copy
 import math
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 
@@ -17,6 +16,8 @@ pytestmark = pytest.mark.qt
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
+    from eval_support import setup_workspace
+
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 
@@ -13,6 +12,7 @@ pytestmark = pytest.mark.qt
 @pytest.fixture
 def gui(require_qt, qtbot, tmp_path):
     from _sync_helpers import make_run
+
     from dynadesk.workspace import Workspace
 
     home = tmp_path / "ws"

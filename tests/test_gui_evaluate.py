@@ -4,9 +4,8 @@ arrives, the window keeps processing events, Cancel stops it and the run is stor
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt, QTimer
-
 from gui_support import majority_model, make_window, sentiment_rows, write_jsonl
+from PySide6.QtCore import Qt, QTimer
 
 pytestmark = pytest.mark.qt
 

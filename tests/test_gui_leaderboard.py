@@ -5,9 +5,8 @@ from __future__ import annotations
 import csv
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import make_window, seed_run
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 

@@ -4,9 +4,8 @@ predict live (debounced) as the user types, with probability bars."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import majority_model, make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 

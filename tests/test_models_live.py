@@ -5,10 +5,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.errors import ModelError, NotFoundError, ValidationError
 from dynadesk.models import LivePredictor, predict_live, register_model
-from tiny_models import make_tiny_classifier, make_tiny_qa
 
 SENT = ["negative", "neutral", "positive"]
 

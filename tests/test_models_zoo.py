@@ -13,8 +13,17 @@ import pytest
 from dynadesk.evaluator.adapters import load_adapter
 from dynadesk.evaluator.metrics import macro_f1
 from dynadesk.models.registry import tree_digest
-from dynadesk.models.zoo import BOW, DEMO_MODELS, MAJORITY, MINILM, MINILM3, SOURCES, ZooConfig, build_demo_zoo, \
-    predict_dataset
+from dynadesk.models.zoo import (
+    BOW,
+    DEMO_MODELS,
+    MAJORITY,
+    MINILM,
+    MINILM3,
+    SOURCES,
+    ZooConfig,
+    build_demo_zoo,
+    predict_dataset,
+)
 from dynadesk.recipes import fetch_default_data
 from dynadesk.workspace import Workspace
 

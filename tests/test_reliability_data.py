@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

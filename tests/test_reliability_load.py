@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from _sync_helpers import free_port, start_server, stop_server
 from conftest import fuzz_examples
+
 from dynadesk.errors import LogIntegrityError
 from dynadesk.sync.server.db import ServerDB
 

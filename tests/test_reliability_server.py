@@ -22,11 +22,12 @@ import re
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import fuzz_examples
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
+
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
 from dynadesk.sync.server.admin import import_workspace_datasets
@@ -189,7 +190,8 @@ def _paths(value, prefix=()):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=30) | st.sampled_from(["", "sha256:" + "0" * 64, "0" * 64, "2026-01-01T00:00:00Z",
                                               "docker", "vader-movies-test", "\x00", "é" * 600]),
     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=10), c, max_size=3), max_leaves=8)

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from _sync_helpers import free_port, make_run, signed_payload, start_server, stop_server, workspace_with_key
 from conftest import fuzz_examples
+
 from dynadesk.errors import ServerUnavailable, UploadRejected
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.client import SyncClient

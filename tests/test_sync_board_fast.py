@@ -38,8 +38,9 @@ def boards(draw: st.DrawFn) -> list[dict[str, Any]]:
             vals = {d: draw(values) for d in chosen} if per_ds else {"": draw(values)}
             metrics[name] = {"unit": "u", "deterministic": True, "values": vals}
         model = f"m{draw(st.integers(0, 15)):02d}"  # repeated names: labelled by submitter
-        rows.append({"model": model, "key_fingerprint": f"sha256:{i:064d}", "submitter": f"s{i}", "bundle_id": f"{i:064x}",
-                     "created_at": "2024-01-01T00:00:00.000Z", "model_digest": "sha256:" + "0" * 64, "metrics": metrics})
+        rows.append({"model": model, "key_fingerprint": f"sha256:{i:064d}", "submitter": f"s{i}",
+                     "bundle_id": f"{i:064x}", "created_at": "2024-01-01T00:00:00.000Z",
+                     "model_digest": "sha256:" + "0" * 64, "metrics": metrics})
     return rows
 
 

@@ -6,7 +6,6 @@ import os
 import shutil
 
 import pytest
-
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import missing
 from dynadesk.sync.server.admin import import_workspace_datasets
@@ -74,7 +73,8 @@ def test_page_shows_board_and_sliders_rerank(browser, served_board):
     section = page.locator("#task-sentiment")
     for name, value in (("perf", "5"), ("throughput", "0"), ("memory", "0")):
         section.locator(f"input[data-kind=metric][data-name={name}]").fill(value)
-    page.wait_for_function("() => document.querySelector('#board-sentiment tbody tr').dataset.model === 'slow-accurate'")
+    page.wait_for_function(
+        "() => document.querySelector('#board-sentiment tbody tr').dataset.model === 'slow-accurate'")
     by_perf = _order(page)
     for name, value in (("perf", "0"), ("throughput", "5"), ("robustness", "0"), ("fairness", "0")):
         section.locator(f"input[data-kind=metric][data-name={name}]").fill(value)

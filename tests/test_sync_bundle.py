@@ -7,10 +7,10 @@ import json
 import random
 
 import pytest
-from click.testing import CliRunner
-
 from _sync_helpers import IMAGE_EPOCH, make_run, workspace_with_key
+from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from dynadesk.canonical import canonical_bytes, file_sha256
 from dynadesk.cli import cli
 from dynadesk.errors import (BundleError, BundleFormatError, DigestMismatch, FingerprintMismatch, SignatureError,
@@ -83,7 +83,7 @@ def _flip_hex(s: str) -> str:
 
 
 MUTATIONS = {
-    "created_at": lambda v: v.replace(v[17:19], "%02d" % ((int(v[17:19]) + 1) % 60)),
+    "created_at": lambda v: v.replace(v[17:19], f"{(int(v[17:19]) + 1) % 60:02d}"),
     "task": lambda v: "nli",
     "model.name": lambda v: v + "-x",
     "model.digest": _flip_hex,

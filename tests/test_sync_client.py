@@ -7,8 +7,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from _sync_helpers import free_port, make_run, workspace_with_key
+
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
 from dynadesk.sync.client import SyncClient, sync_queue
 from dynadesk.sync.create import create_bundle
@@ -20,7 +20,7 @@ class Scripted(BaseHTTPRequestHandler):
     script: list[tuple[int, dict]] = []
     received: list[bytes] = []
 
-    def do_POST(self):  # noqa: N802 - http.server API
+    def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).received.append(body)
         status, answer = type(self).script.pop(0)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import copy
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from _sync_helpers import make_run, signed_payload, workspace_with_key
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _sync_helpers import make_run, signed_payload, workspace_with_key
 from dynadesk.errors import LogIntegrityError
 from dynadesk.sync.server.admin import register_dataset
 from dynadesk.sync.create import create_bundle
@@ -81,7 +81,7 @@ def test_future_dated_bundle_is_refused(env):
     b = env.bundle()
     from dynadesk.sync.create import build_payload
 
-    payload = build_payload(env.store, ev, env.fingerprint, now=datetime.now(timezone.utc) + timedelta(hours=2))
+    payload = build_payload(env.store, ev, env.fingerprint, now=datetime.now(UTC) + timedelta(hours=2))
     r = env.post(signed_payload(payload, env.ws).raw)
     assert r.status_code == 422 and r.json()["error"] == "future_timestamp"
     assert env.post(b.raw).status_code == 201  # a present one is fine
@@ -242,8 +242,9 @@ def test_oversized_upload_is_413(env):
 
 
 def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path):
-    from dynadesk.datasets import write_jsonl
     from _sync_helpers import ensure_datasets
+
+    from dynadesk.datasets import write_jsonl
 
     ensure_datasets(env.store)
     path = tmp_path / "movies.jsonl"

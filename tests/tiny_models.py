@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import string
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 MANIFEST_NAME = "dynadesk-model.json"
 

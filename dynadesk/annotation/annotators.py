@@ -11,6 +11,9 @@ from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
 from dynadesk.names import check_name as check_any_name
 from dynadesk.store.annotation import ROLES, Annotator
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 ACTIVE_KEY = "annotation.active_annotator"
 MAX_ANNOTATOR_CHARS = 64
 
@@ -20,7 +23,7 @@ def check_name(name: str, where: str = "annotator name") -> str:
     return check_any_name(name, where, MAX_ANNOTATOR_CHARS)
 
 
-def add_annotator(store, name: str, role: str = "annotator") -> Annotator:
+def add_annotator(store: Store, name: str, role: str = "annotator") -> Annotator:
     """Create a profile; the first one created becomes the active annotator."""
     check_name(name)
     if role not in ROLES:
@@ -30,18 +33,18 @@ def add_annotator(store, name: str, role: str = "annotator") -> Annotator:
     return ann
 
 
-def list_annotators(store) -> list[Annotator]:
+def list_annotators(store: Store) -> list[Annotator]:
     return store.annotation.list_annotators()
 
 
-def use_annotator(store, name: str) -> Annotator:
+def use_annotator(store: Store, name: str) -> Annotator:
     """Make ``name`` the active annotator (the default for create/validate)."""
     ann = store.annotation.get_annotator(name)
     store.set_meta(ACTIVE_KEY, name)
     return ann
 
 
-def active_annotator(store) -> Annotator | None:
+def active_annotator(store: Store) -> Annotator | None:
     name = store.get_meta(ACTIVE_KEY)
     if not name:
         return None
@@ -51,7 +54,7 @@ def active_annotator(store) -> Annotator | None:
         return None
 
 
-def resolve_annotator(store, name: str | None) -> Annotator:
+def resolve_annotator(store: Store, name: str | None) -> Annotator:
     """The named annotator, or the active one when ``name`` is None."""
     if name:
         return store.annotation.get_annotator(name)

@@ -11,8 +11,9 @@ import json
 import math
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.integrity import compute_hmac, workspace_id, workspace_secret
@@ -22,10 +23,13 @@ from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
 MAX_INPUT_CHARS = 20_000
 MAX_EXPLANATION_CHARS = 2_000
 
-Predict = Callable[[Any, str, dict], dict]
+Predict = Callable[[Any, str, dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class Context:
         return dict(self.__dict__)
 
 
-def next_context(store, task_name: str, annotator: str | None = None, seed: int | None = None) -> Context | None:
+def next_context(store: Store, task_name: str, annotator: str | None = None, seed: int | None = None) -> Context | None:
     """A random context of the open round that ``annotator`` has not used yet.
 
     None when the round has no context pool (the annotator writes every field);
@@ -61,10 +65,10 @@ def next_context(store, task_name: str, annotator: str | None = None, seed: int 
 def is_fooled(task: Task, target: Any, output: dict[str, Any]) -> bool:
     """The task's rule: label mismatch, or answer F1 (0-1) against the target below the threshold."""
     if task.fooled_rule.kind == "label_mismatch":
-        return output["label"] != target
+        return bool(output["label"] != target)
     from dynadesk.evaluator.metrics import squad_f1
 
-    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)
+    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)  # type: ignore[arg-type]
 
 
 def check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
@@ -99,7 +103,7 @@ def check_target(task: Task, target: Any, inputs: dict[str, str], what: str = "t
         return target
     if not isinstance(target, str) or not target.strip():
         raise ValidationError(f"{what} answer must be a non-empty string")
-    if target not in inputs[task.span_of]:
+    if target not in inputs[str(task.span_of)]:
         raise ValidationError(f"{what} answer {target[:60]!r} is not a substring of the '{task.span_of}' input")
     return target
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
 from dynadesk.data import SPLITS
@@ -21,6 +21,9 @@ from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, vali
 from dynadesk.errors import ValidationError
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 STATUSES = ("all", "fooled", "verified-correct", "verified-fooled")
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
@@ -42,7 +45,7 @@ def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
     return validate_example(task, raw, fallback_id=ex.uid)
 
 
-def export_examples(store, task_name: str, round_number: int | None = None,
+def export_examples(store: Store, task_name: str, round_number: int | None = None,
                     status: str = "all") -> list[dict[str, Any]]:
     """The round's examples (default: latest round) that match ``status``, as dataset examples."""
     task = get_task(task_name)
@@ -62,7 +65,7 @@ def export_examples(store, task_name: str, round_number: int | None = None,
     return out
 
 
-def export_round(store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
+def export_round(store: Store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
                  status: str = "all", fmt: str | None = None) -> int:
     """Write the round as JSONL or CSV (format from ``fmt`` or the file suffix); returns the count."""
     task = get_task(task_name)
@@ -93,7 +96,7 @@ def neutralise_formulas(example: dict[str, Any]) -> dict[str, Any]:
     return {k: "'" + v if isinstance(v, str) and v.startswith(FORMULA_LEADS) else v for k, v in example.items()}
 
 
-def register_round(store, task_name: str, name: str, round_number: int | None = None, status: str = "all",
+def register_round(store: Store, task_name: str, name: str, round_number: int | None = None, status: str = "all",
                    split: str = "test", replace: bool = False) -> DatasetSummary:
     """Register the exported round as an evaluation dataset named ``name``."""
     task = get_task(task_name)

@@ -21,20 +21,23 @@ import hmac
 import secrets
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.store.annotation import AnnotatedExample, example_from_row
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 SECRET_KEY = "annotation.hmac_secret"
 WORKSPACE_ID_KEY = "annotation.workspace_id"
 
 
-def workspace_secret(store) -> bytes:
+def workspace_secret(store: Store) -> bytes:
     return bytes.fromhex(store.annotation.meta_get_or_create(SECRET_KEY, secrets.token_hex(32)))
 
 
-def workspace_id(store) -> str:
+def workspace_id(store: Store) -> str:
     """A random id naming this workspace as the origin of what it creates."""
     return store.annotation.meta_get_or_create(WORKSPACE_ID_KEY, "ws-" + uuid.uuid4().hex[:16])
 
@@ -63,7 +66,7 @@ class VerifyReport:
         return {"checked": self.checked, "edited": self.edited, "ok": self.ok}
 
 
-def tampered(store, examples: list[AnnotatedExample]) -> list[str]:
+def tampered(store: Store, examples: list[AnnotatedExample]) -> list[str]:
     """Uids of ``examples`` whose stored HMAC does not match their stored content."""
     secret = workspace_secret(store)
     bad = []
@@ -78,7 +81,7 @@ def tampered(store, examples: list[AnnotatedExample]) -> list[str]:
     return bad
 
 
-def verify(store, task: str | None = None, round_number: int | None = None) -> VerifyReport:
+def verify(store: Store, task: str | None = None, round_number: int | None = None) -> VerifyReport:
     """Recompute every example's HMAC and list the ones edited since they were recorded."""
     rows = store.annotation.raw_examples(task, round_number)
     examples, bad = [], []

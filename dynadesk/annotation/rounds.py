@@ -8,13 +8,14 @@ can still be validated, exported and packed). Context pools are read by
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import AnnotationError, ValidationError
 from dynadesk.formats.contexts import MAX_CONTEXT_CHARS, context_id, read_contexts  # noqa: F401 - re-exported
 from dynadesk.store.annotation import Round, RoundModel
 from dynadesk.tasks import get_task
 
-def new_round(store, task_name: str, models: list[str], contexts_file: str | Path | None = None,
+def new_round(store: Store, task_name: str, models: list[str], contexts_file: str | Path | None = None,
               created_by: str | None = None) -> Round:
     """Open the next round of ``task_name`` against registered ``models`` of that task."""
     task = get_task(task_name)
@@ -34,18 +35,18 @@ def new_round(store, task_name: str, models: list[str], contexts_file: str | Pat
     return store.annotation.open_round(task.name, targets, contexts, created_by)
 
 
-def list_rounds(store, task: str | None = None) -> list[Round]:
+def list_rounds(store: Store, task: str | None = None) -> list[Round]:
     if task is not None:
         get_task(task)
     return store.annotation.list_rounds(task)
 
 
-def get_round(store, task: str, number: int | None = None) -> Round:
+def get_round(store: Store, task: str, number: int | None = None) -> Round:
     get_task(task)
     return store.annotation.get_round(task, number)
 
 
-def open_round(store, task: str) -> Round:
+def open_round(store: Store, task: str) -> Round:
     """The round currently open for creation; an error naming the fix when there is none."""
     rnd = get_round(store, task)
     if not rnd.is_open:

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import permutations
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, example_status
+from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, ExampleStatus, example_status
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 
 def krippendorff_alpha_nominal(units: Iterable[Sequence[Any]]) -> float | None:
@@ -43,7 +47,7 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[Any]]) -> float | None:
         if m < 2:
             continue
         for a, b in permutations(values, 2):
-            coincidence[(a, b)] += 1.0 / (m - 1)
+            coincidence[(a, b)] += 1.0 / (m - 1)  # type: ignore[assignment]  # Counter of float weights
     totals: Counter[Any] = Counter()
     for (a, _b), w in coincidence.items():
         totals[a] += w
@@ -109,14 +113,14 @@ def _median(values: list[int]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
-def _summarise(examples: list[AnnotatedExample], votes_needed: int):
+def _summarise(examples: list[AnnotatedExample], votes_needed: int) -> tuple[list[ExampleStatus], int, int]:
     statuses = [example_status(ex, votes_needed) for ex in examples]
     fooled = sum(ex.fooled for ex in examples)
     vfooled = sum(s.verified_fooled for s in statuses)
     return statuses, fooled, vfooled
 
 
-def round_stats(store, task_name: str, round_number: int | None = None) -> RoundStats:
+def round_stats(store: Store, task_name: str, round_number: int | None = None) -> RoundStats:
     """Statistics of one round (default: the latest), overall and per annotator."""
     task = get_task(task_name)
     rnd = store.annotation.get_round(task.name, round_number)
@@ -152,6 +156,6 @@ def round_stats(store, task_name: str, round_number: int | None = None) -> Round
         annotators=sorted(people.values(), key=lambda a: a.annotator), by_model=list(targets.values()))
 
 
-def task_stats(store, task_name: str) -> list[RoundStats]:
+def task_stats(store: Store, task_name: str) -> list[RoundStats]:
     """:func:`round_stats` for every round of the task, oldest first."""
     return [round_stats(store, task_name, r.number) for r in store.annotation.list_rounds(get_task(task_name).name)]

@@ -1,6 +1,6 @@
 """Validation: other annotators judge examples; votes decide "verified" status.
 
-Rules (issue 6): nobody validates their own example or one example twice. An
+Rules: nobody validates their own example or one example twice. An
 example is *verified correct* at ``votes_needed`` ``correct`` votes and
 *verified not correct* at ``votes_needed`` ``incorrect``/``flagged`` votes,
 whichever is reached first in time; a single owner vote decides at once.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.create import check_target
@@ -21,6 +21,9 @@ from dynadesk.errors import AnnotationError, ValidationError
 from dynadesk.store.annotation import VERDICTS, AnnotatedExample, Validation
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 UNVERIFIED = "unverified"
 VERIFIED_CORRECT = "verified-correct"
@@ -64,12 +67,12 @@ def example_status(ex: AnnotatedExample, votes_needed: int) -> ExampleStatus:
                          counts["flagged"], decided_by)
 
 
-def _order_key(seed: int, ex: AnnotatedExample) -> tuple:
+def _order_key(seed: int, ex: AnnotatedExample) -> tuple[Any, ...]:
     shuffle = hashlib.sha256(f"{seed}:{ex.uid}".encode()).hexdigest()
     return (not ex.fooled, len(ex.validations), shuffle)
 
 
-def validation_queue(store, task_name: str, annotator: str | None = None, round_number: int | None = None,
+def validation_queue(store: Store, task_name: str, annotator: str | None = None, round_number: int | None = None,
                      seed: int = 0, limit: int | None = 20) -> list[AnnotatedExample]:
     """Undecided examples ``annotator`` may judge: fooled first, then fewest votes, then seeded shuffle."""
     task = get_task(task_name)
@@ -82,14 +85,14 @@ def validation_queue(store, task_name: str, annotator: str | None = None, round_
     return todo if limit is None else todo[:limit]
 
 
-def next_to_validate(store, task_name: str, annotator: str | None = None, round_number: int | None = None,
+def next_to_validate(store: Store, task_name: str, annotator: str | None = None, round_number: int | None = None,
                      seed: int = 0) -> AnnotatedExample | None:
     """The head of :func:`validation_queue`, or None when nothing is left for this annotator."""
     queue = validation_queue(store, task_name, annotator, round_number, seed, limit=1)
     return queue[0] if queue else None
 
 
-def validate(store, example_uid: str, annotator: str | None, verdict: str, label: Any = None,
+def validate(store: Store, example_uid: str, annotator: str | None, verdict: str, label: Any = None,
              reason: str = "") -> tuple[Validation, ExampleStatus]:
     """Record one vote (committed on return) and give the example's status after it."""
     ann = resolve_annotator(store, annotator)
@@ -122,7 +125,7 @@ def validate(store, example_uid: str, annotator: str | None, verdict: str, label
     return v, example_status(ex, task.votes_needed)
 
 
-def list_examples(store, task_name: str, round_number: int | None = None,
+def list_examples(store: Store, task_name: str, round_number: int | None = None,
                   annotator: str | None = None) -> list[tuple[AnnotatedExample, ExampleStatus]]:
     """Examples (all rounds, or one) in creation order, each with its current status."""
     task = get_task(task_name)

@@ -7,14 +7,20 @@ in the returned :class:`~dynadesk.audit.report.AuditReport`.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
 from dynadesk.errors import AuditError, BundleError
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.sync.bundle import Bundle
+    from dynadesk.workspace import Workspace
 
 def signature_check(bundle) -> Check:
     from dynadesk.sync.format.envelope import verify_bundle
@@ -28,10 +34,12 @@ def signature_check(bundle) -> Check:
                  "not that the signer is trusted: use --server or compare the fingerprint)")
 
 
-def audit_bundle(store, workspace, raw: bytes, *, where: str = "bundle", model_path: str | Path | None = None,
+def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str = "bundle",
+                 model_path: str | Path | None = None,
                  rerun: bool = False, runner: str | None = None, against: int | None = None,
-                 server: str | None = None, server_key: bytes | None = None, client=None,
-                 progress: Callable[[dict[str, Any]], None] | None = None, cancel=None) -> AuditReport:
+                 server: str | None = None, server_key: bytes | None = None, client: Any = None,
+                 progress: Callable[[dict[str, Any]], None] | None = None,
+                 cancel: threading.Event | None = None) -> AuditReport:
     """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead.
 
     ``cancel`` (a :class:`threading.Event`) stops a re-run; the report is then ``incomplete``."""

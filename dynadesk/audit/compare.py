@@ -12,13 +12,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import tolerances as tol
-from dynadesk.audit.report import (DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN,
-                                   Check)
+from dynadesk.audit.report import (
+    DETERMINISTIC,
+    DIFFERS,
+    ENVIRONMENT,
+    IDENTICAL,
+    MEASURED,
+    NOT_COMPARABLE,
+    WITHIN,
+    Check,
+)
 from dynadesk.canonical import digest, file_sha256
 from dynadesk.evaluator.schema import METRIC_UNITS
+
+if TYPE_CHECKING:
+    from dynadesk.store.evaluations import EvaluationRecord
 
 HARDWARE_KEYS = ("machine", "cpu_model", "threads", "cuda_devices")
 SOFTWARE_KEYS = ("python", "torch", "transformers", "in_container")
@@ -61,14 +72,14 @@ def read_results(predictions: Path, metrics: dict[tuple[str, str], float], envir
                       environment, source, digest(records))
 
 
-def predictions_files(record) -> list[Path]:
+def predictions_files(record: EvaluationRecord) -> list[Path]:
     """Where a run may keep ``predictions.jsonl``: ``out/`` (orchestration), else the run folder itself."""
     if not record.run_dir:
         return []
     return [Path(record.run_dir) / "out" / "predictions.jsonl", Path(record.run_dir) / "predictions.jsonl"]
 
 
-def results_from_record(record) -> RunResults:
+def results_from_record(record: EvaluationRecord) -> RunResults:
     """Results of a stored evaluation run (an audit re-run, or a run named with --against)."""
     from dynadesk.errors import PredictionsUnavailable
 
@@ -232,5 +243,6 @@ def compare_runs(a: RunResults, b: RunResults, datasets_a: list[str] | None = No
             change = tol.relative_change(x, y)
             shown = f"{change:+.1%}" if change is not None else "n/a"
             checks.append(Check(name, kind, NOT_COMPARABLE, x, y,
-                                f"{unit}: {shown}; measured, so it varies run to run and is not a reproducibility check"))
+                                f"{unit}: {shown}; measured, so it varies run to run and is not a "
+                                f"reproducibility check"))
     return checks + environment_checks(a.environment, b.environment)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, INPUT, NOT_COMPARABLE, Check
 from dynadesk.errors import DynaDeskError, ModelError, NotFoundError
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 DEFAULT_DATA_PREFIX = "vader-"  # datasets the bundled recipe recreates
 
@@ -24,7 +27,7 @@ class ModelLocation:
     digest: str | None
 
 
-def locate_model(store, payload: dict[str, Any], model_path: str | Path | None) -> tuple[ModelLocation, str]:
+def locate_model(store: Store, payload: dict[str, Any], model_path: str | Path | None) -> tuple[ModelLocation, str]:
     """The folder to audit: ``model_path``, else the workspace's model of the bundle's name."""
     if model_path is not None:
         return ModelLocation(Path(model_path).expanduser().resolve(), None), "given with --model"
@@ -36,7 +39,7 @@ def locate_model(store, payload: dict[str, Any], model_path: str | Path | None) 
     return ModelLocation(Path(record.path), None), f"the workspace's model '{name}'"
 
 
-def check_model(store, payload: dict[str, Any], model_path: str | Path | None) -> tuple[Check, ModelLocation]:
+def check_model(store: Store, payload: dict[str, Any], model_path: str | Path | None) -> tuple[Check, ModelLocation]:
     """Tree digest of the local model folder against ``payload.model.digest``."""
     from dynadesk.models.registry import tree_digest
 
@@ -63,7 +66,7 @@ def _how_to_get(d: dict[str, Any], task: str) -> str:
             f" --split {d['split']}'")
 
 
-def check_datasets(store, payload: dict[str, Any]) -> list[Check]:
+def check_datasets(store: Store, payload: dict[str, Any]) -> list[Check]:
     """Each bundle dataset by name and digest in the workspace; says which are missing and how to get them."""
     task = payload["task"]
     by_digest: dict[str, str] | None = None
@@ -124,7 +127,7 @@ def rebuild_hint(version: str | None, evaluator: dict[str, Any] | None = None) -
             "which is baked into the image config: without the same --epoch the Id differs) and compare the Id")
 
 
-def check_image(payload: dict[str, Any], client=None) -> Check:
+def check_image(payload: dict[str, Any], client: Any = None) -> Check:
     """Is the evaluator image with the recorded Id in Docker; if not, which Id does the local one have?"""
     from dynadesk.orchestration.image import image_tag
     from dynadesk.orchestration.runners import docker_client, has_image, image_id_of

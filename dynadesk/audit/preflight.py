@@ -83,7 +83,9 @@ def _fields(r: RunResults) -> dict[str, Any]:
             "predictions.count": r.count, "predictions.labels": r.labels_digest}
 
 
-def preflight(store, workspace, evaluation_id: int, *, runner=None, client=None, repeats: int = REPEATS,
+def preflight(store: Store, workspace: Workspace, evaluation_id: int, *, runner: Runner | None = None,
+              client: Any = None,
+              repeats: int = REPEATS,
               step: StepFn | None = None, keep: bool = False) -> PreflightReport:
     """Repeat the run's deterministic part and compare field by field (see the module docstring)."""
     from dynadesk.evaluator.schema import METRIC_UNITS

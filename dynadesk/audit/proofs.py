@@ -10,17 +10,23 @@ returns False.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.compare import predictions_files
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import AuditError, DigestMismatch, MerkleProofError, NotFoundError, PredictionsUnavailable
 from dynadesk.jsonio import loads_bounded
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.evaluations import EvaluationRecord
+    from dynadesk.sync.bundle import Bundle
+    from dynadesk.sync.merkle import InclusionProof
+
 PROOF_FORMAT = "dynadesk-prediction-proof"
 
 
-def _candidates(store, payload: dict[str, Any]):
+def _candidates(store: Store, payload: dict[str, Any]) -> Iterator[EvaluationRecord]:
     try:
         yield store.evaluations.get(payload["evaluation_id"])
     except NotFoundError:
@@ -30,7 +36,7 @@ def _candidates(store, payload: dict[str, Any]):
             yield record
 
 
-def find_predictions(store, payload: dict[str, Any]) -> Path:
+def find_predictions(store: Store, payload: dict[str, Any]) -> Path:
     """The workspace file whose sha256 is the bundle's predictions digest."""
     want = payload["predictions"]["digest"]
     for record in _candidates(store, payload):
@@ -61,12 +67,12 @@ def prove_example(store, payload: dict[str, Any], example_id: str, dataset: str 
     return prove(tree, hits[0])
 
 
-def proof_document(bundle_id: str, proof) -> dict[str, Any]:
+def proof_document(bundle_id: str, proof: InclusionProof) -> dict[str, Any]:
     """What ``audit prove -o`` writes: the proof, tied to one bundle id."""
     return {"format": PROOF_FORMAT, "bundle_id": bundle_id, "proof": proof.to_dict()}
 
 
-def parse_proof(doc: Any, bundle_id: str):
+def parse_proof(doc: Any, bundle_id: str) -> InclusionProof:
     """A proof document (or a bare proof) for ``bundle_id``; raises :class:`MerkleProofError`."""
     from dynadesk.sync.format.merkle import InclusionProof
 
@@ -79,7 +85,7 @@ def parse_proof(doc: Any, bundle_id: str):
     return InclusionProof.from_dict(doc)
 
 
-def check_proof(bundle, doc: Any):
+def check_proof(bundle: Bundle, doc: Any) -> InclusionProof:
     """Verify the bundle's signature, then the proof against its signed Merkle root; returns the proof."""
     from dynadesk.sync.format.envelope import verify_bundle
     from dynadesk.sync.format.merkle import verify_proof

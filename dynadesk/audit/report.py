@@ -76,5 +76,6 @@ class AuditReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"bundle_id": self.bundle_id, "task": self.task, "model": self.model, "ok": self.ok,
-                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(), "notes": list(self.notes),
+                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(),
+                "notes": list(self.notes),
                 "failures": [c.field for c in self.failures], "checks": [c.to_dict() for c in self.checks]}

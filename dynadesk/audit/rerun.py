@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, ConfigError, DynaDeskError
@@ -33,7 +33,7 @@ def recorded_request(payload: dict[str, Any], model_name: str, runner: str, imag
         raise AuditError(f"the bundle's run request is not understood here: {exc}") from None
 
 
-def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
+def model_for_rerun(store: Store, payload: dict[str, Any], loc: ModelLocation) -> str:
     """A registered model name for the audited folder (registered as ``<name>.audit-<digest>`` if needed)."""
     from dynadesk.models.registry import register_model
 
@@ -46,8 +46,9 @@ def model_for_rerun(store, payload: dict[str, Any], loc: ModelLocation) -> str:
     return register_model(store, loc.folder, payload["task"], name=name).name
 
 
-def rerun(store, workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
-          client=None, progress: Callable[[dict], None] | None = None, cancel=None):
+def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
+          client: Any = None, progress: Callable[[dict[str, Any]], None] | None = None,
+          cancel: threading.Event | None = None) -> EvaluationRecord:
     """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done.
 
     ``cancel`` (a :class:`threading.Event`) stops the re-run; the run is stored ``cancelled``."""

@@ -8,15 +8,19 @@ for the bundle's entry and compares the bytes the server hands out.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.report import DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, Check
 from dynadesk.errors import BundleError, SyncError
 
+if TYPE_CHECKING:
+    from dynadesk.sync.bundle import Bundle
+    from dynadesk.sync.client import SyncClient
+
 PAGE = 10000
 
 
-def fetch_log(client) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def fetch_log(client: SyncClient) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """All log entries and the signed head of the last page (entries beyond the head are dropped)."""
     entries: list[dict[str, Any]] = []
     head: dict[str, Any] = {}
@@ -26,12 +30,13 @@ def fetch_log(client) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             raise SyncError("GET /api/log did not answer {entries, head}")
         entries += page["entries"]
         head = page.get("head") or {}
-        size = head.get("size") if isinstance(head.get("size"), int) else 0
+        size: int = head["size"] if isinstance(head.get("size"), int) else 0
         if len(page["entries"]) < PAGE or len(entries) >= size:
             return entries[:size], head
 
 
-def check_transparency(bundle, server_url: str, server_key: bytes | None = None, client=None) -> list[Check]:
+def check_transparency(bundle: Bundle, server_url: str, server_key: bytes | None = None,
+                       client: SyncClient | None = None) -> list[Check]:
     """Checks ``transparency.log``, ``transparency.entry`` and ``transparency.server_copy``."""
     from dynadesk.sync.client import SyncClient
     from dynadesk.sync.format.translog import verify_log

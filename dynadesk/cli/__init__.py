@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from types import FrameType
 
 import click
 
@@ -37,25 +38,19 @@ COMMANDS = {
 }
 
 
-def _available() -> dict[str, str]:
-    out = {}
-    for name, target in COMMANDS.items():
-        module = target.split(":")[0]
-        if importlib.util.find_spec(module) is not None:
-            out[name] = target
-    return out
-
-
 class LazyGroup(click.Group):
-    def list_commands(self, ctx):
-        return sorted(_available())
+    """Imports a command group's module only when the group is listed or run."""
 
-    def get_command(self, ctx, name):
-        target = _available().get(name)
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
         if target is None:
             return None
         module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
 
 @click.group(cls=LazyGroup)
@@ -70,7 +65,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
     ctx.obj = AppContext(home)
 
 
-def _terminated(signum, frame) -> None:
+def _terminated(signum: int, frame: FrameType | None) -> None:
     """SIGTERM (a service manager, ``kill``, a closed terminal's job control) unwinds like Ctrl-C,
     so running evaluations stop their worker or container and are marked interrupted."""
     raise KeyboardInterrupt

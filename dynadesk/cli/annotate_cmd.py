@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+from typing import cast
 
 import click
 
@@ -310,7 +312,7 @@ def export_cmd(app, task, round_number, status, fmt, output, register, split, re
         d = ann.register_round(app.store, task, register, round_number, status, split, replace)
         echo_json(d.to_dict()) if as_json else click.echo(f"registered {d.size} examples as '{d.name}' ({d.digest})")
         return
-    n = ann.export_round(app.store, task, output or sys.stdout, round_number, status, fmt)
+    n = ann.export_round(app.store, task, output or cast(io.TextIOBase, sys.stdout), round_number, status, fmt)
     if output:
         click.echo(f"wrote {n} examples to {output}", err=True)
 

@@ -88,7 +88,7 @@ def bundle() -> None:
 @pass_app
 def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, as_json: bool) -> None:
     """Sign a succeeded evaluation run's results and queue the bundle for sync."""
-    if preflight:  # issue 9 (audit)
+    if preflight:
         from dynadesk.cli.audit_cmd import preflight_or_refuse
 
         preflight_or_refuse(app, evaluation_id, as_json)

@@ -7,16 +7,17 @@ from typing import Any
 
 import click
 
+from dynadesk.store import Store
 from dynadesk.workspace import Workspace, resolve_home
 
 
 class AppContext:
     def __init__(self, home: str | None):
         self.workspace = Workspace(resolve_home(home))
-        self._store = None
+        self._store: Store | None = None
 
     @property
-    def store(self):
+    def store(self) -> Store:
         if self._store is None:
             self._store = self.workspace.open_store()
         return self._store

@@ -19,7 +19,7 @@ class _Bar:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
-        self.bar = None
+        self.bar: Any = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         if not self.enabled:
@@ -29,8 +29,8 @@ class _Bar:
         phase = event.get("phase")
         if phase == "predict":
             if self.bar is None:
-                self.bar = tqdm(total=event["overall_total"], unit="ex", desc="predict", file=click.get_text_stream(
-                    "stderr"), dynamic_ncols=True)
+                self.bar = tqdm(total=event["overall_total"], unit="ex", desc="predict",
+                                file=click.get_text_stream("stderr"), dynamic_ncols=True)  # type: ignore[operator]
             self.bar.set_postfix_str(event.get("dataset", ""), refresh=False)
             self.bar.update(event["overall_done"] - self.bar.n)
         elif phase == "cleaned":
@@ -190,7 +190,8 @@ def runs_compare(app, run_a, run_b, as_json):
     for rec in records:
         if rec.status != "succeeded":
             raise click.ClickException(f"run {rec.id} is {rec.status}, not succeeded: nothing to compare")
-    checks = compare_runs(*(results_from_record(rec) for rec in records), records[0].datasets, records[1].datasets)
+    a, b = (results_from_record(rec) for rec in records)
+    checks = compare_runs(a, b, records[0].datasets, records[1].datasets)
     failures = [c.field for c in checks if c.fails]
     if as_json:
         echo_json({"a": run_a, "b": run_b, "ok": not failures, "failures": failures,

@@ -22,7 +22,7 @@ def gui(app: AppContext, page: str | None, smoke: bool, model: str | None) -> No
     try:
         gui_app = importlib.import_module("dynadesk.gui.app")
     except ImportError as exc:
-        raise click.ClickException(f"the desktop app needs PySide6 (pip install 'dynadesk[gui]'): {exc}")
+        raise click.ClickException(f"the desktop app needs PySide6 (pip install 'dynadesk[gui]'): {exc}") from exc
     explicit = click.get_current_context().find_root().params.get("home")  # --home or $DYNADESK_HOME
     argv = ["--home", str(app.workspace.home)] if explicit else []  # else: the app's last-used workspace
     if page:

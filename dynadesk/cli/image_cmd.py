@@ -20,8 +20,10 @@ def _print(record) -> None:
     click.echo(f"input digest  {record.input_digest}")
     click.echo(f"evaluator     {record.evaluator_version} (schema {record.schema_version})")
     click.echo(f"created       {record.created} (SOURCE_DATE_EPOCH={record.source_date_epoch})")
-    click.echo(f"archive       {record.archive} ({record.size_bytes / 1e9:.2f} GB, sha256 {record.archive_sha256[:16]})")
-    click.echo(f"debootstrap   {record.debootstrap_tarball} (sha256 {record.debootstrap_sha256[:16]}) from {record.mirror}")
+    click.echo(f"archive       {record.archive} ({record.size_bytes / 1e9:.2f} GB, "
+               f"sha256 {record.archive_sha256[:16]})")
+    click.echo(f"debootstrap   {record.debootstrap_tarball} (sha256 {record.debootstrap_sha256[:16]}) "
+               f"from {record.mirror}")
     click.echo(f"contents      {len(record.dpkg)} Debian packages, {len(record.python_packages)} Python packages")
     if record.build_seconds:
         click.echo(f"build time    {record.build_seconds:.0f} s")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.cli.common import AppContext, echo_json, echo_table, json_option, pass_app
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.tasks import load_tasks
 
@@ -135,7 +137,7 @@ def _try_options(func):
 @_try_options
 @json_option
 @pass_app
-def try_cmd(app, name, text, as_json, **fields) -> None:
+def try_cmd(app: AppContext, /, name: str, text: str | None, as_json: bool, **fields: str | None) -> None:
     """Predict one example live: the label and its probabilities (or the answer span).
 
     Each task input is an option, e.g. ``models try minilm-sentiment --statement "I loved it"``.
@@ -168,8 +170,8 @@ class _StepBars:
     """One tqdm bar (on stderr) per stage of a long build."""
 
     def __init__(self) -> None:
-        self._bar = None
-        self._stage = None
+        self._bar: Any = None
+        self._stage: str | None = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         from tqdm import tqdm

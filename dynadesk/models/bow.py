@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from dynadesk.evaluator import adapters as _ad
 
@@ -73,7 +74,8 @@ def train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inpu
         rng.shuffle(order)
         for b in range(n_batches):
             chunk = [encoded[i] for i in order[b * batch_size:(b + 1) * batch_size]]
-            ids, offsets = [], []
+            ids: list[int] = []
+            offsets: list[int] = []
             for toks, _ in chunk:
                 offsets.append(len(ids))
                 ids.extend(toks)

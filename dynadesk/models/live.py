@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
@@ -20,8 +20,11 @@ from dynadesk.models.registry import verify_model
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
 
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
-def load_adapter_for(record: ModelRecord, device: str = "cpu"):
+
+def load_adapter_for(record: ModelRecord, device: str = "cpu") -> _ad.Adapter:
     """Load a registered model on the host (never a pickle), translating adapter errors."""
     if record.has_pickle:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
@@ -63,10 +66,10 @@ class LivePredictor:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
         self.device = device
-        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._cache: OrderedDict[str, _ad.Adapter] = OrderedDict()
         self._lock = threading.RLock()
 
-    def adapter(self, record: ModelRecord):
+    def adapter(self, record: ModelRecord) -> _ad.Adapter:
         with self._lock:
             key = record.digest
             if key in self._cache:
@@ -107,7 +110,7 @@ def default_predictor() -> LivePredictor:
     return _default
 
 
-def predict_live(store, model_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+def predict_live(store: Store, model_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """One prediction from a registered model with a warm in-process copy.
 
     Returns the adapter's dict: ``{"label", "probs"}`` or ``{"answer", "start", "end", "score"}``.

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
@@ -22,6 +22,9 @@ from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
@@ -248,7 +251,7 @@ def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------- registry
 
-def register_model(store, path: str | os.PathLike, task_name: str, *, name: str | None = None,
+def register_model(store: Store, path: str | os.PathLike[str], task_name: str, *, name: str | None = None,
                    kind: str | None = None, labels: list[str] | None = None, allow_pickle: bool = False,
                    replace: bool = False, info: dict[str, Any] | None = None) -> ModelRecord:
     """Register a model folder; writes its manifest when missing. Idempotent for an unchanged folder.
@@ -297,7 +300,7 @@ def register_model(store, path: str | os.PathLike, task_name: str, *, name: str 
                             has_pickle=has_pickle, info=info, replace=replace)
 
 
-def remove_model(store, name: str, *, delete_files: bool = False, models_dir: Path | None = None) -> ModelRecord:
+def remove_model(store: Store, name: str, *, delete_files: bool = False, models_dir: Path | None = None) -> ModelRecord:
     """Unregister a model; with ``delete_files`` also delete its folder, but only inside ``models_dir``."""
     record = store.models.get(name)
     folder = Path(record.path)

@@ -17,9 +17,10 @@ import json
 import random
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError, ModelError
 from dynadesk.evaluator import adapters as _ad
@@ -27,6 +28,10 @@ from dynadesk.evaluator.metrics import accuracy, macro_f1
 from dynadesk.models.bow import train_bag_of_words, write_majority
 from dynadesk.models.registry import register_model, tree_digest, verify_model
 from dynadesk.tasks import get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
 
 Progress = Callable[[str], None]
 Steps = Callable[[str, int, int], None]
@@ -63,7 +68,7 @@ def _dataset(split: str, source: str) -> str:
     return f"vader-{source}-{split}"
 
 
-def ensure_data(store, workspace, progress: Progress) -> None:
+def ensure_data(store: Store, workspace: Workspace, progress: Progress) -> None:
     """The bundled sentiment splits, fetched with the pinned recipe when missing."""
     needed = [_dataset(s, src) for src in SOURCES for s in ("train", "dev")]
     if all(store.datasets.exists(n) for n in needed):
@@ -74,14 +79,15 @@ def ensure_data(store, workspace, progress: Progress) -> None:
     fetch_default_data(store, workspace.cache_dir, progress=progress)
 
 
-def _sample(examples: list[dict], n: int | None, seed: str) -> list[dict]:
+def _sample(examples: list[dict[str, Any]], n: int | None, seed: str) -> list[dict[str, Any]]:
     if n is None or len(examples) <= n:
         return list(examples)
     picked = sorted(random.Random(seed).sample(range(len(examples)), n))
     return [examples[i] for i in picked]
 
 
-def load_splits(store, config: ZooConfig) -> tuple[list[dict], list[dict], list[dict]]:
+def load_splits(store: Store, config: ZooConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str,
+                Any]]]:
     """(all train examples, transformer training sample, dev examples), in a fixed order."""
     train_all, train_sample, dev = [], [], []
     for src in SOURCES:
@@ -108,7 +114,7 @@ def _length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random)
     return batches
 
 
-def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict], config: ZooConfig, *,
+def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict[str, Any]], config: ZooConfig, *,
                  layers: int | None = None, steps: Steps | None = None, stage: str = MINILM) -> dict[str, Any]:
     """Fine-tune the bundled MiniLM encoder with a fresh classification head; save a standard HF folder.
 
@@ -169,11 +175,12 @@ def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict], 
 
 # ---------------------------------------------------------------- scoring
 
-def predict_dataset(adapter, examples: Sequence[dict], inputs: Sequence[str], batch_size: int = 64,
-                    steps: Steps | None = None, stage: str = "") -> list[dict]:
+def predict_dataset(adapter: _ad.Adapter, examples: Sequence[dict[str, Any]], inputs: Sequence[str],
+                    batch_size: int = 64,
+                    steps: Steps | None = None, stage: str = "") -> list[dict[str, Any]]:
     """Predictions in example order; batches are formed by text length for speed."""
     order = sorted(range(len(examples)), key=lambda i: sum(len(examples[i][f]) for f in inputs))
-    out: list[dict | None] = [None] * len(examples)
+    out: list[dict[str, Any] | None] = [None] * len(examples)
     n_batches = (len(order) + batch_size - 1) // batch_size
     for b in range(n_batches):
         idx = order[b * batch_size:(b + 1) * batch_size]
@@ -185,13 +192,14 @@ def predict_dataset(adapter, examples: Sequence[dict], inputs: Sequence[str], ba
     return out  # type: ignore[return-value]
 
 
-def score(preds: Sequence[dict], examples: Sequence[dict], labels: Sequence[str]) -> dict[str, float]:
+def score(preds: Sequence[dict[str, Any]], examples: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str,
+          float]:
     labs = [p["label"] for p in preds]
     golds = [ex["label"] for ex in examples]
     return {"accuracy": accuracy(labs, golds), "macro_f1": macro_f1(labs, golds, list(labels))}
 
 
-def dev_scores(folder: Path, dev: Sequence[dict], labels: Sequence[str], steps: Steps | None = None,
+def dev_scores(folder: Path, dev: Sequence[dict[str, Any]], labels: Sequence[str], steps: Steps | None = None,
                stage: str = "") -> dict[str, Any]:
     """Dev accuracy / macro-F1 (0-100) overall and per source, through the real adapter."""
     adapter = _ad.load_adapter(folder)
@@ -208,7 +216,7 @@ def dev_scores(folder: Path, dev: Sequence[dict], labels: Sequence[str], steps: 
 
 # ---------------------------------------------------------------- build
 
-def _up_to_date(store, name: str, folder: Path, recipe: dict) -> dict[str, Any] | None:
+def _up_to_date(store: Store, name: str, folder: Path, recipe: dict[str, Any]) -> dict[str, Any] | None:
     """The build record when this recipe's model is registered with intact files, else None.
 
     A folder built earlier with the same recipe but no longer registered (e.g.
@@ -242,7 +250,8 @@ def _up_to_date(store, name: str, folder: Path, recipe: dict) -> dict[str, Any] 
     return info
 
 
-def _build_one(name: str, folder: Path, build: Callable[[Path], None], dev, labels, recipe, steps) -> dict:
+def _build_one(name: str, folder: Path, build: Callable[[Path], object], dev: Sequence[dict[str, Any]],
+               labels: Sequence[str], recipe: dict[str, Any], steps: Steps | None) -> dict[str, Any]:
     tmp = folder.with_name(f".{folder.name}.building")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -264,7 +273,8 @@ def _build_one(name: str, folder: Path, build: Callable[[Path], None], dev, labe
     return info
 
 
-def build_demo_zoo(store, workspace, *, progress: Progress = lambda s: None, steps: Steps | None = None,
+def build_demo_zoo(store: Store, workspace: Workspace, *, progress: Progress = lambda s: None,
+                   steps: Steps | None = None,
                    force: bool = False, config: ZooConfig = ZooConfig(),
                    only: Sequence[str] = DEMO_MODELS) -> list[dict[str, Any]]:
     """Build, score and register the demo sentiment models; returns one row per model.
@@ -284,7 +294,7 @@ def build_demo_zoo(store, workspace, *, progress: Progress = lambda s: None, ste
         by_source = {src: [e for e in train_all if src in e.get("tags", [])] for src in SOURCES}
         bow_train = [ex for src in SOURCES
                      for ex in _sample(by_source[src], config.bow_train_per_source, f"{config.seed}:bow:{src}")]
-    builders: dict[str, tuple[Callable[[Path], None], dict]] = {
+    builders: dict[str, tuple[Callable[[Path], object], dict[str, Any]]] = {
         MINILM: (lambda f: train_minilm(f, labels, train_sample, config, steps=steps, stage=MINILM),
                  {k: v for k, v in asdict(config).items() if not k.startswith("bow_")}),
         MINILM3: (lambda f: train_minilm(f, labels, train_sample, config, layers=3, steps=steps, stage=MINILM3),

@@ -18,9 +18,10 @@ import json
 import os
 import socket
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError
 from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PROFILE_FILE, DatasetSpec, Settings, Spec,
@@ -30,7 +31,12 @@ from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, 
 from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
-from dynadesk.tasks import get_task
+from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.models import ModelRecord
+    from dynadesk.workspace import Workspace
 
 __all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale",
            "request_of", "resume", "select_datasets"]

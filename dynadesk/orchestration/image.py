@@ -33,11 +33,12 @@ import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from dynadesk.errors import ImageBuildError
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
@@ -211,7 +212,8 @@ def evaluator_wheel(target_dir: Path, pins: dict[str, str]) -> Path:
     requires = "".join(f"Requires-Dist: {r}=={pins[r]}\n" for r in TOP_REQUIREMENTS)
     files[f"{dist}.dist-info/METADATA"] = (f"Metadata-Version: 2.1\nName: dynadesk-evaluator\nVersion: {version}\n"
                                            f"Summary: DynaDesk evaluation worker\n{requires}").encode()
-    files[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: dynadesk\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{dist}.dist-info/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: dynadesk\nRoot-Is-Purelib: true\n"
+                                        b"Tag: py3-none-any\n")
     record = "".join(f"{name},sha256={_b64(hashlib.sha256(data).digest())},{len(data)}\n"
                      for name, data in sorted(files.items()))
     files[f"{dist}.dist-info/RECORD"] = (record + f"{dist}.dist-info/RECORD,,\n").encode()
@@ -349,7 +351,7 @@ def layer_tar(rootfs: Path, target: Path, epoch: int, log: Path) -> None:
 # ---------------------------------------------------------------------- docker archive
 
 def image_config(layer_digest: str, epoch: int, labels: dict[str, str]) -> bytes:
-    created = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     config = {
         "architecture": "amd64" if platform.machine() in ("x86_64", "AMD64") else platform.machine(),
         "os": "linux",
@@ -422,7 +424,7 @@ def build_inputs(cache: Path, image_id: str | None) -> dict[str, Any] | None:
 
 
 def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, compile_bytecode: bool = True,
-                tarball: Path | None = None, client=None, step: StepFn | None = None) -> ImageRecord:
+                tarball: Path | None = None, client: Any = None, step: StepFn | None = None) -> ImageRecord:
     """Build (or reuse) the evaluator image for this checkout and load it into Docker.
 
     Needs root (debootstrap, chroot, bind mounts) and a Docker daemon. ``cache`` keeps
@@ -462,7 +464,7 @@ def _exclusive(path: Path, step: StepFn) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
+def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
            step: StepFn) -> ImageRecord:
     started = time.monotonic()
     (cache / "images").mkdir(exist_ok=True)
@@ -517,9 +519,9 @@ def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode
     record = ImageRecord(
         tag=tag, image_id=image_id, layer_digest="sha256:" + layer_hex, input_digest=input_digest,
         evaluator_version=version, schema_version=SCHEMA_VERSION, source_date_epoch=epoch,
-        created=datetime.fromtimestamp(epoch, timezone.utc).isoformat(), archive=str(archive),
+        created=datetime.fromtimestamp(epoch, UTC).isoformat(), archive=str(archive),
         archive_sha256=sha256_file(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
-        debootstrap_sha256=inputs["debootstrap_sha256"], mirror=mirror, suite=SUITE, dpkg=dpkg,
+        debootstrap_sha256=str(inputs["debootstrap_sha256"]), mirror=mirror, suite=SUITE, dpkg=dpkg,
         python_packages=pip_list, wheels=wheel_shas, build_seconds=round(time.monotonic() - started, 1))
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=True))
@@ -527,21 +529,21 @@ def _build(cache: Path, client, epoch: int | None, force: bool, compile_bytecode
     return record
 
 
-def _has_image(client, image_id: str) -> bool:
+def _has_image(client: Any, image_id: str) -> bool:
     import docker
 
     try:
-        return client.images.get(image_id).id == image_id
+        return bool(client.images.get(image_id).id == image_id)
     except docker.errors.ImageNotFound:
         return False
 
 
-def _tag(client, image_id: str, tag: str) -> None:
+def _tag(client: Any, image_id: str, tag: str) -> None:
     repo, _, name = tag.partition(":")
     client.images.get(image_id).tag(repo, name)
 
 
-def _load(client, archive: Path, image_id: str, tag: str) -> None:
+def _load(client: Any, archive: Path, image_id: str, tag: str) -> None:
     import docker
 
     try:

@@ -19,6 +19,8 @@ the docker SDK; every docker error is translated here into a library error
 from __future__ import annotations
 
 import abc
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -199,6 +201,8 @@ class LocalRunner(Runner):
             out.drain()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)  # reaped, so it is gone when the exception reaches the caller
             raise
         return _outcome(verdict, proc.returncode, out.text(), watch.elapsed(), paths, limits)
 

@@ -10,10 +10,11 @@ go through :meth:`Store.atomic`, a single transaction.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from sqlite_utils import Database
 
@@ -33,26 +34,25 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 
 def _area_modules() -> list[ModuleType]:
-    """Area modules that other issues add register here (import kept lazy)."""
-    import importlib
+    """The area modules in migration order (imported here, since they import this package)."""
+    from dynadesk.store import annotation, bundles, evaluations, models
 
-    names = ["models", "evaluations", "annotation", "bundles"]
-    mods = []
-    for name in names:
-        try:
-            mods.append(importlib.import_module(f"dynadesk.store.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"dynadesk.store.{name}":
-                raise
-    return mods
+    return [models, evaluations, annotation, bundles]
+
+
+if TYPE_CHECKING:
+    from dynadesk.store.annotation import AnnotationRepo
+    from dynadesk.store.bundles import BundleRepo
+    from dynadesk.store.evaluations import EvaluationRepo
+    from dynadesk.store.models import ModelRepo
 
 
 class Store:
-    if TYPE_CHECKING:  # set by each area module's attach()
-        models: ModelRepo
-        evaluations: EvaluationRepo
-        annotation: AnnotationRepo
-        bundles: BundleRepo
+    # set by the area modules' attach()
+    models: ModelRepo
+    evaluations: EvaluationRepo
+    annotation: AnnotationRepo
+    bundles: BundleRepo
 
     def __init__(self, db: Database, path: Path | None):
         self.db = db
@@ -62,7 +62,7 @@ class Store:
             mod.attach(self)
 
     @classmethod
-    def open(cls, path: str | Path) -> "Store":
+    def open(cls, path: str | Path) -> Store:
         path = Path(path)
         try:
             _core.make_private(path)
@@ -86,7 +86,7 @@ class Store:
             yield self.db
 
     def integrity_check(self) -> str:
-        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+        return str(self.db.execute("PRAGMA integrity_check").fetchone()[0])
 
     def get_meta(self, key: str) -> str | None:
         return _core.get_meta(self.db, key)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -234,7 +236,7 @@ def _dumps(obj: Any) -> str:
 
 
 class AnnotationRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -245,7 +247,7 @@ class AnnotationRepo:
     def meta_get_or_create(self, key: str, value: str) -> str:
         """Return ``key``'s value, storing ``value`` first if unset (race-free across processes)."""
         self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [key, value])
-        return self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0]
+        return str(self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0])
 
     # -- trusted pack keys ------------------------------------------------------
     def trust_key(self, fingerprint: str, public_key_hex: str, name: str) -> TrustedKey:
@@ -299,10 +301,13 @@ class AnnotationRepo:
             rid = self._insert_round(db, task, number, "open", created_by, now, None, models, contexts)
         return self._round_by_id(rid)
 
-    def _insert_round(self, db, task, number, status, created_by, created_at, closed_at, models, contexts) -> int:
+    def _insert_round(self, db: Database, task: str, number: int, status: str, created_by: str | None,
+                      created_at: str,
+                      closed_at: str | None, models: Iterable[RoundModel],
+                      contexts: Iterable[tuple[str, str]]) -> int:
         cur = db.execute("INSERT INTO rounds(task, number, status, created_by, created_at, closed_at)"
                          " VALUES (?,?,?,?,?,?)", [task, number, status, created_by, created_at, closed_at])
-        rid = cur.lastrowid
+        rid = int(cur.lastrowid or 0)
         db.conn.executemany("INSERT INTO round_models(round_id, position, model_name, model_digest) VALUES (?,?,?,?)",
                             [(rid, i, m.name, m.digest) for i, m in enumerate(models)])
         db.conn.executemany("INSERT INTO contexts(round_id, context_id, position, text) VALUES (?,?,?,?)",
@@ -388,7 +393,7 @@ class AnnotationRepo:
         with self._store.atomic() as db:
             self._insert_example(db, ex, round_id)
 
-    def _insert_example(self, db, ex: AnnotatedExample, round_id: int) -> None:
+    def _insert_example(self, db: Database, ex: AnnotatedExample, round_id: int) -> None:
         db.execute(
             "INSERT INTO annotated_examples(uid, round_id, task, annotator, context_id, inputs, target, model_name,"
             " model_digest, model_output, fooled, explanation, time_ms, hmac, origin, created_at)"
@@ -401,7 +406,7 @@ class AnnotationRepo:
         row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
         if row is None:
             raise NotFoundError(f"task '{task}' has no round {number}")
-        return row[0]
+        return int(row[0])
 
     def get_example(self, uid: str, with_validations: bool = True) -> AnnotatedExample:
         rows = list(self.db.query(_EXAMPLE_SELECT + " WHERE e.uid = ?", [uid]))
@@ -442,7 +447,7 @@ class AnnotationRepo:
             raise AnnotationError(f"validation of example '{v.example_uid}' by '{v.annotator}' was refused: {exc}") \
                 from exc
 
-    def _insert_validation(self, db, v: Validation) -> None:
+    def _insert_validation(self, db: Database, v: Validation) -> None:
         db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, label, reason, origin, created_at)"
                    " VALUES (?,?,?,?,?,?,?,?)",
                    [v.uid, v.example_uid, v.annotator, v.verdict, None if v.label is None else _dumps(v.label),
@@ -480,9 +485,9 @@ class AnnotationRepo:
         except sqlite3.IntegrityError as exc:
             raise AnnotationError(f"the merge was refused by the database ({exc}); nothing was merged") from exc
 
-    def atomic(self):
+    def atomic(self) -> AbstractContextManager[Database]:
         return self._store.atomic()
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.annotation = AnnotationRepo(store)

@@ -21,7 +21,7 @@ migrations = Migrations("dynadesk.core")
 
 @migrations()
 def m001_meta(db: Database) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key")
+    db.table("meta").create({"key": str, "value": str}, pk="key")
 
 
 def get_meta(db: Database, key: str) -> str | None:

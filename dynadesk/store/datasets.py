@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import builtins
 import json
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -19,7 +21,7 @@ migrations = Migrations("dynadesk.datasets")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @migrations()
@@ -60,7 +62,7 @@ def _summary(row: dict[str, Any], parent_name: str | None = None) -> DatasetSumm
 
 
 class DatasetRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -96,7 +98,7 @@ class DatasetRepo:
         row = self.db.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
         if not row:
             raise NotFoundError(f"no dataset named '{name}'")
-        return row[0]
+        return int(row[0])
 
     def get(self, name: str) -> DatasetSummary:
         rows = list(self.db.query(
@@ -117,13 +119,13 @@ class DatasetRepo:
         sql += " ORDER BY d.task, d.name"
         return [_summary(r, r["parent_name"]) for r in self.db.query(sql, [task, task])]
 
-    def derived(self, name: str) -> list[DatasetSummary]:
+    def derived(self, name: str) -> builtins.list[DatasetSummary]:
         parent = self._id(name)
         rows = self.db.query("SELECT d.*, ? AS parent_name FROM datasets d WHERE d.derived_from = ? ORDER BY d.name",
                              [name, parent])
         return [_summary(r, r["parent_name"]) for r in rows]
 
-    def examples(self, name: str) -> list[dict[str, Any]]:
+    def examples(self, name: str) -> builtins.list[dict[str, Any]]:
         return list(self.iter_examples(name))
 
     def iter_examples(self, name: str) -> Iterator[dict[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -269,5 +271,5 @@ class EvaluationRepo:
         return ids
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.evaluations = EvaluationRepo(store)

@@ -85,7 +85,7 @@ def _record(row: dict[str, Any], home: Path | None) -> ModelRecord:
 
 
 class ModelRepo:
-    def __init__(self, store: "Store"):
+    def __init__(self, store: Store):
         self._store = store
 
     @property
@@ -150,5 +150,5 @@ class ModelRepo:
             db.execute("DELETE FROM models WHERE id = ?", [model.id])
 
 
-def attach(store: "Store") -> None:
+def attach(store: Store) -> None:
     store.models = ModelRepo(store)

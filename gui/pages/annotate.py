@@ -15,8 +15,20 @@ from typing import Any
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QPlainTextEdit, QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
@@ -65,7 +77,7 @@ class AnnotatePage(Page):
         self._svc = service
         self._data = data
         self.task: Task | None = None
-        self.context = None
+        self.context: Context | None = None
         self.tally = SessionTally()
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
@@ -323,7 +335,7 @@ class AnnotatePage(Page):
         if first is not None and first.isEnabled():
             first.setFocus()
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         QTimer.singleShot(0, self.focus_first_input)
 

@@ -7,8 +7,18 @@ from __future__ import annotations
 import json
 
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QProgressBar,
-                               QPushButton, QTabWidget, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QTabWidget,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page

@@ -4,9 +4,19 @@ messages, sync to the leaderboard server, and the workspace key's fingerprint.""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
-                               QPushButton, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
@@ -23,7 +33,7 @@ class BundlesPage(Page):
         super().__init__(parent)
         self._svc = service
         self._settings = settings
-        self._rows = {}
+        self._rows: dict[str, Any] = {}
         lay = self.body()
 
         kbox = QGroupBox("Signing key")
@@ -123,7 +133,7 @@ class BundlesPage(Page):
         b = self.selected()
         self.detail.setPlainText("" if b is None else json.dumps(b.to_dict(), indent=2, default=str))
 
-    def create(self) -> None:
+    def create(self) -> None:  # type: ignore[override]
         run_id = self.run_combo.currentData()
         if run_id is None:
             self.banner.error("There is no succeeded run to bundle yet.")

@@ -4,10 +4,27 @@ Past runs are listed with status and failure verdicts; a failed or cancelled run
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QListWidget, QListWidgetItem, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox,
-                               QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page, refill_combo
@@ -41,7 +58,7 @@ class EvaluatePage(Page):
         self._models = models
         self._data = data
         self._settings = settings
-        self._runs = {}
+        self._runs: dict[int, Any] = {}
         lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -155,8 +172,8 @@ class EvaluatePage(Page):
     # ------------------------------------------------------------ setup
     def _apply_setting(self, key: str) -> None:
         """Defaults edited on the Settings page show up here at once."""
-        widgets = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory, "limits/timeout_s": self.timeout,
-                   "limits/batch_size": self.batch}
+        widgets: dict[str, Any] = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory,
+                                   "limits/timeout_s": self.timeout, "limits/batch_size": self.batch}
         if key in widgets:
             widgets[key].setValue(self._settings.get(key))
         elif key == "runner":
@@ -316,7 +333,7 @@ class EvaluatePage(Page):
         return None
 
     def _show_run(self) -> None:
-        rec = self._runs.get(self.selected_run())
+        rec = self._runs.get(self.selected_run())  # type: ignore[arg-type]
         if rec is None:
             self.run_detail.clear()
             return

@@ -361,7 +361,7 @@ class LeaderboardPage(Page):
             self.banner.error("Nothing to export: the board is empty.")
             return
         try:
-            self._svc.export_csv(self.result, path)
+            self._svc.export_csv(self.result, path)  # type: ignore[arg-type]
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return

@@ -4,9 +4,25 @@ draws the class probabilities as bars."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QLineEdit, QMessageBox, QPlainTextEdit, QPushButton, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
@@ -27,7 +43,7 @@ class ModelsPage(Page):
         super().__init__(parent)
         self._svc = service
         self._data = data
-        self._records = {}
+        self._records: dict[str, Any] = {}
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
 

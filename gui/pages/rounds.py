@@ -3,9 +3,24 @@ round against target models; export a round's data or register it as a dataset."
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit,
-                               QListWidget, QListWidgetItem, QPushButton, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
@@ -26,7 +41,7 @@ class RoundsPage(Page):
         super().__init__(parent)
         self._svc = service
         self._data = data
-        self.stats = []
+        self.stats: list[Any] = []
         lay = self.body()
         top = QHBoxLayout()
         top.addWidget(QLabel("Task"))

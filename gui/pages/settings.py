@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QGroupBox,
-                               QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
+from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.gui.services.workspace import WorkspaceService
 
@@ -14,7 +28,7 @@ from dynadesk.gui.services.workspace import WorkspaceService
 class SettingsPage(Page):
     title = "Settings"
 
-    def __init__(self, settings: AppSettings, ws: WorkspaceService, keys_service=None,
+    def __init__(self, settings: AppSettings, ws: WorkspaceService, keys_service: BundlesService,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self._settings = settings
@@ -69,17 +83,10 @@ class SettingsPage(Page):
 
         self.keys_box = QGroupBox("Signing key (for score bundles)")
         kl = QVBoxLayout(self.keys_box)
-        if keys_service is None:
-            msg = QLabel("Key management is not available yet: it arrives with bundles & sync (issue 7).")
-            msg.setObjectName("keysNotAvailable")
-            msg.setWordWrap(True)
-            kl.addWidget(msg)
-            self.keys_panel = None
-        else:
-            from dynadesk.gui.pages.keys_panel import KeysPanel
+        from dynadesk.gui.pages.keys_panel import KeysPanel
 
-            self.keys_panel = KeysPanel(keys_service, self.banner)
-            kl.addWidget(self.keys_panel)
+        self.keys_panel = KeysPanel(keys_service, self.banner)
+        kl.addWidget(self.keys_panel)
         lay.addWidget(self.keys_box)
         self.settings_file = QLabel(f"<small>Settings are stored in {settings.file_name}</small>")
         lay.addWidget(self.settings_file)
@@ -119,5 +126,4 @@ class SettingsPage(Page):
     def refresh(self) -> None:
         self.workspace_edit.setText(str(self._ws.home))
         self.db_label.setText(str(self._ws.workspace.db_path))
-        if self.keys_panel is not None:
-            self.keys_panel.refresh()
+        self.keys_panel.refresh()

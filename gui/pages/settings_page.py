@@ -6,4 +6,4 @@ from dynadesk.gui.pages.settings import SettingsPage
 
 
 def make(services, parent: QWidget | None = None) -> SettingsPage:
-    return SettingsPage(services.settings, services.ws, services.extra.get("bundles"), parent=parent)
+    return SettingsPage(services.settings, services.ws, services.extra["bundles"], parent=parent)

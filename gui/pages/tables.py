@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
@@ -18,7 +20,7 @@ def table(headers: list[str]) -> QTableWidget:
     return t
 
 
-def fill(t: QTableWidget, rows: list[list[object]], numeric: set[int] = frozenset(), resize: bool = True) -> None:
+def fill(t: QTableWidget, rows: list[list[object]], numeric: Set[int] = frozenset(), resize: bool = True) -> None:
     """Replace the table's rows; ``resize=False`` keeps column widths (fast refills, e.g. while a slider moves)."""
     t.setSortingEnabled(False)
     t.setRowCount(len(rows))

@@ -8,8 +8,18 @@ import html
 from typing import Any
 
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
-                               QPushButton, QTextBrowser, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTextBrowser,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page, refill_combo

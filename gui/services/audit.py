@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.services.evaluation import describe_event
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
+from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
 
 
 class AuditService(QObject):

@@ -26,7 +26,7 @@ class BundlesService(QObject):
         super().__init__(parent)
         self._ws = ws
         self.syncing = False
-        ws.opened.connect(lambda _h: (self.keyChanged.emit(), self.queueChanged.emit()))
+        ws.opened.connect(lambda _h: (self.keyChanged.emit(), self.queueChanged.emit()))  # type: ignore[func-returns-value]
 
     # ---------------------------------------------------------------- keys
     def key_info(self):
@@ -48,9 +48,6 @@ class BundlesService(QObject):
     # -------------------------------------------------------------- bundles
     def bundles(self):
         return self._ws.store.bundles.list()
-
-    def queued_count(self) -> int:
-        return self._ws.store.bundles.counts().get("queued", 0)
 
     def runs_to_bundle(self):
         """Succeeded runs, newest first (only they can be bundled)."""

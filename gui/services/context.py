@@ -18,7 +18,7 @@ class Services:
     settings: AppSettings
     data: DataService
     status: StatusService
-    extra: dict[str, Any] = field(default_factory=dict)  # area services added as their library lands
+    extra: dict[str, Any] = field(default_factory=dict)  # area services, by name, some made on first use
 
     def close(self) -> None:
         self.status.stop()
@@ -39,22 +39,14 @@ def build_services(home: str | Path | None = None, settings_path: str | Path | N
 
 
 def _add_area_services(services: Services) -> None:
-    """Services over library areas that are installed; a missing area leaves its page "not available"."""
-    import importlib.util
-
-    if importlib.util.find_spec("dynadesk.annotation") is not None:
-        from dynadesk.gui.services.annotation import AnnotationService
-
-        services.extra["annotation"] = AnnotationService(services.ws)
+    """The annotation, bundles and audit services (imported here so the window module stays light)."""
+    from dynadesk.gui.services.annotation import AnnotationService
+    from dynadesk.gui.services.audit import AuditService
+    from dynadesk.gui.services.bundles import BundlesService
     from dynadesk.gui.services.training import TrainingService
 
+    services.extra["annotation"] = AnnotationService(services.ws)
     services.extra["training"] = TrainingService(services.ws)
-    if importlib.util.find_spec("dynadesk.sync") is not None:
-        from dynadesk.gui.services.bundles import BundlesService
-
-        bundles = services.extra["bundles"] = BundlesService(services.ws)
-        bundles.queueChanged.connect(services.status.refresh_queue)
-    if importlib.util.find_spec("dynadesk.audit") is not None:
-        from dynadesk.gui.services.audit import AuditService
-
-        services.extra["audit"] = AuditService(services.ws)
+    bundles = services.extra["bundles"] = BundlesService(services.ws)
+    bundles.queueChanged.connect(services.status.refresh_queue)
+    services.extra["audit"] = AuditService(services.ws)

@@ -12,7 +12,7 @@ from dynadesk.data import import_file as import_data_file
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, start
+from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.tasks import Task, load_tasks
 
 

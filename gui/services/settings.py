@@ -41,12 +41,12 @@ class AppSettings(QObject):
             return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
         if isinstance(default, int):
             try:
-                return int(value)
+                return int(value)  # type: ignore[call-overload]
             except (TypeError, ValueError):
                 return default
         if isinstance(default, float):
             try:
-                return float(value)
+                return float(value)  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 return default
         return str(value)

@@ -20,7 +20,7 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
 RUNNER_KINDS = ("docker", "local")
 
-OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit (issue 9) added it
+OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit added it
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -142,5 +142,5 @@ def check_payload(p: Any) -> None:
     s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})
     text(s["key_fingerprint"], "payload.submitter.key_fingerprint", DIGEST)
     integer(p["evaluation_id"], "payload.evaluation_id")
-    if "tolerances" in p:  # issue 9 (audit): measured-metric tolerances, checked by dynadesk.audit.tolerances
+    if "tolerances" in p:  # measured-metric tolerances, checked by dynadesk.audit.tolerances
         check_tolerances(p["tolerances"], "payload.tolerances")

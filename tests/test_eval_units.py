@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dynadesk.evaluator import environment, profiling
+from dynadesk.evaluator import environment, measurement, profiling
 from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
 
 
@@ -90,11 +90,14 @@ def test_percentiles_are_nearest_rank_and_timings_bounded():
     assert profiling.percentile(values, 50) == 50 and profiling.percentile(values, 99) == 99
     assert profiling.percentile([7.0], 90) == 7.0
     calls = []
-    out = profiling.batch1_timings(lambda batch: calls.append(len(batch)) or [{}], [{"i": i} for i in range(50)],
-                                   warmup=3, samples=10)
-    assert calls == [1] * 13  # 3 warm-up + 10 timed calls, each of one example
-    assert out["latency"]["samples"] == 10 and out["throughput"]["examples"] == 10
-    assert out["latency"]["p50_ms"] <= out["latency"]["p99_ms"]
+    units = [[{"i": i}] for i in measurement.even_sample(50, 10)]
+    out = measurement.measure(lambda batch: calls.append(len(batch)) or [{}], units,
+                              measurement.Protocol(warmup=3, min_queries=10, min_seconds=0.0, trials=2, retries=0,
+                                                   threads=1))
+    assert calls == [1] * (3 + 2 * 10)  # 3 warm-up calls, then 2 windows of 10 one-example calls
+    assert [t["queries"] for t in out["trials"]] == [10, 10] and len(out["per_call_ms"]) == 20
+    lat = measurement.latency(out["per_call_ms"])
+    assert lat["p50_ms"] <= lat["p99_ms"] and lat["too_few_samples"] == ["p90", "p99"]  # 20 samples: 2 above p90
 
 
 def test_gpu_probe_never_crashes():

@@ -11,7 +11,7 @@ processes' CPU time (host-wide busy time from ``/proc/stat`` minus this process 
 own, so it works inside a container too), steal time (``/proc/stat``) and cgroup CPU
 throttling (``cpu.stat``, v1 and v2). A measurement is *noisy* when any of these, or
 the spread, passes its threshold below; a noisy one is repeated up to ``retries``
-times, and the last attempt is kept with its noise verdict and every attempt's reasons.
+times (no retry starts after ``RETRY_BUDGET_S``), and the last attempt is kept with its noise verdict and every attempt's reasons.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ STEAL_FRACTION = 0.05  # of the run's cores' time, stolen by the hypervisor
 THROTTLED_FRACTION = 0.10  # of the window's wall time, the cgroup was throttled
 SPREAD = 0.25  # (max - min) / median of the trials' throughputs
 MIN_TAIL = 5  # a percentile q rests on too few samples when fewer than this lie above it
+RETRY_BUDGET_S = 10.0  # no retry starts once a measurement's attempts have taken this long
 
 PROC_STAT = Path("/proc/stat")
 
@@ -114,7 +115,7 @@ def competition(windows: Sequence[tuple[CpuSnapshot, CpuSnapshot]], threads: int
         out["others_cpu_seconds"] = others
         out["others_cores"] = others / wall
         out["free_cores"] = max(0, cores - threads)
-        out["steal_fraction"] = steal / (wall * min(cores, threads))
+        out["steal_fraction"] = steal / (wall * max(1, min(cores, threads)))
         if out["others_cores"] - out["free_cores"] > OTHERS_CORES:
             out["reasons"].append(f"other processes used {out['others_cores']:.2f} cores "
                                   f"({out['free_cores']} left free by the run)")
@@ -181,6 +182,7 @@ def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
         raise ValueError("no examples to time")
     target = min(protocol.min_queries, sum(len(u) for u in units))
     attempts: list[dict[str, Any]] = []
+    started = time.perf_counter()
     for _attempt in range(protocol.retries + 1):
         for i in range(protocol.warmup):
             call(units[i % len(units)])
@@ -200,7 +202,7 @@ def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
         if noise["spread"] > SPREAD:
             noise["reasons"].append(f"trials spread {noise['spread']:.1%}")
         attempts.append({"median": median(values), "trials": trials, "noise": noise, "per_call_ms": per_call})
-        if not noise["reasons"]:
+        if not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S:
             break
     last = attempts[-1]
     return {"value": last["median"], "unit": "examples/s", "median": last["median"],

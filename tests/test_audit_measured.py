@@ -8,15 +8,15 @@ import json
 import shutil
 
 import pytest
+from _sync_helpers import LABELS, make_run, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-from _sync_helpers import LABELS, make_run, workspace_with_key
-from dynadesk.cli import cli
 from dynadesk.sync import keys as K
 from dynadesk.sync.bundle import sign_payload
 from dynadesk.sync.create import create_bundle
 from tiny_models import make_tiny_classifier
+
+from dynadesk.cli import cli
 
 WIDEST = 10  # the largest relative tolerance a bundle's schema accepts
 
@@ -60,7 +60,7 @@ def _audit(ws, path: str, run: int, *extra: str):
 
 
 def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_reproduced(made):
-    ws, store, run, bundle, tmp = made
+    ws, _store, run, bundle, tmp = made
     res = _audit(ws, _forge(_inflate(bundle.payload), tmp), run)
     assert res.exit_code != 0, res.output
     from dynadesk.cli.audit_cmd import EXIT_DIFFERS, EXIT_MEASURED
@@ -77,7 +77,7 @@ def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_re
 
 
 def test_honest_claims_pass_and_a_deterministic_edit_keeps_its_own_exit_code(made):
-    ws, store, run, bundle, tmp = made
+    ws, _store, run, bundle, tmp = made
     res = _audit(ws, _forge(bundle.payload, tmp, "honest.json"), run)
     assert res.exit_code == 0, res.output
     assert res.output.split("VERDICT\n", 1)[1].startswith("OK")
@@ -92,7 +92,7 @@ def test_honest_claims_pass_and_a_deterministic_edit_keeps_its_own_exit_code(mad
 
 
 def test_measured_fields_of_another_hardware_class_are_not_comparable(made):
-    ws, store, run, bundle, tmp = made
+    ws, _store, run, bundle, tmp = made
     p = _inflate(bundle.payload)
     p["environment"] = {**p["environment"], "cpu_model": "Another CPU 9000", "threads": 64}
     res = _audit(ws, _forge(p, tmp, "other-class.json"), run)

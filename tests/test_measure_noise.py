@@ -11,15 +11,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from dynadesk.cli import cli
 from dynadesk.evaluator import measurement
 from eval_support import add_test_set
 from tiny_models import make_tiny_classifier
+
+from dynadesk.cli import cli
 
 LABELS = ["negative", "neutral", "positive"]
 

@@ -144,14 +144,15 @@ class Worker:
             return None
         return info
 
-    def encoded(self, examples: list[dict]) -> list[Any] | None:
+    def encoded(self, examples: list[dict[str, Any]]) -> list[dict[str, list[int]]] | None:
         """The dataset tokenized once, when the adapter can (transformers classifiers); else None."""
         encode = getattr(self.adapter, "encode", None)
         if encode is None:
             return None
-        return encode([{k: ex[k] for k in self.inputs if k in ex} for ex in examples])
+        encoded: list[dict[str, list[int]]] = encode([{k: ex[k] for k in self.inputs if k in ex} for ex in examples])
+        return encoded
 
-    def batch_order(self, examples: list[dict], encoded: list[Any] | None = None) -> list[int]:
+    def batch_order(self, examples: list[dict[str, Any]], encoded: list[dict[str, list[int]]] | None = None) -> list[int]:
         """Example indices grouped by token count (character count without a tokenizer), stable.
 
         Padding to the longest example of a batch is most of the waste of batched inference
@@ -164,13 +165,13 @@ class Worker:
         return sorted(range(len(examples)),
                       key=lambda i: sum(len(str(examples[i].get(k, ""))) for k in self.inputs))
 
-    def batches(self, examples: list[dict]) -> list[list[dict]]:
+    def batches(self, examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         """The evaluator's own batches of a dataset (token-sorted), as lists of examples."""
         order = self.batch_order(examples, self.encoded(examples))
         bs = self.spec.settings.batch_size
         return [[examples[i] for i in order[start:start + bs]] for start in range(0, len(order), bs)]
 
-    def run_dataset(self, ds: DatasetSpec, examples: list[dict], progress: dict[str, int]) -> dict[str, Any]:
+    def run_dataset(self, ds: DatasetSpec, examples: list[dict[str, Any]], progress: dict[str, int]) -> dict[str, Any]:
         bs = self.spec.settings.batch_size
         encoded = self.encoded(examples)
         order = self.batch_order(examples, encoded)
@@ -180,7 +181,7 @@ class Worker:
             idx = order[start:start + bs]
             t0 = time.perf_counter()
             if encoded is not None:
-                preds = self.adapter.predict_encoded([encoded[i] for i in idx])
+                preds = self.adapter.predict_encoded([encoded[i] for i in idx])  # type: ignore[attr-defined]
                 if len(preds) != len(idx):
                     raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(idx)}")
             else:
@@ -281,7 +282,8 @@ class Worker:
             sync = torch.cuda.synchronize
         tests = [d for d in self.spec.datasets if d.role == "test"]
         timed = timing.measure_run(self, {d.name: examples[d.name] for d in tests}, threads, sync)
-        gpu = profiling.gpu_figures(gpu_baseline, sampler.stop() if sampler else None) if s.device == "cuda" else None
+        gpu = profiling.gpu_figures(gpu_baseline or {}, sampler.stop() if sampler else None) \
+            if s.device == "cuda" else None
         memory = profiling.memory_figures(s.dedicated_cgroup)  # read last: the container's cgroup dies with it
         rows += timed["rows"] + [metric_row("", "memory", memory["peak_gib"])]
         if gpu and gpu["torch"]:

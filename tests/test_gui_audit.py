@@ -89,7 +89,9 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     assert table["predictions.merkle_root"][2] == "identical"
     assert table["predictions.merkle_root"][4] == bundle.payload["predictions"]["merkle_root"]
     mem = table["metrics[(run)].memory"]
-    assert mem[1] == "measured" and mem[2] in ("within tolerance", "differs")
+    # a re-measurement taken on a loaded machine is noisy, so the claim is not judged against it
+    assert mem[1] == "measured" and (mem[2] == "within tolerance" or
+                                     (mem[2] == "not comparable" and "noisy" in report.not_comparable))
     tol = bundle.payload["tolerances"]["memory"]["relative"]
     assert mem[5] == f"±{tol * 100:g}%"
     col = page.checks.horizontalHeaderItem(2).text()

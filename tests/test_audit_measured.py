@@ -117,3 +117,16 @@ def test_declared_tolerances_are_capped_and_judged_against_the_remeasurement():
     assert c.verdict == DIFFERS and c.unreproduced and not c.fails  # relative to the auditor's 100, not the claimed 151
     tight = {"tolerances": {"throughput": {"relative": 0.1}}, "metrics": []}
     assert compare_metric(tight, dict(m, value=111.0), 100.0, "", "run 9").verdict == DIFFERS
+
+
+def test_bundle_show_names_the_hardware_class_and_the_measurement_state(made):
+    ws, _store, run, bundle, tmp = made
+    p = copy.deepcopy(bundle.payload)
+    p["environment"] = {**p["environment"], "hardware": {"cpu_model": "Test CPU", "cores": 2, "memory_limit_gib": 4,
+                                                         "gpus": "none", "runtime": "cpu"},
+                        "measurement": {"noisy": True, "noisy_measurements": ["set0 batch1: trials spread 40.0%"],
+                                        "latency_too_few_samples": ["p99"]}}
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "bundle", "show", _forge(p, tmp, "shown.json")])
+    assert res.exit_code == 0, res.output
+    assert "hardware class: Test CPU, 2 cores, 4 GiB, no GPU, cpu" in res.output
+    assert "measurement: NOISY - set0 batch1: trials spread 40.0%" in res.output and "latency p99" in res.output

@@ -3,7 +3,8 @@
 A *measurement* (batch-1 or batched, on one test set) is a warm-up, then ``trials``
 timed windows. A window issues calls over a fixed, evenly spaced sample of the set
 until it has made at least ``min(min_queries, set size)`` queries *and* run at least
-``min_seconds`` (it cycles the sample when the set is small or the model fast). The
+``min_seconds`` (it cycles the sample when the set is small or the model fast); it ends
+after ``MAX_WINDOW_S`` even short of its query target (recorded as ``short``). The
 figure is the median over the windows; the spread is ``(max - min) / median``.
 
 During every window the worker records what else competed for the CPU: other
@@ -33,6 +34,7 @@ THROTTLED_FRACTION = 0.10  # of the window's wall time, the cgroup was throttled
 SPREAD = 0.25  # (max - min) / median of the trials' throughputs
 MIN_TAIL = 5  # a percentile q rests on too few samples when fewer than this lie above it
 RETRY_BUDGET_S = 10.0  # no retry starts once a measurement's attempts have taken this long
+MAX_WINDOW_S = 2.0  # a window ends after this long even short of its query target (slow model or load)
 
 PROC_STAT = Path("/proc/stat")
 
@@ -162,6 +164,8 @@ def _window(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
     start = time.perf_counter()
     i = 0
     while queries < target or time.perf_counter() - start < min_seconds:
+        if queries and time.perf_counter() - start >= max(MAX_WINDOW_S, min_seconds):
+            break
         unit = units[i % len(units)]
         t0 = time.perf_counter_ns()
         call(unit)
@@ -193,7 +197,7 @@ def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
             before = snapshot()
             queries, seconds, calls = _window(call, units, target, protocol.min_seconds, sync)
             windows.append((before, snapshot()))
-            trials.append({"queries": queries, "seconds": seconds,
+            trials.append({"queries": queries, "seconds": seconds, "short": queries < target,
                            "value": queries / seconds if seconds > 0 else 0.0})
             per_call += calls
         values = [t["value"] for t in trials]

@@ -10,6 +10,7 @@ import math
 import resource
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Sequence
 
 from dynadesk.evaluator import environment
@@ -26,22 +27,47 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def rss_peak_bytes() -> int:
-    """Peak resident set size of this process (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    """Peak resident set size of this process: ``VmHWM`` of /proc/self/status on Linux.
+
+    Not ``ru_maxrss``: Linux carries it over an ``execve`` from the process that spawned us, so a
+    worker started by a big host process (the local runner's parent holds torch) would report its
+    parent's RSS, while a container's worker starts from a small runtime process.
+    """
+    hwm = vm_hwm_bytes("self")
+    if hwm is not None:
+        return hwm
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+def vm_hwm_bytes(pid: str | int) -> int | None:
+    """``VmHWM`` (peak RSS of the process's current memory image) from /proc, None where unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 def children_rss_peak_bytes() -> int:
-    """Peak RSS of the largest finished child of this process (0 when it had none)."""
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
+    """Summed peak RSS of this process's live descendants (0 when it has none)."""
+    try:
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+    except (ImportError, OSError):
+        return 0
+    return sum(vm_hwm_bytes(c.pid) or 0 for c in children)
 
 
 def memory_figures(dedicated_cgroup: bool) -> dict[str, Any]:
     """The run's memory: the worker's process-tree peak RSS, the same on every runner.
 
-    ``peak_bytes`` (the Dynascore's ``memory``) is this process's peak RSS plus its
-    largest child's, measured by the worker itself, so a container and a local
+    ``peak_bytes`` (the Dynascore's ``memory``) is this process's peak RSS (``VmHWM``) plus
+    its live descendants', measured by the worker itself, so a container and a local
     subprocess report the same quantity; the cgroup peak (page cache included, and
     only this run's own inside a container) is an extra field.
     """
@@ -49,7 +75,7 @@ def memory_figures(dedicated_cgroup: bool) -> dict[str, Any]:
     peak = own + children
     cg_peak, cg_source = environment.memory_peak()
     return {"rss_peak_bytes": own, "children_rss_peak_bytes": children, "peak_bytes": peak, "peak_gib": peak / GIB,
-            "peak_source": "worker process tree peak RSS (ru_maxrss self + children)",
+            "peak_source": "worker process tree peak RSS (VmHWM of the worker and its descendants)",
             "cgroup_peak_bytes": cg_peak if dedicated_cgroup else None, "cgroup_source": cg_source,
             "cgroup_limit_bytes": environment.memory_limit(), "cgroup_dedicated": dedicated_cgroup}
 

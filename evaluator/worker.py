@@ -123,11 +123,16 @@ class Worker:
         self.load_seconds = time.perf_counter() - t0
         log.info("model '%s' loaded in %.2f s", self.spec.model.get("name"), self.load_seconds)
 
-    def predict(self, examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
-        preds = self.adapter.predict(batch)
-        if len(preds) != len(batch):
-            raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(batch)}")
+    def predict(self, examples: list[dict[str, Any]],
+                encoded: list[dict[str, list[int]]] | None = None) -> list[dict[str, Any]]:
+        """The model's predictions for a batch; ``encoded``: the batch already tokenized (:meth:`encoded`)."""
+        if encoded is not None:
+            preds: list[dict[str, Any]] = self.adapter.predict_encoded(encoded)  # type: ignore[attr-defined]
+        else:
+            batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
+            preds = self.adapter.predict(batch)  # type: ignore[attr-defined]
+        if len(preds) != len(examples):
+            raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(examples)}")
         return preds
 
     # ------------------------------------------------------------------ datasets
@@ -180,12 +185,8 @@ class Worker:
         for start in range(0, len(order), bs):
             idx = order[start:start + bs]
             t0 = time.perf_counter()
-            if encoded is not None:
-                preds = self.adapter.predict_encoded([encoded[i] for i in idx])  # type: ignore[attr-defined]
-                if len(preds) != len(idx):
-                    raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(idx)}")
-            else:
-                preds = self.predict([examples[i] for i in idx])
+            preds = self.predict([examples[i] for i in idx],
+                                 None if encoded is None else [encoded[i] for i in idx])
             seconds += time.perf_counter() - t0
             for i, p in zip(idx, preds):
                 results[i] = p

@@ -208,15 +208,21 @@ class SequenceClassificationAdapter:
                                f"{len(self.labels)} labels ({', '.join(self.labels)})")
         self.max_length = _max_length(manifest, self.tokenizer, DEFAULT_MAX_LENGTH)
 
-    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+    def encode(self, batch: list[dict[str, str]]) -> list[dict[str, list[int]]]:
+        """Truncated, unpadded model inputs per example: the evaluator tokenizes a dataset once,
+        sorts it by token count and pads per batch (:meth:`predict_encoded`)."""
+        cols = _texts(batch, self.inputs)
+        enc = self.tokenizer(*cols, truncation=True, max_length=self.max_length)
+        names = [k for k in enc if k in self.tokenizer.model_input_names]
+        return [{k: list(enc[k][i]) for k in names} for i in range(len(batch))]
+
+    def predict_encoded(self, encoded: list[dict[str, list[int]]]) -> list[dict[str, Any]]:
+        """Predictions for :meth:`encode` output, padded to the batch's longest example."""
         import torch
 
-        if not batch:
+        if not encoded:
             return []
-        cols = _texts(batch, self.inputs)
-        enc = self.tokenizer(*cols, padding="longest", truncation=True, max_length=self.max_length,
-                             return_tensors="pt")
-        feed = {k: v.to(self.device) for k, v in enc.items() if k in self.tokenizer.model_input_names}
+        feed = {k: v.to(self.device) for k, v in pad_batch(encoded, self.tokenizer).items()}
         with torch.inference_mode():
             logits = self.model(**feed).logits
         out = []
@@ -224,6 +230,32 @@ class SequenceClassificationAdapter:
             best = max(range(len(row)), key=lambda i: (row[i], -i))
             out.append({"label": self.labels[best], "probs": dict(zip(self.labels, row))})
         return out
+
+    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
+        return self.predict_encoded(self.encode(batch))
+
+
+def pad_batch(encoded: list[dict[str, list[int]]], tokenizer: Any) -> dict[str, Any]:
+    """Stack per-example token lists into tensors padded to the longest, on the tokenizer's padding side.
+
+    The same tensors ``tokenizer(..., padding="longest")`` makes, without a second tokenization.
+    """
+    import torch
+
+    width = max(len(e["input_ids"]) for e in encoded)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    out: dict[str, Any] = {}
+    for key in encoded[0]:
+        fill = pad_id if key == "input_ids" else 0
+        rows = [[fill] * (width - len(e[key])) + e[key] if left else e[key] + [fill] * (width - len(e[key]))
+                for e in encoded]
+        out[key] = torch.tensor(rows, dtype=torch.long)
+    if "attention_mask" not in out and "attention_mask" in tokenizer.model_input_names:
+        out["attention_mask"] = torch.tensor(
+            [[0] * (width - len(e["input_ids"])) + [1] * len(e["input_ids"]) if left else
+             [1] * len(e["input_ids"]) + [0] * (width - len(e["input_ids"])) for e in encoded], dtype=torch.long)
+    return out
 
 
 class QuestionAnsweringAdapter:

@@ -89,17 +89,79 @@ def pids_limit(root: Path = CGROUP_ROOT) -> int | None:
 
 
 def thread_count(requested: int | None = None) -> int:
-    """Threads for torch: the request, else the cgroup quota (rounded up), else the usable cores."""
-    if requested:
-        return requested
+    """Threads for torch: the request, else the cores available to this process."""
+    return requested or cores_available()
+
+
+def cores_available() -> int:
+    """CPUs this process may use: its affinity set, capped by the cgroup quota (rounded up)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     quota = cpu_quota()
-    if quota:
-        return max(1, min(cores, math.ceil(quota)))
-    return max(1, cores)
+    return max(1, min(cores, math.ceil(quota))) if quota else max(1, cores)
+
+
+def host_memory_bytes() -> int | None:
+    """MemTotal from /proc/meminfo."""
+    for line in (_read(Path("/proc/meminfo")) or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def hardware(torch_cuda: str | None, gpu_names: list[str]) -> dict[str, Any]:
+    """The hardware-class fields of this run (see :func:`hardware_class_of`)."""
+    limits = [v for v in (memory_limit(), host_memory_bytes()) if v is not None]
+    return {"cpu_model": cpu_model(), "cores": cores_available(),
+            "memory_limit_gib": round(min(limits) / (1 << 30)) if limits else None,
+            "gpus": _gpu_text(gpu_names), "runtime": f"cuda {torch_cuda}" if gpu_names and torch_cuda else "cpu"}
+
+
+def _gpu_text(names: list[str]) -> str:
+    if not names:
+        return "none"
+    return ", ".join(f"{name} x {names.count(name)}" for name in sorted(set(names)))
+
+
+HARDWARE_CLASS_KEYS = ("cpu_model", "cores", "memory_limit_gib", "gpus", "runtime")
+
+
+def hardware_fields(env: dict[str, Any]) -> dict[str, Any]:
+    """The class fields of an ``environment.json`` (derived from older fields when it predates them)."""
+    recorded = env.get("hardware")
+    if isinstance(recorded, dict) and all(k in recorded for k in HARDWARE_CLASS_KEYS):
+        return {k: recorded[k] for k in HARDWARE_CLASS_KEYS}
+    cgroup = env.get("cgroup") or {}
+    limit = cgroup.get("memory_limit_bytes") if isinstance(cgroup, dict) else None
+    gpus = [str(g) for g in env.get("cuda_devices") or []]
+    cuda = (env.get("torch_build") or {}).get("cuda") if isinstance(env.get("torch_build"), dict) else None
+    return {"cpu_model": env.get("cpu_model"), "cores": env.get("threads"),
+            "memory_limit_gib": round(limit / (1 << 30)) if isinstance(limit, (int, float)) else None,
+            "gpus": _gpu_text(gpus), "runtime": f"cuda {cuda}" if gpus and cuda else "cpu"}
+
+
+def hardware_class_of(env: dict[str, Any]) -> str:
+    """The canonical hardware class of a run's environment: measured metrics compare only within one.
+
+    ``cpu=<model>;cores=<n>;memory=<GiB>GiB;gpus=<model x count|none>;runtime=<cpu|cuda V>``: the CPU
+    model, the cores available to the run (affinity and CPU quota), its memory limit (the cgroup's,
+    else the host's, in whole GiB), the GPUs by model and count, and the compute runtime.
+    """
+    f = hardware_fields(env)
+    memory = "unknown" if f["memory_limit_gib"] is None else f"{f['memory_limit_gib']}GiB"
+    cpu = " ".join(str(f["cpu_model"] or "unknown").split())
+    return f"cpu={cpu};cores={f['cores']};memory={memory};gpus={f['gpus']};runtime={f['runtime']}"
+
+
+def hardware_class_label(env: dict[str, Any]) -> str:
+    """The class for people: ``AMD EPYC 7B13, 2 cores, 4 GiB, no GPU, cpu``."""
+    f = hardware_fields(env)
+    memory = "memory unknown" if f["memory_limit_gib"] is None else f"{f['memory_limit_gib']} GiB"
+    gpus = "no GPU" if f["gpus"] == "none" else f["gpus"]
+    return f"{' '.join(str(f['cpu_model'] or 'unknown CPU').split())}, {f['cores']} cores, {memory}, {gpus}, " \
+           f"{f['runtime']}"
 
 
 def cpu_model() -> str:
@@ -159,7 +221,8 @@ def capture(threads: int, settings: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     cuda = torch.cuda.is_available()
-    return {
+    devices = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
+    env = {
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "executable": sys.executable,
@@ -180,7 +243,10 @@ def capture(threads: int, settings: dict[str, Any]) -> dict[str, Any]:
                           "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
                           "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG")},
         "cuda_available": cuda,
-        "cuda_devices": [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else [],
+        "cuda_devices": devices,
         "gpu": gpu_info(),
         "in_container": Path("/.dockerenv").exists(),
+        "hardware": hardware(torch.version.cuda, devices),
     }
+    env["hardware_class"] = hardware_class_of(env)
+    return env

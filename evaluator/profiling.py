@@ -1,9 +1,7 @@
-"""Timing and memory figures, reported with units and the method used.
+"""Memory and GPU figures, reported with units and the method used; percentiles.
 
-Throughput follows Dynaboard (batch size 1, examples per second); latency is
-per example at batch size 1 after a warm-up, on a fixed sample whose size is
-recorded, so CI stays fast and figures say what they rest on. Percentiles use
-the nearest-rank method (no interpolation).
+Timed windows live in :mod:`dynadesk.evaluator.measurement`. Percentiles use the
+nearest-rank method (no interpolation).
 """
 
 from __future__ import annotations
@@ -12,9 +10,8 @@ import math
 import resource
 import sys
 import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 from dynadesk.evaluator import environment
 
@@ -29,58 +26,58 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
-def batch1_timings(predict: Callable[[list[dict[str, Any]]], list[Any]], examples: Sequence[dict[str, Any]],
-                   warmup: int,
-                   samples: int, sync: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Latency percentiles and batch-1 throughput over the first ``samples`` examples.
-
-    ``warmup`` calls are made first (cycling the sample) and discarded; each timed
-    call is one example, ``perf_counter_ns`` around ``predict`` (plus a CUDA sync when
-    on a GPU, so asynchronous kernels are counted).
-    """
-    sample = list(examples[:samples])
-    if not sample:
-        raise ValueError("no examples to time")
-    for i in range(warmup):
-        predict([sample[i % len(sample)]])
-    if sync:
-        sync()
-    times_ns = []
-    for ex in sample:
-        t0 = time.perf_counter_ns()
-        predict([ex])
-        if sync:
-            sync()
-        times_ns.append(time.perf_counter_ns() - t0)
-    ms = sorted(t / 1e6 for t in times_ns)
-    total_s = sum(times_ns) / 1e9
-    return {
-        "latency": {"p50_ms": percentile(ms, 50), "p90_ms": percentile(ms, 90), "p99_ms": percentile(ms, 99),
-                    "mean_ms": sum(ms) / len(ms), "unit": "ms", "samples": len(ms), "warmup": warmup,
-                    "method": "per-example wall time (perf_counter_ns) at batch size 1 after warm-up; "
-                              "nearest-rank percentiles"},
-        "throughput": {"value": len(ms) / total_s if total_s > 0 else 0.0, "unit": "examples/s", "batch_size": 1,
-                       "examples": len(ms), "seconds": total_s,
-                       "method": "examples / summed batch-1 call time (Dynaboard's throughput)"},
-    }
-
-
 def rss_peak_bytes() -> int:
-    """Peak resident set size of this process (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    """Peak resident set size of this process: ``VmHWM`` of /proc/self/status on Linux.
+
+    Not ``ru_maxrss``: Linux carries it over an ``execve`` from the process that spawned us, so a
+    worker started by a big host process (the local runner's parent holds torch) would report its
+    parent's RSS, while a container's worker starts from a small runtime process.
+    """
+    hwm = vm_hwm_bytes("self")
+    if hwm is not None:
+        return hwm
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+def vm_hwm_bytes(pid: str | int) -> int | None:
+    """``VmHWM`` (peak RSS of the process's current memory image) from /proc, None where unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def children_rss_peak_bytes() -> int:
+    """Summed peak RSS of this process's live descendants (0 when it has none)."""
+    try:
+        import psutil
+
+        children = psutil.Process().children(recursive=True)
+    except (ImportError, OSError):
+        return 0
+    return sum(vm_hwm_bytes(c.pid) or 0 for c in children)
+
+
 def memory_figures(dedicated_cgroup: bool) -> dict[str, Any]:
-    """RSS and cgroup peaks; ``peak_bytes`` is the cgroup's when the cgroup is this run's own."""
-    rss = rss_peak_bytes()
+    """The run's memory: the worker's process-tree peak RSS, the same on every runner.
+
+    ``peak_bytes`` (the Dynascore's ``memory``) is this process's peak RSS (``VmHWM``) plus
+    its live descendants', measured by the worker itself, so a container and a local
+    subprocess report the same quantity; the cgroup peak (page cache included, and
+    only this run's own inside a container) is an extra field.
+    """
+    own, children = rss_peak_bytes(), children_rss_peak_bytes()
+    peak = own + children
     cg_peak, cg_source = environment.memory_peak()
-    use_cgroup = dedicated_cgroup and cg_peak is not None
-    peak = cg_peak if use_cgroup and cg_peak is not None else rss
-    return {"rss_peak_bytes": rss, "cgroup_peak_bytes": cg_peak, "cgroup_source": cg_source,
-            "cgroup_limit_bytes": environment.memory_limit(), "cgroup_dedicated": dedicated_cgroup,
-            "peak_bytes": peak, "peak_gib": peak / GIB,
-            "peak_source": "cgroup" if use_cgroup else "process RSS (ru_maxrss)"}
+    return {"rss_peak_bytes": own, "children_rss_peak_bytes": children, "peak_bytes": peak, "peak_gib": peak / GIB,
+            "peak_source": "worker process tree peak RSS (VmHWM of the worker and its descendants)",
+            "cgroup_peak_bytes": cg_peak if dedicated_cgroup else None, "cgroup_source": cg_source,
+            "cgroup_limit_bytes": environment.memory_limit(), "cgroup_dedicated": dedicated_cgroup}
 
 
 class GpuSampler:
@@ -148,10 +145,49 @@ class GpuSampler:
 
 
 def torch_gpu_memory() -> dict[str, Any] | None:
+    """torch's peak allocated and reserved bytes, summed over every visible device."""
     import torch
 
     if not torch.cuda.is_available():
         return None
-    return {"max_allocated_bytes": int(torch.cuda.max_memory_allocated()),
-            "max_reserved_bytes": int(torch.cuda.max_memory_reserved()),
-            "device": torch.cuda.get_device_name(0)}
+    n = torch.cuda.device_count()
+    return {"max_allocated_bytes": sum(int(torch.cuda.max_memory_allocated(i)) for i in range(n)),
+            "max_reserved_bytes": sum(int(torch.cuda.max_memory_reserved(i)) for i in range(n)),
+            "devices": [torch.cuda.get_device_name(i) for i in range(n)], "summed_over_devices": n}
+
+
+def nvml_devices() -> dict[str, Any]:
+    """Device-wide NVML figures now: per GPU its UUID, memory used and how many compute processes run on it."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except ImportError as exc:
+        return {"nvml": f"unavailable: {exc}", "devices": []}
+    except Exception as exc:  # noqa: BLE001 - pynvml.NVMLError_LibraryNotFound and friends
+        return {"nvml": f"unavailable: {type(exc).__name__}: {exc}", "devices": []}
+    devices = []
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            uuid = pynvml.nvmlDeviceGetUUID(h)
+            devices.append({"index": i, "uuid": uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+                            "mem_used_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(h).used),
+                            "compute_processes": len(pynvml.nvmlDeviceGetComputeRunningProcesses(h))})
+    except pynvml.NVMLError as exc:
+        return {"nvml": f"error: {type(exc).__name__}: {exc}", "devices": devices}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+    return {"nvml": "ok", "devices": devices}
+
+
+def gpu_figures(baseline: dict[str, Any], sampler: dict[str, Any] | None) -> dict[str, Any]:
+    """torch and NVML GPU memory of a run: the baseline before the model loaded, the end state, and
+    whether other processes shared a device (more compute processes than this one)."""
+    end = nvml_devices()
+    shared = any(d["compute_processes"] > 1 for d in end["devices"])
+    return {"torch": torch_gpu_memory(), "nvml_baseline": baseline, "nvml_end": end, "sampler": sampler,
+            "uuids": [d["uuid"] for d in end["devices"]], "shared_with_other_processes": shared}

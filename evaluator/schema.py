@@ -78,18 +78,27 @@ class Settings:
     deterministic: bool = True
     seed: int = 0
     threads: int | None = None  # None: from the cgroup CPU quota (or the visible cores)
-    latency_samples: int = 64  # batch-1 timings taken on the first test set (bounded on purpose)
-    warmup: int = 8
+    latency_samples: int = 64  # batch-1 queries per timed window, per test set (the whole set when smaller)
+    warmup: int = 8  # calls discarded before each measurement's windows
+    batched_queries: int = 128  # batched queries (examples) per timed window, per test set
+    trials: int = 3  # timed windows per measurement; the figure is their median
+    min_seconds: float = 0.1  # a window also runs at least this long (cycling its sample)
+    noise_retries: int = 2  # a noisy measurement is taken again at most this many times
     allow_pickle: bool = False  # only a sandboxed runner may turn this on
     dedicated_cgroup: bool = False  # True in a container: the cgroup peak is this run's own
 
     def validate(self) -> None:
-        for name in ("batch_size", "latency_samples"):
+        for name in ("batch_size", "latency_samples", "batched_queries", "trials"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise SpecError(f"settings.{name} must be a positive integer, got {v!r}")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise SpecError(f"settings.warmup must be a non-negative integer, got {self.warmup!r}")
+        for name in ("warmup", "noise_retries"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise SpecError(f"settings.{name} must be a non-negative integer, got {v!r}")
+        if isinstance(self.min_seconds, bool) or not isinstance(self.min_seconds, (int, float)) or \
+                not 0 <= self.min_seconds <= 60:
+            raise SpecError(f"settings.min_seconds must be a number of seconds from 0 to 60, got {self.min_seconds!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise SpecError(f"settings.threads must be a positive integer or null, got {self.threads!r}")
         if self.device not in ("cpu", "cuda"):

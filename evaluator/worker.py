@@ -20,26 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from dynadesk.evaluator import environment, profiling
-from dynadesk.evaluator.schema import (
-    ENVIRONMENT_FILE,
-    LOG_FILE,
-    METRICS_FILE,
-    PARTS_DIR,
-    PREDICTIONS_FILE,
-    PROFILE_FILE,
-    PROGRESS_PREFIX,
-    SCHEMA_VERSION,
-    DatasetSpec,
-    Settings,
-    Spec,
-    SpecError,
-    evaluator_version,
-    metric_row,
-)
-
-if TYPE_CHECKING:
-    from dynadesk.evaluator.adapters import Adapter
+from dynadesk.evaluator import environment, profiling, timing
+from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
+                                       PROFILE_FILE, PROGRESS_PREFIX, SCHEMA_VERSION, DatasetSpec, Spec, SpecError,
+                                       evaluator_version, metric_row)
 
 log = logging.getLogger("dynadesk.evaluator")
 ERROR_FILE = "error.json"
@@ -140,12 +124,16 @@ class Worker:
         self.load_seconds = time.perf_counter() - t0
         log.info("model '%s' loaded in %.2f s", self.spec.model.get("name"), self.load_seconds)
 
-    def predict(self, examples: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
-        assert self.adapter is not None, "load_model() first"
-        preds = self.adapter.predict(batch)
-        if len(preds) != len(batch):
-            raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(batch)}")
+    def predict(self, examples: list[dict[str, Any]],
+                encoded: list[dict[str, list[int]]] | None = None) -> list[dict[str, Any]]:
+        """The model's predictions for a batch; ``encoded``: the batch already tokenized (:meth:`encoded`)."""
+        if encoded is not None:
+            preds: list[dict[str, Any]] = self.adapter.predict_encoded(encoded)  # type: ignore[attr-defined]
+        else:
+            batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
+            preds = self.adapter.predict(batch)  # type: ignore[attr-defined]
+        if len(preds) != len(examples):
+            raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(examples)}")
         return preds
 
     # ------------------------------------------------------------------ datasets
@@ -162,25 +150,44 @@ class Worker:
             return None
         return cast(dict[str, Any], info)
 
-    def batch_order(self, examples: list[dict[str, Any]]) -> list[int]:
-        """Example indices grouped by input length (stable), so each batch pads little.
+    def encoded(self, examples: list[dict[str, Any]]) -> list[dict[str, list[int]]] | None:
+        """The dataset tokenized once, when the adapter can (transformers classifiers); else None."""
+        encode = getattr(self.adapter, "encode", None)
+        if encode is None:
+            return None
+        encoded: list[dict[str, list[int]]] = encode([{k: ex[k] for k in self.inputs if k in ex} for ex in examples])
+        return encoded
 
-        Padding to the longest text of a batch is most of the waste of batched inference
-        on mixed-length data; the order is a pure function of the data, so reruns and
-        runners still see identical batches. Predictions are written in dataset order.
+    def batch_order(self, examples: list[dict[str, Any]], encoded: list[dict[str, list[int]]] | None = None) -> list[int]:
+        """Example indices grouped by token count (character count without a tokenizer), stable.
+
+        Padding to the longest example of a batch is most of the waste of batched inference
+        on mixed-length data, and tokens, not characters, are what is padded; the order is a
+        pure function of the data, so reruns and runners see identical batches. Predictions
+        are written in dataset order.
         """
+        if encoded is not None:
+            return sorted(range(len(examples)), key=lambda i: len(encoded[i]["input_ids"]))
         return sorted(range(len(examples)),
                       key=lambda i: sum(len(str(examples[i].get(k, ""))) for k in self.inputs))
 
+    def batches(self, examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        """The evaluator's own batches of a dataset (token-sorted), as lists of examples."""
+        order = self.batch_order(examples, self.encoded(examples))
+        bs = self.spec.settings.batch_size
+        return [[examples[i] for i in order[start:start + bs]] for start in range(0, len(order), bs)]
+
     def run_dataset(self, ds: DatasetSpec, examples: list[dict[str, Any]], progress: dict[str, int]) -> dict[str, Any]:
         bs = self.spec.settings.batch_size
-        order = self.batch_order(examples)
+        encoded = self.encoded(examples)
+        order = self.batch_order(examples, encoded)
         results: list[Any] = [None] * len(examples)
         seconds = 0.0
         for start in range(0, len(order), bs):
             idx = order[start:start + bs]
             t0 = time.perf_counter()
-            preds = self.predict([examples[i] for i in idx])
+            preds = self.predict([examples[i] for i in idx],
+                                 None if encoded is None else [encoded[i] for i in idx])
             seconds += time.perf_counter() - t0
             for i, p in zip(idx, preds):
                 results[i] = p
@@ -248,6 +255,7 @@ class Worker:
         threads = environment.thread_count(s.threads)
         set_determinism(s, threads)
         self.emit({"phase": "load"})
+        gpu_baseline = profiling.nvml_devices() if s.device == "cuda" else None
         sampler = profiling.GpuSampler().start() if s.device == "cuda" else None
         self.load_model()
         examples = {ds.name: load_examples(self.data_dir, ds) for ds in self.spec.datasets}
@@ -270,29 +278,18 @@ class Worker:
         rows, notes = self.metrics(examples, preds)
 
         self.emit({"phase": "profile"})
-        first_test = next(d for d in self.spec.datasets if d.role == "test")
         sync = None
         if s.device == "cuda":
             import torch
 
             sync = torch.cuda.synchronize
-        timing = profiling.batch1_timings(self.predict, examples[first_test.name], s.warmup, s.latency_samples, sync)
-        timing["throughput"]["dataset"] = first_test.name
-        timing["latency"]["dataset"] = first_test.name
-        n_batched = sum(i["examples"] for i in infos.values())
-        t_batched = sum(i["seconds"] for i in infos.values())
-        batched = {"value": n_batched / t_batched if t_batched > 0 else 0.0, "unit": "examples/s",
-                   "batch_size": s.batch_size, "examples": n_batched, "seconds": t_batched,
-                   "method": "examples / summed model call time over every dataset of the run"}
-        gpu = {"sampler": sampler.stop() if sampler else None, "torch": profiling.torch_gpu_memory()}
+        tests = [d for d in self.spec.datasets if d.role == "test"]
+        timed = timing.measure_run(self, {d.name: examples[d.name] for d in tests}, threads, sync)
+        gpu = profiling.gpu_figures(gpu_baseline or {}, sampler.stop() if sampler else None) \
+            if s.device == "cuda" else None
         memory = profiling.memory_figures(s.dedicated_cgroup)  # read last: the container's cgroup dies with it
-        rows += [metric_row("", "throughput", timing["throughput"]["value"]),
-                 metric_row("", "throughput_batched", batched["value"]),
-                 metric_row("", "latency_p50_ms", timing["latency"]["p50_ms"]),
-                 metric_row("", "latency_p90_ms", timing["latency"]["p90_ms"]),
-                 metric_row("", "latency_p99_ms", timing["latency"]["p99_ms"]),
-                 metric_row("", "memory", memory["peak_gib"])]
-        if gpu["torch"]:
+        rows += timed["rows"] + [metric_row("", "memory", memory["peak_gib"])]
+        if gpu and gpu["torch"]:
             rows.append(metric_row("", "gpu_memory", gpu["torch"]["max_allocated_bytes"] / profiling.GIB))
 
         version = evaluator_version()
@@ -307,12 +304,14 @@ class Worker:
             indent=2, sort_keys=True))
         _write_atomic(self.out / PROFILE_FILE, json.dumps(
             {**header, "device": s.device, "threads": threads, "batch_size": s.batch_size,
-             "load_seconds": self.load_seconds, "throughput": timing["throughput"], "throughput_batched": batched,
-             "latency": timing["latency"], "memory": memory, "gpu": gpu,
+             "load_seconds": self.load_seconds, **timed["profile"], "memory": memory, "gpu": gpu,
+             "prediction_pass": {d.name: {"examples": infos[d.name]["examples"], "seconds": infos[d.name]["seconds"]}
+                                 for d in self.spec.datasets if not infos[d.name].get("resumed")},
              "resumed_datasets": [d.name for d in self.spec.datasets if infos[d.name].get("resumed")]},
             indent=2, sort_keys=True))
+        env = environment.capture(threads, s.__dict__)
         _write_atomic(self.out / ENVIRONMENT_FILE, json.dumps(
-            {**header, **environment.capture(threads, s.__dict__)}, indent=2, sort_keys=True))
+            {**header, **env, "measurement": timed["summary"]}, indent=2, sort_keys=True))
         self.emit({"phase": "done"})
         return 0
 

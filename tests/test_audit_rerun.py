@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eval_support import setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
-from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, WITHIN
+from dynadesk.audit.report import DETERMINISTIC, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
 from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync.format import keys as K
@@ -76,7 +76,9 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     measured = [c for c in report.checks if c.kind == MEASURED]
     assert {c.field for c in measured} >= {"metrics[(run)].throughput", "metrics[(run)].memory"}
     for c in measured:
-        assert c.verdict in (WITHIN, DIFFERS) and not c.fails
+        # judged against the re-measurement; not judged when that one was noisy (a loaded machine)
+        assert c.verdict == WITHIN or (c.verdict == NOT_COMPARABLE and "noisy" in report.not_comparable)
+        assert not c.fails
         assert c.tolerance == bundle.payload["tolerances"][c.field.split(".")[-1]]["relative"]
     assert report.get("environment.hardware").verdict == IDENTICAL
 
@@ -86,7 +88,8 @@ def test_cli_table_and_json_against_the_rerun(made, audited):
     res = CliRunner().invoke(cli, ["--home", str(ws.home), "audit", str(path), "--against", str(audited.rerun_id)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[1].split()[:3] == ["field", "kind", "verdict"] and lines[-1] == "OK"
+    assert lines[1].split()[:3] == ["field", "kind", "verdict"] and lines[-2:][0] == "VERDICT"
+    assert lines[-1].startswith("OK")
     row = next(line for line in lines if line.startswith("metrics[set0-test].perf "))
     assert " deterministic " in row and " identical " in row
     row = next(line for line in lines if line.startswith("metrics[(run)].memory "))

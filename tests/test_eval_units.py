@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from dynadesk.evaluator import environment, profiling
+from dynadesk.evaluator import environment, measurement, profiling
 from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
 
 
@@ -90,11 +91,14 @@ def test_percentiles_are_nearest_rank_and_timings_bounded():
     assert profiling.percentile(values, 50) == 50 and profiling.percentile(values, 99) == 99
     assert profiling.percentile([7.0], 90) == 7.0
     calls = []
-    out = profiling.batch1_timings(lambda batch: calls.append(len(batch)) or [{}], [{"i": i} for i in range(50)],
-                                   warmup=3, samples=10)
-    assert calls == [1] * 13  # 3 warm-up + 10 timed calls, each of one example
-    assert out["latency"]["samples"] == 10 and out["throughput"]["examples"] == 10
-    assert out["latency"]["p50_ms"] <= out["latency"]["p99_ms"]
+    units = [[{"i": i}] for i in measurement.even_sample(50, 10)]
+    out = measurement.measure(lambda batch: calls.append(len(batch)) or [{}], units,
+                              measurement.Protocol(warmup=3, min_queries=10, min_seconds=0.0, trials=2, retries=0,
+                                                   threads=1))
+    assert calls == [1] * (3 + 2 * 10)  # 3 warm-up calls, then 2 windows of 10 one-example calls
+    assert [t["queries"] for t in out["trials"]] == [10, 10] and len(out["per_call_ms"]) == 20
+    lat = measurement.latency(out["per_call_ms"])
+    assert lat["p50_ms"] <= lat["p99_ms"] and lat["too_few_samples"] == ["p90", "p99"]  # 20 samples: 2 above p90
 
 
 def test_gpu_probe_never_crashes():
@@ -179,3 +183,50 @@ def test_compare_runs_judges_reordered_runs_by_their_records():
     changed = RunResults("sha256:bb", "r2", 4, "l", a_metrics, source="run 2", examples_digest="sha256:other")
     assert {c.field for c in compare_runs(a, changed, ["s1", "s2"], ["s2", "s1"]) if c.fails} == {
         "predictions.per_example"}
+
+
+def test_cgroup_throttling_and_proc_stat_are_read_on_v1_and_v2(tmp_path):
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpu memory\n")
+    (v2 / "cpu.stat").write_text("usage_usec 900\nnr_periods 40\nnr_throttled 7\nthrottled_usec 250000\n")
+    assert measurement.throttling(v2) == (0.25, 7)
+    v1 = tmp_path / "v1"
+    (v1 / "cpu,cpuacct").mkdir(parents=True)
+    (v1 / "memory").mkdir()
+    (v1 / "cpu,cpuacct" / "cpu.stat").write_text("nr_periods 10\nnr_throttled 3\nthrottled_time 500000000\n")
+    assert measurement.throttling(v1) == (0.5, 3)
+    assert measurement.throttling(tmp_path / "none") == (None, None)
+    stat = tmp_path / "stat"
+    ticks = os.sysconf("SC_CLK_TCK")
+    stat.write_text(f"cpu  {ticks} 0 {ticks} 500 0 0 0 {ticks // 2} 0 0\ncpu0 1 0 1 250 0 0 0 0 0 0\n")
+    busy, steal, ok = measurement._proc_stat(stat)
+    assert ok and busy == 2.0 and steal == 0.5
+    assert measurement._proc_stat(tmp_path / "missing") == (0.0, 0.0, False)
+
+
+def test_competition_names_other_processes_throttling_and_steal():
+    def snap(wall, own, busy, steal=0.0, throttled=0.0):
+        return measurement.CpuSnapshot(wall, own, busy, steal, True, throttled, 0)
+
+    quiet = measurement.competition([(snap(0, 0, 0), snap(1, 1.9, 2.0))], threads=2, host_cores=2)
+    assert quiet["reasons"] == [] and quiet["others_cores"] == pytest.approx(0.1)
+    busy = measurement.competition([(snap(0, 0, 0), snap(1, 1.0, 2.0, steal=0.2, throttled=0.3))], threads=2,
+                                   host_cores=2)
+    assert [r.split()[0] for r in busy["reasons"]] == ["other", "steal", "cgroup"]
+    free = measurement.competition([(snap(0, 0, 0), snap(1, 1.0, 2.0))], threads=1, host_cores=2)
+    assert free["reasons"] == []  # the other process ran on the core the run left free
+    assert measurement.spread([90.0, 100.0, 110.0]) == pytest.approx(0.2)
+
+
+def test_hardware_class_is_canonical_and_derived_for_older_environments():
+    env = {"hardware": {"cpu_model": "AMD  EPYC 7B13", "cores": 2, "memory_limit_gib": 4,
+                        "gpus": "NVIDIA H100 x 2", "runtime": "cuda 12.8"}}
+    assert environment.hardware_class_of(env) == \
+        "cpu=AMD EPYC 7B13;cores=2;memory=4GiB;gpus=NVIDIA H100 x 2;runtime=cuda 12.8"
+    assert environment.hardware_class_label(env) == "AMD EPYC 7B13, 2 cores, 4 GiB, NVIDIA H100 x 2, cuda 12.8"
+    old = {"cpu_model": "AMD EPYC 7B13", "threads": 2, "cgroup": {"memory_limit_bytes": 4 << 30},
+           "cuda_devices": ["NVIDIA H100", "NVIDIA H100"], "torch_build": {"cuda": "12.8"}}
+    assert environment.hardware_class_of(old) == environment.hardware_class_of(env)
+    here = environment.hardware(None, [])
+    assert here["cores"] == environment.cores_available() and here["gpus"] == "none" and here["runtime"] == "cpu"

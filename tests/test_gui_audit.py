@@ -72,6 +72,7 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     assert table["signature"][3] == bundle.key_fingerprint
     assert not any(f.startswith("metrics[") for f in table)  # nothing re-computed without a re-run
     assert f"{len(report.checks)} checks" in page.summary.text() and "not re-computed" in page.summary.text()
+    assert "inputs checked" in page.verdict.text() and "re-run: reproduced" not in page.verdict.text()
 
     page.runner_combo.setCurrentIndex(page.runner_combo.findData("local"))
     with qtbot.waitSignal(svc.done, timeout=120_000):  # done (buttons back) comes after finished
@@ -89,14 +90,16 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     assert table["predictions.merkle_root"][2] == "identical"
     assert table["predictions.merkle_root"][4] == bundle.payload["predictions"]["merkle_root"]
     mem = table["metrics[(run)].memory"]
-    assert mem[1] == "measured" and mem[2] in ("within tolerance", "differs")
+    # a re-measurement taken on a loaded machine is noisy, so the claim is not judged against it
+    assert mem[1] == "measured" and (mem[2] == "within tolerance" or
+                                     (mem[2] == "not comparable" and "noisy" in report.not_comparable))
     tol = bundle.payload["tolerances"]["memory"]["relative"]
     assert mem[5] == f"±{tol * 100:g}%"
     col = page.checks.horizontalHeaderItem(2).text()
     assert col == "verdict"
     r = list(table).index("metrics[set0-test].perf")
     assert page.checks.item(r, 2).background().color().name() == "#e8f5e9"  # identical is green
-    assert "audit passed" in page.verdict.text()
+    assert "audit passed" in page.verdict.text() and "re-run: reproduced" in page.verdict.text()
     counts = report.counts()
     assert f"{counts['identical']} identical" in page.summary.text()
     assert f"compared with run {report.rerun_id}" in page.summary.text()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
-from dynadesk.audit.compare import compare_results, results_from_record
+from dynadesk.audit.compare import compare_results, measured_comparability, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
 from dynadesk.errors import AuditError, BundleError
 
@@ -77,7 +77,9 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
         report.rerun_id = record.id
         report.notes.append(f"compared with run {record.id} ({record.runner}"
                             f"{', sandboxed' if record.sandboxed else ', not sandboxed'})")
-        report.add(*compare_results(p, results_from_record(record)))
+        results = results_from_record(record)
+        report.not_comparable = measured_comparability(p, results)
+        report.add(*compare_results(p, results))
     elif not rerun:
         report.notes.append("predictions and metrics were not re-computed (use --rerun)")
     return report

@@ -2,7 +2,8 @@
 
 Deterministic fields (predictions digest, Merkle root, performance, robustness,
 fairness) must be identical bit for bit; measured fields (throughput, latency,
-memory) must lie within the tolerance the bundle declares. Whether a metric is
+memory) must lie within tolerance of the re-measurement on the same hardware class, and
+are "not comparable" on another class or when the re-measurement was noisy. Whether a metric is
 deterministic is decided by the evaluator's schema as well as by the bundle, so a
 bundle cannot relabel a score as "measured" to buy itself a tolerance.
 """
@@ -106,10 +107,25 @@ def _env_class(env: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
 
 
 def hardware_difference(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> str:
-    """'' when the hardware class is the same, else which parts differ."""
-    a, b = _env_class(expected_env, HARDWARE_KEYS), _env_class(actual_env, HARDWARE_KEYS)
-    diffs = [f"{k} {a[k]!r} vs {b[k]!r}" for k in HARDWARE_KEYS if a[k] != b[k]]
-    return "; ".join(diffs)
+    """'' when the hardware class (:func:`hardware_class_of`) is the same, else both classes."""
+    from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
+
+    if hardware_class_of(expected_env) == hardware_class_of(actual_env):
+        return ""
+    return f"another hardware class (bundle: {hardware_class_label(expected_env)}; " \
+           f"here: {hardware_class_label(actual_env)})"
+
+
+def measured_comparability(payload: dict[str, Any], results: RunResults) -> str:
+    """'' when measured claims can be judged against ``results``, else why not."""
+    hw = hardware_difference(payload.get("environment") or {}, results.environment)
+    if hw:
+        return hw
+    summary = results.environment.get("measurement")
+    if isinstance(summary, dict) and summary.get("noisy"):
+        return f"{results.source}'s re-measurement was noisy ({'; '.join(summary.get('noisy_measurements', []))}); " \
+               "audit again on a quiet machine"
+    return ""
 
 
 def environment_checks(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> list[Check]:
@@ -163,18 +179,18 @@ def compare_metric(payload: dict[str, Any], m: dict[str, Any], actual: float | N
                      f"{m['unit']}: {source} gives {actual!r}, the bundle says {m['value']!r}"
                      f" (difference {actual - m['value']:+.6g}){relabelled}")
     rel, source_kind = tol.tolerance_for(payload, m["metric"])
-    change = tol.relative_change(m["value"], actual)
+    change = tol.relative_change(actual, m["value"])
     shown = f"{change:+.1%}" if change is not None else "n/a"
-    note = f"{m['unit']}: {shown} vs the bundle; tolerance ±{rel:.0%} ({source_kind})"
+    note = f"{m['unit']}: the bundle claims {shown} vs the re-measurement; tolerance ±{rel:.0%} ({source_kind})"
     if hw_note:
-        note += f"; different hardware class ({hw_note})"
-    verdict = WITHIN if tol.within(m["value"], actual, rel) else DIFFERS
+        return Check(name, MEASURED, NOT_COMPARABLE, m["value"], actual, f"{note}; {hw_note}", rel)
+    verdict = WITHIN if tol.within(actual, m["value"], rel) else DIFFERS
     return Check(name, MEASURED, verdict, m["value"], actual, note, rel)
 
 
 def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]:
     """Every prediction and metric field of the bundle against ``results``; plus values the bundle lacks."""
-    hw_note = hardware_difference(payload.get("environment") or {}, results.environment)
+    hw_note = measured_comparability(payload, results)
     checks = compare_predictions(payload, results)
     seen = set()
     for m in payload["metrics"]:

@@ -11,7 +11,8 @@ DIFFERS = "differs"
 NOT_COMPARABLE = "not comparable"
 VERDICTS = (IDENTICAL, WITHIN, DIFFERS, NOT_COMPARABLE)
 
-# What a field is; a "differs" fails the audit for every kind except measured and environment.
+# What a field is; a "differs" fails the audit for integrity, input and deterministic fields, and a
+# measured "differs" (same hardware class only) is "measured claims not reproduced", its own verdict.
 INTEGRITY = "integrity"  # signature, structure, transparency log
 INPUT = "input"  # model folder, datasets: what was evaluated
 ENVIRONMENT = "environment"  # evaluator image and code, hardware: where it was evaluated
@@ -40,8 +41,13 @@ class Check:
     def fails(self) -> bool:
         return self.verdict == DIFFERS and self.kind in FAILING_KINDS
 
+    @property
+    def unreproduced(self) -> bool:
+        """A measured claim outside tolerance of the auditor's re-measurement on the same hardware class."""
+        return self.verdict == DIFFERS and self.kind == MEASURED
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "fails": self.fails}
+        return {**self.__dict__, "fails": self.fails, "unreproduced": self.unreproduced}
 
 
 @dataclass
@@ -53,6 +59,7 @@ class AuditReport:
     rerun_id: int | None = None
     notes: list[str] = field(default_factory=list)
     incomplete: bool = False  # a re-run was asked for but could not be made
+    not_comparable: str = ""  # why measured fields were not judged (another hardware class, noisy re-measurement)
 
     def add(self, *checks: Check) -> None:
         self.checks.extend(checks)
@@ -68,14 +75,36 @@ class AuditReport:
         return [c for c in self.checks if c.fails]
 
     @property
+    def measured_failures(self) -> list[Check]:
+        return [c for c in self.checks if c.unreproduced]
+
+    @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.failures and not self.measured_failures
+
+    def verdict_lines(self) -> list[str]:
+        """The verdict, most severe first; the first line also says when measured fields were not comparable."""
+        lines = []
+        if self.failures:
+            lines.append("FAILED: " + ", ".join(c.field for c in self.failures))
+        if self.measured_failures:
+            lines.append("MEASURED CLAIMS NOT REPRODUCED: " + ", ".join(c.field for c in self.measured_failures)
+                         + " (outside tolerance of the re-measurement, same hardware class)")
+        if self.incomplete:
+            lines.append("INCOMPLETE: the re-run could not be made")
+        if not lines:
+            lines.append("OK")
+        if self.not_comparable:
+            lines[0] += f"; measured metrics not comparable: {self.not_comparable}"
+        return lines
 
     def counts(self) -> dict[str, int]:
         return {v: sum(1 for c in self.checks if c.verdict == v) for v in VERDICTS}
 
     def to_dict(self) -> dict[str, Any]:
         return {"bundle_id": self.bundle_id, "task": self.task, "model": self.model, "ok": self.ok,
-                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(),
-                "notes": list(self.notes),
-                "failures": [c.field for c in self.failures], "checks": [c.to_dict() for c in self.checks]}
+                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(), "notes": list(self.notes),
+                "failures": [c.field for c in self.failures],
+                "measured_failures": [c.field for c in self.measured_failures],
+                "not_comparable": self.not_comparable, "verdict": "\n".join(self.verdict_lines()),
+                "checks": [c.to_dict() for c in self.checks]}

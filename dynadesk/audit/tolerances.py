@@ -4,7 +4,10 @@ Shape (optional payload field; absent in bundles made before it existed)::
 
     "tolerances": {"throughput": {"relative": 0.5}, "memory": {"relative": 0.25}, ...}
 
-A re-measured value ``a`` matches the bundle's ``b`` when ``|a - b| <= relative * |b|``.
+The bundle's claim ``b`` matches the auditor's re-measurement ``a`` when ``|b - a| <= relative * |a|``:
+the tolerance is judged against what the auditor measured, never against the claim, and a declared
+tolerance above the policy maximum (:data:`POLICY_MAX`) is capped to it, so a submitter cannot buy
+room by claiming big numbers or declaring wide tolerances.
 Deterministic metrics never get a tolerance: they must be identical bit for bit.
 The bundle format (:mod:`dynadesk.sync.format.tolerances`) owns the field and its shape; this is how an audit applies it.
 """
@@ -16,21 +19,28 @@ from typing import Any
 # The format's part (field name, defaults, shape check) lives with the bundle format.
 from dynadesk.sync.format.tolerances import DEFAULTS, FALLBACK, FIELD, MAX_ENTRIES, check_tolerances, declare
 
-__all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "check_tolerances", "declare", "relative_change",
+__all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "POLICY_MAX", "check_tolerances", "declare", "relative_change",
            "tolerance_for", "within"]
+
+# The widest tolerance an audit applies, whatever a bundle declares (docs/audit.md): the defaults.
+POLICY_MAX: dict[str, float] = dict(DEFAULTS)
 
 
 def tolerance_for(payload: dict[str, Any], metric: str) -> tuple[float, str]:
-    """``(relative tolerance, source)``; source is ``"declared"`` or ``"default"`` (bundle declares none)."""
+    """``(relative tolerance, source)``: the declared one capped at the policy maximum, else the default."""
+    cap = POLICY_MAX.get(metric, FALLBACK)
     declared = payload.get(FIELD)
     if isinstance(declared, dict) and metric in declared:
-        return float(declared[metric]["relative"]), "declared"
+        rel = float(declared[metric]["relative"])
+        if rel > cap:
+            return cap, f"declared ±{rel:.0%}, capped at the policy maximum"
+        return rel, "declared"
     return DEFAULTS.get(metric, FALLBACK), "default"
 
 
-def within(expected: float, actual: float, relative: float) -> bool:
-    """``|actual - expected| <= relative * |expected|``."""
-    return abs(actual - expected) <= relative * abs(expected)
+def within(reference: float, other: float, relative: float) -> bool:
+    """``|other - reference| <= relative * |reference|``; the reference is the auditor's measurement."""
+    return abs(other - reference) <= relative * abs(reference)
 
 
 def relative_change(expected: float, actual: float) -> float | None:

@@ -3,7 +3,9 @@
 ``dynadesk audit BUNDLE ...`` is short for ``dynadesk audit check BUNDLE ...``.
 Exit status of ``check``: 0 when nothing failed, 1 when a signature, input or
 deterministic field differs (or the bundle is malformed), 3 when a requested
-re-run could not be made (nothing differed, but nothing was re-computed either).
+re-run could not be made (nothing differed, but nothing was re-computed either),
+4 when measured claims were not reproduced (same hardware class, outside tolerance
+of the re-measurement) and nothing deterministic failed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 
 EXIT_DIFFERS = 1
 EXIT_INCOMPLETE = 3
+EXIT_MEASURED = 4
 
 
 class _DefaultCheck(click.Group):
@@ -51,10 +54,8 @@ def print_report(report) -> None:
                  "" if c.tolerance is None else f"±{c.tolerance:.0%}", c.note] for c in report.checks])
     for note in report.notes:
         click.echo(f"note: {note}")
-    counts = ", ".join(f"{n} {v}" for v, n in report.counts().items() if n)
-    verdict = ("FAILED: " + ", ".join(c.field for c in report.failures) if report.failures else
-               "INCOMPLETE: the re-run could not be made" if report.incomplete else "OK")
-    click.echo(f"{counts}\n{verdict}")
+    click.echo(", ".join(f"{n} {v}" for v, n in report.counts().items() if n))
+    click.echo("VERDICT\n" + "\n".join(report.verdict_lines()))
 
 
 @audit.command("check")
@@ -109,6 +110,8 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
                        " run 'dynadesk sync' to upload it")
     if report.failures:
         sys.exit(EXIT_DIFFERS)
+    if report.measured_failures:
+        sys.exit(EXIT_MEASURED)
     if report.incomplete:
         sys.exit(EXIT_INCOMPLETE)
 

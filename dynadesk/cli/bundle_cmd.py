@@ -138,6 +138,10 @@ def bundle_show(file: str, as_json: bool) -> None:
     echo_table(["dataset", "metric", "value", "unit", "kind"],
                [[m["dataset"] or "(run)", m["metric"], f"{m['value']:.4g}", m["unit"],
                  "deterministic" if m["deterministic"] else "measured"] for m in p["metrics"]])
+    from dynadesk.audit.hardware import measurement_lines  # measure branch: hardware class and noise
+
+    for line in measurement_lines(p.get("environment") or {}):
+        click.echo(f"  {line}")
 
 
 @bundle.command("list")

@@ -80,6 +80,10 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
         echo_table(["dataset", "metric", "value", "unit", "deterministic"], _summary_rows(record))
     for note in record.profile.get("notes", []):
         click.echo(f"note: {note}")
+    from dynadesk.audit.hardware import measurement_lines  # measure branch: hardware class and noise
+
+    for line in measurement_lines(record.environment or {}):
+        click.echo(line)
 
 
 @click.command("eval")

@@ -234,14 +234,10 @@ class AuditPage(Page):
                 item.setText(f"{c.verdict} ✘")
         counts = report.counts()
         parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-        if report.incomplete:
-            head, colour = "⚠ incomplete: the re-run could not be made", "#6d4c00"
-        elif report.ok:
-            head, colour = "✔ audit passed", "#1b5e20"
-        else:
-            head, colour = f"✘ audit failed: {len(report.failures)} field(s) differ", "#b71c1c"
+        head, colour = verdict_headline(report)
         self.verdict.setText(f"<span style='color:{colour}'>{head}</span>")
-        failures = "" if report.ok else " — failing: " + ", ".join(c.field for c in report.failures)
+        failing = report.failures + report.measured_failures
+        failures = "" if not failing else " — failing: " + ", ".join(c.field for c in failing)
         rerun = f" — compared with run {report.rerun_id}" if report.rerun_id is not None else ""
         self.summary.setText(f"{report.task} / {report.model}: {len(report.checks)} checks ({parts}){rerun}"
                              f"{failures}." + "".join(f"\n• {n}" for n in report.notes))
@@ -262,3 +258,18 @@ class AuditPage(Page):
 
 def make(services, parent: QWidget | None = None) -> AuditPage:
     return AuditPage(services.extra["bundles"], services.extra.get("audit"), parent=parent)
+
+
+def verdict_headline(report) -> tuple[str, str]:
+    """(headline, colour): "inputs checked" (nothing re-computed) is not "re-run: reproduced"."""
+    if report.failures:
+        return f"✘ audit failed: {len(report.failures)} field(s) differ", "#b71c1c"
+    if report.measured_failures:
+        return (f"✘ measured claims not reproduced: {len(report.measured_failures)} field(s) outside tolerance "
+                "of the re-measurement"), "#b71c1c"
+    if report.incomplete:
+        return "⚠ incomplete: the re-run could not be made", "#6d4c00"
+    if report.rerun_id is None:
+        return "✔ inputs checked — audit passed (not re-run: predictions and metrics not reproduced)", "#1b5e20"
+    extra = f" — measured metrics not comparable: {report.not_comparable}" if report.not_comparable else ""
+    return f"✔ re-run: reproduced — audit passed{extra}", "#1b5e20"

@@ -70,7 +70,7 @@ class AuditService(QObject):
                                       progress=on_event, cancel=ctx.cancel_event)
             finally:
                 store.close()
-            ctx.log(f"== {'OK' if report.ok else 'FAILED'}: " +
+            ctx.log(f"== {report.verdict_lines()[0]}: " +
                     ", ".join(f"{n} {v}" for v, n in report.counts().items()))
             return report
 

@@ -16,8 +16,8 @@ if os.environ.get("DYNADESK_TEST_NOISE") == "1":
     _predict = worker.Worker.predict
     _rng = random.SystemRandom()
 
-    def _noisy(self, examples):
-        preds = _predict(self, examples)
+    def _noisy(self, examples, *args, **kwargs):
+        preds = _predict(self, examples, *args, **kwargs)
         for p in preds:
             if isinstance(p, dict) and isinstance(p.get("probs"), dict):
                 p["probs"] = {k: v + _rng.uniform(-1e-4, 1e-4) for k, v in p["probs"].items()}

@@ -1,0 +1,32 @@
+"""Hardware class and measurement quality of a run, for people and for boards.
+
+The class itself is computed by the evaluator (``environment.json`` carries it, signed
+into every bundle); :func:`hardware_class_of` recomputes it from any environment, older
+ones included, so boards can group runs by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
+
+__all__ = ["hardware_class_label", "hardware_class_of", "measurement_lines"]
+
+
+def measurement_lines(environment: dict[str, Any]) -> list[str]:
+    """What ``runs show`` and ``bundle show`` print about where and how cleanly a run was measured."""
+    if not environment:
+        return []
+    lines = [f"hardware class: {hardware_class_label(environment)}"]
+    summary = environment.get("measurement")
+    if not isinstance(summary, dict):
+        return lines + ["measurement: not recorded (made before noise detection)"]
+    if summary.get("noisy"):
+        lines.append("measurement: NOISY - " + " | ".join(str(x) for x in summary.get("noisy_measurements", [])))
+    else:
+        lines.append("measurement: clean (no competing CPU load, throttling or steal; trial spread within bounds)")
+    thin = summary.get("latency_too_few_samples") or []
+    if thin:
+        lines.append(f"latency {', '.join(thin)}: too few samples above the percentile to rest on")
+    return lines

@@ -1,0 +1,103 @@
+"""The run's speed figures: batch-1 and batched throughput and batch-1 latency per test set.
+
+Each test set gets two measurements (:func:`dynadesk.evaluator.measurement.measure`):
+
+* **batch-1** (Dynaboard's ``throughput``): one example per call, on an evenly spaced
+  sample of ``latency_samples`` examples of the set; latency percentiles come from the
+  same calls.
+* **batched** (``throughput_batched``): the evaluator's own token-sorted batches of
+  ``batch_size``, an evenly spaced selection of them covering ``batched_queries`` examples.
+
+The run's aggregate (dataset ``''``) of a throughput is the harmonic mean of the test
+sets' medians, i.e. examples per second when every test set gets the same number of
+examples; of a latency percentile, the mean of the test sets' values (the same weighting).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+from typing import Protocol as TypingProtocol
+
+from dynadesk.evaluator.measurement import Protocol, even_sample, latency, measure
+from dynadesk.evaluator.schema import metric_row
+
+LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
+AGGREGATE = ("throughput: harmonic mean over the test sets of each set's median (examples/s at equal examples "
+             "per set); latency percentiles: mean over the test sets")
+
+
+class Timed(TypingProtocol):
+    """What :func:`measure_run` needs of the worker."""
+
+    spec: Any
+
+    def predict(self, examples: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+    def batches(self, examples: list[dict[str, Any]]) -> list[list[dict[str, Any]]]: ...
+
+
+def harmonic_mean(values: list[float]) -> float:
+    return len(values) / sum(1.0 / v for v in values) if values and all(v > 0 for v in values) else 0.0
+
+
+def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
+                sync: Callable[[], None] | None) -> dict[str, Any]:
+    """Batch-1 and batched measurements of one test set."""
+    s = worker.spec.settings
+    one = Protocol(s.warmup, s.latency_samples, float(s.min_seconds), s.trials, s.noise_retries, threads)
+    sample = [[examples[i]] for i in even_sample(len(examples), s.latency_samples)]
+    batch1 = measure(worker.predict, sample, one, sync)
+    lat = latency(batch1.pop("per_call_ms"))
+    batches = worker.batches(examples)
+    wanted = min(len(batches), math.ceil(s.batched_queries / s.batch_size))
+    chosen = [batches[i] for i in even_sample(len(batches), wanted)]
+    many = Protocol(min(s.warmup, len(chosen)), s.batched_queries, float(s.min_seconds), s.trials, s.noise_retries,
+                    threads)
+    batched = measure(worker.predict, chosen, many, sync)
+    batched.pop("per_call_ms")
+    batched["batch_size"] = s.batch_size
+    batch1["batch_size"] = 1
+    return {"batch1": batch1, "batched": batched, "latency": lat}
+
+
+def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
+                sync: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Metric rows, profile entries and the signed summary (environment.json) of every test set's timing."""
+    per_set = {name: measure_set(worker, exs, threads, sync) for name, exs in tests.items()}
+    rows = []
+    for name, m in per_set.items():
+        rows += [metric_row(name, "throughput", m["batch1"]["median"]),
+                 metric_row(name, "throughput_batched", m["batched"]["median"])]
+        rows += [metric_row(name, metric, m["latency"][metric.removeprefix("latency_")]) for metric in LATENCY_METRICS]
+    b1 = harmonic_mean([m["batch1"]["median"] for m in per_set.values()])
+    bb = harmonic_mean([m["batched"]["median"] for m in per_set.values()])
+    lat = {metric: sum(m["latency"][metric.removeprefix("latency_")] for m in per_set.values()) / len(per_set)
+           for metric in LATENCY_METRICS}
+    rows += [metric_row("", "throughput", b1), metric_row("", "throughput_batched", bb)]
+    rows += [metric_row("", metric, value) for metric, value in lat.items()]
+    noisy = [f"{name} {mode}: {'; '.join(m[mode]['noise']['reasons'])}" for name, m in per_set.items()
+             for mode in ("batch1", "batched") if m[mode]["noisy"]]
+    thin = sorted({p for m in per_set.values() for p in m["latency"]["too_few_samples"]})
+    s = worker.spec.settings
+    profile = {
+        "throughput": {"value": b1, "unit": "examples/s", "batch_size": 1, "aggregate": AGGREGATE,
+                       "method": "median of timed windows of batch-1 calls per test set (Dynaboard's throughput)"},
+        "throughput_batched": {"value": bb, "unit": "examples/s", "batch_size": s.batch_size, "aggregate": AGGREGATE,
+                               "method": "median of timed windows of the evaluator's token-sorted batches"},
+        "latency": {**{m.removeprefix("latency_"): v for m, v in lat.items()}, "unit": "ms", "warmup": s.warmup,
+                    "samples": sum(m["latency"]["samples"] for m in per_set.values()),
+                    "too_few_samples": thin,
+                    "method": "per-call wall time (perf_counter_ns) at batch size 1 after warm-up; nearest-rank "
+                              "percentiles per test set, averaged over the test sets"},
+        "measurement": {"datasets": per_set, "noisy": bool(noisy), "noisy_measurements": noisy,
+                        "aggregate": AGGREGATE},
+    }
+    summary = {"noisy": bool(noisy), "noisy_measurements": noisy, "latency_too_few_samples": thin,
+               "spread": {name: {"throughput": m["batch1"]["spread"], "throughput_batched": m["batched"]["spread"]}
+                          for name, m in per_set.items()},
+               "protocol": {"trials": s.trials, "min_seconds": s.min_seconds, "warmup": s.warmup,
+                            "latency_samples": s.latency_samples, "batched_queries": s.batched_queries,
+                            "noise_retries": s.noise_retries}}
+    return {"rows": rows, "profile": profile, "summary": summary}

@@ -2,7 +2,8 @@
 
 Measures the public dict API (``compute``: per-dataset values in, ranked board out),
 one query on a prebuilt :class:`ScoreBoard` (what the server and the app do per slider move or
-request: re-weight, score every model, rows for one page) and the vectorised core as best CPU time (other jobs on shared cores do not count),
+request: re-weight, score every model, rows for one page) and the vectorised core as best CPU time
+(other jobs on shared cores do not count),
 against a straightforward pure-Python implementation run in the same process as the
 baseline (its scores must agree to 1e-9, which also cross-checks the vectorised code). ``--quick`` uses 1,000 models.
 

@@ -35,8 +35,8 @@ import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.sync.format.keys import fingerprint
-from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.format.translog import verify_log
+from dynadesk.sync.server.db import ServerDB
 
 HERE = Path(__file__).resolve().parent
 THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (the server's goal), here under a mixed concurrent load

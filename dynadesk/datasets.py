@@ -14,10 +14,10 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any
 
 from dynadesk.canonical import digest
 from dynadesk.tasks import Task

@@ -85,7 +85,7 @@ class Workspace:
         """Evaluator image build inputs and outputs (wheelhouse, rootfs tarballs)."""
         return self.home / "images"
 
-    def ensure(self) -> "Workspace":
+    def ensure(self) -> Workspace:
         """Create the folders, owner-only (0700): they hold the database, keys, models and runs."""
         try:
             for p in (self.home, self.cache_dir, self.models_dir, self.runs_dir, self.keys_dir, self.bundles_dir,

@@ -12,7 +12,8 @@ processes' CPU time (host-wide busy time from ``/proc/stat`` minus this process 
 own, so it works inside a container too), steal time (``/proc/stat``) and cgroup CPU
 throttling (``cpu.stat``, v1 and v2). A measurement is *noisy* when any of these, or
 the spread, passes its threshold below; a noisy one is repeated up to ``retries``
-times (no retry starts after ``RETRY_BUDGET_S``), and the last attempt is kept with its noise verdict and every attempt's reasons.
+times (no retry starts after ``RETRY_BUDGET_S``), and the last attempt is kept with its noise verdict and
+every attempt's reasons.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def even_sample(n: int, k: int) -> list[int]:
     return [(i * n) // k for i in range(k)]
 
 
-def _window(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[dict[str, Any]]], target: int, min_seconds: float,
+def _window(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[dict[str, Any]]], target: int,
+            min_seconds: float,
             sync: Callable[[], None] | None) -> tuple[int, float, list[float]]:
     """(queries, summed call seconds, per-call ms) of one timed window."""
     queries, total_ns, per_call = 0, 0, []

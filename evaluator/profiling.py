@@ -10,8 +10,9 @@ import math
 import resource
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from dynadesk.evaluator import environment
 

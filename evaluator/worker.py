@@ -9,6 +9,12 @@ lines; the log goes to stderr and ``worker.log``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynadesk.evaluator.adapters import Adapter
+    from dynadesk.evaluator.schema import Settings
+
 import hashlib
 import json
 import logging
@@ -18,12 +24,24 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from dynadesk.evaluator import environment, profiling, timing
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
-                                       PROFILE_FILE, PROGRESS_PREFIX, SCHEMA_VERSION, DatasetSpec, Spec, SpecError,
-                                       evaluator_version, metric_row)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    PARTS_DIR,
+    PREDICTIONS_FILE,
+    PROFILE_FILE,
+    PROGRESS_PREFIX,
+    SCHEMA_VERSION,
+    DatasetSpec,
+    Spec,
+    SpecError,
+    evaluator_version,
+    metric_row,
+)
 
 log = logging.getLogger("dynadesk.evaluator")
 ERROR_FILE = "error.json"
@@ -127,11 +145,12 @@ class Worker:
     def predict(self, examples: list[dict[str, Any]],
                 encoded: list[dict[str, list[int]]] | None = None) -> list[dict[str, Any]]:
         """The model's predictions for a batch; ``encoded``: the batch already tokenized (:meth:`encoded`)."""
+        assert self.adapter is not None, "load_model() first"
         if encoded is not None:
             preds: list[dict[str, Any]] = self.adapter.predict_encoded(encoded)  # type: ignore[attr-defined]
         else:
             batch = [{k: ex[k] for k in self.inputs if k in ex} for ex in examples]
-            preds = self.adapter.predict(batch)  # type: ignore[attr-defined]
+            preds = self.adapter.predict(batch)
         if len(preds) != len(examples):
             raise WorkerError(f"the model returned {len(preds)} predictions for a batch of {len(examples)}")
         return preds
@@ -158,7 +177,8 @@ class Worker:
         encoded: list[dict[str, list[int]]] = encode([{k: ex[k] for k in self.inputs if k in ex} for ex in examples])
         return encoded
 
-    def batch_order(self, examples: list[dict[str, Any]], encoded: list[dict[str, list[int]]] | None = None) -> list[int]:
+    def batch_order(self, examples: list[dict[str, Any]],
+                    encoded: list[dict[str, list[int]]] | None = None) -> list[int]:
         """Example indices grouped by token count (character count without a tokenizer), stable.
 
         Padding to the longest example of a batch is most of the waste of batched inference

@@ -6,7 +6,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.audit.tolerances import declare
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
 from dynadesk.evaluator.schema import PREDICTIONS_FILE
@@ -37,7 +36,8 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     return {"digest": f"sha256:{sha}", "merkle_root": tree.root_hex, "count": tree.count}
 
 
-def build_payload(store: Store, evaluation_id: int, key_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
+def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
+                  now: datetime | None = None) -> dict[str, Any]:
     """Collect every signed field from the store and the run folder (raises if the run is not bundleable)."""
     ev = store.evaluations.get(evaluation_id)
     if ev.status != "succeeded":

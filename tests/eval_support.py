@@ -7,16 +7,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
+
+from tiny_models import make_tiny_classifier
 
 from dynadesk.datasets import dataset_digest
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runners import Limits
-from tiny_models import make_tiny_classifier
-
-from dynadesk.datasets import dataset_digest
 
 REPO = Path(__file__).resolve().parents[1]
 # Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the

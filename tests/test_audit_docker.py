@@ -6,14 +6,13 @@ import copy
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from eval_support import IMAGE_CACHE, setup_workspace
+from eval_support import IMAGE_CACHE, run_request, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
 from dynadesk.workspace import Workspace
-from eval_support import IMAGE_CACHE, run_request, setup_workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image, or wait for a build
 

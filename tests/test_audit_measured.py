@@ -11,12 +11,12 @@ import pytest
 from _sync_helpers import LABELS, make_run, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from dynadesk.sync import keys as K
-from dynadesk.sync.bundle import sign_payload
-from dynadesk.sync.create import create_bundle
 from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
+from dynadesk.sync import keys as K
+from dynadesk.sync.bundle import sign_payload
+from dynadesk.sync.create import create_bundle
 
 WIDEST = 10  # the largest relative tolerance a bundle's schema accepts
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
 from dynadesk.cli import cli
 from dynadesk.errors import AuditError, MerkleProofError, PredictionsUnavailable, SignatureError
-from dynadesk.sync.format.envelope import parse_bundle
 from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format.envelope import parse_bundle
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from eval_support import setup_workspace
+from eval_support import run_request, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
@@ -23,7 +23,6 @@ from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
-from eval_support import run_request, setup_workspace
 
 NOISE = Path(__file__).resolve().parent / "audit_noise"
 

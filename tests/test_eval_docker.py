@@ -11,13 +11,19 @@ import threading
 from pathlib import Path
 
 import pytest
-from eval_support import IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
+from eval_support import (
+    IMAGE_CACHE,
+    add_test_set,
+    deterministic_metrics,
+    metric,
+    predictions_bytes,
+    run_request,
+    setup_workspace,
+)
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.orchestration.runners import DockerRunner
 from dynadesk.workspace import Workspace
-from eval_support import (IMAGE_CACHE, add_test_set, deterministic_metrics, metric, predictions_bytes,
-                          run_request, setup_workspace)
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first test also builds the image
 

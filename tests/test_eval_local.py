@@ -11,12 +11,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, setup_workspace
+from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
-from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
 
 @pytest.fixture

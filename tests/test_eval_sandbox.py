@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
 from dynadesk.orchestration.folder import RunFolder
 from dynadesk.workspace import Workspace
-from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image
 
@@ -34,8 +34,9 @@ def ws(home, store, tmp_path):
 
 
 def _hostile(store, tmp_path: Path, behaviour: str, target: str | None = None) -> str:
-    from dynadesk.models.registry import register_model
     from hostile_models import make_hostile_model
+
+    from dynadesk.models.registry import register_model
 
     register_model(store, make_hostile_model(tmp_path / behaviour, behaviour, target), "sentiment", name=behaviour)
     return behaviour

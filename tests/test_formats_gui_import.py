@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 

@@ -288,5 +288,6 @@ def test_qa_csv_with_one_answer_column(store, tmp_path):
     assert store.datasets.examples(import_file(store, "qa", path).summary.name)[0]["answers"] == ["France"]
     bad = tmp_path / "noq.csv"
     bad.write_text("id,context,query_text,answer\nq1,Paris is in France.,Where is Paris?,France\n", encoding="utf-8")
-    with pytest.raises(ValidationError, match="line 1: header lacks column\\(s\\) question; .*--map question=query_text"):
+    with pytest.raises(ValidationError,
+                       match="line 1: header lacks column\\(s\\) question; .*--map question=query_text"):
         import_file(store, "qa", bad)

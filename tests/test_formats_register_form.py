@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import make_window
+from PySide6.QtCore import Qt
 from tiny_models import make_tiny_classifier
 
 pytestmark = pytest.mark.qt

@@ -16,13 +16,12 @@ pytestmark = pytest.mark.qt
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
-    from eval_support import setup_workspace
+    from eval_support import run_request, setup_workspace
 
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
-    from eval_support import run_request, setup_workspace
 
     tmp = tmp_path_factory.mktemp("gui-audit")
     ws = Workspace(tmp / "ws").ensure()

@@ -123,10 +123,11 @@ def test_default_limits_from_settings_reach_the_evaluate_page(gui, qtbot, tmp_pa
 @pytest.mark.docker
 def test_gpu_run_without_a_gpu_runtime_shows_the_cli_line_and_resume_replays_the_stored_request(
         gui, qtbot, tmp_path, docker_client, require_debootstrap):
-    from dynadesk.orchestration.evaluate import failure_line
-    from dynadesk.orchestration.image import build_image
     from eval_support import IMAGE_CACHE
     from tiny_models import make_tiny_classifier
+
+    from dynadesk.orchestration.evaluate import failure_line
+    from dynadesk.orchestration.image import build_image
 
     if "nvidia" in (docker_client.info().get("Runtimes") or {}):
         pytest.skip("this daemon has NVIDIA's runtime: the GPU request is honoured here")

@@ -5,9 +5,8 @@ with its state shown."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import majority_model, make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 

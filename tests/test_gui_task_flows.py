@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gui_support import majority_model, make_window
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
-
-from gui_support import majority_model, make_window
 
 pytestmark = pytest.mark.qt
 

@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from PySide6.QtCore import Qt
-
 from gui_support import majority_model, make_window
+from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 
 
 def test_train_page_cancel_resume_registers_the_model(require_qt, qtbot, tmp_path):
+    from tiny_models import make_tiny_classifier
+
     from dynadesk.data import import_dataset
     from dynadesk.models import register_model
     from dynadesk.workspace import Workspace
-
-    from tiny_models import make_tiny_classifier
 
     home = tmp_path / "ws"
     st = Workspace(home).open_store()

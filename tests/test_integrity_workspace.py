@@ -159,12 +159,12 @@ def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None
 
 
 def test_bundles_and_server_bodies_refuse_deep_json_naming_the_limit(tmp_path: Path) -> None:
-    from dynadesk.sync.format.envelope import parse_bundle
-    from dynadesk.sync.server.app import create_app
     from fastapi.testclient import TestClient
 
     from dynadesk.errors import BundleFormatError
     from dynadesk.jsonio import MAX_DEPTH
+    from dynadesk.sync.format.envelope import parse_bundle
+    from dynadesk.sync.server.app import create_app
 
     deep = _deep().encode()
     with pytest.raises(BundleFormatError, match=f"uploaded: JSON nested deeper than {MAX_DEPTH}"):

@@ -55,7 +55,8 @@ def test_round_two_target_trained_on_round_one_errs_less_on_held_out_round_one(t
     fetch_default_data(store, cache)
     train_all = [ex for src in ("movies", "tweets", "amazon", "nyt")
                  for ex in store.datasets.examples(f"vader-{src}-train")]
-    dev_all = [ex for src in ("movies", "tweets", "amazon", "nyt") for ex in store.datasets.examples(f"vader-{src}-dev")]
+    dev_all = [ex for src in ("movies", "tweets", "amazon", "nyt")
+               for ex in store.datasets.examples(f"vader-{src}-dev")]
     _subset(store, tmp_path, "base-train", _sample(train_all, SIZES["train"], "train"), "train")
     _subset(store, tmp_path, "base-dev", _sample(dev_all, SIZES["dev"], "dev"), "dev")
     config = TrainConfig(epochs=SIZES["epochs"], batch_size=16, lr=1e-4, max_length=MAX_LENGTH, patience=2)
@@ -117,11 +118,11 @@ def test_round_two_target_trained_on_round_one_errs_less_on_held_out_round_one(t
 
 
 def test_several_targets_answer_at_random_seeded_and_stats_per_model(tmp_path):
+    from gui_support import majority_model
+
     import dynadesk.annotation as ann
     from dynadesk.models import register_model
     from dynadesk.workspace import Workspace
-
-    from gui_support import majority_model
 
     store = Workspace(tmp_path / "ws").open_store()
     register_model(store, majority_model(tmp_path / "a", counts={"negative": 5, "neutral": 0, "positive": 1}),

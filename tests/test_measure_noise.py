@@ -14,11 +14,11 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from dynadesk.evaluator import measurement
 from eval_support import add_test_set
 from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
+from dynadesk.evaluator import measurement
 
 LABELS = ["negative", "neutral", "positive"]
 

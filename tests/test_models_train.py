@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from tiny_models import make_tiny_classifier, make_tiny_qa
 
 LABELS = ["negative", "neutral", "positive"]
@@ -87,7 +86,8 @@ def test_train_registers_the_best_checkpoint_with_its_lineage(ws):
     assert lineage["dev"]["digest"] == store.datasets.get("dev").digest
     assert lineage["hyperparameters"]["lr"] == 1e-3 and lineage["code_version"]
     assert rec.info["dev_score"] == pytest.approx(result.best_dev)
-    assert Path(rec.path).parent == workspace.models_dir and not (workspace.models_dir / ".training" / "tiny-r2").exists()
+    assert Path(rec.path).parent == workspace.models_dir
+    assert not (workspace.models_dir / ".training" / "tiny-r2").exists()
     # the new model answers through the same live path annotation uses
     from dynadesk.models import predict_live
 

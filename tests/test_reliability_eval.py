@@ -11,11 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from eval_support import deterministic_metrics, predictions_bytes, setup_workspace
+from eval_support import deterministic_metrics, predictions_bytes, run_request, setup_workspace
 
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
-from eval_support import deterministic_metrics, predictions_bytes, run_request, setup_workspace
 
 
 def test_kill_9_mid_evaluation_then_resume(home, store, tmp_path):

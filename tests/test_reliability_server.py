@@ -30,12 +30,11 @@ from test_sync_browser import browser  # noqa: F401 - the headless chromium fixt
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
-from dynadesk.sync.server.admin import import_workspace_datasets
-from dynadesk.sync.format.envelope import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
 from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format.envelope import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
 from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
+from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB
-from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
 
 API_EXAMPLES = fuzz_examples(25, 400)  # per operation
 PATH_EXAMPLES = fuzz_examples(60, 1000)

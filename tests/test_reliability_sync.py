@@ -31,12 +31,12 @@ from _sync_helpers import free_port, make_run, signed_payload, start_server, sto
 from conftest import fuzz_examples
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
-from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.client import SyncClient
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
-from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.format.translog import verify_log
+from dynadesk.sync.server.admin import import_workspace_datasets
+from dynadesk.sync.server.db import ServerDB
 
 KILL_ROUNDS = fuzz_examples(3, 12)
 CLIENT_BUNDLES = fuzz_examples(24, 80)

@@ -17,9 +17,9 @@ import string
 from collections import Counter
 
 import pytest
-from dynadesk.evaluator import metrics as M
 from sklearn.metrics import f1_score
 
+from dynadesk.evaluator import metrics as M
 from dynadesk.tasks import get_task
 
 SENT = get_task("sentiment").to_dict()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from dynadesk.evaluator import metrics as M
 
+from dynadesk.evaluator import metrics as M
 from dynadesk.tasks import get_task
 
 SENT = get_task("sentiment").to_dict()
@@ -128,9 +128,10 @@ def test_consistency_errors_are_explicit():
 
 def test_a_real_local_run_stores_coverage_next_to_robustness_and_fairness(home, store, tmp_path):
     """Real worker subprocess and store: the run carries `<kind>_sources` / `<kind>_low_confidence`."""
+    from eval_support import metric, setup_workspace
+
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.workspace import Workspace
-    from eval_support import metric, setup_workspace
 
     setup_workspace(store, tmp_path, sizes=(40, 12))
     rec = evaluate(store, Workspace(home), "tiny", runner="local", latency_samples=4, warmup=1)

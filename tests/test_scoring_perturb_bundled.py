@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from dynadesk.evaluator import metrics as M
 from test_scoring_consistency_reference import reference_unperturbed_percent
 
+from dynadesk.evaluator import metrics as M
 from dynadesk.scoring.gender import gendered_tokens
 from dynadesk.scoring.perturb import SUITES, generate_suites
 from dynadesk.scoring.textops import protected_tokens
@@ -85,7 +85,7 @@ def test_public_figures_and_his_hers_grammar(bundled):
 
 def test_no_clause_final_contraction(bundled):
     _, store, results = bundled
-    for suite, src, ex in _pairs(store, results):
+    for suite, _src, ex in _pairs(store, results):
         if suite == "contractions":
             assert not re.search(r"\b(i'm|you're|we're|they're|he's|she's|i've|we've|they've|you've|"
                                  r"i'll|we'll|they'll|you'll|he'll|she'll|i'd)(?=\s*([,.;:!?)]|$))",
@@ -98,7 +98,7 @@ def test_every_suite_reports_its_coverage(bundled):
     for name, rows in table.items():
         assert set(rows) == set(SUITES)
         size = store.datasets.get(name).size
-        for suite, r in zip(rows, results[name]):
+        for _suite, r in zip(rows, results[name]):
             assert r.size + r.dropped == size and 0 <= r.coverage <= 100
     assert table["vader-amazon-test"]["gender"][0] > 0  # Amazon's fairness suite is not empty
     assert all(table[n]["gender"][0] >= M.MIN_CONSISTENCY_SOURCES for n in TEST_SETS if "amazon" not in n)
@@ -127,7 +127,6 @@ def test_reviewed_sample_is_reproduced(bundled):
 
 def test_demo_model_robustness_and_fairness_equal_the_reference(bundled):
     from dynadesk.evaluator.adapters import load_adapter
-
     from dynadesk.models.zoo import BOW, ZooConfig, build_demo_zoo, predict_dataset
 
     ws, store, results = bundled

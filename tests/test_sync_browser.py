@@ -8,10 +8,11 @@ import shutil
 import pytest
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import missing
-from dynadesk.sync.server.admin import import_workspace_datasets
+
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB
 
 CHROMIUM = os.environ.get("DYNADESK_CHROMIUM", "/usr/bin/chromium")

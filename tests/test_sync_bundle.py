@@ -13,11 +13,17 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.canonical import canonical_bytes, file_sha256
 from dynadesk.cli import cli
-from dynadesk.errors import (BundleError, BundleFormatError, DigestMismatch, FingerprintMismatch, SignatureError,
-                             UnsupportedVersionError)
+from dynadesk.errors import (
+    BundleError,
+    BundleFormatError,
+    DigestMismatch,
+    FingerprintMismatch,
+    SignatureError,
+    UnsupportedVersionError,
+)
+from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format import merkle
 from dynadesk.sync.format.envelope import Bundle, load_and_verify, parse_bundle, verify_bundle
-from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import public_raw
 from dynadesk.sync.format.schema import PAYLOAD_KEYS
 

@@ -10,8 +10,15 @@ from click.testing import CliRunner
 
 from dynadesk.cli import cli
 from dynadesk.errors import KeyFileError
-from dynadesk.sync.format.keys import (PRIVATE_NAME, PUBLIC_NAME, generate_key, key_info, load_private_key,
-                                load_public_pem, public_raw)
+from dynadesk.sync.format.keys import (
+    PRIVATE_NAME,
+    PUBLIC_NAME,
+    generate_key,
+    key_info,
+    load_private_key,
+    load_public_pem,
+    public_raw,
+)
 
 
 def test_generate_writes_0600_private_key_and_matching_fingerprint(tmp_path):

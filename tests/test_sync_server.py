@@ -14,14 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync.server.admin import register_dataset
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
-from dynadesk.sync.server.app import create_app
-from dynadesk.sync.server.limits import Rate, UploadLimits
-from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.format.translog import verify_log
-
+from dynadesk.sync.server.admin import register_dataset
+from dynadesk.sync.server.app import create_app
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.limits import Rate, UploadLimits
 
 UNLIMITED = UploadLimits(Rate(1e6, 10 ** 6), Rate(1e6, 10 ** 6))
 

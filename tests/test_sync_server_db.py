@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynadesk.canonical import canonical_bytes
+from dynadesk.sync.format.keys import load_or_create_server_key
+from dynadesk.sync.format.translog import entry_hash, sign_head, verify_log
 from dynadesk.sync.server import cli as server_cli
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
-from dynadesk.sync.format.translog import entry_hash, verify_log, sign_head
-from dynadesk.sync.format.keys import load_or_create_server_key
 
 KEY, FP = b"\x01" * 32, "sha256:" + hashlib.sha256(b"\x01" * 32).hexdigest()
 

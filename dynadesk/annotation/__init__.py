@@ -56,7 +56,7 @@ from dynadesk.annotation.create import Context, is_fooled, next_context, submit_
 from dynadesk.annotation.export import STATUSES, export_examples, export_round, neutralise_formulas, register_round
 from dynadesk.annotation.integrity import VerifyReport, verify
 from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack, read_pack_unverified, write_signed_pack
-from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round, read_contexts
+from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round
 from dynadesk.annotation.signing import export_pack_key, trust_key
 from dynadesk.annotation.stats import RoundStats, krippendorff_alpha_nominal, round_stats, task_stats
 from dynadesk.annotation.validate import (
@@ -67,6 +67,7 @@ from dynadesk.annotation.validate import (
     validate,
     validation_queue,
 )
+from dynadesk.formats.contexts import read_contexts
 
 __all__ = [
     "STATUSES",

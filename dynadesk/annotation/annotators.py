@@ -7,6 +7,8 @@ single vote settles an example).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
 from dynadesk.names import check_name as check_any_name
 from dynadesk.store.annotation import ROLES, Annotator

@@ -134,7 +134,7 @@ def choose_target(store: Any, rnd: Any, annotator: str) -> str:
     return str(random.Random(f"{rnd.task}:{rnd.number}:{annotator}:{n}").choice(rnd.models).name)
 
 
-def submit_example(store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
+def submit_example(store: Any, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
                    model: str | None = None, context_id: str | None = None, explanation: str = "",
                    time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
     """Ask the round's target model, decide whether it was fooled, and store the signed example.
@@ -167,7 +167,9 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
     if isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0:
         raise ValidationError(f"time spent must be a whole number of milliseconds >= 0, got {time_ms!r}")
     if predict is None:
-        from dynadesk.models import predict_live as predict
+        from dynadesk.models import predict_live
+
+        predict = predict_live
     output = check_output(task, model, predict(store, model, dict(clean)))
     ex = AnnotatedExample(
         uid=uuid.uuid4().hex, task=task.name, round=rnd.number, annotator=ann.name, inputs=clean, target=target,
@@ -176,4 +178,5 @@ def submit_example(store, task_name: str, annotator: str | None, inputs: dict[st
         created_at=now_iso(), context_id=context_id)
     ex.hmac = compute_hmac(workspace_secret(store), ex)
     store.annotation.insert_example(ex, rnd.id)
-    return store.annotation.get_example(ex.uid)
+    stored: AnnotatedExample = store.annotation.get_example(ex.uid)
+    return stored

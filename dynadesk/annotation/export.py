@@ -11,9 +11,8 @@ lossless forms are JSONL and ``--register``.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
 from dynadesk.data import SPLITS
@@ -65,7 +64,7 @@ def export_examples(store: Store, task_name: str, round_number: int | None = Non
     return out
 
 
-def export_round(store: Store, task_name: str, out: str | Path | io.TextIOBase, round_number: int | None = None,
+def export_round(store: Store, task_name: str, out: str | Path | IO[str], round_number: int | None = None,
                  status: str = "all", fmt: str | None = None) -> int:
     """Write the round as JSONL or CSV (format from ``fmt`` or the file suffix); returns the count."""
     task = get_task(task_name)
@@ -81,7 +80,7 @@ def export_round(store: Store, task_name: str, out: str | Path | io.TextIOBase, 
     return _write(task, examples, out, fmt)
 
 
-def _write(task: Task, examples: list[dict[str, Any]], out: io.TextIOBase, fmt: str) -> int:
+def _write(task: Task, examples: list[dict[str, Any]], out: IO[str], fmt: str) -> int:
     if fmt != "csv":
         return write_jsonl(examples, out)
     return write_csv(task, [neutralise_formulas(ex) for ex in examples], out)

@@ -120,7 +120,7 @@ class _Checker:
         if value is not None and not _UID.match(value):
             self.problems.append(f"{where}.{key}: {value[:40]!r} is not a valid id")
             return None
-        return cast(str | None, value)
+        return value
 
     def fail(self) -> None:
         if self.problems:

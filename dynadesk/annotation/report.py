@@ -50,7 +50,7 @@ def is_error(task: Task, output: dict[str, Any], golds: Sequence[Any]) -> bool:
     """The task's fooling rule against every acceptable gold answer."""
     if task.output_kind == "label":
         return output["label"] not in golds
-    return squad_f1(output["answer"], [str(g) for g in golds]) / 100.0 < float(task.fooled_rule.threshold)
+    return squad_f1(output["answer"], [str(g) for g in golds]) / 100.0 < float(task.fooled_rule.threshold or 0.0)
 
 
 def _golds(task: Task, ex: dict[str, Any]) -> list[Any]:

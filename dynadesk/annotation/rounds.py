@@ -7,13 +7,18 @@ can still be validated, exported and packed). Context pools are read by
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
+from pathlib import Path
 
 from dynadesk.errors import AnnotationError, ValidationError
 from dynadesk.formats.contexts import MAX_CONTEXT_CHARS, context_id, read_contexts  # noqa: F401 - re-exported
 from dynadesk.store.annotation import Round, RoundModel
 from dynadesk.tasks import get_task
+
 
 def new_round(store: Store, task_name: str, models: list[str], contexts_file: str | Path | None = None,
               created_by: str | None = None) -> Round:

@@ -19,10 +19,9 @@ from dynadesk.errors import AuditError, BundleError
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
-    from dynadesk.sync.bundle import Bundle
     from dynadesk.workspace import Workspace
 
-def signature_check(bundle) -> Check:
+def signature_check(bundle: Any) -> Check:
     from dynadesk.sync.format.envelope import verify_bundle
 
     try:

@@ -13,11 +13,18 @@ reported, not refused. :func:`require_reproducible` raises
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
+
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.compare import RunResults, metric_field, results_from_out, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, Check
@@ -57,7 +64,7 @@ def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_siz
             limits: Limits) -> RunResults:
     from dynadesk.orchestration.folder import RunFolder
 
-    source = RunFolder(Path(record.run_dir))
+    source = RunFolder(Path(record.run_dir or ''))
     spec = json.loads(source.spec_file.read_text(encoding="utf-8"))
     spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
     repeat = RunFolder(work / label.replace(" ", "-"))

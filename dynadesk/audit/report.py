@@ -103,7 +103,8 @@ class AuditReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"bundle_id": self.bundle_id, "task": self.task, "model": self.model, "ok": self.ok,
-                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(), "notes": list(self.notes),
+                "incomplete": self.incomplete, "rerun_id": self.rerun_id, "counts": self.counts(),
+                "notes": list(self.notes),
                 "failures": [c.field for c in self.failures],
                 "measured_failures": [c.field for c in self.measured_failures],
                 "not_comparable": self.not_comparable, "verdict": "\n".join(self.verdict_lines()),

@@ -7,13 +7,23 @@ in the recorded image (looked up by its Id) or with the local runner when asked.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.store.evaluations import EvaluationRecord
+    from dynadesk.workspace import Workspace
+
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, ConfigError, DynaDeskError
 from dynadesk.orchestration.request import RunRequest, legacy_request
+
 
 def recorded_request(payload: dict[str, Any], model_name: str, runner: str, image: str | None) -> RunRequest:
     """The request the bundle signed, replayed for ``model_name`` as an audit re-run (never a board entry).

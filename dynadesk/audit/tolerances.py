@@ -9,7 +9,8 @@ the tolerance is judged against what the auditor measured, never against the cla
 tolerance above the policy maximum (:data:`POLICY_MAX`) is capped to it, so a submitter cannot buy
 room by claiming big numbers or declaring wide tolerances.
 Deterministic metrics never get a tolerance: they must be identical bit for bit.
-The bundle format (:mod:`dynadesk.sync.format.tolerances`) owns the field and its shape; this is how an audit applies it.
+The bundle format (:mod:`dynadesk.sync.format.tolerances`) owns the field and its shape; this is how an
+audit applies it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 # The format's part (field name, defaults, shape check) lives with the bundle format.
 from dynadesk.sync.format.tolerances import DEFAULTS, FALLBACK, FIELD, MAX_ENTRIES, check_tolerances, declare
 
-__all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "POLICY_MAX", "check_tolerances", "declare", "relative_change",
+__all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "POLICY_MAX", "check_tolerances", "declare",
+           "relative_change",
            "tolerance_for", "within"]
 
 # The widest tolerance an audit applies, whatever a bundle declares (docs/audit.md): the defaults.

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-from typing import cast
 
 import click
 
@@ -312,7 +310,7 @@ def export_cmd(app, task, round_number, status, fmt, output, register, split, re
         d = ann.register_round(app.store, task, register, round_number, status, split, replace)
         echo_json(d.to_dict()) if as_json else click.echo(f"registered {d.size} examples as '{d.name}' ({d.digest})")
         return
-    n = ann.export_round(app.store, task, output or cast(io.TextIOBase, sys.stdout), round_number, status, fmt)
+    n = ann.export_round(app.store, task, output or sys.stdout, round_number, status, fmt)
     if output:
         click.echo(f"wrote {n} examples to {output}", err=True)
 
@@ -326,9 +324,9 @@ def export_cmd(app, task, round_number, status, fmt, output, register, split, re
 def pack_cmd(app, output, task, round_number, as_json) -> None:
     """Write this workspace's examples and validations to one file for another machine, signed with its key."""
     from dynadesk.annotation.signing import key_is_encrypted
-    from dynadesk.cli.bundle_cmd import _passphrase
+    from dynadesk.cli.bundle_cmd import key_passphrase
 
-    passphrase = _passphrase(key_is_encrypted(app.store))
+    passphrase = key_passphrase(key_is_encrypted(app.store))
     counts = ann.pack(app.store, output, task, round_number, passphrase)
     echo_json(counts) if as_json else click.echo(
         f"packed {counts['examples']} examples and {counts['validations']} validations into {output}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import sys
 from typing import Any
 
@@ -97,7 +96,7 @@ def show_cmd(app: Any, name: str, head: int, as_json: bool) -> None:
 @pass_app
 def export_cmd(app: Any, name: str, output: str | None, fmt: str | None) -> None:
     """Export a dataset as JSONL or CSV (re-importing gives the same digest)."""
-    n = export_dataset(app.store, name, output or cast(io.TextIOBase, sys.stdout), fmt)
+    n = export_dataset(app.store, name, output or sys.stdout, fmt)
     if output:
         click.echo(f"wrote {n} examples to {output}", err=True)
 

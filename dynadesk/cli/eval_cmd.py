@@ -74,7 +74,7 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
     if record.predictions_digest:
         from dynadesk.orchestration.folder import RunFolder
 
-        click.echo(f"predictions: {RunFolder(Path(record.run_dir)).predictions_file} "
+        click.echo(f"predictions: {RunFolder(Path(record.run_dir or '')).predictions_file} "
                    f"({record.predictions_digest[:19]})")
     if record.metrics:
         echo_table(["dataset", "metric", "value", "unit", "deterministic"], _summary_rows(record))

@@ -186,6 +186,11 @@ class _StepBars:
         self.close()
         click.echo(text, err=True)
 
+    def postfix(self, text: str) -> None:
+        """Short live detail beside the current bar (e.g. the loss)."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(text)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -235,7 +240,8 @@ def _source(text: str) -> tuple[str, float]:
 @click.option("--lr", default=5e-5, show_default=True, type=float)
 @click.option("--max-length", default=128, show_default=True, type=int)
 @click.option("--seed", default=13, show_default=True, type=int)
-@click.option("--eval-every", default=0, show_default=True, type=int, help="Steps between dev evaluations (0: per epoch).")
+@click.option("--eval-every", default=0, show_default=True, type=int,
+              help="Steps between dev evaluations (0: per epoch).")
 @click.option("--patience", default=2, show_default=True, type=int,
               help="Dev evaluations without improvement before stopping early.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted training of NAME from its checkpoint.")
@@ -245,20 +251,17 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
               patience, resume, as_json) -> None:
     """Fine-tune the next round's target model (offline, seeded, early-stopped on --dev) and register NAME
     with its lineage. Ctrl+C saves a checkpoint; run the same command with --resume to continue."""
-    from tqdm import tqdm
-
     from dynadesk.models.train import TrainConfig, TrainRequest, TrainSource, train_model
 
     request = TrainRequest(task=task_name, name=name, base=base,
                            train=tuple(TrainSource(*_source(s)) for s in sources), dev=dev,
                            config=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length,
                                               seed=seed, eval_every=eval_every, patience=patience))
-    bar = tqdm(desc=f"training {name}", unit="step", file=click.get_text_stream("stderr"), dynamic_ncols=True)
+    bars = _StepBars()
 
     def progress(step: int, total: int, message: str) -> None:
-        bar.total = total
-        bar.n = step
-        bar.set_postfix_str(message)
+        bars(f"training {name}", step, total)
+        bars.postfix(message)
 
     import signal
 
@@ -274,7 +277,7 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        bar.close()
+        bars.close()
     rec = result.record
     if as_json:
         echo_json({"model": rec.to_dict(), "steps": result.steps, "best_step": result.best_step,

@@ -31,7 +31,7 @@ def _given_id(obj: dict[str, Any]) -> str | None:
         return None
     value = obj["id"]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError("field 'id' must be a string or an integer")  # noqa: TRY004 - ValueError is a row problem
+        raise ValueError("field 'id' must be a string or an integer")
     cid = str(value)
     if not cid or len(cid) > 200 or any(c in cid for c in "/\\\x00"):
         raise ValueError(f"field 'id' {cid[:40]!r} must be 1-200 characters without '/', '\\' or NUL")

@@ -33,7 +33,7 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
     if isinstance(answers, dict):
         texts = answers.get("text")
         if not isinstance(texts, list):
-            raise ValueError("field 'answers' must hold a 'text' list")  # noqa: TRY004 - a row problem
+            raise ValueError("field 'answers' must hold a 'text' list")
         if not texts:
             return Dropped(UNANSWERABLE)
         starts = list(answers.get("answer_start") or [])
@@ -49,7 +49,7 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
 def read_parquet_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:
     """Rows of a Parquet file; needs ``pyarrow``, which DynaDesk does not install."""
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-not-found]
+        import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise ValidationError(
             f"{path}: reading Parquet needs pyarrow, which is not installed here: run "

@@ -315,7 +315,7 @@ def remove_model(store: Store, name: str, *, delete_files: bool = False, models_
     return record
 
 
-def relocate_model(store, name: str, new_path: str | os.PathLike) -> ModelRecord:
+def relocate_model(store: Any, name: str, new_path: str | os.PathLike[str]) -> ModelRecord:
     """Point model ``name`` at a moved copy of its folder; refused unless the content digest is the same."""
     record = store.models.get(name)
     folder = Path(new_path).expanduser().resolve()
@@ -326,7 +326,8 @@ def relocate_model(store, name: str, new_path: str | os.PathLike) -> ModelRecord
         raise ModelError(f"{folder}: content digest {digest[:19]}... differs from model '{name}' as registered "
                          f"({record.digest[:19]}...); this is not the same model, so '{name}' still points at "
                          f"{record.path} (register the folder as a new model with 'dynadesk models add')")
-    return store.models.set_path(name, str(folder))
+    moved: ModelRecord = store.models.set_path(name, str(folder))
+    return moved
 
 
 def verify_model(record: ModelRecord) -> str:

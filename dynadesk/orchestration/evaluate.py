@@ -18,25 +18,31 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, METRICS_FILE, PROFILE_FILE, DatasetSpec, Settings, Spec,
-                                       SpecError, evaluator_version)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    METRICS_FILE,
+    PROFILE_FILE,
+    DatasetSpec,
+    Settings,
+    Spec,
+    SpecError,
+    evaluator_version,
+)
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, legacy_request
 from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
-from dynadesk.tasks import Task, get_task
+from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
-    from dynadesk.store import Store
-    from dynadesk.store.models import ModelRecord
-    from dynadesk.workspace import Workspace
+    pass
 
 __all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale",
            "request_of", "resume", "select_datasets"]

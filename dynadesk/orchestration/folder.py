@@ -20,8 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynadesk.errors import RunFolderError
-from dynadesk.evaluator.schema import (ENVIRONMENT_FILE, LOG_FILE, METRICS_FILE, PARTS_DIR, PREDICTIONS_FILE,
-                                       PROFILE_FILE, SPEC_FILE)
+from dynadesk.evaluator.schema import (
+    ENVIRONMENT_FILE,
+    LOG_FILE,
+    METRICS_FILE,
+    PARTS_DIR,
+    PREDICTIONS_FILE,
+    PROFILE_FILE,
+    SPEC_FILE,
+)
 
 ERROR_FILE = "error.json"
 OUT_FILES = frozenset({PREDICTIONS_FILE, METRICS_FILE, PROFILE_FILE, ENVIRONMENT_FILE, LOG_FILE, ERROR_FILE})
@@ -46,7 +53,7 @@ class RunFolder:
     root: Path
 
     @classmethod
-    def of_run(cls, runs_dir: Path, run_id: int) -> "RunFolder":
+    def of_run(cls, runs_dir: Path, run_id: int) -> RunFolder:
         return cls(Path(runs_dir) / str(run_id))
 
     @property

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import queue
 from collections import deque
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from dynadesk.evaluator.schema import PROGRESS_PREFIX
 

@@ -64,7 +64,7 @@ class RunSettings:
             raise ConfigError(f"settings.deterministic must be true or false, got {self.deterministic!r}")
 
     @classmethod
-    def from_dict(cls, raw: object) -> "RunSettings":
+    def from_dict(cls, raw: object) -> RunSettings:
         data = _expect_dict(raw, "request.settings")
         _known(cls, data, "request.settings")
         return cls(**data)
@@ -107,7 +107,7 @@ class RunRequest:
                 "limits": self.limits.to_dict(), "settings": asdict(self.settings), "purpose": self.purpose}
 
     @classmethod
-    def from_dict(cls, raw: object) -> "RunRequest":
+    def from_dict(cls, raw: object) -> RunRequest:
         """The request ``to_dict`` wrote; a clear :class:`ConfigError` names any field that is not understood."""
         data = dict(_expect_dict(raw, "request"))
         _known(cls, data, "request")

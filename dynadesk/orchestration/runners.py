@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -34,8 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
-from dynadesk.orchestration.folder import (ERROR_FILE, RunFolder, RunPaths, chown_tree_no_follow, read_no_follow,
-                                          tree_bytes)
+from dynadesk.orchestration.folder import (
+    ERROR_FILE,
+    RunFolder,
+    RunPaths,
+    chown_tree_no_follow,
+    read_no_follow,
+    tree_bytes,
+)
 from dynadesk.orchestration.output import ProgressFn, WorkerOutput, log_tail
 
 __all__ = ["DaemonStatus", "DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner",
@@ -76,7 +81,7 @@ class Limits:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, raw: object) -> "Limits":
+    def from_dict(cls, raw: object) -> Limits:
         if not isinstance(raw, dict):
             raise ConfigError(f"limits must be an object, got {type(raw).__name__}")
         unknown = sorted(set(raw) - {f.name for f in fields(cls)})
@@ -144,7 +149,7 @@ class Runner(abc.ABC):
             cancel: threading.Event | None = None) -> RunOutcome:
         """Run the worker on ``paths`` under ``limits``; never raises for a failed run (see RunOutcome)."""
 
-    def check_ready(self) -> None:
+    def check_ready(self) -> None:  # noqa: B027 - a no-op hook: runners with nothing to check keep it
         """Raise a library error now when this runner cannot start (before a run record is made)."""
 
     def image_id(self) -> str | None:
@@ -185,7 +190,8 @@ class LocalRunner(Runner):
         out = WorkerOutput(progress)
         stdout = proc.stdout
         assert stdout is not None
-        reader = threading.Thread(target=out.feed, args=(iter(lambda: stdout.read1(65536), b""),), daemon=True)
+        chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
+        reader = threading.Thread(target=out.feed, args=(chunks,), daemon=True)
         reader.start()
         verdict = None
         try:

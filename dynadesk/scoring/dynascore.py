@@ -124,7 +124,7 @@ class DynascoreResult:
         index: dict[str, ModelScore] | None = self.__dict__.get("_index")
         if index is None or len(index) != len(self.models):
             index = self.__dict__["_index"] = {m.name: m for m in self.models}
-        return cast(ModelScore, index[name])
+        return index[name]
 
     def to_dict(self) -> dict[str, Any]:
         return {

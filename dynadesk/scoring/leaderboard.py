@@ -86,7 +86,8 @@ class Leaderboard:
                     *(["min_rank", "max_rank"] if stab else []), "evaluation_id"])
         for r in self.rows:
             w.writerow([r.rank, r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
-                        *([r.stability["min_rank"], r.stability["max_rank"]] if stab and r.stability else []), r.evaluation_id])
+                        *([r.stability["min_rank"], r.stability["max_rank"]] if stab and r.stability else []),
+                        r.evaluation_id])
         return out.getvalue()
 
 

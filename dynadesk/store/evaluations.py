@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -139,7 +139,7 @@ _LIST_COLS = "e.id, e.model_id, e.task, e.runner, e.sandboxed, e.status, e.verdi
 
 
 class EvaluationRepo:
-    def __init__(self, store: "Store") -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     @property
@@ -225,7 +225,7 @@ class EvaluationRepo:
             " ORDER BY e.id DESC LIMIT ?", [task, task, model, model, status, status, limit])
         return [self._record(r) for r in rows]
 
-    def board_runs(self, task: str, datasets: Sequence[str] | None = None) -> list[EvaluationRecord]:
+    def board_runs(self, task: str, datasets: Sequence[str] | None = None) -> builtins.list[EvaluationRecord]:
         """Each model's board entry: its newest complete run (succeeded, purpose ``evaluation``) on the board's
         datasets.
 
@@ -253,7 +253,8 @@ class EvaluationRepo:
             raise NotFoundError(f"no evaluation run with id {evaluation_id}")
         return str(row[0])
 
-    def mark_stale_running(self, host: str | None = None, alive: Callable[[int], bool] | None = None) -> list[int]:
+    def mark_stale_running(self, host: str | None = None,
+                           alive: Callable[[int], bool] | None = None) -> builtins.list[int]:
         """Runs left 'running' by a crash or reboot become 'interrupted' (resumable).
 
         With ``host`` and ``alive(pid) -> bool``, only runs of this host whose process is gone

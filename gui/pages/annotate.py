@@ -10,6 +10,11 @@ the top; the round's models are loaded in the background as soon as the page sho
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynadesk.annotation.create import Context
+
 import html
 from typing import Any
 
@@ -279,7 +284,7 @@ class AnnotatePage(Page):
         chain += [self.explanation, self.submit_button]
         return [w for w in chain if w.isEnabled() and w.isVisible()]
 
-    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: N802 - Qt API
+    def focusNextPrevChild(self, next: bool) -> bool:
         chain = self.focus_chain()
         current = self.focusWidget()
         if current not in chain:

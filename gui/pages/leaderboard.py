@@ -9,9 +9,25 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QFileDialog, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QMenu, QPushButton, QScrollArea, QSlider, QSplitter, QTabWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BreakdownChart, RadarChart, RankRangeChart, axis_fractions
@@ -361,7 +377,7 @@ class LeaderboardPage(Page):
             self.banner.error("Nothing to export: the board is empty.")
             return
         try:
-            self._svc.export_csv(self.result, path)  # type: ignore[arg-type]
+            self._svc.export_csv(self.result, path)
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return

@@ -8,12 +8,13 @@ runner polls, so the run stops and is stored as ``cancelled``.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Worker, WorkContext, relay_signals, start
+from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
 from dynadesk.orchestration.evaluate import evaluate, failure_line, resume
 from dynadesk.orchestration.request import RunRequest
 from dynadesk.store.evaluations import EvaluationRecord

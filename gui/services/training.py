@@ -13,7 +13,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Cancelled, Worker, WorkContext, relay_signals, start
+from dynadesk.gui.workers import Cancelled, WorkContext, Worker, relay_signals, start
 
 
 class TrainingService(QObject):

@@ -17,11 +17,6 @@ if TYPE_CHECKING:
 
     from dynadesk.sync.server.db import ServerDB
 
-if TYPE_CHECKING:
-    import uvicorn
-
-    from dynadesk.sync.server_db import ServerDB
-
 db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
                          envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")

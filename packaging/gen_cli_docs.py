@@ -28,7 +28,7 @@ Every command also prints this text with `--help`.
 def roots() -> list[tuple[str, click.Command]]:
     """The installed programs (``[project.scripts]`` in pyproject.toml) that are click trees."""
     from dynadesk.cli import cli
-    from dynadesk.sync.server_cli import cli as server_cli
+    from dynadesk.sync.server.cli import cli as server_cli
 
     return [("dynadesk", cli), ("dynadesk-server", server_cli)]
 

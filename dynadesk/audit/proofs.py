@@ -21,8 +21,8 @@ from dynadesk.jsonio import loads_bounded
 if TYPE_CHECKING:
     from dynadesk.store import Store
     from dynadesk.store.evaluations import EvaluationRecord
-    from dynadesk.sync.bundle import Bundle
-    from dynadesk.sync.merkle import InclusionProof
+    from dynadesk.sync.format.envelope import Bundle
+    from dynadesk.sync.format.merkle import InclusionProof
 
 PROOF_FORMAT = "dynadesk-prediction-proof"
 

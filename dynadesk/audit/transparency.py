@@ -14,7 +14,7 @@ from dynadesk.audit.report import DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE,
 from dynadesk.errors import BundleError, SyncError
 
 if TYPE_CHECKING:
-    from dynadesk.sync.bundle import Bundle
+    from dynadesk.sync.format.envelope import Bundle
     from dynadesk.sync.client import SyncClient
 
 PAGE = 10000

@@ -125,7 +125,7 @@ def test_web_server_stack_only_in_sync():
 
 
 def test_sql_only_in_the_store_and_the_server_database():
-    """Rule 6: the workspace database in dynadesk/store/, the server's in sync/server/ (db, migrations, checkpointer)."""
+    """Rule 6: the workspace database in dynadesk/store/, the server's in sync/server/ (db, migrations)."""
     assert not _violations(("sqlite3", "sqlite_utils"), ("dynadesk/store/", "sync/server/"))
 
 

@@ -15,8 +15,8 @@ from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
 from dynadesk.sync import keys as K
-from dynadesk.sync.format.envelope import sign_payload
 from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format.envelope import sign_payload
 
 WIDEST = 10  # the largest relative tolerance a bundle's schema accepts
 

@@ -14,8 +14,8 @@ from dynadesk.audit.report import DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE,
 from dynadesk.errors import BundleError, SyncError
 
 if TYPE_CHECKING:
-    from dynadesk.sync.format.envelope import Bundle
     from dynadesk.sync.client import SyncClient
+    from dynadesk.sync.format.envelope import Bundle
 
 PAGE = 10000
 

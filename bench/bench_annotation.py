@@ -74,6 +74,7 @@ def run(quick: bool = False) -> list[dict]:
     assert rep.ok
     t_pack, _ = timed(lambda: ann.pack(st, tmp / "a.pack"))
     other = Workspace(tmp / "b").open_store()
+    ann.trust_key(other, ann.export_pack_key(st, tmp / "a.pub"))  # machine B trusts machine A's pack key
     t_merge, mrep = timed(lambda: ann.merge(other, tmp / "a.pack"))
     assert mrep.examples_added == n
     overhead = _ms(create) - _ms(bare)

@@ -5,7 +5,7 @@ gives every measured metric within its declared tolerance of the other, memory i
 from __future__ import annotations
 
 import pytest
-from eval_support import IMAGE_CACHE, add_test_set, setup_workspace
+from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
 
 from dynadesk.audit import tolerances
 from dynadesk.orchestration.evaluate import default_limits, evaluate
@@ -39,9 +39,9 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
     memory_tol = tolerances.declare(["memory"])["memory"]["relative"]  # what `bundle create` signs
     noisy: list[str] = []
     for _ in range(PAIRS):
-        docker = evaluate(store, ws, "tiny", ["speed-test"], runner="docker", image=evaluator_image.image_id,
-                          limits=limits, client=docker_client)
-        local = evaluate(store, ws, "tiny", ["speed-test"], runner="local", limits=limits)
+        docker = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="docker",
+                                                 image=evaluator_image.image_id, limits=limits), client=docker_client)
+        local = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="local", limits=limits))
         assert docker.status == local.status == "succeeded", (docker.error, local.error)
         a, b = _measured(docker), _measured(local)
         # memory does not depend on competing CPU load: every pair must agree on it

@@ -128,13 +128,13 @@ def test_consistency_errors_are_explicit():
 
 def test_a_real_local_run_stores_coverage_next_to_robustness_and_fairness(home, store, tmp_path):
     """Real worker subprocess and store: the run carries `<kind>_sources` / `<kind>_low_confidence`."""
-    from eval_support import metric, setup_workspace
+    from eval_support import metric, run_request, setup_workspace
 
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.workspace import Workspace
 
     setup_workspace(store, tmp_path, sizes=(40, 12))
-    rec = evaluate(store, Workspace(home), "tiny", runner="local", latency_samples=4, warmup=1)
+    rec = evaluate(store, Workspace(home), run_request("tiny", latency_samples=4, warmup=1))
     assert rec.status == "succeeded", rec.error
     for kind in ("robustness", "fairness"):
         assert metric(rec, f"{kind}_sources", "set0-test") == 40.0

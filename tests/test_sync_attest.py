@@ -16,7 +16,7 @@ import pytest
 import requests
 from _sync_helpers import free_port, server_bin, start_server, stop_server
 from click.testing import CliRunner
-from eval_support import LABELS, add_test_set, setup_workspace
+from eval_support import LABELS, add_test_set, run_request, setup_workspace
 from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
@@ -61,7 +61,7 @@ def world(tmp_path_factory):
     store = sub.open_store()
     generate_key(sub.keys_dir)
     setup_workspace(store, root / "submitter-data", sizes=(16, 8))
-    run = evaluate(store, sub, "tiny", runner="local", batch_size=8, latency_samples=8, warmup=1)
+    run = evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1))
     assert run.status == "succeeded", run.error
     model_folder = Path(store.models.get("tiny").path)
     store.close()

@@ -165,28 +165,36 @@ class EvaluationRepo:
         """Set columns; dicts/lists are stored as JSON. A ``status`` goes through :meth:`transition`'s check."""
         if not fields:
             return
-        with self._store.atomic():
-            if "status" in fields:
-                self._check_transition(evaluation_id, fields["status"])
-            cols, vals = [], []
-            for k, v in fields.items():
-                cols.append(f"{k} = ?")
-                vals.append(json.dumps(v) if k in _JSON_COLS else int(v) if isinstance(v, bool) else v)
-            self.db.execute(f"UPDATE evaluations SET {', '.join(cols)} WHERE id = ?", [*vals, evaluation_id])
+        cols, vals = [], []
+        for k, v in fields.items():
+            cols.append(f"{k} = ?")
+            vals.append(json.dumps(v) if k in _JSON_COLS else int(v) if isinstance(v, bool) else v)
+        sql, params = f"UPDATE evaluations SET {', '.join(cols)} WHERE id = ?", [*vals, evaluation_id]
+        if "status" in fields:
+            # the allowed-transition check is part of the one UPDATE: a read-then-write transaction would have
+            # to upgrade its lock, which SQLite refuses at once ("database is locked") when another connection
+            # (a second window, a parallel run) wrote in between
+            status = fields["status"]
+            if status not in STATUSES:
+                raise RunStateError(f"unknown run status '{status}' (one of {', '.join(STATUSES)})")
+            sources = sorted(s for s, targets in TRANSITIONS.items() if status in targets)
+            sql += f" AND status IN ({', '.join('?' * len(sources))})" if sources else " AND 0"
+            params += sources
+        cur = self.db.execute(sql, params)
+        if "status" in fields and cur.rowcount == 0:
+            self._refuse_transition(evaluation_id, fields["status"])
 
     def transition(self, evaluation_id: int, status: str, **fields: Any) -> None:
         """Move a run to ``status`` (and set ``fields``); raises :class:`RunStateError` for a move not allowed."""
         self.update(evaluation_id, status=status, **fields)
 
-    def _check_transition(self, evaluation_id: int, status: str) -> None:
-        if status not in STATUSES:
-            raise RunStateError(f"unknown run status '{status}' (one of {', '.join(STATUSES)})")
+    def _refuse_transition(self, evaluation_id: int, status: str) -> None:
+        """Raise the error that says why run ``evaluation_id`` could not move to ``status``."""
         row = self.db.execute("SELECT status FROM evaluations WHERE id = ?", [evaluation_id]).fetchone()
         if row is None:
             raise NotFoundError(f"no evaluation run with id {evaluation_id}")
-        if status not in TRANSITIONS[row[0]]:
-            allowed = ", ".join(sorted(TRANSITIONS[row[0]])) or "none: it is final"
-            raise RunStateError(f"run {evaluation_id} is '{row[0]}'; it cannot become '{status}' (allowed: {allowed})")
+        allowed = ", ".join(sorted(TRANSITIONS[row[0]])) or "none: it is final"
+        raise RunStateError(f"run {evaluation_id} is '{row[0]}'; it cannot become '{status}' (allowed: {allowed})")
 
     def set_metrics(self, evaluation_id: int, metrics: list[MetricValue], **fields: Any) -> None:
         """Replace a run's metric values (and optionally update columns) in one transaction."""

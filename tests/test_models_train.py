@@ -177,6 +177,7 @@ def test_qa_model_trains_from_the_cli(tmp_path):
 def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
     """The lineage travels in the bundle (signed): `bundle show` prints it, and editing it breaks the signature."""
     from click.testing import CliRunner
+    from eval_support import add_test_set, run_request
 
     from dynadesk.cli import cli
     from dynadesk.errors import BundleError
@@ -185,7 +186,6 @@ def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
     from dynadesk.sync.format.keys import generate_key
-    from eval_support import add_test_set, run_request
 
     workspace, store = ws
     train_model(store, workspace.models_dir, _request("tiny-r2", epochs=1))

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
-from dynadesk.sync.format import keys as K
 from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
 
 WIDEST = 10  # the largest relative tolerance a bundle's schema accepts

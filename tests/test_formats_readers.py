@@ -261,6 +261,16 @@ def test_parquet_needs_pyarrow_or_reads_rows(store, tmp_path):
     pq.write_table(pa.Table.from_pylist([{"premise": "A man sleeps.", "hypothesis": "A man rests.", "label": 0}]),
                    path)
     assert import_file(store, "nli", path).summary.label_counts["entailment"] == 1
+    qa = tmp_path / "squad-validation.parquet"  # what datasets' `to_parquet()` writes for SQuAD v2
+    pq.write_table(pa.Table.from_pylist([
+        {"id": "q1", "title": "Nile", "context": "The Nile flows north into the Mediterranean Sea.",
+         "question": "Where does the Nile flow?", "answers": {"text": ["north", "into the Mediterranean Sea"],
+                                                               "answer_start": [10, 16]}},
+        {"id": "q2", "title": "Nile", "context": "The Nile flows north into the Mediterranean Sea.",
+         "question": "Who built the Nile?", "answers": {"text": [], "answer_start": []}}]), qa)
+    res = import_file(store, "qa", qa)
+    assert res.format == "hf-parquet" and res.summary.size == 1 and sum(res.dropped.values()) == 1
+    assert store.datasets.examples(res.summary.name)[0]["answers"] == ["north", "into the Mediterranean Sea"]
 
 
 def test_csv_and_tsv_with_header_and_public_label_spellings(store, tmp_path):

@@ -121,37 +121,70 @@ def test_default_limits_from_settings_reach_the_evaluate_page(gui, qtbot, tmp_pa
 
 
 @pytest.mark.docker
-def test_gpu_run_without_a_gpu_runtime_shows_the_cli_line_and_resume_replays_the_stored_request(
+def test_gpu_option_follows_a_gpu_answering_and_a_cli_gpu_run_shows_its_line_on_resume(
         gui, qtbot, tmp_path, docker_client, require_debootstrap):
+    """No GPU answers here: the page's GPU option is disabled with the reason. A `--gpus all` run made from the
+    CLI fails with one line; resumed from the page (the stored request, no dummy values) the page shows that line."""
+    import subprocess
+    import sys
+
     from eval_support import IMAGE_CACHE
     from tiny_models import make_tiny_classifier
 
     from dynadesk.orchestration.evaluate import failure_line
     from dynadesk.orchestration.image import build_image
+    from dynadesk.orchestration.runners import gpu_status
 
-    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
-        pytest.skip("this daemon has NVIDIA's runtime: the GPU request is honoured here")
+    if gpu_status("docker").ok:
+        pytest.skip("a GPU answers through this Docker: the GPU request is honoured here")
     build_image(IMAGE_CACHE, client=docker_client)  # tagged for this evaluator version: the page's default image
     home = _workspace(tmp_path, 5, make_tiny_classifier(tmp_path / "tiny", ["negative", "neutral", "positive"]))
+    cli = subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                          "eval", "m", "--runner", "docker", "--gpus", "all", "--dataset", "big"],
+                         capture_output=True, text=True, timeout=600)
+    assert cli.returncode == 1, cli.stderr[-2000:]
     services, window = gui(home)
-    page = _setup_page(window, runner="docker")
-    page.gpu.setChecked(True)
-    with qtbot.waitSignal(page._svc.finished, timeout=240_000) as blocker:
-        qtbot.mouseClick(page.start_button, Qt.MouseButton.LeftButton)
-    (rec,) = blocker.args[0]
+    page = window.show_page("evaluate")
+    with qtbot.waitSignal(page._svc.gpuChecked, timeout=30_000):
+        page.runner.setCurrentIndex(page.runner.findData("docker"))
+    assert not page.gpu.isEnabled() and not page.gpu.isChecked()
+    assert page.gpu_reason.text() == gpu_status("docker").detail
+    (rec,) = services.ws.store.evaluations.list()
     assert (rec.status, rec.verdict) == ("failed", "gpu_unavailable")
     line = failure_line(rec)
-    assert page.banner.kind == "error" and page.banner.text() == line
     assert "\n" not in line and "nvidia-container-toolkit" in line and "without --gpus" in line
-    stored = services.ws.store.evaluations.get(rec.id).request
-    assert stored["limits"]["gpus"] == "all" and stored["runner"] == "docker"
-
+    assert line in cli.stdout + cli.stderr  # the line the CLI printed
     page.refresh_runs()
     page.select_run(rec.id)
     with qtbot.waitSignal(page._svc.finished, timeout=240_000) as blocker:
         qtbot.mouseClick(page.resume_button, Qt.MouseButton.LeftButton)
     (again,) = blocker.args[0]
     assert again.id == rec.id and again.verdict == "gpu_unavailable"  # the stored request, not dummy values
-    assert services.ws.store.evaluations.get(rec.id).request == stored
+    assert page.banner.kind == "error" and page.banner.text() == failure_line(again)
+    assert "gpu_unavailable" in page.run_detail.toPlainText()  # the detail pane follows the run
+    window.close()
+    services.close()
+
+
+def test_cli_app_and_library_share_one_set_of_defaults(gui, qtbot, tmp_path):
+    from dynadesk import defaults
+    from dynadesk.cli.eval_cmd import eval_cmd
+    from dynadesk.gui.services.settings import DEFAULTS
+    from dynadesk.orchestration.request import RunSettings, default_limits
+    from dynadesk.sync.server.cli import cli as server_cli
+
+    options = {p.name: p for p in eval_cmd.params}
+    assert options["batch_size"].default == RunSettings().batch_size == DEFAULTS["limits/batch_size"] \
+        == defaults.BATCH_SIZE
+    limits = default_limits()
+    assert limits.timeout_s == DEFAULTS["limits/timeout_s"] and limits.cpus == DEFAULTS["limits/cpus"]
+    assert limits.memory_bytes == DEFAULTS["limits/memory_gib"] * (1 << 30)
+    serve = {p.name: p for p in server_cli.commands["serve"].params}
+    assert DEFAULTS["server_url"].endswith(f":{serve['port'].default}")
+    home = _workspace(tmp_path, 5, majority_model(tmp_path / "maj"))
+    services, window = gui(home)
+    page = window.show_page("evaluate")
+    assert (page.batch.value(), page.timeout.value(), page.cpus.value()) == (
+        defaults.BATCH_SIZE, int(defaults.TIMEOUT_S), defaults.cpus())
     window.close()
     services.close()

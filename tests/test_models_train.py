@@ -172,3 +172,35 @@ def test_qa_model_trains_from_the_cli(tmp_path):
     show = subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
                            "models", "show", "qa-r2"], capture_output=True, text=True, timeout=120)
     assert show.returncode == 0 and "lineage" in show.stdout
+
+
+def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
+    """The lineage travels in the bundle (signed): `bundle show` prints it, and editing it breaks the signature."""
+    from click.testing import CliRunner
+    from eval_support import add_test_set, run_request
+
+    from dynadesk.cli import cli
+    from dynadesk.errors import BundleError
+    from dynadesk.models.train import train_model
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
+    from dynadesk.sync.format.keys import generate_key
+
+    workspace, store = ws
+    train_model(store, workspace.models_dir, _request("tiny-r2", epochs=1))
+    add_test_set(store, "lineage-test", 12, seed=3, perturbed=False)
+    run = evaluate(store, workspace, run_request("tiny-r2", ["lineage-test"]))
+    assert run.status == "succeeded", run.error
+    generate_key(workspace.keys_dir)
+    bundle = create_bundle(workspace, store, run.id)
+    lineage = bundle.payload["model"]["lineage"]
+    assert lineage == store.models.get("tiny-r2").manifest["lineage"]
+    verify_bundle(parse_bundle(bundle.raw))
+    shown = CliRunner().invoke(cli, ["--home", str(workspace.home), "bundle", "show",
+                                     str(workspace.bundles_dir / f"{bundle.id}.json")])
+    assert shown.exit_code == 0 and "trained from tiny-base" in shown.output and "train-a×1" in shown.output
+    tampered = bundle.raw.replace(b'"weight":0.5', b'"weight":5')
+    assert tampered != bundle.raw
+    with pytest.raises(BundleError):
+        verify_bundle(parse_bundle(tampered))

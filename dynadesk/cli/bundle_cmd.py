@@ -133,6 +133,11 @@ def bundle_show(file: str, as_json: bool) -> None:
                f"  created {p['created_at']}  runner {p['runner']['kind']}"
                f"{' sandboxed' if p['runner']['sandboxed'] else ''}  key {b.key_fingerprint}\n"
                f"  predictions {p['predictions']['count']} (merkle root {p['predictions']['merkle_root']})")
+    lineage = p["model"].get("lineage")
+    if lineage:
+        trained = ", ".join(f"{t['dataset']}×{t['weight']:g} ({t['digest'][:19]})" for t in lineage["train"])
+        click.echo(f"  trained from {lineage['base']['name']} ({lineage['base']['digest'][:19]}) on {trained}; "
+                   f"dev {lineage['dev']['dataset']}; dynadesk {lineage['code_version']}")
     echo_table(["dataset", "split", "size", "digest"], [[d["name"], d["split"], d["size"], d["digest"]]
                                                         for d in p["datasets"]])
     echo_table(["dataset", "metric", "value", "unit", "kind"],

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from dynadesk import defaults
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.store.evaluations import EvaluationRecord
@@ -92,12 +93,13 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
 @click.option("--runner", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
               help="docker = sandboxed container; local = subprocess, results marked not sandboxed.")
 @click.option("--gpus", default=None, help="'all' or device ids (e.g. '0,1') to give the run GPUs.")
-@click.option("--batch-size", type=click.IntRange(1, 4096), default=32, show_default=True)
-@click.option("--cpus", type=click.FloatRange(0.1, 512), default=None, help="CPU limit (default: up to 4 cores).")
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=defaults.BATCH_SIZE, show_default=True)
+@click.option("--cpus", type=click.FloatRange(0.1, 512), default=None,
+              help=f"CPU limit (default: this machine's cores, at most {defaults.MAX_DEFAULT_CPUS}).")
 @click.option("--memory", "memory_gib", type=click.FloatRange(0.1, 4096), default=None,
-              help="Memory limit in GiB (default 4).")
+              help=f"Memory limit in GiB (default {defaults.MEMORY_GIB:g}).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1, 7 * 86400), default=None,
-              help="Wall-clock limit in seconds (default 3600).")
+              help=f"Wall-clock limit in seconds (default {defaults.TIMEOUT_S:g}).")
 @click.option("--out-limit", "out_gib", type=click.FloatRange(0.001, 4096), default=None,
               help="Most GiB the run may write to its output folder (default 2); past it the verdict is 'disk'.")
 @click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")

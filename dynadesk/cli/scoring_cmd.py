@@ -108,18 +108,23 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDT
 @click.option("--stability", is_flag=True, help="Also show each model's rank range when each weight varies over 0-5.")
 @click.option("--wide", is_flag=True, help=f"Show every stored metric (default: the Dynascore metrics, fitting "
                                            f"{TABLE_WIDTH} columns).")
+@click.option("--hardware-class", "hardware_class", default=None, metavar="CLASS|all",
+              help="Rank the runs of this hardware class (default: the class with the most models; 'all': every "
+                   "run, measured metrics then not comparable). The classes present are listed.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
 def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
-                memory_budget: float, stability: bool, wide: bool, as_csv: bool, as_json: bool) -> None:
+                memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, as_csv: bool,
+                as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
 
     if as_csv and as_json:
         raise click.UsageError("choose one of --json and --csv")
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
-                              parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability)
+                              parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
+                              hardware_class)
     if as_json:
         echo_json(board.to_dict())
         return
@@ -151,6 +156,9 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         click.echo("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
                                                           if board.units.get(m)))
     click.echo("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
+    click.echo(f"hardware class: {board.hardware_class}"
+               + (f" (classes present: {'; '.join(f'{c} [{n} model(s)]' for c, n in board.hardware_classes.items())})"
+                  if len(board.hardware_classes) > 1 else ""))
     if stability:
         click.echo("rank range: best-worst rank as each weight varies over 0-5")
     if left_out:

@@ -47,7 +47,7 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
 
 
 def read_parquet_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:
-    """Rows of a Parquet file; needs ``pyarrow``, which DynaDesk does not install."""
+    """Rows of a Parquet file; needs ``pyarrow`` (the `parquet` extra: `pip install dynadesk[parquet]`)."""
     try:
         import pyarrow.parquet as pq  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:

@@ -11,10 +11,10 @@ rebuilt from a merged settings bag.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from dynadesk import defaults
 from dynadesk.errors import ConfigError
 from dynadesk.orchestration.runners import Limits
 
@@ -37,7 +37,7 @@ def _known(cls: type, raw: dict[str, Any], where: str) -> None:
 
 def default_limits(**overrides: Any) -> Limits:
     """Laptop-sized limits (up to 4 cores); ``None`` overrides keep the default."""
-    base = Limits(cpus=float(min(os.cpu_count() or 1, 4)))
+    base = Limits(cpus=defaults.cpus())
     return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -45,7 +45,7 @@ def default_limits(**overrides: Any) -> Limits:
 class RunSettings:
     """What the worker is asked to do, independent of where it runs."""
 
-    batch_size: int = 32
+    batch_size: int = defaults.BATCH_SIZE
     seed: int = 0
     latency_samples: int = 64
     warmup: int = 8

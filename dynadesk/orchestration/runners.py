@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from dynadesk import defaults
 from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
 from dynadesk.orchestration.folder import (
     ERROR_FILE,
@@ -57,10 +58,10 @@ GPU_FIX = ("install NVIDIA's container toolkit (nvidia-container-toolkit) and re
 class Limits:
     """Resource limits of one run; the defaults suit a small laptop."""
 
-    cpus: float = 2.0
-    memory_bytes: int = 4 << 30
+    cpus: float = 2.0  # default_limits() gives defaults.cpus()
+    memory_bytes: int = int(defaults.MEMORY_GIB * (1 << 30))
     pids: int = 256
-    timeout_s: float = 3600.0
+    timeout_s: float = defaults.TIMEOUT_S
     tmpfs_bytes: int = 1 << 30
     out_bytes: int = 2 << 30  # what the worker may write to /out (predictions, results) before verdict 'disk'
     gpus: str | None = None  # None, "all", or a comma list of device ids
@@ -472,6 +473,45 @@ def daemon_status(timeout: float = 3.0) -> DaemonStatus:
         return DaemonStatus(False, f"Docker answers but not fully ({_first_line(exc)}); {NO_DAEMON_FIX}")
     finally:
         client.close()
+
+
+def host_gpu_count() -> int:
+    """GPUs the NVIDIA driver reports on this machine (0 without a driver or device)."""
+    try:
+        import pynvml
+    except ImportError:
+        return 0
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no driver (NVML_ERROR_LIBRARY_NOT_FOUND ...) or no device
+        return 0
+    try:
+        return int(pynvml.nvmlDeviceGetCount())
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def gpu_status(runner: str, timeout: float = 3.0) -> DaemonStatus:
+    """Can a run on ``runner`` get a GPU: a device answers, and (Docker) the daemon has NVIDIA's runtime."""
+    n = host_gpu_count()
+    if n == 0:
+        return DaemonStatus(False, "no GPU answers on this machine (no NVIDIA driver or device)")
+    if runner != "docker":
+        return DaemonStatus(True, f"{n} GPU(s)")
+    try:
+        client = docker_client(timeout=timeout)
+    except DockerUnavailable as exc:
+        return DaemonStatus(False, str(exc))
+    try:
+        runtimes = client.info().get("Runtimes") or {}
+    except _transport_errors() as exc:
+        return DaemonStatus(False, f"Docker did not say its runtimes ({_first_line(exc)})")
+    finally:
+        client.close()
+    if "nvidia" not in runtimes:
+        return DaemonStatus(False, f"{n} GPU(s), but this Docker has no NVIDIA runtime; install NVIDIA's container "
+                                   "toolkit (nvidia-container-toolkit) and restart Docker")
+    return DaemonStatus(True, f"{n} GPU(s) through Docker's NVIDIA runtime")
 
 
 def has_image(client: Any, name: str) -> bool:

@@ -1,9 +1,11 @@
 """The local leaderboard: the latest succeeded evaluation of each model, ranked by Dynascore.
 
 ``build_leaderboard(store, task, weights=None, dataset_weights=None,
-memory_budget_gib=16, stability=False) -> Leaderboard`` reads
-``store.evaluations.board_runs(task)`` once into a :class:`LocalBoard` (the runs'
-``metric_values`` as a :class:`~dynadesk.scoring.board.ScoreBoard`) and ranks it; the app
+memory_budget_gib=16, stability=False, hardware_class=None) -> Leaderboard`` reads
+``store.evaluations.board_runs(task, hardware_class=...)`` once into a :class:`LocalBoard` (the runs'
+``metric_values`` as a :class:`~dynadesk.scoring.board.ScoreBoard`) and ranks it. Measured metrics
+compare only within one hardware class, so a board ranks one class (by default the one with the most
+models); ``hardware_class="all"`` ranks every run and says its measured metrics are not comparable. The app
 keeps the :class:`LocalBoard` and re-ranks it on every slider move. Every stored metric is
 shown with its unit; the scoring rules are the board's (:mod:`dynadesk.scoring.board`).
 """
@@ -34,7 +36,12 @@ class RunStore(Protocol):
 
     evaluations: EvaluationRepo
 
-__all__ = ["SCORE_METRICS", "BoardRow", "Leaderboard", "LocalBoard", "build_leaderboard", "parse_weights"]
+__all__ = ["ALL_CLASSES", "SCORE_METRICS", "BoardRow", "Leaderboard", "LocalBoard", "build_leaderboard",
+           "choose_hardware_class", "parse_weights"]
+
+ALL_CLASSES = "all"
+NOT_COMPARABLE = ("runs of {n} hardware classes are ranked together: their measured metrics (throughput, latency, "
+                  "memory) were taken on different machines and are not comparable here")
 
 
 @dataclass
@@ -64,6 +71,8 @@ class Leaderboard:
     rows: list[BoardRow]
     left_off: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    hardware_class: str = ALL_CLASSES               # the class whose runs are ranked, or ALL_CLASSES
+    hardware_classes: dict[str, int] = field(default_factory=dict)  # classes present -> models with a run
 
     @property
     def shown_metrics(self) -> list[str]:
@@ -75,7 +84,8 @@ class Leaderboard:
         return {"task": self.task, "metrics": {k: v.to_dict() for k, v in self.metrics.items()},
                 "weights": self.weights, "dataset_weights": self.dataset_weights, "units": self.units,
                 "amrs": self.amrs, "rows": [r.to_dict() for r in self.rows], "left_off": self.left_off,
-                "notes": self.notes}
+                "notes": self.notes, "hardware_class": self.hardware_class,
+                "hardware_classes": self.hardware_classes}
 
     def to_csv(self) -> str:
         shown = self.shown_metrics
@@ -157,12 +167,42 @@ class LocalBoard:
                            scored.amrs, rows, scored.left_off, scored.notes)
 
 
+def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:
+    """The class a board ranks: ``wanted`` (a class present, or :data:`ALL_CLASSES`), else by default the
+    class with the most models (measured metrics compare only within one class)."""
+    if wanted is None:
+        return max(sorted(classes), key=lambda c: classes[c]) if classes else ALL_CLASSES
+    if wanted != ALL_CLASSES and wanted not in classes:
+        present = "; ".join(sorted(classes)) or "none"
+        raise ValidationError(f"hardware class '{wanted}' has no runs on this board (classes present: {present}; "
+                              f"or '{ALL_CLASSES}')")
+    return wanted
+
+
+def local_board(store: RunStore, task: str,
+                hardware_class: str | None = None) -> tuple[LocalBoard, str, dict[str, int]]:
+    """The task's board for one hardware class (default: the one with the most models) or all of them."""
+    classes = store.evaluations.hardware_classes(task)
+    chosen = choose_hardware_class(classes, hardware_class)
+    runs = store.evaluations.board_runs(task, hardware_class=None if chosen == ALL_CLASSES else chosen)
+    return LocalBoard(task, runs), chosen, classes
+
+
 def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
-                      memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
-    """Rank the latest succeeded evaluation of every model of ``task`` (see the module docstring)."""
+                      memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
+                      hardware_class: str | None = None) -> Leaderboard:
+    """Rank each model's board run of ``task`` within one hardware class (see the module docstring)."""
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
-    board = LocalBoard(task, store.evaluations.board_runs(task))
-    return board.rank(weights, dataset_weights, memory_budget_gib, stability)
+    board, chosen, classes = local_board(store, task, hardware_class)
+    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability), chosen, classes)
+
+
+def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:
+    """``board`` stamped with the class it ranks; an all-classes board says its measured metrics do not compare."""
+    board.hardware_class, board.hardware_classes = chosen, dict(classes)
+    if chosen == ALL_CLASSES and len(classes) > 1:
+        board.notes.insert(0, NOT_COMPARABLE.format(n=len(classes)))
+    return board

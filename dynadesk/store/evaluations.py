@@ -233,9 +233,26 @@ class EvaluationRepo:
             " ORDER BY e.id DESC LIMIT ?", [task, task, model, model, status, status, limit])
         return [self._record(r) for r in rows]
 
-    def board_runs(self, task: str, datasets: Sequence[str] | None = None) -> builtins.list[EvaluationRecord]:
+    def _board_candidates(self, task: str) -> builtins.list[dict[str, Any]]:
+        """Succeeded ``evaluation`` runs of ``task`` (id, model, datasets, hardware class), oldest first."""
+        from dynadesk.evaluator.environment import hardware_class_of
+
+        rows = self.db.query(
+            "SELECT e.id, e.model_id, e.datasets, e.environment FROM evaluations e WHERE e.task = ?"
+            " AND e.status = 'succeeded' AND e.purpose = 'evaluation' ORDER BY e.id", [task])
+        return [{**row, "hardware_class": hardware_class_of(json.loads(row["environment"] or "{}"))} for row in rows]
+
+    def hardware_classes(self, task: str) -> dict[str, int]:
+        """Hardware classes of ``task``'s board-eligible runs, with how many models have a run in each."""
+        models: dict[str, set[int]] = {}
+        for row in self._board_candidates(task):
+            models.setdefault(row["hardware_class"], set()).add(row["model_id"])
+        return {cls: len(ids) for cls, ids in sorted(models.items())}
+
+    def board_runs(self, task: str, datasets: Sequence[str] | None = None,
+                   hardware_class: str | None = None) -> builtins.list[EvaluationRecord]:
         """Each model's board entry: its newest complete run (succeeded, purpose ``evaluation``) on the board's
-        datasets.
+        datasets, among its runs of ``hardware_class`` when one is given.
 
         The board's datasets are ``datasets``, else the task's test sets in the workspace. A run covering
         all of them beats any run covering fewer, however new; a model none of whose runs covers them all
@@ -243,9 +260,8 @@ class EvaluationRepo:
         """
         wanted = set(datasets) if datasets is not None else {
             d.name for d in self._store.datasets.list(task=task, include_derived=False) if d.split == "test"}
-        rows = self.db.query(
-            "SELECT e.id, e.model_id, e.datasets FROM evaluations e WHERE e.task = ? AND e.status = 'succeeded'"
-            " AND e.purpose = 'evaluation' ORDER BY e.id", [task])
+        rows = [r for r in self._board_candidates(task)
+                if hardware_class is None or r["hardware_class"] == hardware_class]
         best: dict[int, tuple[int, int]] = {}  # model -> (datasets covered, run id); ties go to the newer run
         for row in rows:
             covered = len(wanted & set(json.loads(row["datasets"] or "[]")))

@@ -104,8 +104,15 @@ class EvaluatePage(Page):
         self.batch.setValue(settings.get("limits/batch_size"))
         f.addRow("Batch size", self.batch)
         self.gpu = QCheckBox("use the GPU(s)")
-        self.gpu.setChecked(settings.get("gpu"))
-        f.addRow("GPU", self.gpu)
+        self.gpu.setEnabled(False)  # until a GPU answers for the chosen runner
+        self.gpu_reason = QLabel("checking for a GPU…")
+        self.gpu_reason.setWordWrap(True)
+        self.gpu_reason.setStyleSheet("color:#555")
+        grow = QVBoxLayout()
+        grow.addWidget(self.gpu)
+        grow.addWidget(self.gpu_reason)
+        f.addRow("GPU", grow)
+        self.runner.currentIndexChanged.connect(lambda _i: self._check_gpu())
         sl.addWidget(box)
         brow = QHBoxLayout()
         self.start_button = QPushButton("▶ Start evaluation")
@@ -164,6 +171,7 @@ class EvaluatePage(Page):
         service.cancelled.connect(self._on_cancelled)
         service.runsChanged.connect(self.refresh_runs)
         service.runCreated.connect(self._on_run_created)
+        service.gpuChecked.connect(self._on_gpu_checked)
         settings.changed.connect(self._apply_setting)
         models.changed.connect(self._fill_choices)
         data.changed.connect(self._fill_choices)
@@ -179,12 +187,28 @@ class EvaluatePage(Page):
         elif key == "runner":
             self.runner.setCurrentIndex(max(0, self.runner.findData(self._settings.get("runner"))))
         elif key == "gpu":
-            self.gpu.setChecked(self._settings.get("gpu"))
+            self.gpu.setChecked(self._settings.get("gpu") and self.gpu.isEnabled())
+
+    def _check_gpu(self) -> None:
+        self.gpu.setEnabled(False)
+        self.gpu_reason.setText("checking for a GPU…")
+        self._svc.check_gpu(str(self.runner.currentData()))
+
+    def _on_gpu_checked(self, runner: str, ok: bool, detail: str) -> None:
+        """Enable the GPU option only when a GPU answers for the runner on screen (a late answer for another
+        runner is dropped)."""
+        if runner != self.runner.currentData():
+            return
+        self.gpu.setEnabled(ok)
+        self.gpu.setChecked(ok and bool(self._settings.get("gpu")))
+        self.gpu_reason.setText(detail)
+        self.gpu.setToolTip(detail)
 
     def refresh(self) -> None:
         refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
         self._fill_choices()
         self.refresh_runs()
+        self._check_gpu()
 
     def select_task(self, name: str) -> None:
         self.task_combo.setCurrentText(name)
@@ -315,6 +339,7 @@ class EvaluatePage(Page):
             item.setForeground(QColor(STATUS_COLORS.get(item.text(), "#000000")))
         if selected is not None:
             self.select_run(selected)
+        self._show_run()  # the same run stays selected while its state changed (e.g. resumed): show it anew
 
     def selected_run(self) -> int | None:
         rows = self.runs_table.selectionModel().selectedRows()

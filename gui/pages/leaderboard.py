@@ -35,7 +35,7 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
-from dynadesk.scoring.leaderboard import Leaderboard
+from dynadesk.scoring.leaderboard import ALL_CLASSES, Leaderboard
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
 FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
@@ -103,6 +103,13 @@ class LeaderboardPage(Page):
         self.budget.setToolTip("Memory counts as memory saved below this budget (dynadesk leaderboard --memory-budget)")
         self.budget.valueChanged.connect(self.rerank)
         top.addWidget(self.budget)
+        top.addWidget(QLabel("Hardware class"))
+        self.hardware_combo = QComboBox()
+        self.hardware_combo.setAccessibleName("hardware class")
+        self.hardware_combo.setToolTip("Measured metrics (throughput, latency, memory) compare only within one "
+                                       "hardware class")
+        self.hardware_combo.activated.connect(self._on_hardware_class)
+        top.addWidget(self.hardware_combo)
         top.addStretch(1)
         self.columns_button = QToolButton()
         self.columns_button.setText("Columns")
@@ -195,12 +202,28 @@ class LeaderboardPage(Page):
     def select_task(self, task: str) -> None:
         self.task_combo.setCurrentText(task)
 
-    def reload(self) -> None:
+    def _on_hardware_class(self, _index: int) -> None:
+        self.reload(self.hardware_combo.currentData())
+
+    def _fill_hardware_combo(self) -> None:
+        """The classes present (models with a run in each) and "all classes"; the ranked one selected."""
+        self.hardware_combo.blockSignals(True)
+        self.hardware_combo.clear()
+        for cls, n in self._svc.hardware_classes.items():
+            self.hardware_combo.addItem(f"{cls} ({n} model{'s' if n != 1 else ''})", cls)
+        self.hardware_combo.addItem("all classes (measured metrics not comparable)", ALL_CLASSES)
+        self.hardware_combo.setCurrentIndex(max(0, self.hardware_combo.findData(self._svc.hardware_class)))
+        self.hardware_combo.blockSignals(False)
+
+    def reload(self, hardware_class: str | None = None) -> None:
         task = self.task_combo.currentText()
         if not task:
             return
+        if task != self.task:
+            hardware_class = None  # a new task starts on its own default class
         self.task = task
-        self.guard(self._svc.reload, task)
+        self.guard(self._svc.reload, task, hardware_class if isinstance(hardware_class, str) else None)
+        self._fill_hardware_combo()
         for s in self.dataset_sliders.values():
             s.deleteLater()
         self.dataset_sliders = {}

@@ -42,6 +42,7 @@ class EvaluationService(QObject):
     failed = Signal(str)
     cancelled = Signal()
     runsChanged = Signal()
+    gpuChecked = Signal(str, bool, str)  # runner, a GPU answers, the line to show
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -110,6 +111,20 @@ class EvaluationService(QObject):
         self._worker = worker
         self.started.emit()
         return start(worker)
+
+    def check_gpu(self, runner: str) -> None:
+        """Ask (on a pool thread: it may wait for Docker) whether ``runner`` can give a run a GPU."""
+        from dynadesk.gui.workers import Worker, start
+
+        def job(_ctx: WorkContext) -> tuple[str, bool, str]:
+            from dynadesk.orchestration.runners import gpu_status
+
+            status = gpu_status(runner)
+            return runner, status.ok, status.detail
+
+        worker = Worker(job)
+        worker.signals.finished.connect(lambda r: self.gpuChecked.emit(*r))
+        start(worker)
 
     def cancel(self) -> None:
         if self._worker is not None:

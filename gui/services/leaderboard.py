@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from dynadesk.errors import StoreError
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB
-from dynadesk.scoring.leaderboard import SCORE_METRICS, Leaderboard, LocalBoard
+from dynadesk.scoring.leaderboard import SCORE_METRICS, Leaderboard, LocalBoard, local_board, with_hardware
 
 BOARD_METRICS = SCORE_METRICS
 
@@ -27,15 +27,18 @@ class LeaderboardService(QObject):
         super().__init__(parent)
         self._ws = ws
         self._board: LocalBoard | None = None
+        self.hardware_class = ""  # the class ranked ("all" for every run)
+        self.hardware_classes: dict[str, int] = {}  # classes present -> models with a run
         ws.opened.connect(self._invalidate)
 
     def _invalidate(self, *_args: object) -> None:
         self._board = None
         self.changed.emit()
 
-    def reload(self, task: str) -> LocalBoard:
-        """Read the task's runs from the store (on page show, task change or new runs)."""
-        self._board = LocalBoard(task, self._ws.store.evaluations.board_runs(task))
+    def reload(self, task: str, hardware_class: str | None = None) -> LocalBoard:
+        """Read the task's runs of one hardware class (default: the one with the most models; "all": every
+        run) from the store (on page show, task or class change, or new runs)."""
+        self._board, self.hardware_class, self.hardware_classes = local_board(self._ws.store, task, hardware_class)
         return self._board
 
     def _local(self, task: str) -> LocalBoard:
@@ -50,7 +53,8 @@ class LeaderboardService(QObject):
     def board(self, task: str, weights: dict[str, float] | None = None,
               dataset_weights: dict[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> Leaderboard:
-        return self._local(task).rank(weights, dataset_weights or None, memory_budget_gib, stability=True)
+        board = self._local(task).rank(weights, dataset_weights or None, memory_budget_gib, stability=True)
+        return with_hardware(board, self.hardware_class, self.hardware_classes)
 
     def datasets(self, task: str) -> list[str]:
         """Datasets with per-dataset figures on this task's board (each gets a weight slider)."""

@@ -7,14 +7,16 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
-DEFAULTS: dict[str, Any] = {
+from dynadesk import defaults
+
+DEFAULTS: dict[str, Any] = {  # the evaluation and server defaults come from the one source the CLI uses
     "workspace": "",
-    "server_url": "http://127.0.0.1:8765",
+    "server_url": defaults.SERVER_URL,
     "annotator": "",
-    "limits/timeout_s": 1800,
-    "limits/memory_gib": 4.0,
-    "limits/cpus": 2.0,
-    "limits/batch_size": 16,
+    "limits/timeout_s": int(defaults.TIMEOUT_S),
+    "limits/memory_gib": defaults.MEMORY_GIB,
+    "limits/cpus": defaults.cpus(),
+    "limits/batch_size": defaults.BATCH_SIZE,
     "runner": "docker",
     "gpu": False,
 }

@@ -44,6 +44,30 @@ def obj(value: Any, where: str, keys: set[str] | None = None) -> dict[str, Any]:
     return value
 
 
+def check_lineage(value: Any, where: str) -> None:
+    """A trained model's lineage (``dynadesk models train``): base, training and dev datasets, settings."""
+    lin = obj(value, where, {"base", "train", "dev", "hyperparameters", "code_version"})
+    base = obj(lin["base"], f"{where}.base", {"name", "digest"})
+    text(base["name"], f"{where}.base.name")
+    text(base["digest"], f"{where}.base.digest", ANY_DIGEST)
+    if not isinstance(lin["train"], list) or not lin["train"] or len(lin["train"]) > 64:
+        _fail(f"{where}.train", "must be a list of 1 to 64 datasets")
+    for i, src in enumerate(lin["train"]):
+        s = obj(src, f"{where}.train[{i}]", {"dataset", "digest", "weight"})
+        text(s["dataset"], f"{where}.train[{i}].dataset")
+        text(s["digest"], f"{where}.train[{i}].digest", ANY_DIGEST)
+        w = s["weight"]
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w <= 100:
+            _fail(f"{where}.train[{i}].weight", f"must be a number in (0, 100], got {w!r:.40}")
+    dev = obj(lin["dev"], f"{where}.dev", {"dataset", "digest"})
+    text(dev["dataset"], f"{where}.dev.dataset")
+    text(dev["digest"], f"{where}.dev.digest", ANY_DIGEST)
+    hp = obj(lin["hyperparameters"], f"{where}.hyperparameters")
+    if len(hp) > 64 or not all(isinstance(v, (str, int, float, bool)) for v in hp.values()):
+        _fail(f"{where}.hyperparameters", "must be an object of at most 64 scalar settings")
+    text(lin["code_version"], f"{where}.code_version", max_len=64)
+
+
 def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512) -> str:
     if not isinstance(value, str) or not value:
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
@@ -81,9 +105,12 @@ def check_payload(p: Any) -> None:
     obj(p, "payload", PAYLOAD_KEYS | (OPTIONAL_PAYLOAD_KEYS & set(p) if isinstance(p, dict) else set()))
     timestamp(p["created_at"], "payload.created_at")
     text(p["task"], "payload.task", max_len=64)
-    m = obj(p["model"], "payload.model", {"name", "digest"})
+    m = obj(p["model"], "payload.model")
+    m = obj(m, "payload.model", {"name", "digest"} | ({"lineage"} & set(m)))
     text(m["name"], "payload.model.name")
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
+    if "lineage" in m:
+        check_lineage(m["lineage"], "payload.model.lineage")
     ds = p["datasets"]
     if not isinstance(ds, list) or not ds:
         _fail("payload.datasets", "must be a non-empty list")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dynadesk import defaults
 from dynadesk.errors import DynaDeskError
 from dynadesk.sync.server.limits import DEFAULT_LIMITS
 
@@ -42,7 +43,7 @@ def cli() -> None:
 @cli.command()
 @db_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told).")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=defaults.SERVER_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--key", "key_path", type=click.Path(dir_okay=False),
               help="Server log-signing key (default: DB path + .server.key; created on first start).")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),

@@ -42,7 +42,8 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     assert bundle.payload["runner"] == {"kind": "docker", "sandboxed": True}
 
     report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
-    assert report.ok and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
+    # deterministic fields must reproduce; measured ones may differ with noise (tests/test_audit_measured.py)
+    assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     image = report.get("evaluator.image_digest")
     assert image.verdict == IDENTICAL and image.actual == evaluator_image.image_id
     rerun = store.evaluations.get(report.rerun_id)

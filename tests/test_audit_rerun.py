@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eval_support import run_request, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
-from dynadesk.audit.report import DETERMINISTIC, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
 from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
 from dynadesk.sync.format import keys as K
@@ -58,7 +58,9 @@ def audited(made):
 def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made, audited):
     ws, store, run, bundle, path = made
     report = audited
-    assert report.ok and not report.incomplete and report.rerun_id not in (None, run.id)
+    # measured claims on a tiny model over short windows can differ (noise in either run): only the
+    # deterministic part must reproduce here; tests/test_audit_measured.py judges measured claims
+    assert not report.failures and not report.incomplete and report.rerun_id not in (None, run.id)
     rerun = store.evaluations.get(report.rerun_id)
     assert rerun.status == "succeeded" and rerun.settings["batch_size"] == 8 and rerun.settings["seed"] == 0
     assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
@@ -76,8 +78,8 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert {c.field for c in measured} >= {"metrics[(run)].throughput", "metrics[(run)].memory"}
     for c in measured:
         # judged against the re-measurement; not judged when that one was noisy (a loaded machine)
-        assert c.verdict == WITHIN or (c.verdict == NOT_COMPARABLE and "noisy" in report.not_comparable)
-        assert not c.fails
+        assert c.verdict in (WITHIN, DIFFERS) or (c.verdict == NOT_COMPARABLE and "noisy" in report.not_comparable)
+        assert not c.fails  # a measured field never fails the deterministic verdict
         assert c.tolerance == bundle.payload["tolerances"][c.field.split(".")[-1]]["relative"]
     assert report.get("environment.hardware").verdict == IDENTICAL
 
@@ -85,7 +87,8 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
 def test_cli_table_and_json_against_the_rerun(made, audited):
     ws, store, run, bundle, path = made
     res = CliRunner().invoke(cli, ["--home", str(ws.home), "audit", str(path), "--against", str(audited.rerun_id)])
-    assert res.exit_code == 0, res.output
+    # 0, or 4 when noise made a measured claim differ (its own exit code); never 1: nothing deterministic differs
+    assert res.exit_code == 0 or (res.exit_code == 4 and "MEASURED CLAIMS NOT REPRODUCED" in res.output), res.output
     lines = res.output.splitlines()
     assert lines[1].split()[:3] == ["field", "kind", "verdict"] and lines[-2:][0] == "VERDICT"
     assert lines[-1].startswith("OK")

@@ -178,9 +178,11 @@ class AnnotatePage(Page):
         service.submitFailed.connect(self._on_failed)
         service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
         service.activeChanged.connect(lambda _n: self.refresh())
-        service.modelLoading.connect(lambda name: self._model_state(name, "loading"))
-        service.modelReady.connect(lambda name: self._model_state(name, "ready"))
-        service.modelFailed.connect(lambda name, msg: self._model_state(name, f"failed: {msg}"))
+        # bound methods, not lambdas: Qt drops these connections when the page is destroyed, so a model that
+        # finishes loading after its window closed never reaches a deleted widget
+        service.modelLoading.connect(self._on_model_loading)
+        service.modelReady.connect(self._on_model_ready)
+        service.modelFailed.connect(self._on_model_failed)
         self.model_states: dict[str, str] = {}
         self.refresh()
 
@@ -225,6 +227,15 @@ class AnnotatePage(Page):
                 self.load_context()
             self._svc.warm(rnd)
             self.start_example()
+
+    def _on_model_loading(self, name: str) -> None:
+        self._model_state(name, "loading")
+
+    def _on_model_ready(self, name: str) -> None:
+        self._model_state(name, "ready")
+
+    def _on_model_failed(self, name: str, message: str) -> None:
+        self._model_state(name, f"failed: {message}")
 
     def _model_state(self, name: str, state: str) -> None:
         """Show whether the round's target models are loaded (the first prediction is quick once ready)."""

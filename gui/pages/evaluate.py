@@ -305,6 +305,7 @@ class EvaluatePage(Page):
 
     def _on_finished(self, records: list[EvaluationRecord]) -> None:
         self._idle()
+        self.refresh_runs()  # the table and the detail pane show the final state as soon as the outcome is known
         bad = [r for r in records if r.status != "succeeded"]
         if bad:
             self.banner.error("; ".join(failure_line(r) for r in bad))  # the line the CLI prints
@@ -315,11 +316,13 @@ class EvaluatePage(Page):
 
     def _on_failed(self, message: str) -> None:
         self._idle()
+        self.refresh_runs()
         self.banner.error(message)
         self.status_label.setText("Failed")
 
     def _on_cancelled(self) -> None:
         self._idle()
+        self.refresh_runs()
         self.banner.show_message("Evaluation cancelled; the run is stored as 'cancelled' and can be resumed.", "warn")
         self.status_label.setText("Cancelled")
 

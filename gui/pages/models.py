@@ -120,9 +120,9 @@ class ModelsPage(Page):
         service.registerFailed.connect(self._on_register_failed)
         service.predicted.connect(self._on_predicted)
         service.predictFailed.connect(self._on_predict_failed)
-        service.loading.connect(lambda name: self._on_load_state(name, "loading"))
-        service.loaded.connect(lambda name: self._on_load_state(name, "ready"))
-        service.loadFailed.connect(lambda name, message: self._on_load_state(name, message))
+        service.loading.connect(self._on_loading)  # bound methods: dropped when the page is destroyed
+        service.loaded.connect(self._on_loaded)
+        service.loadFailed.connect(self._on_load_state)
         self.refresh()
 
     # ---------------------------------------------------------- listing
@@ -181,6 +181,12 @@ class ModelsPage(Page):
             edit.textChanged.connect(self._debounce.start)
             self.try_form.addRow(f.name, edit)
             self.inputs[f.name] = edit
+
+    def _on_loading(self, name: str) -> None:
+        self._on_load_state(name, "loading")
+
+    def _on_loaded(self, name: str) -> None:
+        self._on_load_state(name, "ready")
 
     def _on_load_state(self, name: str, state: str) -> None:
         """Loading progress of the selected model in the panel's title (other models' news is ignored)."""

@@ -120,8 +120,7 @@ class RoundsPage(Page):
         service.roundsChanged.connect(lambda _t: self.reload())
         service.examplesChanged.connect(lambda _t: self.reload())
         service.reportReady.connect(self._on_report)
-        service.reportFailed.connect(lambda task, msg: self.banner.error(msg)
-                                     if task == self.task_combo.currentText() else None)
+        service.reportFailed.connect(self._on_report_failed)  # bound: dropped when the page is destroyed
         self.report = None
         self.refresh()
 
@@ -185,6 +184,10 @@ class RoundsPage(Page):
         if not self.register_name.text():
             self.register_name.setPlaceholderText(f"{s.task}-round{s.round}")
         self._draw_chart()
+
+    def _on_report_failed(self, task: str, message: str) -> None:
+        if task == self.task_combo.currentText():
+            self.banner.error(message)
 
     def _on_report(self, task: str, report) -> None:
         if task != self.task_combo.currentText():

@@ -94,26 +94,47 @@ class AnnotationService(QObject):
             self.warm_model(model.name)
 
     def warm_model(self, name: str) -> None:
-        def job(store: Any, model_name: str) -> str:
+        def job(store: Any, model_name: str) -> tuple[str, str | None]:
+            from dynadesk.errors import DynaDeskError
             from dynadesk.models import default_predictor
 
-            default_predictor().warm(store.models.get(model_name))
-            return model_name
+            try:
+                default_predictor().warm(store.models.get(model_name))
+            except DynaDeskError as exc:
+                return model_name, str(exc)
+            return model_name, None
 
         self.modelLoading.emit(name)
-        self._ws.run_with_store(job, name, on_result=self.modelReady.emit,
-                                on_error=lambda message: self.modelFailed.emit(name, message))
+        # a bound method: the connection goes with this service, so a late load never reaches a dead one
+        self._ws.run_with_store(job, name, on_result=self._on_warmed)
+
+    def _on_warmed(self, result: tuple[str, str | None]) -> None:
+        name, error = result
+        if error is None:
+            self.modelReady.emit(name)
+        else:
+            self.modelFailed.emit(name, error)
 
     def report(self, task: str, test_sets: list[str] | None = None) -> None:
         """The round-over-round report (every model's error per round, and on ``test_sets``) on a worker:
         it runs every model over the examples, so never on the UI thread."""
-        def job(store: Any) -> Any:
+        def job(store: Any) -> tuple[str, Any, str | None]:
             from dynadesk.annotation.report import round_report
+            from dynadesk.errors import DynaDeskError
 
-            return round_report(store, task, test_sets=test_sets or [])
+            try:
+                return task, round_report(store, task, test_sets=test_sets or []), None
+            except DynaDeskError as exc:
+                return task, None, str(exc)
 
-        self._ws.run_with_store(job, on_result=lambda r: self.reportReady.emit(task, r),
-                                on_error=lambda message: self.reportFailed.emit(task, message))
+        self._ws.run_with_store(job, on_result=self._on_report)  # bound: dropped with this service
+
+    def _on_report(self, result: tuple[str, Any, str | None]) -> None:
+        task, report, error = result
+        if error is None:
+            self.reportReady.emit(task, report)
+        else:
+            self.reportFailed.emit(task, error)
 
     def stats(self, task: str) -> list:
         return ann.task_stats(self.store, task)

@@ -123,8 +123,11 @@ class EvaluationService(QObject):
             return runner, status.ok, status.detail
 
         worker = Worker(job)
-        worker.signals.finished.connect(lambda r: self.gpuChecked.emit(*r))
+        worker.signals.finished.connect(self._on_gpu_result)  # bound: dropped with this service
         start(worker)
+
+    def _on_gpu_result(self, result: tuple[str, bool, str]) -> None:
+        self.gpuChecked.emit(*result)
 
     def cancel(self) -> None:
         if self._worker is not None:

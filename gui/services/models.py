@@ -84,15 +84,25 @@ class ModelsService(QObject):
 
     def warm(self, model: str) -> None:
         """Load ``model`` in the background so the first prediction does not stall the page."""
-        def job(store: Any, name: str) -> str:
+        def job(store: Any, name: str) -> tuple[str, str | None]:
+            from dynadesk.errors import DynaDeskError
             from dynadesk.models import default_predictor
 
-            default_predictor().warm(store.models.get(name))
-            return name
+            try:
+                default_predictor().warm(store.models.get(name))
+            except DynaDeskError as exc:
+                return name, str(exc)
+            return name, None
 
         self.loading.emit(model)
-        self._ws.run_with_store(job, model, on_result=self.loaded.emit,
-                                on_error=lambda message: self.loadFailed.emit(model, message))
+        self._ws.run_with_store(job, model, on_result=self._on_warmed)  # bound: dropped with this service
+
+    def _on_warmed(self, result: tuple[str, str | None]) -> None:
+        name, error = result
+        if error is None:
+            self.loaded.emit(name)
+        else:
+            self.loadFailed.emit(name, error)
 
     def _next(self) -> None:
         if self._pending is None:

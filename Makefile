@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing DynaDesk and its dependencies into $(VENV) (torch pinned to the CPU wheel) ..."
 	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip > $(VENV)/install.log 2>&1 || { tail -40 $(VENV)/install.log; exit 1; }
-	@$(PY) -m pip install -q --disable-pip-version-check -e '.[gui,server,dev]' >> $(VENV)/install.log 2>&1 || { tail -60 $(VENV)/install.log; exit 1; }
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[gui,server,queue,dev]' >> $(VENV)/install.log 2>&1 || { tail -60 $(VENV)/install.log; exit 1; }
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 venv: $(STAMP)

@@ -14,6 +14,8 @@ PKGS=(
   libxcb-util1 libxcb-xkb1 libxkbcommon-x11-0 xvfb
   # the leaderboard page is tested in a real headless browser
   chromium
+  # the server's PostgreSQL backend and the evaluation job queue's broker (tests start both themselves)
+  postgresql redis-server
 )
 
 missing=()

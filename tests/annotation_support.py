@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dynadesk import annotation as ann
@@ -67,3 +69,26 @@ def make_example(store, who: str, text: str, fooled: bool, task: str = "sentimen
     ex = ann.submit_example(store, task, who, {"statement": text}, target, time_ms=100 * len(text))
     assert ex.fooled is fooled
     return ex
+
+
+@contextmanager
+def two_machines(tmp_path: Path, models: dict[str, Path], *, mutual: bool) -> Iterator[list]:
+    """Machine A (amy, abe) and machine B (bea, bob), the same model and round 1 on each; B trusts A's
+    pack key, and A trusts B's when ``mutual``."""
+    stores = []
+    for side, people in (("a", ("amy", "abe")), ("b", ("bea", "bob"))):
+        st = open_store(tmp_path / side)
+        for p in people:
+            ann.add_annotator(st, p)
+        register(st, models, "sentiment", "sentiment")
+        ann.new_round(st, "sentiment", ["tiny-sentiment"])
+        stores.append(st)
+    a, b = stores
+    ann.trust_key(b, ann.export_pack_key(a, tmp_path / "a.pub"))
+    if mutual:
+        ann.trust_key(a, ann.export_pack_key(b, tmp_path / "b.pub"))
+    try:
+        yield stores
+    finally:
+        for st in stores:
+            st.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from annotation_support import build_tiny_models, make_example, open_store, raw_db, register
+from annotation_support import build_tiny_models, make_example, raw_db, two_machines
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
@@ -19,20 +19,8 @@ def models(tmp_path_factory):
 @pytest.fixture
 def two(tmp_path, models):
     """Machine A and machine B, each with the same model registered and the same round 1."""
-    stores = []
-    for side, people in (("a", ("amy", "abe")), ("b", ("bea", "bob"))):
-        st = open_store(tmp_path / side)
-        for p in people:
-            ann.add_annotator(st, p)
-        register(st, models, "sentiment", "sentiment")
-        ann.new_round(st, "sentiment", ["tiny-sentiment"])
-        stores.append(st)
-    a, b = stores
-    ann.trust_key(b, ann.export_pack_key(a, tmp_path / "a.pub"))
-    ann.trust_key(a, ann.export_pack_key(b, tmp_path / "b.pub"))
-    yield stores
-    for st in stores:
-        st.close()
+    with two_machines(tmp_path, models, mutual=True) as stores:
+        yield stores
 
 
 def _counts(st):

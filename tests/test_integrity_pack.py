@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from annotation_support import build_tiny_models, make_example, open_store, register
+from annotation_support import build_tiny_models, make_example, open_store, register, two_machines
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, DynaDeskError, SignatureError
@@ -21,19 +21,8 @@ def models(tmp_path_factory):
 @pytest.fixture
 def two(tmp_path, models):
     """Machine A and machine B with the same model and round; B trusts A's pack key."""
-    stores = []
-    for side, people in (("a", ("amy", "abe")), ("b", ("bea", "bob"))):
-        st = open_store(tmp_path / side)
-        for p in people:
-            ann.add_annotator(st, p)
-        register(st, models, "sentiment", "sentiment")
-        ann.new_round(st, "sentiment", ["tiny-sentiment"])
-        stores.append(st)
-    a, b = stores
-    ann.trust_key(b, ann.export_pack_key(a, tmp_path / "a.pub"))
-    yield stores
-    for st in stores:
-        st.close()
+    with two_machines(tmp_path, models, mutual=False) as stores:
+        yield stores
 
 
 def _counts(st) -> tuple[int, int, int]:

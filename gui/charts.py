@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPen, QPolygonF
@@ -193,7 +194,31 @@ class RadarChart(QWidget):
             x += 24 + fm.horizontalAdvance(name)
 
 
-class RankRangeChart(QWidget):
+class _ModelRowsChart(QWidget):
+    """A chart drawn as one row per model: shared sizing and the empty board's placeholder."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._rows: list[Any] = []
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.setMinimumHeight(60)
+
+    def sizeHint(self) -> QSize:
+        h = QFontMetrics(self.font()).height() + 8
+        return QSize(320, h * (len(self._rows) + 1) + 8)
+
+    def begin_paint(self) -> QPainter | None:
+        """An antialiased painter, or ``None`` once the placeholder of an empty board is drawn."""
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self._rows:
+            return p
+        p.setPen(self.palette().placeholderText().color())
+        p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
+        return None
+
+
+class RankRangeChart(_ModelRowsChart):
     """One row per model: a bar over the ranks it takes as weights vary, a dot at its current rank
     (rank 1, the best, on the left)."""
 
@@ -201,8 +226,6 @@ class RankRangeChart(QWidget):
         super().__init__(parent)
         self._rows: list[tuple[str, int, int, int]] = []
         self._n = 0
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.setMinimumHeight(60)
 
     def set_data(self, rows: Sequence[tuple[str, int, int, int]], n_ranks: int) -> None:
         """``rows``: ``(model, rank, best rank, worst rank)``; ``n_ranks``: the ranks the axis spans."""
@@ -215,19 +238,12 @@ class RankRangeChart(QWidget):
         """``{model: (rank, best, worst)}`` as drawn."""
         return {m: (r, lo, hi) for m, r, lo, hi in self._rows}
 
-    def sizeHint(self) -> QSize:
-        h = QFontMetrics(self.font()).height() + 8
-        return QSize(320, h * (len(self._rows) + 1) + 8)
-
     def paintEvent(self, _event: object) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p = self.begin_paint()
+        if p is None:
+            return
         fm = QFontMetrics(self.font())
         pal = self.palette()
-        if not self._rows:
-            p.setPen(pal.placeholderText().color())
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
-            return
         label_w = min(self.width() // 3, max(fm.horizontalAdvance(m) for m, *_ in self._rows) + 8)
         x0, x1 = label_w + 12, self.width() - 16
         row_h = max(fm.height() + 6, (self.height() - fm.height() - 10) / len(self._rows))
@@ -254,7 +270,7 @@ class RankRangeChart(QWidget):
             p.drawEllipse(QPointF(x(rank), y), 5, 5)
 
 
-class BreakdownChart(QWidget):
+class BreakdownChart(_ModelRowsChart):
     """Stacked horizontal bars, one per model: each metric's contribution to its score (negative ones to the
     left of zero); the total is written after the bar."""
 
@@ -262,8 +278,6 @@ class BreakdownChart(QWidget):
         super().__init__(parent)
         self._metrics: list[str] = []
         self._rows: list[tuple[str, list[float]]] = []
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self.setMinimumHeight(60)
 
     def set_data(self, metrics: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]]) -> None:
         self._metrics = list(metrics)
@@ -275,19 +289,12 @@ class BreakdownChart(QWidget):
         """``{model: {metric: contribution}}`` as drawn."""
         return {m: dict(zip(self._metrics, vals)) for m, vals in self._rows}
 
-    def sizeHint(self) -> QSize:
-        h = QFontMetrics(self.font()).height() + 8
-        return QSize(320, h * (len(self._rows) + 1) + 8)
-
     def paintEvent(self, _event: object) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p = self.begin_paint()
+        if p is None:
+            return
         fm = QFontMetrics(self.font())
         pal = self.palette()
-        if not self._rows:
-            p.setPen(pal.placeholderText().color())
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
-            return
         legend_h = fm.height() + 6
         x = 4.0
         for k, metric in enumerate(self._metrics):

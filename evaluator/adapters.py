@@ -413,8 +413,11 @@ class BagOfWordsAdapter:
         self.model.to(device).eval()
         self._torch = torch
 
-    def encode(self, batch: list[dict[str, str]]) -> tuple[Any, Any]:
-        """(flat token ids, offsets) for EmbeddingBag; unknown features are dropped, empty bags are zero."""
+    def bags(self, batch: list[dict[str, str]]) -> tuple[Any, Any]:
+        """(flat token ids, offsets) for EmbeddingBag; unknown features are dropped, empty bags are zero.
+
+        Not ``encode``: the worker takes an adapter's ``encode`` for unpadded tokenizer output to sort
+        and pad by (:meth:`SequenceClassificationAdapter.encode`); bags have no padding to save."""
         torch = self._torch
         cols = _texts(batch, self.inputs)
         ids: list[int] = []
@@ -429,7 +432,7 @@ class BagOfWordsAdapter:
     def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
         if not batch:
             return []
-        ids, offsets = self.encode(batch)
+        ids, offsets = self.bags(batch)
         with self._torch.inference_mode():
             logits = self.model(ids, offsets)
         out = []

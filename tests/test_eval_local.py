@@ -246,3 +246,27 @@ def test_runs_compare_cli_finds_identical_runs_and_a_changed_prediction(store, w
     assert "predictions.digest" in failed and "predictions.merkle_root" in failed
     unknown = cli("runs", "compare", str(a.id), "999")
     assert unknown.returncode == 1 and "no evaluation run with id 999" in unknown.stderr
+
+
+@pytest.mark.parametrize("kind", ["bag-of-words", "majority"])
+def test_every_demo_model_kind_evaluates(store, home, tmp_path, kind):
+    """The demo's non-transformers models go through the same worker (a bag-of-words adapter once
+    had an ``encode`` of its own meaning that the token sort took for the tokenizer's: IndexError)."""
+    from eval_support import LABELS, sentences
+
+    from dynadesk.models.bow import train_bag_of_words, write_majority
+    from dynadesk.models.registry import register_model
+
+    texts = sentences(30, seed=3)
+    train = [{"statement": t, "label": LABELS[i % 3]} for i, t in enumerate(texts)]
+    folder = tmp_path / "models" / kind
+    if kind == "bag-of-words":
+        train_bag_of_words(folder, "sentiment", list(LABELS), ["statement"], train, dim=8, epochs=3, seed=1)
+    else:
+        write_majority(folder, "sentiment", list(LABELS), ["statement"], [ex["label"] for ex in train])
+    register_model(store, folder, "sentiment", name=kind)
+    add_test_set(store, "set0-test", 20, seed=0)
+    rec = evaluate(store, Workspace(home), run_request(kind, runner="local", latency_samples=4, warmup=1))
+    assert rec.status == "succeeded", rec.error
+    assert 0.0 <= metric(rec, "macro_f1", "set0-test") <= 100.0
+    assert len(predictions_bytes(rec).splitlines()) == 3 * 20

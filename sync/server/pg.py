@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
@@ -28,8 +29,9 @@ CONNECT_TIMEOUT_S = 10
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    """libpq's message on one line, without its generic lead-in."""
+    text = " ".join(str(exc).split()).removeprefix("connection failed: ")
+    return text or type(exc).__name__
 
 
 class _Rows:
@@ -74,8 +76,9 @@ class PostgresBackend(Backend):
     def __init__(self, url: str, pool_size: int = POOL_SIZE):
         self.name = redact(url)
         try:
+            urlsplit(url).port  # noqa: B018 - raises ValueError on a port that is not a number
             params = conninfo_to_dict(url)
-        except psycopg.Error as exc:
+        except (ValueError, psycopg.Error) as exc:
             raise ConfigError(f"--db {self.name}: not a valid PostgreSQL URL: {_first_line(exc)}"
                               " (expected postgresql://user:password@host:port/dbname)") from exc
         params.setdefault("connect_timeout", CONNECT_TIMEOUT_S)

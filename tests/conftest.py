@@ -93,15 +93,20 @@ def require_debootstrap():
 
 # --- PostgreSQL for the server tests (issue 23): one cluster per session, one database per test -----------
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory):
-    """A real PostgreSQL server in a temp folder (tests/_pg.py), stopped when the session ends."""
+def postgres():
+    """A real PostgreSQL server in a temp folder (tests/_pg.py), stopped and removed when the session ends.
+    Not under pytest's tmp_path: that is private to root, and the server runs as the postgres user."""
+    import tempfile
+
     from _pg import Cluster, pg_bin
 
     if pg_bin() is None:
         missing("PostgreSQL (initdb, pg_ctl)", "run packaging/system_deps.sh (Debian package postgresql)")
-    cluster = Cluster(tmp_path_factory.mktemp("pg"))
+    root = tempfile.mkdtemp(prefix="dynadesk-pg-")
+    cluster = Cluster(root)
     yield cluster
     cluster.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -26,8 +26,9 @@ KEY, FP = b"\x01" * 32, "sha256:" + hashlib.sha256(b"\x01" * 32).hexdigest()
 
 def _bundle(i: int, model: str | None = None) -> CheckedBundle:
     bid = hashlib.sha256(f"b{i}".encode()).hexdigest()
+    created = f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000Z"
     return CheckedBundle(bid, b'{"i": %d}' % i, hashlib.sha256(bid.encode()).hexdigest(), "sentiment",
-                         model or f"m{i % 5}", "sha256:" + "0" * 64, FP, f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}.000Z",
+                         model or f"m{i % 5}", "sha256:" + "0" * 64, FP, created,
                          1_704_067_200_000_000 + i * 1_000_000, {"d": "sha256:" + "1" * 64}, {"perf": i})
 
 

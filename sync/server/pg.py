@@ -90,7 +90,8 @@ class PostgresBackend(Backend):
             raise StoreError(f"cannot connect to PostgreSQL database {self.name}: {_first_line(exc)}") from exc
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, timeout=30,
-            check=ConnectionPool.check_connection, name="dynadesk-server")
+            name="dynadesk-server")  # no per-borrow check (a round trip each): a dead connection fails one
+        # statement with a StoreError and the pool replaces it when it comes back
         self.lock = _NoLock()
         self.conn = _PoolReader(self)
         self._closed = threading.Event()

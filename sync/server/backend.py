@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from dynadesk.errors import StoreError
+from dynadesk.errors import ConfigError, StoreError
 from dynadesk.sync.server.checkpoint import WAL_SIZE_LIMIT, Checkpointer
 from dynadesk.sync.server.dialect import SQLITE, Dialect, is_postgres
 
@@ -157,8 +157,11 @@ class SQLiteBackend(Backend):
 def open_backend(target: str | Path, *, background_checkpoint: bool = False) -> Backend:
     """A PostgreSQL backend for a ``postgresql://`` URL, else SQLite at that path."""
     if is_postgres(target):
-        from dynadesk.sync.server.pg import PostgresBackend
-
+        try:
+            from dynadesk.sync.server.pg import PostgresBackend
+        except ImportError as exc:
+            raise ConfigError(f"a PostgreSQL --db needs the psycopg driver ({exc}):"
+                              " pip install 'dynadesk[server]'") from exc
         return PostgresBackend(str(target))
     if isinstance(target, str) and "://" in target:
         raise StoreError(f"--db {target.split('://', 1)[0]}://...: not a database this server knows;"

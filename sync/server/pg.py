@@ -114,6 +114,12 @@ class PostgresBackend(Backend):
             raw.execute("SELECT pg_advisory_xact_lock(%s)", [LOG_LOCK])
             yield Tx(raw, POSTGRES)
 
+    def integrity_check(self) -> str:
+        """PostgreSQL checks its own pages; ``"ok"`` here means the database answers a query."""
+        with self.connection() as raw:
+            raw.execute("SELECT 1").fetchone()
+        return "ok"
+
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()

@@ -15,7 +15,8 @@ verification alone, in process (the ceiling the HTTP server can approach).
 Wall-clock rates depend on what else the machine runs, so the server's CPU time
 per upload is reported too (psutil): uploads per CPU-second is what one free
 core sustains, and the goal for it is half the 2-core goal. ``--quick`` stores
-5,000 bundles and uploads 200; ``--stored N`` picks another size.
+5,000 bundles and uploads 200; ``--stored N`` (or ``DYNADESK_BENCH_SERVER_STORED=N make bench``) picks
+another size.
 
 Both backends are measured on the same bundles: SQLite (a file) and PostgreSQL (a local cluster
 this benchmark starts in a temp folder, tests/_pg.py); the PostgreSQL rows give the SQLite value
@@ -294,8 +295,10 @@ def _postgres():
     """A local PostgreSQL for the benchmark (tests/_pg.py): durable pages, commits acknowledged before their WAL
     is flushed (``synchronous_commit=off``), which is what SQLite's ``synchronous=NORMAL`` WAL mode does too."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _pg import Cluster
+    from _pg import Cluster, pg_bin
 
+    if pg_bin() is None:
+        return None
     root = tempfile.mkdtemp(prefix="dynadesk-bench-pg-")  # its own: the postgres user must reach it
     return Cluster(Path(root), fast=False, settings={"synchronous_commit": "off", "shared_buffers": "256MB"})
 
@@ -305,7 +308,7 @@ def run(quick: bool = False, workers: int = 2, db: Path | None = None, stored: i
     """Each backend gets the same ``stored`` bundles and the same fresh uploads; PostgreSQL rows compare to SQLite's.
     ``db``: reuse a SQLite database a previous run populated (its bundles stay; the new key is added)."""
     n_stored, uploads, models = (5_000, 200, 100) if quick else (100_000, 1_000, 500)
-    n_stored = stored or n_stored
+    n_stored = stored or int(os.environ.get("DYNADESK_BENCH_SERVER_STORED", "0")) or n_stored  # make bench: the env
     factory = Factory(Ed25519PrivateKey.generate())
     tmp = Path(tempfile.mkdtemp(prefix="dynadesk-bench-server-"))
     rng = random.Random(2)
@@ -323,6 +326,11 @@ def run(quick: bool = False, workers: int = 2, db: Path | None = None, stored: i
                 target: str | Path = Path(db) if db else tmp / "board.db"
             else:
                 cluster = _postgres()
+                if cluster is None:
+                    rows.append({"measure": "[postgresql] not measured: initdb/pg_ctl not found", "value": None,
+                                 "unit": "", "goal": "-", "baseline": "packaging/system_deps.sh installs postgresql",
+                                 "ratio": None, "ok": None})
+                    continue
                 target = cluster.new_database("bench")
             t0 = time.perf_counter()
             here = n_stored
@@ -359,7 +367,8 @@ def main() -> None:
     for r in rows:
         ok = {True: "ok", False: "MISSED", None: ""}[r["ok"]]
         ratio = "" if r["ratio"] is None else f" (x{r['ratio']:.2f})"
-        print(f"{r['measure']} | {r['value']:.1f} {r['unit']} | {r['goal']} {ok} | {r['baseline']}{ratio}")
+        value = "-" if r["value"] is None else f"{r['value']:.1f}"
+        print(f"{r['measure']} | {value} {r['unit']} | {r['goal']} {ok} | {r['baseline']}{ratio}")
 
 
 if __name__ == "__main__":

@@ -90,8 +90,8 @@ class PostgresBackend(Backend):
             raise StoreError(f"cannot connect to PostgreSQL database {self.name}: {_first_line(exc)}") from exc
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, timeout=30,
-            name="dynadesk-server")  # no per-borrow check (a round trip each): a dead connection fails one
-        # statement with a StoreError and the pool replaces it when it comes back
+            check=ConnectionPool.check_connection, name="dynadesk-server")  # an empty query on each borrow
+        # (~0.1 ms): after a database restart or failover every request still gets a live connection
         self.lock = _NoLock()
         self.conn = _PoolReader(self)
         self._closed = threading.Event()

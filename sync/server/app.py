@@ -108,8 +108,9 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
-    server_key = load_or_create_server_key(key_path or default_key_path(db_path))
+    key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
+    server_key = load_or_create_server_key(key_file)
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
     rules = {name: registry(t) for name, t in tasks.items()}

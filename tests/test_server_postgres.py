@@ -237,3 +237,16 @@ def test_dropped_connections_are_replaced_and_an_unreachable_server_is_a_store_e
         ServerDB(url.replace(f":{postgres.port}/", ":1/"))
     with pytest.raises(ConfigError):
         ServerDB("postgresql://u:p@127.0.0.1:notaport/x")
+
+
+def test_log_verify_recomputes_the_chain_and_catches_a_rewrite(db_target):
+    db = ServerDB(db_target)
+    db.add_key(FP, KEY, "alice")
+    db.accept_many([_bundle(i) for i in range(5)], entry_hash)
+    ok = _cli("log", "verify", "--db", str(db_target))
+    assert ok.returncode == 0 and "log verified: 5 entries" in ok.stdout, ok.stderr
+    with db.tx() as c:
+        c.execute("UPDATE log SET bundle_sha256 = ? WHERE seq = 3", ["0" * 64])
+    db.close()
+    bad = _cli("log", "verify", "--db", str(db_target))
+    assert bad.returncode == 1 and "log entry 3" in bad.stderr and "Traceback" not in bad.stderr

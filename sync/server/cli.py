@@ -208,6 +208,30 @@ def datasets_list(db_path: str, task: str | None, as_json: bool) -> None:
            [[d["task"], d["name"], d["version"], d["split"], d["size"], d["digest"]] for d in rows])
 
 
+@cli.group()
+def log() -> None:
+    """The transparency log as this database holds it."""
+
+
+@log.command("verify")
+@db_option
+@json_option
+def log_verify(db_path: str, as_json: bool) -> None:
+    """Recompute the whole hash chain from entry 1 (after a restore or a migration, say); exit 1 if it is broken."""
+    from dynadesk.sync.server.migrate_db import verify_chain
+
+    db = _db(db_path)
+    try:
+        size = verify_chain(db)
+        head = db.log_head()[1]
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps({"size": size, "head": head, "verified": True}))
+        return
+    click.echo(f"log verified: {size} entries, head {head}")
+
+
 @cli.command("migrate-db")
 @click.argument("sqlite_file", type=click.Path(exists=True, dir_okay=False))
 @click.argument("target", metavar="POSTGRESQL_URL")

@@ -15,9 +15,14 @@ verification alone, in process (the ceiling the HTTP server can approach).
 Wall-clock rates depend on what else the machine runs, so the server's CPU time
 per upload is reported too (psutil): uploads per CPU-second is what one free
 core sustains, and the goal for it is half the 2-core goal. ``--quick`` stores
-5,000 bundles and uploads 200.
+5,000 bundles and uploads 200; ``--stored N`` (or ``DYNADESK_BENCH_SERVER_STORED=N make bench``) picks
+another size.
 
-    python bench/bench_server.py [--quick]
+Both backends are measured on the same bundles: SQLite (a file) and PostgreSQL (a local cluster
+this benchmark starts in a temp folder, tests/_pg.py); the PostgreSQL rows give the SQLite value
+as their baseline. ``--backend sqlite|postgresql`` runs one.
+
+    python bench/bench_server.py [--quick] [--stored N] [--backend both]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import hashlib
 import http.client
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,7 +107,7 @@ class Factory:
                           "metrics": board_metrics(metrics)}
 
 
-def populate(db_path: Path, factory: Factory, n: int, models: int) -> None:
+def populate(db_path: Path | str, factory: Factory, n: int, models: int) -> None:
     """Store ``n`` signed bundles in batches of 2,000 (the first 50 fully verified as a cross-check)."""
     db = ServerDB(db_path)
     db.add_key(fingerprint(factory.pub), factory.pub, "bench")
@@ -187,41 +193,29 @@ def _p99(lat: list[float]) -> float:
     return lat[min(len(lat) - 1, int(round(0.99 * len(lat))) - 1)]
 
 
-def run(quick: bool = False, workers: int = 2, db: Path | None = None) -> list[dict]:
-    """``db``: reuse a database a previous run populated (its bundles stay; the new key is added)."""
-    stored, uploads, models = (5_000, 200, 100) if quick else (100_000, 1_000, 500)
-    key = Ed25519PrivateKey.generate()
-    factory = Factory(key)
-    db_path = Path(db) if db else Path(tempfile.mkdtemp(prefix="dynadesk-bench-server-")) / "board.db"
-    t0 = time.perf_counter()
-    if db_path.exists():
-        sdb = ServerDB(db_path)
-        sdb.add_key(fingerprint(factory.pub), factory.pub, "bench")
-        stored = sdb.count_bundles()
-        sdb.close()
-    else:
-        populate(db_path, factory, stored, models)
-    t_pop = time.perf_counter() - t0
+def _wait_ready(port: int) -> None:
+    for _ in range(300):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/api/tasks")
+            c.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def measure(target: str | Path, key_path: Path, fresh: list[bytes], factory: Factory, workers: int,
+            quick: bool) -> dict:
+    """Upload ``fresh`` through a real ``serve`` process over ``target``; time board queries, quiet and flooded."""
     rng = random.Random(2)
-    fresh = [factory.make(f"model-{i % models:04d}", stored + i, rng)[0] for i in range(uploads)]
-    t0 = time.perf_counter()
-    for raw in fresh[:200]:
-        load_and_verify(raw)
-    verify_rate = 200 / (time.perf_counter() - t0)
+    uploads = len(fresh)
     port = _free_port()
     exe = Path(sys.executable).with_name("dynadesk-server")
-    proc = subprocess.Popen([str(exe), "serve", "--db", str(db_path), "--port", str(port),
+    proc = subprocess.Popen([str(exe), "serve", "--db", str(target), "--port", str(port), "--key", str(key_path),
                              "--workers", str(workers), *NO_LIMITS],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(300):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                c.request("GET", "/api/tasks")
-                c.getresponse().read()
-                break
-            except OSError:
-                time.sleep(0.1)
+        _wait_ready(port)
         server = psutil.Process(proc.pid)
 
         def server_cpu() -> float:
@@ -264,44 +258,117 @@ def run(quick: bool = False, workers: int = 2, db: Path | None = None) -> list[d
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    p99, flood_p99 = _p99(lat), _p99(flood_lat)
-    rate = uploads / t_up
-    per_cpu = uploads / cpu_up
-    load = os.getloadavg()[0]
-    where = f"{stored:,} stored bundles, {models} models, {workers} worker(s)"
+    return {"rate": uploads / t_up, "per_cpu": uploads / cpu_up, "lat": lat, "p99": _p99(lat),
+            "flood_p99": _p99(flood_lat), "flood_rate": flood_rate, "cpu_query_ms": cpu_query_ms}
+
+
+def _rows(m: dict, backend: str, where: str, verify_rate: float, t_pop: float, stored: int,
+          sqlite: dict | None) -> list[dict]:
+    lat, p99, rate, per_cpu = m["lat"], m["p99"], m["rate"], m["per_cpu"]
+    median = lat[len(lat) // 2]
+    up_base, up_ratio = (f"in-process verify only {verify_rate:.0f}/s", rate / verify_rate) if sqlite is None else \
+        (f"SQLite {sqlite['rate']:.0f}/s", rate / sqlite["rate"])
+    p99_base, p99_ratio = (f"median {median:.1f} ms", p99 / median) if sqlite is None else \
+        (f"SQLite {sqlite['p99']:.1f} ms", p99 / sqlite["p99"])
     return [
-        {"measure": f"verified uploads/s over HTTP ({where})", "value": rate, "unit": "/s",
-         "goal": f">= {UPLOAD_GOAL:g}/s", "baseline": f"in-process verify only {verify_rate:.0f}/s",
-         "ratio": rate / verify_rate, "ok": rate >= UPLOAD_GOAL},
-        {"measure": "verified uploads per server CPU-second (what one free core sustains)",
+        {"measure": f"[{backend}] verified uploads/s over HTTP ({where})", "value": rate, "unit": "/s",
+         "goal": f">= {UPLOAD_GOAL:g}/s", "baseline": up_base, "ratio": up_ratio, "ok": rate >= UPLOAD_GOAL},
+        {"measure": f"[{backend}] verified uploads per server CPU-second (what one free core sustains)",
          "value": per_cpu, "unit": "/cpu-s", "goal": f">= {UPLOAD_GOAL / 2:g}/cpu-s",
-         "baseline": f"machine load average {load:.1f} during the run", "ratio": None,
+         "baseline": f"machine load average {os.getloadavg()[0]:.1f} during the run", "ratio": None,
          "ok": per_cpu >= UPLOAD_GOAL / 2},
-        {"measure": f"board query p99 ({where})", "value": p99, "unit": "ms", "goal": f"< {P99_GOAL_MS:g} ms",
-         "baseline": f"median {lat[len(lat) // 2]:.1f} ms", "ratio": p99 / lat[len(lat) // 2], "ok": p99 < P99_GOAL_MS},
-        {"measure": f"board query p99 under an invalid-upload flood ({flood_rate:.0f} bodies/s, 2 clients)",
-         "value": flood_p99, "unit": "ms", "goal": f"<= {FLOOD_RATIO_GOAL:g}x quiet p99",
-         "baseline": f"quiet p99 {p99:.1f} ms", "ratio": flood_p99 / p99, "ok": flood_p99 <= FLOOD_RATIO_GOAL * p99},
-        {"measure": "board query server CPU per query (mean; what a free core spends)", "value": cpu_query_ms,
-         "unit": "ms", "goal": f"< {P99_GOAL_MS:g} ms", "baseline": f"wall median {lat[len(lat) // 2]:.1f} ms",
-         "ratio": None, "ok": cpu_query_ms < P99_GOAL_MS},
-        {"measure": f"populate {stored:,} signed bundles (sign + store + log)", "value": t_pop, "unit": "s",
-         "goal": "-", "baseline": "-", "ratio": None, "ok": None},
+        {"measure": f"[{backend}] board query p99 ({where})", "value": p99, "unit": "ms",
+         "goal": f"< {P99_GOAL_MS:g} ms", "baseline": p99_base, "ratio": p99_ratio, "ok": p99 < P99_GOAL_MS},
+        {"measure": f"[{backend}] board query p99 under an invalid-upload flood ({m['flood_rate']:.0f} bodies/s,"
+         " 2 clients)", "value": m["flood_p99"], "unit": "ms", "goal": f"<= {FLOOD_RATIO_GOAL:g}x quiet p99",
+         "baseline": f"quiet p99 {p99:.1f} ms", "ratio": m["flood_p99"] / p99,
+         "ok": m["flood_p99"] <= FLOOD_RATIO_GOAL * p99},
+        {"measure": f"[{backend}] board query server CPU per query (mean; what a free core spends)",
+         "value": m["cpu_query_ms"], "unit": "ms", "goal": f"< {P99_GOAL_MS:g} ms",
+         "baseline": f"wall median {median:.1f} ms", "ratio": None, "ok": m["cpu_query_ms"] < P99_GOAL_MS},
+        {"measure": f"[{backend}] populate {stored:,} signed bundles (sign + store + log)", "value": t_pop,
+         "unit": "s", "goal": "-", "baseline": "-", "ratio": None, "ok": None},
     ]
+
+
+def _postgres():
+    """A local PostgreSQL for the benchmark (tests/_pg.py): durable pages, commits acknowledged before their WAL
+    is flushed (``synchronous_commit=off``), which is what SQLite's ``synchronous=NORMAL`` WAL mode does too."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _pg import Cluster, pg_bin
+
+    if pg_bin() is None:
+        return None
+    root = tempfile.mkdtemp(prefix="dynadesk-bench-pg-")  # its own: the postgres user must reach it
+    return Cluster(Path(root), fast=False, settings={"synchronous_commit": "off", "shared_buffers": "256MB"})
+
+
+def run(quick: bool = False, workers: int = 2, db: Path | None = None, stored: int | None = None,
+        backends: tuple[str, ...] = ("sqlite", "postgresql")) -> list[dict]:
+    """Each backend gets the same ``stored`` bundles and the same fresh uploads; PostgreSQL rows compare to SQLite's.
+    ``db``: reuse a SQLite database a previous run populated (its bundles stay; the new key is added)."""
+    n_stored, uploads, models = (5_000, 200, 100) if quick else (100_000, 1_000, 500)
+    n_stored = stored or int(os.environ.get("DYNADESK_BENCH_SERVER_STORED", "0")) or n_stored  # make bench: the env
+    factory = Factory(Ed25519PrivateKey.generate())
+    tmp = Path(tempfile.mkdtemp(prefix="dynadesk-bench-server-"))
+    rng = random.Random(2)
+    fresh = [factory.make(f"model-{i % models:04d}", n_stored + i, rng)[0] for i in range(uploads)]
+    t0 = time.perf_counter()
+    for raw in fresh[:200]:
+        load_and_verify(raw)
+    verify_rate = 200 / (time.perf_counter() - t0)
+    rows: list[dict] = []
+    results: dict[str, dict] = {}
+    cluster = None
+    try:
+        for backend in backends:
+            if backend == "sqlite":
+                target: str | Path = Path(db) if db else tmp / "board.db"
+            else:
+                cluster = _postgres()
+                if cluster is None:
+                    rows.append({"measure": "[postgresql] not measured: initdb/pg_ctl not found", "value": None,
+                                 "unit": "", "goal": "-", "baseline": "packaging/system_deps.sh installs postgresql",
+                                 "ratio": None, "ok": None})
+                    continue
+                target = cluster.new_database("bench")
+            t0 = time.perf_counter()
+            here = n_stored
+            if isinstance(target, Path) and target.exists():
+                sdb = ServerDB(target)
+                sdb.add_key(fingerprint(factory.pub), factory.pub, "bench")
+                here = sdb.count_bundles()
+                sdb.close()
+            else:
+                populate(target, factory, n_stored, models)
+            t_pop = time.perf_counter() - t0
+            results[backend] = measure(target, tmp / "server.key", fresh, factory, workers, quick)
+            where = f"{here:,} stored bundles, {models} models, {workers} worker(s)"
+            rows += _rows(results[backend], backend, where, verify_rate, t_pop, here,
+                          results.get("sqlite") if backend != "sqlite" else None)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+            shutil.rmtree(cluster.root, ignore_errors=True)
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="5,000 stored bundles, 200 uploads")
     ap.add_argument("--workers", type=int, default=2, help="server worker processes (dynadesk-server serve --workers)")
-    ap.add_argument("--db", type=Path, help="reuse (or create and keep) this server database")
+    ap.add_argument("--db", type=Path, help="reuse (or create and keep) this SQLite server database")
+    ap.add_argument("--stored", type=int, help="bundles stored before measuring (default 100,000; 5,000 with --quick)")
+    ap.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     args = ap.parse_args()
-    rows = run(quick=args.quick, workers=args.workers, db=args.db)
+    backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    rows = run(quick=args.quick, workers=args.workers, db=args.db, stored=args.stored, backends=backends)
     print("measure | value | goal | baseline ratio")
     for r in rows:
         ok = {True: "ok", False: "MISSED", None: ""}[r["ok"]]
         ratio = "" if r["ratio"] is None else f" (x{r['ratio']:.2f})"
-        print(f"{r['measure']} | {r['value']:.1f} {r['unit']} | {r['goal']} {ok} | {r['baseline']}{ratio}")
+        value = "-" if r["value"] is None else f"{r['value']:.1f}"
+        print(f"{r['measure']} | {value} {r['unit']} | {r['goal']} {ok} | {r['baseline']}{ratio}")
 
 
 if __name__ == "__main__":

@@ -89,3 +89,36 @@ def require_qt():
 def require_debootstrap():
     if shutil.which("debootstrap") is None:
         missing("debootstrap", "apt-get install debootstrap")
+
+
+# --- PostgreSQL for the server tests (issue 23): one cluster per session, one database per test -----------
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server in a temp folder (tests/_pg.py), stopped and removed when the session ends.
+    Not under pytest's tmp_path: that is private to root, and the server runs as the postgres user."""
+    import tempfile
+
+    from _pg import Cluster, pg_bin
+
+    if pg_bin() is None:
+        missing("PostgreSQL (initdb, pg_ctl)", "run packaging/system_deps.sh (Debian package postgresql)")
+    root = tempfile.mkdtemp(prefix="dynadesk-pg-")
+    cluster = Cluster(root)
+    yield cluster
+    cluster.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres):
+    """The URL of a fresh, empty PostgreSQL database."""
+    return postgres.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_target(request, tmp_path):
+    """A server database target on each backend: a SQLite file path, then a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return tmp_path / "server.db"
+    return request.getfixturevalue("pg_url")
+# --- end PostgreSQL ---------------------------------------------------------------------------------------

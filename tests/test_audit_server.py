@@ -1,4 +1,4 @@
-"""Audit against a real ``dynadesk-server`` process: is the bundle in its transparency log?"""
+"""Audit against a real ``dynadesk-server`` process, on SQLite and on PostgreSQL: is the bundle in its log?"""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import subprocess
 
 import pytest
-from _sync_helpers import free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
+from _sync_helpers import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 from click.testing import CliRunner
 
 from dynadesk.audit.audit import audit_bundle
@@ -23,16 +23,16 @@ def _admin(db, *args) -> str:
 
 
 @pytest.fixture
-def served(home, tmp_path):
+def served(home, tmp_path, db_target):
     ws, store = workspace_with_key(home)
     runs = [make_run(store, ws.runs_dir, model=m, perf=p) for m, p in (("bow-a", 61.0), ("bow-b", 70.0))]
     pub = tmp_path / "alice.pub"
     pub.write_bytes((ws.keys_dir / "submitter.pub").read_bytes())
-    db = tmp_path / "board.db"
+    db = db_target
     _admin(db, "keys", "add", str(pub), "--name", "alice")
     _admin(db, "datasets", "import-workspace", "--home", str(home))
     port = free_port()
-    proc = start_server(db, port)
+    proc = start_server(db, port, (*NO_LIMITS, "--key", str(tmp_path / "server.key")))
     try:
         yield ws, store, runs, f"http://127.0.0.1:{port}"
     finally:

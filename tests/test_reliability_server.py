@@ -22,7 +22,7 @@ import re
 import pytest
 import requests
 import schemathesis
-from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
+from _sync_helpers import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
 from conftest import fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -53,19 +53,20 @@ def assert_json_error(resp) -> None:
     assert isinstance(body["detail"], str) and body["detail"].strip(), body
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    """A real server process over a fresh database: a registered key, the test sets, two accepted bundles."""
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def live(request, tmp_path_factory):
+    """A real server process over a fresh database (a SQLite file, then PostgreSQL): a registered key, the test
+    sets, two accepted bundles."""
     tmp = tmp_path_factory.mktemp("reliability-server")
     ws, store = workspace_with_key(tmp / "ws")
-    db_path = tmp / "board.db"
+    db_path = tmp / "board.db" if request.param == "sqlite" else request.getfixturevalue("postgres").new_database()
     db = ServerDB(db_path)
     info = key_info(ws.keys_dir)
     db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
     bundles = [create_bundle(ws, store, make_run(store, ws.runs_dir, model=m)) for m in ("bow-a", "bow-b")]
     import_workspace_datasets(db, ws.home)
     port = free_port()
-    proc = start_server(db_path, port)
+    proc = start_server(db_path, port, (*NO_LIMITS, "--key", str(tmp / "server.key")))
     url = f"http://127.0.0.1:{port}"
     for b in bundles:
         assert requests.post(f"{url}/api/bundles", data=b.raw, timeout=10).status_code == 201

@@ -1,4 +1,4 @@
-"""The leaderboard server in process (FastAPI TestClient over a real SQLite file)."""
+"""The leaderboard server in process (FastAPI TestClient), over a real SQLite file and a real PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -26,14 +26,15 @@ UNLIMITED = UploadLimits(Rate(1e6, 10 ** 6), Rate(1e6, 10 ** 6))
 
 
 class Env:
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, target):
         self.ws, self.store = workspace_with_key(tmp_path / "ws")
-        self.db_path = tmp_path / "server.db"
+        self.db_path = target  # a SQLite file or a postgresql:// URL (conftest's db_target)
         self.admin = ServerDB(self.db_path)
         info = key_info(self.ws.keys_dir)
         self.fingerprint = info.fingerprint
         self.admin.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-        self.app = create_app(self.db_path, limits=UNLIMITED)  # tests/test_sync_adversarial.py tests the limits
+        # tests/test_sync_adversarial.py tests the limits
+        self.app = create_app(self.db_path, tmp_path / "server.key", limits=UNLIMITED)
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self.n = 0
 
@@ -53,11 +54,13 @@ class Env:
 
 
 @pytest.fixture
-def env(tmp_path):
-    e = Env(tmp_path)
+def env(tmp_path, db_target):
+    e = Env(tmp_path, db_target)
     yield e
     e.client.close()
     e.store.close()
+    e.admin.close()
+    e.app.state.db.close()
 
 
 def test_upload_accepts_then_refuses_replay_and_serves_exact_bytes(env):

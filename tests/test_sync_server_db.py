@@ -27,8 +27,8 @@ def _bundle(i: int) -> CheckedBundle:
                          1_704_067_200_000_000 + (i % 60) * 1_000_000, {}, {"perf": i})
 
 
-def test_a_new_database_records_the_migration_set_and_reopening_applies_nothing_twice(tmp_path):
-    path = tmp_path / "s.db"
+def test_a_new_database_records_the_migration_set_and_reopening_applies_nothing_twice(db_target):
+    path = db_target
     db = ServerDB(path)
     names = db.applied_migrations()
     assert names[:3] == ["m001_tables", "m002_config_version", "m003_roles_times_versions"]
@@ -44,8 +44,8 @@ def test_a_new_database_records_the_migration_set_and_reopening_applies_nothing_
     assert again.get_key(FP).revoke_reason == "gone"
 
 
-def test_upload_config_is_cached_until_keys_or_datasets_change_in_any_process(tmp_path):
-    db, other = ServerDB(tmp_path / "s.db"), ServerDB(tmp_path / "s.db")
+def test_upload_config_is_cached_until_keys_or_datasets_change_in_any_process(db_target):
+    db, other = ServerDB(db_target), ServerDB(db_target)
     other.add_key(FP, KEY, "alice")
     config = db.upload_config()
     assert config.keys[FP].revoked_at is None and config.datasets == {}

@@ -24,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from dynadesk.errors import DynaDeskError, NotFoundError
+from dynadesk.errors import ConfigError, DynaDeskError, NotFoundError
 from dynadesk.sync import board as _board
 from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
 from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
@@ -32,6 +32,7 @@ from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import sign_head
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
@@ -87,6 +88,10 @@ async def read_body(request: Request) -> bytes | None:
 
 
 def default_key_path(db_path: str | Path) -> Path:
+    """The server key next to a SQLite file; a PostgreSQL board has no folder of its own, so it must be given."""
+    if is_postgres(db_path):
+        raise ConfigError("with a PostgreSQL --db, give the server's log-signing key with --key FILE"
+                          " (every serve process of one board must sign with the same key)")
     return Path(str(db_path) + ".server.key")
 
 
@@ -103,8 +108,9 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use."""
+    key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
-    server_key = load_or_create_server_key(key_path or default_key_path(db_path))
+    server_key = load_or_create_server_key(key_file)
     tasks = load_tasks(tasks_dir)
     task_names = set(tasks)
     rules = {name: registry(t) for name, t in tasks.items()}
@@ -117,6 +123,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         yield
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
+        if db.postgres:  # hand the pooled connections back to the server
+            db.close()
 
     app = FastAPI(title="DynaDesk leaderboard", version="1",
                   description="Signed score bundles, Dynascore boards and a transparency log.",

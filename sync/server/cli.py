@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
     from dynadesk.sync.server.db import ServerDB
 
-db_option = click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False),
-                         envvar="DYNADESK_SERVER_DB", help="Server SQLite database (created if missing).")
+db_option = click.option("--db", "db_path", required=True, metavar="FILE|URL", envvar="DYNADESK_SERVER_DB",
+                         help="Server database: a SQLite file (created if missing) or"
+                              " postgresql://user:password@host:port/dbname (schema created if missing).")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 
 
@@ -45,7 +46,8 @@ def cli() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback unless told).")
 @click.option("--port", default=defaults.SERVER_PORT, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--key", "key_path", type=click.Path(dir_okay=False),
-              help="Server log-signing key (default: DB path + .server.key; created on first start).")
+              help="Server log-signing key (default: DB path + .server.key; created on first start)."
+                   " Required with a PostgreSQL --db: every serve process of one board uses the same key.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (uploads are CPU-bound: one per core).")
 @click.option("--address-rate", default=DEFAULT_LIMITS.per_address.text(), show_default=True, metavar="PER_S/BURST",
@@ -62,19 +64,22 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     from dynadesk.sync.format.keys import load_or_create_server_key
     from dynadesk.sync.server.app import create_app, default_key_path
     from dynadesk.sync.server.db import ServerDB
+    from dynadesk.sync.server.dialect import is_postgres
     from dynadesk.sync.server.limits import parse_limits
 
     limits = parse_limits(address_rate, key_rate)
 
     key_path = str(Path(key_path or default_key_path(db_path)).resolve())
-    ServerDB(db_path).close()  # create and migrate once, before any worker starts
+    db = ServerDB(db_path)  # create and migrate once, before any worker starts
+    shown = db.name  # a URL without its password
+    db.close()
     load_or_create_server_key(key_path)
-    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {db_path}, {workers} worker(s))", err=True)
+    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s))", err=True)
     if workers == 1:
         uvicorn.run(create_app(db_path, key_path, limits=limits), host=host, port=port, log_level="warning",
                     access_log=False)
         return
-    os.environ["DYNADESK_SERVER_DB"] = str(Path(db_path).resolve())
+    os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())
     os.environ["DYNADESK_SERVER_KEY"] = key_path
     os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
     _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
@@ -201,6 +206,54 @@ def datasets_list(db_path: str, task: str | None, as_json: bool) -> None:
         return
     _table(["task", "name", "version", "split", "size", "digest"],
            [[d["task"], d["name"], d["version"], d["split"], d["size"], d["digest"]] for d in rows])
+
+
+@cli.group()
+def log() -> None:
+    """The transparency log as this database holds it."""
+
+
+@log.command("verify")
+@db_option
+@json_option
+def log_verify(db_path: str, as_json: bool) -> None:
+    """Recompute the whole hash chain from entry 1 (after a restore or a migration, say); exit 1 if it is broken."""
+    from dynadesk.sync.server.migrate_db import verify_chain
+
+    db = _db(db_path)
+    try:
+        size = verify_chain(db)
+        head = db.log_head()[1]
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps({"size": size, "head": head, "verified": True}))
+        return
+    click.echo(f"log verified: {size} entries, head {head}")
+
+
+@cli.command("migrate-db")
+@click.argument("sqlite_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("target", metavar="POSTGRESQL_URL")
+@json_option
+def migrate_db(sqlite_file: str, target: str, as_json: bool) -> None:
+    """Copy a SQLite server database into an empty PostgreSQL one, then verify the log chain there.
+
+    Stop the servers writing to SQLITE_FILE first; afterwards start them with --db POSTGRESQL_URL and the
+    same --key (the old default is SQLITE_FILE.server.key)."""
+    from dynadesk.sync.server.migrate_db import migrate
+
+    def progress(table: str, n: int) -> None:
+        if n % 20000 == 0:
+            click.echo(f"  {table}: {n} rows", err=True)
+
+    out = migrate(sqlite_file, target, progress)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    rows = ", ".join(f"{n} {t}" for t, n in out["rows"].items())
+    click.echo(f"copied {out['source']} to {out['target']}: {rows}")
+    click.echo(f"log verified on the target: {out['log_size']} entries, head {out['log_head']}")
 
 
 @cli.command("tasks")

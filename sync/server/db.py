@@ -1,169 +1,87 @@
-"""The leaderboard server's own SQLite database: the only place server SQL lives.
+"""The leaderboard server's own database: the only place server SQL lives (SQLite or PostgreSQL).
 
 Tables: ``keys`` (registered submitter keys, with revocation), ``board_datasets``
 (the datasets each task's board accepts, by name and digest), ``bundles`` (the
 exact signed bytes of every accepted bundle), ``log`` (the transparency hash
 chain) and ``board`` (the latest bundle of each model and submitter, so a
-board query never scans all bundles). An upload is one ``BEGIN IMMEDIATE``
-transaction: bundle row, log entry and board row appear together or not at all.
+board query never scans all bundles). An upload is one write transaction, taken in turn by every
+writer of every process (:mod:`dynadesk.sync.server.backend`): bundle row, log entry and board row
+appear together or not at all, and the log stays one chain.
 
-The schema is the sqlite-utils migration set in :mod:`dynadesk.sync.server.migrations`, applied
-on open, so an existing database (the old code's included) upgrades in place.
+The schema is the migration list in :mod:`dynadesk.sync.server.migrations`, applied on open, so an
+existing database (the old code's included) upgrades in place. The SQL here is written once, with
+``?`` placeholders; :mod:`dynadesk.sync.server.dialect` adapts it to PostgreSQL.
 ``meta.config_version`` is bumped by triggers on every change to ``keys`` or
 ``board_datasets``: uploads read keys and datasets from an in-process cache that is
-revalidated with ``PRAGMA data_version`` (any other connection committed?) and, only then,
-that one counter, so an admin revoking a key in another process takes effect at once.
+revalidated with ``PRAGMA data_version`` (SQLite: any other connection committed?) and, only then
+(always on PostgreSQL), that one counter, so an admin revoking a key in another process takes
+effect at once.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
-from dynadesk.errors import AlreadyExistsError, AttestationError, ConfigError, NotFoundError, ReplayError, StoreError
+from dynadesk.errors import AlreadyExistsError, AttestationError, ConfigError, NotFoundError, ReplayError
 from dynadesk.sync.format.timestamps import utc_now_text
-from dynadesk.sync.server.checkpoint import WAL_SIZE_LIMIT, Checkpointer
-from dynadesk.sync.server.migrations import migrations
+from dynadesk.sync.server import migrations
+from dynadesk.sync.server.backend import Executor, Tx, open_backend
+from dynadesk.sync.server.checkpoint import Checkpointer
+from dynadesk.sync.server.records import (
+    ROLES,
+    CheckedAttestation,
+    CheckedBundle,
+    EntryHash,
+    KeyRow,
+    UploadConfig,
+)
 
-ROLES = ("submitter", "auditor")
-EntryHash = Callable[[int, str, str, str, str], str]
+__all__ = ["ROLES", "CheckedAttestation", "CheckedBundle", "EntryHash", "KeyRow", "ServerDB", "UploadConfig"]
+_ANY_TASK = "(CAST(? AS TEXT) IS NULL OR task = ?)"  # the cast: PostgreSQL cannot type a bare NULL parameter
 _KEY_COLS = "fingerprint, public_key, name, added_at, revoked_at, revoke_reason, role"
-
-
-@dataclass(frozen=True)
-class KeyRow:
-    fingerprint: str
-    public_key: bytes
-    name: str
-    added_at: str
-    revoked_at: str | None
-    revoke_reason: str | None
-    role: str = "submitter"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"fingerprint": self.fingerprint, "public_key": self.public_key.hex(), "name": self.name,
-                "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason,
-                "role": self.role}
-
-
-@dataclass(frozen=True)
-class UploadConfig:
-    """What an upload is checked against: registered keys and each task's accepted datasets."""
-
-    keys: dict[str, KeyRow]
-    datasets: dict[str, dict[tuple[str, str], dict[str, Any]]]  # task -> (task, name) -> dataset row
-    superseded: dict[tuple[str, str, str], dict[str, Any]]  # (task, name, old digest) -> its version row
-
-
-@dataclass(frozen=True)
-class CheckedBundle:
-    """A bundle that passed every upload check, in the form the database stores it."""
-
-    bundle_id: str
-    raw: bytes
-    bundle_sha256: str
-    task: str
-    model_name: str
-    model_digest: str
-    key_fingerprint: str
-    created_at: str
-    created_us: int  # created_at as microseconds since 1970: what the board orders by
-    datasets: dict[str, str]  # name -> digest the bundle was scored on
-    metrics: dict[str, Any]  # the board's compact form (board.board_metrics)
-
-
-@dataclass(frozen=True)
-class CheckedAttestation:
-    """An attestation that passed every upload check."""
-
-    attestation_id: str
-    raw: bytes
-    sha256: str
-    bundle_id: str
-    auditor_fingerprint: str
-    verdict: str
-    summary: dict[str, Any]  # what the board shows of it (fields, hardware class, image)
-    created_at: str
+# What a board depends on besides the log: PostgreSQL has no data_version, so its cache compares these.
+_BOARD_VERSION = ("SELECT (SELECT value FROM meta WHERE key = 'config_version'),"
+                  " (SELECT seq FROM log ORDER BY seq DESC LIMIT 1)")
 
 
 class ServerDB:
-    """One connection per process, guarded by a thread lock; writers of all processes (server workers,
-    the admin CLI) queue on a file lock, so SQLite never has to arbitrate between them.
+    """The server's database over a SQLite file or a ``postgresql://`` URL (``target``).
 
-    ``background_checkpoint=True`` (the serving app) moves WAL checkpoints to a :class:`Checkpointer`
-    thread so no upload waits for one."""
+    ``conn`` runs one-statement reads (hold ``lock`` around it: SQLite has one connection per
+    process); :meth:`tx` is one write transaction. ``background_checkpoint=True`` (the serving app,
+    SQLite) moves WAL checkpoints to a :class:`Checkpointer` thread so no upload waits for one."""
 
-    def __init__(self, path: str | Path, *, background_checkpoint: bool = False):
-        self.path = Path(path)
+    def __init__(self, target: str | Path, *, background_checkpoint: bool = False):
+        self.backend = open_backend(target, background_checkpoint=background_checkpoint)
+        self.path: Path | None = self.backend.path
+        self.name = self.backend.name
+        self.postgres = self.backend.dialect.postgres
+        self.conn: Executor = self.backend.conn
+        self.lock: AbstractContextManager[Any] = self.backend.lock
+        self.checkpointer: Checkpointer | None = self.backend.checkpointer
         try:
-            self._lock_fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:
-            raise StoreError(f"cannot create the lock file next to server database {self.path}: {exc}") from exc
-        self.lock = threading.RLock()
-        try:
-            self.conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False, isolation_level=None)
-            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "busy_timeout=30000"):
-                self.conn.execute(f"PRAGMA {pragma}")
-            with self._file_lock(), self._tx():
-                migrations.apply(Database(self.conn))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open server database {self.path}: {exc}") from exc
-        self._board_cache: dict[str, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
-        self._config: tuple[int, str | None, UploadConfig] | None = None  # (data_version, config_version, ...)
-        self.checkpointer: Checkpointer | None = None
-        if background_checkpoint:
-            self.conn.execute("PRAGMA wal_autocheckpoint=0")
-            self.conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
-            self.checkpointer = Checkpointer(self.path)
+            with self.tx() as c:
+                migrations.apply(c)
+        except BaseException:
+            self.backend.close()
+            raise
+        self._board_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+        self._config: tuple[int | None, str | None, UploadConfig] | None = None  # (data_version, config_version, ..)
 
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, oldest first."""
         with self.lock:
-            return [m.name for m in migrations.applied(Database(self.conn))]
+            return migrations.applied(self.conn)
 
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-
-    @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, serialised across threads (lock) and processes (flock on DB + '.lock').
-
-        Server workers queue on the flock, which wakes a waiter as soon as it is released; SQLite's own
-        busy handler would instead sleep in growing steps (1, 2, 5, 10 ms ...) under contention.
-        """
-        with self.lock, self._file_lock(), self._tx() as conn:
-            yield conn
-
-    @contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+    def tx(self) -> AbstractContextManager[Tx]:
+        """One write transaction, serialised across threads and processes (and, on PostgreSQL, machines)."""
+        return self.backend.tx()
 
     def close(self) -> None:
-        if self.checkpointer is not None:
-            self.checkpointer.stop()
-        self.conn.close()
-        os.close(self._lock_fd)
+        self.backend.close()
 
     # ------------------------------------------------------------------ keys
     def add_key(self, fingerprint: str, public_key: bytes, name: str, role: str = "submitter") -> KeyRow:
@@ -185,8 +103,9 @@ class ServerDB:
             cur = c.execute("UPDATE keys SET revoked_at = ?, revoke_reason = ? WHERE fingerprint = ?"
                             " AND revoked_at IS NULL", [utc_now_text(), reason, fingerprint])
             self._config = None
-            if cur.rowcount == 0:
-                self.get_key(fingerprint)  # raises NotFoundError when unknown
+            known = c.execute("SELECT 1 FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
+            if cur.rowcount == 0 and known is None:
+                raise NotFoundError(f"no key with fingerprint {fingerprint} is registered")
         return self.get_key(fingerprint)
 
     def get_key(self, fingerprint: str) -> KeyRow:
@@ -215,10 +134,14 @@ class ServerDB:
                 return {"version": row[1], "previous_digest": None}
             version = 1 if row is None else row[1] + 1
             now = utc_now_text()
-            c.execute("INSERT OR REPLACE INTO board_datasets(task, name, split, digest, size, added_at, version)"
-                      " VALUES (?,?,?,?,?,?,?)", [task, name, split, digest, size, now, version])
-            c.execute("INSERT OR REPLACE INTO dataset_versions(task, name, version, split, digest, size, added_at)"
-                      " VALUES (?,?,?,?,?,?,?)", [task, name, version, split, digest, size, now])
+            c.execute("INSERT INTO board_datasets(task, name, split, digest, size, added_at, version)"
+                      " VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, name) DO UPDATE SET split = excluded.split,"
+                      " digest = excluded.digest, size = excluded.size, added_at = excluded.added_at,"
+                      " version = excluded.version", [task, name, split, digest, size, now, version])
+            c.execute("INSERT INTO dataset_versions(task, name, version, split, digest, size, added_at)"
+                      " VALUES (?,?,?,?,?,?,?) ON CONFLICT(task, name, version) DO UPDATE SET split = excluded.split,"
+                      " digest = excluded.digest, size = excluded.size, added_at = excluded.added_at",
+                      [task, name, version, split, digest, size, now])
             self._config = None
         return {"version": version, "previous_digest": row[0] if row else None}
 
@@ -231,26 +154,26 @@ class ServerDB:
     def datasets(self, task: str | None = None) -> list[dict[str, Any]]:
         with self.lock:
             rows = self.conn.execute("SELECT task, name, split, digest, size, added_at, version FROM board_datasets"
-                                     " WHERE (? IS NULL OR task = ?) ORDER BY task, name", [task, task]).fetchall()
+                                     f" WHERE {_ANY_TASK} ORDER BY task, name", [task, task]).fetchall()
         return [dict(zip(("task", "name", "split", "digest", "size", "added_at", "version"), r)) for r in rows]
 
     def dataset_versions(self, task: str | None = None) -> list[dict[str, Any]]:
         """Every digest each dataset name has had, oldest version first."""
         cols = ("task", "name", "version", "split", "digest", "size", "added_at")
         with self.lock:
-            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM dataset_versions WHERE (? IS NULL OR task = ?)"
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM dataset_versions WHERE {_ANY_TASK}"
                                      " ORDER BY task, name, version", [task, task]).fetchall()
         return [dict(zip(cols, r)) for r in rows]
 
     def upload_config(self) -> UploadConfig:
         """Keys and datasets for checking an upload, cached until any of them changes in any process."""
         with self.lock:
-            version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+            version = self.backend.data_version()
             cached = self._config
-            if cached is not None and cached[0] == version:
+            if cached is not None and version is not None and cached[0] == version:
                 return cached[2]
             row = self.conn.execute("SELECT value FROM meta WHERE key = 'config_version'").fetchone()
-            config_version = row[0] if row else None
+            config_version = str(row[0]) if row else None
             if cached is not None and config_version is not None and cached[1] == config_version:
                 self._config = (version, config_version, cached[2])  # others committed uploads only
                 return cached[2]
@@ -285,7 +208,7 @@ class ServerDB:
         return out
 
     @staticmethod
-    def _append_log(c: sqlite3.Connection, entry_hash_fn: EntryHash, doc_id: str, sha256: str,
+    def _append_log(c: Tx, entry_hash_fn: EntryHash, doc_id: str, sha256: str,
                     kind: str) -> tuple[int, str, str]:
         """Append one log entry; ``(seq, entry_hash, received_at)``."""
         received = utc_now_text()
@@ -297,7 +220,7 @@ class ServerDB:
         return seq, entry, received
 
     @classmethod
-    def _accept(cls, c: sqlite3.Connection, entry_hash_fn: EntryHash, b: CheckedBundle) -> dict[str, Any]:
+    def _accept(cls, c: Tx, entry_hash_fn: EntryHash, b: CheckedBundle) -> dict[str, Any]:
         bundle_id = b.bundle_id
         dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
         if dup:
@@ -382,7 +305,7 @@ class ServerDB:
     def list_bundles(self, task: str | None, limit: int, after_seq: int = 0) -> list[dict[str, Any]]:
         cols = ("seq", "id", "task", "model_name", "model_digest", "key_fingerprint", "created_at", "received_at")
         with self.lock:
-            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM bundles WHERE (? IS NULL OR task = ?)"
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM bundles WHERE {_ANY_TASK}"
                                      " AND seq > ? ORDER BY seq LIMIT ?", [task, task, after_seq, limit]).fetchall()
         return [dict(zip(cols, r)) for r in rows]
 
@@ -392,15 +315,22 @@ class ServerDB:
 
     def board_rows(self, task: str) -> list[dict[str, Any]]:
         """Rows of a task's board, cached until this process appends to the log or another
-        process (the admin CLI revoking a key, say) commits anything (``PRAGMA data_version``)."""
+        process (the admin CLI revoking a key, say) commits anything (``PRAGMA data_version``; on
+        PostgreSQL, until the log head or the key/dataset counter moves)."""
         with self.lock:
-            version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.log_head()[0])
+            version = self._board_version()
             cached = self._board_cache.get(task)
             if cached is not None and cached[0] == version:
                 return cached[1]
             rows = self._board_rows(task)
             self._board_cache[task] = (version, rows)
             return rows
+
+    def _board_version(self) -> tuple[Any, ...]:
+        data_version = self.backend.data_version()
+        if data_version is not None:
+            return (data_version, self.log_head()[0])
+        return tuple(self.conn.execute(_BOARD_VERSION).fetchone())
 
     def _board_rows(self, task: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -423,9 +353,9 @@ class ServerDB:
         return [dict(zip(cols, r)) for r in rows]
 
     def integrity_check(self) -> str:
-        """SQLite's ``PRAGMA integrity_check``: ``"ok"`` or the problems found (crash-safety tests, admins)."""
-        with self.lock:
-            return "; ".join(str(r[0]) for r in self.conn.execute("PRAGMA integrity_check").fetchall())
+        """SQLite's ``PRAGMA integrity_check``: ``"ok"`` or the problems found (crash-safety tests, admins);
+        PostgreSQL checks its own pages, so there it is ``"ok"`` once the database answers."""
+        return self.backend.integrity_check()
 
     def log_head(self) -> tuple[int, str]:
         with self.lock:

@@ -1,23 +1,65 @@
-"""The server database's schema as one sqlite-utils migration set (the mechanism the workspace store uses).
+"""The server database's schema: one list of migrations, run on SQLite and PostgreSQL alike.
 
-``m001``/``m002`` are the tables and triggers the server had before this set existed, written with
-``IF NOT EXISTS``: on a database made by the old code (which counted ``meta.schema_version``
-itself) they change nothing and are only recorded, so such a database upgrades in place.
+Each migration is a function of an open :class:`~dynadesk.sync.server.backend.Tx`, written in SQLite's
+SQL; schema statements go through ``c.ddl`` (the dialect's column types) and the one trigger through
+:meth:`~dynadesk.sync.server.dialect.Dialect.config_triggers`. Applied names are recorded in
+``server_migrations``, in the same transaction as the migration (PostgreSQL's DDL is transactional
+too), under the writers' lock, so two servers starting at once apply each migration once.
+
+History: the names were first recorded by sqlite-utils' ``Migrations`` (table ``_sqlite_migrations``,
+set ``dynadesk.server``); such a database's records are taken over on first open. ``m001``/``m002`` are
+the tables and triggers the server had before that, written with ``IF NOT EXISTS``: on a database made
+by the even older code (which counted ``meta.schema_version``) they change nothing and are only
+recorded, so every old SQLite server database upgrades in place.
 Never edit an applied migration; add ``m00N`` below.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlite_utils import Database, Migrations
+from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.server.backend import Executor, Tx
 
-migrations = Migrations("dynadesk.server")
+Migration = Callable[[Tx], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+TABLE = "server_migrations"
+_OLD_SET = "dynadesk.server"  # sqlite-utils' name for this set
 
 
-@migrations()
-def m001_tables(db: Database) -> None:
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def applied(c: Executor) -> list[str]:
+    """Names of the applied migrations, oldest first (names are numbered)."""
+    return [str(r[0]) for r in c.execute(f"SELECT name FROM {TABLE} ORDER BY name").fetchall()]
+
+
+def apply(c: Tx) -> list[str]:
+    """Run every migration not yet recorded, in order; returns the names it ran."""
+    c.ddl(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    done = {str(r[0]) for r in c.execute(f"SELECT name FROM {TABLE}").fetchall()}
+    if not done and not c.dialect.postgres and c.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'").fetchone():
+        for name, at in c.execute("SELECT name, applied_at FROM _sqlite_migrations WHERE migration_set = ?",
+                                  [_OLD_SET]).fetchall():
+            c.execute(f"INSERT INTO {TABLE}(name, applied_at) VALUES (?, ?)", [name, str(at)])
+            done.add(name)
+    ran = []
+    for name, fn in MIGRATIONS:
+        if name not in done:
+            fn(c)
+            c.execute(f"INSERT INTO {TABLE}(name, applied_at) VALUES (?, ?)", [name, utc_now_text()])
+            ran.append(name)
+    return ran
+
+
+@migration
+def m001_tables(c: Tx) -> None:
     for stmt in [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """CREATE TABLE IF NOT EXISTS keys (
@@ -39,20 +81,15 @@ def m001_tables(db: Database) -> None:
             bundle_id TEXT NOT NULL, created_at TEXT NOT NULL, model_digest TEXT NOT NULL, metrics TEXT NOT NULL,
             PRIMARY KEY (task, model_name, key_fingerprint))""",
     ]:
-        db.execute(stmt)
+        c.ddl(stmt)
 
 
-_BUMP = "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'config_version'"
-
-
-@migrations()
-def m002_config_version(db: Database) -> None:
+@migration
+def m002_config_version(c: Tx) -> None:
     """``meta.config_version`` counts every change to keys and datasets (the upload cache's check)."""
-    db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('config_version', '1')")
-    for table in ("keys", "board_datasets"):
-        for op in ("INSERT", "UPDATE", "DELETE"):
-            db.execute(f"CREATE TRIGGER IF NOT EXISTS {table}_{op.lower()}_config AFTER {op} ON {table}"
-                       f" BEGIN {_BUMP}; END")
+    c.execute("INSERT INTO meta(key, value) VALUES ('config_version', '1') ON CONFLICT(key) DO NOTHING")
+    for stmt in c.dialect.config_triggers(("keys", "board_datasets")):
+        c.execute(stmt)
 
 
 def _us(text: str) -> int:
@@ -64,32 +101,32 @@ def _us(text: str) -> int:
     return (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
 
 
-@migrations()
-def m003_roles_times_versions(db: Database) -> None:
+@migration
+def m003_roles_times_versions(c: Tx) -> None:
     """Key roles (auditors), times as integers (compared as times, not text), versioned dataset
     digests (a bundle stays attached to the digest it was scored on) and log entry kinds."""
-    db.execute("ALTER TABLE keys ADD COLUMN role TEXT NOT NULL DEFAULT 'submitter'")
-    db.execute("ALTER TABLE bundles ADD COLUMN created_us INTEGER")
-    db.execute("ALTER TABLE board ADD COLUMN created_us INTEGER")
-    db.execute("ALTER TABLE board ADD COLUMN datasets TEXT NOT NULL DEFAULT '{}'")
-    db.execute("ALTER TABLE board_datasets ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
-    db.execute("ALTER TABLE log ADD COLUMN kind TEXT NOT NULL DEFAULT 'bundle'")
-    db.execute("""CREATE TABLE dataset_versions (
+    c.ddl("ALTER TABLE keys ADD COLUMN role TEXT NOT NULL DEFAULT 'submitter'")
+    c.ddl("ALTER TABLE bundles ADD COLUMN created_us INTEGER")
+    c.ddl("ALTER TABLE board ADD COLUMN created_us INTEGER")
+    c.ddl("ALTER TABLE board ADD COLUMN datasets TEXT NOT NULL DEFAULT '{}'")
+    c.ddl("ALTER TABLE board_datasets ADD COLUMN version INTEGER NOT NULL DEFAULT 1")
+    c.ddl("ALTER TABLE log ADD COLUMN kind TEXT NOT NULL DEFAULT 'bundle'")
+    c.ddl("""CREATE TABLE dataset_versions (
         task TEXT NOT NULL, name TEXT NOT NULL, version INTEGER NOT NULL, split TEXT NOT NULL,
         digest TEXT NOT NULL, size INTEGER NOT NULL, added_at TEXT NOT NULL, PRIMARY KEY (task, name, version))""")
-    db.execute("INSERT INTO dataset_versions SELECT task, name, 1, split, digest, size, added_at FROM board_datasets")
-    for seq, created in db.execute("SELECT seq, created_at FROM bundles").fetchall():
-        db.execute("UPDATE bundles SET created_us = ? WHERE seq = ?", [_us(created), seq])
-    for task, model, fp, bundle_id, created in db.execute(
+    c.execute("INSERT INTO dataset_versions SELECT task, name, 1, split, digest, size, added_at FROM board_datasets")
+    for seq, created in c.execute("SELECT seq, created_at FROM bundles").fetchall():
+        c.execute("UPDATE bundles SET created_us = ? WHERE seq = ?", [_us(created), seq])
+    for task, model, fp, bundle_id, created in c.execute(
             "SELECT task, model_name, key_fingerprint, bundle_id, created_at FROM board").fetchall():
-        raw = db.execute("SELECT raw FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+        raw = c.execute("SELECT raw FROM bundles WHERE id = ?", [bundle_id]).fetchone()
         digests = {d["name"]: d["digest"] for d in json.loads(bytes(raw[0]))["payload"]["datasets"]} if raw else {}
-        db.execute("UPDATE board SET created_us = ?, datasets = ? WHERE task = ? AND model_name = ?"
-                   " AND key_fingerprint = ?", [_us(created), json.dumps(digests), task, model, fp])
-    db.execute("""CREATE TABLE attestations (
+        c.execute("UPDATE board SET created_us = ?, datasets = ? WHERE task = ? AND model_name = ?"
+                  " AND key_fingerprint = ?", [_us(created), json.dumps(digests), task, model, fp])
+    c.ddl("""CREATE TABLE attestations (
         id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE REFERENCES log(seq),
         bundle_id TEXT NOT NULL REFERENCES bundles(id),
         auditor_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
         verdict TEXT NOT NULL, summary TEXT NOT NULL, created_at TEXT NOT NULL, received_at TEXT NOT NULL,
         raw BLOB NOT NULL, UNIQUE (bundle_id, auditor_fingerprint))""")
-    db.execute("DELETE FROM meta WHERE key = 'schema_version'")  # the old counter; sqlite-utils records sets now
+    c.execute("DELETE FROM meta WHERE key = 'schema_version'")  # the old counter; server_migrations records names now

@@ -242,12 +242,15 @@ def serve(config: WorkerConfig) -> None:
     def run_job(job_id: str, attempt: int) -> str:
         return worker.run_job(str(job_id), int(attempt))
 
+    from celery.signals import worker_ready
+
+    worker_ready.connect(lambda **_: _log(f"{config.name}: ready"), weak=False)
     worker.beat()
     worker.start_background()
     _log(f"{config.name} on {worker.host}: broker {config.broker.shown}, image "
          f"{worker.image_id or 'none (unsandboxed jobs only)'}, lease {config.lease_s:g} s; waiting for jobs")
     try:
-        app.worker_main(["worker", "--pool=solo", "--concurrency=1", "--prefetch-multiplier=1", "-Q", QUEUE,
+        app.worker_main(["--quiet", "worker", "--pool=solo", "--concurrency=1", "--prefetch-multiplier=1", "-Q", QUEUE,
                          "-n", f"{config.name}@{worker.host}", "--loglevel=WARNING", "--without-gossip",
                          "--without-mingle", "--without-heartbeat"])
     finally:

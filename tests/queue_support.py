@@ -36,16 +36,18 @@ class RedisServer:
         return redis.Redis(host="127.0.0.1", port=self.port, password=self.password)
 
 
-def start_redis(folder: Path) -> RedisServer:
+def start_redis(folder: Path, argv: list[str] | None = None, port: int | None = None,
+                password: str = PASSWORD) -> RedisServer:
+    """redis-server on loopback with requirepass, its files in ``folder`` (``argv``: a command line to run instead)."""
     exe = shutil.which("redis-server")
     if exe is None:
         missing("redis-server", "apt-get install redis-server (packaging/system_deps.sh)")
     folder.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", PASSWORD,
-                             "--save", "", "--appendonly", "no", "--dir", str(folder)],
-                            stdout=open(folder / "redis.log", "wb"), stderr=subprocess.STDOUT)
-    server = RedisServer(port, proc)
+    port = port or free_port()
+    argv = argv or [exe, "--port", str(port), "--bind", "127.0.0.1", "--requirepass", password,
+                    "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(argv, stdout=open(folder / "redis.log", "wb"), stderr=subprocess.STDOUT, cwd=folder)
+    server = RedisServer(port, proc, password)
     deadline = time.monotonic() + 20
     while True:
         try:
@@ -92,11 +94,17 @@ class WorkerProc:
 
 def start_worker(server: RedisServer, home: Path, name: str, *extra: str, lease: float = 3.0) -> WorkerProc:
     """A real `dynadesk worker` in its own session and workspace; returns once it announced itself."""
+    return spawn_worker(server, home, name, ["worker", "--broker", server.url, "--name", name, "--lease", str(lease),
+                                             *extra])
+
+
+def spawn_worker(server: RedisServer, home: Path, name: str, args: list[str],
+                 env: dict[str, str] | None = None) -> WorkerProc:
+    """Run ``dynadesk --home HOME ARGS...`` (a worker command line) and wait until worker ``name`` is ready."""
     home.mkdir(parents=True, exist_ok=True)
     log = home.parent / f"{name}.log"
-    proc = subprocess.Popen([*DYNADESK, "--home", str(home), "worker", "--broker", server.url, "--name", name,
-                             "--lease", str(lease), *extra], stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen([*DYNADESK, "--home", str(home), *args], stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT, start_new_session=True, env=env)
     worker = WorkerProc(name, home, proc, log)
     client = server.client()
     deadline = time.monotonic() + 90
@@ -125,8 +133,10 @@ def result_of(state: dict) -> dict:
     return json.loads(state["result"]) if state.get("result") else {}
 
 
-def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*DYNADESK, "--home", str(home), *args], capture_output=True, text=True, timeout=timeout)
+def run_cli(*args: str, home: Path, check: bool = True, timeout: float = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*DYNADESK, "--home", str(home), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"dynadesk {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -128,9 +128,14 @@ def report(records: list[Any], as_json: bool) -> None:
                     "worker": (r.settings.get("queue") or {}).get("worker"),
                     "predictions_digest": r.predictions_digest} for r in records])
         return
+    from dynadesk.orchestration.evaluate import failure_line
+
     echo_table(["run", "model", "status", "verdict", "job", "worker"],
                [[r.id, r.model_name, r.status, r.verdict or "", (r.settings.get("queue") or {}).get("job"),
                  (r.settings.get("queue") or {}).get("worker")] for r in records])
+    for r in records:
+        if r.status not in ("succeeded", "cancelled"):
+            click.echo(failure_line(r), err=True)
 
 
 def enqueue_and_wait(app: Any, broker: str, requests: list[Any], wait: bool, as_json: bool) -> None:

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 from _sync_helpers import free_port
 from conftest import missing
 
@@ -59,8 +58,8 @@ def start_redis(folder: Path, argv: list[str] | None = None, port: int | None = 
             time.sleep(0.1)
 
 
-@pytest.fixture
-def redis_server(tmp_path):
+def serve_redis(tmp_path: Path):
+    """The body of each queue test module's ``redis_server`` fixture: a server for one test, then stopped."""
     server = start_redis(tmp_path / "redis")
     yield server
     server.proc.terminate()

@@ -10,13 +10,18 @@ import json
 import time
 
 import pytest
-from queue_support import redis_server, run_cli  # noqa: F401 - redis_server is a fixture
+from queue_support import run_cli, serve_redis
 
 from dynadesk.errors import BrokerUnavailable, QueueError, TransferError
 from dynadesk.queue import jobs
 from dynadesk.queue.broker import connect, parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    yield from serve_redis(tmp_path)
 
 
 def majority_workspace(store, tmp_path):

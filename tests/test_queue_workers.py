@@ -11,7 +11,7 @@ import time
 
 import pytest
 from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import job_states, redis_server, remove_containers, result_of, run_cli, start_worker  # noqa: F401
+from queue_support import job_states, remove_containers, result_of, run_cli, serve_redis, start_worker
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.queue.broker import parse_broker
@@ -20,6 +20,11 @@ from dynadesk.queue.tasks import send_job
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first Docker test of a session builds the image
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    yield from serve_redis(tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +99,8 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
     again = by_job[killed].settings["queue"]
     assert again["worker"] == "w2" and again["attempt"] == 1 and again["requeued_from"] == "w1", again
     assert log2.count(f"job {killed} attempt 1: running") == 1
-    assert f"job {killed} attempt 0: not run (succeeded)" in log2 and f"job {killed} attempt 1: not run (succeeded)" in log2
+    for attempt in (0, 1):  # both copies dropped
+        assert f"job {killed} attempt {attempt}: not run (succeeded)" in log2
     assert all(r.settings["queue"]["hardware_class"].startswith("cpu=") for r in records)
     assert {r.predictions_digest for r in records} == {local.predictions_digest}
     assert {r.image_id for r in records} == {local.image_id}

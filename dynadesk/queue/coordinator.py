@@ -194,3 +194,33 @@ def describe_progress(view: jobs.JobView) -> str:
         if p.get("overall_total") else (f" {p['phase']}" if p.get("phase") else "")
     return f"job {view.id} (run {view.run_id}, attempt {view.attempt}): {view.shown_state}{where}{count}"
 
+
+
+def run_queued(store: Any, workspace: Any, broker: BrokerURL, request: Any, *,
+               progress: Callable[[dict[str, Any]], None] | None = None, cancel: Any = None,
+               poll_s: float = 1.0) -> Any:
+    """Queue ``request`` as one job and wait for its run, like :func:`~dynadesk.orchestration.evaluate.evaluate`
+    (the app's Evaluate page with a broker): progress events as a local run sends them, ``cancel`` (a
+    :class:`threading.Event`) cancels the job wherever it runs."""
+    queue = Queue.open(broker)
+    job_id, run_id = enqueue(store, workspace, queue, request)
+    if progress:
+        progress({"phase": "start", "run": run_id})
+    cancelled = False
+    while True:
+        if cancel is not None and cancel.is_set() and not cancelled:
+            with translated(broker):
+                jobs.cancel(queue.client, job_id)
+            cancelled = True
+
+        def relay(view: jobs.JobView) -> None:
+            if progress:
+                progress({**view.progress, "phase": view.progress.get("phase", view.shown_state),
+                          "job": view.id, "worker": view.worker})
+        done = collect(store, workspace, queue, [job_id], wait=False, progress=relay)
+        if done:
+            return done[0]
+        record = store.evaluations.get(run_id)
+        if record.status != "queued":  # stored by another collector meanwhile
+            return record
+        time.sleep(poll_s)

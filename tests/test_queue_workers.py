@@ -109,3 +109,21 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
     # runs compare: a queued run and the local run agree on every deterministic field
     proc = run_cli("runs", "compare", str(by_job[killed].id), str(local.id), home=home)
     assert "OK" in proc.stdout.splitlines()[-1], proc.stdout
+
+
+def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, home, tmp_path):
+    """`dynadesk jobs cancel` from the coordinator stops the job on the worker running it; the run is cancelled."""
+    model = majority_workspace(store, tmp_path)
+    ws = Workspace(home)
+    worker = start_worker(redis_server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
+    try:
+        queue = Queue.open(parse_broker(redis_server.url))
+        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
+        _wait("the job to start", lambda: job_states(redis_server)[job]["state"] == "running", timeout=60, poll=0.05)
+        proc = run_cli("jobs", "cancel", job, "--broker", redis_server.url, home=home)
+        assert proc.stdout.strip() == f"job {job}: cancel requested (running)"
+        (record,) = collect(store, ws, queue, [job], timeout_s=120)
+    finally:
+        worker.stop()
+    assert record.id == run_id and record.status == "cancelled" and record.verdict == "cancelled", record.error
+    assert f"job {job}: cancel requested; stopping" in worker.text()

@@ -165,7 +165,9 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
         for name, hexd in sorted(result.get("files", {}).items()):
             if "/" in name or name.startswith("."):
                 raise QueueError(f"job {view.id}: the worker sent a result file named '{name}'")
-            shutil.copyfile(cache.blob(queue.client, hexd), folder.out_dir / name)
+            fetched = cache.blob(queue.client, hexd)
+            shutil.copyfile(fetched, folder.out_dir / name)
+            fetched.unlink()  # the run folder keeps the file; the cache is only the verified landing place
     settings = {**record.settings, "queue": {
         "job": view.id, "attempt": view.attempt, "worker": result.get("worker"), "host": result.get("host"),
         "hardware_class": result.get("hardware_class"), "requeued_from": view.requeued_from or None}}
@@ -188,7 +190,7 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
 
 def describe_progress(view: jobs.JobView) -> str:
     """One line per change of a job, for the waiting coordinator's stderr."""
-    p = view.progress
+    p = view.progress if view.state == "running" else {}
     where = f" on {view.worker}" if view.worker else ""
     count = f" {p.get('phase', '')} {p.get('overall_done', '')}/{p.get('overall_total', '')}" \
         if p.get("overall_total") else (f" {p['phase']}" if p.get("phase") else "")

@@ -7,6 +7,7 @@ same predictions digest as a run made here without the queue.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -122,6 +123,8 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
         _wait("the job to start", lambda: job_states(redis_server)[job]["state"] == "running", timeout=60, poll=0.05)
         proc = run_cli("jobs", "cancel", job, "--broker", redis_server.url, home=home)
         assert proc.stdout.strip() == f"job {job}: cancel requested (running)"
+        (alive,) = json.loads(run_cli("jobs", "workers", "--broker", redis_server.url, "--json", home=home).stdout)
+        assert alive["name"] == "w1" and alive["pid"] == worker.proc.pid
         (record,) = collect(store, ws, queue, [job], timeout_s=120)
     finally:
         worker.stop()

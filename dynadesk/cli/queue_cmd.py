@@ -76,6 +76,25 @@ def jobs_list(broker, limit, as_json):
     echo_table(["job", "run", "model", "state", "attempt", "worker", "heartbeat", "progress"], rows)
 
 
+@jobs.command("workers")
+@broker_option
+@json_option
+def jobs_workers(broker, as_json):
+    """List the workers alive on the broker: name, host, the job in hand, last heartbeat, hardware class."""
+    from dynadesk.queue import jobs as store
+    from dynadesk.queue.broker import translated
+
+    queue = open_queue(broker)
+    with translated(queue.broker):
+        found = store.list_workers(queue.client)
+    if as_json:
+        echo_json(found)
+        return
+    echo_table(["worker", "host", "job", "heartbeat", "gpus", "hardware class"],
+               [[w.get("name"), w.get("host"), w.get("job") or "", _age(w.get("seen")), w.get("gpus") or "",
+                 w.get("hardware_class") or ""] for w in found])
+
+
 @jobs.command("cancel")
 @click.argument("job_ids", nargs=-1, required=True)
 @broker_option

@@ -223,3 +223,13 @@ def list_jobs(client: Any, limit: int = 100) -> list[JobView]:
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def list_workers(client: Any) -> list[dict[str, Any]]:
+    """The workers that announced themselves within their last three leases (name, host, job, seen ...)."""
+    out = []
+    for raw in client.scan_iter(match=key("worker", "*"), count=500):
+        body = client.get(raw)
+        if body is not None:
+            out.append(json.loads(body))
+    return sorted(out, key=lambda w: str(w.get("name")))

@@ -126,7 +126,12 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
         (alive,) = json.loads(run_cli("jobs", "workers", "--broker", redis_server.url, "--json", home=home).stdout)
         assert alive["name"] == "w1" and alive["pid"] == worker.proc.pid
         (record,) = collect(store, ws, queue, [job], timeout_s=120)
+        # without --no-wait, 'eval --queue' waits for the job and stores its run, with a line per change
+        waited = run_cli("eval", model, "--runner", "local", "--queue", redis_server.url, home=home)
     finally:
         worker.stop()
     assert record.id == run_id and record.status == "cancelled" and record.verdict == "cancelled", record.error
+    (row,) = [line.split() for line in waited.stdout.splitlines()[2:]]
+    assert row[2:4] == ["succeeded", "ok"] and row[5] == "w1", waited.stdout
+    assert "running on w1" in waited.stderr and ": succeeded on w1" in waited.stderr
     assert f"job {job}: cancel requested; stopping" in worker.text()

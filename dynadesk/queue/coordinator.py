@@ -41,13 +41,8 @@ class Queue:
         return cls(broker, connect(broker), make_app(broker))
 
     def send(self, job_id: str, attempt: int) -> None:
-        from kombu.exceptions import OperationalError
-
-        try:
-            with translated(self.broker):
-                send_job(self.app, job_id, attempt)
-        except OperationalError as exc:
-            raise QueueError(f"broker {self.broker.shown} did not take the job message: {exc}") from None
+        with translated(self.broker):
+            send_job(self.app, job_id, attempt)
 
     def requeue_expired(self) -> list[tuple[str, int]]:
         """Re-queue running jobs whose worker stopped renewing its lease (and send their new messages)."""

@@ -42,5 +42,13 @@ def make_app(broker: BrokerURL) -> Any:
 
 
 def send_job(app: Any, job_id: str, attempt: int) -> None:
-    """The message that asks some worker to run attempt ``attempt`` of job ``job_id``."""
-    app.send_task(TASK, args=[job_id, attempt], queue=QUEUE)
+    """The message that asks some worker to run attempt ``attempt`` of job ``job_id``; kombu's errors (the
+    broker went away) become :class:`~dynadesk.errors.BrokerUnavailable`."""
+    from kombu.exceptions import OperationalError
+
+    from dynadesk.errors import BrokerUnavailable
+
+    try:
+        app.send_task(TASK, args=[job_id, attempt], queue=QUEUE)
+    except OperationalError as exc:
+        raise BrokerUnavailable(f"the broker did not take the message for job {job_id}: {exc}") from None

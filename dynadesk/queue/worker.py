@@ -101,6 +101,8 @@ class Worker:
                 self.beat()
             except DynaDeskError as exc:
                 _log(f"heartbeat failed: {exc}")
+            except Exception as exc:  # noqa: BLE001 - the heartbeat thread must outlive any one failure
+                _log(f"heartbeat failed: {type(exc).__name__}: {exc}")
 
     def beat(self) -> None:
         """Renew the running job's lease; re-queue expired jobs; say this worker is alive."""

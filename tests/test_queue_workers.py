@@ -8,6 +8,7 @@ same predictions digest as a run made here without the queue.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -135,3 +136,32 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
     assert row[2:4] == ["succeeded", "ok"] and row[5] == "w1", waited.stdout
     assert "running on w1" in waited.stderr and ": succeeded on w1" in waited.stderr
     assert f"job {job}: cancel requested; stopping" in worker.text()
+
+
+def test_a_frozen_worker_loses_its_job_and_its_late_result_is_discarded(redis_server, store, home, tmp_path):
+    """A worker cut off mid-job (SIGSTOP: no heartbeats, as on a lost connection) loses its lease; the job runs on
+    the other worker; when the first one comes back its result is refused: one run, no duplicate."""
+    import signal
+
+    model = majority_workspace(store, tmp_path)
+    ws = Workspace(home)
+    workers = [start_worker(redis_server, tmp_path / n, n, "--allow-unsandboxed", lease=2.0) for n in ("w1", "w2")]
+    try:
+        queue = Queue.open(parse_broker(redis_server.url))
+        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
+        holder = _wait("the job to start", lambda: job_states(redis_server)[job]["worker"], timeout=60, poll=0.05)
+        frozen = next(w for w in workers if w.name == holder)
+        other = next(w for w in workers if w.name != holder)
+        os.killpg(frozen.proc.pid, signal.SIGSTOP)
+        (record,) = collect(store, ws, queue, [job], timeout_s=180)
+        os.killpg(frozen.proc.pid, signal.SIGCONT)
+        _wait("the frozen worker to come back", lambda: "(lease lost: result discarded)" in frozen.text(),
+              timeout=60)
+    finally:
+        for w in workers:
+            os.killpg(w.proc.pid, signal.SIGCONT)
+            w.stop()
+    assert record.status == "succeeded" and record.settings["queue"]["worker"] == other.name
+    assert record.settings["queue"]["requeued_from"] == holder and record.settings["queue"]["attempt"] == 1
+    assert store.evaluations.get(run_id).settings["queue"]["worker"] == other.name  # not overwritten
+    assert len(store.evaluations.list()) == 1

@@ -216,3 +216,16 @@ class RunFolderError(EvaluationError):
 
 class DockerUnavailable(EvaluationError):
     """No Docker daemon answers, or it refused a request; the message says the fix."""
+
+# --- the job queue (Celery + Redis across machines) ----------------------------------------------
+
+class QueueError(DynaDeskError):
+    """The job queue cannot be used: a bad broker URL, an unreachable or refusing broker, a missing job or blob."""
+
+
+class BrokerUnavailable(QueueError):
+    """The Redis broker does not answer or refuses the password; the message names the broker and the fix."""
+
+
+class TransferError(QueueError):
+    """A model file or dataset fetched by content digest is missing from the broker or does not match its digest."""

@@ -35,6 +35,8 @@ COMMANDS = {
     "audit": "dynadesk.cli.audit_cmd:audit",
     "gui": "dynadesk.cli.gui_cmd:gui",
     "demo": "dynadesk.cli.demo_cmd:demo",
+    "worker": "dynadesk.cli.queue_cmd:worker",
+    "jobs": "dynadesk.cli.queue_cmd:jobs",
 }
 
 

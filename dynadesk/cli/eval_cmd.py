@@ -70,6 +70,10 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
                f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
     if record.purpose != "evaluation":
         click.echo(f"purpose: {record.purpose} (never a board entry)")
+    queued = record.settings.get("queue") or {}
+    if queued.get("worker"):
+        click.echo(f"queued job {queued.get('job')}: ran on worker {queued['worker']} ({queued.get('host')}), "
+                   f"attempt {queued.get('attempt')}")
     if record.error:
         click.echo(f"error: {record.error}")
     if record.predictions_digest:
@@ -88,7 +92,7 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
 
 
 @click.command("eval")
-@click.argument("model", required=False)
+@click.argument("models", nargs=-1, metavar="[MODEL]...")
 @click.option("--dataset", "datasets", multiple=True, help="Test set to run (repeatable; default: all the task's).")
 @click.option("--runner", type=click.Choice(["docker", "local"]), default="docker", show_default=True,
               help="docker = sandboxed container; local = subprocess, results marked not sandboxed.")
@@ -104,15 +108,43 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
               help="Most GiB the run may write to its output folder (default 2); past it the verdict is 'disk'.")
 @click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")
 @click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
+@click.option("--queue", "broker", default=None, metavar="URL",
+              help="Queue one job per MODEL on this Redis broker (redis://:PASSWORD@HOST:6379/0) for 'dynadesk "
+                   "worker' machines, instead of running here.")
+@click.option("--wait/--no-wait", default=True, show_default=True,
+              help="With --queue: wait for the jobs and store their runs (else print the job ids and return).")
 @json_option
 @pass_app
-def eval_cmd(app: Any, model: str | None, datasets: tuple[str, ...], runner: str, gpus: str | None, batch_size: int,
-             cpus: float | None, memory_gib: float | None, timeout_s: float | None, out_gib: float | None,
-             image: str | None, resume_id: int | None, as_json: bool) -> None:
-    """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run."""
+def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runner: str, gpus: str | None,
+             batch_size: int, cpus: float | None, memory_gib: float | None, timeout_s: float | None,
+             out_gib: float | None, image: str | None, resume_id: int | None, broker: str | None, wait: bool,
+             as_json: bool) -> None:
+    """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run.
+
+    With --queue, each MODEL becomes one job that some 'dynadesk worker' takes; the results are stored
+    here as ordinary runs (see docs/queue.md).
+    """
     from dynadesk.orchestration.evaluate import evaluate, resume
     from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 
+    def request_for(model: str) -> RunRequest:
+        limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
+                                timeout_s=timeout_s, out_bytes=int(out_gib * GIB) if out_gib else None, gpus=gpus)
+        return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
+                          settings=RunSettings(batch_size=batch_size))
+
+    if broker is not None:
+        from dynadesk.cli.queue_cmd import enqueue_and_wait
+
+        if resume_id is not None:
+            raise click.UsageError("--resume runs here; it cannot be combined with --queue")
+        if not models:
+            raise click.UsageError("missing MODEL")
+        enqueue_and_wait(app, broker, [request_for(m) for m in models], wait, as_json)
+        return
+    if len(models) > 1:
+        raise click.UsageError("several MODELs need --queue; evaluate one model at a time here")
+    model = models[0] if models else None
     bar = _Bar(enabled=not as_json)
     try:
         if resume_id is not None:
@@ -122,12 +154,7 @@ def eval_cmd(app: Any, model: str | None, datasets: tuple[str, ...], runner: str
         else:
             if not model:
                 raise click.UsageError("missing MODEL (or --resume RUN)")
-            limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
-                                    timeout_s=timeout_s, out_bytes=int(out_gib * GIB) if out_gib else None,
-                                    gpus=gpus)
-            request = RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
-                                 settings=RunSettings(batch_size=batch_size))
-            record = evaluate(app.store, app.workspace, request, progress=bar)
+            record = evaluate(app.store, app.workspace, request_for(model), progress=bar)
     finally:
         bar.close()
     if record.status != "succeeded" and not as_json:

@@ -242,7 +242,7 @@ def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, pa
 
 
 class DockerRunner(Runner):
-    """The worker in a locked-down container (docker SDK, any ``DOCKER_HOST``)."""
+    """The worker in a locked-down container (docker SDK; a ``DOCKER_HOST`` on this machine, see check_ready)."""
 
     name = "docker"
     sandboxed = True
@@ -258,6 +258,12 @@ class DockerRunner(Runner):
         return self._client
 
     def check_ready(self) -> None:
+        remote = remote_docker_host(os.environ.get("DOCKER_HOST", ""))
+        if remote and self._client is None:
+            raise DockerUnavailable(
+                f"DOCKER_HOST={remote} names another machine, but the Docker runner bind-mounts this machine's "
+                "model, data and run folders, which that daemon cannot see; run 'dynadesk worker' on that machine "
+                "and queue jobs with 'dynadesk eval MODEL --queue redis://...' (docs/queue.md)")
         self.client  # noqa: B018 - connects (and pings) now: no daemon is a clear error before any record
 
     def image_id(self) -> str | None:
@@ -433,8 +439,19 @@ def _remove(container: Any) -> None:
         pass
 
 
+def remote_docker_host(url: str) -> str | None:
+    """``url`` when a ``DOCKER_HOST`` value names another machine (ssh://, tcp:// to a non-loopback host)."""
+    from urllib.parse import urlsplit
+
+    if url.startswith("ssh://"):
+        return url
+    if url.startswith("tcp://") and urlsplit(url).hostname not in ("localhost", "127.0.0.1", "::1"):
+        return url
+    return None
+
+
 def docker_client(timeout: float = 120) -> Any:
-    """A docker SDK client from the environment (``DOCKER_HOST`` works, ssh:// included)."""
+    """A docker SDK client from the environment (``DOCKER_HOST``; a remote one is refused by ``check_ready``)."""
     try:
         import docker
     except ImportError as exc:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -112,6 +113,11 @@ class EvaluatePage(Page):
         grow.addWidget(self.gpu)
         grow.addWidget(self.gpu_reason)
         f.addRow("GPU", grow)
+        self.queue = QLineEdit()
+        self.queue.setPlaceholderText("empty: run here; or redis://:PASSWORD@host:6379/0 for worker machines")
+        self.queue.setToolTip("Queue the runs on this Redis broker; 'dynadesk worker' machines run them "
+                              "(docs/queue.md). The URL is not saved.")
+        f.addRow("Queue", self.queue)
         self.runner.currentIndexChanged.connect(lambda _i: self._check_gpu())
         sl.addWidget(box)
         brow = QHBoxLayout()
@@ -253,7 +259,14 @@ class EvaluatePage(Page):
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return
-        self._svc.start(requests)
+        broker = self.queue.text().strip()
+        try:
+            if broker:
+                self._svc.start_queued(requests, broker)
+            else:
+                self._svc.start(requests)
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
 
     def request_for(self, model: str, datasets: list[str]) -> RunRequest:
         """The run the form describes for one model."""

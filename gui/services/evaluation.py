@@ -69,6 +69,16 @@ class EvaluationService(QObject):
         return self._start([(r.model, lambda store, on_event, ctx, r=r: evaluate(
             store, self._ws.workspace, r, progress=on_event, cancel=ctx.cancel_event)) for r in requests])
 
+    def start_queued(self, requests: list[RunRequest], broker_url: str) -> Worker:
+        """Queue each request on a Redis broker for 'dynadesk worker' machines and wait for its run (docs/queue.md);
+        Cancel cancels the job on whichever machine runs it."""
+        from dynadesk.queue.broker import parse_broker
+        from dynadesk.queue.coordinator import run_queued
+
+        broker = parse_broker(broker_url)  # a URL without a password is refused before anything starts
+        return self._start([(r.model, lambda store, on_event, ctx, r=r: run_queued(
+            store, self._ws.workspace, broker, r, progress=on_event, cancel=ctx.cancel_event)) for r in requests])
+
     def resume(self, run_id: int) -> Worker:
         """Finish a stored run by replaying its stored request (nothing is re-asked)."""
         return self._start([(f"run {run_id}", lambda store, on_event, ctx: resume(

@@ -1,0 +1,223 @@
+"""The coordinating workspace's side: enqueue a run, then collect what a worker sent back into it.
+
+A queued run is an ordinary run of this workspace from the start: :func:`enqueue` creates its
+record (status ``queued``) and run folder exactly as a local evaluation does, puts the spec,
+data files and model files on the broker by sha256 and sends one job. :func:`collect` stores
+a finished job's predictions, metrics and environment through the same code as a local run,
+once: a run that is no longer ``queued`` is never written again, so a job can produce at most
+one run. The worker, its host, hardware class and attempt are recorded in the run's
+``settings["queue"]``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dynadesk.errors import EvaluationError, QueueError
+from dynadesk.queue import jobs
+from dynadesk.queue.broker import BrokerURL, connect, translated
+from dynadesk.queue.tasks import make_app, send_job
+from dynadesk.queue.transfer import BlobCache, put_file, put_tree
+
+ProgressFn = Callable[[jobs.JobView], None]
+
+
+@dataclass
+class Queue:
+    """A broker connection and its Celery app, opened once for a command."""
+
+    broker: BrokerURL
+    client: Any
+    app: Any
+
+    @classmethod
+    def open(cls, broker: BrokerURL) -> Queue:
+        return cls(broker, connect(broker), make_app(broker))
+
+    def send(self, job_id: str, attempt: int) -> None:
+        with translated(self.broker):
+            send_job(self.app, job_id, attempt)
+
+    def requeue_expired(self) -> list[tuple[str, int]]:
+        """Re-queue running jobs whose worker stopped renewing its lease (and send their new messages)."""
+        with translated(self.broker):
+            reaped = jobs.reap(self.client)
+        for job_id, attempt in reaped:
+            self.send(job_id, attempt)
+        return reaped
+
+
+def workspace_id(workspace: Any) -> str:
+    """Which workspace owns a job: results are collected only into the workspace that queued it."""
+    return f"{socket.gethostname()}:{Path(workspace.home).resolve()}"
+
+
+def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str, int]:
+    """Create the run (``queued``) and its folder, put its inputs on the broker, send the job: (job id, run id)."""
+    from dynadesk.evaluator.schema import evaluator_version
+    from dynadesk.models.registry import tree_files, verify_model
+    from dynadesk.orchestration.evaluate import (
+        make_runner,
+        prepare,
+        recorded_settings,
+        select_datasets,
+        worker_settings,
+    )
+    from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.tasks import get_task
+
+    model = store.models.get(request.model)
+    verify_model(model)
+    task = get_task(model.task)
+    chosen = select_datasets(store, task, request.datasets)
+    run = make_runner(request)  # describes the runner the worker will use; nothing connects here
+    if model.has_pickle and not run.sandboxed:
+        raise EvaluationError(f"model '{model.name}' has pickle weights; only the Docker sandbox may evaluate it",
+                              verdict="refused")
+    settings = worker_settings(request, run, bool(model.has_pickle))
+    run_id = store.evaluations.create(model.id, task.name, run.name, run.sandboxed,
+                                      recorded_settings(request, settings, run), [d.name for d in chosen],
+                                      status="queued", request=request.to_dict())
+    folder = RunFolder.of_run(workspace.runs_dir, run_id)
+    prepare(store, folder, model, task, chosen, settings)
+    with translated(queue.broker):
+        spec = put_file(queue.client, folder.spec_file)
+        data = [[p.name, put_file(queue.client, p)] for p in sorted(folder.data_dir.iterdir())]
+        files = put_tree(queue.client, tree_files(Path(model.path)))
+        payload = {"request": request.to_dict(), "spec": spec, "data": data, "run_id": run_id,
+                   "model": {"name": model.name, "digest": model.digest, "files": files},
+                   "evaluator_version": evaluator_version()}
+        job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace))
+    store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
+                             settings={**store.evaluations.get(run_id).settings, "queue": {"job": job_id}})
+    queue.send(job_id, 0)
+    return job_id, run_id
+
+
+def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wait: bool = True,
+            progress: ProgressFn | None = None, poll_s: float = 1.0, timeout_s: float | None = None) -> list[Any]:
+    """Store every finished job of ``job_ids`` as its run; with ``wait``, until all are final (re-queuing the jobs
+    of dead workers meanwhile). Returns the runs collected now."""
+    pending = list(dict.fromkeys(job_ids))
+    done: list[Any] = []
+    seen: dict[str, tuple[str, Any]] = {}
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while pending:
+        queue.requeue_expired()
+        for job_id in list(pending):
+            with translated(queue.broker):
+                view = jobs.view(queue.client, job_id)
+            if view.workspace != workspace_id(workspace):
+                raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
+            if progress and seen.get(job_id) != (view.shown_state, view.progress.get("overall_done")):
+                seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
+                progress(view)
+            if view.state in jobs.FINAL:
+                record = store_result(store, workspace, queue, view)
+                if record is not None:
+                    done.append(record)
+                pending.remove(job_id)
+        if not pending or not wait:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            raise QueueError(f"jobs {', '.join(pending)} did not finish within {timeout_s:g} s "
+                             "(see 'dynadesk jobs list')")
+        time.sleep(poll_s)
+    return done
+
+
+def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -> Any:
+    """Write a final job into its run, once; None when the run was already stored (or is not ours)."""
+    from dynadesk.orchestration.evaluate import MAX_DB_LOG, _store_results  # the local runs' one result path
+    from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.orchestration.runners import RunOutcome
+    from dynadesk.store.datasets import now_iso
+
+    record = store.evaluations.get(view.run_id)
+    if record.status != "queued":
+        return None
+    result = view.result or {}
+    now = now_iso()
+    if view.state == "cancelled" and "outcome" not in result:
+        store.evaluations.transition(view.run_id, "cancelled", verdict="cancelled", finished_at=now,
+                                     error=f"job {view.id} was cancelled before a worker started it")
+        return store.evaluations.get(view.run_id)
+    if "outcome" not in result:
+        store.evaluations.transition(view.run_id, "failed", verdict=result.get("verdict", "error"), finished_at=now,
+                                     error=f"job {view.id} on worker {result.get('worker') or '?'}: "
+                                           f"{result.get('error', 'no result')}")
+        return store.evaluations.get(view.run_id)
+    folder = RunFolder(Path(record.run_dir))
+    folder.out_dir.mkdir(exist_ok=True)
+    cache = BlobCache(Path(workspace.cache_dir) / "queue")
+    with translated(queue.broker):
+        for name, hexd in sorted(result.get("files", {}).items()):
+            if "/" in name or name.startswith("."):
+                raise QueueError(f"job {view.id}: the worker sent a result file named '{name}'")
+            fetched = cache.blob(queue.client, hexd)
+            shutil.copyfile(fetched, folder.out_dir / name)
+            fetched.unlink()  # the run folder keeps the file; the cache is only the verified landing place
+    settings = {**record.settings, "queue": {
+        "job": view.id, "attempt": view.attempt, "worker": result.get("worker"), "host": result.get("host"),
+        "hardware_class": result.get("hardware_class"), "requeued_from": view.requeued_from or None}}
+    if result.get("image_build"):
+        settings["image_build"] = result["image_build"]
+    o = result["outcome"]
+    outcome = RunOutcome(o["verdict"], o.get("exit_code"), o.get("log", ""), float(o.get("seconds", 0.0)),
+                         o.get("message", ""))
+    store.evaluations.transition(view.run_id, "running", settings=settings, started_at=result.get("started") or now,
+                                 host=result.get("host"), pid=None, image_id=result.get("image_id"))
+    log = f"[dynadesk: job {view.id} attempt {view.attempt} on worker {result.get('worker')}]\n" + outcome.log
+    folder.log_file.write_text(log, encoding="utf-8")
+    if not outcome.ok:
+        status = "cancelled" if outcome.verdict == "cancelled" else "failed"
+        store.evaluations.transition(view.run_id, status, verdict=outcome.verdict, error=outcome.message,
+                                     log=log[-MAX_DB_LOG:], finished_at=now)
+        return store.evaluations.get(view.run_id)
+    return _store_results(store, view.run_id, folder, outcome, log)
+
+
+def describe_progress(view: jobs.JobView) -> str:
+    """One line per change of a job, for the waiting coordinator's stderr."""
+    p = view.progress if view.state == "running" else {}
+    where = f" on {view.worker}" if view.worker else ""
+    count = f" {p.get('phase', '')} {p.get('overall_done', '')}/{p.get('overall_total', '')}" \
+        if p.get("overall_total") else (f" {p['phase']}" if p.get("phase") else "")
+    return f"job {view.id} (run {view.run_id}, attempt {view.attempt}): {view.shown_state}{where}{count}"
+
+
+
+def run_queued(store: Any, workspace: Any, broker: BrokerURL, request: Any, *,
+               progress: Callable[[dict[str, Any]], None] | None = None, cancel: Any = None,
+               poll_s: float = 1.0) -> Any:
+    """Queue ``request`` as one job and wait for its run, like :func:`~dynadesk.orchestration.evaluate.evaluate`
+    (the app's Evaluate page with a broker): progress events as a local run sends them, ``cancel`` (a
+    :class:`threading.Event`) cancels the job wherever it runs."""
+    queue = Queue.open(broker)
+    job_id, run_id = enqueue(store, workspace, queue, request)
+    if progress:
+        progress({"phase": "start", "run": run_id})
+    cancelled = False
+    while True:
+        if cancel is not None and cancel.is_set() and not cancelled:
+            with translated(broker):
+                jobs.cancel(queue.client, job_id)
+            cancelled = True
+
+        def relay(view: jobs.JobView) -> None:
+            if progress:
+                progress({**view.progress, "phase": view.progress.get("phase", view.shown_state),
+                          "job": view.id, "worker": view.worker})
+        done = collect(store, workspace, queue, [job_id], wait=False, progress=relay)
+        if done:
+            return done[0]
+        record = store.evaluations.get(run_id)
+        if record.status != "queued":  # stored by another collector meanwhile
+            return record
+        time.sleep(poll_s)

@@ -1,0 +1,259 @@
+"""``dynadesk worker``: one machine takes one job at a time and runs it in its own Docker sandbox.
+
+The worker has its own workspace; its cache folder (``<home>/queue-cache``) keeps the blobs
+and model folders it fetched, so a model travels to a machine once. Each job gets a run
+folder under ``<home>/queue-runs/`` laid out like a local run's, so inputs reach the
+container exactly as for ``dynadesk eval`` on that machine (read-only bind mounts of local
+paths). The evaluator image is the one built for this evaluator version, resolved to its
+Id at start and checked again before every run.
+
+A background thread renews the lease of the running job (and reads cancel requests back),
+re-queues the jobs of workers whose lease expired, and announces this worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from dynadesk.errors import DynaDeskError, QueueError
+from dynadesk.queue import jobs
+from dynadesk.queue.broker import BrokerURL, connect, key, translated
+from dynadesk.queue.tasks import QUEUE, TASK, make_app, send_job
+from dynadesk.queue.transfer import BlobCache, put_file
+
+DEFAULT_LEASE_S = 60.0
+MAX_RESULT_LOG = 1 << 20
+
+
+@dataclass
+class WorkerConfig:
+    """Who this worker is and what it may run."""
+
+    broker: BrokerURL
+    home: Path
+    name: str = field(default_factory=socket.gethostname)
+    gpus: str | None = None
+    lease_s: float = DEFAULT_LEASE_S
+    allow_unsandboxed: bool = False  # also run jobs that ask for the local (not sandboxed) runner
+
+
+def _log(message: str) -> None:
+    print(f"[dynadesk worker {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class Worker:
+    """The state one ``dynadesk worker`` process keeps: broker client, cache, image, the job in hand."""
+
+    def __init__(self, config: WorkerConfig):
+        self.config = config
+        self.client = connect(config.broker)
+        self.app = make_app(config.broker)
+        self.host = socket.gethostname()
+        self.cache = BlobCache(config.home / "queue-cache")
+        self.runs_dir = config.home / "queue-runs"
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.image, self.image_id = self._image()
+        self.job: str | None = None
+        self.progress: dict[str, Any] = {}
+        self.cancel = threading.Event()
+        self.hardware_class = ""
+        self._stop = threading.Event()
+
+    def _image(self) -> tuple[str | None, str | None]:
+        """This machine's evaluator image and its Id; without Docker only unsandboxed jobs can run (if allowed)."""
+        from dynadesk.orchestration.image import image_tag
+        from dynadesk.orchestration.runners import DockerRunner
+
+        tag = image_tag()
+        try:
+            runner = DockerRunner(tag)
+            runner.check_ready()
+            image_id = runner.image_id()
+        except DynaDeskError as exc:
+            if not self.config.allow_unsandboxed:
+                raise QueueError(f"worker {self.config.name}: Docker is not usable here ({exc})") from None
+            return None, None
+        if image_id is None and not self.config.allow_unsandboxed:
+            raise QueueError(f"worker {self.config.name}: the evaluator image {tag} is not built on this machine; "
+                             "run 'dynadesk image build' first")
+        return tag, image_id
+
+    # ---------------------------------------------------------------- background: lease, reaper, presence
+
+    def start_background(self) -> threading.Thread:
+        thread = threading.Thread(target=self._beat_forever, name="dynadesk-heartbeat", daemon=True)
+        thread.start()
+        return thread
+
+    def _beat_forever(self) -> None:
+        interval = max(0.2, self.config.lease_s / 4)
+        while not self._stop.wait(interval):
+            try:
+                self.beat()
+            except DynaDeskError as exc:
+                _log(f"heartbeat failed: {exc}")
+            except Exception as exc:  # noqa: BLE001 - the heartbeat thread must outlive any one failure
+                _log(f"heartbeat failed: {type(exc).__name__}: {exc}")
+
+    def beat(self) -> None:
+        """Renew the running job's lease; re-queue expired jobs; say this worker is alive."""
+        with translated(self.config.broker):
+            job = self.job
+            if job is not None:
+                answer = jobs.heartbeat(self.client, job, self.config.name, self.config.lease_s, self.progress)
+                if answer in ("cancel", "lost"):
+                    if not self.cancel.is_set():
+                        _log(f"job {job}: {'cancel requested' if answer == 'cancel' else 'lease lost'}; stopping")
+                    self.cancel.set()
+            for job_id, attempt in jobs.reap(self.client):
+                _log(f"job {job_id}: its worker stopped renewing the lease; queued again (attempt {attempt})")
+                send_job(self.app, job_id, attempt)
+            self.client.set(key("worker", self.config.name), json.dumps(
+                {"name": self.config.name, "host": self.host, "pid": os.getpid(), "job": job, "seen": time.time(),
+                 "hardware_class": self.hardware_class, "image_id": self.image_id, "gpus": self.config.gpus}),
+                px=int(self.config.lease_s * 3000))
+
+    # ---------------------------------------------------------------- one job
+
+    def run_job(self, job_id: str, attempt: int) -> str:
+        """Claim and run one delivery; returns what happened (``succeeded``, ``skipped: running`` ...)."""
+        with translated(self.config.broker):
+            got = jobs.claim(self.client, job_id, attempt, self.config.name, self.config.lease_s)
+        if got != "claimed":
+            _log(f"job {job_id} attempt {attempt}: not run ({got})")
+            return f"skipped: {got}"
+        self.cancel.clear()
+        self.progress = {}
+        self.job = job_id
+        _log(f"job {job_id} attempt {attempt}: running")
+        try:
+            state, result = self._execute(job_id, attempt)
+        except DynaDeskError as exc:
+            state, result = "failed", {"error": str(exc), "verdict": getattr(exc, "verdict", "error")}
+        except Exception as exc:  # noqa: BLE001 - any failure of one job is reported on the job, the worker goes on
+            state, result = "failed", {"error": f"{type(exc).__name__}: {exc}", "verdict": "error"}
+        finally:
+            self.job = None
+        result.update(worker=self.config.name, host=self.host, attempt=attempt)
+        with translated(self.config.broker):
+            kept = jobs.finish(self.client, job_id, self.config.name, state, result)
+        _log(f"job {job_id} attempt {attempt}: {state}" + ("" if kept else " (lease lost: result discarded)"))
+        return state if kept else "lost"
+
+    def _execute(self, job_id: str, attempt: int) -> tuple[str, dict[str, Any]]:
+        from dynadesk.evaluator.environment import hardware_class_of
+        from dynadesk.evaluator.schema import ENVIRONMENT_FILE, evaluator_version
+        from dynadesk.orchestration.folder import OUT_FILES, RunFolder
+        from dynadesk.orchestration.request import RunRequest
+
+        with translated(self.config.broker):
+            payload = jobs.payload(self.client, job_id)
+        request = RunRequest.from_dict(payload["request"])
+        if payload.get("evaluator_version") != evaluator_version():
+            return "failed", {"verdict": "refused", "error": (
+                f"the job needs evaluator {str(payload.get('evaluator_version'))[:19]}..., this worker has "
+                f"{evaluator_version()[:19]}...; update DynaDesk on one side")}
+        runner = self._runner(request)
+        folder = RunFolder(self.runs_dir / f"{job_id}-{attempt}")
+        folder.create()
+        try:
+            with translated(self.config.broker):
+                shutil.copyfile(self.cache.blob(self.client, payload["spec"]), folder.spec_file)
+                for name, hexd in payload["data"]:
+                    if "/" in name or name.startswith("."):
+                        raise QueueError(f"job {job_id} names a data file '{name}'")
+                    shutil.copyfile(self.cache.blob(self.client, hexd), folder.data_dir / name)
+                    os.chmod(folder.data_dir / name, 0o644)
+                model_dir = self.cache.model(self.client, payload["model"]["files"], payload["model"]["digest"])
+            folder.open_inputs()
+            image_id = runner.image_id()
+            if request.runner == "docker" and image_id != self.image_id:
+                return "failed", {"verdict": "refused", "error": (
+                    f"the image {runner.describe().get('image')} now has Id {image_id}, not {self.image_id} as at "
+                    "start; restart the worker")}
+            limits = request.limits
+            if limits.gpus:
+                limits = replace(limits, gpus=self.config.gpus or limits.gpus)
+            started = time.time()
+            outcome = runner.run(folder.paths(model_dir), limits, self._progress, self.cancel)
+            strays = folder.strays()
+            if strays:
+                return "failed", {"verdict": "error", "error": f"the run left files it never writes: {strays}"}
+            files = {}
+            with translated(self.config.broker):
+                for name in sorted(OUT_FILES):
+                    path = folder.out_dir / name
+                    if path.is_file() and not path.is_symlink():
+                        files[name] = put_file(self.client, path)
+            if (folder.out_dir / ENVIRONMENT_FILE).is_file():
+                env = json.loads(folder.read_out(ENVIRONMENT_FILE))
+                self.hardware_class = hardware_class_of(env)
+            result = {"outcome": {"verdict": outcome.verdict, "exit_code": outcome.exit_code,
+                                  "message": outcome.message, "seconds": outcome.seconds,
+                                  "log": outcome.log[-MAX_RESULT_LOG:]},
+                      "files": files, "image_id": image_id, "hardware_class": self.hardware_class,
+                      "image_build": self._image_build(image_id),
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started))}
+            state = "succeeded" if outcome.ok else "cancelled" if outcome.verdict == "cancelled" else "failed"
+            return state, result
+        finally:
+            shutil.rmtree(folder.root, ignore_errors=True)
+
+    def _runner(self, request: Any) -> Any:
+        from dynadesk.orchestration.runners import DockerRunner, LocalRunner
+
+        if request.runner == "local":
+            if not self.config.allow_unsandboxed:
+                raise QueueError(f"worker {self.config.name} runs only sandboxed jobs (--runner docker); start it "
+                                 "with --allow-unsandboxed to take --runner local jobs")
+            return LocalRunner()
+        if self.image is None:
+            raise QueueError(f"worker {self.config.name} has no Docker here; it takes only --runner local jobs")
+        return DockerRunner(request.image or self.image)
+
+    def _image_build(self, image_id: str | None) -> dict[str, Any] | None:
+        from dynadesk.orchestration.evaluate import image_build
+        from dynadesk.workspace import Workspace
+
+        return image_build(Workspace(self.config.home).images_dir, image_id) if image_id else None
+
+    def _progress(self, event: dict[str, Any]) -> None:
+        if event.get("phase") in ("load", "predict", "metrics", "profile"):
+            self.progress = {k: event[k] for k in ("phase", "overall_done", "overall_total", "dataset")
+                             if k in event}
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def serve(config: WorkerConfig) -> None:
+    """Run the Celery worker (solo pool, one message at a time) until stopped."""
+    worker = Worker(config)
+    app = worker.app
+
+    @app.task(name=TASK, acks_late=True, ignore_result=True)  # type: ignore[untyped-decorator]
+    def run_job(job_id: str, attempt: int) -> str:
+        return worker.run_job(str(job_id), int(attempt))
+
+    from celery.signals import worker_ready
+
+    worker_ready.connect(lambda **_: _log(f"{config.name}: ready"), weak=False)
+    worker.beat()
+    worker.start_background()
+    _log(f"{config.name} on {worker.host}: broker {config.broker.shown}, image "
+         f"{worker.image_id or 'none (unsandboxed jobs only)'}, lease {config.lease_s:g} s; waiting for jobs")
+    try:
+        app.worker_main(["--quiet", "worker", "--pool=solo", "--concurrency=1", "--prefetch-multiplier=1", "-Q", QUEUE,
+                         "-n", f"{config.name}@{worker.host}", "--loglevel=WARNING", "--without-gossip",
+                         "--without-mingle", "--without-heartbeat"])
+    finally:
+        worker.stop()

@@ -1,4 +1,4 @@
-"""Every command of the README section in docs/queue.md ("Labs with several machines"), run as written.
+"""Every command of the README's section "Labs with several machines" (also in docs/queue.md), run as written.
 
 Only what names the lab's machines is substituted: the broker's host and port become a free
 loopback port, the password a fresh one, and each "machine" is a workspace of its own (the
@@ -20,7 +20,8 @@ from _sync_helpers import free_port
 from eval_support import IMAGE_CACHE, LABELS, add_test_set
 from queue_support import remove_containers, run_cli, spawn_worker, start_redis
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "queue.md"
+ROOT = Path(__file__).resolve().parents[1]
+README, DOC = ROOT / "README.md", ROOT / "docs" / "queue.md"
 COMMANDS = [
     "redis-server --port 6379 --bind 0.0.0.0 --requirepass lab-broker-secret",
     "export DYNADESK_BROKER=redis://:lab-broker-secret@coordinator:6379/0",
@@ -37,15 +38,19 @@ COMMANDS = [
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]
 
 
+def section(path: Path) -> str:
+    return path.read_text().split("<!-- readme:begin -->")[1].split("<!-- readme:end -->")[0]
+
+
 def readme_commands() -> list[str]:
-    text = DOC.read_text()
-    section = text.split("<!-- readme:begin -->")[1].split("<!-- readme:end -->")[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    block = re.search(r"```bash\n(.*?)```", section(README), re.S).group(1)
     return [line.strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
 
 
 def test_the_readme_section_lists_exactly_the_commands_this_test_runs():
     assert readme_commands() == COMMANDS
+    commands = re.compile(r"```bash\n(.*?)```", re.S)
+    assert commands.findall(section(README)) == commands.findall(section(DOC))  # the guide repeats them unchanged
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,19 @@ def test_web_server_stack_only_in_sync():
 def test_sql_only_in_the_store_and_the_server_database():
     """Rule 6: the workspace database in dynadesk/store/, the server's in sync/server/ (db, migrations)."""
     assert not _violations(("sqlite3", "sqlite_utils"), ("dynadesk/store/", "sync/server/"))
+    assert not _violations(("psycopg", "psycopg_pool"), ("sync/server/pg.py",))
+
+
+def test_queue_libraries_only_in_the_queue_package():
+    """Rule 12: celery, kombu and redis only in dynadesk/queue/; the CLI loads them only for --queue."""
+    assert not _violations(("celery", "kombu", "redis"), ("dynadesk/queue/",))
+    proc = _run_blocked([], """
+        import dynadesk.cli, dynadesk.queue
+        loaded = [m for m in ("celery", "kombu", "redis") if m in sys.modules]
+        assert not loaded, loaded
+        print("ok")
+        """)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
 
 
 def test_click_only_in_the_command_line_modules():
@@ -229,6 +242,7 @@ RULE_CHECKS = {
     9: (test_torch_and_transformers_on_the_host_only_in_models_and_lazily,),
     10: (test_core_imports_are_light,),
     11: (test_evaluator_imports_without_qt_docker_server_or_core_deps,),
+    12: (test_queue_libraries_only_in_the_queue_package,),
 }
 
 

@@ -85,7 +85,7 @@ def show_default_datasets(store: Store, names: list[str], echo: Echo) -> None:
 
 def choose_runner(requested: str, step: Steps) -> str:
     """Docker when a daemon answers (and we can build or already have the image), else local."""
-    from dynadesk.orchestration.runners import daemon_status
+    from dynadesk.orchestration.daemon import daemon_status
 
     if requested == "local":
         return "local"

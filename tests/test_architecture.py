@@ -149,7 +149,8 @@ def test_click_only_in_the_command_line_modules():
 
 def test_docker_sdk_only_in_orchestration():
     """Rule 8."""
-    assert not _violations(("docker",), ("dynadesk/orchestration/runners.py", "dynadesk/orchestration/image.py"))
+    assert not _violations(("docker",), ("dynadesk/orchestration/runners.py", "dynadesk/orchestration/daemon.py",
+                                         "dynadesk/orchestration/image.py"))
 
 
 def test_torch_and_transformers_on_the_host_only_in_models_and_lazily():

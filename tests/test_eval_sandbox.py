@@ -121,7 +121,7 @@ def test_64_mib_of_output_without_newlines_is_cut_and_the_tail_saved(store, ws, 
 
 def test_one_daemon_status_serves_the_cli_and_the_gui(home, docker_client, require_qt, monkeypatch):
     from dynadesk.gui.services.status import probe_docker
-    from dynadesk.orchestration.runners import daemon_status
+    from dynadesk.orchestration.daemon import daemon_status
 
     def cli(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),

@@ -131,9 +131,9 @@ def test_gpu_option_follows_a_gpu_answering_and_a_cli_gpu_run_shows_its_line_on_
     from eval_support import IMAGE_CACHE
     from tiny_models import make_tiny_classifier
 
+    from dynadesk.orchestration.daemon import gpu_status
     from dynadesk.orchestration.evaluate import failure_line
     from dynadesk.orchestration.image import build_image
-    from dynadesk.orchestration.runners import gpu_status
 
     if gpu_status("docker").ok:
         pytest.skip("a GPU answers through this Docker: the GPU request is honoured here")

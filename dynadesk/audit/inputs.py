@@ -129,8 +129,8 @@ def rebuild_hint(version: str | None, evaluator: dict[str, Any] | None = None) -
 
 def check_image(payload: dict[str, Any], client: Any = None) -> Check:
     """Is the evaluator image with the recorded Id in Docker; if not, which Id does the local one have?"""
+    from dynadesk.orchestration.daemon import docker_client, has_image, image_id_of
     from dynadesk.orchestration.image import image_tag
-    from dynadesk.orchestration.runners import docker_client, has_image, image_id_of
 
     expected, version = payload["evaluator"]["image_digest"], payload["evaluator"]["version"]
     if expected is None:

@@ -86,7 +86,7 @@ def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: Mode
 
 
 def _require_image(image: str, version: str | None, client: Any, evaluator: dict[str, Any] | None = None) -> None:
-    from dynadesk.orchestration.runners import docker_client, has_image
+    from dynadesk.orchestration.daemon import docker_client, has_image
 
     try:
         present = has_image(client or docker_client(), image)

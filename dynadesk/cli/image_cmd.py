@@ -112,8 +112,8 @@ def list_images(app, cache, as_json):
 @json_option
 def status(as_json: bool) -> None:
     """Does a Docker daemon answer, and is this evaluator version's image loaded? Exits 1 without a daemon."""
+    from dynadesk.orchestration.daemon import daemon_status, docker_client, has_image
     from dynadesk.orchestration.image import image_tag
-    from dynadesk.orchestration.runners import daemon_status, docker_client, has_image
 
     daemon = daemon_status()
     tag = image_tag()

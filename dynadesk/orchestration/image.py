@@ -438,7 +438,7 @@ def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, c
     for tool in ("debootstrap", "chroot", "tar", "mount"):
         if shutil.which(tool) is None:
             raise ImageBuildError(f"'{tool}' is not installed (apt-get install debootstrap)")
-    from dynadesk.orchestration.runners import docker_client
+    from dynadesk.orchestration.daemon import docker_client
 
     client = client or docker_client()
     cache = Path(cache).resolve()

@@ -11,9 +11,10 @@ Both turn what happened into one :class:`RunOutcome` with a verdict:
 ``ok``, ``oom``, ``timeout``, ``disk``, ``error`` (with the log tail),
 ``missing_image``, ``gpu_unavailable``, ``cancelled`` or ``interrupted``.
 
-This module and :mod:`dynadesk.orchestration.image` are the only ones that import
-the docker SDK; every docker error is translated here into a library error
-(:class:`~dynadesk.errors.DockerUnavailable`) or a run verdict whose message says the fix.
+This module, :mod:`dynadesk.orchestration.daemon` (connection, daemon and GPU checks) and
+:mod:`dynadesk.orchestration.image` are the only ones that import the docker SDK; every docker
+error is translated into a library error (:class:`~dynadesk.errors.DockerUnavailable`) or a run
+verdict whose message says the fix.
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ from typing import Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
+from dynadesk.orchestration.daemon import (
+    NO_DAEMON_FIX,
+    docker_client,
+    first_line,
+    has_image,
+    image_id_of,
+    remote_docker_host,
+    transport_errors,
+)
 from dynadesk.orchestration.folder import (
     ERROR_FILE,
     RunFolder,
@@ -44,12 +54,10 @@ from dynadesk.orchestration.folder import (
 )
 from dynadesk.orchestration.output import ProgressFn, WorkerOutput, log_tail
 
-__all__ = ["DaemonStatus", "DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner",
-           "daemon_status", "docker_client", "has_image"]
+__all__ = ["DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner"]
 
 SANDBOX_UID = 65534  # 'nobody' in the image; used when the host side runs as root
 POLL_S = 0.2
-NO_DAEMON_FIX = "start Docker (packaging/start_docker.sh) or use --runner local"
 GPU_FIX = ("install NVIDIA's container toolkit (nvidia-container-toolkit) and restart Docker, or run without "
            "--gpus")
 
@@ -358,8 +366,8 @@ class DockerRunner(Runner):
                 container = self.client.containers.create(self.image, **self.container_options(paths, limits))
             except docker.errors.APIError as exc:
                 return _refused(exc, limits, watch.elapsed())
-            except _transport_errors() as exc:
-                raise DockerUnavailable(f"Docker failed creating the container: {_first_line(exc)}; "
+            except transport_errors() as exc:
+                raise DockerUnavailable(f"Docker failed creating the container: {first_line(exc)}; "
                                         f"{NO_DAEMON_FIX}") from exc
             return self._run_container(container, paths, limits, WorkerOutput(progress), watch)
         finally:
@@ -394,9 +402,9 @@ class DockerRunner(Runner):
             out.drain()
             container.reload()
             state = container.attrs.get("State", {})
-        except _transport_errors() as exc:
+        except transport_errors() as exc:
             _remove(container)
-            raise DockerUnavailable(f"Docker failed during the run: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
+            raise DockerUnavailable(f"Docker failed during the run: {first_line(exc)}; {NO_DAEMON_FIX}") from exc
         except BaseException:
             _remove(container)
             raise
@@ -424,126 +432,8 @@ def _refused(exc: Exception, limits: Limits, seconds: float) -> RunOutcome:
     return RunOutcome("error", None, "", seconds, f"Docker refused the container: {text}")
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """What the docker SDK raises when the daemon fails or goes away (its own errors and requests')."""
-    import docker
-    import requests
-
-    return docker.errors.DockerException, requests.exceptions.RequestException
-
-
 def _remove(container: Any) -> None:
     try:
         container.remove(force=True)
-    except _transport_errors():  # already gone, or the daemon with it
+    except transport_errors():  # already gone, or the daemon with it
         pass
-
-
-def remote_docker_host(url: str) -> str | None:
-    """``url`` when a ``DOCKER_HOST`` value names another machine (ssh://, tcp:// to a non-loopback host)."""
-    from urllib.parse import urlsplit
-
-    if url.startswith("ssh://"):
-        return url
-    if url.startswith("tcp://") and urlsplit(url).hostname not in ("localhost", "127.0.0.1", "::1"):
-        return url
-    return None
-
-
-def docker_client(timeout: float = 120) -> Any:
-    """A docker SDK client from the environment (``DOCKER_HOST``; a remote one is refused by ``check_ready``)."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise DockerUnavailable(f"the docker SDK is not installed ({exc}); pip install docker, or use --runner "
-                                "local") from exc
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-        return client
-    except _transport_errors() as exc:
-        raise DockerUnavailable(f"no Docker daemon answers ({_first_line(exc)}); {NO_DAEMON_FIX}") from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:200] if text else type(exc).__name__
-
-
-@dataclass(frozen=True)
-class DaemonStatus:
-    """Whether a Docker daemon answers, and the line to show (its version, or the cause and the fix)."""
-
-    ok: bool
-    detail: str
-
-
-def daemon_status(timeout: float = 3.0) -> DaemonStatus:
-    """The one daemon check the CLI, the GUI's status bar and the demo use."""
-    try:
-        client = docker_client(timeout=timeout)
-    except DockerUnavailable as exc:
-        return DaemonStatus(False, str(exc))
-    try:
-        return DaemonStatus(True, f"Docker {client.version().get('Version', '?')}")
-    except _transport_errors() as exc:  # a daemon that answers ping but not version
-        return DaemonStatus(False, f"Docker answers but not fully ({_first_line(exc)}); {NO_DAEMON_FIX}")
-    finally:
-        client.close()
-
-
-def host_gpu_count() -> int:
-    """GPUs the NVIDIA driver reports on this machine (0 without a driver or device)."""
-    try:
-        import pynvml
-    except ImportError:
-        return 0
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:  # no driver (NVML_ERROR_LIBRARY_NOT_FOUND ...) or no device
-        return 0
-    try:
-        return int(pynvml.nvmlDeviceGetCount())
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def gpu_status(runner: str, timeout: float = 3.0) -> DaemonStatus:
-    """Can a run on ``runner`` get a GPU: a device answers, and (Docker) the daemon has NVIDIA's runtime."""
-    n = host_gpu_count()
-    if n == 0:
-        return DaemonStatus(False, "no GPU answers on this machine (no NVIDIA driver or device)")
-    if runner != "docker":
-        return DaemonStatus(True, f"{n} GPU(s)")
-    try:
-        client = docker_client(timeout=timeout)
-    except DockerUnavailable as exc:
-        return DaemonStatus(False, str(exc))
-    try:
-        runtimes = client.info().get("Runtimes") or {}
-    except _transport_errors() as exc:
-        return DaemonStatus(False, f"Docker did not say its runtimes ({_first_line(exc)})")
-    finally:
-        client.close()
-    if "nvidia" not in runtimes:
-        return DaemonStatus(False, f"{n} GPU(s), but this Docker has no NVIDIA runtime; install NVIDIA's container "
-                                   "toolkit (nvidia-container-toolkit) and restart Docker")
-    return DaemonStatus(True, f"{n} GPU(s) through Docker's NVIDIA runtime")
-
-
-def has_image(client: Any, name: str) -> bool:
-    """Is an image with this name or Id in Docker (a daemon error is a :class:`DockerUnavailable`)."""
-    return image_id_of(client, name) is not None
-
-
-def image_id_of(client: Any, name: str) -> str | None:
-    """The Id of the image with this name or Id, None when Docker does not have it."""
-    import docker
-
-    try:
-        return str(client.images.get(name).id)
-    except docker.errors.ImageNotFound:
-        return None
-    except _transport_errors() as exc:
-        raise DockerUnavailable(f"Docker is not usable: {_first_line(exc)}; {NO_DAEMON_FIX}") from exc
-

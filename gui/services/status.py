@@ -11,7 +11,7 @@ from dynadesk.gui.services.workspace import WorkspaceService
 
 def probe_docker(timeout: float = 3.0) -> tuple[bool, str]:
     """``(answers, detail)`` from the one daemon check (CLI, GUI and demo); runs on a probe thread."""
-    from dynadesk.orchestration.runners import daemon_status
+    from dynadesk.orchestration.daemon import daemon_status
 
     status = daemon_status(timeout)
     return status.ok, status.detail

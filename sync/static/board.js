@@ -159,7 +159,7 @@ function renderControls(panel, board) {
 function columns(board) {
   const open = expanded();
   const cols = [
-    {key: "rank", label: "Rank", num: true, get: r => r.rank},
+    {key: "rank", label: "Rank", num: true, get: r => r.rank, cell: (r, td) => { td.textContent = String(r.rank); }},
     {key: "model", label: "Model", get: r => (r.label || r.model).toLowerCase(), cell: modelCell},
     {key: "dynascore", label: "Dynascore", num: true, get: r => r.dynascore, cls: "dynascore"},
     {key: "breakdown", label: "Score breakdown", sortable: false, cell: (r, td, ctx) =>

@@ -129,7 +129,8 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
                   limit: int = 100, offset: int = 0,
-                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> dict[str, Any]:
+                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
+                  stability: bool = False) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
@@ -146,7 +147,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
                          "converted": m.converted,
                          "contributions": {k: scored.weights[k] * v for k, v in m.converted.items()},
-                         **({"stability": stab.get(m.name)} if stability else {}), "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
+                         **({"stability": stab.get(m.name)} if stability else {}),
+                         "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
     return {"task": task,

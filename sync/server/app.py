@@ -110,7 +110,6 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
     tasks = load_tasks(tasks_dir)
-    task_names = set(tasks)
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     address_limiter = Limiter("address", limits.per_address)

@@ -113,7 +113,8 @@ def _attestations(atts: list[dict[str, Any]]) -> Html:
         f"<tr><td>{h(a.get('auditor'))} <code>{h(str(a.get('auditor_fingerprint'))[:23])}</code></td>"
         f"<td class=\"verdict {h(a.get('verdict'))}\">{h(a.get('verdict'))}</td><td>{h(a.get('hardware_class'))}</td>"
         f"<td>{h(a.get('created_at'))}</td><td>{h(a.get('log_seq'))}</td>"
-        f"<td>{tree(a.get('fields')) if a.get('fields') else '–'}</td><td>{link(str(a.get('url')), 'raw JSON')}</td></tr>"
+        f"<td>{tree(a.get('fields')) if a.get('fields') else '–'}</td>"
+        f"<td>{link(str(a.get('url')), 'raw JSON')}</td></tr>"
         for a in atts)
     return ("<table class=\"atts\"><thead><tr><th>auditor</th><th>verdict</th><th>hardware class</th><th>signed</th>"
             f"<th>log entry</th><th>fields</th><th>document</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -91,11 +91,14 @@ def photograph(url: str, model_bundle: str, out: Path) -> list[Path]:
     shots = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1680, "height": 1050})
+        page = browser.new_page(viewport={"width": 1900, "height": 1050})
         page.goto(url + "/?task=sentiment&expand=perf")
         page.wait_for_selector("#task-sentiment[data-loaded] #board-sentiment tbody tr")
+        wide = page.evaluate("() => document.querySelector('#board-sentiment').scrollWidth + 80")
+        page.set_viewport_size({"width": max(1600, int(wide)), "height": 1050})  # every column in the picture
         shots.append(out / "board.png")
         page.screenshot(path=str(shots[-1]), full_page=True)
+        page.set_viewport_size({"width": 1400, "height": 1000})
         page.goto(f"{url}/models/{model_bundle}")
         page.wait_for_selector("#metrics")
         shots.append(out / "board_model.png")
@@ -107,45 +110,63 @@ def photograph(url: str, model_bundle: str, out: Path) -> list[Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
-    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one, removed)")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="scratch folder, kept (default: a temporary one, removed); one holding board.db from an"
+                             " earlier run is photographed again without rebuilding")
     args = parser.parse_args()
-    from dynadesk.models.zoo import BOW, MAJORITY, ZooConfig
-    from dynadesk.sync.client import sync_queue
-    from dynadesk.sync.format.keys import key_info
-    from dynadesk.sync.server.admin import import_workspace_datasets
+    from dynadesk.models.zoo import BOW
     from dynadesk.sync.server.db import ServerDB
 
     work = args.work or Path(tempfile.mkdtemp(prefix="dynadesk-board-"))
     work.mkdir(parents=True, exist_ok=True)
+    db_path = work / "board.db"
     try:
-        demo_ws, demo_store, demo_bundles = lab(work / "demo", [MAJORITY, BOW], ZooConfig())
-        other_ws, other_store, _ = lab(work / "second-lab", [BOW],
-                                       ZooConfig(bow_dim=32, bow_epochs=3, seed=7, bow_train_per_source=400))
-        db_path = work / "board.db"
+        if not db_path.exists():  # a --work folder from an earlier run is photographed again as it is
+            build_server_state(work, db_path)
         db = ServerDB(db_path)
-        for name, ws in (("demo", demo_ws), ("second lab", other_ws)):
-            info = key_info(ws.keys_dir)
-            db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), name)
-        import_workspace_datasets(db, demo_ws.home)
+        model_bundle = next(r["bundle_id"] for r in db.board_rows("sentiment")
+                            if r["submitter"] == "demo" and r["model"] == BOW)
         db.close()
         proc, url = serve(db_path)
         try:
-            for store in (demo_store, other_store):
-                report = sync_queue(store, url)
-                if not report.ok:
-                    raise SystemExit(f"sync failed: {report}")
-            shots = photograph(url, demo_bundles[-1], args.out)
+            shots = photograph(url, model_bundle, args.out)
         finally:
             proc.terminate()
             proc.wait(10)
-        demo_store.close()
-        other_store.close()
         for shot in shots:
             say(f"wrote {shot.relative_to(REPO) if shot.is_relative_to(REPO) else shot}")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 
+
+def build_server_state(work: Path, db_path: Path) -> None:
+    """The demo submitter's and a second lab's bundles, accepted by a server database at ``db_path``."""
+    from dynadesk.models.zoo import BOW, MAJORITY, ZooConfig
+    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.format.keys import key_info
+    from dynadesk.sync.server.admin import import_workspace_datasets
+    from dynadesk.sync.server.db import ServerDB
+
+    demo_ws, demo_store, _ = lab(work / "demo", [MAJORITY, BOW], ZooConfig())
+    other_ws, other_store, _ = lab(work / "second-lab", [BOW],
+                                   ZooConfig(bow_dim=32, bow_epochs=3, seed=7, bow_train_per_source=400))
+    db = ServerDB(db_path)
+    for name, ws in (("demo", demo_ws), ("second lab", other_ws)):
+        info = key_info(ws.keys_dir)
+        db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), name)
+    import_workspace_datasets(db, demo_ws.home)
+    db.close()
+    proc, url = serve(db_path)
+    try:
+        for store in (demo_store, other_store):
+            report = sync_queue(store, url)
+            if not report.ok:
+                raise SystemExit(f"sync failed: {report}")
+            store.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 if __name__ == "__main__":
     main()

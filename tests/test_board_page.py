@@ -217,7 +217,10 @@ def test_model_page_shows_provenance(page, board):
     assert "Test CPU 2000, 2 cores, 4 GiB, no GPU, cpu" in text and "docker, sandboxed" in text
     for section in ("#environment", "#seeds", "#settings", "#tolerances", "#audit"):
         assert page.locator(section).count() == 1
-    assert "13" in page.inner_text("#seeds") and "batch_size" in page.inner_text("#settings")
+    assert "13" in page.inner_text("#seeds") and "batch_size" in page.inner_text("#settings summary")
+    assert page.locator("#environment details").evaluate("d => d.open") is False  # long: folded, one click away
+    page.click("#environment summary")
+    assert "Test CPU 2000" in page.inner_text("#environment table")
     assert "throughput" in page.inner_text("#tolerances") and "Not audited" in page.inner_text("#audit")
     metrics = page.inner_text("#metrics")
     assert "vader-movies-test" in metrics and "whole run" in metrics and "78" in metrics  # perf on tweets: 75 + 3

@@ -80,6 +80,12 @@ def section(title: str, body: Html, anchor: str) -> Html:
     return f"<section id=\"{anchor}\"><h2>{h(title)}</h2>{body}</section>"
 
 
+def folded(title: str, summary: str, body: Html, anchor: str) -> Html:
+    """A long section (environment, settings) folded under a one-line summary: all of it one click away."""
+    return (f"<section id=\"{anchor}\"><h2>{h(title)}</h2><details><summary>{h(summary)} (show all fields)</summary>"
+            f"{body}</details></section>")
+
+
 def metrics_table(payload: dict[str, Any]) -> Html:
     """Every metric of the bundle: one row per metric, one column per dataset ('whole run' for '')."""
     table: dict[str, dict[str, Any]] = {}
@@ -168,6 +174,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]
                  + ([("lineage", model["lineage"])] if model.get("lineage") else []))
     attested = db.attestations(task).get(bundle_id, [])
+    env = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
+    settings = payload.get("settings") if isinstance(payload.get("settings"), dict) else {}
     body = "".join([
         _standing(view, task, bundle_id, facts.hardware_class, facts.hardware_label),
         section("Summary", summary, "summary"),
@@ -175,9 +183,12 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
         section("Datasets", "<table class=\"datasets\"><thead><tr><th>name</th><th>split</th><th>examples</th>"
                 f"<th>digest</th><th>board version</th></tr></thead><tbody>{ds_rows}</tbody></table>", "datasets"),
         section("Evaluator", tree(payload.get("evaluator") or {}), "evaluator"),
-        section("Environment", tree(payload.get("environment") or {}), "environment"),
+        folded("Environment", f"{facts.hardware_label}; python {env.get('python', '?')}, torch "
+               f"{env.get('torch', (env.get('libraries') or {}).get('torch', '?'))}",
+               tree(env), "environment"),
         section("Seeds", tree(payload.get("seeds") or {}), "seeds"),
-        section("Settings", tree(payload.get("settings") or {}), "settings"),
+        folded("Settings", ", ".join(f"{k} {v}" for k, v in settings.items() if not isinstance(v, dict | list))[:160],
+               tree(settings), "settings"),
         section("Tolerances (measured metrics)", tree(payload.get("tolerances") or {}), "tolerances"),
         section("Predictions", tree(payload.get("predictions") or {}), "predictions"),
         section("Audit attestations", _attestations(attested), "audit"),

@@ -196,6 +196,7 @@ function columns(board) {
     }},
     {key: "audit", label: "Audit", get: r => r.audit.state, cell: auditCell},
     {key: "links", label: "Documents", sortable: false, cell: (r, td) => {
+      td.className = "links";
       td.append(el("a", {href: r.model_url, text: "model page"}), " · ",
                 el("a", {href: r.bundle_url, text: "raw", title: "the signed bundle's exact bytes (JSON)"}));
     }});

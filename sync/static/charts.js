@@ -73,8 +73,8 @@ const DynaCharts = (() => {
   // Best and worst rank of each row when any one weight varies (the server's rank_stability).
   function stability(rows, total) {
     const shown = rows.filter(r => r.stability);
-    const left = 190, right = 20, rowH = 22, top = 28;
-    const width = 680, plot = width - left - right;
+    const left = 330, right = 20, rowH = 22, top = 28;
+    const width = 860, plot = width - left - right;
     const height = top + rowH * shown.length + 10;
     const n = Math.max(total, 2);
     const x = rank => left + (rank - 1) / (n - 1) * plot;
@@ -92,7 +92,7 @@ const DynaCharts = (() => {
       const g = svg("g", {"data-model": r.model, "data-min": s.min_rank, "data-max": s.max_rank});
       g.append(svg("title", {}, `${r.label || r.model}: rank ${r.rank}, between #${s.min_rank} and #${s.max_rank}`));
       g.append(svg("text", {x: left - 8, y: y + 4, "text-anchor": "end", class: "name"},
-                   (r.label || r.model).slice(0, 28)));
+                   (r.label || r.model).slice(0, 48)));
       g.append(svg("line", {x1: x(s.min_rank), x2: x(s.max_rank), y1: y, y2: y, stroke: "#0072B2",
                             "stroke-width": 6, "stroke-linecap": "round"}));
       g.append(svg("circle", {cx: x(r.rank), cy: y, r: 5, fill: "#1b1b1b"}));

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.errors import NotFoundError
@@ -22,7 +23,17 @@ from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, 
 from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
 
-_Prepared = tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, str], _board.PreparedBoard]
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One filtered board, scored per query; what does not depend on the weights is worked out once."""
+
+    by_id: dict[str, dict[str, Any]]
+    shown: dict[str, str]
+    board: _board.PreparedBoard
+    units: dict[str, str]
+    submitted: frozenset[str]   # datasets some row has a value for
+    measured: list[str]         # metrics some row reports as measured (not deterministic)
 
 
 class BoardView:
@@ -32,6 +43,7 @@ class BoardView:
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
         self._prepared: dict[tuple[str, str, str | None, bool | None], tuple[list[dict[str, Any]], _Prepared]] = {}
+        # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
 
     def check_task(self, task: str) -> Task:
@@ -50,7 +62,10 @@ class BoardView:
         if cached is not None and cached[0] is stored:
             return cached[1]
         keyed = _rows.identified(kept)
-        prepared = (kept, {r["model"]: r for r in keyed}, _rows.labels(keyed), _board.prepare(keyed))
+        prepared = _Prepared({r["model"]: r for r in keyed}, _rows.labels(keyed), _board.prepare(keyed),
+                             self._units(task, kept),
+                             frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
+                             sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}))
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
@@ -64,28 +79,24 @@ class BoardView:
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
         kept, chosen, classes = row_filter.select(stored, facts)
-        _, by_id, shown, prepared = self._prepare(
-            task, (task, chosen, row_filter.runner, row_filter.sandboxed), stored, kept)
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed), stored, kept)
         datasets = self.db.datasets(task)
-        answer = _board.compute_board(task, prepared, datasets, mw, dw, limit, offset, budget, stability)
-        answer = _rows.present(answer, by_id, shown, self.rules[task], self.db.dataset_versions(task))
-        units = self._units(task, kept)
+        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability)
+        answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         for out in answer["rows"]:
-            r = by_id[out["row_id"]]
+            r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
             out["per_dataset"] = {name: slot["values"] for name, slot in r["metrics"].items()}
             out["model_url"] = f"/models/{r['bundle_id']}"
-        submitted = {d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d}
         for d in answer["datasets"]:
-            d["submitted"] = d["name"] in submitted
+            d["submitted"] = d["name"] in prep.submitted
         labels = {f.hardware_class: f.hardware_label for f in facts.values()}
         comparable = chosen != ALL_CLASSES or len(classes) <= 1
         if not comparable:
             answer["notes"].insert(0, NOT_COMPARABLE.format(n=len(classes)))
-        measured = sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]})
         answer.update({
-            "units": units, "measured_metrics": measured,
-            "perf_metric": {"metric": spec.metric, "unit": units.get("perf", "")},
+            "units": prep.units, "measured_metrics": prep.measured,
+            "perf_metric": {"metric": spec.metric, "unit": prep.units.get("perf", "")},
             "hardware_class": chosen, "comparable": comparable,
             "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n} for c, n in classes.items()],
             "runners": sorted({f.runner for f in facts.values()}),

@@ -106,6 +106,10 @@ def metrics_table(payload: dict[str, Any]) -> Html:
             f"</th><th scope=\"col\">kind</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
+def _mapping(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _num(v: Any) -> Html:
     if not isinstance(v, int | float) or isinstance(v, bool):
         return h(v)
@@ -174,8 +178,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]
                  + ([("lineage", model["lineage"])] if model.get("lineage") else []))
     attested = db.attestations(task).get(bundle_id, [])
-    env = payload.get("environment") if isinstance(payload.get("environment"), dict) else {}
-    settings = payload.get("settings") if isinstance(payload.get("settings"), dict) else {}
+    env = _mapping(payload.get("environment"))
+    settings = _mapping(payload.get("settings"))
     body = "".join([
         _standing(view, task, bundle_id, facts.hardware_class, facts.hardware_label),
         section("Summary", summary, "summary"),

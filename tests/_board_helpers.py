@@ -68,6 +68,7 @@ def board_run(store: Any, runs_dir: Path, model: str, perf: float, throughput: f
 class Served:
     url: str
     stores: list[Any]
+    db: Any  # the server's database, open in this process too (to register an auditor, say)
     bundles: dict[str, str] = field(default_factory=dict)  # "<submitter>/<model>" -> bundle id
 
 
@@ -108,7 +109,7 @@ def serve_board(tmp: Path, rows: tuple[tuple[Any, ...], ...] = ROWS) -> tuple[Se
     url = f"http://127.0.0.1:{port}"
     for _ws, store in workspaces.values():
         assert sync_queue(store, url).ok
-    served = Served(url, [s for _, s in workspaces.values()],
+    served = Served(url, [s for _, s in workspaces.values()], db,
                     {f"{sub}/{model}": bid for sub, model, _, bid in pending})
 
     def stop() -> None:

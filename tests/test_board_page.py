@@ -255,6 +255,11 @@ def test_empty_tasks_collapse_after_the_board_and_unused_datasets_get_no_slider(
     assert sliders == ["vader-movies-test", "vader-tweets-test"] and UNUSED_SET not in sliders
     page.click("#task-nli summary")
     assert page.locator("#task-nli").evaluate("d => d.open")
+    page.click("#task-nli >> text=Open this board")
+    page.wait_for_selector("section#task-nli[data-loaded]")
+    assert "No submissions yet on this board" in page.inner_text("section#task-nli")
+    assert page.locator("section#task-nli tbody tr").count() == 0
+    assert "task-nli" not in page.locator("#empty-tasks details").evaluate_all("ds => ds.map(d => d.id)")
 
 
 def test_bad_links_say_what_is_wrong(page, board):

@@ -11,10 +11,14 @@ import math
 
 import pytest
 import requests
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from _board_helpers import BIG, SMALL, UNUSED_SET, serve_board
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.scoring.leaderboard import NOT_COMPARABLE
+from dynadesk.sync.format.attestation import sign_attestation
+from dynadesk.sync.format.keys import fingerprint, public_raw
+from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.facts import facts_of
 
 SMALL_CLASS = hardware_class_of({"hardware": SMALL})
@@ -116,3 +120,21 @@ def test_facts_of_an_old_bundle_without_runner_or_environment():
     facts = facts_of({"task": "sentiment"})
     assert facts.runner == "unknown" and facts.sandboxed is False
     assert facts.hardware_class.startswith("cpu=unknown")
+
+
+def test_model_page_lists_the_attestations_of_its_bundle(board):
+    key = Ed25519PrivateKey.generate()
+    fp = fingerprint(public_raw(key))
+    board.db.add_key(fp, public_raw(key), "carol", role="auditor")
+    bundle_id = board.bundles["alice/middle"]
+    payload = {"bundle_id": bundle_id, "created_at": utc_now_text(), "verdict": "reproduced",
+               "auditor": {"key_fingerprint": fp}, "fields": {"metrics.perf": "identical"},
+               "hardware_class": "Test CPU 2000, 2 cores", "evaluator_image": None, "runner": "docker"}
+    sent = requests.post(f"{board.url}/api/attestations", data=sign_attestation(payload, key).raw, timeout=10)
+    assert sent.status_code == 201, sent.text
+    page = get(board, f"/models/{bundle_id}").text
+    audit = page[page.index('id="audit"'):page.index('id="log-entry"')]
+    assert "carol" in audit and "reproduced" in audit and "metrics.perf" in audit
+    assert f'href="/api/attestations/{sent.json()["attestation_id"]}"' in audit
+    rows = {r["model"]: r for r in get(board, "/api/leaderboard/sentiment").json()["rows"]}
+    assert rows["middle"]["audit"]["state"] == "reproduced by 1" and rows["fast-small"]["audit"]["state"] == "not audited"

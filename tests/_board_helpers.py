@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _sync_helpers import TEST_SETS, ensure_datasets, free_port, start_server, stop_server, workspace_with_key
+from _sync_helpers import (
+    NO_LIMITS,
+    TEST_SETS,
+    ensure_datasets,
+    free_port,
+    start_server,
+    stop_server,
+    workspace_with_key,
+)
 
 from dynadesk.store.evaluations import MetricValue
 from dynadesk.sync.client import sync_queue
@@ -85,10 +93,12 @@ ROWS: tuple[tuple[str, str, float, float, float, str, bool, dict[str, Any]], ...
 UNUSED_SET = "vader-unused-test"  # accepted by the board, used by no submission: it gets no slider
 
 
-def serve_board(tmp: Path, rows: tuple[tuple[Any, ...], ...] = ROWS) -> tuple[Served, Any]:
+def serve_board(tmp: Path, rows: tuple[tuple[Any, ...], ...] = ROWS,
+                db_target: Path | str | None = None) -> tuple[Served, Any]:
     """Workspaces per submitter, their bundles synced to a real ``dynadesk-server`` that also accepts
-    :data:`UNUSED_SET`; returns (served, stop)."""
-    db_path = tmp / "board.db"
+    :data:`UNUSED_SET`; returns (served, stop). ``db_target``: a SQLite file (default ``tmp/board.db``) or a
+    PostgreSQL URL."""
+    db_path = db_target or tmp / "board.db"
     db = ServerDB(db_path)
     workspaces: dict[str, tuple[Any, Any]] = {}
     pending: list[tuple[str, str, Any, int]] = []
@@ -105,7 +115,7 @@ def serve_board(tmp: Path, rows: tuple[tuple[Any, ...], ...] = ROWS) -> tuple[Se
     import_workspace_datasets(db, first.home)
     db.add_dataset("sentiment", UNUSED_SET, "test", "sha256:" + "0f" * 32, 5)
     port = free_port()
-    proc = start_server(db_path, port)
+    proc = start_server(db_path, port, (*NO_LIMITS, "--key", str(tmp / "server.key")))
     url = f"http://127.0.0.1:{port}"
     for _ws, store in workspaces.values():
         assert sync_queue(store, url).ok

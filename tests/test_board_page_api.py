@@ -2,7 +2,7 @@
 
 Hardware class selects the rows ranked (default: the class with the most models, as on the
 local board), runner and sandbox filter before scoring, contributions add up to the Dynascore,
-and every bad parameter is a 4xx naming what is wrong.
+and every bad parameter is a 4xx naming what is wrong; on both server backends (SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ SMALL_CLASS = hardware_class_of({"hardware": SMALL})
 BIG_CLASS = hardware_class_of({"hardware": BIG})
 
 
-@pytest.fixture(scope="module")
-def board(tmp_path_factory):
-    served, stop = serve_board(tmp_path_factory.mktemp("board"))
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def board(request, tmp_path_factory):
+    """The same board on each server backend (the PostgreSQL one in the session's cluster, tests/_pg.py)."""
+    target = request.getfixturevalue("postgres").new_database() if request.param == "postgresql" else None
+    served, stop = serve_board(tmp_path_factory.mktemp("board"), db_target=target)
     yield served
     stop()
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
-from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB
+from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
+from dynadesk.sync.server.facts import RowFilter
 
 BOARD_METRICS = SCORE_METRICS
 
@@ -29,6 +30,26 @@ def board_metrics(bundle_metrics: list[dict[str, Any]]) -> dict[str, Any]:
 
 PAGE_PARAMS = {"limit": 100, "offset": 0}  # name: default (the board checks the bounds)
 BUDGET_PARAM = "memory_budget"
+FILTER_PARAMS = ("hardware_class", "runner", "sandboxed")
+STABILITY_PARAM = "stability"
+_YES_NO = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
+
+
+def _yes_no(params: Mapping[str, str], name: str) -> bool | None:
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return _YES_NO[raw.lower()]
+    except KeyError:
+        raise ValidationError(f"query parameter '{name}' must be yes or no, got {raw!r:.40}") from None
+
+
+def parse_filters(params: Mapping[str, str]) -> tuple[RowFilter, bool]:
+    """``hardware_class`` (a class or 'all'), ``runner``, ``sandboxed=yes|no`` and ``stability=yes|no``."""
+    hw = params.get("hardware_class") or None
+    runner = params.get("runner") or None
+    return RowFilter(hw, runner, _yes_no(params, "sandboxed")), bool(_yes_no(params, STABILITY_PARAM))
 
 
 def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
@@ -63,7 +84,7 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     metric_w: dict[str, float] = {}
     dataset_w: dict[str, float] = {}
     for key, raw in params.items():
-        if key in PAGE_PARAMS or key == BUDGET_PARAM:
+        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM):
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:
@@ -108,17 +129,26 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
                   limit: int = 100, offset: int = 0,
-                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> dict[str, Any]:
+                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
+                  stability: bool = False) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
-    bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent."""
+    bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
+
+    Each row's ``contributions`` (normalised weight x converted value per metric) sum to its Dynascore, so a
+    chart of them needs no scoring of its own; ``stability`` adds each row's best and worst rank when one
+    weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
                                known_datasets=[d["name"] for d in datasets])
+    stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():
         r = board.rows[m.name]
         out_rows.append({"rank": m.rank, "model": m.name, "dynascore": m.dynascore, "values": m.values,
-                         "converted": m.converted, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
+                         "converted": m.converted,
+                         "contributions": {k: scored.weights[k] * v for k, v in m.converted.items()},
+                         **({"stability": stab.get(m.name)} if stability else {}),
+                         "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
     return {"task": task,

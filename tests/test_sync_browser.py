@@ -69,8 +69,10 @@ def test_page_shows_board_and_sliders_rerank(browser, served_board):
     header = page.inner_text("#board-sentiment thead")
     assert "GiB" in header and "examples/s" in header and "Dynascore" in header and "Audit" in header
     assert page.locator("#board-sentiment tbody td.audit").all_inner_texts() == ["not audited"] * 3
-    first_link = page.locator("#board-sentiment tbody tr a").first.get_attribute("href")
-    assert first_link.startswith("/api/bundles/") and len(first_link) == len("/api/bundles/") + 64
+    first_link = page.locator("#board-sentiment tbody tr td.model a").first.get_attribute("href")
+    assert first_link.startswith("/models/") and len(first_link) == len("/models/") + 64
+    raw_link = page.locator("#board-sentiment tbody tr a[title^='the signed bundle']").first.get_attribute("href")
+    assert raw_link.startswith("/api/bundles/") and len(raw_link) == len("/api/bundles/") + 64
     section = page.locator("#task-sentiment")
     for name, value in (("perf", "5"), ("throughput", "0"), ("memory", "0")):
         section.locator(f"input[data-kind=metric][data-name={name}]").fill(value)

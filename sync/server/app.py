@@ -13,7 +13,6 @@ import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +24,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dynadesk.errors import ConfigError, DynaDeskError, NotFoundError
-from dynadesk.sync import board as _board
 from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
 from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import sign_head
-from dynadesk.sync.server import rows as _rows
+from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
+from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
 from dynadesk.sync.server.values import registry
@@ -58,7 +57,6 @@ def _docs_asset(name: str) -> bytes:
 
 _BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
 SQLITE_MAX_INT = 2 ** 63 - 1  # a larger query integer cannot be bound (it was a 500)
-_STATIC = {"board.js": "application/javascript", "board.css": "text/css"}
 
 
 UPLOAD_WORKERS = 2  # threads checking uploads at once; more only queue on the GIL
@@ -112,7 +110,6 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
     tasks = load_tasks(tasks_dir)
-    task_names = set(tasks)
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     address_limiter = Limiter("address", limits.per_address)
@@ -130,8 +127,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                   description="Signed score bundles, Dynascore boards and a transparency log.",
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
-    prepared: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, str],
-                              _board.PreparedBoard]] = {}
+    view = BoardView(db, tasks, rules)
+
+    def _head() -> dict[str, Any]:
+        size, head = db.log_head()
+        return sign_head(server_key, size, head, utc_now_text(clock()))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -146,16 +146,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     async def _domain(request: Request, exc: DynaDeskError) -> JSONResponse:
         return _refusal(exc)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index() -> HTMLResponse:
-        return HTMLResponse(resources.files("dynadesk.sync").joinpath("static/index.html").read_text("utf-8"))
-
-    @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> Response:
-        if name not in _STATIC:
-            raise NotFoundError(f"no static file {name!r}")
-        data = resources.files("dynadesk.sync").joinpath(f"static/{name}").read_bytes()
-        return Response(data, media_type=_STATIC[name])
+    add_page_routes(app, view, _head)
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs() -> HTMLResponse:
@@ -179,7 +170,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         by_task: dict[str, list[dict[str, Any]]] = {}
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
-        return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, [])}
+        return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, []),
+                 "submissions": len(db.board_rows(t.name))}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
 
     refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",
@@ -235,25 +227,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return Response(db.bundle_raw(bundle_id), media_type="application/json")
 
     @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight;"
+             " hardware_class (a class or 'all'; default: the class with the most models), runner and"
+             " sandboxed=yes|no select the rows ranked; stability=yes adds each row's rank range;"
              " limit (default 100) and offset page the rows")
     def leaderboard(task: str, request: Request) -> JSONResponse:
-        if task not in task_names:
-            raise NotFoundError(f"no task '{task}' on this board (known: {', '.join(sorted(task_names))})")
-        mw, dw = _board.parse_weights(request.query_params)
-        limit, offset = _board.parse_page(request.query_params)
-        rows = db.board_rows(task)  # the same list object while the stored board is unchanged
-        cached = prepared.get(task)
-        if cached is None or cached[0] is not rows:
-            keyed = _rows.identified(rows)
-            cached = prepared[task] = (rows, {r["model"]: r for r in keyed}, _rows.labels(keyed),
-                                       _board.prepare(keyed))
-        answer = _board.compute_board(task, cached[3], db.datasets(task), mw, dw, limit, offset,
-                                      _board.parse_budget(request.query_params))
-        return JSONResponse(_rows.present(answer, cached[1], cached[2], rules[task], db.dataset_versions(task)))
-
-    def _head() -> dict[str, Any]:
-        size, head = db.log_head()
-        return sign_head(server_key, size, head, utc_now_text(clock()))
+        return JSONResponse(view.answer(task, request.query_params))
 
     @app.get("/api/log", summary="Transparency log entries and the server-signed head")
     def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict[str, Any]:

@@ -361,3 +361,10 @@ class ServerDB:
         with self.lock:
             row = self.conn.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, "0" * 64)
+
+    def log_entry_of(self, doc_id: str) -> dict[str, Any] | None:
+        """The transparency-log entry of one bundle or attestation (the board's model page shows it)."""
+        cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash", "kind")
+        with self.lock:
+            row = self.conn.execute(f"SELECT {', '.join(cols)} FROM log WHERE bundle_id = ?", [doc_id]).fetchone()
+        return dict(zip(cols, row)) if row else None

@@ -1,102 +1,381 @@
-// DynaDesk board page: plain JS, no CDN. The server computes every Dynascore
-// (the shared scoring function); sliders only change the query's weights.
+// DynaDesk board page: plain JS, no CDN. The server ranks (the one ScoreBoard); this page only
+// keeps the view in the URL, asks /api/leaderboard with the URL's parameters and draws the answer.
+// Every control that changes the ranking (weights, dataset weights, hardware class, runner, sandbox)
+// is a URL parameter, as are the sort and the expanded columns: a copied URL reproduces the view.
 "use strict";
 
 const METRICS = ["perf", "throughput", "memory", "robustness", "fairness"];
 const DEFAULT_WEIGHTS = {perf: 4, throughput: 1, memory: 1, robustness: 1, fairness: 1};
+const FILTERS = ["hardware_class", "runner", "sandboxed"];
+const LIMIT = 1000;  // every row the board allows on one page: sorting is over all of them
+
+const state = {params: new URLSearchParams(location.search), tasks: [], board: null, token: 0, timer: null};
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
-    if (k === "text") node.textContent = v; else node.setAttribute(k, v);
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "text") node.textContent = v; else node.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children) node.append(c);
+  for (const c of children) if (c !== null && c !== undefined && c !== "") node.append(c);
   return node;
 }
 
 function fmt(v) {
-  if (v === null || v === undefined) return "–";
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
   return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2);
 }
 
-function slider(section, kind, name, value, onChange) {
-  const out = el("output", {text: String(value)});
-  const input = el("input", {type: "range", min: "0", max: "5", step: "0.5", value: String(value),
-                              "data-kind": kind, "data-name": name, "aria-label": `${kind} weight ${name}`});
-  input.addEventListener("input", () => { out.textContent = input.value; onChange(); });
-  return el("label", {}, el("span", {text: name}), input, out);
+// ------------------------------------------------------------------ URL state
+function isApiParam(k) {
+  return k.startsWith("weight.") || k.startsWith("dataset.") || FILTERS.includes(k) || k === "memory_budget";
 }
 
-const PAGE = 100;  // rows shown per board; every model is still scored
+function apiQuery() {
+  const q = new URLSearchParams();
+  for (const [k, v] of state.params) if (isApiParam(k)) q.set(k, v);
+  q.set("stability", "yes");
+  q.set("limit", String(LIMIT));
+  return q.toString();
+}
 
-function query(section) {
-  const params = new URLSearchParams({limit: String(PAGE)});
-  for (const input of section.querySelectorAll("input[type=range]")) {
-    params.set(`${input.dataset.kind === "metric" ? "weight" : "dataset"}.${input.dataset.name}`, input.value);
+function writeUrl() {
+  const text = state.params.toString();
+  history.replaceState(null, "", text ? `?${text}` : location.pathname);
+  const share = document.getElementById("share-url");
+  if (share) share.value = location.href;
+}
+
+function setParam(key, value, fallback) {
+  if (value === null || value === "" || String(value) === String(fallback)) state.params.delete(key);
+  else state.params.set(key, String(value));
+}
+
+function currentTask() {
+  const asked = state.params.get("task");
+  if (asked) return asked;
+  const sorted = [...state.tasks].sort((a, b) => (b.submissions - a.submissions) || a.name.localeCompare(b.name));
+  return sorted.length ? sorted[0].name : null;
+}
+
+function sortState() {
+  const [key, dir] = (state.params.get("sort") || "rank:asc").split(/:(?=asc$|desc$)/);
+  return {key, dir: dir === "desc" ? "desc" : "asc"};
+}
+
+function expanded() {
+  const raw = state.params.get("expand");
+  return new Set(raw === null ? ["perf"] : raw.split(",").filter(Boolean));
+}
+
+// ------------------------------------------------------------------ tasks: tabs and collapsed empties
+function renderTasks() {
+  const current = currentTask();
+  const tabs = document.getElementById("tabs");
+  const empties = document.getElementById("empty-tasks");
+  tabs.replaceChildren();
+  empties.replaceChildren();
+  const populated = state.tasks.filter(t => t.submissions > 0 || t.name === current)
+    .sort((a, b) => (b.submissions - a.submissions) || a.name.localeCompare(b.name));
+  for (const t of populated) {
+    const tab = el("a", {role: "tab", href: `/?task=${encodeURIComponent(t.name)}`, id: `tab-${t.name}`,
+                         "aria-selected": String(t.name === current), class: t.name === current ? "tab active" : "tab"},
+                   `${t.title} `, el("small", {text: `${t.submissions} model${t.submissions === 1 ? "" : "s"}`}));
+    tabs.append(tab);
   }
-  return params.toString();
+  const empty = state.tasks.filter(t => t.submissions === 0 && t.name !== current);
+  if (empty.length) {
+    empties.append(el("h2", {text: "Tasks with no submissions yet"}));
+    for (const t of empty) {
+      const names = t.datasets.map(d => d.name).join(", ") || "none yet";
+      empties.append(el("details", {class: "empty-task", id: `task-${t.name}`},
+        el("summary", {}, `${t.title} (${t.name}) — `, el("em", {text: "no submissions yet"})),
+        el("p", {}, `Metric: ${t.metric}. Accepted datasets: ${names}. `,
+           el("a", {href: `/?task=${encodeURIComponent(t.name)}`, text: "Open this board"}))));
+    }
+  }
 }
 
-async function refresh(section, task) {
-  const token = (section._token = (section._token || 0) + 1);
-  const resp = await fetch(`/api/leaderboard/${encodeURIComponent(task)}?${query(section)}`);
-  const body = await resp.json();
-  if (token !== section._token) return;  // a newer slider move already asked again
-  const status = section.querySelector(".status");
-  if (!resp.ok) { status.textContent = body.detail || resp.statusText; status.className = "status error"; return; }
-  status.textContent = ""; status.className = "status";
-  render(section, body);
+// ------------------------------------------------------------------ controls (built once per task/filter)
+function slider(kind, name, value, fallback) {
+  const id = `w-${kind}-${name}`;
+  const out = el("output", {for: id, text: String(value)});
+  const input = el("input", {type: "range", id, min: "0", max: String(Math.max(5, Number(value) || 0)), step: "0.5",
+                             value: String(value), "data-kind": kind, "data-name": name,
+                             "aria-label": `${kind} weight ${name}`});
+  input.addEventListener("input", () => {
+    out.textContent = input.value;
+    setParam(`${kind === "metric" ? "weight" : "dataset"}.${name}`, input.value, fallback);
+    writeUrl();
+    clearTimeout(state.timer);
+    state.timer = setTimeout(refresh, 80);
+  });
+  return el("label", {for: id}, el("span", {text: name}), input, out);
 }
 
-function render(section, board) {
-  const table = section.querySelector("table");
-  const head = el("tr", {}, el("th", {text: "Rank"}), el("th", {text: "Model"}), el("th", {text: "Dynascore"}));
+function select(id, label, value, options, onChange) {
+  const node = el("select", {id, name: id});
+  for (const [v, text] of options) node.append(el("option", {value: v, text, selected: v === value}));
+  node.addEventListener("change", () => onChange(node.value));
+  return el("label", {for: id, class: "filter"}, el("span", {text: label}), node);
+}
+
+function filterChanged(key) {
+  return value => {
+    setParam(key, value, "");
+    writeUrl();
+    refresh({controls: true, focus: key});
+  };
+}
+
+function renderControls(panel, board) {
+  const classes = board.hardware_classes.map(c => [c.class, `${c.label} — ${c.models} model${c.models === 1 ? "" : "s"}`]);
+  if (board.hardware_classes.length > 1 || board.hardware_class === "all") {
+    classes.push(["all", "All classes (measured metrics NOT comparable)"]);
+  }
+  const filters = el("fieldset", {class: "filters"}, el("legend", {text: "Rows"}),
+    select("hardware_class", "Hardware class", board.hardware_class, classes, filterChanged("hardware_class")),
+    select("runner", "Runner", state.params.get("runner") || "",
+           [["", "any runner"], ...board.runners.map(r => [r, r])], filterChanged("runner")),
+    select("sandboxed", "Sandboxed", state.params.get("sandboxed") || "",
+           [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")));
+  const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
-    const unit = (board.metrics[m] || {}).unit;
-    head.append(el("th", {}, m, unit ? el("small", {text: ` (${unit})`}) : ""));
+    const v = state.params.get(`weight.${m}`) ?? DEFAULT_WEIGHTS[m];
+    metricBox.append(slider("metric", m, v, DEFAULT_WEIGHTS[m]));
   }
-  head.append(el("th", {text: "Submitter"}), el("th", {text: "Audit"}), el("th", {text: "Bundle"}));
+  const dataBox = el("fieldset", {}, el("legend", {text: "Dataset weights"}));
+  const submitted = board.datasets.filter(d => d.submitted);
+  for (const d of submitted) dataBox.append(slider("dataset", d.name, state.params.get(`dataset.${d.name}`) ?? 1, 1));
+  if (!submitted.length) dataBox.append(el("p", {text: "no dataset has submissions yet"}));
+  const share = el("div", {class: "share"},
+    el("label", {for: "share-url", text: "This view's link"}),
+    el("input", {id: "share-url", readonly: true, value: location.href}),
+    el("a", {href: `/?task=${encodeURIComponent(board.task)}`, text: "default view"}));
+  panel.querySelector(".controls").replaceChildren(filters, metricBox, dataBox, share);
+}
+
+// ------------------------------------------------------------------ table
+function columns(board) {
+  const open = expanded();
+  const cols = [
+    {key: "rank", label: "Rank", num: true, get: r => r.rank, cell: (r, td) => { td.textContent = String(r.rank); }},
+    {key: "model", label: "Model", get: r => (r.label || r.model).toLowerCase(), cell: modelCell},
+    {key: "dynascore", label: "Dynascore", num: true, get: r => r.dynascore, cls: "dynascore"},
+    {key: "breakdown", label: "Score breakdown", sortable: false, cell: (r, td, ctx) =>
+      td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale))},
+  ];
+  for (const m of METRICS) {
+    if (!board.metrics[m]) continue;
+    const unit = board.units[m] || board.metrics[m].unit || "";
+    const sub = m === "perf" ? `${board.perf_metric.metric}, ${unit}` : unit;
+    const measured = board.measured_metrics.includes(m);
+    const datasets = [...new Set(board.rows.flatMap(r => Object.keys((r.per_dataset || {})[m] || {})))]
+      .filter(Boolean).sort();
+    cols.push({key: m, label: m, sub, num: true, metric: m, datasets, measured, get: r => r.values[m]});
+    if (open.has(m)) {
+      for (const d of datasets) {
+        cols.push({key: `${m}@${d}`, label: d, sub: m, num: true, perDataset: true,
+                   get: r => ((r.per_dataset || {})[m] || {})[d]});
+      }
+    }
+  }
+  cols.push(
+    {key: "date", label: "Submitted", get: r => r.created_at, cell: (r, td) => {
+      td.textContent = (r.created_at || "").slice(0, 10); td.title = r.created_at || "";
+    }},
+    {key: "submitter", label: "Submitter", get: r => (r.submitter || "").toLowerCase(), cell: (r, td) => {
+      td.textContent = r.submitter;
+    }},
+    {key: "hardware", label: "Hardware class", get: r => r.hardware_label, cell: (r, td) => {
+      td.textContent = r.hardware_label; td.title = r.hardware_class; td.className = "hardware";
+    }},
+    {key: "runner", label: "Runner", get: r => r.runner, cell: (r, td) => { td.textContent = r.runner; }},
+    {key: "sandboxed", label: "Sandboxed", get: r => (r.sandboxed ? 1 : 0), cell: (r, td) => {
+      td.textContent = r.sandboxed ? "yes" : "NO"; td.className = r.sandboxed ? "sandboxed yes" : "sandboxed no";
+    }},
+    {key: "audit", label: "Audit", get: r => r.audit.state, cell: auditCell},
+    {key: "links", label: "Documents", sortable: false, cell: (r, td) => {
+      td.className = "links";
+      td.append(el("a", {href: r.model_url, text: "model page"}), " · ",
+                el("a", {href: r.bundle_url, text: "raw", title: "the signed bundle's exact bytes (JSON)"}));
+    }});
+  return cols;
+}
+
+function modelCell(r, td) {
+  td.className = "model";
+  td.append(el("a", {href: r.model_url, text: r.label || r.model}));
+  if ((r.stale_datasets || []).length) {
+    td.append(el("small", {class: "stale", text: `scored on a superseded version of ${r.stale_datasets.join(", ")}`}));
+  }
+}
+
+function auditCell(r, td) {
+  const audit = r.audit || {state: "not audited", attestations: []};
+  td.className = `audit ${audit.state.split(" ")[0]}`;
+  td.title = audit.attestations.map(a => `${a.auditor}: ${a.verdict} (${a.hardware_class})`).join("\n");
+  td.textContent = audit.state;
+}
+
+function sortedRows(board, cols) {
+  const {key, dir} = sortState();
+  const col = cols.find(c => c.key === key && c.sortable !== false) || cols[0];
+  const sign = dir === "desc" ? -1 : 1;
+  return [...board.rows].sort((a, b) => {
+    const x = col.get(a), y = col.get(b);
+    const xm = x === undefined || x === null, ym = y === undefined || y === null;
+    if (xm || ym) return xm === ym ? a.rank - b.rank : (xm ? 1 : -1);  // missing values last
+    const c = x < y ? -1 : x > y ? 1 : 0;
+    return c ? sign * c : a.rank - b.rank;
+  });
+}
+
+function header(col, board) {
+  const {key, dir} = sortState();
+  const active = col.key === key;
+  const th = el("th", {scope: "col", class: [col.num ? "num" : "", col.perDataset ? "per-dataset" : ""].join(" ").trim(),
+                       "data-key": col.key, "aria-sort": active ? (dir === "asc" ? "ascending" : "descending") : null});
+  const label = [col.label, col.sub ? el("small", {text: ` (${col.sub})`}) : null,
+                 col.measured && !board.comparable ? el("small", {class: "warn", text: " not comparable"}) : null];
+  if (col.sortable === false) { th.append(...label.filter(Boolean)); return th; }
+  const button = el("button", {type: "button", class: "sort", "data-sort": col.key,
+                               title: `sort by ${col.label}`}, ...label.filter(Boolean),
+                    el("span", {class: "arrow", "aria-hidden": "true", text: active ? (dir === "asc" ? " ▲" : " ▼") : ""}));
+  button.addEventListener("click", () => {
+    const now = sortState();
+    const next = now.key === col.key ? (now.dir === "asc" ? "desc" : "asc") : (col.num && col.key !== "rank" ? "desc" : "asc");
+    setParam("sort", `${col.key}:${next}`, "rank:asc");
+    writeUrl();
+    renderTable(document.getElementById(`task-${board.task}`), board, col.key);
+  });
+  th.append(button);
+  if (col.metric && col.datasets.length) {
+    const isOpen = expanded().has(col.metric);
+    const toggle = el("button", {type: "button", class: "expand", "data-expand": col.metric,
+                                 "aria-expanded": String(isOpen),
+                                 title: `${isOpen ? "hide" : "show"} ${col.metric} per dataset`,
+                                 text: isOpen ? "−" : "+"});
+    toggle.addEventListener("click", () => {
+      const open = expanded();
+      if (open.has(col.metric)) open.delete(col.metric); else open.add(col.metric);
+      setParam("expand", [...open].sort().join(","), "perf");
+      writeUrl();
+      renderTable(document.getElementById(`task-${board.task}`), board, null, col.metric);
+    });
+    th.append(toggle);
+  }
+  return th;
+}
+
+function renderTable(panel, board, focusSort, focusExpand) {
+  const cols = columns(board);
+  const table = panel.querySelector("table.board");
+  const head = el("tr", {});
+  for (const c of cols) head.append(header(c, board));
+  const ctx = {scale: DynaCharts.scaleOf(board.rows)};
   const tbody = el("tbody");
-  for (const row of board.rows) {
-    const stale = (row.stale_datasets || []).length
-      ? el("small", {class: "stale", text: ` scored on a superseded version of ${row.stale_datasets.join(", ")}`}) : "";
-    const tr = el("tr", {"data-model": row.model, "data-row": row.row_id || row.model},
-      el("td", {text: String(row.rank)}), el("td", {}, row.label || row.model, stale),
-      el("td", {class: "dynascore", text: fmt(row.dynascore)}));
-    for (const m of METRICS) tr.append(el("td", {text: fmt(row.values[m])}));
-    const audit = row.audit || {state: "not audited", attestations: []};
-    const auditors = audit.attestations.map(a => `${a.auditor}: ${a.verdict} (${a.hardware_class})`).join("\n");
-    tr.append(el("td", {text: row.submitter}),
-              el("td", {class: `audit ${audit.state.split(" ")[0]}`, title: auditors, text: audit.state}),
-              el("td", {}, el("a", {href: row.bundle_url, text: row.bundle_id.slice(0, 12)})));
+  for (const r of sortedRows(board, cols)) {
+    const tr = el("tr", {"data-model": r.model, "data-row": r.row_id, "data-bundle": r.bundle_id});
+    for (const c of cols) {
+      const td = el("td", {class: c.cls || (c.num ? "num" : null)});
+      if (c.cell) c.cell(r, td, ctx); else td.textContent = fmt(c.get(r));
+      tr.append(td);
+    }
     tbody.append(tr);
   }
-  table.replaceChildren(el("thead", {}, head), tbody);
-  const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m}: ${why}`);
-  const shown = board.total > board.rows.length ? [`top ${board.rows.length} of ${board.total} models`] : [];
-  section.querySelector(".notes").textContent = [...shown, ...(board.notes || []), ...left].join(" · ");
+  table.replaceChildren(el("caption", {text: `${board.task}: ${board.total} model${board.total === 1 ? "" : "s"} ranked`}),
+                        el("thead", {}, head), tbody);
+  if (focusSort) table.querySelector(`button.sort[data-sort="${CSS.escape(focusSort)}"]`)?.focus();
+  if (focusExpand) table.querySelector(`button.expand[data-expand="${CSS.escape(focusExpand)}"]`)?.focus();
+}
+
+function renderBoard(panel, board) {
+  const warn = panel.querySelector(".comparability");
+  warn.replaceChildren();
+  if (!board.comparable) {
+    warn.append(el("strong", {text: "All hardware classes: "}),
+                "measured metrics (throughput, latency, memory) were taken on different machines and are not " +
+                "comparable in this view; choose one hardware class to compare them.");
+    warn.hidden = false;
+  } else {
+    warn.hidden = true;
+  }
+  if (!board.rows.length) {
+    panel.querySelector("table.board").replaceChildren(el("caption", {text: "no submissions yet"}));
+    panel.querySelector(".legend-box").replaceChildren();
+    panel.querySelector(".stability-box").replaceChildren(el("p", {text: "No submissions yet on this board."}));
+  } else {
+    renderTable(panel, board);
+    panel.querySelector(".legend-box").replaceChildren(DynaCharts.legend(Object.keys(board.metrics)));
+    panel.querySelector(".stability-box").replaceChildren(
+      el("h3", {text: "Rank stability"}),
+      el("p", {class: "hint", text: "Each bar spans the best and worst rank a model reaches when any one metric " +
+               "weight varies from 0 to 5 (the others kept); the dot is its rank now."}),
+      DynaCharts.stability(board.rows, board.total));
+  }
+  const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m} left off: ${why}`);
+  panel.querySelector(".notes").textContent = [...(board.notes || []), ...left].join(" · ");
+}
+
+// ------------------------------------------------------------------ loading
+function panelFor(task) {
+  let panel = document.getElementById(`task-${task.name}`);
+  if (panel && panel.tagName === "SECTION") return panel;
+  panel = el("section", {class: "task", id: `task-${task.name}`, role: "tabpanel", "aria-labelledby": `tab-${task.name}`},
+    el("h2", {text: `${task.title} (${task.name})`}),
+    el("p", {class: "about", text: `Performance metric: ${task.metric}. Every row is one signed score bundle.`}),
+    el("div", {class: "controls"}),
+    el("p", {class: "status", role: "status"}),
+    el("p", {class: "comparability warning", role: "note", hidden: true}),
+    el("div", {class: "legend-box"}),
+    el("div", {class: "table-wrap"}, el("table", {class: "board", id: `board-${task.name}`})),
+    el("p", {class: "notes"}),
+    el("div", {class: "stability-box"}));
+  document.getElementById("board").replaceChildren(panel);
+  return panel;
+}
+
+async function refresh(opts = {}) {
+  const name = currentTask();
+  const task = state.tasks.find(t => t.name === name) || {name, title: name, metric: "?", datasets: []};
+  const panel = panelFor(task);
+  const token = ++state.token;
+  const resp = await fetch(`/api/leaderboard/${encodeURIComponent(name)}?${apiQuery()}`);
+  const body = await resp.json();
+  if (token !== state.token) return;  // a newer change already asked again
+  const status = panel.querySelector(".status");
+  if (!resp.ok) {
+    status.textContent = `Cannot show this view: ${body.detail || resp.statusText}`;
+    status.className = "status error";
+    status.setAttribute("role", "alert");
+    return;
+  }
+  status.textContent = ""; status.className = "status";
+  if (!state.params.has("hardware_class") && body.hardware_classes.length) {
+    state.params.set("hardware_class", body.hardware_class);  // pin the class: the link must not drift
+    writeUrl();
+  }
+  state.board = body;
+  if (opts.controls || !panel.querySelector(".controls").childElementCount) renderControls(panel, body);
+  renderBoard(panel, body);
+  panel.dataset.loaded = String(token);  // tests and scripts wait on this: the view shown is this answer
+  if (opts.focus) document.getElementById(opts.focus)?.focus();
 }
 
 async function main() {
-  const root = document.getElementById("boards");
-  const tasks = await (await fetch("/api/tasks")).json();
-  root.replaceChildren();
-  for (const task of tasks) {
-    const section = el("section", {class: "task", id: `task-${task.name}`});
-    let timer = null;
-    const changed = () => { clearTimeout(timer); timer = setTimeout(() => refresh(section, task.name), 80); };
-    const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
-    for (const m of METRICS) metricBox.append(slider(section, "metric", m, DEFAULT_WEIGHTS[m], changed));
-    const dataBox = el("fieldset", {}, el("legend", {text: "Dataset weights"}));
-    for (const d of task.datasets) dataBox.append(slider(section, "dataset", d.name, 1, changed));
-    section.append(el("h2", {text: `${task.title} (${task.name})`}),
-                   el("div", {class: "controls"}, metricBox, dataBox),
-                   el("p", {class: "status"}), el("table", {id: `board-${task.name}`}), el("p", {class: "notes"}));
-    root.append(section);
-    refresh(section, task.name);
+  const resp = await fetch("/api/tasks");
+  state.tasks = await resp.json();
+  renderTasks();
+  if (!currentTask()) {
+    document.getElementById("board").replaceChildren(el("p", {text: "This board has no tasks."}));
+    return;
   }
+  await refresh({controls: true});
+  document.body.dataset.ready = "1";
 }
 
 main().catch(err => {
-  document.getElementById("boards").replaceChildren(el("p", {class: "error", text: `Cannot load the board: ${err}`}));
+  document.getElementById("board").replaceChildren(el("p", {class: "error", role: "alert",
+                                                           text: `Cannot load the board: ${err}`}));
 });

@@ -1,0 +1,101 @@
+"""What the public board shows about a row beyond its scores, read from the row's signed bundle.
+
+The board table stores only what scoring needs; hardware class, runner, sandbox flag and the
+rest are already signed into every bundle, so they are derived from the stored bytes here
+(never from a second, unsigned copy) and cached by bundle id (a bundle's bytes never change).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
+from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class
+
+__all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
+           "payload_of"]
+
+
+def payload_of(raw: bytes) -> dict[str, Any]:
+    """The signed payload of a stored (already verified) bundle."""
+    payload = json.loads(raw)["payload"]
+    return payload if isinstance(payload, dict) else {}
+
+
+@dataclass(frozen=True)
+class RowFacts:
+    """The provenance fields a row shows and is filtered by."""
+
+    hardware_class: str
+    hardware_label: str
+    runner: str
+    sandboxed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
+                "runner": self.runner, "sandboxed": self.sandboxed}
+
+
+def facts_of(payload: dict[str, Any]) -> RowFacts:
+    env = payload.get("environment")
+    env = env if isinstance(env, dict) else {}
+    runner = payload.get("runner")
+    runner = runner if isinstance(runner, dict) else {}
+    return RowFacts(hardware_class_of(env), hardware_class_label(env), str(runner.get("kind", "unknown")),
+                    runner.get("sandboxed") is True)
+
+
+class FactsCache:
+    """Bundle id -> :class:`RowFacts`, filled on first use from the stored bytes."""
+
+    def __init__(self, read_raw: Callable[[str], bytes]):
+        self._read = read_raw
+        self._facts: dict[str, RowFacts] = {}
+        self._lock = threading.Lock()
+
+    def get(self, bundle_id: str) -> RowFacts:
+        with self._lock:
+            found = self._facts.get(bundle_id)
+        if found is None:
+            found = facts_of(payload_of(self._read(bundle_id)))
+            with self._lock:
+                self._facts[bundle_id] = found
+        return found
+
+    def of_rows(self, rows: Iterable[dict[str, Any]]) -> dict[str, RowFacts]:
+        return {r["bundle_id"]: self.get(r["bundle_id"]) for r in rows}
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """Which rows a board query ranks: one hardware class (or all), optionally one runner, sandboxed or not."""
+
+    hardware_class: str | None = None   # None: the class with the most models
+    runner: str | None = None
+    sandboxed: bool | None = None
+
+    def select(self, rows: list[dict[str, Any]], facts: dict[str, RowFacts]
+               ) -> tuple[list[dict[str, Any]], str, dict[str, int]]:
+        """``(rows ranked, class chosen, {class: models})``; an unknown class or runner is a ValidationError."""
+        from dynadesk.errors import ValidationError
+
+        classes: dict[str, int] = {}
+        for r in rows:
+            cls = facts[r["bundle_id"]].hardware_class
+            classes[cls] = classes.get(cls, 0) + 1
+        chosen = choose_hardware_class(classes, self.hardware_class)
+        runners = sorted({f.runner for f in facts.values()})
+        if self.runner is not None and self.runner not in runners:
+            raise ValidationError(f"runner '{self.runner}' has no submissions on this board "
+                                  f"(runners present: {', '.join(runners) or 'none'})")
+        kept = [r for r in rows if self._keeps(facts[r["bundle_id"]], chosen)]
+        return kept, chosen, dict(sorted(classes.items()))
+
+    def _keeps(self, f: RowFacts, chosen: str) -> bool:
+        return ((chosen == ALL_CLASSES or f.hardware_class == chosen)
+                and (self.runner is None or f.runner == self.runner)
+                and (self.sandboxed is None or f.sandboxed == self.sandboxed))

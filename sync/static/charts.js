@@ -1,0 +1,105 @@
+// DynaDesk board charts: inline SVG drawn here (no library, no CDN). They only draw numbers the
+// server computed: each row's Dynascore contributions and its rank-stability range.
+"use strict";
+
+const DynaCharts = (() => {
+  const SVG = "http://www.w3.org/2000/svg";
+  // Okabe-Ito: distinguishable with the common colour-vision deficiencies, readable on white.
+  const COLORS = {perf: "#0072B2", throughput: "#E69F00", memory: "#009E73", robustness: "#CC79A7",
+                  fairness: "#56B4E9"};
+  const FALLBACK = ["#D55E00", "#F0E442", "#999999"];
+
+  function color(metric, i) { return COLORS[metric] || FALLBACK[i % FALLBACK.length]; }
+
+  function svg(tag, attrs = {}, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
+  function num(v) { return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2); }
+
+  // The scale every row's bar shares: the largest positive and negative sums on the board.
+  function scaleOf(rows) {
+    let pos = 0, neg = 0;
+    for (const r of rows) {
+      const parts = Object.values(r.contributions || {});
+      pos = Math.max(pos, parts.filter(v => v > 0).reduce((a, b) => a + b, 0));
+      neg = Math.max(neg, -parts.filter(v => v < 0).reduce((a, b) => a + b, 0));
+    }
+    return {pos, neg};
+  }
+
+  // One row's Dynascore as a stacked bar of its metrics' contributions (weight x converted value).
+  function breakdown(row, metrics, scale, width = 170, height = 16) {
+    const total = (scale.pos + scale.neg) || 1;
+    const x0 = width * scale.neg / total;
+    const parts = metrics.map(m => [m, (row.contributions || {})[m] || 0]);
+    const label = `Dynascore ${num(row.dynascore)} = ` + parts.map(([m, v]) => `${m} ${num(v)}`).join(" + ");
+    const root = svg("svg", {width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label,
+                              class: "breakdown"});
+    root.append(svg("title", {}, label));
+    let right = x0, left = x0;
+    parts.forEach(([m, v], i) => {
+      const w = Math.abs(v) / total * width;
+      if (w <= 0) return;
+      const x = v >= 0 ? right : left - w;
+      if (v >= 0) right += w; else left -= w;
+      const rect = svg("rect", {x: x.toFixed(2), y: 1, width: w.toFixed(2), height: height - 2, fill: color(m, i),
+                                "data-metric": m});
+      rect.append(svg("title", {}, `${m}: ${num(v)}`));
+      root.append(rect);
+    });
+    if (scale.neg > 0) root.append(svg("line", {x1: x0, x2: x0, y1: 0, y2: height, stroke: "#1b1b1b"}));
+    return root;
+  }
+
+  function legend(metrics) {
+    const box = document.createElement("p");
+    box.className = "legend";
+    box.append("Score breakdown: ");
+    metrics.forEach((m, i) => {
+      const key = document.createElement("span");
+      key.className = "key";
+      const sw = svg("svg", {width: 12, height: 12, "aria-hidden": "true"});
+      sw.append(svg("rect", {width: 12, height: 12, fill: color(m, i)}));
+      key.append(sw, ` ${m}`);
+      box.append(key);
+    });
+    return box;
+  }
+
+  // Best and worst rank of each row when any one weight varies (the server's rank_stability).
+  function stability(rows, total) {
+    const shown = rows.filter(r => r.stability);
+    const left = 330, right = 20, rowH = 22, top = 28;
+    const width = 860, plot = width - left - right;
+    const height = top + rowH * shown.length + 10;
+    const n = Math.max(total, 2);
+    const x = rank => left + (rank - 1) / (n - 1) * plot;
+    const root = svg("svg", {width, height, viewBox: `0 0 ${width} ${height}`, role: "img", class: "stability",
+                              "aria-label": "Rank stability: each model's best and worst rank when one weight varies"});
+    const ticks = n <= 12 ? [...Array(n).keys()].map(i => i + 1) : [1, Math.round(n / 4), Math.round(n / 2),
+                                                                      Math.round(3 * n / 4), n];
+    for (const t of ticks) {
+      root.append(svg("line", {x1: x(t), x2: x(t), y1: top - 6, y2: height - 6, stroke: "#d0d0d0"}));
+      root.append(svg("text", {x: x(t), y: top - 10, "text-anchor": "middle", class: "tick"}, `#${t}`));
+    }
+    shown.forEach((r, i) => {
+      const y = top + i * rowH + rowH / 2;
+      const s = r.stability;
+      const g = svg("g", {"data-model": r.model, "data-min": s.min_rank, "data-max": s.max_rank});
+      g.append(svg("title", {}, `${r.label || r.model}: rank ${r.rank}, between #${s.min_rank} and #${s.max_rank}`));
+      g.append(svg("text", {x: left - 8, y: y + 4, "text-anchor": "end", class: "name"},
+                   (r.label || r.model).slice(0, 48)));
+      g.append(svg("line", {x1: x(s.min_rank), x2: x(s.max_rank), y1: y, y2: y, stroke: "#0072B2",
+                            "stroke-width": 6, "stroke-linecap": "round"}));
+      g.append(svg("circle", {cx: x(r.rank), cy: y, r: 5, fill: "#1b1b1b"}));
+      root.append(g);
+    });
+    return root;
+  }
+
+  return {breakdown, legend, scaleOf, stability, color};
+})();

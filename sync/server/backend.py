@@ -1,5 +1,6 @@
 """Where the server database lives: a SQLite file (a lab's own board, the demo) or PostgreSQL (a
-public board run by several server processes and machines). :func:`open_backend` picks one from
+public board run by several server processes and machines).
+:func:`~dynadesk.sync.server.connect.open_backend` picks one from
 the ``--db`` value; :class:`~dynadesk.sync.server.db.ServerDB` holds all SQL and talks to both alike.
 
 A backend gives two things: ``conn`` for one-statement reads, and :meth:`Backend.tx`, one write
@@ -20,9 +21,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from dynadesk.errors import ConfigError, StoreError
+from dynadesk.errors import StoreError
 from dynadesk.sync.server.checkpoint import WAL_SIZE_LIMIT, Checkpointer
-from dynadesk.sync.server.dialect import SQLITE, Dialect, is_postgres
+from dynadesk.sync.server.dialect import SQLITE, Dialect
 
 
 class Cursor(Protocol):
@@ -152,21 +153,3 @@ class SQLiteBackend(Backend):
             self.checkpointer.stop()
         self.sqlite.close()
         os.close(self._lock_fd)
-
-
-def open_backend(target: str | Path, *, background_checkpoint: bool = False) -> Backend:
-    """A PostgreSQL backend for a ``postgresql://`` URL, else SQLite at that path."""
-    if is_postgres(target):
-        try:
-            from dynadesk.sync.server.pg import PostgresBackend
-        except ImportError as exc:
-            raise ConfigError(f"a PostgreSQL --db needs the psycopg driver ({exc}):"
-                              " pip install 'dynadesk[server]'") from exc
-        return PostgresBackend(str(target))
-    if isinstance(target, str) and "://" in target:
-        raise StoreError(f"--db {target.split('://', 1)[0]}://...: not a database this server knows;"
-                         " give a SQLite file path or a postgresql://user:password@host:port/dbname URL")
-    return SQLiteBackend(target, background_checkpoint=background_checkpoint)
-
-
-

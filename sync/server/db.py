@@ -28,8 +28,9 @@ from typing import Any
 from dynadesk.errors import AlreadyExistsError, AttestationError, ConfigError, NotFoundError, ReplayError
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server import migrations
-from dynadesk.sync.server.backend import Executor, Tx, open_backend
+from dynadesk.sync.server.backend import Executor, Tx
 from dynadesk.sync.server.checkpoint import Checkpointer
+from dynadesk.sync.server.connect import open_backend
 from dynadesk.sync.server.records import (
     ROLES,
     CheckedAttestation,

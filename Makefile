@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv system-deps docker demo test test-long lint bench gui dist screenshots clean
+.PHONY: venv system-deps docker demo test test-long lint bench gui dist screenshots board-screenshots clean
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,9 @@ gui: venv
 
 screenshots: venv system-deps
 	@$(PY) packaging/screenshots.py
+
+board-screenshots: venv system-deps
+	@$(PY) packaging/board_screenshots.py
 
 dist: venv system-deps
 	@$(PY) packaging/build_dist.py

@@ -171,8 +171,19 @@ class LocalRunner(Runner):
         self.python = python or sys.executable
 
     def command(self, paths: RunPaths) -> list[str]:
-        return [self.python, "-m", "dynadesk.evaluator", "run", "--spec", str(paths.spec_dir / "spec.json"),
-                "--out", str(paths.out_dir), "--model", str(paths.model_dir), "--data", str(paths.data_dir)]
+        """The worker, isolated to the image's packages when it is this Python (see :mod:`.worker_site`)."""
+        args = ["run", "--spec", str(paths.spec_dir / "spec.json"), "--out", str(paths.out_dir),
+                "--model", str(paths.model_dir), "--data", str(paths.data_dir)]
+        if self.python == sys.executable and not getattr(sys, "frozen", False):
+            from dynadesk.orchestration import worker_site
+
+            try:
+                view = worker_site.site_view()
+            except OSError as exc:
+                raise EvaluationError(f"cannot prepare the local worker's packages in {worker_site.cache_root()}: "
+                                      f"{exc}") from exc
+            return worker_site.isolated_command(self.python, view, args)
+        return [self.python, "-m", "dynadesk.evaluator", *args]
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:

@@ -115,7 +115,11 @@ def loops(folder: Path, data: list[str], batch: int, repeats: int) -> dict[str, 
     n = len(data)
     examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(data)]
     manifest = json.loads((folder / "dynadesk-model.json").read_text())
-    settings = Settings(batch_size=batch)
+    from dynadesk.orchestration.request import RunSettings
+
+    run_defaults = RunSettings()  # what an evaluation asks the worker for (min_seconds, latency_samples, warmup)
+    settings = Settings(batch_size=batch, min_seconds=run_defaults.min_seconds,
+                        latency_samples=run_defaults.latency_samples, warmup=run_defaults.warmup)
     threads = environment.thread_count()
     set_determinism(settings, threads)
     spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
@@ -154,13 +158,18 @@ def loops(folder: Path, data: list[str], batch: int, repeats: int) -> dict[str, 
         t0 = time.perf_counter()
         evaluator()
         predict_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        timed = timing.measure_run(worker, {"bench": examples}, threads)
-        protocol_s = time.perf_counter() - t0
+        protocol_s: dict[float, float] = {}
+        noisy = {}
+        for window in (settings.min_seconds, 0.1):  # the default window, and the 0.1 s one it replaced
+            settings.min_seconds = window
+            t0 = time.perf_counter()
+            timed = timing.measure_run(worker, {"bench": examples}, threads)
+            protocol_s[window] = time.perf_counter() - t0
+            noisy[window] = timed["summary"]["noisy"]
     finally:
         out.cleanup()
     return {"rates": rates, "threads": threads, "predict_s": predict_s, "protocol_s": protocol_s,
-            "noisy": timed["summary"]["noisy"]}
+            "noisy": noisy, "window": run_defaults.min_seconds}
 
 
 def docker_vs_local(folder: Path, n: int) -> dict[str, float]:
@@ -215,11 +224,14 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
         {"measure": "evaluator / transformers.pipeline (paired)", "value": round(vs_pipe, 3), "unit": "x",
          "goal": ">= 2", "baseline": f"pipeline {pipe:.1f} examples/s", "ratio": round(vs_pipe, 3),
          "ok": vs_pipe >= 2},
-        {"measure": "measurement protocol time (one test set)", "value": round(r["protocol_s"], 2), "unit": "s",
-         "goal": "report", "baseline": f"prediction pass {r['predict_s']:.2f} s over the same {n} examples"
-                                       f"{'; measured noisy' if r['noisy'] else ''}",
-         "ratio": round(r["protocol_s"] / r["predict_s"], 3), "ok": None},
     ]
+    for window, seconds in r["protocol_s"].items():
+        default = " (default)" if window == r["window"] else ""
+        rows.append({"measure": f"measurement protocol time, one test set, {window:g} s windows{default}",
+                     "value": round(seconds, 2), "unit": "s", "goal": "report",
+                     "baseline": f"prediction pass {r['predict_s']:.2f} s over the same {n} examples; the demo "
+                                 f"times 4 test sets per model{'; measured noisy' if r['noisy'][window] else ''}",
+                     "ratio": round(seconds / r["predict_s"], 3), "ok": None})
     if docker:
         walls = docker_vs_local(folder, 128 if quick else 512)
         ratio = walls["docker"] / walls["local"]

@@ -47,8 +47,9 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
         assert docker.status == local.status == "succeeded", (docker.error, local.error)
         a, b = _measured(docker), _measured(local)
         print(f"pair: memory docker {a[('', 'memory')]:.3f} GiB, local {b[('', 'memory')]:.3f} GiB; throughput "
-              f"{a[('', 'throughput')]:.1f} vs {b[('', 'throughput')]:.1f}; noisy {docker.environment['measurement']['noisy']}"
-              f"/{local.environment['measurement']['noisy']}; load {os.getloadavg()[0]:.1f}")
+              f"{a[('', 'throughput')]:.1f} vs {b[('', 'throughput')]:.1f}; noisy "
+              f"{docker.environment['measurement']['noisy']}/{local.environment['measurement']['noisy']}; "
+              f"load {os.getloadavg()[0]:.1f}")
         # memory does not depend on competing CPU load: every pair must agree on it
         assert tolerances.within(a[("", "memory")], b[("", "memory")], memory_tol), (a[("", "memory")],
                                                                                       b[("", "memory")])

@@ -65,7 +65,8 @@ class RunSettings:
                 raise ConfigError(f"settings.{name} must be a non-negative integer, got {value!r}")
         if isinstance(self.min_seconds, bool) or not isinstance(self.min_seconds, (int, float)) or \
                 not 0 <= self.min_seconds <= 60:
-            raise ConfigError(f"settings.min_seconds must be a number of seconds from 0 to 60, got {self.min_seconds!r}")
+            raise ConfigError(f"settings.min_seconds must be a number of seconds from 0 to 60, "
+                              f"got {self.min_seconds!r}")
         if not isinstance(self.deterministic, bool):
             raise ConfigError(f"settings.deterministic must be true or false, got {self.deterministic!r}")
 

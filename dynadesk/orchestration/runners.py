@@ -217,6 +217,8 @@ class LocalRunner(Runner):
             proc.wait()
             reader.join(timeout=30)
             out.drain()
+            if not reader.is_alive():
+                stdout.close()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -41,6 +41,9 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=3000)
 
 
+# full size trains MiniLM twice on 1500+ examples: about 8 minutes on a quiet 2-core machine, so more than the
+# suite's 900 s default on a loaded one (it timed out there at load 10)
+@pytest.mark.timeout(3600 if LONG else 900)
 def test_round_two_target_trained_on_round_one_errs_less_on_held_out_round_one(tmp_path):
     import dynadesk.annotation as ann
     from dynadesk.annotation.report import round_report

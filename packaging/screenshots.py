@@ -3,8 +3,11 @@
 Builds a small demo workspace (a templated sentiment dataset with its perturbation
 suites, a majority baseline and two bag-of-words models evaluated for real with the
 local runner, an annotation round with examples and votes, a signing key and a
-bundle), starts the app under Xvfb (re-executing itself with ``xvfb-run`` when no
-display is set) and saves ``docs/screenshots/<page>.png``.
+bundle; a QA round whose target is the bundled MiniLM with a fresh QA head), starts the
+app under Xvfb (re-executing itself with ``xvfb-run`` when no display is set) and saves
+``docs/screenshots/<page>.png``, plus ``annotate_qa.png`` (a QA example being created: the
+answer selected in the context) and ``leaderboard_breakdown.png`` / ``leaderboard_stability.png``
+(the Dynascore breakdown and rank-stability charts with every model selected).
 
     python packaging/screenshots.py [--home EXISTING_WORKSPACE] [--out docs/screenshots]
 """

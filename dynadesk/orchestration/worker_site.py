@@ -140,8 +140,22 @@ def site_view(root: Path | None = None) -> Path:
     return view
 
 
-BOOTSTRAP = ("import runpy, sys; sys.path[:0] = [sys.argv.pop(1)]; sys.argv[0] = 'dynadesk.evaluator'; "
-             "runpy.run_module('dynadesk.evaluator', run_name='__main__', alter_sys=True)")
+# ``-I -S`` drops site-packages and PYTHONPATH; an explicit PYTHONPATH is put back in front of the view (and its
+# sitecustomize run, as ``site`` would), so what a user or a test deliberately adds still reaches the worker.
+BOOTSTRAP = """\
+import os, runpy, sys
+view = sys.argv.pop(1)
+extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+sys.path[:0] = extra + [view]
+if extra:
+    try:
+        import sitecustomize
+    except ImportError as exc:
+        if exc.name != "sitecustomize":
+            raise
+sys.argv[0] = "dynadesk.evaluator"
+runpy.run_module("dynadesk.evaluator", run_name="__main__", alter_sys=True)
+"""
 
 
 def isolated_command(python: str, view: Path, args: list[str]) -> list[str]:

@@ -205,6 +205,12 @@ def _stage(key: str, page, services, settle) -> None:
         settle(3000)
         page.inputs["statement"].setPlainText("Not the worst two hours of my life")
         page.choose(1)
+    elif key == "train":
+        page.task_combo.setCurrentText("sentiment")  # the combo's signal refills the base models and datasets
+        settle()
+        page.name_edit.setText("sentiment-round2")
+        page.use_dataset("demo-train", 1.0)
+        page.data_table.resizeColumnToContents(0)
     elif key == "leaderboard" and page.table.rowCount() >= 2:
         page.table.selectAll()
     elif key == "evaluate" and page.runs_table.rowCount():
@@ -215,7 +221,9 @@ def _stage(key: str, page, services, settle) -> None:
         rows = services.ws.store.bundles.list()
         if rows and rows[0].path:
             page.path_edit.setText(rows[0].path)
-            page.verify()
+            if page.verify():
+                page.start_audit(rerun=False)  # "Check inputs": the verdict table without a re-run
+                settle(8000)
 
 
 def _stage_qa(window, settle) -> None:

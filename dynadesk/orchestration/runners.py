@@ -199,14 +199,14 @@ class LocalRunner(Runner):
                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         except OSError as exc:
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
-        out = WorkerOutput(progress)
-        stdout = proc.stdout
-        assert stdout is not None
-        chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
-        reader = threading.Thread(target=out.feed, args=(chunks,), daemon=True)
-        reader.start()
         verdict = None
-        try:
+        try:  # from the moment the worker exists: a signal while the reader starts must not orphan it
+            out = WorkerOutput(progress)
+            stdout = proc.stdout
+            assert stdout is not None
+            chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
+            reader = threading.Thread(target=out.feed, args=(chunks,), daemon=True)
+            reader.start()
             while proc.poll() is None:
                 out.drain()
                 verdict = watch.verdict()

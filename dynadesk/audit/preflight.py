@@ -66,7 +66,9 @@ def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_siz
 
     source = RunFolder(Path(record.run_dir or ''))
     spec = json.loads(source.spec_file.read_text(encoding="utf-8"))
-    spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0)
+    # only determinism is checked here: the shortest timing the worker allows (one call per window, no retries)
+    spec["settings"].update(batch_size=batch_size, latency_samples=1, warmup=0, min_seconds=0, trials=1,
+                            batched_queries=1, noise_retries=0)
     repeat = RunFolder(work / label.replace(" ", "-"))
     repeat.spec_dir.mkdir(parents=True)
     repeat.out_dir.mkdir()

@@ -131,6 +131,7 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     s = request.settings
     settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
                         threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
+                        min_seconds=s.min_seconds,
                         allow_pickle=bool(has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()

@@ -179,8 +179,19 @@ class LocalRunner(Runner):
         self.python = python or sys.executable
 
     def command(self, paths: RunPaths) -> list[str]:
-        return [self.python, "-m", "dynadesk.evaluator", "run", "--spec", str(paths.spec_dir / "spec.json"),
-                "--out", str(paths.out_dir), "--model", str(paths.model_dir), "--data", str(paths.data_dir)]
+        """The worker, isolated to the image's packages when it is this Python (see :mod:`.worker_site`)."""
+        args = ["run", "--spec", str(paths.spec_dir / "spec.json"), "--out", str(paths.out_dir),
+                "--model", str(paths.model_dir), "--data", str(paths.data_dir)]
+        if self.python == sys.executable and not getattr(sys, "frozen", False):
+            from dynadesk.orchestration import worker_site
+
+            try:
+                view = worker_site.site_view()
+            except OSError as exc:
+                raise EvaluationError(f"cannot prepare the local worker's packages in {worker_site.cache_root()}: "
+                                      f"{exc}") from exc
+            return worker_site.isolated_command(self.python, view, args)
+        return [self.python, "-m", "dynadesk.evaluator", *args]
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:
@@ -196,14 +207,14 @@ class LocalRunner(Runner):
                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         except OSError as exc:
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
-        out = WorkerOutput(progress)
-        stdout = proc.stdout
-        assert stdout is not None
-        chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
-        reader = threading.Thread(target=out.feed, args=(chunks,), daemon=True)
-        reader.start()
         verdict = None
-        try:
+        try:  # from the moment the worker exists: a signal while the reader starts must not orphan it
+            out = WorkerOutput(progress)
+            stdout = proc.stdout
+            assert stdout is not None
+            chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
+            reader = threading.Thread(target=out.feed, args=(chunks,), daemon=True)
+            reader.start()
             while proc.poll() is None:
                 out.drain()
                 verdict = watch.verdict()
@@ -214,6 +225,8 @@ class LocalRunner(Runner):
             proc.wait()
             reader.join(timeout=30)
             out.drain()
+            if not reader.is_alive():
+                stdout.close()
         except BaseException:  # Ctrl-C or any host-side failure: the worker must not outlive us
             self._kill(proc)
             with contextlib.suppress(subprocess.TimeoutExpired):

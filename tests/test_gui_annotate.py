@@ -68,6 +68,10 @@ def test_annotate_three_with_keyboard_then_validate_and_see_stats(gui, qtbot):
     assert page.verdict.text() == "The model got it right."
     _write_example(qtbot, page, "it is a table", Qt.Key.Key_2)  # neutral: fools
     assert page.tally_label.text() == "3 examples · 2 fooled · MER 67%"
+    page.select_task("nli")  # another task's tally starts at zero, and sentiment's is kept
+    assert page.tally_label.text().startswith("0 examples")
+    page.select_task("sentiment")
+    assert page.tally_label.text() == "3 examples · 2 fooled · MER 67%"
 
     stored = services.ws.store.annotation.examples("sentiment")
     assert sorted((e.inputs["statement"], e.target, e.fooled, e.annotator) for e in stored) == [

@@ -4,7 +4,7 @@ Type the inputs, pick the label you claim is right (Ctrl+1–9 anywhere, 1–9 w
 text field has focus) or, for QA, select the answer in the context ("Use selection",
 Ctrl+U), then Ctrl+Enter to submit. The round's target model answers; the example you
 submitted is shown with the verdict and the model's probabilities. Tab moves through
-the form only. A session tally (examples, fooled, model error rate) and a timer run at
+the form only. A session tally per task (examples, fooled, model error rate) and a timer run at
 the top; the round's models are loaded in the background as soon as the page shows it.
 """
 
@@ -83,6 +83,7 @@ class AnnotatePage(Page):
         self._data = data
         self.task: Task | None = None
         self.context: Context | None = None
+        self.tallies: dict[str, SessionTally] = {}  # per task: a QA tally never shows sentiment's MER
         self.tally = SessionTally()
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
@@ -206,6 +207,8 @@ class AnnotatePage(Page):
         if not name:
             return
         self.task = self._data.task(name)
+        self.tally = self.tallies.setdefault(name, SessionTally())
+        self.tally_label.setText(self.tally.text())
         rnd = self.guard(self._svc.current_round, name)
         who = self._svc.active
         ready = bool(rnd and rnd.is_open and who)

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.jsonio import loads_bounded
@@ -43,12 +44,6 @@ _SYNONYMS = {
 
 # ---------------------------------------------------------------- digest
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def tree_files(folder: Path, exclude: frozenset[str] = frozenset()) -> list[tuple[str, Path]]:
@@ -106,7 +101,7 @@ def tree_digest(folder: Path, exclude: frozenset[str] = frozenset()) -> str:
         raise ModelError(f"{folder}: the folder is empty")
     for rel, path in files:
         try:
-            file_hash = _sha256_file(path)
+            file_hash = file_sha256(path)
         except OSError as exc:
             raise ModelError(f"{path}: cannot read: {exc}") from exc
         h.update(rel.encode("utf-8") + b"\0" + file_hash.encode("ascii") + b"\n")

@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from dynadesk.canonical import file_sha256
 from dynadesk.errors import ImageBuildError
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
 
@@ -172,12 +173,6 @@ def _run(cmd: list[str], log: Path, what: str, env: dict[str, str] | None = None
     return proc.stdout
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def wheelhouse(cache: Path, pins: dict[str, str], log: Path) -> Path:
@@ -480,9 +475,9 @@ def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_byt
     wheel = evaluator_wheel(cache / "evaluator-wheel", pins)
     step("debootstrap tarball")
     tgz = debootstrap_tarball(cache, mirror, log, tarball)
-    wheel_shas = {p.name: sha256_file(p) for p in sorted(wheels.glob("*.whl"))}
+    wheel_shas = {p.name: file_sha256(p) for p in sorted(wheels.glob("*.whl"))}
     inputs = {"recipe": RECIPE_VERSION, "suite": SUITE, "include": INCLUDE, "mirror": mirror, "epoch": epoch,
-              "debootstrap_sha256": sha256_file(tgz), "wheels": wheel_shas, "evaluator_wheel": sha256_file(wheel),
+              "debootstrap_sha256": file_sha256(tgz), "wheels": wheel_shas, "evaluator_wheel": file_sha256(wheel),
               "compile": compile_bytecode}
     input_digest = "sha256:" + hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     record_path = _record_path(cache, input_digest)
@@ -506,7 +501,7 @@ def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_byt
     layer = work / "layer.tar"
     layer_tar(rootfs, layer, epoch, log)
     shutil.rmtree(rootfs)
-    layer_hex = sha256_file(layer)
+    layer_hex = file_sha256(layer)
     labels = {"org.dynadesk.evaluator-version": version, "org.dynadesk.schema-version": str(SCHEMA_VERSION),
               "org.dynadesk.input-digest": input_digest, "org.dynadesk.recipe": str(RECIPE_VERSION)}
     config = image_config("sha256:" + layer_hex, epoch, labels)
@@ -520,7 +515,7 @@ def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_byt
         tag=tag, image_id=image_id, layer_digest="sha256:" + layer_hex, input_digest=input_digest,
         evaluator_version=version, schema_version=SCHEMA_VERSION, source_date_epoch=epoch,
         created=datetime.fromtimestamp(epoch, UTC).isoformat(), archive=str(archive),
-        archive_sha256=sha256_file(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
+        archive_sha256=file_sha256(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
         debootstrap_sha256=str(inputs["debootstrap_sha256"]), mirror=mirror, suite=SUITE, dpkg=dpkg,
         python_packages=pip_list, wheels=wheel_shas, build_seconds=round(time.monotonic() - started, 1))
     tmp = record_path.with_suffix(".tmp")

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from dynadesk.canonical import file_sha256
 from dynadesk.errors import TransferError
 from dynadesk.queue.broker import key
 
@@ -23,17 +24,9 @@ CHUNK = 8 << 20
 BLOB_TTL_S = 14 * 86400  # blobs outlive any job that names them; an unused one expires by itself
 
 
-def _hex(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def put_file(client: Any, path: Path) -> str:
     """Store ``path`` as a blob (skipped when the broker already has it); returns its sha256 hex."""
-    hexd = _hex(path)
+    hexd = file_sha256(path)
     meta = key("blob", hexd)
     if client.exists(meta):
         client.expire(meta, BLOB_TTL_S)

@@ -146,20 +146,18 @@ def recorded_settings(request: RunRequest, settings: Settings, run: Runner) -> d
     return {**asdict(settings), "limits": request.limits.to_dict(), **run.describe(), "request": request.to_dict()}
 
 
-def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner | None = None, client: Any = None,
-             progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
-    """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests)."""
+def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> tuple[int, RunFolder, Any]:
+    """The run record (``queued``) and its prepared folder for ``request`` on ``run``: (run id, folder, model).
+
+    The one start of every run, local or queued to another machine's worker: the model's files checked
+    against its digest (what the run records must be what it reads), the datasets chosen, pickle weights
+    refused outside the sandbox."""
     from dynadesk.models.registry import verify_model
 
-    recover_stale(store)
     model = store.models.get(request.model)
-    verify_model(model)  # the digest the run records must be the files the run reads
+    verify_model(model)
     task = get_task(model.task)
     chosen = select_datasets(store, task, request.datasets)
-    run = runner or make_runner(request, client)
-    if run.name != request.runner:
-        raise ConfigError(f"the request names the {request.runner} runner, but a {run.name} runner was given")
-    run.check_ready()  # e.g. no daemon: a clear error now, before a run record is created
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
@@ -169,6 +167,18 @@ def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner 
                                       status="queued", request=request.to_dict())
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
     prepare(store, folder, model, task, chosen, settings)
+    return run_id, folder, model
+
+
+def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner | None = None, client: Any = None,
+             progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
+    """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests)."""
+    recover_stale(store)
+    run = runner or make_runner(request, client)
+    if run.name != request.runner:
+        raise ConfigError(f"the request names the {request.runner} runner, but a {run.name} runner was given")
+    run.check_ready()  # e.g. no daemon: a clear error now, before a run record is created
+    run_id, folder, _model = create_run(store, workspace, request, run)
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version())
     return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir))
 
@@ -242,10 +252,10 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
         store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
                                      log=log[-MAX_DB_LOG:], finished_at=now_iso())
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
-    return _store_results(store, run_id, folder, outcome, log)
+    return store_results(store, run_id, folder, outcome, log)
 
 
-def _store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
+def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
     try:
         strays = folder.strays()
         if strays:

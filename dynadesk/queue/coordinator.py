@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import EvaluationError, QueueError
+from dynadesk.errors import QueueError
 from dynadesk.queue import jobs
 from dynadesk.queue.broker import BrokerURL, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
@@ -61,31 +61,10 @@ def workspace_id(workspace: Any) -> str:
 def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str, int]:
     """Create the run (``queued``) and its folder, put its inputs on the broker, send the job: (job id, run id)."""
     from dynadesk.evaluator.schema import evaluator_version
-    from dynadesk.models.registry import tree_files, verify_model
-    from dynadesk.orchestration.evaluate import (
-        make_runner,
-        prepare,
-        recorded_settings,
-        select_datasets,
-        worker_settings,
-    )
-    from dynadesk.orchestration.folder import RunFolder
-    from dynadesk.tasks import get_task
+    from dynadesk.models.registry import tree_files
+    from dynadesk.orchestration.evaluate import create_run, make_runner
 
-    model = store.models.get(request.model)
-    verify_model(model)
-    task = get_task(model.task)
-    chosen = select_datasets(store, task, request.datasets)
-    run = make_runner(request)  # describes the runner the worker will use; nothing connects here
-    if model.has_pickle and not run.sandboxed:
-        raise EvaluationError(f"model '{model.name}' has pickle weights; only the Docker sandbox may evaluate it",
-                              verdict="refused")
-    settings = worker_settings(request, run, bool(model.has_pickle))
-    run_id = store.evaluations.create(model.id, task.name, run.name, run.sandboxed,
-                                      recorded_settings(request, settings, run), [d.name for d in chosen],
-                                      status="queued", request=request.to_dict())
-    folder = RunFolder.of_run(workspace.runs_dir, run_id)
-    prepare(store, folder, model, task, chosen, settings)
+    run_id, folder, model = create_run(store, workspace, request, make_runner(request))  # nothing connects here
     with translated(queue.broker):
         spec = put_file(queue.client, folder.spec_file)
         data = [[p.name, put_file(queue.client, p)] for p in sorted(folder.data_dir.iterdir())]
@@ -134,7 +113,7 @@ def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wai
 
 def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -> Any:
     """Write a final job into its run, once; None when the run was already stored (or is not ours)."""
-    from dynadesk.orchestration.evaluate import MAX_DB_LOG, _store_results  # the local runs' one result path
+    from dynadesk.orchestration.evaluate import MAX_DB_LOG, store_results  # the local runs' one result path
     from dynadesk.orchestration.folder import RunFolder
     from dynadesk.orchestration.runners import RunOutcome
     from dynadesk.store.datasets import now_iso
@@ -180,7 +159,7 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
         store.evaluations.transition(view.run_id, status, verdict=outcome.verdict, error=outcome.message,
                                      log=log[-MAX_DB_LOG:], finished_at=now)
         return store.evaluations.get(view.run_id)
-    return _store_results(store, view.run_id, folder, outcome, log)
+    return store_results(store, view.run_id, folder, outcome, log)
 
 
 def describe_progress(view: jobs.JobView) -> str:

@@ -60,9 +60,10 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
                  if r.environment["measurement"]["noisy"]]
         if not noisy:
             break
-    # timing on a loaded machine says nothing about the runners: it needs one clean pair. CI (a quiet machine)
-    # must give one; elsewhere (a shared, loaded machine) the evaluator said so itself, which is what it must do.
-    if noisy and os.environ.get("CI") != "true":
+    # timing on a loaded machine says nothing about the runners: it needs one clean pair. `--long` (run on a
+    # quiet machine) must give one; in make test, which shares the machine with Docker builds and other suites,
+    # the evaluator flagging its own windows as noisy is what it must do, and timing is then not compared.
+    if noisy and os.environ.get("DYNADESK_LONG") != "1":
         assert all(r for r in noisy), noisy
         warnings.warn(f"timing not compared: every pair was measured on a loaded machine: {noisy}", stacklevel=1)
         return

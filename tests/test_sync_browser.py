@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
+from _board_helpers import chromium
 from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
-from conftest import missing
 
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
@@ -15,23 +12,10 @@ from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB
 
-CHROMIUM = os.environ.get("DYNADESK_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
 
 @pytest.fixture
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as exc:
-        missing("playwright", str(exc))
-    if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
-        missing("chromium", f"{CHROMIUM} not found; apt-get install chromium")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
+    yield from chromium()
 
 
 @pytest.fixture

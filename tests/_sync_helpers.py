@@ -33,16 +33,21 @@ def ensure_datasets(store, names=TEST_SETS, size: int = 12) -> None:
 IMAGE_EPOCH = 1_700_000_000  # the recorded image build's SOURCE_DATE_EPOCH
 
 
+def stored_model(store, model: str):
+    """A bag-of-words sentiment model record named ``model`` (registered once, digest from its name)."""
+    if not store.models.exists(model):
+        digest = "sha256:" + hashlib.sha256(model.encode()).hexdigest()
+        store.models.add(model, "sentiment", "bag-of-words", f"/models/{model}", digest,
+                         {"task": "sentiment", "kind": "bag-of-words", "labels": list(LABELS)})
+    return store.models.get(model)
+
+
 def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, throughput: float = 900.0,
              memory: float = 0.4, robustness: float = 60.0, fairness: float = 80.0,
              datasets=TEST_SETS) -> int:
     """A succeeded sentiment evaluation with realistic metrics and a predictions.jsonl; returns its id."""
     ensure_datasets(store, datasets)
-    digest = "sha256:" + hashlib.sha256(model.encode()).hexdigest()
-    if not store.models.exists(model):
-        store.models.add(model, "sentiment", "bag-of-words", f"/models/{model}", digest,
-                         {"task": "sentiment", "kind": "bag-of-words", "labels": list(LABELS)})
-    m = store.models.get(model)
+    m = stored_model(store, model)
     settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2,
                 # what a Docker run records from the workspace's image build record (orchestration.image_build)
                 "image_build": {"source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}}

@@ -330,8 +330,9 @@ class Worker:
              "resumed_datasets": [d.name for d in self.spec.datasets if infos[d.name].get("resumed")]},
             indent=2, sort_keys=True))
         env = environment.capture(threads, s.__dict__)
+        summary = {**timed["summary"], "memory_definition": memory["definition"]}
         _write_atomic(self.out / ENVIRONMENT_FILE, json.dumps(
-            {**header, **env, "measurement": timed["summary"]}, indent=2, sort_keys=True))
+            {**header, **env, "measurement": summary}, indent=2, sort_keys=True))
         self.emit({"phase": "done"})
         return 0
 

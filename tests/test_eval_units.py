@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -230,3 +232,55 @@ def test_hardware_class_is_canonical_and_derived_for_older_environments():
     assert environment.hardware_class_of(old) == environment.hardware_class_of(env)
     here = environment.hardware(None, [])
     assert here["cores"] == environment.cores_available() and here["gpus"] == "none" and here["runtime"] == "cpu"
+
+
+_MAPPER = """
+import json, mmap, sys
+from dynadesk.evaluator import profiling
+maps = []
+for name, size in (("libfake.so.1", 48 << 20), ("weights.bin", 32 << 20)):
+    path = sys.argv[1] + "/" + name
+    with open(path, "wb") as fh:
+        fh.write(b"x" * size)
+    fh = open(path, "rb")
+    m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    sum(m[i] for i in range(0, size, 4096))  # fault every page in
+    maps.append((fh, m))
+heap = bytearray(64 << 20)
+for i in range(0, len(heap), 4096):
+    heap[i] = 1
+print(json.dumps(profiling.memory_figures(False)))
+"""
+
+
+def test_memory_counts_the_model_heap_and_mapped_weights_but_not_shared_library_pages(tmp_path):
+    """The Dynascore's memory must not move with the page cache: a process that maps (and touches) 48 MB of a
+    shared library, 32 MB of a weights file and 64 MB of heap has a peak RSS of all three, and a memory of the
+    last two only. Before this definition, memory was the whole peak RSS (a fresh venv: 0.437 vs 0.347 GiB)."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", _MAPPER, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    mem = json.loads(out.stdout)
+    mb = 1 << 20
+    assert mem["definition"] == profiling.MEMORY_DEFINITION
+    assert mem["shared_library_rss_bytes"] >= 48 * mb  # the fake library, plus libpython's own pages
+    assert mem["rss_peak_bytes"] >= (48 + 32 + 64) * mb
+    assert mem["peak_bytes"] == mem["rss_peak_bytes"] - mem["shared_library_rss_bytes"]
+    assert mem["peak_bytes"] >= (32 + 64) * mb  # mapped weights and heap stay in
+    assert mem["peak_bytes"] <= mem["rss_peak_bytes"] - 48 * mb
+
+
+def test_an_audit_compares_memory_only_between_runs_of_one_memory_definition():
+    from dynadesk.audit.compare import RunResults, compare_results
+
+    env = {"measurement": {"noisy": False, "memory_definition": profiling.MEMORY_DEFINITION}}
+    payload = {"predictions": {"digest": "sha256:aa", "merkle_root": "r", "count": 4},
+               "metrics": [{"dataset": "", "metric": "memory", "value": 0.347, "unit": "GiB", "deterministic": False}],
+               "tolerances": {"memory": {"relative": 0.25}}, "environment": {}}
+    rerun = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.21}, environment=env, source="the re-run")
+    old = {c.field: c for c in compare_results(payload, rerun)}["metrics[(run)].memory"]
+    assert old.verdict == "not comparable" and not old.fails
+    assert "peak-rss/0" in old.note and profiling.MEMORY_DEFINITION in old.note
+    same = {c.field: c for c in compare_results(dict(payload, environment=env), rerun)}["metrics[(run)].memory"]
+    assert same.verdict == "differs" and same.kind == "measured"  # 0.347 claimed vs 0.21 re-measured, same definition

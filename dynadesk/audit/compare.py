@@ -128,6 +128,19 @@ def measured_comparability(payload: dict[str, Any], results: RunResults) -> str:
     return ""
 
 
+def memory_definition(environment: dict[str, Any]) -> str:
+    """How a run's ``memory`` was measured (environments from before the field: whole peak RSS)."""
+    summary = environment.get("measurement")
+    found = summary.get("memory_definition") if isinstance(summary, dict) else None
+    return found if isinstance(found, str) else "peak-rss/0"
+
+
+def memory_definition_difference(expected_env: dict[str, Any], results: RunResults) -> str:
+    """'' when the bundle and the re-run measured memory the same way, else both definitions."""
+    a, b = memory_definition(expected_env), memory_definition(results.environment)
+    return "" if a == b else f"memory is defined differently (bundle: {a}; {results.source}: {b})"
+
+
 def environment_checks(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> list[Check]:
     out = []
     for name, keys in (("environment.hardware", HARDWARE_KEYS), ("environment.software", SOFTWARE_KEYS)):
@@ -211,6 +224,8 @@ def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]
         if not note and m["metric"] in thin and not METRIC_UNITS.get(m["metric"], (None, None))[1]:
             note = (f"{results.source}'s {m['metric'].split('_')[1]} rests on too few samples "
                     "(fewer than 5 calls above it) to be reproduced")
+        if not note and m["metric"] == "memory":
+            note = memory_definition_difference(payload.get("environment") or {}, results)
         checks.append(compare_metric(payload, m, results.metrics.get(key), note, results.source))
     for (ds, metric), value in sorted(results.metrics.items()):
         if (ds, metric) not in seen:

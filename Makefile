@@ -34,7 +34,7 @@ demo: venv
 	@$(VENV)/bin/dynadesk demo
 
 test: venv docker
-	@$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -q --durations=25 $(PYTEST_ARGS)
 
 test-long: venv docker
 	@$(VENV)/bin/pytest -q --long $(PYTEST_ARGS)

@@ -85,6 +85,10 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
         assert not c.fails  # a measured field never fails the deterministic verdict
         assert c.tolerance == bundle.payload["tolerances"][c.field.split(".")[-1]]["relative"]
     assert report.get("environment.hardware").verdict == IDENTICAL
+    # memory does not depend on CPU load or the page cache (peak RSS less shared-library pages): an honest
+    # bundle's memory claim reproduces on its own machine, quiet or not
+    memory = report.get("metrics[(run)].memory")
+    assert memory.verdict == WITHIN, memory
 
 
 def test_cli_table_and_json_against_the_rerun(made, audited):

@@ -284,3 +284,25 @@ def test_an_audit_compares_memory_only_between_runs_of_one_memory_definition():
     assert "peak-rss/0" in old.note and profiling.MEMORY_DEFINITION in old.note
     same = {c.field: c for c in compare_results(dict(payload, environment=env), rerun)}["metrics[(run)].memory"]
     assert same.verdict == "differs" and same.kind == "measured"  # 0.347 claimed vs 0.21 re-measured, same definition
+
+
+def test_a_noisy_remeasurement_still_judges_memory_but_not_timing():
+    """Competing CPU load moves throughput and latency, never memory: an inflated memory claim must not hide
+    behind a noisy re-measurement (the attack: audit on a busy machine so that nothing measured is judged)."""
+    from dynadesk.audit.compare import RunResults, compare_results
+
+    env = {"cpu_model": "X", "measurement": {"noisy": True, "noisy_measurements": ["t: spread 40%"],
+                                             "memory_definition": profiling.MEMORY_DEFINITION}}
+    payload = {"predictions": {"digest": "sha256:aa", "merkle_root": "r", "count": 4}, "environment": env,
+               "metrics": [{"dataset": "", "metric": m, "value": v, "unit": "u", "deterministic": False}
+                           for m, v in (("memory", 0.0003), ("throughput", 1e6))],
+               "tolerances": {"memory": {"relative": 0.25}, "throughput": {"relative": 0.5}}}
+    rerun = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.35, ("", "throughput"): 100.0}, environment=env,
+                       source="the re-run")
+    by = {c.field: c for c in compare_results(payload, rerun)}
+    assert by["metrics[(run)].memory"].verdict == "differs"
+    assert by["metrics[(run)].throughput"].verdict == "not comparable" and "noisy" in by[
+        "metrics[(run)].throughput"].note
+    other_class = dict(payload, environment={**env, "cpu_model": "Y"})
+    assert {c.field: c for c in compare_results(other_class, rerun)}["metrics[(run)].memory"].verdict == \
+        "not comparable"

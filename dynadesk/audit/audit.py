@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
-from dynadesk.audit.compare import compare_results, measured_comparability, results_from_record
+from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
 from dynadesk.errors import AuditError, BundleError
 
@@ -78,6 +78,8 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
                             f"{', sandboxed' if record.sandboxed else ', not sandboxed'})")
         results = results_from_record(record)
         report.not_comparable = measured_comparability(p, results)
+        if report.not_comparable and not hardware_difference(p.get("environment") or {}, results.environment):
+            report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
         report.add(*compare_results(p, results))
     elif not rerun:
         report.notes.append("predictions and metrics were not re-computed (use --rerun)")

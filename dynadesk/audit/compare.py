@@ -116,6 +116,10 @@ def hardware_difference(expected_env: dict[str, Any], actual_env: dict[str, Any]
            f"here: {hardware_class_label(actual_env)})"
 
 
+LOAD_INDEPENDENT = frozenset({"memory", "gpu_memory"})
+"""Measured metrics that competing CPU load does not move: judged even when the re-measurement was noisy."""
+
+
 def measured_comparability(payload: dict[str, Any], results: RunResults) -> str:
     """'' when measured claims can be judged against ``results``, else why not."""
     hw = hardware_difference(payload.get("environment") or {}, results.environment)
@@ -214,13 +218,14 @@ def thin_percentiles(results: RunResults) -> set[str]:
 def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]:
     """Every prediction and metric field of the bundle against ``results``; plus values the bundle lacks."""
     hw_note = measured_comparability(payload, results)
+    same_class = not hardware_difference(payload.get("environment") or {}, results.environment)
     thin = thin_percentiles(results)
     checks = compare_predictions(payload, results)
     seen = set()
     for m in payload["metrics"]:
         key = (m["dataset"], m["metric"])
         seen.add(key)
-        note = hw_note
+        note = "" if same_class and m["metric"] in LOAD_INDEPENDENT else hw_note
         if not note and m["metric"] in thin and not METRIC_UNITS.get(m["metric"], (None, None))[1]:
             note = (f"{results.source}'s {m['metric'].split('_')[1]} rests on too few samples "
                     "(fewer than 5 calls above it) to be reproduced")

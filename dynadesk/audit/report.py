@@ -60,6 +60,7 @@ class AuditReport:
     notes: list[str] = field(default_factory=list)
     incomplete: bool = False  # a re-run was asked for but could not be made
     not_comparable: str = ""  # why measured fields were not judged (another hardware class, noisy re-measurement)
+    not_comparable_what: str = "measured metrics"  # which: all of them, or only the timing ones (noise)
 
     def add(self, *checks: Check) -> None:
         self.checks.extend(checks)
@@ -95,7 +96,7 @@ class AuditReport:
         if not lines:
             lines.append("OK")
         if self.not_comparable:
-            lines[0] += f"; measured metrics not comparable: {self.not_comparable}"
+            lines[0] += f"; {self.not_comparable_what} not comparable: {self.not_comparable}"
         return lines
 
     def counts(self) -> dict[str, int]:
@@ -107,5 +108,7 @@ class AuditReport:
                 "notes": list(self.notes),
                 "failures": [c.field for c in self.failures],
                 "measured_failures": [c.field for c in self.measured_failures],
-                "not_comparable": self.not_comparable, "verdict": "\n".join(self.verdict_lines()),
+                "not_comparable": self.not_comparable,
+                "not_comparable_what": self.not_comparable_what if self.not_comparable else "",
+                "verdict": "\n".join(self.verdict_lines()),
                 "checks": [c.to_dict() for c in self.checks]}

@@ -271,5 +271,5 @@ def verdict_headline(report) -> tuple[str, str]:
         return "⚠ incomplete: the re-run could not be made", "#6d4c00"
     if report.rerun_id is None:
         return "✔ inputs checked — audit passed (not re-run: predictions and metrics not reproduced)", "#1b5e20"
-    extra = f" — measured metrics not comparable: {report.not_comparable}" if report.not_comparable else ""
+    extra = f" — {report.not_comparable_what} not comparable: {report.not_comparable}" if report.not_comparable else ""
     return f"✔ re-run: reproduced — audit passed{extra}", "#1b5e20"

@@ -17,7 +17,8 @@ from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(1800)  # may build the image
-PAIRS = 3  # a pair measured while something else loaded the machine is taken again
+LONG = os.environ.get("DYNADESK_LONG") == "1"
+PAIRS = 3 if LONG else 1  # under --long a pair measured while something else loaded the machine is taken again
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,8 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
               f"{rss[0]:.3f} vs {rss[1]:.3f}); throughput "
               f"{a[('', 'throughput')]:.1f} vs {b[('', 'throughput')]:.1f}; noisy "
               f"{docker.environment['measurement']['noisy']}/{local.environment['measurement']['noisy']}; "
-              f"load {os.getloadavg()[0]:.1f}")
+              f"load {os.getloadavg()[0]:.1f}; "
+              f"{[r.environment['measurement']['noisy_measurements'] for r in (docker, local)]}")
         # memory does not depend on competing CPU load: every pair must agree on it
         assert tolerances.within(a[("", "memory")], b[("", "memory")], memory_tol), (a[("", "memory")],
                                                                                       b[("", "memory")])
@@ -62,15 +64,18 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
         assert docker.profile["memory"]["definition"] == local.profile["memory"]["definition"]
         assert docker.profile["memory"]["cgroup_peak_bytes"] > 0
         assert local.profile["memory"]["cgroup_peak_bytes"] is None
-        noisy = [f"{r.runner}: {r.environment['measurement']['noisy_measurements']}" for r in (docker, local)
-                 if r.environment["measurement"]["noisy"]]
+        flagged = [r for r in (docker, local) if r.environment["measurement"]["noisy"]]
+        # a run flagged noisy says why (steal, other processes, throttling, spread) in what it signs
+        assert all(r.environment["measurement"]["noisy_measurements"] for r in flagged), flagged
+        noisy = [f"{r.runner}: {r.environment['measurement']['noisy_measurements']}" for r in flagged]
         if not noisy:
             break
     # timing on a loaded machine says nothing about the runners: it needs one clean pair. `--long` (run on a
     # quiet machine) must give one; in make test, which shares the machine with Docker builds and other suites,
     # the evaluator flagging its own windows as noisy is what it must do, and timing is then not compared.
-    if noisy and os.environ.get("DYNADESK_LONG") != "1":
-        assert all(r for r in noisy), noisy
+    # (On the shared development VM the hypervisor steals 35-47% of a busy core's time, measured from
+    # /proc/stat with nothing else running, so every window there is flagged, rightly.)
+    if noisy and not LONG:
         warnings.warn(f"timing not compared: every pair was measured on a loaded machine: {noisy}", stacklevel=1)
         return
     assert not noisy, f"every pair was measured on a loaded machine: {noisy}"

@@ -75,13 +75,18 @@ def test_the_same_run_without_the_hog_is_not_noisy(bench):
     before = measurement.snapshot()
     rec = _evaluate(ws, store)
     after = measurement.snapshot()  # own_cpu includes the finished worker (a waited-for child)
-    background = measurement.competition([(before, after)], threads=0)["others_cores"]
+    outside = measurement.competition([(before, after)], threads=os.cpu_count() or 1)
+    background, steal = outside["others_cores"], outside["steal_fraction"]
     summary = rec.environment["measurement"]
     output = _show(ws, rec.id)
     if summary["noisy"]:
-        # only load from outside this test may make it noisy, and then this test saw it too
-        assert background > measurement.OTHERS_CORES / 2, (summary, background)
-        assert all("other processes used" in m or "spread" in m for m in summary["noisy_measurements"])
+        # only load from outside this test may make it noisy (other processes, or the hypervisor stealing the
+        # VM's CPU: 35-47% of a busy core on the shared development VM), and then this test saw it too
+        assert background > measurement.OTHERS_CORES / 2 or steal > measurement.STEAL_FRACTION, \
+            (summary, background, steal)
+        assert all(("other processes used" in m and background > measurement.OTHERS_CORES / 2) or
+                   ("steal" in m and steal > measurement.STEAL_FRACTION / 2) or "spread" in m
+                   for m in summary["noisy_measurements"]), (summary, background, steal)
     else:
         assert "measurement: clean" in output
         assert rec.profile["measurement"]["datasets"]["quiet-test"]["batch1"]["noise"]["reasons"] == []

@@ -80,13 +80,17 @@ def test_the_same_run_without_the_hog_is_not_noisy(bench):
     summary = rec.environment["measurement"]
     output = _show(ws, rec.id)
     if summary["noisy"]:
-        # only load from outside this test may make it noisy (other processes, or the hypervisor stealing the
-        # VM's CPU: 35-47% of a busy core on the shared development VM), and then this test saw it too
-        assert background > measurement.OTHERS_CORES / 2 or steal > measurement.STEAL_FRACTION, \
-            (summary, background, steal)
-        assert all(("other processes used" in m and background > measurement.OTHERS_CORES / 2) or
-                   ("steal" in m and steal > measurement.STEAL_FRACTION / 2) or "spread" in m
-                   for m in summary["noisy_measurements"]), (summary, background, steal)
+        # Without the hog, the evaluator may still see noise from outside this test, and must then blame only
+        # what was there: other processes or hypervisor steal that this test measured too, or the trials'
+        # own spread (on a shared VM its neighbours slow whole windows without any trace in /proc; seen in
+        # CI: "trials spread 44.4%" with 0.006 other cores and 0.07% steal). A reason with nothing behind it
+        # is a false alarm and fails.
+        sets = rec.profile["measurement"]["datasets"]["quiet-test"]
+        for m in summary["noisy_measurements"]:
+            which = "batch1" if " batch1:" in m else "batched"
+            assert ("other processes used" in m and background > measurement.OTHERS_CORES / 2) or \
+                ("steal" in m and steal > measurement.STEAL_FRACTION / 2) or \
+                ("spread" in m and sets[which]["spread"] > measurement.SPREAD), (m, sets[which], background, steal)
     else:
         assert "measurement: clean" in output
         assert rec.profile["measurement"]["datasets"]["quiet-test"]["batch1"]["noise"]["reasons"] == []

@@ -284,6 +284,12 @@ def test_an_audit_compares_memory_only_between_runs_of_one_memory_definition():
     assert "peak-rss/0" in old.note and profiling.MEMORY_DEFINITION in old.note
     same = {c.field: c for c in compare_results(dict(payload, environment=env), rerun)}["metrics[(run)].memory"]
     assert same.verdict == "differs" and same.kind == "measured"  # 0.347 claimed vs 0.21 re-measured, same definition
+    # the attack: keep the re-run's evaluator version but edit the definition away to make memory "not comparable"
+    versioned = {**env, "evaluator_version": "sha256:ev"}
+    edited = {"evaluator_version": "sha256:ev", "measurement": {"noisy": False, "memory_definition": "peak-rss/0"}}
+    rerun_v = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.21}, environment=versioned, source="the re-run")
+    dodged = {c.field: c for c in compare_results(dict(payload, environment=edited), rerun_v)}
+    assert dodged["metrics[(run)].memory"].verdict == "differs"
 
 
 def test_a_noisy_remeasurement_still_judges_memory_but_not_timing():

@@ -140,9 +140,15 @@ def memory_definition(environment: dict[str, Any]) -> str:
 
 
 def memory_definition_difference(expected_env: dict[str, Any], results: RunResults) -> str:
-    """'' when the bundle and the re-run measured memory the same way, else both definitions."""
+    """'' when the bundle and the re-run measured memory the same way, else both definitions.
+
+    The definition follows from the evaluator's code: a bundle that names the re-run's evaluator version
+    but another definition has had its environment edited (to dodge the memory check), so it is judged."""
     a, b = memory_definition(expected_env), memory_definition(results.environment)
-    return "" if a == b else f"memory is defined differently (bundle: {a}; {results.source}: {b})"
+    version = expected_env.get("evaluator_version")
+    if a == b or (version is not None and version == results.environment.get("evaluator_version")):
+        return ""
+    return f"memory is defined differently (bundle: {a}; {results.source}: {b})"
 
 
 def environment_checks(expected_env: dict[str, Any], actual_env: dict[str, Any]) -> list[Check]:

@@ -312,3 +312,11 @@ def test_a_noisy_remeasurement_still_judges_memory_but_not_timing():
     other_class = dict(payload, environment={**env, "cpu_model": "Y"})
     assert {c.field: c for c in compare_results(other_class, rerun)}["metrics[(run)].memory"].verdict == \
         "not comparable"
+
+
+def test_runs_and_bundles_show_how_memory_was_measured():
+    from dynadesk.audit.hardware import measurement_lines
+
+    now = measurement_lines({"measurement": {"noisy": False, "memory_definition": profiling.MEMORY_DEFINITION}})
+    assert f"memory: {profiling.MEMORY_DEFINITION} (docs/measurement.md; audits compare only within one)" in now
+    assert any(line.startswith("memory: peak-rss/0 ") for line in measurement_lines({"measurement": {"noisy": False}}))

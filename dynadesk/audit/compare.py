@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import tolerances as tol
+from dynadesk.audit.hardware import memory_definition
 from dynadesk.audit.report import (
     DETERMINISTIC,
     DIFFERS,
@@ -130,13 +131,6 @@ def measured_comparability(payload: dict[str, Any], results: RunResults) -> str:
         return f"{results.source}'s re-measurement was noisy ({'; '.join(summary.get('noisy_measurements', []))}); " \
                "audit again on a quiet machine"
     return ""
-
-
-def memory_definition(environment: dict[str, Any]) -> str:
-    """How a run's ``memory`` was measured (environments from before the field: whole peak RSS)."""
-    summary = environment.get("measurement")
-    found = summary.get("memory_definition") if isinstance(summary, dict) else None
-    return found if isinstance(found, str) else "peak-rss/0"
 
 
 def memory_definition_difference(expected_env: dict[str, Any], results: RunResults) -> str:

@@ -11,7 +11,14 @@ from typing import Any
 
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
 
-__all__ = ["hardware_class_label", "hardware_class_of", "measurement_lines"]
+__all__ = ["hardware_class_label", "hardware_class_of", "measurement_lines", "memory_definition"]
+
+
+def memory_definition(environment: dict[str, Any]) -> str:
+    """How a run's ``memory`` was measured (environments from before the field: whole peak RSS)."""
+    summary = environment.get("measurement")
+    found = summary.get("memory_definition") if isinstance(summary, dict) else None
+    return found if isinstance(found, str) else "peak-rss/0"
 
 
 def measurement_lines(environment: dict[str, Any]) -> list[str]:
@@ -26,6 +33,7 @@ def measurement_lines(environment: dict[str, Any]) -> list[str]:
         lines.append("measurement: NOISY - " + " | ".join(str(x) for x in summary.get("noisy_measurements", [])))
     else:
         lines.append("measurement: clean (no competing CPU load, throttling or steal; trial spread within bounds)")
+    lines.append(f"memory: {memory_definition(environment)} (docs/measurement.md; audits compare only within one)")
     thin = summary.get("latency_too_few_samples") or []
     if thin:
         lines.append(f"latency {', '.join(thin)}: too few samples above the percentile to rest on")

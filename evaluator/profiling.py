@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dynadesk.evaluator import environment
+from dynadesk.evaluator import allocator, environment
 
 GIB = float(1 << 30)
 
@@ -28,8 +28,14 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
-MEMORY_DEFINITION = "peak-rss-less-shared-libraries/1"
-"""Names how ``memory`` is measured; an audit compares memory only between runs of the same definition."""
+MEMORY_DEFINITION = "peak-rss-less-shared-libraries/2"
+"""Names how ``memory`` is measured; an audit compares memory only between runs of the same definition.
+
+/2: the worker fixed glibc's mmap threshold before loading anything (:mod:`dynadesk.evaluator.allocator`).
+/1 (earlier evaluators, or a worker where it could not be fixed): glibc's moving threshold, under which
+identical runs peaked up to 35% apart."""
+
+UNFIXED_MEMORY_DEFINITION = "peak-rss-less-shared-libraries/1"
 
 _SHARED_LIBRARY = re.compile(r"\.so(\.[0-9]+)*$")
 
@@ -107,7 +113,9 @@ def memory_figures(dedicated_cgroup: bool) -> dict[str, Any]:
     # VmHWM - libraries-now <= the peak of everything else: library pages touched after the peak only lower it
     peak = max(0, own_peak - own_libs) + sum(max(0, h - lib) for h, lib in kids)
     cg_peak, cg_source = environment.memory_peak()
-    return {"definition": MEMORY_DEFINITION, "peak_bytes": peak, "peak_gib": peak / GIB,
+    malloc = allocator.malloc_settings()
+    definition = MEMORY_DEFINITION if malloc["fixed"] else UNFIXED_MEMORY_DEFINITION
+    return {"definition": definition, "malloc": malloc, "peak_bytes": peak, "peak_gib": peak / GIB,
             "peak_source": "worker process tree peak RSS less shared-library pages (VmHWM minus the resident "
                            "pages of mapped *.so files, for the worker and its descendants)",
             "rss_peak_bytes": own_peak, "children_rss_peak_bytes": children_peak,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dynadesk.evaluator import environment, measurement, profiling
+from dynadesk.evaluator import allocator, environment, measurement, profiling
 from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
 
 
@@ -236,7 +236,7 @@ def test_hardware_class_is_canonical_and_derived_for_older_environments():
 
 _MAPPER = """
 import json, mmap, sys
-from dynadesk.evaluator import profiling
+from dynadesk.evaluator import allocator, profiling
 maps = []
 for name, size in (("libfake.so.1", 48 << 20), ("weights.bin", 32 << 20)):
     path = sys.argv[1] + "/" + name
@@ -246,6 +246,7 @@ for name, size in (("libfake.so.1", 48 << 20), ("weights.bin", 32 << 20)):
     m = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     sum(m[i] for i in range(0, size, 4096))  # fault every page in
     maps.append((fh, m))
+allocator.fix_malloc()
 heap = bytearray(64 << 20)
 for i in range(0, len(heap), 4096):
     heap[i] = 1
@@ -269,6 +270,67 @@ def test_memory_counts_the_model_heap_and_mapped_weights_but_not_shared_library_
     assert mem["peak_bytes"] == mem["rss_peak_bytes"] - mem["shared_library_rss_bytes"]
     assert mem["peak_bytes"] >= (32 + 64) * mb  # mapped weights and heap stay in
     assert mem["peak_bytes"] <= mem["rss_peak_bytes"] - 48 * mb
+
+
+_HISTORY = """
+import ctypes, json, sys
+from dynadesk.evaluator import allocator, profiling
+if sys.argv[1] == "fixed":
+    allocator.fix_malloc()
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+MB = 1 << 20
+def block(size):
+    p = libc.malloc(size)
+    libc.memset(p, 1, size)
+    return p
+libc.free(block(24 * MB))  # a large activation, freed: glibc raises its threshold to 24 MB
+first, kept = [], []
+for _ in range(40):  # 160 MB of 4 MB activations, with small long-lived objects between them
+    first.append(block(4 * MB))
+    kept.append(libc.malloc(256 * 1024))
+for p in first:
+    libc.free(p)
+second = [block(12 * MB) for _ in range(15)]  # 180 MB live: the real peak of what is still held
+print(json.dumps({"peak": profiling.memory_figures(False)["peak_bytes"], "malloc": allocator.malloc_settings()}))
+"""
+
+
+def test_a_fixed_mmap_threshold_keeps_freed_activations_out_of_the_peak():
+    """Why the worker fixes glibc's mmap threshold: under the moving threshold, blocks freed early stay in the
+    heap (pinned by small live objects) and the later peak counts them, so the same work peaks higher or
+    lower with the allocation history (three identical Docker runs: 0.742, 0.744, 0.549 GiB). Fixed, the
+    peak follows what is live. Both processes allocate the same; at most 180 MB (+ Python) is live at once."""
+    mb = 1 << 20
+
+    def peak(mode):
+        out = subprocess.run([sys.executable, "-c", _HISTORY, mode], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout)
+
+    moving, fixed = peak("moving"), peak("fixed")
+    assert not moving["malloc"]["fixed"] and fixed["malloc"] == {
+        "fixed": True, "glibc": fixed["malloc"]["glibc"], "mmap_threshold_bytes": allocator.MMAP_THRESHOLD_BYTES}
+    assert moving["peak"] >= (180 + 150) * mb  # the 160 MB freed first is still counted
+    assert (180 - 5) * mb <= fixed["peak"] <= (180 + 60) * mb
+
+
+def test_the_worker_fixes_malloc_before_it_runs_and_names_the_definition(tmp_path):
+    """``python -m dynadesk.evaluator run`` (both runners start the worker so) fixes the threshold first; a
+    profile written without it would name the older definition, so audits never compare the two."""
+    code = ("import json, sys; from dynadesk.evaluator import __main__ as m, profiling\n"
+            "try:\n    m.main(['run', '--spec', sys.argv[1] + '/missing.json', '--out', sys.argv[1] + '/out', "
+            "'--model', sys.argv[1], '--data', sys.argv[1]])\nexcept BaseException:\n    pass\n"
+            "print(json.dumps(profiling.memory_figures(False)))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    mem = json.loads(out.stdout.strip().splitlines()[-1])
+    assert mem["definition"] == profiling.MEMORY_DEFINITION and mem["malloc"]["fixed"], mem
+    unfixed = subprocess.run([sys.executable, "-c", "import json; from dynadesk.evaluator import profiling; "
+                              "print(json.dumps(profiling.memory_figures(False)))"], capture_output=True, text=True,
+                             timeout=120)
+    assert json.loads(unfixed.stdout)["definition"] == profiling.UNFIXED_MEMORY_DEFINITION
 
 
 def test_an_audit_compares_memory_only_between_runs_of_one_memory_definition():
@@ -320,3 +382,14 @@ def test_runs_and_bundles_show_how_memory_was_measured():
     now = measurement_lines({"measurement": {"noisy": False, "memory_definition": profiling.MEMORY_DEFINITION}})
     assert f"memory: {profiling.MEMORY_DEFINITION} (docs/measurement.md; audits compare only within one)" in now
     assert any(line.startswith("memory: peak-rss/0 ") for line in measurement_lines({"measurement": {"noisy": False}}))
+
+
+def test_inherited_allocator_settings_void_the_fixed_definition():
+    """A worker started with ``MALLOC_*`` / ``GLIBC_TUNABLES`` (a user's shell, a hand-started worker) would
+    measure memory under another allocator: it must not claim the fixed definition. (The local runner removes
+    them from what it passes on: tests/test_measure_runners.py runs it with one set.)"""
+    code = ("import json; from dynadesk.evaluator import allocator; print(json.dumps(allocator.fix_malloc()))")
+    env = dict(os.environ, MALLOC_ARENA_MAX="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    state = json.loads(out.stdout)
+    assert not state["fixed"] and "MALLOC_ARENA_MAX" in state["reason"]

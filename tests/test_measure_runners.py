@@ -13,6 +13,7 @@ import pytest
 from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
 
 from dynadesk.audit import tolerances
+from dynadesk.evaluator import profiling
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.workspace import Workspace
 
@@ -37,13 +38,14 @@ def _measured(record) -> dict[tuple[str, str], float]:
 # 0.347 vs 0.346), so it held only on a settled machine and this test lived behind --long.
 @pytest.mark.docker
 def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home, store, tmp_path, evaluator_image,
-                                                                             docker_client):
+                                                                             docker_client, monkeypatch):
     setup_workspace(store, tmp_path, sizes=())
     add_test_set(store, "speed-test", 48, seed=5, perturbed=False)
     ws = Workspace(home)
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
     memory_tol = tolerances.declare(["memory"])["memory"]["relative"]  # what `bundle create` signs
     noisy: list[str] = []
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "1")  # a user's shell setting: the local runner must not pass it on
     for _ in range(PAIRS):
         docker = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="docker",
                                                  image=evaluator_image.image_id, limits=limits), client=docker_client)
@@ -61,7 +63,8 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
         assert tolerances.within(a[("", "memory")], b[("", "memory")], memory_tol), (a[("", "memory")],
                                                                                       b[("", "memory")])
         assert docker.profile["memory"]["peak_source"] == local.profile["memory"]["peak_source"]
-        assert docker.profile["memory"]["definition"] == local.profile["memory"]["definition"]
+        assert docker.profile["memory"]["definition"] == local.profile["memory"]["definition"] \
+            == profiling.MEMORY_DEFINITION, [r.profile["memory"]["malloc"] for r in (docker, local)]
         assert docker.profile["memory"]["cgroup_peak_bytes"] > 0
         assert local.profile["memory"]["cgroup_peak_bytes"] is None
         flagged = [r for r in (docker, local) if r.environment["measurement"]["noisy"]]

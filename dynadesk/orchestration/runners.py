@@ -35,6 +35,7 @@ from typing import Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
+from dynadesk.evaluator.allocator import environment_overrides
 from dynadesk.orchestration.daemon import (
     NO_DAEMON_FIX,
     docker_client,
@@ -195,8 +196,8 @@ class LocalRunner(Runner):
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-                   PYTHONUNBUFFERED="1")
+        env = {k: v for k, v in os.environ.items() if k not in environment_overrides()}  # the worker fixes malloc
+        env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
         if limits.gpus is None:
             env["CUDA_VISIBLE_DEVICES"] = ""
         elif limits.gpus != "all":

@@ -101,36 +101,54 @@ def median(values: list[float]) -> float:
     return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
 
 
+def evaluator_loop(folder: Path, data: list[str], batch: int) -> tuple[Any, Any, Any]:
+    """The evaluator's own prediction pass over ``data``, ready to call: (run, worker, examples).
+
+    The worker's settings are an evaluation's defaults (min_seconds, latency_samples, warmup)."""
+    from dynadesk.evaluator import environment
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.evaluator.worker import Worker, set_determinism
+    from dynadesk.orchestration.request import RunSettings
+
+    n = len(data)
+    examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(data)]
+    manifest = json.loads((folder / "dynadesk-model.json").read_text())
+    run_defaults = RunSettings()
+    settings = Settings(batch_size=batch, min_seconds=run_defaults.min_seconds,
+                        latency_samples=run_defaults.latency_samples, warmup=run_defaults.warmup)
+    set_determinism(settings, environment.thread_count())
+    spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
+                datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
+    out = Path(tempfile.mkdtemp(prefix="bench-eval-"))
+    worker = Worker(spec, folder, out, out, emit_fn=lambda e: None)
+    worker.parts.mkdir(parents=True)
+    worker.load_model()
+
+    def run() -> None:
+        worker.run_dataset(spec.datasets[0], examples, {"done": 0, "total": n})
+
+    return run, worker, examples
+
+
 def loops(folder: Path, data: list[str], batch: int, repeats: int) -> dict[str, Any]:
     """examples/s of (a) the evaluator loop, (b) the strongest bare torch loop, (c) transformers.pipeline;
-    and the seconds the measurement protocol (per-test-set timed windows) adds to an evaluation."""
+    and the seconds the measurement protocol (per-test-set timed windows) adds to an evaluation.
+
+    All in this process, so under one malloc setting (glibc's default): the loops' own efficiency.
+    What the worker's fixed mmap threshold costs is :func:`allocator_cost`."""
+    import shutil
+
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
     from dynadesk.evaluator import environment, timing
     from dynadesk.evaluator.adapters import pad_batch
-    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
-    from dynadesk.evaluator.worker import Worker, set_determinism
 
     n = len(data)
-    examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(data)]
-    manifest = json.loads((folder / "dynadesk-model.json").read_text())
-    from dynadesk.orchestration.request import RunSettings
-
-    run_defaults = RunSettings()  # what an evaluation asks the worker for (min_seconds, latency_samples, warmup)
-    settings = Settings(batch_size=batch, min_seconds=run_defaults.min_seconds,
-                        latency_samples=run_defaults.latency_samples, warmup=run_defaults.warmup)
+    evaluator, worker, examples = evaluator_loop(folder, data, batch)
+    settings = worker.spec.settings
+    default_window = settings.min_seconds
     threads = environment.thread_count()
-    set_determinism(settings, threads)
-    spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
-                datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
-    out = tempfile.TemporaryDirectory()
-    worker = Worker(spec, folder, Path(out.name), Path(out.name), emit_fn=lambda e: None)
-    worker.parts.mkdir(parents=True)
-    worker.load_model()
-
-    def evaluator():
-        worker.run_dataset(spec.datasets[0], examples, {"done": 0, "total": n})
 
     tok = AutoTokenizer.from_pretrained(str(folder))
     model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
@@ -175,9 +193,72 @@ def loops(folder: Path, data: list[str], batch: int, repeats: int) -> dict[str, 
             protocol_s[window] = time.perf_counter() - t0
             noisy[window] = timed["summary"]["noisy"]
     finally:
-        out.cleanup()
+        shutil.rmtree(worker.out, ignore_errors=True)
     return {"rates": rates, "threads": threads, "predict_s": predict_s, "protocol_s": protocol_s,
-            "noisy": noisy, "window": run_defaults.min_seconds}
+            "noisy": noisy, "window": default_window}
+
+
+def allocator_child(mode: str, folder: Path, texts_file: Path, repeats: int) -> None:
+    """In a fresh process: the evaluator's loop under ``mode``. 'fixed' is the worker's: the memory
+    setting (set before torch loads, as ``python -m dynadesk.evaluator run`` does) for ``repeats``
+    prediction passes, then the timing setting for ``repeats`` more; 'moving' is glibc's default
+    throughout. Prints each pass's examples/s (after one warm-up) and the memory figure, as JSON."""
+    from dynadesk.evaluator import allocator
+
+    if mode == "fixed":
+        allocator.fix_malloc()
+    from dynadesk.evaluator import profiling
+
+    data = json.loads(texts_file.read_text())
+    run, worker, _ = evaluator_loop(folder, data, 32)
+
+    def rates() -> list[float]:
+        got = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run()
+            got.append(len(data) / (time.perf_counter() - t0))
+        return got
+
+    run()
+    predicting = rates()
+    memory = profiling.memory_figures(False)["peak_bytes"]  # where the worker reads it
+    allocator.timing_phase()
+    timing = rates()
+    print(json.dumps({"predicting": predicting, "timing": timing, "memory_bytes": memory,
+                      "malloc": allocator.malloc_settings()}))
+
+
+def allocator_cost(folder: Path, data: list[str], pairs: int, repeats: int) -> dict[str, Any]:
+    """The evaluator loop's examples/s under the worker's malloc settings vs glibc's moving threshold: one
+    fresh process per setting and pair, the order alternating, medians and the median paired ratios (of
+    the prediction passes, under the memory setting, and of the timed windows' setting)."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        texts_file = Path(tmp) / "texts.json"
+        texts_file.write_text(json.dumps(data))
+        got: dict[str, list[dict[str, Any]]] = {"fixed": [], "moving": []}
+        for pair in range(pairs):
+            for mode in (("fixed", "moving") if pair % 2 == 0 else ("moving", "fixed")):
+                env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+                out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--allocator-child", mode,
+                                      "--model", str(folder), "--texts", str(texts_file), "--repeats", str(repeats)],
+                                     capture_output=True, text=True, timeout=1800, env=env)
+                if out.returncode != 0:
+                    raise RuntimeError(f"allocator child ({mode}) failed: {out.stderr[-2000:]}")
+                got[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    malloc = got["fixed"][0]["malloc"]
+    if not malloc["fixed"] or not malloc.get("timing_mmap_threshold_bytes"):
+        raise RuntimeError(f"the fixed child could not fix malloc: {malloc}")
+    result: dict[str, Any] = {"memory": {m: [r["memory_bytes"] / 2**20 for r in rs] for m, rs in got.items()},
+                              "malloc": malloc}
+    for phase in ("predicting", "timing"):
+        fixed = [median(r[phase]) for r in got["fixed"]]
+        moving = [median(r[phase]) for r in got["moving"]]
+        result[phase] = {"fixed": median(fixed), "moving": median(moving),
+                         "ratio": median([f / m for f, m in zip(fixed, moving)])}
+    return result
 
 
 def docker_vs_local(folder: Path, n: int, pairs: int = 3) -> dict[str, float]:
@@ -274,6 +355,25 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
                      "baseline": f"prediction pass {r['predict_s']:.2f} s over the same {n} examples; the demo "
                                  f"times 4 test sets per model{'; measured noisy' if r['noisy'][window] else ''}",
                      "ratio": round(seconds / r["predict_s"], 3), "ok": None})
+    cost = allocator_cost(folder, data, pairs=1 if quick else 3, repeats=repeats)
+    mem = {m: ", ".join(f"{v:.0f}" for v in vs) for m, vs in cost["memory"].items()}
+    mib = {k: cost["malloc"][k] >> 20 for k in ("mmap_threshold_bytes", "timing_mmap_threshold_bytes")}
+    pred, timed = cost["predicting"], cost["timing"]
+    rows.append({"measure": f"prediction pass under the memory setting (fixed {mib['mmap_threshold_bytes']} MiB mmap "
+                            "threshold) / glibc default (paired, fresh processes)",
+                 "value": round(pred["ratio"], 3), "unit": "x", "goal": "report",
+                 "baseline": f"{pred['fixed']:.1f} vs {pred['moving']:.1f} examples/s; memory {mem['fixed']} vs "
+                             f"{mem['moving']} MiB (the price of a reproducible peak: wall time, not a timed figure)",
+                 "ratio": round(pred["ratio"], 3), "ok": None})
+    rows.append({"measure": f"timed windows' setting (fixed {mib['timing_mmap_threshold_bytes']} MiB) / glibc default "
+                            "(paired, fresh processes)", "value": round(timed["ratio"], 3), "unit": "x",
+                 "goal": ">= 0.95", "baseline": f"{timed['fixed']:.1f} vs {timed['moving']:.1f} examples/s",
+                 "ratio": round(timed["ratio"], 3), "ok": timed["ratio"] >= 0.95})
+    combined = vs_pipe * timed["ratio"]
+    rows.append({"measure": "evaluator as the worker times it / transformers.pipeline (derived)",
+                 "value": round(combined, 3), "unit": "x", "goal": ">= 2",
+                 "baseline": f"paired loop ratio {vs_pipe:.3f} x timed windows' allocator ratio {timed['ratio']:.3f}",
+                 "ratio": round(combined, 3), "ok": combined >= 2})
     if docker:
         walls = docker_vs_local(folder, 128 if quick else 512, pairs=1 if quick else 3)
         ratio = walls["ratio"]  # median of the paired ratios
@@ -291,8 +391,14 @@ def main() -> None:
     parser.add_argument("--synthetic", action="store_true",
                         help="generated short texts instead of the vader test sets (no download)")
     parser.add_argument("--model", type=Path, default=None, help="a classifier model folder (default: MiniLM-L6)")
+    parser.add_argument("--allocator-child", choices=("fixed", "moving"), help=argparse.SUPPRESS)
+    parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--repeats", type=int, default=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
+    if args.allocator_child:
+        allocator_child(args.allocator_child, args.model, args.texts, args.repeats)
+        return
     rows = run(args.quick, docker=not args.no_docker, model=args.model, synthetic=args.synthetic)
     print("measure | value | goal | baseline | ratio")
     for row in rows:

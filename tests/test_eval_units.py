@@ -312,7 +312,7 @@ def test_a_fixed_mmap_threshold_keeps_freed_activations_out_of_the_peak():
 
     moving, fixed = peak("moving"), peak("fixed")
     assert not moving["malloc"]["fixed"] and fixed["malloc"] == {
-        "fixed": True, "glibc": fixed["malloc"]["glibc"], "mmap_threshold_bytes": allocator.MMAP_THRESHOLD_BYTES}
+        "fixed": True, "glibc": fixed["malloc"]["glibc"], "mmap_threshold_bytes": allocator.MEMORY_MMAP_THRESHOLD_BYTES}
     assert moving["peak"] >= (180 + 150) * mb  # the 160 MB freed first is still counted
     assert (180 - 5) * mb <= fixed["peak"] <= (180 + 60) * mb
 

@@ -235,13 +235,16 @@ def allocator_cost(folder: Path, data: list[str], pairs: int, repeats: int) -> d
     the prediction passes, under the memory setting, and of the timed windows' setting)."""
     import subprocess
 
+    from dynadesk.evaluator.allocator import environment_overrides
+
+    inherited = set(environment_overrides())  # neither child may inherit allocator settings
     with tempfile.TemporaryDirectory() as tmp:
         texts_file = Path(tmp) / "texts.json"
         texts_file.write_text(json.dumps(data))
         got: dict[str, list[dict[str, Any]]] = {"fixed": [], "moving": []}
         for pair in range(pairs):
             for mode in (("fixed", "moving") if pair % 2 == 0 else ("moving", "fixed")):
-                env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+                env = {k: v for k, v in os.environ.items() if k not in inherited}
                 out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--allocator-child", mode,
                                       "--model", str(folder), "--texts", str(texts_file), "--repeats", str(repeats)],
                                      capture_output=True, text=True, timeout=1800, env=env)

@@ -196,7 +196,8 @@ class LocalRunner(Runner):
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
             cancel: threading.Event | None = None) -> RunOutcome:
-        env = {k: v for k, v in os.environ.items() if k not in environment_overrides()}  # the worker fixes malloc
+        inherited = set(environment_overrides())  # the worker fixes malloc itself; these would void it
+        env = {k: v for k, v in os.environ.items() if k not in inherited}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
         if limits.gpus is None:
             env["CUDA_VISIBLE_DEVICES"] = ""

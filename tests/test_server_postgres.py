@@ -239,6 +239,45 @@ def test_dropped_connections_are_replaced_and_an_unreachable_server_is_a_store_e
         ServerDB("postgresql://u:p@127.0.0.1:notaport/x")
 
 
+def test_a_database_outage_is_a_503_with_retry_after_and_the_board_answers_again_after_it(postgres, tmp_path):
+    """An outage is the server's fault, not the client's: a 400 ("rejected") told the sync client not to retry
+    and a submitter that their bundle was bad. The database refuses connections mid-run (its pooled ones are
+    terminated): each read gets a 503 naming the database, with Retry-After, within the pool's wait; once
+    it is back the same app answers 200 and nothing stored was lost."""
+    import time
+
+    import psycopg
+    from fastapi.testclient import TestClient
+
+    from dynadesk.sync.server.app import create_app
+    from dynadesk.sync.server.errors import STORE_RETRY_AFTER_S
+    from dynadesk.sync.server.pg import POOL_TIMEOUT_S
+
+    url = postgres.new_database()
+    name = url.rsplit("/", 1)[1]
+    seeded = ServerDB(url)
+    seeded.add_key(FP, KEY, "alice")
+    seeded.accept(_bundle(1), entry_hash)
+    seeded.close()
+    with TestClient(create_app(url, tmp_path / "server.key"), raise_server_exceptions=False) as client:
+        assert client.get("/api/log/head").json()["size"] == 1
+        with psycopg.connect(postgres.url(), autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+        try:
+            for path in ("/api/log/head", "/api/bundles", "/api/log"):
+                t0 = time.monotonic()
+                r = client.get(path)
+                assert r.status_code == 503, (path, r.status_code, r.text)
+                assert r.json()["error"] == "store_unavailable" and name in r.json()["detail"], r.json()
+                assert r.headers["Retry-After"] == str(STORE_RETRY_AFTER_S)
+                assert time.monotonic() - t0 < POOL_TIMEOUT_S + 10
+        finally:
+            with psycopg.connect(postgres.url(), autocommit=True) as admin:
+                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        assert client.get("/api/log/head").json()["size"] == 1
+
+
 def test_log_verify_recomputes_the_chain_and_catches_a_rewrite(db_target):
     db = ServerDB(db_target)
     db.add_key(FP, KEY, "alice")

@@ -18,6 +18,7 @@ from dynadesk.errors import (
     RevokedKeyError,
     SelfAttestationError,
     SignatureError,
+    StoreError,
     UnknownKeyError,
     UnsupportedVersionError,
     ValidationError,
@@ -42,11 +43,16 @@ HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [
     (NotFoundError, 404, "not_found"),
     (ValidationError, 400, "invalid_request"),
     (BundleError, 400, "rejected"),
+    (StoreError, 503, "store_unavailable"),  # the server's database failed or is unreachable: not the client's fault
 ]
+
+STORE_RETRY_AFTER_S = 5
+"""What a 503 for a database outage tells clients to wait (the sync client retries 503s, honouring it)."""
 
 
 def answer_for(exc: DynaDeskError) -> tuple[int, dict[str, str], dict[str, str]]:
-    """``(status, body, headers)`` for a refusal; a 429 carries ``Retry-After``."""
+    """``(status, body, headers)`` for a refusal; a 429 and a 503 carry ``Retry-After``."""
     status, code = next(((s, c) for cls, s, c in HTTP_STATUS if isinstance(exc, cls)), (400, "rejected"))
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimitedError) else {}
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimitedError) else \
+        {"Retry-After": str(STORE_RETRY_AFTER_S)} if isinstance(exc, StoreError) else {}
     return status, {"error": code, "detail": str(exc)}, headers

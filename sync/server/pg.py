@@ -26,6 +26,8 @@ from dynadesk.sync.server.dialect import POSTGRES, redact
 LOG_LOCK = 0x44594E41  # "DYNA": the advisory lock key every writer of one database takes first
 POOL_SIZE = 8  # connections per process: the upload threads, the app's read threads and the admin
 CONNECT_TIMEOUT_S = 10
+POOL_TIMEOUT_S = 5
+"""How long a request waits for a pooled connection: in an outage it gets its 503 after this, not after 30 s."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -89,7 +91,7 @@ class PostgresBackend(Backend):
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL database {self.name}: {_first_line(exc)}") from exc
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, timeout=30,
+            conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, timeout=POOL_TIMEOUT_S,
             check=ConnectionPool.check_connection, name="dynadesk-server")  # an empty query on each borrow
         # (~0.1 ms): after a database restart or failover every request still gets a live connection
         self.lock = _NoLock()

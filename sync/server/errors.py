@@ -53,6 +53,9 @@ STORE_RETRY_AFTER_S = 5
 def answer_for(exc: DynaDeskError) -> tuple[int, dict[str, str], dict[str, str]]:
     """``(status, body, headers)`` for a refusal; a 429 and a 503 carry ``Retry-After``."""
     status, code = next(((s, c) for cls, s, c in HTTP_STATUS if isinstance(exc, cls)), (400, "rejected"))
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimitedError) else \
-        {"Retry-After": str(STORE_RETRY_AFTER_S)} if isinstance(exc, StoreError) else {}
+    headers: dict[str, str] = {}
+    if isinstance(exc, RateLimitedError):
+        headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, StoreError):
+        headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
     return status, {"error": code, "detail": str(exc)}, headers

@@ -86,6 +86,11 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def restart(self, mode: str = "immediate") -> None:
+        """Stop the server (``immediate``: like a crash, no checkpoint) and start it again on the same port."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-l", str(self.root / "log"), "-w", "-t", "60",
+                  "restart")  # pg_ctl restart reuses the options the server was started with (postmaster.opts)
+
     def stop(self) -> None:
         if self.data.exists():
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")

@@ -81,7 +81,8 @@ def test_every_control_and_link_is_reachable_by_keyboard_with_a_name(board, brow
     wanted = page.evaluate(
         """() => Array.from(document.querySelectorAll('input, select, button, table a[href]'))
                  .filter(e => e.offsetParent !== null && !e.disabled)
-                 .map(e => e.id || e.getAttribute('data-name') || e.getAttribute('href') || e.outerHTML.slice(0, 80))""")
+                 .map(e => e.id || e.getAttribute('data-name') || e.getAttribute('href')
+                           || e.outerHTML.slice(0, 80))""")
     assert wanted, "the page has no controls"
     reached: list[dict[str, str]] = []
     for _ in range(len(wanted) * 3 + 20):

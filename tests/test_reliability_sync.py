@@ -162,21 +162,28 @@ def test_kill_9_during_dynadesk_sync_neither_loses_nor_duplicates_a_bundle(queue
 # ------------------------------------------------------------------------------------------ server
 
 
-@pytest.fixture
-def stream(tmp_path):
-    """SERVER_BUNDLES distinct signed bundles (one real bundle, re-signed with varied model and metrics)."""
+def signed_stream(tmp_path: Path, count: int = SERVER_BUNDLES) -> tuple[list, object]:
+    """``count`` distinct signed bundles (one real bundle, re-signed with varied model and metrics) and their
+    workspace (to register its key on a board)."""
     ws, store = workspace_with_key(tmp_path / "ws")
     base = create_bundle(ws, store, make_run(store, ws.runs_dir))
     store.close()
     rng = random.Random(SEED)
     bundles = []
-    for i in range(SERVER_BUNDLES):
+    for i in range(count):
         p = copy.deepcopy(base.payload)
         p["model"]["name"] = f"model-{i % 40:02d}"
         p["evaluation_id"] = i + 1
         for m in p["metrics"]:
             m["value"] = round(rng.uniform(1, 99), 3)
         bundles.append(signed_payload(p, ws))
+    return bundles, ws
+
+
+@pytest.fixture
+def stream(tmp_path):
+    """SERVER_BUNDLES signed bundles and a SQLite board database that accepts them."""
+    bundles, ws = signed_stream(tmp_path)
     db_path = tmp_path / "board.db"
     db = ServerDB(db_path)
     register(ws, db)

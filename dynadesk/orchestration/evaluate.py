@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError
+from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError, StoreError
 from dynadesk.evaluator.schema import (
     ENVIRONMENT_FILE,
     METRICS_FILE,
@@ -166,7 +166,15 @@ def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> 
                                       recorded_settings(request, settings, run), [d.name for d in chosen],
                                       status="queued", request=request.to_dict())
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
-    prepare(store, folder, model, task, chosen, settings)
+    try:
+        prepare(store, folder, model, task, chosen, settings)
+    except OSError as exc:  # a full disk, say: the run is failed, never left queued over a half-written folder
+        why = f"cannot prepare run {run_id}'s folder {folder.root}: {exc.strerror or exc}"
+        try:
+            store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(), error=why)
+        except StoreError as also:  # the database is on the same full disk: the run stays 'queued', never a result
+            why += f" (and the run could not be marked failed: {also})"
+        raise EvaluationError(why, verdict="error") from exc
     return run_id, folder, model
 
 

@@ -81,8 +81,9 @@ class Store:
 
     @contextmanager
     def atomic(self) -> Iterator[Database]:
-        """One transaction for a multi-step write; rolled back on any error."""
-        with self.db.atomic():
+        """One transaction for a multi-step write; rolled back on any error. A full disk is a
+        :class:`StoreError` naming the database (SQLite rolls the transaction back, so nothing is half-written)."""
+        with _core.disk_full_is_store_error(self.path), self.db.atomic():
             yield self.db
 
     def integrity_check(self) -> str:

@@ -8,10 +8,15 @@ so it and its WAL/shared-memory files are readable by their owner only
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlite_utils import Database, Migrations
+
+from dynadesk.errors import StoreError
 
 PRIVATE_FILE_MODE = 0o600
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -45,3 +50,16 @@ def make_private(db_path: Path) -> None:
             continue
         if mode & ~PRIVATE_FILE_MODE:
             os.chmod(path, mode & PRIVATE_FILE_MODE)
+
+
+@contextmanager
+def disk_full_is_store_error(path: Path | None) -> Iterator[None]:
+    """SQLite's SQLITE_FULL ("database or disk is full") as a :class:`StoreError` naming the database: the
+    statement or transaction was rolled back, so nothing of it is stored."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "disk is full" not in str(exc):
+            raise
+        raise StoreError(f"the disk holding {path} is full: {exc}; nothing of this change was written "
+                         "(rolled back); free some space and try again") from exc

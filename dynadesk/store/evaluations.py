@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import ConfigError, NotFoundError, RunStateError
+from dynadesk.store.core import disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -180,7 +181,8 @@ class EvaluationRepo:
             sources = sorted(s for s, targets in TRANSITIONS.items() if status in targets)
             sql += f" AND status IN ({', '.join('?' * len(sources))})" if sources else " AND 0"
             params += sources
-        cur = self.db.execute(sql, params)
+        with disk_full_is_store_error(self._store.path):
+            cur = self.db.execute(sql, params)
         if "status" in fields and cur.rowcount == 0:
             self._refuse_transition(evaluation_id, fields["status"])
 

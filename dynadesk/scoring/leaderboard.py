@@ -26,6 +26,7 @@ from dynadesk.scoring.dynascore import (
     rank_stability,
 )
 from dynadesk.store.evaluations import EvaluationRecord
+from evaluator.metrics import COVERAGE_SUFFIXES, run_value
 
 if TYPE_CHECKING:
     from dynadesk.store.evaluations import EvaluationRepo
@@ -137,6 +138,21 @@ def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, d
     return per_model, units
 
 
+def coverage_values(table: dict[str, dict[str, float]], dataset_weights: dict[str, float]) -> dict[str, float]:
+    """A run's coverage figures as run values, not means: ``*_sources`` add up over the datasets counted
+    (weight above 0), ``*_low_confidence`` is 1 if any of them is (as the evaluator's ``run_value``)."""
+    out: dict[str, float] = {}
+    for metric, by_ds in table.items():
+        if not metric.endswith(COVERAGE_SUFFIXES):
+            continue
+        per = [v for d, v in by_ds.items() if d and dataset_weights.get(d, 1.0) > 0]
+        if per:
+            out[metric] = run_value(metric, per)
+        elif "" in by_ds:
+            out[metric] = by_ds[""]
+    return out
+
+
 class LocalBoard:
     """One task's latest succeeded runs as a scoring board, built once and re-ranked per query."""
 
@@ -160,8 +176,9 @@ class LocalBoard:
         for i in range(scored.total):
             ms = scored.row(i)
             rec = self.records[ms.name]
+            others = {**scored.others(i), **coverage_values(self.tables[ms.name], dataset_weights or {})}
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
-                                 {**scored.others(i), **ms.values}, self.tables[ms.name], ms.converted,
+                                 {**others, **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name)))
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, scored.left_off, scored.notes)

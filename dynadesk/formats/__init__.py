@@ -27,10 +27,10 @@ from dynadesk.formats.delimited import (
 )
 from dynadesk.formats.dynabench import DYNASENT_KEYS, convert_dynabench, convert_dynasent
 from dynadesk.formats.dynahate import convert_dynahate, is_dynahate, read_dynahate_rows
-from dynadesk.formats.hf import convert_hf, read_parquet_rows
+from dynadesk.formats.hf import convert_hf, convert_hf_v2, read_parquet_rows
 from dynadesk.formats.jsonl import first_object, read_jsonl_rows
 from dynadesk.formats.snli import convert_snli, read_snli_tsv_rows
-from dynadesk.formats.squad import convert_squad, is_squad, read_squad_rows
+from dynadesk.formats.squad import convert_squad, convert_squad_v2, is_squad, read_squad_rows
 from dynadesk.tasks import Task
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
@@ -43,9 +43,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",)),
     Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",)),
     Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",)),
-    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",)),
-    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf),
-    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf),
+    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",), convert_v2=convert_squad_v2),
+    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf, convert_v2=convert_hf_v2),
+    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf, convert_v2=convert_hf_v2),
 )}
 
 _SNLI_KEYS = {"sentence1", "sentence2", "gold_label"}

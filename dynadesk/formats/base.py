@@ -49,6 +49,7 @@ class Mapping:
     fields: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     keep_extra: bool = False  # ``--keep-extra``: fields the task has no place for go under ``metadata``
+    squad_v2: bool = False  # ``--squad-v2``: keep unanswerable questions, score the dataset by the v2.0 rule
 
 
 Converter = Callable[[Task, dict[str, Any]], "dict[str, Any] | Dropped"]
@@ -64,6 +65,7 @@ class Format:
     tasks: tuple[str, ...] = ()  # the tasks this format holds; () = any task
     sample: Callable[[Path], dict[str, str]] | None = None  # a table's header (+ first row), checked once
     pre_labels: bool = False  # --label-map applies before convert, so a drop rule sees the mapped label
+    convert_v2: Converter | None = None  # the convert of --squad-v2 (formats that carry unanswerable questions)
 
 
 @dataclass
@@ -114,7 +116,8 @@ def _example(task: Task, fmt: Format, src: SourceRow, mapping: Mapping) -> dict[
     row = rename_fields(row, mapping.fields)
     if fmt.pre_labels:
         row = _pre_map_labels(row, mapping.labels)
-    converted = fmt.convert(task, row)
+    convert = fmt.convert_v2 if mapping.squad_v2 and fmt.convert_v2 is not None else fmt.convert
+    converted = convert(task, row)
     if isinstance(converted, Dropped):
         return converted
     if task.gold_field == "label" and "label" in converted:
@@ -150,6 +153,9 @@ def keep_extra(row: dict[str, Any], unknown: list[str]) -> dict[str, Any]:
 
 def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detected: bool) -> ReadResult:
     """Read, convert and validate every row; raise one :class:`ValidationError` listing every bad row."""
+    if mapping.squad_v2 and (fmt.convert_v2 is None or task.output_kind != "span"):
+        raise ValidationError(f"{path}: --squad-v2 applies to qa files in the squad or hf format, not to "
+                              f"{task.name} {fmt.name} files")
     if fmt.tasks and task.name not in fmt.tasks:
         raise ValidationError(f"{path}: the {fmt.title} format holds {' or '.join(fmt.tasks)} examples, "
                               f"not {task.name} ones (pass --task {fmt.tasks[0]}, or another --format)")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
+from dynadesk.evaluator.metrics import COVERAGE_SUFFIXES, run_value
 from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
@@ -26,7 +27,6 @@ from dynadesk.scoring.dynascore import (
     rank_stability,
 )
 from dynadesk.store.evaluations import EvaluationRecord
-from evaluator.metrics import COVERAGE_SUFFIXES, run_value
 
 if TYPE_CHECKING:
     from dynadesk.store.evaluations import EvaluationRepo

@@ -167,10 +167,11 @@ class LocalBoard:
         return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
 
     def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
-             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
+             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
+             amrs_mode: str = "dynaboard") -> Leaderboard:
         """The board for these weights (see :meth:`ScoreBoard.score` for what is refused)."""
         scored = self.board.score(weights=weights, dataset_weights=dataset_weights,
-                                  memory_budget_gib=memory_budget_gib)
+                                  memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
@@ -208,13 +209,15 @@ def local_board(store: RunStore, task: str,
 def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-                      hardware_class: str | None = None) -> Leaderboard:
-    """Rank each model's board run of ``task`` within one hardware class (see the module docstring)."""
+                      hardware_class: str | None = None, amrs_mode: str = "dynaboard") -> Leaderboard:
+    """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
+    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
-    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability), chosen, classes)
+    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode), chosen,
+                         classes)
 
 
 def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from dynadesk.canonical import digest
+from dynadesk.evaluator.metrics import SQUAD_V2_KEY
 from dynadesk.tasks import Task
 
 OPTIONAL_FIELDS = ("tags", "metadata")
@@ -86,8 +87,13 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
         else:
             raise ValueError(f"field 'label' must be one of {', '.join(task.labels)}")
     else:
-        if not isinstance(gold, list) or not gold or not all(isinstance(a, str) and a.strip() for a in gold):
-            raise ValueError("field 'answers' must be a non-empty list of non-empty strings")
+        meta = raw.get("metadata")
+        v2 = isinstance(meta, dict) and meta.get(SQUAD_V2_KEY) is True  # SQuAD 2.0 kept as published
+        if v2 and gold == []:
+            pass  # an unanswerable question: its gold is the empty answer under the v2.0 rule
+        elif not isinstance(gold, list) or not gold or not all(isinstance(a, str) and a.strip() for a in gold):
+            raise ValueError("field 'answers' must be a non-empty list of non-empty strings"
+                             + (" (or [] for an unanswerable SQuAD 2.0 question)" if v2 else ""))
         context = out[str(task.span_of)]
         for a in gold:
             if a not in context:

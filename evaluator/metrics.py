@@ -11,6 +11,10 @@ API (every score is on 0-100):
 - ``squad_f1(pred, golds)`` / ``exact_match(pred, golds)``: one QA answer against its gold
   answers, SQuAD-normalised, maximised over golds (divide by 100 for the 0-1 fraction
   that a fooled-rule threshold such as ``answer_f1_below: 0.4`` uses).
+- ``squad_v2_f1(pred, golds)`` / ``squad_v2_exact(pred, golds)``: the official SQuAD v2.0 rule: golds
+  that normalise to empty are dropped, and no gold left (an unanswerable question, ``[]``) means the
+  gold is the empty answer (an empty prediction scores 100, any answer 0). A dataset imported with its
+  unanswerable questions marks its examples (``metadata.squad_v2``) and is scored with this rule.
 - ``task_score(task_dict, predictions, examples)``: ``{"perf", <task metric>, <secondary...>}``.
 - ``tag_breakdown(task_dict, predictions, examples)``: the same per example tag, plus ``n``.
 - ``consistency_report(task_dict, original_preds, perturbed_preds_by_source)``: robustness /
@@ -145,6 +149,40 @@ def exact_match(pred: str, golds: Any) -> float:
     return 100.0 if any(norm == normalize_answer(g) for g in _answers(golds)) else 0.0
 
 
+class SquadV2Answers(tuple):  # type: ignore[type-arg]
+    """The gold answers of an example scored by the SQuAD v2.0 rule (possibly none: unanswerable)."""
+
+
+SQUAD_V2_KEY = "squad_v2"  # metadata flag of an example of a dataset kept as SQuAD 2.0 publishes it
+
+
+def squad_v2_golds(golds: Any) -> list[str]:
+    """The official v2.0 script's golds: the non-empty-normalising answers, else the empty answer."""
+    if isinstance(golds, str):
+        golds = [golds]
+    if not isinstance(golds, (list, tuple)) or not all(isinstance(g, str) for g in golds):
+        raise MetricError(f"gold answers: must be a list of answers (empty when unanswerable), got {golds!r}")
+    kept = [g for g in golds if normalize_answer(g)]
+    return kept or [""]
+
+
+def squad_v2_f1(pred: str, golds: Any) -> float:
+    """SQuAD v2.0 token F1 (0-100): max over :func:`squad_v2_golds`."""
+    return 100.0 * max(token_f1(pred, g) for g in squad_v2_golds(golds))
+
+
+def squad_v2_exact(pred: str, golds: Any) -> float:
+    """SQuAD v2.0 exact match (0-100): max over :func:`squad_v2_golds`."""
+    norm = normalize_answer(pred)
+    return 100.0 if any(norm == normalize_answer(g) for g in squad_v2_golds(golds)) else 0.0
+
+
+def _span_score(metric: str, pred: str, gold: Any) -> float:
+    if isinstance(gold, SquadV2Answers):
+        return squad_v2_f1(pred, gold) if metric == "squad_f1" else squad_v2_exact(pred, gold)
+    return squad_f1(pred, gold) if metric == "squad_f1" else exact_match(pred, gold)
+
+
 # --------------------------------------------------------------------------- task level
 
 def _task_metrics(task: Mapping[str, Any]) -> list[str]:
@@ -176,6 +214,12 @@ def _gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str) -> An
     key = "answers" if task.get("output_kind") == "span" else "label"
     if not isinstance(example, Mapping) or key not in example:
         raise MetricError(f"{where}: example lacks its gold field '{key}'")
+    meta = example.get("metadata")
+    if key == "answers" and isinstance(meta, Mapping) and meta.get(SQUAD_V2_KEY) is True:
+        gold = example[key]
+        if not isinstance(gold, (list, tuple)):
+            raise MetricError(f"{where}: a SQuAD 2.0 example's answers must be a list, got {gold!r}")
+        return SquadV2Answers(gold)
     return example[key]
 
 
@@ -189,8 +233,7 @@ def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], gol
     if metric in SPAN_METRICS:
         if not preds:
             return 0.0
-        fn = squad_f1 if metric == "squad_f1" else exact_match
-        return sum(fn(p, g) for p, g in zip(preds, golds)) / len(preds)
+        return sum(_span_score(metric, p, g) for p, g in zip(preds, golds)) / len(preds)
     raise MetricError(f"unknown metric '{metric}' (known: {', '.join(LABEL_METRICS + SPAN_METRICS)})")
 
 

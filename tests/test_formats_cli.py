@@ -47,13 +47,14 @@ def test_label_map_for_an_unlisted_spelling_and_a_bad_pair(home, tmp_path):
                    + json.dumps({"text_id": "r1-0002", "sentence": "It was fine and bad.", "gold_label": "mixed"})
                    + "\n",
                    encoding="utf-8")
-    bad = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "id=text_id")
-    assert bad.returncode == 1 and "line 2: label 'mixed' is not one of" in bad.stderr
+    ternary = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--name", "ternary")
+    assert ternary.returncode == 0, ternary.stderr  # DynaSent's rule: only ternary gold labels are kept
+    assert "format: dynasent" in ternary.stdout and "left out: 1 mixed-sentiment rows" in ternary.stdout
     ok = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "id=text_id",
                  "--label-map", "mixed=neutral", "--json")
     assert ok.returncode == 0, ok.stderr
     out = json.loads(ok.stdout)
-    assert out["format"] == "jsonl" and out["label_counts"] == {"negative": 0, "neutral": 1, "positive": 1}
+    assert out["format"] == "dynasent" and out["label_counts"] == {"negative": 0, "neutral": 1, "positive": 1}
     pair = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "id")
     assert pair.returncode == 1 and "--map 'id': expected NAME=VALUE" in pair.stderr
     missing = run_cli(home, "data", "import", str(src), "--task", "sentiment", "--map", "statement=tweet")

@@ -11,6 +11,8 @@ from typing import Any
 
 from tiny_models import make_tiny_classifier, make_tiny_qa
 
+from dynadesk.formats.squad import UNANSWERABLE
+
 CONTEXT = "Paris is the capital of France. The river Seine runs through the city."
 
 
@@ -85,7 +87,7 @@ def test_public_files_import_and_evaluate_from_a_fresh_workspace(home, tmp_path)
 
     expected = {"anli": ("nli", "dynabench", 3, {}),
                 "snli": ("nli", "snli", 2, {"no-consensus rows (gold_label '-')": 1}),
-                "squad": ("qa", "squad", 2, {"unanswerable questions (no gold answer)": 1})}
+                "squad": ("qa", "squad", 2, {UNANSWERABLE: 1})}
     for name, (task, fmt, size, dropped) in expected.items():
         proc = cli(home, "data", "import", str(sources[name]), "--task", task, "--name", name)
         assert proc.returncode == 0, proc.stderr

@@ -14,6 +14,7 @@ from dynadesk.data import export_dataset, import_file
 from dynadesk.datasets import dataset_digest
 from dynadesk.errors import ValidationError
 from dynadesk.formats import detect_format
+from dynadesk.formats.squad import UNANSWERABLE
 
 
 def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -194,7 +195,7 @@ def test_squad_json(store, tmp_path, version):
     assert detect_format(path) == "squad"
     outcome = import_file(store, "qa", path, name="squad")
     assert outcome.format == "squad"
-    assert outcome.dropped == ({"unanswerable questions (no gold answer)": 1} if version == "v2.0" else {})
+    assert outcome.dropped == ({UNANSWERABLE: 1} if version == "v2.0" else {})
     examples = store.datasets.examples("squad")
     assert examples == [
         {"id": "56ddde6b9a695914005b9628", "context": CONTEXT, "question": "In what country is Normandy located?",
@@ -231,7 +232,7 @@ def test_hf_squad_rows_and_snli_rows(store, tmp_path):
     path = _jsonl(tmp_path / "squad_v2-validation.jsonl", rows)
     assert detect_format(path) == "hf"
     outcome = import_file(store, "qa", path, name="hf-squad")
-    assert outcome.dropped == {"unanswerable questions (no gold answer)": 1}
+    assert outcome.dropped == {UNANSWERABLE: 1}
     assert store.datasets.examples("hf-squad") == [
         {"id": "56ddde6b9a695914005b9628", "context": CONTEXT, "question": "In what country is Normandy located?",
          "answers": ["France", "a region in France"], "metadata": {"title": "Normans", "answer_start": [104, 92]}}]
@@ -289,7 +290,7 @@ def test_csv_and_tsv_with_header_and_public_label_spellings(store, tmp_path):
 def test_format_for_another_task_is_refused_with_the_fix(store, tmp_path):
     path = _jsonl(tmp_path / "anli.jsonl", ANLI_ROWS)
     with pytest.raises(ValidationError, match="holds nli examples, not qa ones \\(pass --task nli"):
-        import_file(store, "qa", path, fmt="dynabench")
+        import_file(store, "qa", path, fmt="snli")  # dynabench covers every task; its rows then fail by field
 
 
 def test_qa_csv_with_one_answer_column(store, tmp_path):

@@ -111,12 +111,16 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDT
 @click.option("--hardware-class", "hardware_class", default=None, metavar="CLASS|all",
               help="Rank the runs of this hardware class (default: the class with the most models; 'all': every "
                    "run, measured metrics then not comparable). The classes present are listed.")
+@click.option("--amrs", "amrs_mode", type=click.Choice(["dynaboard", "robust"]), default="dynaboard",
+              show_default=True,
+              help="robust: leave a metric whose exchange rate rests on noise unconverted (a deviation from "
+                   "Dynaboard; docs/board.md).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
 def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
-                memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, as_csv: bool,
-                as_json: bool) -> None:
+                memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
+                as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
 
@@ -124,7 +128,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         raise click.UsageError("choose one of --json and --csv")
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
                               parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
-                              hardware_class)
+                              hardware_class, amrs_mode)
     if as_json:
         echo_json(board.to_dict())
         return

@@ -25,27 +25,31 @@ from dynadesk.formats.delimited import (
     read_tsv_rows,
     tsv_sample,
 )
-from dynadesk.formats.dynabench import convert_dynabench
-from dynadesk.formats.hf import convert_hf, read_parquet_rows
+from dynadesk.formats.dynabench import DYNASENT_KEYS, convert_dynabench, convert_dynasent
+from dynadesk.formats.dynahate import convert_dynahate, is_dynahate, read_dynahate_rows
+from dynadesk.formats.hf import convert_hf, convert_hf_v2, read_parquet_rows
 from dynadesk.formats.jsonl import first_object, read_jsonl_rows
 from dynadesk.formats.snli import convert_snli, read_snli_tsv_rows
-from dynadesk.formats.squad import convert_squad, is_squad, read_squad_rows
+from dynadesk.formats.squad import convert_squad, convert_squad_v2, is_squad, read_squad_rows
 from dynadesk.tasks import Task
 
 FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("jsonl", "DynaDesk JSON lines", read_jsonl_rows, convert_native),
     Format("csv", "CSV with a header", read_csv_rows, convert_native, sample=csv_sample),
     Format("tsv", "TSV with a header", read_tsv_rows, convert_native, sample=tsv_sample),
-    Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench, ("nli",)),
+    Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench),
+    Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,
+           ("sentiment",), pre_labels=True),
+    Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",)),
     Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",)),
     Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",)),
-    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",)),
-    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf),
-    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf),
+    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",), convert_v2=convert_squad_v2),
+    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf, convert_v2=convert_hf_v2),
+    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf, convert_v2=convert_hf_v2),
 )}
 
 _SNLI_KEYS = {"sentence1", "sentence2", "gold_label"}
-_ANLI_LABELS = {"e", "n", "c"}
+_DYNABENCH_INPUTS = {"hypothesis", "statement", "question"}
 
 __all__ = ["FORMATS", "Format", "Mapping", "ReadResult", "detect_format", "parse_pairs",
            "read_examples"]
@@ -58,7 +62,9 @@ def _detect_jsonl(path: Path) -> str:
     keys = set(obj)
     if _SNLI_KEYS <= keys:
         return "snli"
-    if "uid" in keys and {"context", "hypothesis"} <= keys and obj.get("label") in _ANLI_LABELS:
+    if DYNASENT_KEYS <= keys:
+        return "dynasent"
+    if "uid" in keys and keys & _DYNABENCH_INPUTS:
         return "dynabench"
     if isinstance(obj.get("answers"), dict) or "premise" in keys or isinstance(obj.get("label"), int):
         return "hf"
@@ -71,7 +77,7 @@ def detect_format(path: Path) -> str:
     if suffix == ".parquet":
         return "hf-parquet"
     if suffix == ".csv":
-        return "csv"
+        return "dynahate" if is_dynahate(path) else "csv"
     if suffix in (".tsv", ".txt"):
         return "snli-tsv" if _SNLI_KEYS <= set(header(path, "\t")) else "tsv"
     if suffix == ".json" and is_squad(path):

@@ -44,10 +44,12 @@ class Dropped:
 
 @dataclass(frozen=True)
 class Mapping:
-    """``--map task_field=source_field`` and ``--label-map source=target``."""
+    """``--map task_field=source_field``, ``--label-map source=target`` and ``--keep-extra``."""
 
     fields: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    keep_extra: bool = False  # ``--keep-extra``: fields the task has no place for go under ``metadata``
+    squad_v2: bool = False  # ``--squad-v2``: keep unanswerable questions, score the dataset by the v2.0 rule
 
 
 Converter = Callable[[Task, dict[str, Any]], "dict[str, Any] | Dropped"]
@@ -62,6 +64,8 @@ class Format:
     convert: Converter
     tasks: tuple[str, ...] = ()  # the tasks this format holds; () = any task
     sample: Callable[[Path], dict[str, str]] | None = None  # a table's header (+ first row), checked once
+    pre_labels: bool = False  # --label-map applies before convert, so a drop rule sees the mapped label
+    convert_v2: Converter | None = None  # the convert of --squad-v2 (formats that carry unanswerable questions)
 
 
 @dataclass
@@ -110,20 +114,48 @@ def _example(task: Task, fmt: Format, src: SourceRow, mapping: Mapping) -> dict[
     if not isinstance(row, dict):
         return validate_example(task, row, src.fallback_id)  # raises the "expected a JSON object" reason
     row = rename_fields(row, mapping.fields)
-    converted = fmt.convert(task, row)
+    if fmt.pre_labels:
+        row = _pre_map_labels(row, mapping.labels)
+    convert = fmt.convert_v2 if mapping.squad_v2 and fmt.convert_v2 is not None else fmt.convert
+    converted = convert(task, row)
     if isinstance(converted, Dropped):
         return converted
     if task.gold_field == "label" and "label" in converted:
         converted["label"] = normalise_label(task, converted["label"], mapping.labels)
     unknown = sorted(set(converted) - set(example_fields(task)) - {"answer"})
+    if unknown and mapping.keep_extra:
+        converted = keep_extra(converted, unknown)
+        unknown = []
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(example_fields(task))})"
                          + mapping_hint(task, converted, unknown))
     return validate_example(task, converted, src.fallback_id)
 
 
+def _pre_map_labels(row: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    out = dict(row)
+    for name in ("label", "gold_label"):
+        value = out.get(name)
+        if isinstance(value, str) and value in labels:
+            out[name] = labels[value]
+    return out
+
+
+def keep_extra(row: dict[str, Any], unknown: list[str]) -> dict[str, Any]:
+    """``--keep-extra``: move the ``unknown`` fields under ``metadata`` (a field already there is kept)."""
+    meta = row.get("metadata", {})
+    if not isinstance(meta, dict):
+        return row  # validation names the bad 'metadata' field
+    out = {k: v for k, v in row.items() if k not in unknown}
+    out["metadata"] = {**{k: row[k] for k in unknown}, **meta}
+    return out
+
+
 def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detected: bool) -> ReadResult:
     """Read, convert and validate every row; raise one :class:`ValidationError` listing every bad row."""
+    if mapping.squad_v2 and (fmt.convert_v2 is None or task.output_kind != "span"):
+        raise ValidationError(f"{path}: --squad-v2 applies to qa files in the squad or hf format, not to "
+                              f"{task.name} {fmt.name} files")
     if fmt.tasks and task.name not in fmt.tasks:
         raise ValidationError(f"{path}: the {fmt.title} format holds {' or '.join(fmt.tasks)} examples, "
                               f"not {task.name} ones (pass --task {fmt.tasks[0]}, or another --format)")

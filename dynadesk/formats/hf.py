@@ -20,13 +20,13 @@ from dynadesk.formats.base import Dropped, SourceRow
 from dynadesk.formats.dynabench import split_extras
 from dynadesk.formats.schema import apply_aliases
 from dynadesk.formats.snli import parse_columns
-from dynadesk.formats.squad import UNANSWERABLE
+from dynadesk.formats.squad import UNANSWERABLE, mark_squad_v2
 from dynadesk.tasks import Task
 
 NO_LABEL = "rows without a gold label (label -1)"
 
 
-def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
+def convert_hf(task: Task, row: dict[str, Any], keep_unanswerable: bool = False) -> dict[str, Any] | Dropped:
     row = apply_aliases(task, row)
     answers = row.get("answers")
     starts: list[Any] | None = None
@@ -34,7 +34,7 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
         texts = answers.get("text")
         if not isinstance(texts, list):
             raise ValueError("field 'answers' must hold a 'text' list")
-        if not texts:
+        if not texts and not keep_unanswerable:
             return Dropped(UNANSWERABLE)
         starts = list(answers.get("answer_start") or [])
         row["answers"] = list(texts)
@@ -43,7 +43,13 @@ def convert_hf(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
     out = split_extras(task, row, drop=parse_columns(row))
     if starts is not None:
         out["metadata"] = {**out.get("metadata", {}), "answer_start": starts}
+        if keep_unanswerable:
+            mark_squad_v2(out["metadata"], not out.get("answers"))
     return out
+
+
+def convert_hf_v2(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
+    return convert_hf(task, row, keep_unanswerable=True)
 
 
 def read_parquet_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:

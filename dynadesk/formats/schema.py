@@ -24,7 +24,8 @@ FIELD_ALIASES: dict[str, tuple[str, ...]] = {
 
 # Label spellings of public datasets, per task: source spelling -> task label.
 LABEL_ALIASES: dict[str, dict[str, str]] = {
-    "nli": {"e": "entailment", "n": "neutral", "c": "contradiction"},
+    "nli": {"e": "entailment", "n": "neutral", "c": "contradiction",
+            "entailed": "entailment", "contradictory": "contradiction"},  # ANLI; Dynabench's NLI files
     "hate_speech": {"hate": "hateful", "nothate": "not-hateful", "not_hateful": "not-hateful"},
 }
 
@@ -78,6 +79,15 @@ def required_fields(task: Task) -> list[str]:
     return [*task.input_names, task.gold_field]
 
 
+# Column names that hold row numbers or positions, never a task's field (GLUE's ``index``, R's unnamed column).
+ROW_NUMBER_NAMES = {"", "index", "idx", "row", "rownum", "row_number", "unnamed: 0", "x"}
+
+
+def is_meaningless(source: str) -> bool:
+    """A source name no ``--map`` should propose: empty, or a row-number column."""
+    return source.strip().lower() in ROW_NUMBER_NAMES
+
+
 def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
     """How well a source field's value fits a task field: its kind first, then the names' likeness."""
     likeness = difflib.SequenceMatcher(None, name.lower(), source.lower()).ratio()
@@ -89,7 +99,8 @@ def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
         values = value if isinstance(value, list) and value else [value]
         if all(isinstance(v, str) and v in known for v in values):
             kind = 2
-        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).lstrip("-").isdigit():
+        elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).lstrip("-").isdigit() \
+                and not is_meaningless(source):
             kind = 1
         else:
             kind = 0
@@ -104,7 +115,8 @@ def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
 def mapping_hint(task: Task, row: dict[str, Any], unknown: list[str]) -> str:
     """A ``--map`` suggestion pairing each missing task field with the unknown source field that fits it best."""
     missing = [f for f in [*required_fields(task), "id"] if f not in row]
-    fits = sorted(((_fit(task, name, src, row.get(src)), name, src) for name in missing for src in unknown),
+    named = [src for src in unknown if not is_meaningless(src)]
+    fits = sorted(((_fit(task, name, src, row.get(src)), name, src) for name in missing for src in named),
                   key=lambda t: t[0], reverse=True)
     chosen: dict[str, str] = {}
     for (kind, _likeness), name, src in fits:
@@ -113,8 +125,16 @@ def mapping_hint(task: Task, row: dict[str, Any], unknown: list[str]) -> str:
     pairs = [f"--map {name}={chosen[name]}" for name in missing if name in chosen]
     if pairs:
         return f"; if these hold the task's fields, pass {' '.join(pairs)}"
-    return (f"; the task has no such field: rename it to one of {', '.join(['id', *required_fields(task)])} "
-            f"with --map FIELD={unknown[0]}, or leave it out of the file")
+    if task.gold_field in missing and task.gold_field not in chosen:
+        gold = (f"; no column holds the gold {task.gold_field} (an unlabelled test split cannot be "
+                "imported for scoring)")
+    else:
+        gold = ""
+    if not named:
+        return gold + "; a row-number column is not a task field: pass --keep-extra to keep it as metadata, " \
+            "or leave it out of the file"
+    return (gold + f"; the task has no such field: rename it to one of {', '.join(['id', *required_fields(task)])} "
+            f"with --map FIELD={named[0]}, keep it as metadata with --keep-extra, or leave it out of the file")
 
 
 def file_schema(task: Task) -> dict[str, Any]:

@@ -6,7 +6,11 @@ published), and ``metadata`` with the article ``title`` and the
 ``answer_start`` offsets. Rule for unanswerable questions (SQuAD 2.0
 ``is_impossible: true``, or an empty ``answers`` list): the qa task scores
 answer spans, and such a question has none, so it is left out and counted
-(its ``plausible_answers`` are not gold answers).
+(its ``plausible_answers`` are not gold answers); the dataset is then
+answerable-only, and the import says so. With ``--squad-v2`` (a per-dataset
+setting) every question is kept as SQuAD 2.0 publishes it: an unanswerable one
+with ``answers: []``, and every example marked ``metadata.squad_v2`` so that
+it is scored with the official v2.0 rule (see ``evaluator.metrics``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.errors import ValidationError
+from dynadesk.evaluator.metrics import SQUAD_V2_KEY
 from dynadesk.formats.base import Dropped, SourceRow
 from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
-UNANSWERABLE = "unanswerable questions (no gold answer)"
+UNANSWERABLE = ("unanswerable questions (no gold answer): the dataset is answerable-only, not SQuAD 2.0 as "
+                "published; --squad-v2 keeps them and scores with the v2.0 rule")
 MAX_SQUAD_BYTES = 1 << 30
 
 
@@ -80,15 +86,33 @@ def _answer_texts(answers: Any) -> tuple[list[Any], list[Any]]:
     return [a.get("text") for a in answers], [a.get("answer_start") for a in answers]
 
 
-def convert_squad(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
+def convert_squad(task: Task, row: dict[str, Any], keep_unanswerable: bool = False) -> dict[str, Any] | Dropped:
     row = dict(row)
     impossible = row.pop("is_impossible", False)
-    row.pop("plausible_answers", None)
+    plausible = row.pop("plausible_answers", None)
     texts, starts = _answer_texts(row.pop("answers", []))
-    if impossible is True or not texts:
-        return Dropped(UNANSWERABLE)
+    if impossible is True and keep_unanswerable:
+        texts, starts = [], []  # the v2.0 script scores an impossible question against the empty answer
+    elif impossible is True or not texts:
+        if not keep_unanswerable:
+            return Dropped(UNANSWERABLE)
     meta = dict(row.pop("metadata", {}) or {})
     if "title" in row:
         meta["title"] = row.pop("title")
     meta["answer_start"] = starts
+    if keep_unanswerable:
+        mark_squad_v2(meta, impossible is True or not texts, plausible)
     return {**row, "answers": texts, "metadata": meta}
+
+
+def mark_squad_v2(meta: dict[str, Any], unanswerable: bool, plausible: Any = None) -> None:
+    """Mark an example as scored by the SQuAD v2.0 rule (and keep its plausible answers, not gold)."""
+    meta[SQUAD_V2_KEY] = True
+    if unanswerable:
+        meta["is_impossible"] = True
+        if plausible:
+            meta["plausible_answers"] = plausible
+
+
+def convert_squad_v2(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
+    return convert_squad(task, row, keep_unanswerable=True)

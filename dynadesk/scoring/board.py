@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 
 from dynadesk.errors import ValidationError
+from dynadesk.scoring.amrs_noise import AMRS_MODES, noise_checks, noise_notes, robust_rescore
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
+    PAIR_TOLERANCE,
     PERF,
     DynascoreResult,
     MetricSpec,
@@ -262,11 +264,14 @@ class ScoreBoard:
     def score(self, metrics: Mapping[str, MetricSpec] | None = None, *, perf_metric: str = PERF,
               weights: Mapping[str, float] | None = None, dataset_weights: Mapping[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, offset: int = 0, limit: int | None = None,
-              known_datasets: Iterable[str] | None = None) -> BoardScore:
+              known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard") -> BoardScore:
         """Score every model (the exchange rates depend on all of them) for one query; see the module docstring.
 
         ``known_datasets``: the dataset names a weight may name (default: those the board has; a server
-        board passes its task's datasets, which may be weighted before any model reports them)."""
+        board passes its task's datasets, which may be weighted before any model reports them).
+        ``amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`)."""
+        if amrs_mode not in AMRS_MODES:
+            raise ValidationError(f"--amrs {amrs_mode!r}: use one of {', '.join(AMRS_MODES)}")
         specs = self.specs(metrics, weights, memory_budget_gib)
         dw = self._dataset_weights(dataset_weights, known_datasets)
         offset, limit = self._page(offset, limit)
@@ -302,6 +307,14 @@ class ScoreBoard:
         if not np.all(np.isfinite(scores)):
             raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
         notes += core_notes + _amrs_notes(names_m, amrs, pi, len(keep))
+        if len(keep) > 1:  # whether a rate rests on noise (amrs_noise); --amrs robust leaves such a metric out
+            checks = noise_checks(names_m, [self.names[i] for i in keep.tolist()], values, util, pi,
+                                  PAIR_TOLERANCE * abs(float(util[:, pi].max())))
+            notes += noise_notes(checks)
+            if amrs_mode == "robust" and checks:
+                scores, conv, amrs = robust_rescore(conv, amrs, raw_w, names_m, checks)
+                notes.append("--amrs robust (a deviation from Dynaboard): "
+                             + ", ".join(f"'{c.metric}'" for c in checks) + " left unconverted (AMRS not used)")
         ranks = competition_ranks(scores) if len(keep) else np.zeros(0, dtype=int)
         order = np.argsort(ranks, kind="stable")  # names are sorted: equal ranks go by name
         rows = keep[order]

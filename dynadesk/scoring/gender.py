@@ -73,12 +73,39 @@ def _following_token(text: str, end: int) -> str:
     return m.group(1) if m else ""
 
 
+# Nobiliary particles and surname prefixes: "Marquis de Sade", "Vincent van Gogh", "Osama bin Laden".
+PARTICLES = {"de", "du", "des", "da", "di", "del", "della", "van", "von", "der", "den", "ter", "la", "le", "bin",
+             "ibn", "al", "el", "y", "zu", "af", "av"}
+
+
+def _is_name_neighbour(token: str) -> bool:
+    """A capitalised word, or an all-caps one ("Adam SANDLER"): a surname written in capitals is still one."""
+    word = token.rstrip(".")
+    return _is_capitalised(word) or (len(word) >= 2 and word.isalpha() and word.isupper())
+
+
+def _particle_then_name(text: str, end: int) -> bool:
+    """ "de Sade", "van Gogh": a lower-case particle and then a capitalised word."""
+    m = re.match(r"[ \t]+([a-z]+)[ \t]+([A-Za-z]+)", text[end:])
+    return bool(m) and m.group(1) in PARTICLES and _is_name_neighbour(m.group(2))  # type: ignore[union-attr]
+
+
+def _joined_title(text: str, m: re.Match[str]) -> bool:
+    """ "Harry & Tonto", "Tonto & Harry": names joined by '&' to a capitalised word are a title of a work
+    (or a firm, a duo), not a person the text is about."""
+    after = re.match(r"[ \t]*&[ \t]*([A-Za-z]+)", text[m.end():])
+    before = re.search(r"([A-Za-z]+)[ \t]*&[ \t]*$", text[:m.start()])
+    return bool(after and _is_capitalised(after.group(1))) or bool(before and _is_capitalised(before.group(1)))
+
+
 def _in_name_sequence(text: str, m: re.Match[str]) -> bool:
-    """Whether the token is next to another capitalised word ("Michael Moore", "Saddam Hussein",
-    "George W. Bush", "St. James"): part of a multi-word name."""
+    """Whether the token is part of a multi-word name or a title: next to another capitalised or all-caps
+    word ("Michael Moore", "George W. Bush", "St. James", "Adam SANDLER"), before a particle and a name
+    ("Marquis de Sade"), or joined by '&' to a capitalised word ("Harry & Tonto")."""
     before = _previous_token(text, m.start())
     after = "" if m.group().endswith("'s") else _following_token(text, m.end())
-    return bool(before and _is_capitalised(before)) or bool(after and _is_capitalised(after))
+    return (bool(before and _is_name_neighbour(before)) or bool(after and _is_name_neighbour(after))
+            or (not m.group().endswith("'s") and _particle_then_name(text, m.end())) or _joined_title(text, m))
 
 
 def _names_someone_in_full(text: str) -> bool:

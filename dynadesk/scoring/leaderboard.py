@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
+from dynadesk.evaluator.metrics import COVERAGE_SUFFIXES, run_value
 from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
@@ -137,6 +138,21 @@ def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, d
     return per_model, units
 
 
+def coverage_values(table: dict[str, dict[str, float]], dataset_weights: dict[str, float]) -> dict[str, float]:
+    """A run's coverage figures as run values, not means: ``*_sources`` add up over the datasets counted
+    (weight above 0), ``*_low_confidence`` is 1 if any of them is (as the evaluator's ``run_value``)."""
+    out: dict[str, float] = {}
+    for metric, by_ds in table.items():
+        if not metric.endswith(COVERAGE_SUFFIXES):
+            continue
+        per = [v for d, v in by_ds.items() if d and dataset_weights.get(d, 1.0) > 0]
+        if per:
+            out[metric] = run_value(metric, per)
+        elif "" in by_ds:
+            out[metric] = by_ds[""]
+    return out
+
+
 class LocalBoard:
     """One task's latest succeeded runs as a scoring board, built once and re-ranked per query."""
 
@@ -151,17 +167,19 @@ class LocalBoard:
         return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
 
     def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
-             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False) -> Leaderboard:
+             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
+             amrs_mode: str = "dynaboard") -> Leaderboard:
         """The board for these weights (see :meth:`ScoreBoard.score` for what is refused)."""
         scored = self.board.score(weights=weights, dataset_weights=dataset_weights,
-                                  memory_budget_gib=memory_budget_gib)
+                                  memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
             ms = scored.row(i)
             rec = self.records[ms.name]
+            others = {**scored.others(i), **coverage_values(self.tables[ms.name], dataset_weights or {})}
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
-                                 {**scored.others(i), **ms.values}, self.tables[ms.name], ms.converted,
+                                 {**others, **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name)))
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, scored.left_off, scored.notes)
@@ -191,13 +209,15 @@ def local_board(store: RunStore, task: str,
 def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-                      hardware_class: str | None = None) -> Leaderboard:
-    """Rank each model's board run of ``task`` within one hardware class (see the module docstring)."""
+                      hardware_class: str | None = None, amrs_mode: str = "dynaboard") -> Leaderboard:
+    """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
+    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
-    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability), chosen, classes)
+    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode), chosen,
+                         classes)
 
 
 def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:

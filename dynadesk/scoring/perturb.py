@@ -38,7 +38,7 @@ from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-OPS_VERSION = "2"
+OPS_VERSION = "3"  # 3: names beside all-caps, particle or "&" neighbours left alone; inverted negations kept
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
 SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES}}
 OPS: dict[str, Op] = {**ROBUSTNESS_OPS, "gender": gender, "ethnic_names": ethnic_names}

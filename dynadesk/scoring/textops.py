@@ -295,10 +295,18 @@ def _may_contract(text: str, m: re.Match[str]) -> bool:
     return True
 
 
+# Subjects after an inverted negation: "didn't you", "isn't it", "won't they".
+_INVERTED_SUBJECTS = {"i", "you", "he", "she", "it", "we", "they", "there", "that", "this", "one", "anyone",
+                      "everyone", "someone", "somebody", "anybody", "everybody"}
+
+
 def _may_expand(text: str, m: re.Match[str]) -> bool:
-    """"'s"/"'d" are ambiguous ("he's been" = has, "I'd gone" = had): expand only the clear cases."""
+    """"'s"/"'d" are ambiguous ("he's been" = has, "I'd gone" = had): expand only the clear cases; an
+    inverted negation stays ("didn't you" -> "did not you" is not English; "did you not" would reorder)."""
     word = m.group().lower()
     nxt = _next_word(text, m.end())
+    if word.endswith("n't") and nxt in _INVERTED_SUBJECTS:
+        return False
     participle = nxt.endswith("ed")
     if word.endswith("'s") and (nxt in {"been", "got", "gotten", "had", "done"} or participle):
         return False

@@ -176,13 +176,17 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
     board = build_leaderboard(store, TASK)
     shown = ["perf", "throughput", "memory", "robustness", "fairness"]
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
-    rows = [[str(r.rank), r.model, f"{r.dynascore:.2f}"] + [
+    rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
         "-" if r.values.get(m) is None else f"{r.values[m]:.4g}" for m in shown] for r in board.rows]
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
     for i, row in enumerate([headers] + rows):
         echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
             echo("    " + "  ".join("-" * w for w in widths))
+    for r in board.rows:
+        if r.noisy:
+            echo(f"    * {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}): its throughput rests on a "
+                 "busy machine ('dynadesk leaderboard --exclude-noisy' ranks without it)")
     for model, reason in board.left_off.items():
         echo(f"    left off: {model}: {reason}")
     for note in board.notes:

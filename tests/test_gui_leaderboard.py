@@ -212,3 +212,26 @@ def test_memory_budget_box_reranks_like_the_cli(wide_page):
     assert not page.breakdown.grab().isNull()
     page.reset_weights()
     assert page.budget.value() == 16.0 and {r.model: r.dynascore for r in page.result.rows} == before
+
+
+def test_a_noisy_run_is_marked_on_the_table(require_qt, qtbot, tmp_path):
+    """Issue 39: a run measured on a busy machine carries a warning icon and says why in its tooltip."""
+    from dynadesk.workspace import Workspace
+
+    home = tmp_path / "ws"
+    st = Workspace(home).open_store()
+    runs = {name: seed_run(st, name, "sentiment", metrics) for name, metrics in BOARD.items()}
+    st.evaluations.update(runs["charlie"], environment={"measurement": {
+        "noisy": True, "noisy_measurements": ["d1 batch1: trials spread 120%"]}})
+    st.close()
+    services, window = make_window(qtbot, tmp_path, home)
+    try:
+        page = window.show_page("leaderboard")
+        page.select_task("sentiment")
+        cells = {page.table.item(r, 1).text(): page.table.item(r, 1) for r in range(page.table.rowCount())}
+        assert set(cells) == {"alpha", "bravo", "charlie"}  # the name stays the name (selection reads it)
+        assert not cells["charlie"].icon().isNull() and "trials spread 120%" in cells["charlie"].toolTip()
+        assert cells["alpha"].icon().isNull() and "noisy" not in cells["alpha"].toolTip()
+    finally:
+        window.close()
+        services.close()

@@ -53,7 +53,7 @@ def board_store(store):
     return store
 
 
-def _expected(dataset_weights=None, weights=None):
+def _expected(dataset_weights=None, weights=None, without=()):
     """Recompute the board's input by hand from the rows inserted above."""
     dw = dataset_weights or {d: 1 for d in DATASETS}
     total = sum(dw.values())
@@ -61,6 +61,8 @@ def _expected(dataset_weights=None, weights=None):
             "m3": ((90, 90, 95), (80, 85, 90), 20, 2)}
     models = {}
     for name, (a, b, thr, mem) in rows.items():
+        if name in without:
+            continue
         avg = [(a[i] * dw[DATASETS[0]] + b[i] * dw[DATASETS[1]]) / total for i in range(3)]
         models[name] = {"perf": avg[0], "robustness": avg[1], "fairness": avg[2], "throughput": thr, "memory": mem}
     specs = default_metrics()
@@ -173,3 +175,35 @@ def test_cli_table_fits_120_columns_unless_wide(home, board_store):
     assert wide.exit_code == 0, wide.output
     header = wide.output.splitlines()[0]
     assert "latency_p50_ms (ms)" in header and "macro_f1 (%)" in header and LONG_NAME in wide.output
+
+
+NOISY = {"measurement": {"noisy": True, "noisy_measurements": ["vader-movies-test batch1: other processes used 1.6 "
+                                                               "of 2 cores"]}}
+
+
+def test_a_noisy_run_is_marked_everywhere_the_board_ranks_and_can_be_left_out(home, board_store):
+    """Issue 39: a run measured on a busy machine (flagged NOISY by the evaluator) is never ranked silently."""
+    run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
+                                 "WHERE m.name = 'm2' AND e.status = 'succeeded'").fetchone()[0]
+    board_store.evaluations.update(run, environment=NOISY)
+    board = build_leaderboard(board_store, "sentiment")
+    marks = {r.model: r.noisy for r in board.rows}
+    assert marks["m2"] == NOISY["measurement"]["noisy_measurements"] and marks["m1"] == marks["m3"] == []
+    runner = CliRunner()
+    out = runner.invoke(cli, ["leaderboard", "sentiment"])
+    assert out.exit_code == 0, out.output
+    assert "m2 *" in out.output and "* m2: measured figures flagged noisy (vader-movies-test batch1" in out.output
+    assert "m1 *" not in out.output
+    data = json.loads(runner.invoke(cli, ["leaderboard", "sentiment", "--json"]).output)
+    assert {r["model"]: bool(r["noisy"]) for r in data["rows"]} == {"m1": False, "m2": True, "m3": False}
+    rows = list(csv.DictReader(io.StringIO(runner.invoke(cli, ["leaderboard", "sentiment", "--csv"]).output)))
+    assert {r["model"]: r["noisy"] != "" for r in rows} == {"m1": False, "m2": True, "m3": False}
+    # left out: ranked as if the noisy run were not there (its throughput no longer sets the exchange rates)
+    quiet = build_leaderboard(board_store, "sentiment", exclude_noisy=True)
+    expected = _expected(without={"m2"})
+    assert [r.model for r in quiet.rows] == [m.name for m in expected.models]
+    for row in quiet.rows:
+        assert row.dynascore == pytest.approx(expected.model(row.model).dynascore, abs=1e-9)
+    assert "noisy" in quiet.left_off["m2"] and "m4" in quiet.left_off
+    out = runner.invoke(cli, ["leaderboard", "sentiment", "--exclude-noisy"])
+    assert out.exit_code == 0 and "left off: m2: its measured figures were flagged noisy" in out.output

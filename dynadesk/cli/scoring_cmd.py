@@ -115,12 +115,14 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDT
               show_default=True,
               help="robust: leave a metric whose exchange rate rests on noise unconverted (a deviation from "
                    "Dynaboard; docs/board.md).")
+@click.option("--exclude-noisy", is_flag=True,
+              help="Rank without runs whose measured figures were flagged noisy (they are marked '*' otherwise).")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
 def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
                 memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
-                as_csv: bool, as_json: bool) -> None:
+                exclude_noisy: bool, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
 
@@ -128,7 +130,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         raise click.UsageError("choose one of --json and --csv")
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
                               parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
-                              hardware_class, amrs_mode)
+                              hardware_class, amrs_mode, exclude_noisy)
     if as_json:
         echo_json(board.to_dict())
         return
@@ -146,7 +148,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         headers.insert(3, "rank range")
     rows = []
     for r in board.rows:
-        row = [str(r.rank), r.model, _fmt(r.dynascore, 2), *(_num(r.values.get(m)) for m in shown)]
+        row = [str(r.rank), r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
+               *(_num(r.values.get(m)) for m in shown)]
         if stability:
             s = r.stability or {}
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
@@ -169,6 +172,10 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         click.echo(f"not shown to fit {TABLE_WIDTH} columns: {', '.join(left_out)} (--wide shows them)")
     if not wide and len(board.shown_metrics) > len(board.metrics):
         click.echo(f"{len(board.shown_metrics) - len(board.metrics)} more stored metric(s): --wide, --csv or --json")
+    for r in board.rows:
+        if r.noisy:
+            click.echo(f"* {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}); its throughput and "
+                       "latency rest on a busy machine (--exclude-noisy ranks without it)")
     for model, why in board.left_off.items():
         click.echo(f"left off: {model}: {why}")
     for note in board.notes:

@@ -56,6 +56,7 @@ class BoardRow:
     per_dataset: dict[str, dict[str, float]]   # metric -> dataset ('' = whole run) -> value
     converted: dict[str, float]                # Dynascore metrics in performance units
     stability: dict[str, Any] | None = None
+    noisy: list[str] = field(default_factory=list)  # why the run's measured figures were flagged noisy ([]: quiet)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -94,11 +95,11 @@ class Leaderboard:
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(["rank", "model", "dynascore", *(_header(m, self.units) for m in shown),
-                    *(["min_rank", "max_rank"] if stab else []), "evaluation_id"])
+                    *(["min_rank", "max_rank"] if stab else []), "evaluation_id", "noisy"])
         for r in self.rows:
             w.writerow([r.rank, r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
                         *([r.stability["min_rank"], r.stability["max_rank"]] if stab and r.stability else []),
-                        r.evaluation_id])
+                        r.evaluation_id, "; ".join(r.noisy)])
         return out.getvalue()
 
 
@@ -124,6 +125,15 @@ def parse_weights(pairs: list[str] | tuple[str, ...], what: str) -> dict[str, fl
             raise ValidationError(f"{what} '{pair}': '{value}' is not a number") from None
         out[name.strip()] = number
     return out
+
+
+def noisy_measurements(record: EvaluationRecord) -> list[str]:
+    """Why the run's timed measurements were flagged noisy (other processes, steal, trials' spread), [] if quiet:
+    the evaluator's ``measurement`` summary in the run's environment."""
+    summary = (record.environment or {}).get("measurement")
+    if not isinstance(summary, dict) or not summary.get("noisy"):
+        return []
+    return [str(x) for x in summary.get("noisy_measurements") or []] or ["flagged noisy"]
 
 
 def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
@@ -168,10 +178,16 @@ class LocalBoard:
 
     def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
              memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-             amrs_mode: str = "dynaboard") -> Leaderboard:
-        """The board for these weights (see :meth:`ScoreBoard.score` for what is refused)."""
-        scored = self.board.score(weights=weights, dataset_weights=dataset_weights,
-                                  memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
+             amrs_mode: str = "dynaboard", exclude_noisy: bool = False) -> Leaderboard:
+        """The board for these weights (see :meth:`ScoreBoard.score` for what is refused). Runs whose measured
+        figures were flagged noisy are marked on their rows; ``exclude_noisy`` ranks without them (their
+        throughput would otherwise also move every other row's exchange rates) and lists them as left off."""
+        noisy = {name: why for name, rec in self.records.items() if (why := noisy_measurements(rec))}
+        board = self.board
+        if exclude_noisy and noisy:
+            board = ScoreBoard.from_tables({n: t for n, t in self.tables.items() if n not in noisy})
+        scored = board.score(weights=weights, dataset_weights=dataset_weights,
+                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
@@ -180,9 +196,14 @@ class LocalBoard:
             others = {**scored.others(i), **coverage_values(self.tables[ms.name], dataset_weights or {})}
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
                                  {**others, **ms.values}, self.tables[ms.name], ms.converted,
-                                 stab.get(ms.name)))
+                                 stab.get(ms.name), noisy.get(ms.name, [])))
+        left_off = dict(scored.left_off)
+        if exclude_noisy:
+            left_off.update({n: f"its measured figures were flagged noisy ({'; '.join(why)}); left out by "
+                                "--exclude-noisy (evaluate it again on a quiet machine)"
+                             for n, why in noisy.items()})
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
-                           scored.amrs, rows, scored.left_off, scored.notes)
+                           scored.amrs, rows, left_off, scored.notes)
 
 
 def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:
@@ -209,15 +230,16 @@ def local_board(store: RunStore, task: str,
 def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-                      hardware_class: str | None = None, amrs_mode: str = "dynaboard") -> Leaderboard:
+                      hardware_class: str | None = None, amrs_mode: str = "dynaboard",
+                      exclude_noisy: bool = False) -> Leaderboard:
     """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
     ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
     from dynadesk.tasks import get_task
 
     get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
-    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode), chosen,
-                         classes)
+    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode, exclude_noisy),
+                         chosen, classes)
 
 
 def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:

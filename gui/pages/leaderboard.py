@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSlider,
     QSplitter,
+    QStyle,
     QTabWidget,
     QToolButton,
     QVBoxLayout,
@@ -286,9 +287,15 @@ class LeaderboardPage(Page):
         fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
                           + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
              numeric=set(range(2, len(headers))) | {0}, resize=False)
+        warn = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
+        noisy = {r.model: r.noisy for r in res.rows if r.noisy}
         for row in range(self.table.rowCount()):
             cell = self.table.item(row, 1)
             cell.setToolTip(cell.text())
+            if cell.text() in noisy:  # measured on a busy machine: never ranked silently (dynadesk leaderboard: '*')
+                cell.setIcon(warn)
+                cell.setToolTip(f"{cell.text()}: measured figures flagged noisy ({'; '.join(noisy[cell.text()])}); "
+                                "its throughput and latency rest on a busy machine")
         if resize:
             self._sync_column_chooser(shown, res)
         self._show_columns()

@@ -106,6 +106,9 @@ def test_a_workspace_task_syncs_to_a_server_that_registered_it(home: Path, tmp_p
         assert [r["model"] for r in board["rows"]] == ["emo-bow"], json.dumps(board)[:1500]
         page = requests.get(f"{url}/models/{bid}", timeout=10)
         assert page.status_code == 200 and "emo-bow" in page.text
+        assert "labels joy, sadness, anger, fear, surprise; metric macro_f1" in page.text and digest in page.text
+        listed = {t["name"]: t for t in requests.get(f"{url}/api/tasks", timeout=10).json()}
+        assert listed["emotion"]["definition"]["digest"] == digest and listed["emotion"]["submissions"] == 1
     finally:
         stop_server(proc)
 

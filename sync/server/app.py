@@ -35,7 +35,7 @@ from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
-from dynadesk.sync.server.task_registry import board_tasks
+from dynadesk.sync.server.task_registry import board_tasks, definition
 from dynadesk.sync.server.values import registry
 
 # Swagger UI for /docs is served from this server (the fastapi-offline package ships the assets), never a CDN:
@@ -171,7 +171,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, []),
-                 "submissions": len(db.board_rows(t.name))}
+                 "submissions": len(db.board_rows(t.name)), "definition": definition(t)}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
 
     refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",

@@ -73,3 +73,15 @@ def check_task_digest(payload_digest: object, task: Task) -> None:
     if payload_digest != known:
         raise NotOnBoardError(f"payload.task_digest: {payload_digest} is not the definition of task '{task.name}'"
                               f" this board knows ({known}); register the same task file on the server")
+
+
+def describe(task: Task) -> str:
+    """One line of a task's definition for the board and model pages: output, metric, fooling rule, digest."""
+    output = f"labels {', '.join(task.labels)}" if task.labels else f"span of {task.span_of}"
+    rule = task.fooled_rule.kind + (f" < {task.fooled_rule.threshold}" if task.fooled_rule.threshold else "")
+    return f"{output}; metric {task.metric}; fooled when {rule}; {task_digest(task)}"
+
+
+def definition(task: Task) -> dict[str, object]:
+    """The task's definition as the public API shows it (``/api/tasks``): the parsed file and its digest."""
+    return {**task.to_dict(), "digest": task_digest(task)}

@@ -6,6 +6,7 @@ naming the file and the field, so a typo never becomes a silent default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,12 +224,20 @@ _CACHE: dict[tuple[Any, ...], dict[str, Task]] = {}
 
 
 def load_tasks(tasks_dir: Path | None = None) -> dict[str, Task]:
-    """Every task in ``tasks_dir`` (default: the bundled ones), by name.
+    """Every task in ``tasks_dir`` (default: the bundled ones plus the open workspaces' own), by name.
 
     Parsed once per folder state (file names, sizes, mtimes): callers such as a
     leaderboard slider ask on every change, and a changed file is re-read.
     """
     folder = Path(tasks_dir) if tasks_dir else default_tasks_dir()
+    found = _load_folder(folder)
+    if tasks_dir is None:
+        for name, task in _workspace_tasks().items():
+            found.setdefault(name, task)
+    return found
+
+
+def _load_folder(folder: Path) -> dict[str, Task]:
     paths = sorted(folder.glob("*.yaml"))
     key = (str(folder), tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in paths))
     cached = _CACHE.get(key)
@@ -246,3 +255,185 @@ def get_task(name: str, tasks_dir: Path | None = None) -> Task:
     if name not in tasks:
         raise NotFoundError(f"unknown task '{name}' (known: {', '.join(sorted(tasks))})")
     return tasks[name]
+
+
+# --- workspace tasks -------------------------------------------------------------------------------
+# A workspace may hold its own task definitions (``dynadesk tasks add FILE.yaml``, kept in the store's
+# ``workspace_tasks`` table). Every caller resolves a task through :func:`load_tasks` / :func:`get_task`,
+# so the workspace's tasks join the bundled ones here, through the sources an open store registers.
+
+_SOURCES: dict[str, Callable[[], dict[str, Task]]] = {}
+
+
+def register_task_source(key: str, source: Callable[[], dict[str, Task]]) -> None:
+    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store, by its path)."""
+    _SOURCES[key] = source
+
+
+def unregister_task_source(key: str) -> None:
+    _SOURCES.pop(key, None)
+
+
+def _workspace_tasks() -> dict[str, Task]:
+    out: dict[str, Task] = {}
+    for source in list(_SOURCES.values()):
+        for name, task in source().items():
+            out.setdefault(name, task)
+    return out
+
+
+def bundled_task_names() -> frozenset[str]:
+    return frozenset(load_tasks(default_tasks_dir()))
+
+
+def task_digest(task: Task) -> str:
+    """The canonical digest of a task's definition (``sha256:`` of its RFC 8785 JSON form).
+
+    Two labs' rows mean the same task exactly when their digests are equal: labels, metric,
+    inputs and fooling rule are all inside it.
+    """
+    from dynadesk.canonical import digest
+
+    return digest(task.to_dict())
+
+
+# The task file's fields: (path, type, required, what). docs/tasks.md's schema table is generated
+# from this list (tests/test_tasks_workspace.py checks that the two agree).
+TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
+    ("name", "identifier", "yes", "the task's name; must not be a bundled task's name"),
+    ("title", "string", "no", "a display title (default: the name)"),
+    ("description", "string", "no", "what the task asks for"),
+    ("inputs", "list of mappings", "yes", "the example's input fields, at least one"),
+    ("inputs[].name", "string", "yes", "the field's name, distinct within the task"),
+    ("inputs[].description", "string", "no", "shown to annotators"),
+    ("inputs[].is_context", "boolean", "no", "the field annotators are given rather than write"),
+    ("output", "mapping", "yes", "what a model predicts"),
+    ("output.kind", "string", "yes", "one of: " + ", ".join(OUTPUT_KINDS)),
+    ("output.labels", "list of strings", "label tasks", "at least two distinct labels"),
+    ("output.span_of", "string", "span tasks", "the input field the answer span is taken from"),
+    ("output.multi_gold", "boolean", "no", "examples may carry several gold answers"),
+    ("metric", "string", "yes", "one of: " + ", ".join(METRICS)),
+    ("secondary_metrics", "list of strings", "no", "more metrics reported, from: " + ", ".join(METRICS)),
+    ("fooled_rule", "mapping", "yes", "when annotation counts the model as fooled"),
+    ("fooled_rule.kind", "string", "yes", "one of: " + ", ".join(FOOLED_RULES)),
+    ("fooled_rule.threshold", "number in (0, 1]", "answer_f1_below", "the answer F1 below which it is fooled"),
+    ("perturbations", "mapping", "no", "robustness and fairness evaluation"),
+    ("perturbations.fields", "list of strings", "no", "the input fields perturbed (names of inputs)"),
+    ("perturbations.robustness", "list of strings", "no", "from: " + ", ".join(ROBUSTNESS_SUITES)),
+    ("perturbations.fairness", "list of strings", "no", "from: " + ", ".join(FAIRNESS_SUITES)),
+    ("validation", "mapping", "no", "annotation validation"),
+    ("validation.votes_needed", "positive integer", "no", "validator votes to settle an example (default 3)"),
+)
+
+
+def _line_map(node: Any, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+    """Path (keys and list indexes) -> 1-based line of each YAML node, for error messages."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[(*path, key)] = key_node.start_mark.line + 1
+            _line_map(value_node, (*path, key), lines)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, (*path, i), lines)
+
+
+def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every problem of a task mapping, each with the path of the field it is about."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    for key in sorted(set(raw) - _TOP_KEYS):
+        out.append(((key,), f"unknown field '{key}'"))
+    for key in ("name", "inputs", "output", "metric", "fooled_rule"):
+        if key not in raw:
+            out.append(((), f"missing field '{key}'"))
+    name = raw.get("name")
+    if "name" in raw and (not isinstance(name, str) or not name.isidentifier()):
+        out.append((("name",), f"field 'name' must be an identifier, got {name!r}"))
+    elif isinstance(name, str) and name in bundled_task_names():
+        out.append((("name",), f"field 'name' is '{name}', which shadows the bundled task '{name}'"))
+    names: list[str] = []
+    inputs = raw.get("inputs")
+    if "inputs" in raw and (not isinstance(inputs, list) or not inputs):
+        out.append((("inputs",), "field 'inputs' must list at least one input"))
+    for i, f in enumerate(inputs if isinstance(inputs, list) else []):
+        if not isinstance(f, dict):
+            out.append((("inputs", i), f"inputs[{i}] must be a mapping"))
+            continue
+        for key in sorted(set(f) - {"name", "description", "is_context"}):
+            out.append((("inputs", i, key), f"inputs[{i}]: unknown field '{key}'"))
+        if not isinstance(f.get("name"), str):
+            out.append((("inputs", i), f"inputs[{i}]: missing field 'name' (a string)"))
+        elif f["name"] in names:
+            out.append((("inputs", i, "name"), f"inputs[{i}]: duplicate input name '{f['name']}'"))
+        else:
+            names.append(f["name"])
+    output = raw.get("output")
+    if "output" in raw and not isinstance(output, dict):
+        out.append((("output",), "field 'output' must be a mapping"))
+    if isinstance(output, dict):
+        kind = output.get("kind")
+        if kind not in OUTPUT_KINDS:
+            out.append((("output", "kind") if "kind" in output else ("output",),
+                        f"output.kind must be one of {', '.join(OUTPUT_KINDS)}, got {kind!r}"))
+        if kind == "label":
+            labels = output.get("labels")
+            if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
+                out.append((("output", "labels") if "labels" in output else ("output",),
+                            "output.labels must be a list of label names"))
+            else:
+                dup = sorted({v for v in labels if labels.count(v) > 1})
+                if dup:
+                    out.append((("output", "labels"), f"output.labels has duplicate labels: {', '.join(dup)}"))
+                if len(set(labels)) < 2:
+                    out.append((("output", "labels"),
+                                f"output.labels must list at least two labels, got {len(set(labels))}"))
+        if kind == "span":
+            span_of = output.get("span_of")
+            if not isinstance(span_of, str):
+                out.append((("output",), "output.span_of must name the input the span is taken from"))
+            elif isinstance(inputs, list) and span_of not in names:
+                out.append((("output", "span_of"),
+                            f"output.span_of names '{span_of}', which is not an input (inputs: {', '.join(names)})"))
+    metric = raw.get("metric")
+    if "metric" in raw and metric not in METRICS:
+        out.append((("metric",), f"field 'metric' is {metric!r}, not a registered metric ({', '.join(METRICS)})"))
+    rule = raw.get("fooled_rule")
+    if "fooled_rule" in raw:
+        if not isinstance(rule, dict) or rule.get("kind") not in FOOLED_RULES:
+            out.append((("fooled_rule",), f"fooled_rule.kind must be one of {', '.join(FOOLED_RULES)}"))
+    if not out:
+        try:
+            parse_task(raw, "")
+        except ConfigError as exc:
+            message = str(exc).removeprefix(": ")
+            field = message.split(":", 1)[0].split(".")[0].split("[")[0].strip()
+            out.append(((field,) if field in raw else (), message))
+    return out
+
+
+def parse_task_text(text: str, source: str) -> Task:
+    """Validate a task file's text; every problem is named with its field and line, all at once.
+
+    Raises :class:`ConfigError` listing each problem on its own line (``SOURCE:LINE: message``);
+    nothing is half-accepted: a file with any problem is refused whole.
+    """
+    try:
+        node = yaml.compose(text)
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict) or node is None:
+        raise ConfigError(f"{source}:1: a task file must be a mapping, got {type(raw).__name__}")
+    lines: dict[tuple[Any, ...], int] = {}
+    _line_map(node, (), lines)
+    problems = _problems(raw)
+    if problems:
+        rendered = []
+        for path, message in problems:
+            while path not in lines and path:
+                path = path[:-1]
+            rendered.append(f"{source}:{lines.get(path, 1)}: {message}")
+        raise ConfigError(f"{source}: task file refused ({len(problems)} problem(s)):\n" + "\n".join(rendered))
+    return parse_task(raw, source)

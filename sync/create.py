@@ -13,6 +13,7 @@ from dynadesk.sync.format.merkle import read_predictions
 from dynadesk.sync.format.schema import IMAGE_BUILD_KEYS
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.tolerances import declare
+from dynadesk.tasks import get_task, task_digest
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -75,6 +76,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
+        "task_digest": task_digest(get_task(ev.task)),  # which definition of the task these scores are for
     }
 
 

@@ -141,3 +141,22 @@ def test_pack_files_are_checked_strictly(two, tmp_path):
             ann.merge(b, p)
     assert _counts(b) == (0, 0) and ann.list_annotators(b)[0].name == "bea"
     assert [r.number for r in ann.list_rounds(b)] == [1]
+
+
+def test_a_pack_carries_its_task_definitions_and_a_missing_task_is_named_by_digest(two, tmp_path):
+    from dynadesk.annotation.pack_tasks import pack_task_problems
+    from dynadesk.tasks import get_task, task_digest
+
+    a, b = two
+    make_example(a, "amy", "amy wrote this one", fooled=True)
+    ann.pack(a, tmp_path / "a.pack")
+    body = json.loads((tmp_path / "a.pack").read_text())
+    body = body.get("body", body)
+    assert body["tasks"]["sentiment"]["digest"] == task_digest(get_task("sentiment"))
+    assert pack_task_problems(body) == []
+    # a receiver without the pack's task (a lab's own, here unknown) is told to add it, naming the digest
+    lacking = {"tasks": {"emotion": {"digest": "sha256:" + "ab" * 32, "definition": {}}}}
+    [problem] = pack_task_problems(lacking)
+    assert "no task 'emotion'" in problem and "dynadesk tasks add" in problem and "sha256:" + "ab" * 32 in problem
+    other = {"tasks": {"sentiment": {"digest": "sha256:" + "cd" * 32, "definition": {}}}}
+    assert "defined differently here" in pack_task_problems(other)[0]

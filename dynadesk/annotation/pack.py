@@ -30,6 +30,7 @@ from dynadesk.annotation import signing
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
+from dynadesk.annotation.pack_tasks import pack_task_problems, task_definitions
 from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name as check_any_name
@@ -73,6 +74,7 @@ def pack(store: Store, out_path: str | Path, task: str | None = None, round_numb
         "validations": [{"uid": v.uid, "example_uid": v.example_uid, "annotator": v.annotator, "verdict": v.verdict,
                          "label": v.label, "reason": v.reason, "origin": v.origin, "created_at": v.created_at}
                         for ex in examples for v in ex.validations],
+        "tasks": task_definitions([r.task for r in rounds] + [ex.task for ex in examples]),
     }
     write_signed_pack(store, body, out_path, passphrase)
     return {"annotators": len(body["annotators"]), "rounds": len(rounds), "examples": len(body["examples"]),
@@ -162,6 +164,7 @@ def read_pack(store: Store, path: str | Path) -> tuple[dict[str, Any], str]:
         c.need(body, key, str, "pack")
     for key in ("annotators", "rounds", "examples", "validations"):
         c.need(body, key, list, "pack")
+    c.problems.extend(pack_task_problems(body))  # a task this workspace lacks: add it first (names its digest)
     c.fail()
     _check_annotators(c, body["annotators"])
     tasks = _check_rounds(c, body["rounds"])

@@ -65,6 +65,7 @@ def cli(ctx: click.Context, home: str | None) -> None:
     from dynadesk.cli.common import AppContext
 
     ctx.obj = AppContext(home)
+    ctx.call_on_close(ctx.obj.close)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from dynadesk.store import Store
+from dynadesk.tasks import register_task_source, unregister_task_source
 from dynadesk.workspace import Workspace, resolve_home
 
 
@@ -15,12 +16,25 @@ class AppContext:
     def __init__(self, home: str | None):
         self.workspace = Workspace(resolve_home(home))
         self._store: Store | None = None
+        # any task lookup during the command sees this workspace's own tasks (opening the store then)
+        register_task_source(self._source_key, lambda: self.store.tasks.all())
+
+    @property
+    def _source_key(self) -> str:
+        return f"cli#{id(self)}"
 
     @property
     def store(self) -> Store:
         if self._store is None:
             self._store = self.workspace.open_store()
         return self._store
+
+    def close(self) -> None:
+        """End of the command: its workspace stops being a task source; the store closes."""
+        unregister_task_source(self._source_key)
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 pass_app = click.make_pass_decorator(AppContext)

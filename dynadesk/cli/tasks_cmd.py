@@ -2,45 +2,79 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option
+from dynadesk.cli.common import AppContext, echo_json, echo_table, json_option, pass_app
+from dynadesk.errors import ConfigError
 from dynadesk.formats import FORMATS
 from dynadesk.formats.schema import file_schema
-from dynadesk.tasks import get_task, load_tasks
+from dynadesk.tasks import bundled_task_names, get_task, load_tasks, parse_task_text, task_digest
 
 
 @click.group()
 def tasks() -> None:
-    """The task definitions (NLI, sentiment, hate speech, QA)."""
+    """The task definitions: the bundled four (NLI, sentiment, hate speech, QA) and the workspace's own."""
 
 
 @tasks.command("list")
 @json_option
 def list_tasks(as_json: bool) -> None:
-    """List every task with its inputs, labels and metric."""
+    """List every task with its inputs, labels, metric and where it is defined."""
     all_tasks = load_tasks()
+    bundled = bundled_task_names()
     if as_json:
-        echo_json([t.to_dict() for t in all_tasks.values()])
+        echo_json([{**t.to_dict(), "digest": task_digest(t), "defined": "bundled" if t.name in bundled
+                    else "workspace"} for t in all_tasks.values()])
         return
-    echo_table(["task", "inputs", "output", "metric"], [
-        [t.name, ", ".join(t.input_names), ", ".join(t.labels) if t.labels else f"span of {t.span_of}", t.metric]
+    echo_table(["task", "inputs", "output", "metric", "defined"], [
+        [t.name, ", ".join(t.input_names), ", ".join(t.labels) if t.labels else f"span of {t.span_of}", t.metric,
+         "bundled" if t.name in bundled else "workspace"]
         for t in all_tasks.values()])
+
+
+@tasks.command("add")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@json_option
+@pass_app
+def add_task(app: AppContext, path: Path, as_json: bool) -> None:
+    """Validate a task file and store it in the workspace (refused whole on any problem)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read task file: {exc}") from exc
+    task = parse_task_text(text, str(path))
+    row = app.store.tasks.add(task, text)
+    if as_json:
+        echo_json({"name": task.name, "digest": row.digest})
+        return
+    click.echo(f"added task '{task.name}' ({row.digest})")
+
+
+@tasks.command("remove")
+@click.argument("name")
+@pass_app
+def remove_task(app: AppContext, name: str) -> None:
+    """Remove a workspace task; refused while datasets, rounds, models or runs use it."""
+    app.store.tasks.remove(name)
+    click.echo(f"removed task '{name}'")
 
 
 @tasks.command("show")
 @click.argument("name")
 @json_option
 def show_task(name: str, as_json: bool) -> None:
-    """Show one task in full."""
+    """Show one task in full, with its canonical digest."""
     t = get_task(name)
     schema = file_schema(t)
+    digest = task_digest(t)
     if as_json:
-        echo_json({**t.to_dict(), "file_schema": schema})
+        echo_json({**t.to_dict(), "digest": digest, "file_schema": schema})
         return
     click.echo(f"{t.name}: {t.title}\n  {t.description}")
+    click.echo(f"  digest {digest}")
     for f in t.inputs:
         click.echo(f"  input  {f.name}{' (context)' if f.is_context else ''}: {f.description}")
     click.echo(f"  output {', '.join(t.labels) if t.labels else 'span of ' + str(t.span_of)}")

@@ -218,7 +218,8 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
         if sorted(manifest["labels"]) != sorted(task.labels):
             raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
-                             f"{list(task.labels)}")
+                             f"{list(task.labels)}; fix: set the manifest's \"labels\" to the task's labels, in the "
+                             "order of the model's outputs, or register it for the task it was trained for")
     elif manifest["kind"] != "hf-question-answering":
         raise ModelError(f"{where}: task '{task.name}' wants answer spans; kind '{manifest['kind']}' gives labels")
 

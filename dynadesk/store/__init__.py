@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dynadesk.store.bundles import BundleRepo
     from dynadesk.store.evaluations import EvaluationRepo
     from dynadesk.store.models import ModelRepo
+    from dynadesk.store.tasks import TaskRepo
 
 # Order matters: later sets may reference tables of earlier ones.
 MIGRATION_SETS = [_core.migrations, _datasets.migrations]
@@ -35,9 +36,9 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 def _area_modules() -> list[ModuleType]:
     """The area modules in migration order (imported here, since they import this package)."""
-    from dynadesk.store import annotation, bundles, evaluations, models
+    from dynadesk.store import annotation, bundles, evaluations, models, tasks
 
-    return [models, evaluations, annotation, bundles]
+    return [models, evaluations, annotation, bundles, tasks]
 
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class Store:
     evaluations: EvaluationRepo
     annotation: AnnotationRepo
     bundles: BundleRepo
+    tasks: TaskRepo
 
     def __init__(self, db: Database, path: Path | None):
         self.db = db
@@ -96,4 +98,7 @@ class Store:
         _core.set_meta(self.db, key, value)
 
     def close(self) -> None:
+        from dynadesk.store import tasks
+
+        tasks.detach(self)
         self.db.close()

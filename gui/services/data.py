@@ -46,8 +46,8 @@ class DataService(QObject):
         ws.opened.connect(lambda _h: self.changed.emit())
 
     def tasks(self) -> dict[str, Task]:
-        if self._tasks is None:
-            self._tasks = load_tasks()
+        # asked each time: the open workspace's own tasks (dynadesk tasks add) may change; load_tasks caches
+        self._tasks = load_tasks()
         return self._tasks
 
     def task(self, name: str) -> Task:

@@ -20,7 +20,9 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
 RUNNER_KINDS = ("docker", "local")
 
-OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit added it
+# tolerances: absent in bundles made before the audit added it; task_digest: the canonical digest of the
+# task's definition (dynadesk.tasks.task_digest), absent in bundles made before workspace tasks existed
+OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest"}
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -105,6 +107,8 @@ def check_payload(p: Any) -> None:
     obj(p, "payload", PAYLOAD_KEYS | (OPTIONAL_PAYLOAD_KEYS & set(p) if isinstance(p, dict) else set()))
     timestamp(p["created_at"], "payload.created_at")
     text(p["task"], "payload.task", max_len=64)
+    if "task_digest" in p:
+        text(p["task_digest"], "payload.task_digest", DIGEST)
     m = obj(p["model"], "payload.model")
     m = obj(m, "payload.model", {"name", "digest"} | ({"lineage"} & set(m)))
     text(m["name"], "payload.model.name")

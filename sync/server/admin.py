@@ -8,13 +8,16 @@ from typing import Any
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.sync.format.schema import DIGEST
 from dynadesk.sync.server.db import ServerDB
-from dynadesk.tasks import get_task, load_tasks
+from dynadesk.sync.server.task_registry import board_tasks
 
 
 def register_dataset(db: ServerDB, task: str, name: str, *, split: str = "test", digest: str | None = None,
                      size: int | None = None, file: str | Path | None = None, replace: bool = False) -> dict[str, Any]:
     """Accept a dataset by digest, or compute digest and size from a dataset file (validated)."""
-    t = get_task(task)
+    tasks = board_tasks(db)  # bundled + registered on this board (never a workspace's own)
+    if task not in tasks:
+        raise NotFoundError(f"unknown task '{task}' (known: {', '.join(sorted(tasks))})")
+    t = tasks[task]
     if file is not None:
         from dynadesk.datasets import dataset_digest, read_file
 
@@ -38,7 +41,7 @@ def import_workspace_datasets(db: ServerDB, home: str | Path, split: str = "test
     """
     from dynadesk.workspace import Workspace
 
-    known = load_tasks()
+    known = board_tasks(db)
     if task is not None and task not in known:
         raise NotFoundError(f"unknown task '{task}' (known: {', '.join(sorted(known))})")
     store = Workspace(Path(home)).open_store()

@@ -35,8 +35,8 @@ from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
+from dynadesk.sync.server.task_registry import board_tasks, definition
 from dynadesk.sync.server.values import registry
-from dynadesk.tasks import load_tasks
 
 # Swagger UI for /docs is served from this server (the fastapi-offline package ships the assets), never a CDN:
 # the board runs offline. ``validatorUrl: null`` stops Swagger UI from fetching a badge from swagger.io.
@@ -109,7 +109,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
-    tasks = load_tasks(tasks_dir)
+    tasks = board_tasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add)
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     address_limiter = Limiter("address", limits.per_address)
@@ -171,7 +171,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         for d in db.datasets():
             by_task.setdefault(d["task"], []).append(d)
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, []),
-                 "submissions": len(db.board_rows(t.name))}
+                 "submissions": len(db.board_rows(t.name)), "definition": definition(t)}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
 
     refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",

@@ -256,18 +256,35 @@ def migrate_db(sqlite_file: str, target: str, as_json: bool) -> None:
     click.echo(f"log verified on the target: {out['log_size']} entries, head {out['log_head']}")
 
 
-@cli.command("tasks")
+@cli.group("tasks", invoke_without_command=True)
+@click.option("--db", "db_path", default=None, metavar="FILE|URL", envvar="DYNADESK_SERVER_DB",
+              help="Also list the tasks registered on this board (dynadesk-server tasks add).")
 @json_option
-def tasks_list(as_json: bool) -> None:
-    """Tasks the board knows (the bundled task files)."""
-    from dynadesk.tasks import load_tasks
-
-    tasks = load_tasks()
-    if as_json:
-        click.echo(json.dumps([{"name": t.name, "title": t.title, "metric": t.metric} for t in tasks.values()],
-                              indent=2))
+@click.pass_context
+def tasks_list(ctx: click.Context, db_path: str | None, as_json: bool) -> None:
+    """Tasks the board knows: the bundled task files, and those registered by file on --db."""
+    if ctx.invoked_subcommand is not None:
         return
-    _table(["task", "title", "metric"], [[t.name, t.title, t.metric] for t in tasks.values()])
+    from dynadesk.sync.server.task_registry import board_tasks
+    from dynadesk.tasks import load_tasks, task_digest
+
+    tasks = board_tasks(_db(db_path)) if db_path else load_tasks()
+    if as_json:
+        click.echo(json.dumps([{"name": t.name, "title": t.title, "metric": t.metric, "digest": task_digest(t)}
+                               for t in tasks.values()], indent=2))
+        return
+    _table(["task", "title", "metric", "digest"], [[t.name, t.title, t.metric, task_digest(t)] for t in tasks.values()])
+
+
+@tasks_list.command("add")
+@db_option
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def tasks_add(db_path: str, path: Path) -> None:
+    """Register a task file on this board (validated as by 'dynadesk tasks add'; restart serve to accept it)."""
+    from dynadesk.sync.server.task_registry import add_task_file
+
+    task, digest = add_task_file(_db(db_path), path)
+    click.echo(f"registered task '{task.name}' ({digest})")
 
 
 def main(argv: list[str] | None = None) -> None:

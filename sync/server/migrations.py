@@ -130,3 +130,10 @@ def m003_roles_times_versions(c: Tx) -> None:
         verdict TEXT NOT NULL, summary TEXT NOT NULL, created_at TEXT NOT NULL, received_at TEXT NOT NULL,
         raw BLOB NOT NULL, UNIQUE (bundle_id, auditor_fingerprint))""")
     c.execute("DELETE FROM meta WHERE key = 'schema_version'")  # the old counter; server_migrations records names now
+
+
+@migration
+def m004_h35_tasks(c: Tx) -> None:
+    """Tasks registered on this board by file (``dynadesk-server tasks add FILE.yaml``), beside the bundled four."""
+    c.ddl("""CREATE TABLE IF NOT EXISTS server_tasks (
+        name TEXT PRIMARY KEY, digest TEXT NOT NULL, definition TEXT NOT NULL, added_at TEXT NOT NULL)""")

@@ -16,6 +16,7 @@ from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.facts import facts_of, payload_of
+from dynadesk.sync.server.task_registry import describe
 
 Html = str
 
@@ -170,6 +171,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ) if entry else "<p>No log entry found.</p>"
     runner = f"{facts.runner}, " + ("sandboxed" if facts.sandboxed else "NOT sandboxed (a local run)")
     summary = kv([("model", model.get("name")), ("model digest", model.get("digest")), ("task", task),
+                  ("task definition", describe(view.tasks[task]) if task in view.tasks else "not on this board"),
+                  ("task digest (signed)", payload.get("task_digest") or "not recorded (an older bundle)"),
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
                   ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),

@@ -39,7 +39,7 @@ from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-OPS_VERSION = "3"  # 3: names beside all-caps, particle or "&" neighbours left alone; inverted negations kept
+OPS_VERSION = "2"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
 SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES},
                           **{s: "robustness" for s in AUGLY_OPS}}

@@ -49,3 +49,69 @@ def test_every_family_changes_a_sentence_and_is_seeded():
     assert sum(1 for c in shown["augly_similar_unicode"] if ord(c) > 127) >= 2
     assert all(c in "".join(PUNCTUATION_CHARS) + TEXT for c in shown["augly_punctuation"])
     assert set(WHITESPACE_CHARS) >= {" ", "\t", "\v"}
+
+
+# ----------------------------------------------------------------- opt-in, named on datasets, runs and the board
+import json  # noqa: E402
+
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from dynadesk.cli import cli  # noqa: E402
+from dynadesk.datasets import dataset_digest, label_counts  # noqa: E402
+from dynadesk.errors import ValidationError  # noqa: E402
+from dynadesk.scoring.leaderboard import build_leaderboard  # noqa: E402
+from dynadesk.scoring.perturb import generate_suites, robustness_suite_sets  # noqa: E402
+from dynadesk.store.evaluations import MetricValue  # noqa: E402
+from dynadesk.tasks import get_task  # noqa: E402
+
+ROWS = [{"id": f"t{i}", "statement": s, "label": lab} for i, (s, lab) in enumerate([
+    ("I really loved this wonderful film, it was great.", "positive"),
+    ("The service was slow and the food was cold.", "negative"),
+    ("It is a film about a man and his dog.", "neutral"),
+    ("Absolutely terrible, I couldn't stand watching it.", "negative"),
+])]
+
+
+def _dataset(store, name):
+    task = get_task("sentiment")
+    store.datasets.add(name, "sentiment", "test", ROWS, dataset_digest(ROWS), label_counts(task, ROWS))
+
+
+def _run(store, model, dataset, robustness):
+    store.models.add(model, "sentiment", "majority", f"/m/{model}", f"sha256:{model}", {"task": "sentiment"})
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, [dataset],
+                                   status="running")
+    values = [MetricValue("", m, v, "%", True) for m, v in
+              {"perf": 50.0 if model == "a" else 70.0, "macro_f1": 50.0, "robustness": robustness,
+               "fairness": 90.0}.items()]
+    values += [MetricValue("", "throughput", 10.0, "examples/s", False),
+               MetricValue("", "memory", 1.0, "GiB", False)]
+    store.evaluations.set_metrics(run, values, status="succeeded")
+
+
+def test_suite_set_is_opt_in_named_and_never_mixed(store):
+    _dataset(store, "tweets")
+    _dataset(store, "tweets-augly")
+    generate_suites(store, "tweets")
+    augly = generate_suites(store, "tweets-augly", suite_set="dynaboard-augly")
+    assert {r.suite for r in augly if r.kind == "robustness"} <= set(AUGLY_OPS)
+    made = [store.datasets.get(r.name) for r in augly if r.status == "created" and r.kind == "robustness"]
+    assert made and all(d.derivation["suite_set"] == "dynaboard-augly" for d in made)
+    assert robustness_suite_sets(store, "tweets") == ["dynadesk"]
+    assert robustness_suite_sets(store, "tweets-augly") == ["dynaboard-augly"]
+    with pytest.raises(ValidationError, match="would pool"):
+        generate_suites(store, "tweets", suites=["augly_fun_fonts"])
+    with pytest.raises(ValidationError, match="would pool"):
+        generate_suites(store, "tweets-augly", suites=["typos"])
+    _run(store, "a", "tweets", 74.9)
+    _run(store, "b", "tweets-augly", 49.5)
+    board = build_leaderboard(store, "sentiment")
+    labels = {r.model: r.robustness_suites for r in board.rows}
+    assert labels == {"a": ["dynadesk"], "b": ["dynaboard-augly"]}
+    assert any("not comparable" in n for n in board.notes)
+    out = CliRunner().invoke(cli, ["leaderboard", "sentiment"])
+    assert "robustness suites: " in out.output and "b dynaboard-augly (the reference's AugLy families)" in out.output
+    assert "a dynadesk (DynaDesk's suites)" in out.output
+    rows = json.loads(CliRunner().invoke(cli, ["leaderboard", "sentiment", "--json"]).output)["rows"]
+    assert {r["model"]: r["robustness_suites"] for r in rows} == labels

@@ -13,6 +13,7 @@ from dynadesk.data import import_dataset
 from dynadesk.datasets import validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring import gender, textops
+from dynadesk.scoring.augly_suite import AUGLY_OPS
 from dynadesk.scoring.perturb import (
     OPS,
     SUITES,
@@ -120,7 +121,7 @@ def test_every_suite_changes_text_it_applies_to():
                "case": "Hello there", "punctuation": "Hello there", "whitespace": "a b", "zero_width": "cat",
                "contractions": "I do not know", "homoglyphs": "cat", "split_words": "completely",
                "gender": "my father", "ethnic_names": "Please ask Priya"}
-    assert set(samples) == set(SUITES) == set(OPS)
+    assert set(samples) == set(SUITES) - set(AUGLY_OPS) == set(OPS) - set(AUGLY_OPS)  # augly: test_scoring_augly_suite
     for suite, text in samples.items():
         new, change = OPS[suite](text, rng)
         assert new != text and change, suite
@@ -174,14 +175,15 @@ def test_contractions_only_where_grammar_allows():
 
 def test_protected_spans_survive_every_robustness_op():
     text = "@anonymous LOL :) I HATE this http://url_removed #fail :-( <3 \U0001F600 at 10:30 for $5.99"
-    for suite in SUITES:
+    default_set = [s for s in SUITES if s not in AUGLY_OPS]  # the reference's suites guard nothing, as it does
+    for suite in default_set:
         for seed in range(20):
             new, _ = OPS[suite](text, random.Random(seed))
             if suite in ("punctuation",):
                 continue  # the suite's own guard is in perturb_example; checked below
             assert textops.protected_tokens(new) == textops.protected_tokens(text), (suite, new)
     task = get_task("sentiment")
-    for suite in SUITES:
+    for suite in default_set:
         out, _ = perturb_examples(task, [{"id": "x", "statement": text, "label": "negative"}], suite, 0)
         for ex in out:
             assert textops.protected_tokens(ex["statement"]) == textops.protected_tokens(text), suite
@@ -234,7 +236,7 @@ def test_suites_of_an_older_version_are_upgraded_or_retired(store, sentiment_fil
     assert results["typos"] == "upgraded" and results["gender_words"] == "retired"
     names = {d.name for d in store.datasets.derived("sent")}
     assert "sent.gender_words.s0" not in names and "sent.gender.s0" in names
-    assert store.datasets.get("sent.typos.s0").derivation["version"] == "ops3-lists2"
+    assert store.datasets.get("sent.typos.s0").derivation["version"] == "ops2-lists2"
 
 
 def test_cli_perturb_json(home, sentiment_file):

@@ -55,6 +55,8 @@ def dynascore(file: str, as_json: bool) -> None:
         click.echo(f"note: {note}")
 
 
+SUITE_SET_TITLES = {"dynadesk": "dynadesk (DynaDesk's suites)",
+                    "dynaboard-augly": "dynaboard-augly (the reference's AugLy families)"}
 TABLE_WIDTH = 120  # characters the default leaderboard table fits in
 _MIN_MODEL_WIDTH = 12
 
@@ -178,6 +180,11 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                        "latency rest on a busy machine (--exclude-noisy ranks without it)")
     for model, why in board.left_off.items():
         click.echo(f"left off: {model}: {why}")
+    sets = {", ".join(r.robustness_suites) for r in board.rows if r.robustness_suites}
+    if sets:
+        click.echo("robustness suites: " + "; ".join(
+            f"{r.model} {', '.join(SUITE_SET_TITLES.get(s, s) for s in r.robustness_suites)}"
+            for r in board.rows if r.robustness_suites))
     for note in board.notes:
         click.echo(f"note: {note}")
 
@@ -189,22 +196,28 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                    "Robustness: case contractions punctuation whitespace zero_width homoglyphs typos char_typos "
                    "misspellings split_words; "
                    "fairness: gender ethnic_names.")
+@click.option("--suite-set", "suite_set", type=click.Choice(["dynadesk", "dynaboard-augly"]), default=None,
+              help="dynaboard-augly: the reference's AugLy robustness families (docs/perturbations.md), opt-in; "
+                   "default: DynaDesk's suites.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--replace", is_flag=True, help="Regenerate a derived dataset whose content differs.")
 @json_option
 @pass_app
-def perturb(app, dataset, suites, seed, replace, as_json) -> None:
+def perturb(app, dataset, suites, suite_set, seed, replace, as_json) -> None:
     """Generate the robustness and fairness suites of DATASET as derived datasets."""
-    from dynadesk.scoring.perturb import generate_suites, task_suites
+    from dynadesk.scoring.perturb import SUITE_SETS, generate_suites, task_suites
     from dynadesk.tasks import get_task
 
-    n = len(set(suites)) if suites else len(task_suites(get_task(app.store.datasets.get(dataset).task)))
+    task = get_task(app.store.datasets.get(dataset).task)
+    n = len(set(suites)) if suites else (len(SUITE_SETS[suite_set]) + len(task.fairness_suites)
+                                         if suite_set == "dynaboard-augly" else len(task_suites(task)))
     with click.progressbar(length=n, label="perturbing", file=sys.stderr, show_pos=True,
                            item_show_func=lambda s: s or "") as bar:
         def step(suite: str) -> None:
             bar.update(1, suite)
 
-        results = generate_suites(app.store, dataset, suites or None, seed, replace, progress=step)
+        results = generate_suites(app.store, dataset, suites or None, seed, replace, progress=step,
+                                  suite_set=suite_set)
     if as_json:
         echo_json([r.to_dict() for r in results])
         return

@@ -57,6 +57,7 @@ class BoardRow:
     converted: dict[str, float]                # Dynascore metrics in performance units
     stability: dict[str, Any] | None = None
     noisy: list[str] = field(default_factory=list)  # why the run's measured figures were flagged noisy ([]: quiet)
+    robustness_suites: list[str] = field(default_factory=list)  # suite set(s) its robustness rests on
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -227,6 +228,30 @@ def local_board(store: RunStore, task: str,
     return LocalBoard(task, runs), chosen, classes
 
 
+def label_suite_sets(board: Leaderboard, store: Any) -> Leaderboard:
+    """Say on every row which robustness suite set its test sets were perturbed with (DynaDesk's own, the
+    default, or the reference's ``dynaboard-augly``); a note when the board mixes them (not comparable)."""
+    datasets = getattr(store, "datasets", None)
+    if datasets is None:
+        return board
+    from dynadesk.scoring.perturb import robustness_suite_sets
+
+    chosen = None if board.hardware_class == ALL_CLASSES else board.hardware_class
+    records = {r.model_name: r for r in store.evaluations.board_runs(board.task, hardware_class=chosen)}
+    seen: set[tuple[str, ...]] = set()
+    for row in board.rows:
+        rec = records.get(row.model)
+        names = rec.datasets if rec is not None else []
+        row.robustness_suites = sorted({s for d in names if datasets.exists(d)
+                                        for s in robustness_suite_sets(store, d)})
+        seen.add(tuple(row.robustness_suites))
+    if len(seen) > 1:
+        board.notes.append("rows' robustness rests on different suite sets ("
+                           + "; ".join(", ".join(s) or "none" for s in sorted(seen))
+                           + "): their robustness values are not comparable")
+    return board
+
+
 def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
@@ -238,8 +263,9 @@ def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | No
 
     get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
-    return with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode, exclude_noisy),
-                         chosen, classes)
+    ranked = with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode,
+                                      exclude_noisy), chosen, classes)
+    return label_suite_sets(ranked, store)
 
 
 def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:

@@ -30,6 +30,7 @@ from dynadesk.datasets import (
     validate_example,
 )
 from dynadesk.errors import AlreadyExistsError, ValidationError
+from dynadesk.scoring.augly_suite import AUGLY_OPS, DEFAULT_SUITE_SET, SUITE_SET
 from dynadesk.scoring.gender import ethnic_names, gender
 from dynadesk.scoring.textops import ROBUSTNESS_OPS, Op, protected_tokens
 from dynadesk.scoring.wordlists import LISTS_VERSION
@@ -38,10 +39,20 @@ from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-OPS_VERSION = "3"  # 3: names beside all-caps, particle or "&" neighbours left alone; inverted negations kept
+OPS_VERSION = "2"
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
-SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES}}
-OPS: dict[str, Op] = {**ROBUSTNESS_OPS, "gender": gender, "ethnic_names": ethnic_names}
+SUITES: dict[str, str] = {**{s: "robustness" for s in ROBUSTNESS_SUITES}, **{s: "fairness" for s in FAIRNESS_SUITES},
+                          **{s: "robustness" for s in AUGLY_OPS}}
+OPS: dict[str, Op] = {**ROBUSTNESS_OPS, "gender": gender, "ethnic_names": ethnic_names, **AUGLY_OPS}
+# Robustness suite sets: DynaDesk's own (the default) and the reference's AugLy families (opt-in,
+# ``dynadesk perturb --suite-set dynaboard-augly``). One test set's robustness suites come from one set,
+# since every robustness suite of a test set is pooled into its one robustness value.
+SUITE_SETS: dict[str, tuple[str, ...]] = {DEFAULT_SUITE_SET: ROBUSTNESS_SUITES, SUITE_SET: tuple(AUGLY_OPS)}
+
+
+def suite_set_of(suite: str) -> str | None:
+    """The robustness suite set a suite belongs to (None for a fairness suite)."""
+    return next((name for name, members in SUITE_SETS.items() if suite in members), None)
 MAX_ID = 200
 
 
@@ -91,11 +102,12 @@ def perturb_example(task: Task, example: dict[str, Any], suite: str, seed: int) 
     op = OPS[suite]
     out = dict(example)
     changes = {}
+    reference = suite_set_of(suite) == SUITE_SET  # the reference guards nothing: kept as it perturbs
     for field in perturb_fields(task):
         new, change = op(example[field], _rng(suite, seed, example["id"], field))
         # a change that would alter or create a URL, handle, hashtag, emoticon, emoji or number is discarded
         if change and new != example[field] and new.strip() \
-                and protected_tokens(new) == protected_tokens(example[field]):
+                and (reference or protected_tokens(new) == protected_tokens(example[field])):
             out[field] = new
             changes[field] = change
     if not changes:
@@ -125,13 +137,14 @@ def perturb_examples(task: Task, examples: Iterable[dict[str, Any]], suite: str,
 
 
 def task_suites(task: Task) -> list[str]:
-    """The suites a task asks for (its YAML), or every suite when it names none."""
+    """The suites a task asks for (its YAML), or every suite of the default set when it names none."""
     named = [*task.robustness_suites, *task.fairness_suites]
-    return named or list(SUITES)
+    return named or [s for s in SUITES if suite_set_of(s) != SUITE_SET]
 
 
 def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
-                    replace: bool = False, progress: Callable[[str], None] | None = None) -> list[SuiteResult]:
+                    replace: bool = False, progress: Callable[[str], None] | None = None,
+                    suite_set: str | None = None) -> list[SuiteResult]:
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
     A derived dataset that already exists with the same digest is left as it is
@@ -146,10 +159,15 @@ def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = N
         raise ValidationError(f"dataset '{dataset}' is itself derived from '{source.derived_from}': "
                               "perturb the original dataset")
     task = get_task(source.task)
+    if suite_set is not None and suite_set not in SUITE_SETS:
+        raise ValidationError(f"unknown suite set '{suite_set}' (known: {', '.join(SUITE_SETS)})")
+    if suite_set == SUITE_SET and not suites:
+        suites = [*SUITE_SETS[SUITE_SET], *task.fairness_suites]
     suites = list(suites) if suites else task_suites(task)
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise ValidationError(f"unknown perturbation suite(s) {', '.join(unknown)} (known: {', '.join(SUITES)})")
+    _check_one_set(store, dataset, suites)
     examples = store.datasets.examples(dataset)
     results = _retire_stale(store, source, seed)
     for suite in dict.fromkeys(suites):
@@ -157,6 +175,24 @@ def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = N
             progress(suite)
         results.append(_one_suite(store, task, source, examples, suite, seed, replace))
     return results
+
+
+def _check_one_set(store: Store, dataset: str, suites: list[str]) -> None:
+    """Refuse to mix robustness suite sets on one test set: its robustness would pool both."""
+    wanted = {suite_set_of(s) for s in suites} - {None}
+    have = {suite_set_of(str((d.derivation or {}).get("suite"))) for d in store.datasets.derived(dataset)} - {None}
+    sets = wanted | have
+    if len(sets) > 1:
+        raise ValidationError(
+            f"dataset '{dataset}' would hold robustness suites of the {' and '.join(sorted(map(str, sets)))} suite "
+            "sets, which its one robustness value would pool: import the test set again under another name "
+            f"(dynadesk data import FILE --name {dataset}-augly) and perturb that copy with the other set")
+
+
+def robustness_suite_sets(store: Store, dataset: str) -> list[str]:
+    """The robustness suite set(s) of a test set's derived datasets (what its robustness value rests on)."""
+    found = {suite_set_of(str((d.derivation or {}).get("suite"))) for d in store.datasets.derived(dataset)}
+    return sorted(s for s in found if s is not None)
 
 
 def _is_stale(derivation: dict[str, Any] | None) -> bool:
@@ -198,6 +234,8 @@ def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[
         status = "replaced" if replace or not _is_stale(existing.derivation) else "upgraded"
     derivation = {"suite": suite, "kind": kind, "seed": seed, "version": VERSION, "source_digest": source.digest,
                   "perturbed": len(perturbed), "dropped": dropped}
+    if suite_set_of(suite) == SUITE_SET:
+        derivation["suite_set"] = SUITE_SET  # DynaDesk's own suites are the default set, named by absence
     store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),
                        source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation,
                        replace=status != "created")

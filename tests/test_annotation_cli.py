@@ -176,7 +176,7 @@ def test_editing_a_stored_model_response_is_reported_by_verify(session_home):
     home = session_home
     made = [js(home, "annotate", "create", "sentiment", "--input", f"statement={t}", "--target", "positive",
                "--annotator", "a1") for t in TEXTS[:3]]
-    assert js(home, "annotate", "verify") == {"checked": 3, "edited": [], "ok": True}
+    assert js(home, "annotate", "verify") == {"checked": 3, "edited": [], "held": [], "ok": True}
     victim = made[1]
     forged = dict(victim["model_output"], label="positive" if victim["model_output"]["label"] != "positive"
                   else "negative")
@@ -243,6 +243,11 @@ def test_pack_and_merge_commands(session_home, tmp_path, minilm_dir):
     rep = js(other, "annotate", "merge", str(pack_file))
     assert rep["responses_checked"] == 0 and rep["responses_unchecked"] == 1 and rep["refused"] == []
     assert (rep["examples_added"], rep["validations_added"], rep["rounds_added"]) == (1, 1, 1)
+    # a3 and v2 are not known on machine B: merged held, counted once B's owner accepts them
+    assert (rep["examples_held"], rep["validations_held"]) == (1, 1)
+    assert js(other, "annotate", "list", "sentiment") == []
+    run(other, "annotators", "add", "lead", "--role", "owner")
+    assert js(other, "annotate", "accept", "--as", "lead") == {"examples": 1, "validations": 1}
     assert js(other, "annotate", "merge", str(pack_file))["examples_present"] == 1
     [got] = js(other, "annotate", "list", "sentiment")
     assert got["uid"] == ex["uid"] and got["model_output"] == ex["model_output"]

@@ -40,7 +40,10 @@ def test_pack_merge_both_ways_keeps_everything_once(two, tmp_path):
 
     rep = ann.merge(b, tmp_path / "a.pack")
     assert (rep.examples_added, rep.validations_added, rep.annotators_added) == (2, 1, 2)
+    assert (rep.examples_held, rep.validations_held) == (2, 1)  # amy and abe are new to B
     assert _counts(b) == (3, 2)
+    ann.add_annotator(b, "bo", "owner")
+    ann.accept_held(b, "bo")
     # b now validates a's example, which a did not have
     ann.validate(b, a1.uid, "bob", "correct")
     again = ann.merge(b, tmp_path / "a.pack")  # idempotent
@@ -48,8 +51,11 @@ def test_pack_merge_both_ways_keeps_everything_once(two, tmp_path):
     assert _counts(b) == (3, 3)
 
     ann.merge(a, tmp_path / "b.pack")
+    ann.add_annotator(a, "al", "owner")
+    ann.accept_held(a, "al")
     ann.pack(b, tmp_path / "b2.pack")
     ann.merge(a, tmp_path / "b2.pack")
+    ann.accept_held(a, "al")
     assert _counts(a) == _counts(b) == (3, 3)
     # same ids, same content, both sides' validations, and a's HMACs verify with a's own secret
     ea = {e.uid: e for e in a.annotation.examples("sentiment")}
@@ -66,6 +72,8 @@ def test_double_vote_across_machines_is_reported_not_duplicated(two, tmp_path):
     ex = make_example(a, "amy", "one example", fooled=True)
     ann.pack(a, tmp_path / "a.pack")
     ann.merge(b, tmp_path / "a.pack")
+    ann.add_annotator(b, "bo", "owner")
+    ann.accept_held(b, "bo")  # amy is new to B
     ann.add_annotator(a, "zoe")
     ann.add_annotator(b, "zoe")
     ann.validate(a, ex.uid, "zoe", "correct")

@@ -40,7 +40,8 @@ Export, packs, integrity (``export``, ``pack``, ``integrity``)
     ``pack(store, out_path, task=None, round=None)`` (signed with the workspace key),
     ``merge(store, pack_path) -> MergeReport`` (trusted signers only; refused records listed),
     ``trust_key(store, key_file)``, ``export_pack_key(store, out)``,
-    ``verify(store, task=None) -> VerifyReport`` (recomputes every example's HMAC).
+    ``verify(store, task=None) -> VerifyReport`` (recomputes every example's HMAC; lists held pack records),
+    ``accept_held(store, owner)`` (an owner here accepts the records a merge held).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from dynadesk.annotation.annotators import (
 )
 from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
 from dynadesk.annotation.export import STATUSES, export_examples, export_round, neutralise_formulas, register_round
+from dynadesk.annotation.held import accept_held
 from dynadesk.annotation.integrity import VerifyReport, verify
 from dynadesk.annotation.pack import MergeReport, merge, pack, read_pack, read_pack_unverified, write_signed_pack
 from dynadesk.annotation.rounds import get_round, list_rounds, new_round, open_round
@@ -76,6 +78,7 @@ __all__ = [
     "MergeReport",
     "RoundStats",
     "VerifyReport",
+    "accept_held",
     "active_annotator",
     "add_annotator",
     "example_status",

@@ -57,13 +57,14 @@ def compute_hmac(secret: bytes, ex: AnnotatedExample) -> str:
 class VerifyReport:
     checked: int
     edited: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)  # merged records an owner here has not accepted (not failures)
 
     @property
     def ok(self) -> bool:
         return not self.edited
 
     def to_dict(self) -> dict[str, Any]:
-        return {"checked": self.checked, "edited": self.edited, "ok": self.ok}
+        return {"checked": self.checked, "edited": self.edited, "held": self.held, "ok": self.ok}
 
 
 def tampered(store: Store, examples: list[AnnotatedExample]) -> list[str]:
@@ -92,4 +93,6 @@ def verify(store: Store, task: str | None = None, round_number: int | None = Non
             bad.append(row["uid"])
     bad += tampered(store, examples)
     order = {row["uid"]: i for i, row in enumerate(rows)}
-    return VerifyReport(checked=len(rows), edited=sorted(bad, key=order.__getitem__))
+    return VerifyReport(checked=len(rows), edited=sorted(bad, key=order.__getitem__),
+                        held=[f"{kind} {ident}: {why}" for kind, ident, why in
+                              store.annotation.held_records(task, round_number)])

@@ -9,7 +9,11 @@ a hand-edited file is refused whatever digest it carries. Even a trusted pack
 is checked record by record: ``fooled`` is recomputed from the recorded model
 output and target with the task's rule, the recorded response is compared with
 the same model (same digest) when this workspace has it, and roles are never
-granted (an owner is made locally). Each refused record is listed in the
+granted (an owner is made locally). Identities a pack cannot prove are held
+(:mod:`dynadesk.annotation.held`): a vote counts with an owner's weight only when
+made here or signed by a key bound to that person, and examples or votes by
+people this workspace did not know, or answered by a round target it never had,
+are merged held, counting nowhere until an owner here accepts them. Each refused record is listed in the
 report; everything else merges in one transaction. Examples and validations
 keep the uids minted where they were made: merging the same pack twice, or a
 pack of a machine's own work, adds nothing. Examples whose HMAC no longer
@@ -26,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.annotation import signing
+from dynadesk.annotation import held, signing
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
@@ -335,6 +339,9 @@ class MergeReport:
     responses_unchecked: int = 0
     refused: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    examples_held: int = 0
+    validations_held: int = 0
+    held: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -398,6 +405,7 @@ def merge(store: Store, path: str | Path) -> MergeReport:
     body, fingerprint = read_pack(store, path)
     report = MergeReport(origin=body["origin"], signer=fingerprint)
     repo = store.annotation
+    trust = held.Provenance.before_merge(store, body, fingerprint)
     digests = {(r["task"], r["number"]): {m["name"]: m["digest"] for m in r["models"]} for r in body["rounds"]}
     candidates, refused_uids = [], set()
     for i, raw in enumerate(body["examples"]):
@@ -419,13 +427,19 @@ def merge(store: Store, path: str | Path) -> MergeReport:
     with store.atomic():
         _merge_annotators(repo, body["annotators"], report)
         for r in body["rounds"]:
+            unknown = trust.unknown_targets(r)
+            report.held += [f"target '{m}' of {r['task']} round {r['number']}: {why}" for m, why in unknown.items()]
             if repo.ensure_round(r["task"], r["number"], r["status"], [RoundModel(m["name"], m["digest"])
                                  for m in r["models"]], [(x["id"], x["text"]) for x in r["contexts"]],
-                                 r.get("created_by"), r["created_at"]):
+                                 r.get("created_by"), r["created_at"], held=unknown):
                 report.rounds_added += 1
         new_examples = []
         for ex in candidates:
             ex.hmac = compute_hmac(secret, ex)
+            ex.held = trust.example_hold(ex)
+            if ex.held:
+                report.examples_held += 1
+                report.held.append(f"example {ex.uid}: {ex.held}")
             new_examples.append((ex, repo.round_id(ex.task, ex.round)))
         known = repo.validation_uids()
         new_votes = []
@@ -438,9 +452,18 @@ def merge(store: Store, path: str | Path) -> MergeReport:
                 report.conflicts.append(f"'{v['annotator']}' already voted on example '{v['example_uid']}' here;"
                                         f" the pack's vote '{v['verdict']}' was not added")
             else:
-                new_votes.append(Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
-                                            verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
-                                            origin=v["origin"], created_at=v["created_at"]))
+                vote = Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
+                                  verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
+                                  origin=v["origin"], created_at=v["created_at"], signer=trust.vote_signer)
+                vote.held = trust.vote_hold(vote)
+                if vote.held:
+                    report.validations_held += 1
+                    report.held.append(f"vote {vote.uid}: {vote.held}")
+                elif trust.borrows_owner(vote.annotator):
+                    report.conflicts.append(f"vote {vote.uid} by '{vote.annotator}', an owner here, counts as a plain"
+                                            " annotator's: the pack's key is not bound to them ('dynadesk annotate"
+                                            f" trust KEY --person {vote.annotator}')")
+                new_votes.append(vote)
         repo.merge_rows(new_examples, new_votes)
         report.examples_added = len(new_examples)
         report.validations_added = len(new_votes)

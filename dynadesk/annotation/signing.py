@@ -95,8 +95,12 @@ def require_trusted(store: Store, fingerprint: str, where: str) -> None:
                             " 'dynadesk annotate trust them.pub'")
 
 
-def trust_key(store: Store, key_file: str | Path, name: str | None = None) -> TrustedKey:
-    """Trust the Ed25519 public key (PEM) in ``key_file`` for pack merges."""
+def trust_key(store: Store, key_file: str | Path, name: str | None = None,
+              person: str | None = None) -> TrustedKey:
+    """Trust the Ed25519 public key (PEM) in ``key_file`` for pack merges.
+
+    ``person`` (an annotator here) binds the key to that one person: only then do votes in its
+    packs under that person's name count with the role the person has here (an owner's)."""
     key_file = Path(key_file)
     try:
         pem = key_file.read_bytes()
@@ -104,7 +108,9 @@ def trust_key(store: Store, key_file: str | Path, name: str | None = None) -> Tr
         raise KeyFileError(f"{key_file}: cannot read: {exc}") from exc
     raw = _keys.public_raw(_keys.load_public_pem(pem, str(key_file)))
     label = check_name(name or key_file.stem, "key name")
-    trusted: TrustedKey = store.annotation.trust_key(_keys.fingerprint(raw), raw.hex(), label)
+    if person is not None:
+        store.annotation.get_annotator(person)
+    trusted: TrustedKey = store.annotation.trust_key(_keys.fingerprint(raw), raw.hex(), label, person)
     return trusted
 
 

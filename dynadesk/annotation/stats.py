@@ -100,6 +100,7 @@ class RoundStats:
     alpha: float | None
     annotators: list[AnnotatorStats] = field(default_factory=list)
     by_model: list[ModelStats] = field(default_factory=list)
+    held: int = 0  # merged examples waiting for an owner here (counted nowhere above)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,7 +154,8 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
         median_time_ms=_median([ex.time_ms for ex in examples]),
         validations=sum(len(ex.validations) for ex in examples),
         alpha=krippendorff_alpha_nominal([v.verdict for v in ex.validations] for ex in examples),
-        annotators=sorted(people.values(), key=lambda a: a.annotator), by_model=list(targets.values()))
+        annotators=sorted(people.values(), key=lambda a: a.annotator), by_model=list(targets.values()),
+        held=store.annotation.count_held_examples(task.name, rnd.number))
 
 
 def task_stats(store: Store, task_name: str) -> list[RoundStats]:

@@ -335,11 +335,13 @@ def pack_cmd(app, output, task, round_number, as_json) -> None:
 @annotate.command("trust")
 @click.argument("key_file", type=click.Path(dir_okay=False, exists=True))
 @click.option("--name", help="What to call the key (default: the file name).")
+@click.option("--person", help="Bind the key to this annotator: only then do their votes in its packs count with"
+              " their role here (an owner's).")
 @json_option
 @pass_app
-def trust_cmd(app, key_file: str, name: str | None, as_json: bool) -> None:
+def trust_cmd(app, key_file: str, name: str | None, person: str | None, as_json: bool) -> None:
     """Merge packs signed by the Ed25519 public key in KEY_FILE ('dynadesk keys export' on its machine)."""
-    key = ann.trust_key(app.store, key_file, name)
+    key = ann.trust_key(app.store, key_file, name, person)
     echo_json(key.to_dict()) if as_json else click.echo(f"trusting packs signed by '{key.name}' {key.fingerprint}")
 
 
@@ -373,6 +375,22 @@ def merge_cmd(app, pack_file, as_json) -> None:
         click.echo(f"  refused: {refusal}")
     for c in r.conflicts:
         click.echo(f"  note: {c}", err=True)
+    if r.held:
+        click.echo(f"  held: {r.examples_held} examples, {r.validations_held} votes (identities or targets not known"
+                   " here; they count nowhere until an owner runs 'dynadesk annotate accept')")
+        for line in r.held:
+            click.echo(f"  held: {line}")
+
+
+@annotate.command("accept")
+@click.option("--as", "owner", help="The owner accepting (default: the active annotator).")
+@json_option
+@pass_app
+def accept_cmd(app, owner: str | None, as_json: bool) -> None:
+    """Accept every merged record held for an unknown person or target (see 'annotate verify'); owners only."""
+    counts = ann.accept_held(app.store, owner)
+    echo_json(counts) if as_json else click.echo(
+        f"accepted {counts['examples']} held examples and {counts['validations']} held votes")
 
 
 @annotate.command("verify")
@@ -390,6 +408,9 @@ def verify_cmd(app, task, round_number, as_json) -> None:
     else:
         for uid in rep.edited:
             click.echo(f"EDITED {uid}")
+    if not as_json:
+        for line in rep.held:
+            click.echo(f"HELD {line} (not counted until an owner runs 'dynadesk annotate accept')")
     if not rep.ok:
         raise AnnotationError(f"{len(rep.edited)} of {rep.checked} examples fail the HMAC check:"
                               " their recorded content was edited")

@@ -119,14 +119,29 @@ def m002_trusted_pack_keys(db: Database) -> None:
         )""")
 
 
+@migrations()
+def m003_held_pack_records(db: Database) -> None:
+    """Identities a pack cannot prove (issue 37): records held until an owner here accepts them.
+
+    ``held`` is why a merged example, vote or round target does not count yet (NULL: it counts);
+    ``validations.signer`` is the fingerprint of the pack key a merged vote came under (NULL: made
+    here); ``trusted_pack_keys.person`` binds a trusted key to the one person it speaks for."""
+    db.execute("ALTER TABLE annotated_examples ADD COLUMN held TEXT")
+    db.execute("ALTER TABLE validations ADD COLUMN held TEXT")
+    db.execute("ALTER TABLE validations ADD COLUMN signer TEXT")
+    db.execute("ALTER TABLE round_models ADD COLUMN held TEXT")
+    db.execute("ALTER TABLE trusted_pack_keys ADD COLUMN person TEXT")
+
+
 @dataclass
 class TrustedKey:
     fingerprint: str
     public_key: str
     name: str
     added_at: str
+    person: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str | None]:
         return dict(self.__dict__)
 
 @dataclass
@@ -178,6 +193,8 @@ class Validation:
     origin: str = ""
     created_at: str = ""
     role: str = "annotator"
+    held: str | None = None
+    signer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -204,6 +221,7 @@ class AnnotatedExample:
     created_at: str
     context_id: str | None = None
     validations: list[Validation] = field(default_factory=list)
+    held: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -221,14 +239,14 @@ def example_from_row(row: dict[str, Any]) -> AnnotatedExample:
         inputs=json.loads(row["inputs"]), target=json.loads(row["target"]), model_name=row["model_name"],
         model_digest=row["model_digest"], model_output=json.loads(row["model_output"]), fooled=bool(row["fooled"]),
         explanation=row["explanation"], time_ms=row["time_ms"], hmac=row["hmac"], origin=row["origin"],
-        created_at=row["created_at"], context_id=row["context_id"])
+        created_at=row["created_at"], context_id=row["context_id"], held=row.get("held"))
 
 
 def _validation(row: dict[str, Any]) -> Validation:
     return Validation(uid=row["uid"], example_uid=row["example_uid"], annotator=row["annotator"],
                       verdict=row["verdict"], label=json.loads(row["label"]) if row["label"] is not None else None,
                       reason=row["reason"], origin=row["origin"], created_at=row["created_at"],
-                      role=row.get("role") or "annotator")
+                      role=row.get("role") or "annotator", held=row.get("held"), signer=row.get("signer"))
 
 
 def _dumps(obj: Any) -> str:
@@ -250,10 +268,13 @@ class AnnotationRepo:
         return str(self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0])
 
     # -- trusted pack keys ------------------------------------------------------
-    def trust_key(self, fingerprint: str, public_key_hex: str, name: str) -> TrustedKey:
-        """Record a trusted pack key (kept as first named when trusted already)."""
+    def trust_key(self, fingerprint: str, public_key_hex: str, name: str, person: str | None = None) -> TrustedKey:
+        """Record a trusted pack key (kept as first named when trusted already); ``person`` binds it to one
+        person here, whose owner votes it may then carry (a later binding replaces an earlier one)."""
         self.db.execute("INSERT OR IGNORE INTO trusted_pack_keys(fingerprint, public_key, name, added_at)"
                         " VALUES (?, ?, ?, ?)", [fingerprint, public_key_hex, name, now_iso()])
+        if person is not None:
+            self.db.execute("UPDATE trusted_pack_keys SET person = ? WHERE fingerprint = ?", [person, fingerprint])
         rows = list(self.db.query("SELECT * FROM trusted_pack_keys WHERE fingerprint = ?", [fingerprint]))
         return TrustedKey(**rows[0])
 
@@ -315,11 +336,13 @@ class AnnotationRepo:
         return rid
 
     def ensure_round(self, task: str, number: int, status: str, models: list[RoundModel],
-                     contexts: list[tuple[str, str]], created_by: str | None, created_at: str) -> bool:
+                     contexts: list[tuple[str, str]], created_by: str | None, created_at: str,
+                     held: dict[str, str] | None = None) -> bool:
         """Merge: create a missing round and add missing models/contexts; True if created.
 
         A missing round stays open only if it was open where it came from and is newer than
-        every local round of the task (which it then closes), so one round per task is open."""
+        every local round of the task (which it then closes), so one round per task is open.
+        Models named in ``held`` (name -> why) are added held: not a target here until accepted."""
         row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
         if row is None:
             now = now_iso()
@@ -330,8 +353,9 @@ class AnnotationRepo:
                                 " AND status = 'open'", [now, task])
             else:
                 status = "closed"
-            self._insert_round(self.db, task, number, status, created_by, created_at,
-                               now if status == "closed" else None, models, contexts)
+            rid = self._insert_round(self.db, task, number, status, created_by, created_at,
+                                     now if status == "closed" else None, models, contexts)
+            self._hold_models(rid, held or {})
             return True
         rid = row[0]
         start = self.db.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM round_models WHERE round_id = ?",
@@ -344,7 +368,18 @@ class AnnotationRepo:
         for i, (cid, text) in enumerate(contexts):
             self.db.execute("INSERT OR IGNORE INTO contexts(round_id, context_id, position, text) VALUES (?,?,?,?)",
                             [rid, cid, start + i, text])
+        self._hold_models(rid, held or {})
         return False
+
+    def _hold_models(self, rid: int, held: dict[str, str]) -> None:
+        for name, why in held.items():
+            self.db.execute("UPDATE round_models SET held = ? WHERE round_id = ? AND model_name = ?", [why, rid, name])
+
+    def round_targets(self, task: str, number: int) -> set[tuple[str, str]]:
+        """(name, digest) of the round's accepted targets; empty when the round is not here."""
+        return {(r[0], r[1]) for r in self.db.execute(
+            "SELECT m.model_name, m.model_digest FROM round_models m JOIN rounds r ON r.id = m.round_id"
+            " WHERE r.task = ? AND r.number = ? AND m.held IS NULL", [task, number])}
 
     def _round_by_id(self, rid: int) -> Round:
         rows = list(self.db.query("SELECT * FROM rounds WHERE id = ?", [rid]))
@@ -352,7 +387,8 @@ class AnnotationRepo:
 
     def _round(self, row: dict[str, Any]) -> Round:
         models = [RoundModel(r["model_name"], r["model_digest"]) for r in self.db.query(
-            "SELECT model_name, model_digest FROM round_models WHERE round_id = ? ORDER BY position", [row["id"]])]
+            "SELECT model_name, model_digest FROM round_models WHERE round_id = ? AND held IS NULL"
+            " ORDER BY position", [row["id"]])]
         n_ctx = self.db.execute("SELECT COUNT(*) FROM contexts WHERE round_id = ?", [row["id"]]).fetchone()[0]
         return Round(id=row["id"], task=row["task"], number=row["number"], status=row["status"], models=models,
                      n_contexts=n_ctx, created_by=row["created_by"], created_at=row["created_at"],
@@ -396,11 +432,11 @@ class AnnotationRepo:
     def _insert_example(self, db: Database, ex: AnnotatedExample, round_id: int) -> None:
         db.execute(
             "INSERT INTO annotated_examples(uid, round_id, task, annotator, context_id, inputs, target, model_name,"
-            " model_digest, model_output, fooled, explanation, time_ms, hmac, origin, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " model_digest, model_output, fooled, explanation, time_ms, hmac, origin, created_at, held)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [ex.uid, round_id, ex.task, ex.annotator, ex.context_id, _dumps(ex.inputs), _dumps(ex.target),
              ex.model_name, ex.model_digest, _dumps(ex.model_output), int(ex.fooled), ex.explanation, ex.time_ms,
-             ex.hmac, ex.origin, ex.created_at])
+             ex.hmac, ex.origin, ex.created_at, ex.held])
 
     def round_id(self, task: str, number: int) -> int:
         row = self.db.execute("SELECT id FROM rounds WHERE task = ? AND number = ?", [task, number]).fetchone()
@@ -427,9 +463,11 @@ class AnnotationRepo:
 
     def examples(self, task: str | None = None, round_number: int | None = None, annotator: str | None = None,
                  with_validations: bool = True) -> list[AnnotatedExample]:
-        """Examples in creation order (``created_at``, then ``uid``: the same on every machine)."""
+        """Examples in creation order (``created_at``, then ``uid``: the same on every machine).
+
+        Held examples (merged, not yet accepted) and held votes are left out: they count nowhere."""
         sql = (_EXAMPLE_SELECT + " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR r.number = ?)"
-               " AND (? IS NULL OR e.annotator = ?) ORDER BY e.created_at, e.rowid")
+               " AND (? IS NULL OR e.annotator = ?) AND e.held IS NULL ORDER BY e.created_at, e.rowid")
         out = [example_from_row(r) for r in self.db.query(sql, [task, task, round_number, round_number,
                                                          annotator, annotator])]
         if with_validations and out:
@@ -448,10 +486,10 @@ class AnnotationRepo:
                 from exc
 
     def _insert_validation(self, db: Database, v: Validation) -> None:
-        db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, label, reason, origin, created_at)"
-                   " VALUES (?,?,?,?,?,?,?,?)",
+        db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, label, reason, origin, created_at,"
+                   " held, signer) VALUES (?,?,?,?,?,?,?,?,?,?)",
                    [v.uid, v.example_uid, v.annotator, v.verdict, None if v.label is None else _dumps(v.label),
-                    v.reason, v.origin, v.created_at])
+                    v.reason, v.origin, v.created_at, v.held, v.signer])
 
     def has_vote(self, example_uid: str, annotator: str) -> bool:
         return self.db.execute("SELECT 1 FROM validations WHERE example_uid = ? AND annotator = ?",
@@ -461,17 +499,53 @@ class AnnotationRepo:
         return {r[0] for r in self.db.execute("SELECT uid FROM validations")}
 
     def validations_for(self, uids: Iterable[str]) -> dict[str, list[Validation]]:
-        """Validations per example uid, oldest first, each with the voter's role."""
+        """Validations per example uid, oldest first, each with the role it counts with; held votes left out.
+
+        A vote counts as an owner's only when its voter is an owner here and it was made here (no
+        ``signer``) or came under a pack key bound to that very person: a pack never lends a local role."""
         uids = list(uids)
         out: dict[str, list[Validation]] = {u: [] for u in uids}
         for i in range(0, len(uids), 500):
             chunk = uids[i:i + 500]
             marks = ",".join("?" * len(chunk))
             for r in self.db.query(
-                    "SELECT v.*, a.role AS role FROM validations v JOIN annotators a ON a.name = v.annotator"
-                    f" WHERE v.example_uid IN ({marks}) ORDER BY v.created_at, v.rowid", chunk):
+                    "SELECT v.*, CASE WHEN a.role = 'owner' AND (v.signer IS NULL OR EXISTS (SELECT 1 FROM"
+                    " trusted_pack_keys k WHERE k.fingerprint = v.signer AND k.person = v.annotator))"
+                    " THEN 'owner' ELSE 'annotator' END AS role"
+                    " FROM validations v JOIN annotators a ON a.name = v.annotator"
+                    f" WHERE v.example_uid IN ({marks}) AND v.held IS NULL ORDER BY v.created_at, v.rowid", chunk):
                 out[r["example_uid"]].append(_validation(r))
         return out
+
+    # -- held records (merged from packs, waiting for an owner here) ------------
+    def held_records(self, task: str | None = None, round_number: int | None = None) -> list[tuple[str, str, str]]:
+        """(kind, id, why) of every held round target, example and vote, optionally of one task / round."""
+        args = [task, task, round_number, round_number]
+        where = " AND (? IS NULL OR r.task = ?) AND (? IS NULL OR r.number = ?)"
+        out = [("target", f"{r[0]} round {r[1]}: {r[2]}", r[3]) for r in self.db.execute(
+            "SELECT r.task, r.number, m.model_name, m.held FROM round_models m JOIN rounds r ON r.id = m.round_id"
+            " WHERE m.held IS NOT NULL" + where + " ORDER BY r.task, r.number, m.position", args)]
+        out += [("example", r[0], r[1]) for r in self.db.execute(
+            "SELECT e.uid, e.held FROM annotated_examples e JOIN rounds r ON r.id = e.round_id"
+            " WHERE e.held IS NOT NULL" + where + " ORDER BY e.created_at, e.rowid", args)]
+        out += [("vote", r[0], r[1]) for r in self.db.execute(
+            "SELECT v.uid, v.held FROM validations v JOIN annotated_examples e ON e.uid = v.example_uid"
+            " JOIN rounds r ON r.id = e.round_id WHERE v.held IS NOT NULL" + where
+            + " ORDER BY v.created_at, v.rowid", args)]
+        return out
+
+    def count_held_examples(self, task: str, number: int) -> int:
+        return int(self.db.execute(
+            "SELECT COUNT(*) FROM annotated_examples e JOIN rounds r ON r.id = e.round_id"
+            " WHERE e.held IS NOT NULL AND r.task = ? AND r.number = ?", [task, number]).fetchone()[0])
+
+    def accept_held(self) -> dict[str, int]:
+        """Clear every hold (one transaction): the records count from now on."""
+        with self._store.atomic() as db:
+            db.execute("UPDATE round_models SET held = NULL WHERE held IS NOT NULL")
+            examples = db.execute("UPDATE annotated_examples SET held = NULL WHERE held IS NOT NULL").rowcount
+            votes = db.execute("UPDATE validations SET held = NULL WHERE held IS NOT NULL").rowcount
+        return {"examples": int(examples), "validations": int(votes)}
 
     # -- merge ------------------------------------------------------------------
     def merge_rows(self, examples: list[tuple[AnnotatedExample, int]], validations: list[Validation]) -> None:

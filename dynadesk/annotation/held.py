@@ -1,0 +1,87 @@
+"""Identities a pack cannot prove: which merged records are held, and an owner accepting them.
+
+A pack is signed by a *workspace* key, so it proves which machine sent it, not
+who on that machine voted. Three things follow (issue 37):
+
+* a vote counts with an owner's weight only when its voter is an owner here and
+  it was made here or came under a trusted key bound to that person
+  (``dynadesk annotate trust KEY --person NAME``); the role lookup lives in
+  :meth:`AnnotationRepo.validations_for`, so every reader (stats, export, queue)
+  gets it;
+* examples and votes by people this workspace did not know before the merge
+  are merged *held*; so are round targets it never had (not registered here
+  with that digest, not already a target of the local round) and the examples
+  they answered;
+* held records count nowhere (not collected, fooled or verified) until an owner
+  here accepts them with :func:`accept_held`; ``annotate verify`` lists them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dynadesk.annotation.annotators import resolve_annotator
+from dynadesk.annotation.signing import own_fingerprint
+from dynadesk.errors import AnnotationError
+from dynadesk.store.annotation import AnnotatedExample, Validation
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+
+
+@dataclass
+class Provenance:
+    """What this workspace knew before a merge: its people and owners, its models, its rounds' targets."""
+
+    people: set[str]
+    owners: set[str]
+    bound_person: str | None
+    vote_signer: str | None
+    models: set[tuple[str, str]]
+    targets: dict[tuple[str, int], set[tuple[str, str]]]
+
+    @classmethod
+    def before_merge(cls, store: Store, body: dict[str, Any], fingerprint: str) -> Provenance:
+        repo = store.annotation
+        people = repo.list_annotators()
+        own = fingerprint == own_fingerprint(store)
+        key = None if own else repo.trusted_key(fingerprint)
+        models = {(m.name, m.digest) for m in store.models.list(None)}
+        targets = {(r["task"], r["number"]): repo.round_targets(r["task"], r["number"]) for r in body["rounds"]}
+        return cls(people={a.name for a in people}, owners={a.name for a in people if a.role == "owner"},
+                   bound_person=key.person if key else None, vote_signer=None if own else fingerprint,
+                   models=models, targets=targets)
+
+    def _known_target(self, task: str, number: int, name: str, digest: str) -> bool:
+        return (name, digest) in self.models or (name, digest) in self.targets.get((task, number), set())
+
+    def unknown_targets(self, rnd: dict[str, Any]) -> dict[str, str]:
+        """The round's models this workspace never had, each with why it is held."""
+        return {m["name"]: f"target model '{m['name']}' {m['digest'][:19]}... is not registered here"
+                for m in rnd["models"]
+                if not self._known_target(rnd["task"], rnd["number"], m["name"], m["digest"])}
+
+    def example_hold(self, ex: AnnotatedExample) -> str | None:
+        if ex.annotator not in self.people:
+            return f"written by '{ex.annotator}', who is not known here"
+        if not self._known_target(ex.task, ex.round, ex.model_name, ex.model_digest):
+            return f"answered by target model '{ex.model_name}', which is not registered here"
+        return None
+
+    def vote_hold(self, vote: Validation) -> str | None:
+        if vote.annotator not in self.people:
+            return f"vote by '{vote.annotator}', who is not known here"
+        return None
+
+    def borrows_owner(self, name: str) -> bool:
+        """A merged vote under the name of an owner here, from a key not bound to them."""
+        return self.vote_signer is not None and name in self.owners and self.bound_person != name
+
+
+def accept_held(store: Store, owner: str | None) -> dict[str, int]:
+    """An owner here accepts every held record: they count from now on (people stay plain annotators)."""
+    who = resolve_annotator(store, owner)
+    if who.role != "owner":
+        raise AnnotationError(f"'{who.name}' is not an owner here: only an owner accepts held pack records")
+    return store.annotation.accept_held()

@@ -75,7 +75,16 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
+        **signed_intervals(ev.profile),
     }
+
+
+def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:
+    """``{"intervals": [...]}`` from the run's host-computed bootstrap (none for runs made before it)."""
+    stored = profile.get("intervals") if isinstance(profile, dict) else None
+    if not isinstance(stored, dict) or not stored:
+        return {}
+    return {"intervals": [{"dataset": name, **stored[name]} for name in sorted(stored)]}
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

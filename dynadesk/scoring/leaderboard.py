@@ -55,6 +55,9 @@ class BoardRow:
     per_dataset: dict[str, dict[str, float]]   # metric -> dataset ('' = whole run) -> value
     converted: dict[str, float]                # Dynascore metrics in performance units
     stability: dict[str, Any] | None = None
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> the run's signed interval
+    paired_next: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> paired test vs the next row
+    tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -145,6 +148,7 @@ class LocalBoard:
         self.records = {r.model_name: r for r in records}
         self.tables, self.units = _collect(records)
         self.board = ScoreBoard.from_tables(self.tables)
+        self._paired: dict[tuple[int, int, str], dict[str, Any] | None] = {}
 
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
@@ -163,8 +167,54 @@ class LocalBoard:
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
                                  {**scored.others(i), **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name)))
+        mark_ties(rows, self.records, self._paired)
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, scored.left_off, scored.notes)
+
+
+def _run_intervals(rec: EvaluationRecord) -> dict[str, dict[str, Any]]:
+    stored = (rec.profile or {}).get("intervals")
+    return dict(stored) if isinstance(stored, dict) else {}
+
+
+def mark_ties(rows: list[BoardRow], records: dict[str, EvaluationRecord],
+              cache: dict[tuple[int, int, str], dict[str, Any] | None]) -> None:
+    """Each row's intervals, and the paired bootstrap of the task metric against the next row on every dataset
+    both scored with the same data digest (:mod:`dynadesk.scoring.bootstrap`); ``tied_with`` when none of those
+    differences is significant. A pair's test is computed once per board (``cache``), not per re-rank."""
+    for i, row in enumerate(rows):
+        row.intervals = _run_intervals(records[row.model])
+        if i + 1 >= len(rows):
+            continue
+        a, b = records[row.model], records[rows[i + 1].model]
+        for name in sorted(set(_outcomes(a)) & set(_outcomes(b))):
+            key = (a.id, b.id, name)
+            if key not in cache:
+                cache[key] = _pair(a, b, name)
+            if cache[key] is not None:
+                row.paired_next[name] = {"with": rows[i + 1].model, **cache[key]}  # type: ignore[dict-item]
+        if row.paired_next and all(t["tied"] for t in row.paired_next.values()):
+            row.tied_with = rows[i + 1].model
+
+
+def _outcomes(rec: EvaluationRecord) -> dict[str, Any]:
+    stored = (rec.profile or {}).get("outcomes")
+    return stored if isinstance(stored, dict) else {}
+
+
+def _pair(a: EvaluationRecord, b: EvaluationRecord, dataset: str) -> dict[str, Any] | None:
+    from dynadesk.evaluator.metrics import MetricError
+    from dynadesk.scoring.bootstrap import decode_outcomes, pair_seed, paired
+
+    ra, rb = _outcomes(a)[dataset], _outcomes(b)[dataset]
+    if ra.get("data_sha256") != rb.get("data_sha256") or ra.get("metric") != rb.get("metric"):
+        return None  # another version of the test set or another metric: not a paired comparison
+    try:
+        return paired(decode_outcomes(ra), decode_outcomes(rb),
+                      pair_seed(a.predictions_digest or "", b.predictions_digest or "", ra["data_sha256"],
+                                ra["metric"]))
+    except MetricError:
+        return None
 
 
 def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:

@@ -20,7 +20,7 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
 RUNNER_KINDS = ("docker", "local")
 
-OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit added it
+OPTIONAL_PAYLOAD_KEYS = {"tolerances", "intervals"}  # absent in bundles made before the audit / the bootstrap
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -171,3 +171,31 @@ def check_payload(p: Any) -> None:
     integer(p["evaluation_id"], "payload.evaluation_id")
     if "tolerances" in p:  # measured-metric tolerances, checked by dynadesk.audit.tolerances
         check_tolerances(p["tolerances"], "payload.tolerances")
+    if "intervals" in p:
+        check_intervals(p["intervals"], names)
+
+
+INTERVAL_KEYS = {"dataset", "metric", "low", "high", "level", "resamples", "seed", "method"}
+SEED_HEX = re.compile(r"^[0-9a-f]{16}$")
+
+
+def check_intervals(value: Any, names: set[str]) -> None:
+    """``payload.intervals``: the host's seeded bootstrap interval of the task metric, one per test set."""
+    if not isinstance(value, list) or len(value) > len(names):
+        _fail("payload.intervals", "must be a list of at most one interval per dataset")
+    seen = set()
+    for i, iv in enumerate(value):
+        w = f"payload.intervals[{i}]"
+        obj(iv, w, INTERVAL_KEYS)
+        if iv["dataset"] not in names or iv["dataset"] in seen:
+            _fail(f"{w}.dataset", f"must name one of the bundle's datasets once, got {iv['dataset']!r:.60}")
+        seen.add(iv["dataset"])
+        text(iv["metric"], f"{w}.metric", max_len=64)
+        text(iv["method"], f"{w}.method", max_len=64)
+        text(iv["seed"], f"{w}.seed", SEED_HEX)
+        low, high = number(iv["low"], f"{w}.low"), number(iv["high"], f"{w}.high")
+        if low > high:
+            _fail(w, f"low {low!r} is above high {high!r}")
+        if not 0 < number(iv["level"], f"{w}.level") < 100:
+            _fail(f"{w}.level", f"must be a percentage between 0 and 100, got {iv['level']!r:.20}")
+        integer(iv["resamples"], f"{w}.resamples", minimum=1)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 
 from click.testing import CliRunner
 
 from dynadesk.cli import cli
+from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import MetricValue
@@ -17,7 +19,8 @@ DATA = "sha256:" + "d1" * 32
 GOLDS = ["negative", "neutral", "positive"] * 10
 
 
-def _run(store, model: str, preds: list[str], perf: float, data: str = DATA) -> int:
+def _run(store, model: str, preds: list[str], perf: float | None = None, data: str = DATA) -> int:
+    perf = M.macro_f1(preds, GOLDS, TASK["labels"]) if perf is None else perf
     if not store.models.exists(model):
         store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
     run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, [DS],
@@ -81,3 +84,24 @@ def test_runs_without_outcomes_still_rank(store):
     rows = {r.model: r for r in board.rows}
     assert rows["old"].intervals == {} and rows["new"].paired_next == {} and rows["new"].tied_with is None
     assert rows["new"].intervals[DS]["low"] == 100.0
+
+
+def test_rank_intervals_from_resampled_examples(store):
+    rng = random.Random(5)
+    noisy_a = [g if rng.random() < 0.8 else "neutral" for g in GOLDS]
+    noisy_b = [g if rng.random() < 0.8 else "negative" for g in GOLDS]
+    _run(store, "best", list(GOLDS))  # right on every example
+    _run(store, "noisy-a", noisy_a)
+    _run(store, "noisy-b", noisy_b)
+    _run(store, "worst", _wrong(GOLDS))
+    board = build_leaderboard(store, "sentiment", hardware_class="all")
+    rows = {r.model: r for r in board.rows}
+    assert rows["best"].rank_interval == [1, 1] and rows["worst"].rank_interval == [4, 4]
+    # two models of about the same quality on 30 examples: either may be second
+    assert rows["noisy-a"].rank_interval == [2, 3] and rows["noisy-b"].rank_interval == [2, 3]
+    assert rows["noisy-a"].tied_with or rows["noisy-b"].tied_with
+    out = CliRunner().invoke(cli, ["leaderboard", "sentiment", "--hardware-class", "all"])
+    assert out.exit_code == 0, out.output
+    header = out.output.splitlines()[0]
+    assert "rank 95%" in header and "tied with next" in header
+    assert any(line.split()[1] == "noisy-a" and "2-3" in line.split() for line in out.output.splitlines()[2:6])

@@ -110,7 +110,8 @@ def echo_intervals(board: Any) -> None:
             click.echo(line)
     if any(r.paired_next for r in board.rows):
         click.echo("tied with next: no dataset shows a significant difference from the next row (paired bootstrap, "
-                   "95% interval of the difference contains 0)")
+                   "95% interval of the difference contains 0); rank 95%: the rank over resampled examples, "
+                   "measured metrics held fixed")
 
 
 @click.command()
@@ -165,10 +166,11 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
             row.insert(3, f"{lo}-{hi}" if lo != hi else str(lo))
         if paired:
-            row.insert(3, f"= {r.tied_with}" if r.tied_with else "")
+            lo, hi = r.rank_interval or [r.rank, r.rank]
+            row[3:3] = [f"{lo}-{hi}" if lo != hi else str(lo), f"= {r.tied_with}" if r.tied_with else ""]
         rows.append(row)
     if paired:  # runs stored with per-example outcomes (dynadesk.scoring.bootstrap)
-        headers.insert(3, "tied with next")
+        headers[3:3] = ["rank 95%", "tied with next"]
     left_out: list[str] = []
     if not wide:
         headers, rows, left_out = fit_table(headers, rows)

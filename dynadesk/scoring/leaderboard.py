@@ -23,6 +23,7 @@ from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
+    _ranks_2d,
     rank_stability,
 )
 from dynadesk.store.evaluations import EvaluationRecord
@@ -58,6 +59,7 @@ class BoardRow:
     intervals: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> the run's signed interval
     paired_next: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> paired test vs the next row
     tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
+    rank_interval: list[int] | None = None  # central 95% of the rank over example resamples (measured fixed)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -149,6 +151,7 @@ class LocalBoard:
         self.tables, self.units = _collect(records)
         self.board = ScoreBoard.from_tables(self.tables)
         self._paired: dict[tuple[int, int, str], dict[str, Any] | None] = {}
+        self._resampled: dict[tuple[int, str], Any] = {}
 
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
@@ -168,6 +171,7 @@ class LocalBoard:
                                  {**scored.others(i), **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name)))
         mark_ties(rows, self.records, self._paired)
+        mark_rank_intervals(rows, self.records, scored.weights.get("perf", 0.0), dataset_weights or {}, self._resampled)
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, scored.left_off, scored.notes)
 
@@ -256,3 +260,46 @@ def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> L
     if chosen == ALL_CLASSES and len(classes) > 1:
         board.notes.insert(0, NOT_COMPARABLE.format(n=len(classes)))
     return board
+
+
+RANK_RESAMPLES = 1000
+
+
+def mark_rank_intervals(rows: list[BoardRow], records: dict[str, EvaluationRecord], perf_weight: float,
+                        dataset_weights: dict[str, float], cache: dict[tuple[int, str], Any]) -> None:
+    """Each row's Dynascore rank interval: the central 95% of its rank over ``RANK_RESAMPLES`` resamples of
+    the examples, the task metric recomputed per dataset and averaged with the dataset weights, measured
+    metrics and the exchange rates held fixed. One resample index set per data digest, shared by every row
+    (a paired resample); a row without stored outcomes keeps its measured perf. None for runs made before it."""
+    import numpy as np
+
+    from dynadesk.evaluator.metrics import MetricError
+    from dynadesk.scoring.bootstrap import decode_outcomes, derive_seed, resample_indices
+
+    if len(rows) < 2 or not any(_outcomes(records[r.model]) for r in rows):
+        return
+    shifts = np.zeros((len(rows), RANK_RESAMPLES))
+    for i, row in enumerate(rows):
+        rec = records[row.model]
+        perf = {d: v for d, v in row.per_dataset.get("perf", {}).items() if d}
+        weights = {d: dataset_weights.get(d, 1.0) for d in perf}
+        total = sum(weights.values())
+        for name, raw in _outcomes(rec).items():
+            if name not in perf or not total:
+                continue
+            key = (rec.id, name)
+            if key not in cache:
+                try:
+                    o = decode_outcomes(raw)
+                    seed = derive_seed("rank", str(raw["data_sha256"]), o.metric)
+                    cache[key] = o.statistic(resample_indices(o.size, seed, RANK_RESAMPLES))
+                except MetricError:
+                    cache[key] = None
+            if cache[key] is not None:
+                shifts[i] += weights[name] / total * (cache[key] - perf[name])
+    scores = np.array([r.dynascore for r in rows])[:, None] + perf_weight * shifts
+    ranks = _ranks_2d(scores)  # competition ranking, as the board's own ranks
+    for i, row in enumerate(rows):
+        lo = np.percentile(ranks[i], 2.5, method="lower")
+        hi = np.percentile(ranks[i], 97.5, method="higher")
+        row.rank_interval = [int(lo), int(hi)]

@@ -80,11 +80,18 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
 
 
 def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:
-    """``{"intervals": [...]}`` from the run's host-computed bootstrap (none for runs made before it)."""
-    stored = profile.get("intervals") if isinstance(profile, dict) else None
-    if not isinstance(stored, dict) or not stored:
-        return {}
-    return {"intervals": [{"dataset": name, **stored[name]} for name in sorted(stored)]}
+    """``{"intervals": [...], "outcomes": [...]}`` from the run's host-computed bootstrap (none for older runs)."""
+    out: dict[str, Any] = {}
+    for key in ("intervals", "outcomes"):  # outcomes: the compact per-example results a paired test reads
+        stored = profile.get(key) if isinstance(profile, dict) else None
+        if isinstance(stored, dict) and stored:
+            out[key] = [{"dataset": name, **stored[name]} for name in sorted(stored)]
+    if sum(len(str(o.get("data", ""))) for o in out.get("outcomes", [])) > MAX_OUTCOME_CHARS:
+        del out["outcomes"]  # test sets too large to carry within the bundle's 1 MiB limit: no paired tests
+    return out
+
+
+MAX_OUTCOME_CHARS = 512 * 1024  # about 190,000 examples over all test sets
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

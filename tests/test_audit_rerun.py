@@ -71,8 +71,9 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
-    n_iv = len(bundle.payload["intervals"])  # one signed bootstrap interval per test set
-    assert len(det) == n_det + 3 + n_iv and n_det >= 12 and n_iv == 2  # perf, macro_f1, rob., fair. x (2 sets + run)
+    n_iv = len(bundle.payload["intervals"])  # one signed bootstrap interval and one compact outcome per test set
+    assert len(bundle.payload["outcomes"]) == n_iv
+    assert len(det) == n_det + 3 + 2 * n_iv and n_det >= 12 and n_iv == 2  # 4 metrics x (2 sets + run)
     assert all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
     assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
     measured = [c for c in report.checks if c.kind == MEASURED]
@@ -175,6 +176,7 @@ def test_the_audit_reproduces_the_signed_intervals_bit_for_bit(made, audited):
         perf = next(m["value"] for m in bundle.payload["metrics"]
                     if m["dataset"] == iv["dataset"] and m["metric"] == "macro_f1")
         assert iv["low"] <= perf <= iv["high"]
+        assert audited.get(f"outcomes.{iv['dataset']}").verdict == IDENTICAL
 
 
 def test_a_narrowed_interval_resigned_differs_from_the_rerun(made, audited):
@@ -189,3 +191,20 @@ def test_a_narrowed_interval_resigned_differs_from_the_rerun(made, audited):
     report = audit_bundle(store, ws, edited.raw, against=rerun.id)
     check = report.get(f"intervals.{iv['dataset']}")
     assert check.verdict == DIFFERS and check.fails and "low" in check.note
+
+
+def test_edited_outcomes_resigned_differ_from_the_rerun(made, audited):
+    """A submitter who flips per-example outcomes (to look untied with a neighbour) is caught by the re-run."""
+    import base64
+
+    ws, store, run, bundle, path = made
+    payload = copy.deepcopy(bundle.payload)
+    o = payload["outcomes"][0]
+    raw = bytearray(base64.b64decode(o["data"]))
+    raw[0] = raw[1]  # example 0 predicted as its gold
+    o["data"] = base64.b64encode(bytes(raw)).decode("ascii")
+    key = Ed25519PrivateKey.generate()
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    report = audit_bundle(store, ws, sign_payload(payload, key).raw, against=audited.rerun_id)
+    check = report.get(f"outcomes.{o['dataset']}")
+    assert check.verdict == DIFFERS and check.fails and "data" in check.note

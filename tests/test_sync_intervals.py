@@ -27,12 +27,13 @@ def made(tmp_path):
 
 def _with_intervals(store, ev: int) -> dict:
     rec = store.evaluations.get(ev)
-    intervals = {}
+    intervals, outcomes = {}, {}
     for name in rec.datasets:
         golds = [ex["label"] for ex in store.datasets.examples(name)]
         o = B.outcomes(TASK, "macro_f1", ["positive"] * len(golds), golds)
         intervals[name] = B.interval(o, B.derive_seed(rec.predictions_digest, name, "macro_f1"))
-    store.evaluations.update(ev, profile={**rec.profile, "intervals": intervals})
+        outcomes[name] = B.encode_outcomes(o, "sha256:" + "0" * 64)
+    store.evaluations.update(ev, profile={**rec.profile, "intervals": intervals, "outcomes": outcomes})
     return intervals
 
 
@@ -79,5 +80,35 @@ def test_malformed_intervals_name_the_field(made, mutate, message):
     b = create_bundle(ws, store, ev)
     payload = copy.deepcopy(b.payload)
     mutate(payload["intervals"])
+    with pytest.raises(BundleFormatError, match=message):
+        parse_bundle(_resealed(b.raw, payload))
+
+
+def test_outcomes_are_signed_and_decode_to_what_was_stored(made):
+    ws, store, ev = made
+    _with_intervals(store, ev)
+    b = create_bundle(ws, store, ev)
+    verify_bundle(parse_bundle(b.raw))
+    rec = store.evaluations.get(ev)
+    for o in b.payload["outcomes"]:
+        back = B.decode_outcomes(o)
+        again = B.decode_outcomes(rec.profile["outcomes"][o["dataset"]])
+        assert back.size == o["n"] and (back.pred == again.pred).all() and (back.gold == again.gold).all()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda os: os[0].update(n=os[0]["n"] + 1), r"outcomes\[0\].n: is \d+, but dataset"),
+    (lambda os: os[0].update(data=os[0]["data"][:-4]), r"outcomes\[0\].data: must be base64 of"),
+    (lambda os: os[0].update(data="!" * len(os[0]["data"])), r"outcomes\[0\].data"),
+    (lambda os: os[0].update(encoding="zip"), r"outcomes\[0\].encoding"),
+    (lambda os: os[0].update(allowed=[1]), r"outcomes\[0\].allowed\[0\]"),
+    (lambda os: os[0].pop("data_sha256"), "missing field"),
+])
+def test_malformed_outcomes_name_the_field(made, mutate, message):
+    ws, store, ev = made
+    _with_intervals(store, ev)
+    b = create_bundle(ws, store, ev)
+    payload = copy.deepcopy(b.payload)
+    mutate(payload["outcomes"])
     with pytest.raises(BundleFormatError, match=message):
         parse_bundle(_resealed(b.raw, payload))

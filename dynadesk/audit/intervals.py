@@ -38,4 +38,26 @@ def compare_intervals(payload: dict[str, Any], record: Any) -> list[Check]:
                                 f"the re-computed bootstrap differs in {', '.join(differing)}"))
         else:
             checks.append(Check(name, DETERMINISTIC, IDENTICAL, expected, actual, "reproduced bit for bit"))
+    return checks + compare_outcomes(payload, record)
+
+
+def compare_outcomes(payload: dict[str, Any], record: Any) -> list[Check]:
+    """One check per signed compact outcome (``outcomes.<dataset>``): re-derived from the re-run's predictions,
+    which the bundle's Merkle root commits to (the root itself is checked by compare_predictions)."""
+    stored = (record.profile or {}).get("outcomes") or {}
+    checks = []
+    for o in payload.get("outcomes") or []:
+        name = f"outcomes.{o['dataset']}"
+        expected = {k: v for k, v in o.items() if k != "dataset"}
+        actual = stored.get(o["dataset"])
+        if not isinstance(actual, dict):
+            checks.append(Check(name, DETERMINISTIC, NOT_COMPARABLE, expected["data_sha256"], None,
+                                f"run {record.id} has no outcomes for this dataset"))
+        elif actual == expected:
+            checks.append(Check(name, DETERMINISTIC, IDENTICAL, expected["data_sha256"], actual["data_sha256"],
+                                "per-example outcomes re-derived identically"))
+        else:
+            differing = sorted(k for k in set(expected) | set(actual) if expected.get(k) != actual.get(k))
+            checks.append(Check(name, DETERMINISTIC, DIFFERS, expected["data_sha256"], actual.get("data_sha256"),
+                                f"the re-derived per-example outcomes differ in {', '.join(differing)}"))
     return checks

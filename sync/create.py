@@ -77,7 +77,23 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
         "task_digest": task_digest(get_task(ev.task)),  # which definition of the task these scores are for
+        **signed_intervals(ev.profile),
     }
+
+
+def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:
+    """``{"intervals": [...], "outcomes": [...]}`` from the run's host-computed bootstrap (none for older runs)."""
+    out: dict[str, Any] = {}
+    for key in ("intervals", "outcomes"):  # outcomes: the compact per-example results a paired test reads
+        stored = profile.get(key) if isinstance(profile, dict) else None
+        if isinstance(stored, dict) and stored:
+            out[key] = [{"dataset": name, **stored[name]} for name in sorted(stored)]
+    if sum(len(str(o.get("data", ""))) for o in out.get("outcomes", [])) > MAX_OUTCOME_CHARS:
+        del out["outcomes"]  # test sets too large to carry within the bundle's 1 MiB limit: no paired tests
+    return out
+
+
+MAX_OUTCOME_CHARS = 512 * 1024  # about 190,000 examples over all test sets
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

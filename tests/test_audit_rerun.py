@@ -71,7 +71,9 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
-    assert len(det) == n_det + 3 and n_det >= 12  # perf, macro_f1, robustness, fairness x (2 sets + run)
+    n_iv = len(bundle.payload["intervals"])  # one signed bootstrap interval and one compact outcome per test set
+    assert len(bundle.payload["outcomes"]) == n_iv
+    assert len(det) == n_det + 3 + 2 * n_iv and n_det >= 12 and n_iv == 2  # 4 metrics x (2 sets + run)
     assert all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
     assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
     measured = [c for c in report.checks if c.kind == MEASURED]
@@ -157,3 +159,52 @@ def test_preflight_refuses_fields_that_do_not_reproduce_and_signs_nothing(made, 
     assert " differs " in row
     assert store.bundles.counts() == count  # nothing was signed or queued
 
+
+
+def test_the_audit_reproduces_the_signed_intervals_bit_for_bit(made, audited):
+    ws, store, run, bundle, path = made
+    signed = bundle.payload["intervals"]
+    assert [iv["dataset"] for iv in signed] == sorted(run.profile["intervals"])
+    rerun = store.evaluations.get(audited.rerun_id)
+    for iv in signed:
+        check = audited.get(f"intervals.{iv['dataset']}")
+        assert check.verdict == IDENTICAL and check.note == "reproduced bit for bit", check
+        again = rerun.profile["intervals"][iv["dataset"]]
+        assert float(again["low"]).hex() == float(iv["low"]).hex()
+        assert float(again["high"]).hex() == float(iv["high"]).hex()
+        assert iv["resamples"] == 1000 and iv["metric"] == "macro_f1" and iv["low"] <= iv["high"]
+        perf = next(m["value"] for m in bundle.payload["metrics"]
+                    if m["dataset"] == iv["dataset"] and m["metric"] == "macro_f1")
+        assert iv["low"] <= perf <= iv["high"]
+        assert audited.get(f"outcomes.{iv['dataset']}").verdict == IDENTICAL
+
+
+def test_a_narrowed_interval_resigned_differs_from_the_rerun(made, audited):
+    ws, store, run, bundle, path = made
+    payload = copy.deepcopy(bundle.payload)
+    iv = payload["intervals"][0]
+    iv["low"] = iv["high"] = float(iv["high"])  # claims more certainty than the data give
+    key = Ed25519PrivateKey.generate()
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    edited = sign_payload(payload, key)
+    rerun = store.evaluations.get(audited.rerun_id)
+    report = audit_bundle(store, ws, edited.raw, against=rerun.id)
+    check = report.get(f"intervals.{iv['dataset']}")
+    assert check.verdict == DIFFERS and check.fails and "low" in check.note
+
+
+def test_edited_outcomes_resigned_differ_from_the_rerun(made, audited):
+    """A submitter who flips per-example outcomes (to look untied with a neighbour) is caught by the re-run."""
+    import base64
+
+    ws, store, run, bundle, path = made
+    payload = copy.deepcopy(bundle.payload)
+    o = payload["outcomes"][0]
+    raw = bytearray(base64.b64decode(o["data"]))
+    raw[0] = raw[1]  # example 0 predicted as its gold
+    o["data"] = base64.b64encode(bytes(raw)).decode("ascii")
+    key = Ed25519PrivateKey.generate()
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    report = audit_bundle(store, ws, sign_payload(payload, key).raw, against=audited.rerun_id)
+    check = report.get(f"outcomes.{o['dataset']}")
+    assert check.verdict == DIFFERS and check.fails and "data" in check.note

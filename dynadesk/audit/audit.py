@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
+from dynadesk.audit.intervals import compare_intervals
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
 from dynadesk.errors import AuditError, BundleError
 
@@ -81,6 +82,7 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
         if report.not_comparable and not hardware_difference(p.get("environment") or {}, results.environment):
             report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
         report.add(*compare_results(p, results))
+        report.add(*compare_intervals(p, record))
     elif not rerun:
         report.notes.append("predictions and metrics were not re-computed (use --rerun)")
     return report

@@ -99,6 +99,23 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDT
     return headers, rows, dropped
 
 
+def echo_intervals(board: Any) -> None:
+    """The rows' 95% bootstrap intervals of the task metric per dataset, and what 'tied' means."""
+    lines = [f"  {r.model}: " + "; ".join(f"{ds} [{iv['low']:.2f}, {iv['high']:.2f}]"
+                                          for ds, iv in sorted(r.intervals.items()))
+             for r in board.rows if r.intervals]
+    if lines:
+        first = next(iv for r in board.rows for iv in r.intervals.values())
+        click.echo(f"{first['metric']} {first['level']:g}% intervals ({first['resamples']} seeded bootstrap "
+                   "resamples of the examples):")
+        for line in lines:
+            click.echo(line)
+    if any(r.paired_next for r in board.rows):
+        click.echo("tied with next: no dataset shows a significant difference from the next row (paired bootstrap, "
+                   "95% interval of the difference contains 0); rank 95%: the rank over resampled examples, "
+                   "measured metrics held fixed")
+
+
 @click.command()
 @click.argument("task")
 @click.option("--weight", "weights", multiple=True, metavar="METRIC=W",
@@ -149,6 +166,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     if stability:
         headers.insert(3, "rank range")
     rows = []
+    paired = any(r.paired_next for r in board.rows)
     for r in board.rows:
         row = [str(r.rank), r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
                *(_num(r.values.get(m)) for m in shown)]
@@ -156,7 +174,12 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
             s = r.stability or {}
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
             row.insert(3, f"{lo}-{hi}" if lo != hi else str(lo))
+        if paired:
+            lo, hi = r.rank_interval or [r.rank, r.rank]
+            row[3:3] = [f"{lo}-{hi}" if lo != hi else str(lo), f"= {r.tied_with}" if r.tied_with else ""]
         rows.append(row)
+    if paired:  # runs stored with per-example outcomes (dynadesk.scoring.bootstrap)
+        headers[3:3] = ["rank 95%", "tied with next"]
     left_out: list[str] = []
     if not wide:
         headers, rows, left_out = fit_table(headers, rows)
@@ -170,6 +193,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                   if len(board.hardware_classes) > 1 else ""))
     if stability:
         click.echo("rank range: best-worst rank as each weight varies over 0-5")
+    echo_intervals(board)
     if left_out:
         click.echo(f"not shown to fit {TABLE_WIDTH} columns: {', '.join(left_out)} (--wide shows them)")
     if not wide and len(board.shown_metrics) > len(board.metrics):

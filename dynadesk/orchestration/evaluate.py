@@ -277,16 +277,27 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
             raise SpecError(f"{folder.predictions_file} does not match the digest the worker recorded")
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in metrics["values"]]
+        bootstrap = host_bootstrap(folder, digest)
     except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     profile["notes"] = metrics.get("notes", [])
     profile["wall_seconds"] = outcome.seconds
+    profile.update(bootstrap)  # "intervals" and "outcomes" (dynadesk.scoring.bootstrap)
     store.evaluations.set_metrics(run_id, values, status="succeeded", verdict="ok", predictions_digest=digest,
                                   profile=profile, environment=environment, log=log[-MAX_DB_LOG:],
                                   finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
     return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+
+
+def host_bootstrap(folder: RunFolder, digest: str) -> dict[str, Any]:
+    """The seeded bootstrap interval of the task metric per test set and the compact per-example outcomes,
+    computed here on the host from the run's own files (:mod:`dynadesk.scoring.bootstrap`); stored in the
+    profile; the intervals are signed in the bundle."""
+    from dynadesk.scoring.bootstrap import run_bootstrap
+
+    return run_bootstrap(folder.spec_file, folder.data_dir, folder.predictions_file, digest)
 
 
 def image_build(images_dir: Path | None, image_id: str | None) -> dict[str, Any] | None:

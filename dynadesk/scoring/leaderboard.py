@@ -24,6 +24,7 @@ from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
+    _ranks_2d,
     rank_stability,
 )
 from dynadesk.store.evaluations import EvaluationRecord
@@ -58,6 +59,10 @@ class BoardRow:
     stability: dict[str, Any] | None = None
     noisy: list[str] = field(default_factory=list)  # why the run's measured figures were flagged noisy ([]: quiet)
     robustness_suites: list[str] = field(default_factory=list)  # suite set(s) its robustness rests on
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> the run's signed interval
+    paired_next: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> paired test vs the next row
+    tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
+    rank_interval: list[int] | None = None  # central 95% of the rank over example resamples (measured fixed)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -172,6 +177,8 @@ class LocalBoard:
         self.records = {r.model_name: r for r in records}
         self.tables, self.units = _collect(records)
         self.board = ScoreBoard.from_tables(self.tables)
+        self._paired: dict[tuple[int, int, str], dict[str, Any] | None] = {}
+        self._resampled: dict[tuple[int, str], Any] = {}
 
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
@@ -198,6 +205,8 @@ class LocalBoard:
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
                                  {**others, **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name), noisy.get(ms.name, [])))
+        mark_ties(rows, self.records, self._paired)
+        mark_rank_intervals(rows, self.records, scored.weights.get("perf", 0.0), dataset_weights or {}, self._resampled)
         left_off = dict(scored.left_off)
         if exclude_noisy:
             left_off.update({n: f"its measured figures were flagged noisy ({'; '.join(why)}); left out by "
@@ -205,6 +214,51 @@ class LocalBoard:
                              for n, why in noisy.items()})
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, left_off, scored.notes)
+
+
+def _run_intervals(rec: EvaluationRecord) -> dict[str, dict[str, Any]]:
+    stored = (rec.profile or {}).get("intervals")
+    return dict(stored) if isinstance(stored, dict) else {}
+
+
+def mark_ties(rows: list[BoardRow], records: dict[str, EvaluationRecord],
+              cache: dict[tuple[int, int, str], dict[str, Any] | None]) -> None:
+    """Each row's intervals, and the paired bootstrap of the task metric against the next row on every dataset
+    both scored with the same data digest (:mod:`dynadesk.scoring.bootstrap`); ``tied_with`` when none of those
+    differences is significant. A pair's test is computed once per board (``cache``), not per re-rank."""
+    for i, row in enumerate(rows):
+        row.intervals = _run_intervals(records[row.model])
+        if i + 1 >= len(rows):
+            continue
+        a, b = records[row.model], records[rows[i + 1].model]
+        for name in sorted(set(_outcomes(a)) & set(_outcomes(b))):
+            key = (a.id, b.id, name)
+            if key not in cache:
+                cache[key] = _pair(a, b, name)
+            if cache[key] is not None:
+                row.paired_next[name] = {"with": rows[i + 1].model, **cache[key]}  # type: ignore[dict-item]
+        if row.paired_next and all(t["tied"] for t in row.paired_next.values()):
+            row.tied_with = rows[i + 1].model
+
+
+def _outcomes(rec: EvaluationRecord) -> dict[str, Any]:
+    stored = (rec.profile or {}).get("outcomes")
+    return stored if isinstance(stored, dict) else {}
+
+
+def _pair(a: EvaluationRecord, b: EvaluationRecord, dataset: str) -> dict[str, Any] | None:
+    from dynadesk.evaluator.metrics import MetricError
+    from dynadesk.scoring.bootstrap import decode_outcomes, pair_seed, paired
+
+    ra, rb = _outcomes(a)[dataset], _outcomes(b)[dataset]
+    if ra.get("data_sha256") != rb.get("data_sha256") or ra.get("metric") != rb.get("metric"):
+        return None  # another version of the test set or another metric: not a paired comparison
+    try:
+        return paired(decode_outcomes(ra), decode_outcomes(rb),
+                      pair_seed(a.predictions_digest or "", b.predictions_digest or "", ra["data_sha256"],
+                                ra["metric"]))
+    except MetricError:
+        return None
 
 
 def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:
@@ -274,3 +328,46 @@ def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> L
     if chosen == ALL_CLASSES and len(classes) > 1:
         board.notes.insert(0, NOT_COMPARABLE.format(n=len(classes)))
     return board
+
+
+RANK_RESAMPLES = 1000
+
+
+def mark_rank_intervals(rows: list[BoardRow], records: dict[str, EvaluationRecord], perf_weight: float,
+                        dataset_weights: dict[str, float], cache: dict[tuple[int, str], Any]) -> None:
+    """Each row's Dynascore rank interval: the central 95% of its rank over ``RANK_RESAMPLES`` resamples of
+    the examples, the task metric recomputed per dataset and averaged with the dataset weights, measured
+    metrics and the exchange rates held fixed. One resample index set per data digest, shared by every row
+    (a paired resample); a row without stored outcomes keeps its measured perf. None for runs made before it."""
+    import numpy as np
+
+    from dynadesk.evaluator.metrics import MetricError
+    from dynadesk.scoring.bootstrap import decode_outcomes, derive_seed, resample_indices
+
+    if len(rows) < 2 or not any(_outcomes(records[r.model]) for r in rows):
+        return
+    shifts = np.zeros((len(rows), RANK_RESAMPLES))
+    for i, row in enumerate(rows):
+        rec = records[row.model]
+        perf = {d: v for d, v in row.per_dataset.get("perf", {}).items() if d}
+        weights = {d: dataset_weights.get(d, 1.0) for d in perf}
+        total = sum(weights.values())
+        for name, raw in _outcomes(rec).items():
+            if name not in perf or not total:
+                continue
+            key = (rec.id, name)
+            if key not in cache:
+                try:
+                    o = decode_outcomes(raw)
+                    seed = derive_seed("rank", str(raw["data_sha256"]), o.metric)
+                    cache[key] = o.statistic(resample_indices(o.size, seed, RANK_RESAMPLES))
+                except MetricError:
+                    cache[key] = None
+            if cache[key] is not None:
+                shifts[i] += weights[name] / total * (cache[key] - perf[name])
+    scores = np.array([r.dynascore for r in rows])[:, None] + perf_weight * shifts
+    ranks = _ranks_2d(scores)  # competition ranking, as the board's own ranks
+    for i, row in enumerate(rows):
+        lo = np.percentile(ranks[i], 2.5, method="lower")
+        hi = np.percentile(ranks[i], 97.5, method="higher")
+        row.rank_interval = [int(lo), int(hi)]

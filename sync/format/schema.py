@@ -20,9 +20,9 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
 RUNNER_KINDS = ("docker", "local")
 
-# tolerances: absent in bundles made before the audit added it; task_digest: the canonical digest of the
-# task's definition (dynadesk.tasks.task_digest), absent in bundles made before workspace tasks existed
-OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest"}
+# absent in bundles made before they existed: tolerances (the audit), task_digest (workspace tasks: the canonical
+# digest of the task's definition, dynadesk.tasks.task_digest), intervals and outcomes (the host's bootstrap)
+OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest", "intervals", "outcomes"}
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -175,3 +175,67 @@ def check_payload(p: Any) -> None:
     integer(p["evaluation_id"], "payload.evaluation_id")
     if "tolerances" in p:  # measured-metric tolerances, checked by dynadesk.audit.tolerances
         check_tolerances(p["tolerances"], "payload.tolerances")
+    if "intervals" in p:
+        check_intervals(p["intervals"], names)
+    if "outcomes" in p:
+        check_outcomes(p["outcomes"], {d["name"]: d["size"] for d in ds})
+
+
+INTERVAL_KEYS = {"dataset", "metric", "low", "high", "level", "resamples", "seed", "method"}
+SEED_HEX = re.compile(r"^[0-9a-f]{16}$")
+
+
+def check_intervals(value: Any, names: set[str]) -> None:
+    """``payload.intervals``: the host's seeded bootstrap interval of the task metric, one per test set."""
+    if not isinstance(value, list) or len(value) > len(names):
+        _fail("payload.intervals", "must be a list of at most one interval per dataset")
+    seen = set()
+    for i, iv in enumerate(value):
+        w = f"payload.intervals[{i}]"
+        obj(iv, w, INTERVAL_KEYS)
+        if iv["dataset"] not in names or iv["dataset"] in seen:
+            _fail(f"{w}.dataset", f"must name one of the bundle's datasets once, got {iv['dataset']!r:.60}")
+        seen.add(iv["dataset"])
+        text(iv["metric"], f"{w}.metric", max_len=64)
+        text(iv["method"], f"{w}.method", max_len=64)
+        text(iv["seed"], f"{w}.seed", SEED_HEX)
+        low, high = number(iv["low"], f"{w}.low"), number(iv["high"], f"{w}.high")
+        if low > high:
+            _fail(w, f"low {low!r} is above high {high!r}")
+        if not 0 < number(iv["level"], f"{w}.level") < 100:
+            _fail(f"{w}.level", f"must be a percentage between 0 and 100, got {iv['level']!r:.20}")
+        integer(iv["resamples"], f"{w}.resamples", minimum=1)
+
+
+OUTCOME_KEYS = {"dataset", "metric", "n", "data_sha256", "encoding", "data"}
+OUTCOME_ENCODINGS = ("u16x100", "label-pairs-u8")
+BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+
+
+def check_outcomes(value: Any, sizes: dict[str, int]) -> None:
+    """``payload.outcomes``: each test set's per-example outcomes (dynadesk.scoring.bootstrap.encode_outcomes),
+    two bytes per example; an auditor re-derives them from the predictions the Merkle root commits to."""
+    if not isinstance(value, list) or len(value) > len(sizes):
+        _fail("payload.outcomes", "must be a list of at most one entry per dataset")
+    seen = set()
+    for i, o in enumerate(value):
+        w = f"payload.outcomes[{i}]"
+        if obj(o, w).get("encoding") not in OUTCOME_ENCODINGS:
+            _fail(f"{w}.encoding", f"must be one of {', '.join(OUTCOME_ENCODINGS)}, got {o.get('encoding')!r:.40}")
+        obj(o, w, OUTCOME_KEYS | ({"allowed"} if o["encoding"] == "label-pairs-u8" else set()))
+        if o["dataset"] not in sizes or o["dataset"] in seen:
+            _fail(f"{w}.dataset", f"must name one of the bundle's datasets once, got {o['dataset']!r:.60}")
+        seen.add(o["dataset"])
+        text(o["metric"], f"{w}.metric", max_len=64)
+        text(o["data_sha256"], f"{w}.data_sha256", DIGEST)
+        n = integer(o["n"], f"{w}.n")
+        if n != sizes[o["dataset"]]:
+            _fail(f"{w}.n", f"is {n}, but dataset '{o['dataset']}' has {sizes[o['dataset']]} examples")
+        data = text(o["data"], f"{w}.data", BASE64, max_len=4 * (2 * n + 2) // 3 + 4)
+        if len(data) != 4 * ((2 * n + 2) // 3):
+            _fail(f"{w}.data", f"must be base64 of {2 * n} bytes (two per example)")
+        if "allowed" in o:
+            if not isinstance(o["allowed"], list) or not 0 < len(o["allowed"]) <= 255:
+                _fail(f"{w}.allowed", "must be a list of 1 to 255 flags")
+            for j, flag in enumerate(o["allowed"]):
+                boolean(flag, f"{w}.allowed[{j}]")

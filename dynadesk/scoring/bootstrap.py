@@ -1,0 +1,246 @@
+"""Seeded bootstrap intervals of a task metric, and the paired bootstrap between two runs.
+
+Why: a board that shows one number per dataset cannot say whether two rows differ. This module turns a
+run's per-example predictions and golds into a 95% percentile interval of the task metric, and two runs on
+the same test set into a paired test of their difference (Berg-Kirkpatrick et al. 2012; Dror et al. 2018).
+
+How (the documented procedure; docs/board.md, "Intervals, ties and snapshots"):
+
+- ``RESAMPLES`` (1000) resamples of the examples, with replacement, each the size of the test set.
+- The whole metric is recomputed on every resample: accuracy / squad_f1 / exact_match as the mean of the
+  per-example scores, macro-F1 from the resample's own confusion counts (labels seen in the resample).
+- The interval is the 2.5th and 97.5th percentile (numpy's default linear interpolation) of the resampled
+  values. The seed is the first 8 bytes of sha256 over the predictions digest, the dataset's file digest
+  and the metric name (:func:`derive_seed`), drawn with numpy's PCG64 ``default_rng``: an audit whose re-run
+  writes the same predictions reproduces the interval bit for bit.
+- Paired test: both runs are resampled with the same indices; the difference A - B is recomputed per
+  resample; the two are *tied* when the 95% interval of the difference contains 0 (alpha 0.05, two-sided).
+
+Pure: numpy only, no store, no files (:func:`run_intervals` reads a run folder's own files, nothing else).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dynadesk.evaluator import metrics as M
+
+RESAMPLES = 1000
+LEVEL = 95.0
+ALPHA = 0.05
+METHOD = "percentile-bootstrap-v1"
+
+__all__ = ["ALPHA", "LEVEL", "METHOD", "RESAMPLES", "Outcomes", "decode_outcomes", "derive_seed", "encode_outcomes",
+           "interval", "outcomes", "pair_seed", "paired", "resample_indices", "run_bootstrap", "run_intervals"]
+
+
+def derive_seed(*parts: str) -> int:
+    """A 64-bit seed from the run's digests (and the metric): the same inputs give the same resamples."""
+    h = hashlib.sha256("\n".join(parts).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big")
+
+
+def resample_indices(n: int, seed: int, resamples: int = RESAMPLES) -> npt.NDArray[np.int64]:
+    """``resamples`` rows of ``n`` example indices drawn with replacement (PCG64, ``seed``)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(resamples, n), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """What the metric needs per example: scores (mean metrics) or label codes (macro-F1)."""
+
+    metric: str
+    scores: npt.NDArray[np.float64] | None = None  # per-example 0-100 score, mean metrics
+    pred: npt.NDArray[np.int64] | None = None  # macro-F1: predicted label code
+    gold: npt.NDArray[np.int64] | None = None  # macro-F1: resolved gold label code
+    allowed: npt.NDArray[np.bool_] | None = None  # macro-F1: label codes the average may use
+
+    @property
+    def size(self) -> int:
+        arr = self.scores if self.scores is not None else self.pred
+        return 0 if arr is None else int(arr.shape[0])
+
+    def statistic(self, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """The metric (0-100) on each resample (a row of ``idx``)."""
+        if self.scores is not None:
+            return np.asarray(self.scores[idx].mean(axis=1), dtype=np.float64)
+        assert self.pred is not None and self.gold is not None and self.allowed is not None
+        return _macro_f1_rows(self.pred[idx], self.gold[idx], self.allowed)
+
+
+def _macro_f1_rows(p: npt.NDArray[np.int64], g: npt.NDArray[np.int64],
+                   allowed: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    rows, n = p.shape
+    labels = allowed.shape[0]
+    offset = (np.arange(rows, dtype=np.int64) * labels)[:, None]
+    size = rows * labels
+    pc = np.bincount((p + offset).ravel(), minlength=size).reshape(rows, labels)
+    gc = np.bincount((g + offset).ravel(), minlength=size).reshape(rows, labels)
+    hit = (p == g)
+    tp = np.bincount((p + offset)[hit], minlength=size).reshape(rows, labels)
+    denom = pc + gc  # 2tp + fp + fn, with fp = pc - tp and fn = gc - tp
+    use = (denom > 0) & allowed[None, :]
+    f1 = np.where(use, 2.0 * tp / np.maximum(denom, 1), 0.0)
+    count = use.sum(axis=1)
+    out = np.where(count > 0, f1.sum(axis=1) / np.maximum(count, 1), 0.0) * 100.0
+    return np.asarray(out, dtype=np.float64)
+
+
+def outcomes(task: Mapping[str, Any], metric: str, predictions: Sequence[Any], golds: Sequence[Any]) -> Outcomes:
+    """Per-example outcomes of ``predictions`` against ``golds`` for ``metric`` (raises ``MetricError``)."""
+    if len(predictions) != len(golds):
+        raise M.MetricError(f"{len(predictions)} predictions for {len(golds)} examples")
+    preds = [M.prediction_value(task, p, f"prediction {i}") for i, p in enumerate(predictions)]
+    if metric in M.SPAN_METRICS:
+        fn = M.squad_f1 if metric == "squad_f1" else M.exact_match
+        return Outcomes(metric, scores=np.array([fn(p, g) for p, g in zip(preds, golds)], dtype=np.float64))
+    if metric == "accuracy":
+        return Outcomes(metric, scores=np.array([M.accuracy([p], [g]) for p, g in zip(preds, golds)], dtype=np.float64))
+    if metric != "macro_f1":
+        raise M.MetricError(f"no bootstrap for metric '{metric}'")
+    resolved = []
+    for i, (p, g) in enumerate(zip(preds, golds)):
+        options = M._gold_set(g, f"example {i}")
+        resolved.append(p if p in options else options[0])
+    task_labels = list(task.get("labels") or [])
+    names = sorted(set(task_labels) | set(preds) | set(resolved))
+    code = {name: i for i, name in enumerate(names)}
+    allowed = np.array([(name in task_labels) if task_labels else True for name in names], dtype=np.bool_)
+    return Outcomes(metric, pred=np.array([code[p] for p in preds], dtype=np.int64),
+                    gold=np.array([code[g] for g in resolved], dtype=np.int64), allowed=allowed)
+
+
+def _bounds(values: npt.NDArray[np.float64]) -> tuple[float, float]:
+    tail = (100.0 - LEVEL) / 2
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def interval(o: Outcomes, seed: int, resamples: int = RESAMPLES) -> dict[str, Any]:
+    """The ``LEVEL`` % percentile interval of the metric over ``resamples`` seeded resamples."""
+    if o.size == 0:
+        raise M.MetricError("no examples: the interval is undefined")
+    low, high = _bounds(o.statistic(resample_indices(o.size, seed, resamples)))
+    return {"metric": o.metric, "low": low, "high": high, "level": LEVEL, "resamples": resamples,
+            "seed": f"{seed:016x}", "method": METHOD}
+
+
+def paired(a: Outcomes, b: Outcomes, seed: int, resamples: int = RESAMPLES) -> dict[str, Any]:
+    """Paired bootstrap of A - B on one test set (aligned examples): interval, p-value, tied or not.
+
+    ``p_value``: twice the share of resamples whose difference falls on the far side of 0 from the observed
+    one (capped at 1). ``tied``: the ``LEVEL`` % interval of the difference contains 0."""
+    if a.metric != b.metric or a.size != b.size:
+        raise M.MetricError(f"cannot pair {a.metric} over {a.size} examples with {b.metric} over {b.size}")
+    if a.size == 0:
+        raise M.MetricError("no examples: the paired test is undefined")
+    everything = np.arange(a.size, dtype=np.int64)[None, :]
+    observed = float(a.statistic(everything)[0] - b.statistic(everything)[0])
+    idx = resample_indices(a.size, seed, resamples)
+    delta = a.statistic(idx) - b.statistic(idx)
+    low, high = _bounds(delta)
+    if observed > 0:
+        far = float(np.mean(delta <= 0))
+    elif observed < 0:
+        far = float(np.mean(delta >= 0))
+    else:
+        far = 0.5
+    return {"delta": observed, "low": low, "high": high, "p_value": min(1.0, 2 * far),
+            "tied": bool(low <= 0.0 <= high), "level": LEVEL, "resamples": resamples, "seed": f"{seed:016x}"}
+
+
+def encode_outcomes(o: Outcomes, data_sha256: str) -> dict[str, Any]:
+    """A compact, JSON-safe form of per-example outcomes for paired tests between runs.
+
+    Mean metrics: per-example score x100 as little-endian uint16 (exact for accuracy and exact match, squad
+    F1 to 0.01 point); macro-F1: one (predicted, gold) pair of uint8 label codes per example, plus the labels."""
+    out: dict[str, Any] = {"metric": o.metric, "n": o.size, "data_sha256": data_sha256}
+    if o.scores is not None:
+        q = np.rint(o.scores * 100).astype("<u2")
+        return {**out, "encoding": "u16x100", "data": base64.b64encode(q.tobytes()).decode("ascii")}
+    assert o.pred is not None and o.gold is not None and o.allowed is not None
+    if o.allowed.shape[0] > 255:
+        raise M.MetricError(f"{o.allowed.shape[0]} labels: more than the 255 a compact outcome holds")
+    pairs = np.stack([o.pred, o.gold], axis=1).astype("u1")
+    return {**out, "encoding": "label-pairs-u8", "allowed": [bool(x) for x in o.allowed],
+            "data": base64.b64encode(pairs.tobytes()).decode("ascii")}
+
+
+def decode_outcomes(raw: Mapping[str, Any]) -> Outcomes:
+    """The :class:`Outcomes` of :func:`encode_outcomes` (raises ``MetricError`` naming what is malformed)."""
+    try:
+        data = base64.b64decode(str(raw["data"]), validate=True)
+        n, metric, encoding = int(raw["n"]), str(raw["metric"]), raw["encoding"]
+        if encoding == "u16x100" and len(data) == 2 * n:
+            return Outcomes(metric, scores=np.frombuffer(data, dtype="<u2").astype(np.float64) / 100.0)
+        if encoding == "label-pairs-u8" and len(data) == 2 * n:
+            pairs = np.frombuffer(data, dtype="u1").reshape(n, 2).astype(np.int64)
+            allowed = np.array([bool(x) for x in raw["allowed"]], dtype=np.bool_)
+            if n and int(pairs.max()) >= allowed.shape[0]:
+                raise M.MetricError("compact outcome: a label code beyond its label list")
+            return Outcomes(metric, pred=pairs[:, 0].copy(), gold=pairs[:, 1].copy(), allowed=allowed)
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise M.MetricError(f"compact outcome is malformed: {exc}") from None
+    raise M.MetricError(f"compact outcome: unknown encoding {raw.get('encoding')!r} or {len(data)} bytes for {n}")
+
+
+def pair_seed(digest_a: str, digest_b: str, data_sha256: str, metric: str) -> int:
+    """The paired test's seed: symmetric in the two runs' prediction digests."""
+    first, second = sorted((digest_a, digest_b))
+    return derive_seed("paired", first, second, data_sha256, metric)
+
+
+def run_bootstrap(spec_file: Path, data_dir: Path, predictions_file: Path,
+                  predictions_digest: str) -> dict[str, Any]:
+    """``{"intervals": {dataset: interval}, "outcomes": {dataset: compact outcomes}}`` of a finished run folder."""
+    intervals, compact = _scan(spec_file, data_dir, predictions_file, predictions_digest)
+    return {"intervals": intervals, "outcomes": compact}
+
+
+def run_intervals(spec_file: Path, data_dir: Path, predictions_file: Path,
+                  predictions_digest: str) -> dict[str, dict[str, Any]]:
+    """The interval of the task metric on every test set of a finished run folder: ``{dataset: interval}``."""
+    return _scan(spec_file, data_dir, predictions_file, predictions_digest)[0]
+
+
+def _scan(spec_file: Path, data_dir: Path, predictions_file: Path,
+          predictions_digest: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Reads the run's own spec, data files and predictions (what the worker scored); the seed of each
+    dataset is :func:`derive_seed` of the predictions digest, the dataset file's digest and the metric."""
+    from dynadesk.evaluator.schema import Spec
+
+    spec = Spec.read(spec_file)
+    task = spec.task
+    metric = str(task["metric"])
+    gold_key = "answers" if task.get("output_kind") == "span" else "label"
+    by_dataset: dict[str, dict[str, Any]] = {}
+    with open(predictions_file, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            by_dataset.setdefault(row["dataset"], {})[row["id"]] = row["prediction"]
+    out: dict[str, dict[str, Any]] = {}
+    compact: dict[str, dict[str, Any]] = {}
+    for ds in spec.datasets:
+        if ds.role != "test":
+            continue
+        with open(data_dir / ds.file, encoding="utf-8") as fh:
+            examples = [json.loads(line) for line in fh if line.strip()]
+        preds = by_dataset.get(ds.name, {})
+        missing = [ex["id"] for ex in examples if ex["id"] not in preds]
+        if missing:
+            raise M.MetricError(f"dataset '{ds.name}': no prediction for example '{missing[0]}'")
+        o = outcomes(task, metric, [preds[ex["id"]] for ex in examples], [ex[gold_key] for ex in examples])
+        out[ds.name] = interval(o, derive_seed(predictions_digest, f"sha256:{ds.sha256}", metric))
+        compact[ds.name] = encode_outcomes(o, f"sha256:{ds.sha256}")
+    return out, compact

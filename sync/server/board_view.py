@@ -17,6 +17,7 @@ from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.sync import board as _board
+from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
@@ -34,6 +35,8 @@ class _Prepared:
     units: dict[str, str]
     submitted: frozenset[str]   # datasets some row has a value for
     measured: list[str]         # metrics some row reports as measured (not deterministic)
+    reference: list[str]        # row ids the exchange rates are estimated from
+    reference_rule: str
 
 
 class BoardView:
@@ -62,10 +65,12 @@ class BoardView:
         if cached is not None and cached[0] is stored:
             return cached[1]
         keyed = _rows.identified(kept)
+        ref_rows, ref_rule = _reference.reference_rows(keyed)
         prepared = _Prepared({r["model"]: r for r in keyed}, _rows.labels(keyed), _board.prepare(keyed),
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
-                             sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}))
+                             sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),
+                             [r["model"] for r in ref_rows], ref_rule)
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
@@ -81,7 +86,11 @@ class BoardView:
         kept, chosen, classes = row_filter.select(stored, facts)
         prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed), stored, kept)
         datasets = self.db.datasets(task)
-        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability)
+        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
+                                      prep.reference)
+        answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
+            {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
+             "bundle_id": prep.by_id[rid]["bundle_id"]} for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]

@@ -101,3 +101,22 @@ def test_filler_rows_do_not_move_the_honest_rows(ref_board):
     assert sorted(r["label"] for r in after["reference"]["rows"]) == ["bert", "bow", "distil", "roberta"]
     assert after["reference"]["amrs"] == after["amrs"]
     assert not any(r["submitter"] == "Lab B" for r in after["reference"]["rows"])
+
+
+LOOK_ALIKES = (("r\u043eberta", "mixes scripts"), ("ro\u200bberta", "U+200B ZERO WIDTH SPACE"),
+               ("bert\u2011base", "U+2011 NON-BREAKING HYPHEN"), ("be\x00rt", "U+0000"), (" bert", "starts or ends"),
+               ("cafe\u0301", "NFC"), ("roberta (Lab A, 6f4de524)", "submitter qualifier"),
+               ("bert\u00a0x", "U+00A0 NO-BREAK SPACE"))
+
+
+def test_look_alike_model_names_are_refused_naming_the_character(ref_board):
+    """Seen first on the old code: every one of these was stored (201), the NUL one answered 503 on PostgreSQL."""
+    b = ref_board
+    before = _view(b)
+    for name, named in LOOK_ALIKES:
+        r = b.post(b.bundle("Lab B", name, perf=80.0).raw)
+        assert r.status_code == 422, (name, r.text)
+        body = r.json()
+        assert body["error"] == "invalid_model_name" and named in body["detail"], body
+    assert _view(b) == before
+    assert b.post(b.bundle("Lab B", "résumé-bert", perf=50.0).raw).status_code == 201  # one script, NFC: fine

@@ -32,6 +32,8 @@ PAGE_PARAMS = {"limit": 100, "offset": 0}  # name: default (the board checks the
 BUDGET_PARAM = "memory_budget"
 FILTER_PARAMS = ("hardware_class", "runner", "sandboxed")
 STABILITY_PARAM = "stability"
+AUDIT_PARAM = "audit"
+AUDIT_VALUES = ("all", "reproduced")  # audit=reproduced: only rows an auditor reproduced (none disputed)
 _YES_NO = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 
 
@@ -50,6 +52,15 @@ def parse_filters(params: Mapping[str, str]) -> tuple[RowFilter, bool]:
     hw = params.get("hardware_class") or None
     runner = params.get("runner") or None
     return RowFilter(hw, runner, _yes_no(params, "sandboxed")), bool(_yes_no(params, STABILITY_PARAM))
+
+
+def parse_audit(params: Mapping[str, str]) -> str:
+    """``audit=all|reproduced`` (default all): whether a board query ranks only reproduced rows."""
+    raw = params.get(AUDIT_PARAM) or "all"
+    if raw not in AUDIT_VALUES:
+        raise ValidationError(f"query parameter '{AUDIT_PARAM}' must be one of {', '.join(AUDIT_VALUES)}, "
+                              f"got {raw!r:.40}")
+    return raw
 
 
 def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
@@ -84,7 +95,7 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     metric_w: dict[str, float] = {}
     dataset_w: dict[str, float] = {}
     for key, raw in params.items():
-        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM):
+        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM, AUDIT_PARAM):
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:

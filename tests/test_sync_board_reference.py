@@ -120,3 +120,18 @@ def test_look_alike_model_names_are_refused_naming_the_character(ref_board):
         assert body["error"] == "invalid_model_name" and named in body["detail"], body
     assert _view(b) == before
     assert b.post(b.bundle("Lab B", "résumé-bert", perf=50.0).raw).status_code == 201  # one script, NFC: fine
+
+
+def test_a_fabricated_claim_ranks_first_but_audit_reproduced_shows_the_reproduced_rows_alone(ref_board):
+    """Seen first on the old code: ``?audit=reproduced`` was an unknown query parameter (400)."""
+    b = ref_board
+    before = _view(b)
+    assert b.post(b.bundle("Lab B", "claimed", perf=99.0, throughput=900.0, memory=0.4).raw).status_code == 201
+    assert b.board()["rows"][0]["model"] == "claimed"  # nothing stops the claim ranking first ...
+    assert _view(b) == before  # ... but it moves no honest score (the rates come from reproduced rows)
+    audited = b.board("?audit=reproduced&limit=1000")
+    assert audited["filters"]["audit"] == "reproduced"
+    assert [(r["row_id"], round(r["dynascore"], 9)) for r in audited["rows"]] == before
+    assert all(r["audit"]["state"].startswith("reproduced") for r in audited["rows"])
+    r = __import__("requests").get(f"{b.url}/api/leaderboard/sentiment?audit=maybe", timeout=30)
+    assert r.status_code == 400 and "audit" in r.json()["detail"]

@@ -45,7 +45,7 @@ class BoardView:
     def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
-        self._prepared: dict[tuple[str, str, str | None, bool | None], tuple[list[dict[str, Any]], _Prepared]] = {}
+        self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
 
@@ -58,7 +58,7 @@ class BoardView:
         rows = self.db.board_rows(task)
         return rows, self.facts.of_rows(rows)
 
-    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None], stored: list[dict[str, Any]],
+    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None, str], stored: list[dict[str, Any]],
                  kept: list[dict[str, Any]]) -> _Prepared:
         with self._lock:
             cached = self._prepared.get(key)
@@ -83,8 +83,11 @@ class BoardView:
         budget = _board.parse_budget(params)
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
+        audit = _board.parse_audit(params)
         kept, chosen, classes = row_filter.select(stored, facts)
-        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed), stored, kept)
+        if audit == "reproduced":
+            kept = [r for r in kept if _reference.reproduced(r)]
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept)
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
                                       prep.reference)
@@ -109,7 +112,7 @@ class BoardView:
             "hardware_class": chosen, "comparable": comparable,
             "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n} for c, n in classes.items()],
             "runners": sorted({f.runner for f in facts.values()}),
-            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed},
+            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit},
             "submissions": len(stored)})
         return answer
 

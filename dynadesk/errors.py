@@ -179,6 +179,11 @@ class MetricValueError(BundleError):
     """A bundle's metric falls outside the task's metric registry (unknown name, wrong unit, out of range)."""
 
 
+class ModelNameError(BundleError):
+    """A bundle's model name could impersonate another row (control or invisible characters, mixed scripts,
+    not NFC, a submitter qualifier)."""
+
+
 class RateLimitedError(DynaDeskError):
     """Too many uploads from one address or key; ``retry_after`` is how many seconds to wait."""
 

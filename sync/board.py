@@ -32,6 +32,8 @@ PAGE_PARAMS = {"limit": 100, "offset": 0}  # name: default (the board checks the
 BUDGET_PARAM = "memory_budget"
 FILTER_PARAMS = ("hardware_class", "runner", "sandboxed")
 STABILITY_PARAM = "stability"
+AUDIT_PARAM = "audit"
+AUDIT_VALUES = ("all", "reproduced")  # audit=reproduced: only rows an auditor reproduced (none disputed)
 _YES_NO = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
 
 
@@ -50,6 +52,15 @@ def parse_filters(params: Mapping[str, str]) -> tuple[RowFilter, bool]:
     hw = params.get("hardware_class") or None
     runner = params.get("runner") or None
     return RowFilter(hw, runner, _yes_no(params, "sandboxed")), bool(_yes_no(params, STABILITY_PARAM))
+
+
+def parse_audit(params: Mapping[str, str]) -> str:
+    """``audit=all|reproduced`` (default all): whether a board query ranks only reproduced rows."""
+    raw = params.get(AUDIT_PARAM) or "all"
+    if raw not in AUDIT_VALUES:
+        raise ValidationError(f"query parameter '{AUDIT_PARAM}' must be one of {', '.join(AUDIT_VALUES)}, "
+                              f"got {raw!r:.40}")
+    return raw
 
 
 def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
@@ -84,7 +95,7 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     metric_w: dict[str, float] = {}
     dataset_w: dict[str, float] = {}
     for key, raw in params.items():
-        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM):
+        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM, AUDIT_PARAM):
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:
@@ -130,16 +141,18 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
                   limit: int = 100, offset: int = 0,
                   memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
-                  stability: bool = False) -> dict[str, Any]:
+                  stability: bool = False, reference: list[str] | None = None) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
     Each row's ``contributions`` (normalised weight x converted value per metric) sum to its Dynascore, so a
     chart of them needs no scoring of its own; ``stability`` adds each row's best and worst rank when one
-    weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`)."""
+    weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`). ``reference``: the board labels the
+    exchange rates are estimated from (default: every row, Dynaboard's definition); the answer's ``reference``
+    names the rows that set them."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
-                               known_datasets=[d["name"] for d in datasets])
+                               known_datasets=[d["name"] for d in datasets], reference=reference)
     stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():
@@ -157,5 +170,7 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                         for k, s in scored.metrics.items()},
             "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"],
                           "weight": float(dataset_weights.get(d["name"], 1.0))} for d in datasets],
-            "amrs": scored.amrs, "total": scored.total, "offset": offset, "rows": out_rows,
+            "amrs": scored.amrs,
+            "reference": list(scored.reference) if scored.reference is not None else list(scored.names),
+            "total": scored.total, "offset": offset, "rows": out_rows,
             "left_off": scored.left_off, "notes": scored.notes}

@@ -156,6 +156,7 @@ class BoardScore:
     notes: list[str]
     offset: int = 0
     limit: int | None = None
+    reference: tuple[str, ...] | None = None  # the models the exchange rates came from (None: every model)
 
     @property
     def total(self) -> int:
@@ -264,12 +265,15 @@ class ScoreBoard:
     def score(self, metrics: Mapping[str, MetricSpec] | None = None, *, perf_metric: str = PERF,
               weights: Mapping[str, float] | None = None, dataset_weights: Mapping[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, offset: int = 0, limit: int | None = None,
-              known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard") -> BoardScore:
+              known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard",
+              reference: Iterable[str] | None = None) -> BoardScore:
         """Score every model (the exchange rates depend on all of them) for one query; see the module docstring.
 
         ``known_datasets``: the dataset names a weight may name (default: those the board has; a server
         board passes its task's datasets, which may be weighted before any model reports them).
-        ``amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`)."""
+        ``amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`).
+        ``reference``: the model names the exchange rates are estimated from (default: every scored model,
+        Dynaboard's definition); names not on the board or left off are ignored."""
         if amrs_mode not in AMRS_MODES:
             raise ValidationError(f"--amrs {amrs_mode!r}: use one of {', '.join(AMRS_MODES)}")
         specs = self.specs(metrics, weights, memory_budget_gib)
@@ -301,15 +305,21 @@ class ScoreBoard:
         spec_list = [specs[k] for k in names_m]
         raw_w = np.array([s.weight for s in spec_list])
         pi = names_m.index(perf_metric)
+        ref_names = None if reference is None else set(reference)
+        ref_mask = None if ref_names is None else np.array([self.names[i] in ref_names for i in keep.tolist()],
+                                                           dtype=bool)
         with np.errstate(over="ignore", invalid="ignore"):
             scores, conv, util, amrs, core_notes = compute_arrays(
-                values, np.array([s.direction for s in spec_list]), np.array([s.offset for s in spec_list]), raw_w, pi)
+                values, np.array([s.direction for s in spec_list]), np.array([s.offset for s in spec_list]), raw_w, pi,
+                ref_mask)
         if not np.all(np.isfinite(scores)):
             raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
         notes += core_notes + _amrs_notes(names_m, amrs, pi, len(keep))
-        if len(keep) > 1:  # whether a rate rests on noise (amrs_noise); --amrs robust leaves such a metric out
-            checks = noise_checks(names_m, [self.names[i] for i in keep.tolist()], values, util, pi,
-                                  PAIR_TOLERANCE * abs(float(util[:, pi].max())))
+        rate_rows = np.ones(len(keep), dtype=bool) if ref_mask is None or ref_mask.sum() < 2 else ref_mask
+        if rate_rows.sum() > 1:  # whether a rate rests on noise (amrs_noise), over the rows that set the rates;
+            # --amrs robust leaves such a metric out
+            checks = noise_checks(names_m, [self.names[i] for i in keep[rate_rows].tolist()], values[rate_rows],
+                                  util[rate_rows], pi, PAIR_TOLERANCE * abs(float(util[:, pi].max())))
             notes += noise_notes(checks)
             if amrs_mode == "robust" and checks:
                 scores, conv, amrs = robust_rescore(conv, amrs, raw_w, names_m, checks)
@@ -328,7 +338,8 @@ class ScoreBoard:
             perf_metric, specs, {k: float(v) for k, v in zip(names_m, raw_w / raw_w.sum())},
             {k: (None if math.isnan(a) else float(a)) for k, a in zip(names_m, amrs)},
             [self.names[i] for i in rows.tolist()], scores[order], ranks[order], values[order], util[order],
-            conv[order], others, left_off, notes, offset, limit)
+            conv[order], others, left_off, notes, offset, limit,
+            None if ref_names is None else tuple(self.names[i] for i in rows.tolist() if self.names[i] in ref_names))
 
     def _drop_unweighted_missing(self, specs: dict[str, MetricSpec], perf_metric: str) -> list[str]:
         """Drop (in place) each weight-0 metric that some model lacks, instead of leaving those models off."""

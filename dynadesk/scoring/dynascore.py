@@ -168,12 +168,17 @@ def check_specs(metrics: Mapping[str, MetricSpec], perf_metric: str) -> None:
 # --------------------------------------------------------------------------- core
 
 def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarray, weights: np.ndarray,
-                   perf_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+                   perf_index: int, reference: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Vectorised Dynascore on a ``models x metrics`` matrix of dataset-averaged values.
 
     Returns ``(scores, converted, utilities, amrs, notes)``; ``amrs`` holds NaN where no
     exchange rate could be estimated (those metrics convert to 0). ``weights`` need not
-    be normalised.
+    be normalised. ``reference`` (a boolean mask over the models, default all) selects the
+    models the exchange rates are estimated from; every model is then converted at those
+    rates. With every model a reference model this is exactly Dynaboard's definition; a
+    smaller reference set is how a public board keeps one submitter's extra rows from
+    moving everybody's rates (docs/board.md).
     """
     values = np.asarray(values, dtype=float)
     n, m = values.shape
@@ -181,13 +186,15 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
     w = np.asarray(weights, dtype=float) / float(np.sum(weights))
     amrs = np.ones(m)
     notes: list[str] = []
-    perf = utilities[:, perf_index] if n else np.zeros(0)
-    threshold = PAIR_TOLERANCE * abs(float(perf.max())) if n else 0.0
+    ref = np.ones(n, dtype=bool) if reference is None else np.asarray(reference, dtype=bool)
+    ref_util = utilities[ref]
+    perf = ref_util[:, perf_index] if len(ref_util) else np.zeros(0)
+    threshold = PAIR_TOLERANCE * abs(float(perf.max())) if len(perf) else 0.0
     estimable = False
     for j in range(m):
         if j == perf_index:
             continue
-        col = utilities[:, j]
+        col = ref_util[:, j]
         order = np.lexsort((col, perf))
         dp = np.diff(perf[order])
         keep = dp > threshold

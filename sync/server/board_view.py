@@ -17,6 +17,7 @@ from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.sync import board as _board
+from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
@@ -34,6 +35,8 @@ class _Prepared:
     units: dict[str, str]
     submitted: frozenset[str]   # datasets some row has a value for
     measured: list[str]         # metrics some row reports as measured (not deterministic)
+    reference: list[str]        # row ids the exchange rates are estimated from
+    reference_rule: str
 
 
 class BoardView:
@@ -42,7 +45,7 @@ class BoardView:
     def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
-        self._prepared: dict[tuple[str, str, str | None, bool | None], tuple[list[dict[str, Any]], _Prepared]] = {}
+        self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
 
@@ -55,17 +58,19 @@ class BoardView:
         rows = self.db.board_rows(task)
         return rows, self.facts.of_rows(rows)
 
-    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None], stored: list[dict[str, Any]],
+    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None, str], stored: list[dict[str, Any]],
                  kept: list[dict[str, Any]]) -> _Prepared:
         with self._lock:
             cached = self._prepared.get(key)
         if cached is not None and cached[0] is stored:
             return cached[1]
         keyed = _rows.identified(kept)
+        ref_rows, ref_rule = _reference.reference_rows(keyed)
         prepared = _Prepared({r["model"]: r for r in keyed}, _rows.labels(keyed), _board.prepare(keyed),
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
-                             sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}))
+                             sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),
+                             [r["model"] for r in ref_rows], ref_rule)
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
@@ -78,10 +83,17 @@ class BoardView:
         budget = _board.parse_budget(params)
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
+        audit = _board.parse_audit(params)
         kept, chosen, classes = row_filter.select(stored, facts)
-        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed), stored, kept)
+        if audit == "reproduced":
+            kept = [r for r in kept if _reference.reproduced(r)]
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept)
         datasets = self.db.datasets(task)
-        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability)
+        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
+                                      prep.reference)
+        answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
+            {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
+             "bundle_id": prep.by_id[rid]["bundle_id"]} for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
@@ -100,7 +112,7 @@ class BoardView:
             "hardware_class": chosen, "comparable": comparable,
             "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n} for c, n in classes.items()],
             "runners": sorted({f.runner for f in facts.values()}),
-            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed},
+            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit},
             "submissions": len(stored)})
         return answer
 

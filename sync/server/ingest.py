@@ -35,6 +35,7 @@ from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
 from dynadesk.sync.server.task_registry import check_task_digest
+from dynadesk.sync.server.names import check_model_name
 from dynadesk.sync.server.values import MetricRule, check_metrics
 from dynadesk.tasks import Task
 
@@ -106,6 +107,7 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
         raise NotOnBoardError(f"payload.task: task '{bundle.task}' is not on this board"
                               f" (known: {', '.join(sorted(checks.tasks))})")
     check_task_digest(bundle.payload.get("task_digest"), task)
+    check_model_name(bundle.model_name)
     check_metrics(bundle.payload["metrics"], checks.rules[task.name], task.name)
     digests = _check_datasets(bundle.payload, task.name, db.upload_config())
     return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
-from dynadesk.evaluator.schema import PREDICTIONS_FILE, SPEC_FILE
+from dynadesk.evaluator.schema import PREDICTIONS_FILE
 from dynadesk.sync.format.merkle import read_predictions
 from dynadesk.sync.format.schema import IMAGE_BUILD_KEYS
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -44,20 +44,14 @@ def _signed_metrics(ev: Any, evaluation_id: int) -> list[dict[str, Any]]:
     (an edited ``metric_values`` row) refuses the bundle, naming the metric and both values. Measured
     figures are the stored ones (they were bounded at store time). A folder without a spec (runs made
     before the run-folder layout) is signed as stored."""
-    from dynadesk.orchestration.recompute import ResultMismatch, check_worker_rows, recompute
+    from dynadesk.orchestration.recompute import ResultMismatch, stored_rows_checked
 
     stored = [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
                "deterministic": m.deterministic} for m in ev.metrics]
-    root = Path(ev.run_dir) if ev.run_dir else None
-    if root is None or not (root / "spec" / SPEC_FILE).is_file():
-        return stored
     try:
-        host, _notes = recompute(root / "spec" / SPEC_FILE, root / "data", root / "out" / PREDICTIONS_FILE)
-        check_worker_rows(host, stored, who="the workspace database stores")
+        return stored_rows_checked(ev.run_dir, stored)
     except ResultMismatch as exc:
         raise BundleError(f"evaluation {evaluation_id}: refusing to sign: {exc}") from exc
-    mine = {(r["dataset"], r["metric"]): r for r in host}
-    return [dict(mine.get((r["dataset"], r["metric"]), r)) for r in stored]
 
 
 def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,

@@ -24,10 +24,18 @@ from typing import Any
 
 from dynadesk.errors import EvaluationError
 from dynadesk.evaluator import metrics as M
-from dynadesk.evaluator.schema import METRIC_UNITS, DatasetSpec, Spec, SpecError, metric_row
+from dynadesk.evaluator.schema import (
+    METRIC_UNITS,
+    PREDICTIONS_FILE,
+    SPEC_FILE,
+    DatasetSpec,
+    Spec,
+    SpecError,
+    metric_row,
+)
 
-__all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "host_rows", "read_predictions",
-           "verified_rows"]
+__all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "has_spec", "host_rows", "read_predictions",
+           "recompute", "stored_rows_checked", "tag_rows", "verified_rows"]
 
 MISMATCH_VERDICT = "mismatch"
 MAX_NAMED = 10  # ids named in one message; the rest are counted
@@ -211,3 +219,25 @@ def verified_rows(spec_file: Path, data_dir: Path, predictions_file: Path,
     check_worker_rows(host, worker_rows)
     mine = {_key(r): r for r in host}
     return [dict(mine[_key(r)]) if _key(r) in mine else dict(r) for r in worker_rows]
+
+
+def has_spec(run_dir: str | Path | None) -> bool:
+    """Whether ``run_dir`` is an orchestration run folder (``spec/spec.json``), which the host can re-score."""
+    return bool(run_dir) and (Path(str(run_dir)) / "spec" / SPEC_FILE).is_file()
+
+
+def stored_rows_checked(run_dir: str | Path | None, stored: Sequence[Mapping[str, Any]],
+                        who: str = "the workspace database stores") -> list[dict[str, Any]]:
+    """``stored`` with every deterministic value replaced by the host's, recomputed from ``run_dir``.
+
+    For signing (``bundle create``) and auditing a stored run: a stored deterministic figure that differs
+    from what the run folder's predictions give raises :class:`ResultMismatch` naming the metric and both
+    values. A folder without ``spec/spec.json`` (runs made before the run-folder layout) is returned as
+    stored: there is nothing to recompute from."""
+    if not has_spec(run_dir):
+        return [dict(r) for r in stored]
+    root = Path(str(run_dir))
+    host, _notes = recompute(root / "spec" / SPEC_FILE, root / "data", root / "out" / PREDICTIONS_FILE)
+    check_worker_rows(host, stored, who=who)
+    mine = {_key(r): r for r in host}
+    return [dict(mine.get(_key(r), r)) for r in stored]

@@ -37,6 +37,24 @@ def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) 
     return {"digest": f"sha256:{sha}", "merkle_root": tree.root_hex, "count": tree.count}
 
 
+def _signed_metrics(ev: Any, evaluation_id: int) -> list[dict[str, Any]]:
+    """The metric rows a bundle signs: deterministic ones recomputed from the run folder, never the stored ones.
+
+    An orchestration run folder (``spec/spec.json``, ``data/``, ``out/predictions.jsonl``) is scored again
+    by the host (``dynadesk.orchestration.recompute``); a stored deterministic figure that differs from it
+    (an edited ``metric_values`` row) refuses the bundle, naming the metric and both values. Measured
+    figures are the stored ones (they were bounded at store time). A folder without a spec (runs made
+    before the run-folder layout) is signed as stored."""
+    from dynadesk.orchestration.recompute import ResultMismatch, stored_rows_checked
+
+    stored = [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
+               "deterministic": m.deterministic} for m in ev.metrics]
+    try:
+        return stored_rows_checked(ev.run_dir, stored)
+    except ResultMismatch as exc:
+        raise BundleError(f"evaluation {evaluation_id}: refusing to sign: {exc}") from exc
+
+
 def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
                   now: datetime | None = None) -> dict[str, Any]:
     """Collect every signed field from the store and the run folder (raises if the run is not bundleable)."""
@@ -70,8 +88,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "environment": ev.environment,
         "seeds": seeds,
         "settings": {k: v for k, v in ev.settings.items() if k != "image_build"},  # image_build: in evaluator
-        "metrics": [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
-                     "deterministic": m.deterministic} for m in ev.metrics],
+        "metrics": _signed_metrics(ev, evaluation_id),
         "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,

@@ -34,6 +34,23 @@ def signature_check(bundle: Any) -> Check:
                  "not that the signer is trusted: use --server or compare the fingerprint)")
 
 
+def host_recomputation(record: Any) -> Check | None:
+    """The stored run's deterministic figures against the host's recomputation from its run folder
+    (None for a folder without a spec, made before the run-folder layout: nothing to recompute from)."""
+    from dynadesk.orchestration.recompute import ResultMismatch, has_spec, stored_rows_checked
+
+    if not has_spec(record.run_dir):
+        return None
+    stored = [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
+               "deterministic": m.deterministic} for m in record.metrics]
+    try:
+        stored_rows_checked(record.run_dir, stored)
+    except ResultMismatch as exc:
+        return Check("host_recomputation", DETERMINISTIC, DIFFERS, None, None, str(exc))
+    return Check("host_recomputation", DETERMINISTIC, IDENTICAL, None, None,
+                 f"run {record.id}'s stored figures are what its predictions and the host's gold labels give")
+
+
 def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str = "bundle",
                  model_path: str | Path | None = None,
                  rerun: bool = False, runner: str | None = None, against: int | None = None,
@@ -65,6 +82,9 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
         record = store.evaluations.get(against)
         if record.status != "succeeded":
             raise AuditError(f"run {against} is '{record.status}'; only a succeeded run can be compared")
+        recomputed = host_recomputation(record)
+        if recomputed is not None:
+            report.add(recomputed)
     elif rerun:
         from dynadesk.audit.rerun import rerun as do_rerun
 

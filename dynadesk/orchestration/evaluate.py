@@ -35,6 +35,7 @@ from dynadesk.evaluator.schema import (
     evaluator_version,
 )
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
+from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, legacy_request
 from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
 from dynadesk.store.datasets import now_iso
@@ -275,9 +276,18 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
         digest = sha256_no_follow(folder.predictions_file)
         if "sha256:" + metrics.get("predictions_sha256", "") != digest:
             raise SpecError(f"{folder.predictions_file} does not match the digest the worker recorded")
+        worker_rows = metrics["values"]
+        if not isinstance(worker_rows, list):
+            raise SpecError("metrics.json 'values' is not a list")
+        rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows)
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
-                  for v in metrics["values"]]
-        bootstrap = host_bootstrap(folder, digest)
+                  for v in rows]
+        bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only
+    except ResultMismatch as exc:  # the host's own figures disagree with the worker's: never stored
+        store.evaluations.transition(run_id, "failed", verdict=exc.verdict, finished_at=now_iso(),
+                                     error=f"the worker's results do not match the host's: {exc}",
+                                     log=log[-MAX_DB_LOG:])
+        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])

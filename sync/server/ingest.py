@@ -34,8 +34,8 @@ from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
-from dynadesk.sync.server.task_registry import check_task_digest
 from dynadesk.sync.server.names import check_model_name
+from dynadesk.sync.server.task_registry import check_task_digest
 from dynadesk.sync.server.values import MetricRule, check_metrics
 from dynadesk.tasks import Task
 

@@ -94,9 +94,60 @@ def _flood(target=None):
     raise RuntimeError("HOSTILE flood: done")
 
 
-BEHAVIOURS = {"network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
+def _at_exit(edit):
+    """Run ``edit(metrics, lines)`` on /out's results once the worker has written them (at interpreter exit)."""
+    import atexit
+    import hashlib
+
+    def rewrite():
+        try:
+            with open("/out/metrics.json") as fh:
+                metrics = json.load(fh)
+            with open("/out/predictions.jsonl") as fh:
+                lines = fh.read().splitlines(keepends=True)
+        except OSError:
+            return
+        lines = edit(metrics, lines)
+        data = "".join(lines).encode()
+        with open("/out/predictions.jsonl", "wb") as fh:
+            fh.write(data)
+        metrics["predictions_sha256"] = hashlib.sha256(data).hexdigest()
+        with open("/out/metrics.json", "w") as fh:
+            json.dump(metrics, fh)
+        print("HOSTILE: rewrote /out/metrics.json and /out/predictions.jsonl at exit", file=sys.stderr, flush=True)
+
+    atexit.register(rewrite)
+
+
+def _rewrite_metrics(target=None):
+    """Claim perf 100 (every deterministic score) in /out/metrics.json, whatever the predictions say."""
+    def edit(metrics, lines):
+        for row in metrics["values"]:
+            if row["metric"] in ("perf", "accuracy", "macro_f1"):
+                row["value"] = 100.0
+        return lines
+    _at_exit(edit)
+
+
+def _duplicate_id(target=None):
+    """Append a second record for the first example id, with another label (metrics.json left as it was)."""
+    def edit(metrics, lines):
+        row = json.loads(lines[0])
+        label = row["prediction"].get("label")
+        row["prediction"]["label"] = "neutral" if label != "neutral" else "positive"
+        return lines + [json.dumps(row) + "\n"]
+    _at_exit(edit)
+
+
+def _missing_id(target=None):
+    """Drop the first prediction record."""
+    _at_exit(lambda metrics, lines: lines[1:])
+
+
+BEHAVIOURS = {"rewrite_metrics": _rewrite_metrics, "duplicate_id": _duplicate_id, "missing_id": _missing_id,
+              "network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
               "hang": _hang, "symlink_out": _symlink_out, "fill_out": _fill_out, "flood": _flood}
-TAKES_TARGET = {"symlink_out", "fill_out", "flood"}
+TAKES_TARGET = {"symlink_out", "fill_out", "flood", "rewrite_metrics", "duplicate_id", "missing_id"}
 
 
 def _payload():

@@ -117,14 +117,18 @@ def keys() -> None:
 @click.argument("public_key_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", required=True, help="Who the key belongs to (shown on the board).")
 @click.option("--role", type=click.Choice(["submitter", "auditor"]), default="submitter", show_default=True,
-              help="auditor: may upload audit attestations of other submitters' bundles.")
-def keys_add(db_path: str, public_key_file: str, name: str, role: str) -> None:
+              help="auditor: may upload audit attestations of other organisations' bundles.")
+@click.option("--org", "organisation", metavar="NAME",
+              help="The organisation the key belongs to (registered first with 'orgs add'); an auditor key never"
+                   " attests its own organisation's results. Unset: the key is an organisation of its own.")
+def keys_add(db_path: str, public_key_file: str, name: str, role: str, organisation: str | None) -> None:
     """Register a public key exported with 'dynadesk keys export'."""
     from dynadesk.sync.format.keys import fingerprint, load_public_pem, public_raw
 
     raw = public_raw(load_public_pem(Path(public_key_file).read_bytes(), public_key_file))
-    row = _db(db_path).add_key(fingerprint(raw), raw, name, role)
-    click.echo(f"registered {row.fingerprint} ({row.name}, {row.role})")
+    row = _db(db_path).add_key(fingerprint(raw), raw, name, role, organisation)
+    click.echo(f"registered {row.fingerprint} ({row.name}, {row.role}"
+               + (f", organisation {row.organisation}" if row.organisation else "") + ")")
 
 
 @keys.command("revoke")
@@ -148,6 +152,32 @@ def keys_list(db_path: str, as_json: bool) -> None:
         return
     _table(["fingerprint", "name", "role", "added", "revoked"],
            [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
+
+
+@cli.group()
+def orgs() -> None:
+    """Organisations keys belong to (an auditor never attests its own organisation's results)."""
+
+
+@orgs.command("add")
+@db_option
+@click.argument("name")
+def orgs_add(db_path: str, name: str) -> None:
+    """Register an organisation; then 'keys add --org NAME' puts keys in it."""
+    _db(db_path).add_organisation(name)
+    click.echo(f"registered organisation {name}")
+
+
+@orgs.command("list")
+@db_option
+@json_option
+def orgs_list(db_path: str, as_json: bool) -> None:
+    """Registered organisations."""
+    rows = _db(db_path).organisations()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _table(["name", "added"], [[r["name"], r["added_at"]] for r in rows])
 
 
 @cli.group()

@@ -19,13 +19,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dynadesk.errors import (
+    AttestationTimeError,
     FingerprintMismatch,
     FutureTimestampError,
     NotAuditorError,
     NotOnBoardError,
+    OwnOrganisationError,
     RevokedKeyError,
     SelfAttestationError,
     UnknownKeyError,
+    VerdictMismatchError,
 )
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
@@ -34,6 +37,7 @@ from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
+from dynadesk.sync.server.migrations import results_key
 from dynadesk.sync.server.values import MetricRule, check_metrics
 from dynadesk.tasks import Task
 
@@ -109,7 +113,7 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
                          bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
                          bundle.payload["created_at"], epoch_us(bundle.payload["created_at"], "payload.created_at"),
-                         digests, board_metrics(bundle.payload["metrics"]))
+                         digests, board_metrics(bundle.payload["metrics"]), results_key(bundle.payload))
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
@@ -126,11 +130,30 @@ def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: date
                               " (dynadesk-server keys add --role auditor)")
     att = _att.parse_attestation(raw, what)
     att.verify()
+    problem = _att.verdict_problem(att.payload)
+    if problem:
+        raise VerdictMismatchError(f"{what}: {problem}")
+    created_us = epoch_us(att.payload["created_at"], "attestation payload.created_at")
     if parse_utc(att.payload["created_at"], "attestation payload.created_at") > now + checks.max_skew:
         raise FutureTimestampError(f"attestation payload.created_at {att.payload['created_at']} lies in the future")
-    if db.bundle_key(att.bundle_id) == key.fingerprint:
-        raise SelfAttestationError(f"{what}: key {key.fingerprint} signed bundle {att.bundle_id} itself;"
-                                   " an auditor cannot attest their own bundle")
+    bundle = db.bundle_facts(att.bundle_id)
+    if created_us <= bundle.created_us:
+        raise AttestationTimeError(f"{what}: payload.created_at {att.payload['created_at']} is not later than the"
+                                   f" attested bundle's created_at {bundle.created_at}: nobody can audit a bundle"
+                                   " before it exists")
+    _refuse_own_results(db, key, bundle.key_fingerprint, att.bundle_id, what)
     return db.accept_attestation(CheckedAttestation(att.id, att.raw, hashlib.sha256(att.raw).hexdigest(),
                                                     att.bundle_id, key.fingerprint, att.verdict, att.summary(),
                                                     att.payload["created_at"]), entry_hash)
+
+
+def _refuse_own_results(db: ServerDB, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
+    """An auditor key never attests a bundle of its own key or of a key of its own organisation."""
+    if submitter_fp == auditor.fingerprint:
+        raise SelfAttestationError(f"{what}: key {auditor.fingerprint} signed bundle {bundle_id} itself;"
+                                   " an auditor cannot attest their own bundle")
+    submitter = db.upload_config().keys.get(submitter_fp)
+    if submitter is not None and submitter.org == auditor.org:
+        raise OwnOrganisationError(f"{what}: auditor key {auditor.fingerprint} and the key that signed bundle"
+                                   f" {bundle_id} both belong to organisation {auditor.organisation!r}; an auditor"
+                                   " cannot attest its own organisation's results")

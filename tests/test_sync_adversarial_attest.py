@@ -10,6 +10,7 @@ where every one of them was accepted (201) and the re-signed row showed "not aud
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,49 @@ def test_the_audit_signs_a_measured_difference_as_disputed():
     assert report.measured_failures and not report.failures  # the CLI's exit 4
     v = Verdict.from_report(report, {}, None, "local")
     assert v.verdict == "disputed" and "hardware" not in v.fields and v.fields["memory"] == "differs"
+
+
+# ------------------------------------------------------------------ the log is the truth (item 7)
+
+def test_every_answer_carries_the_security_headers(world):
+    for path in ("/", "/api/tasks", f"/api/leaderboard/{TASK}", "/api/bundles/zz", "/static/board.js"):
+        h = requests.get(world.url + path, timeout=30).headers
+        assert "frame-ancestors 'none'" in h["Content-Security-Policy"], path
+        assert h["X-Content-Type-Options"] == "nosniff" and h["X-Frame-Options"] == "DENY", path
+
+
+def test_an_edited_board_table_is_caught_by_log_verify_and_fixed_by_rebuild(world):
+    from dynadesk.sync.server.db import ServerDB
+
+    honest = world.row("Lab A", "bert")
+    assert "log verified" in world.admin("log", "verify")
+    db = ServerDB(world.target)
+    with db.tx() as c:  # an operator (or intruder) edits the ranking straight in the database
+        (text,) = c.execute("SELECT metrics FROM board WHERE key_fingerprint = ?", [world.fp("Lab A")]).fetchone()
+        metrics = json.loads(text)
+        metrics["perf"]["values"] = {k: 99.9 for k in metrics["perf"]["values"]}
+        c.execute("UPDATE board SET metrics = ? WHERE key_fingerprint = ?", [json.dumps(metrics), world.fp("Lab A")])
+    db.close()
+    if not world.target.startswith("postgresql"):  # (PostgreSQL's board cache shows it after the next upload)
+        assert world.row("Lab A", "bert")["values"] != honest["values"]  # the edit shows on the public board
+    out = subprocess.run([server_bin(), "log", "verify", "--db", str(world.target)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1 and "differs from its bundles" in out.stderr and "Traceback" not in out.stderr
+    assert "rebuilt from the stored bundles" in world.admin("board", "rebuild")
+    assert world.row("Lab A", "bert")["values"] == honest["values"]
+    assert "log verified" in world.admin("log", "verify")
+
+
+def test_log_verify_fails_when_an_entry_names_no_stored_document(world):
+    from dynadesk.sync.server.db import ServerDB
+
+    db = ServerDB(world.target)
+    with db.tx() as c:
+        raw = c.execute("SELECT raw FROM bundles WHERE id = ?", [world.a_id]).fetchone()[0]
+        c.execute("UPDATE bundles SET raw = ? WHERE id = ?", [bytes(raw) + b" ", world.a_id])
+    out = subprocess.run([server_bin(), "log", "verify", "--db", str(world.target)], capture_output=True, text=True,
+                         timeout=60)
+    with db.tx() as c:
+        c.execute("UPDATE bundles SET raw = ? WHERE id = ?", [bytes(raw), world.a_id])
+    db.close()
+    assert out.returncode == 1 and "do not hash to the entry's" in out.stderr, out.stderr

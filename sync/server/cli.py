@@ -247,19 +247,42 @@ def log() -> None:
 @db_option
 @json_option
 def log_verify(db_path: str, as_json: bool) -> None:
-    """Recompute the whole hash chain from entry 1 (after a restore or a migration, say); exit 1 if it is broken."""
+    """Recompute the whole hash chain from entry 1, check every entry against the stored bundle or attestation it
+    names and every board row against its bundles; exit 1 if any of it is broken."""
     from dynadesk.sync.server.migrate_db import verify_chain
+    from dynadesk.sync.server.truth import check_board, check_documents
 
     db = _db(db_path)
     try:
         size = verify_chain(db)
         head = db.log_head()[1]
+        check_documents(db)  # every entry's stored bundle or attestation, its bytes and id
+        check_board(db)  # the board table is what the stored bundles give
     finally:
         db.close()
     if as_json:
         click.echo(json.dumps({"size": size, "head": head, "verified": True}))
         return
     click.echo(f"log verified: {size} entries, head {head}")
+
+
+@cli.group()
+def board() -> None:
+    """The board table: a cache of what the stored bundles give."""
+
+
+@board.command("rebuild")
+@db_option
+def board_rebuild(db_path: str) -> None:
+    """Derive every board row again from the stored bundles (after 'log verify' found a row that differs)."""
+    from dynadesk.sync.server.truth import rebuild_board
+
+    db = _db(db_path)
+    try:
+        n = rebuild_board(db)
+    finally:
+        db.close()
+    click.echo(f"board rebuilt from the stored bundles: {n} rows")
 
 
 @cli.command("migrate-db")

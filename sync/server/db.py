@@ -383,6 +383,40 @@ class ServerDB:
                  "model_digest": r[5], "metrics": json.loads(r[6]), "datasets": json.loads(r[7]),
                  "attestations": attested.get(r[3], [])} for r in rows]
 
+    # ------------------------------------------------------------------ the log is the truth (issue 32)
+    def stored_documents(self, after_seq: int, limit: int) -> list[tuple[int, str, str, str, bytes | None]]:
+        """``(seq, kind, id, sha256, raw)`` of log entries after ``after_seq``: the stored bytes the entry names
+        (None when no bundle or attestation of that id and kind is stored)."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256, CASE WHEN l.kind = 'attestation' THEN a.raw ELSE b.raw END"
+                " FROM log l LEFT JOIN bundles b ON b.id = l.bundle_id AND b.seq = l.seq"
+                " LEFT JOIN attestations a ON a.id = l.bundle_id AND a.seq = l.seq"
+                " WHERE l.seq > ? ORDER BY l.seq LIMIT ?", [after_seq, limit]).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), None if r[4] is None else bytes(r[4])) for r in rows]
+
+    def stored_board(self) -> list[tuple[Any, ...]]:
+        """Every board table row as ``(task, model, key, bundle_id, created_at, model_digest, metrics, datasets)``."""
+        with self.lock:
+            return [tuple(r) for r in self.conn.execute(
+                "SELECT task, model_name, key_fingerprint, bundle_id, created_at, model_digest, metrics, datasets"
+                " FROM board ORDER BY task, model_name, key_fingerprint").fetchall()]
+
+    def bundles_in_order(self, after_seq: int, limit: int) -> list[tuple[int, bytes, int]]:
+        """``(seq, raw, created_us)`` of stored bundles in log order (the board is derived from them)."""
+        with self.lock:
+            rows = self.conn.execute("SELECT seq, raw, created_us FROM bundles WHERE seq > ? ORDER BY seq LIMIT ?",
+                                     [after_seq, limit]).fetchall()
+        return [(int(r[0]), bytes(r[1]), int(r[2] or 0)) for r in rows]
+
+    def replace_board(self, rows: list[tuple[Any, ...]]) -> None:
+        """Replace the whole board table with ``rows`` (stored_board's shape plus created_us), in one transaction."""
+        with self.tx() as c:
+            c.execute("DELETE FROM board")
+            c.executemany("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
+                          " metrics, datasets, created_us) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        self._board_cache.clear()
+
     def log_entries(self, start: int, limit: int) -> list[dict[str, Any]]:
         cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash", "kind")
         with self.lock:

@@ -389,7 +389,8 @@ class ServerDB:
         (None when no bundle or attestation of that id and kind is stored)."""
         with self.lock:
             rows = self.conn.execute(
-                "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256, CASE WHEN l.kind = 'attestation' THEN a.raw ELSE b.raw END"
+                "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256,"
+                " CASE WHEN l.kind = 'attestation' THEN a.raw ELSE b.raw END"
                 " FROM log l LEFT JOIN bundles b ON b.id = l.bundle_id AND b.seq = l.seq"
                 " LEFT JOIN attestations a ON a.id = l.bundle_id AND a.seq = l.seq"
                 " WHERE l.seq > ? ORDER BY l.seq LIMIT ?", [after_seq, limit]).fetchall()

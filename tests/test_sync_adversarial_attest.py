@@ -222,3 +222,25 @@ def test_log_verify_fails_when_an_entry_names_no_stored_document(world):
         c.execute("UPDATE bundles SET raw = ? WHERE id = ?", [bytes(raw), world.a_id])
     db.close()
     assert out.returncode == 1 and "do not hash to the entry's" in out.stderr, out.stderr
+
+
+# ------------------------------------------------------------------ bounded cost (item 6)
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_x_forwarded_for_counts_only_from_a_trusted_proxy(tmp_path, trusted):
+    """On the old server a client on loopback naming a new X-Forwarded-For each time was never limited."""
+    db = tmp_path / "board.db"
+    port = free_port()
+    extra = ("--trusted-proxy", "127.0.0.1") if trusted else ()
+    proc = start_server(db, port, ("--address-rate", "0.01/3", "--key-rate", "1000/1000", *extra))  # type: ignore[arg-type]
+    try:
+        codes = [requests.post(f"http://127.0.0.1:{port}/api/bundles", data=b"{}", timeout=30,
+                               headers={"X-Forwarded-For": f"10.0.0.{i}"}).status_code for i in range(6)]
+        behind = [requests.post(f"http://127.0.0.1:{port}/api/bundles", data=b"{}", timeout=30,
+                                headers={"X-Forwarded-For": "10.9.9.9"}).status_code for _ in range(4)]
+    finally:
+        stop_server(proc)
+    if trusted:  # six clients behind the proxy, each with its own allowance; one of them runs out alone
+        assert 429 not in codes and behind.count(429) == 1, (codes, behind)
+    else:  # the header is the client's own claim: one loopback peer, one allowance
+        assert codes[:3].count(429) == 0 and codes[3:] == [429] * 3 and behind == [429] * 4, codes

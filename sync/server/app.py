@@ -34,7 +34,7 @@ from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
-from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
+from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
 from dynadesk.sync.server.values import registry
 from dynadesk.tasks import load_tasks
 
@@ -107,14 +107,17 @@ def app_from_env() -> FastAPI:
     import os
 
     address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", DEFAULT_LIMITS.text()).partition(",")
+    proxies = tuple(p for p in os.environ.get("DYNADESK_SERVER_TRUSTED_PROXIES", "").split(",") if p)
     return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
-                      limits=parse_limits(address, key))
+                      limits=parse_limits(address, key), trusted_proxies=proxies)
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
-               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
-    """Build the app over one server database; the server key is created next to it on first use."""
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+               trusted_proxies: tuple[str, ...] = ()) -> FastAPI:
+    """Build the app over one server database; the server key is created next to it on first use.
+    ``X-Forwarded-For`` is honoured for the address limit only from ``trusted_proxies``."""
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
@@ -122,6 +125,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     address_limiter = Limiter("address", limits.per_address)
+    trusted = frozenset(trusted_proxies)
     upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
 
     @asynccontextmanager
@@ -199,7 +203,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                       ) -> JSONResponse:
         """Address limit, bounded body, then the CPU-bound checks in the upload pool (off the event loop)."""
         try:
-            address_limiter.take(request.client.host if request.client else "unknown")
+            peer = request.client.host if request.client else "unknown"
+            address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
         except DynaDeskError as exc:
             return _refusal(exc)
         body = await read_body(request)

@@ -54,8 +54,11 @@ def cli() -> None:
               help="Uploads each client address may make (per second / at once), per worker; then 429.")
 @click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each signing key may make (per second / at once), per worker; then 429.")
+@click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",
+              help="A load balancer's address whose X-Forwarded-For names the client for the address limit"
+                   " (repeatable). From any other peer the header is ignored.")
 def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
-          key_rate: str) -> None:
+          key_rate: str, trusted_proxies: tuple[str, ...]) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
     import os
 
@@ -76,14 +79,16 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     load_or_create_server_key(key_path)
     click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s))", err=True)
     if workers == 1:
-        uvicorn.run(create_app(db_path, key_path, limits=limits), host=host, port=port, log_level="warning",
-                    access_log=False)
+        # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from loopback as the client address
+        uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies), host=host,
+                    port=port, log_level="warning", access_log=False, proxy_headers=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())
     os.environ["DYNADESK_SERVER_KEY"] = key_path
     os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
+    os.environ["DYNADESK_SERVER_TRUSTED_PROXIES"] = ",".join(trusted_proxies)
     _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
-                                  port=port, log_level="warning", access_log=False))
+                                  port=port, log_level="warning", access_log=False, proxy_headers=False))
 
 
 def _serve_workers(config: uvicorn.Config) -> None:

@@ -243,3 +243,7 @@ class AttestationTimeError(AttestationError):
 
 class OwnOrganisationError(SelfAttestationError):
     """An auditor key attests a bundle signed by a key of its own organisation."""
+
+
+class QuotaExceededError(RateLimitedError):
+    """A key has stored as many bundle bytes as the server allows it (``--key-quota``)."""

@@ -34,7 +34,7 @@ TASK = "sentiment"
 class World:
     """A running server over ``target`` with submitter and auditor keys in registered organisations."""
 
-    def __init__(self, root: Path, target: str):
+    def __init__(self, root: Path, target: str, extra: tuple[str, ...] = ()):
         self.ws, self.store = workspace_with_key(root / "ws")
         self.template = build_payload(self.store, make_run(self.store, self.ws.runs_dir, model="bert"), "x")
         self.keys = {n: Ed25519PrivateKey.generate() for n in ("Lab A", "Lab B", "Lab A auditor", "Auditor C")}
@@ -51,7 +51,7 @@ class World:
                        "--size", str(d["size"]), "--split", d["split"])
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = start_server(target, self.port, ("--key", str(root / "server.key"), *NO_LIMITS))  # type: ignore[arg-type]
+        self.proc = start_server(target, self.port, ("--key", str(root / "server.key"), *NO_LIMITS, *extra))  # type: ignore[arg-type]
 
     def admin(self, *args: str) -> str:
         out = subprocess.run([server_bin(), *args, "--db", str(self.target)], capture_output=True, text=True,
@@ -72,6 +72,12 @@ class World:
         r = self.post(b.raw, "/api/bundles")
         assert r.status_code == 201, r.text
         return b.id, p
+
+    def bundle_raw(self, lab: str, model: str) -> bytes:
+        p = copy.deepcopy(self.template)
+        p["submitter"]["key_fingerprint"] = self.fp(lab)
+        p["model"]["name"] = model
+        return sign_payload(p, self.keys[lab]).raw
 
     def attest(self, auditor: str, bundle_id: str, verdict: str, fields: dict[str, str],
                created: str = "2026-02-01T00:00:00.000Z") -> requests.Response:
@@ -244,3 +250,30 @@ def test_x_forwarded_for_counts_only_from_a_trusted_proxy(tmp_path, trusted):
         assert 429 not in codes and behind.count(429) == 1, (codes, behind)
     else:  # the header is the client's own claim: one loopback peer, one allowance
         assert codes[:3].count(429) == 0 and codes[3:] == [429] * 3 and behind == [429] * 4, codes
+
+
+def test_a_keys_stored_bytes_are_bounded_and_settings_and_environment_are_bounded(tmp_path):
+    """The old server stored whatever a key sent, at its rate limit (about 7 GB/h of valid 1 MiB bundles)."""
+    w = World(tmp_path, str(tmp_path / "board.db"), ("--key-quota", "40000"))
+    try:
+        p = copy.deepcopy(w.template)
+        p["submitter"]["key_fingerprint"] = w.fp("Lab B")
+        p["settings"] = {**p["settings"], "padding": "x" * 20_000}
+        r = w.post(sign_payload(p, w.keys["Lab B"]).raw, "/api/bundles")
+        refused(w, r, 400, "malformed_bundle", "payload.settings:")
+        p["settings"] = w.template["settings"]
+        p["environment"] = {**p["environment"], "padding": "x" * 20_000}
+        refused(w, w.post(sign_payload(p, w.keys["Lab B"]).raw, "/api/bundles"), 400, "malformed_bundle",
+                "payload.environment:")
+        codes = []
+        for i in range(40):
+            codes.append(w.post(w.bundle_raw("Lab B", f"m{i}"), "/api/bundles"))
+            if codes[-1].status_code != 201:
+                break
+        last = codes[-1]
+        refused(w, last, 429, "quota_exceeded", "quota of 40000 bytes")
+        assert len(codes) > 1 and last.headers["Retry-After"]
+        assert w.post(w.bundle_raw("Lab A", "m0"), "/api/bundles").status_code == 201  # another key's own quota
+    finally:
+        stop_server(w.proc)
+        w.store.close()

@@ -109,13 +109,15 @@ def app_from_env() -> FastAPI:
     address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", DEFAULT_LIMITS.text()).partition(",")
     proxies = tuple(p for p in os.environ.get("DYNADESK_SERVER_TRUSTED_PROXIES", "").split(",") if p)
     return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
-                      limits=parse_limits(address, key), trusted_proxies=proxies)
+                      limits=parse_limits(address, key), trusted_proxies=proxies,
+                      key_quota_bytes=int(os.environ["DYNADESK_SERVER_KEY_QUOTA"])
+                      if os.environ.get("DYNADESK_SERVER_KEY_QUOTA") else None)
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-               trusted_proxies: tuple[str, ...] = ()) -> FastAPI:
+               trusted_proxies: tuple[str, ...] = (), key_quota_bytes: int | None = None) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use.
     ``X-Forwarded-For`` is honoured for the address limit only from ``trusted_proxies``."""
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
@@ -124,6 +126,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     tasks = load_tasks(tasks_dir)
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
+    if key_quota_bytes is not None:
+        checks.key_quota_bytes = key_quota_bytes
     address_limiter = Limiter("address", limits.per_address)
     trusted = frozenset(trusted_proxies)
     upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)

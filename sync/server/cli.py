@@ -57,8 +57,10 @@ def cli() -> None:
 @click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",
               help="A load balancer's address whose X-Forwarded-For names the client for the address limit"
                    " (repeatable). From any other peer the header is ignored.")
+@click.option("--key-quota", "key_quota", type=click.IntRange(1), metavar="BYTES",
+              help="Bundle bytes each key may store in all (default 256 MiB); then 429 quota_exceeded.")
 def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
-          key_rate: str, trusted_proxies: tuple[str, ...]) -> None:
+          key_rate: str, trusted_proxies: tuple[str, ...], key_quota: int | None) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
     import os
 
@@ -80,13 +82,15 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s))", err=True)
     if workers == 1:
         # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from loopback as the client address
-        uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies), host=host,
+        uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies,
+                               key_quota_bytes=key_quota), host=host,
                     port=port, log_level="warning", access_log=False, proxy_headers=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())
     os.environ["DYNADESK_SERVER_KEY"] = key_path
     os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
     os.environ["DYNADESK_SERVER_TRUSTED_PROXIES"] = ",".join(trusted_proxies)
+    os.environ["DYNADESK_SERVER_KEY_QUOTA"] = str(key_quota or "")
     _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
                                   port=port, log_level="warning", access_log=False, proxy_headers=False))
 

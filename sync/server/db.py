@@ -295,6 +295,13 @@ class ServerDB:
             raise NotFoundError(f"no accepted bundle with id {bundle_id}")
         return BundleFacts(str(row[0]), int(row[1]), str(row[2]), str(row[3] or ""))
 
+    def key_stored_bytes(self, fingerprint: str) -> int:
+        """Bytes of every bundle this key has stored (its quota's use)."""
+        with self.lock:
+            row = self.conn.execute("SELECT COALESCE(SUM(LENGTH(raw)), 0) FROM bundles WHERE key_fingerprint = ?",
+                                    [fingerprint]).fetchone()
+        return int(row[0])
+
     def bundle_key(self, bundle_id: str) -> str:
         """The submitter key fingerprint of an accepted bundle."""
         with self.lock:

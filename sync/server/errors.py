@@ -15,6 +15,7 @@ from dynadesk.errors import (
     NotFoundError,
     NotOnBoardError,
     OwnOrganisationError,
+    QuotaExceededError,
     RateLimitedError,
     ReplayError,
     RevokedKeyError,
@@ -29,6 +30,7 @@ from dynadesk.errors import (
 
 # most specific first
 HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [
+    (QuotaExceededError, 429, "quota_exceeded"),
     (RateLimitedError, 429, "rate_limited"),
     (UnsupportedVersionError, 400, "unsupported_version"),
     (BundleFormatError, 400, "malformed_bundle"),

@@ -20,11 +20,13 @@ from typing import Any
 
 from dynadesk.errors import (
     AttestationTimeError,
+    BundleFormatError,
     FingerprintMismatch,
     FutureTimestampError,
     NotAuditorError,
     NotOnBoardError,
     OwnOrganisationError,
+    QuotaExceededError,
     RevokedKeyError,
     SelfAttestationError,
     UnknownKeyError,
@@ -32,6 +34,7 @@ from dynadesk.errors import (
 )
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
+from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
@@ -51,6 +54,13 @@ class UploadChecks:
     rules: dict[str, dict[str, MetricRule]]
     key_limiter: Limiter
     max_skew: timedelta = timedelta(minutes=5)
+    key_quota_bytes: int = 256 * 1024 * 1024  # stored bundle bytes per key (--key-quota)
+
+
+# Canonical bytes a bundle's free-form objects may take: they are stored and served for every row.
+MAX_SETTINGS_BYTES = 16 * 1024
+MAX_ENVIRONMENT_BYTES = 16 * 1024
+QUOTA_RETRY_S = 3600
 
 
 def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
@@ -71,6 +81,12 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
     key = _registered_key(db.upload_config(), env, what)
     env.verify(what)
     checks.key_limiter.take(key.fingerprint)
+    if fmt == FORMAT:
+        used = db.key_stored_bytes(key.fingerprint)
+        if used + len(raw) > checks.key_quota_bytes:
+            raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
+                                     f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"
+                                     " bytes (ask the administrator)", QUOTA_RETRY_S)
     return key
 
 
@@ -98,6 +114,10 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     what = "uploaded bundle"
     key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
     bundle = parse_bundle(raw, what)
+    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
+        size = len(canonical_bytes(bundle.payload[name]))
+        if size > limit:
+            raise BundleFormatError(f"payload.{name}: {size} bytes in canonical form; at most {limit} are accepted")
     if bundle.key_fingerprint != key.fingerprint:
         raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
                                   f" says {bundle.key_fingerprint}")

@@ -234,3 +234,21 @@ class BrokerUnavailable(QueueError):
 
 class TransferError(QueueError):
     """A model file or dataset fetched by content digest is missing from the broker or does not match its digest."""
+
+
+# --- attestations that follow from their fields (issue 32) -----------------------------------------
+
+class VerdictMismatchError(AttestationError):
+    """An attestation's verdict is not the one its per-field verdicts give (a "differs" field makes it "disputed")."""
+
+
+class AttestationTimeError(AttestationError):
+    """An attestation claims a time before the bundle it attests existed."""
+
+
+class OwnOrganisationError(SelfAttestationError):
+    """An auditor key attests a bundle signed by a key of its own organisation."""
+
+
+class QuotaExceededError(RateLimitedError):
+    """A key has stored as many bundle bytes as the server allows it (``--key-quota``)."""

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from _sync_helpers import server_bin
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import AlreadyExistsError, ConfigError, StoreError
-from dynadesk.sync.format.keys import load_or_create_server_key
+from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
 from dynadesk.sync.format.translog import entry_hash, sign_head, verify_log
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
 from dynadesk.sync.server.migrate_db import migrate, verify_chain
@@ -160,7 +161,8 @@ def test_a_database_recorded_by_sqlite_utils_migrations_upgrades_in_place(tmp_pa
     conn.executescript((Path(__file__).parent / "data" / "server_db_m003.sql").read_text(encoding="utf-8"))
     conn.close()
     db = ServerDB(path)
-    assert db.applied_migrations() == ["m001_tables", "m002_config_version", "m003_roles_times_versions"]
+    assert db.applied_migrations()[:3] == ["m001_tables", "m002_config_version", "m003_roles_times_versions"]
+    assert db.applied_migrations()[3:5] == ["m004_tasks", "m005_results_organisations"]
     assert [r["submitter"] for r in db.board_rows("sentiment")] == ["Lab M3"]
     before = int(db.conn.execute("SELECT value FROM meta WHERE key = 'config_version'").fetchone()[0])
     db.add_key("sha256:" + "2" * 64, b"\x02" * 32, "bob")  # the old triggers still count
@@ -218,7 +220,8 @@ def test_no_database_round_trip_runs_on_the_event_loop():
     source = inspect.getsource(app_module.create_app)
     async_routes = [line for line in source.splitlines() if line.strip().startswith("async def")]
     assert {r.split("(")[0].split()[-1] for r in async_routes} <= {"lifespan", "_http", "_invalid", "_domain",
-                                                                    "receive", "upload", "upload_attestation"}
+                                                                    "receive", "upload", "upload_attestation",
+                                                                    "_security_headers"}
     assert "await run_sync(accept, db," in source
 
 
@@ -278,10 +281,39 @@ def test_a_database_outage_is_a_503_with_retry_after_and_the_board_answers_again
         assert client.get("/api/log/head").json()["size"] == 1
 
 
-def test_log_verify_recomputes_the_chain_and_catches_a_rewrite(db_target):
+def _signed_bundles(tmp_path: Path, n: int) -> tuple[Ed25519PrivateKey, list[CheckedBundle]]:
+    """``n`` real signed bundles (log verify re-reads every entry's stored bytes), as an upload stores them."""
+    from _sync_helpers import make_run, workspace_with_key
+
+    from dynadesk.sync.board import board_metrics
+    from dynadesk.sync.create import build_payload
+    from dynadesk.sync.format.envelope import sign_payload
+    from dynadesk.sync.format.timestamps import epoch_us
+    from dynadesk.sync.server.migrations import results_key
+
+    ws, store = workspace_with_key(tmp_path / "ws")
+    template = build_payload(store, make_run(store, ws.runs_dir, model="bert"), "x")
+    store.close()
+    key = Ed25519PrivateKey.generate()
+    out = []
+    for i in range(n):
+        p = {**template, "created_at": f"2026-01-01T00:00:{i:02d}.000Z", "evaluation_id": i,
+             "model": {**template["model"], "name": f"m{i % 3}"},
+             "submitter": {**template["submitter"], "key_fingerprint": fingerprint(public_raw(key))}}
+        b = sign_payload(p, key)
+        out.append(CheckedBundle(b.id, b.raw, hashlib.sha256(b.raw).hexdigest(), b.task, b.model_name,
+                                 p["model"]["digest"], b.key_fingerprint, p["created_at"],
+                                 epoch_us(p["created_at"], "created_at"),
+                                 {d["name"]: d["digest"] for d in p["datasets"]}, board_metrics(p["metrics"]),
+                                 results_key(p)))
+    return key, out
+
+
+def test_log_verify_recomputes_the_chain_and_catches_a_rewrite(db_target, tmp_path):
     db = ServerDB(db_target)
-    db.add_key(FP, KEY, "alice")
-    db.accept_many([_bundle(i) for i in range(5)], entry_hash)
+    key, bundles = _signed_bundles(tmp_path, 5)
+    db.add_key(fingerprint(public_raw(key)), public_raw(key), "alice")
+    db.accept_many(bundles, entry_hash)
     ok = _cli("log", "verify", "--db", str(db_target))
     assert ok.returncode == 0 and "log verified: 5 entries" in ok.stdout, ok.stderr
     with db.tx() as c:

@@ -2,7 +2,8 @@
 
 ``dynadesk audit BUNDLE --rerun --attest`` builds one from the audit report: the bundle id, each
 checked field's verdict, the re-run's hardware class, evaluator image and runner, and the overall
-verdict ("reproduced" when nothing that can fail an audit differed, else "disputed"). It is signed
+verdict ("reproduced" when no field differed, else "disputed": a measured field outside its
+tolerance disputes it too). It is signed
 with the workspace key (the document format is :mod:`dynadesk.sync.format.attestation`); the
 server accepts it only from keys registered with the auditor role, never about the auditor's own bundle.
 """
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.audit.compare import HARDWARE_KEYS
-from dynadesk.audit.report import AuditReport
+from dynadesk.audit.report import ENVIRONMENT, AuditReport
 from dynadesk.errors import AuditError
-from dynadesk.sync.format.attestation import Attestation, sign_attestation
+from dynadesk.sync.format.attestation import Attestation, derived_verdict, sign_attestation
 from dynadesk.sync.format.envelope import parse_bundle
 from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -39,8 +40,11 @@ class Verdict:
         """Only a completed re-run can be attested: "inputs checked" is not "reproduced"."""
         if report.incomplete or report.rerun_id is None:
             raise AuditError("an attestation needs a completed re-run: run 'dynadesk audit BUNDLE --rerun --attest'")
-        return cls(report.bundle_id, "disputed" if report.failures else "reproduced",
-                   {c.field: c.verdict for c in report.checks}, hardware_class(rerun_env), image, runner)
+        # The checks that decide the verdict (integrity, inputs, deterministic and measured results); where the
+        # re-run ran (the environment checks) is in hardware_class / evaluator_image / runner instead.
+        fields = {c.field: c.verdict for c in report.checks if c.kind != ENVIRONMENT}
+        # what the audit found, measured fields outside tolerance included (they exit 4): the server's rule
+        return cls(report.bundle_id, derived_verdict(fields), fields, hardware_class(rerun_env), image, runner)
 
     def payload(self, auditor_fingerprint: str, now: datetime | None = None) -> dict[str, Any]:
         return {"bundle_id": self.bundle_id, "created_at": utc_now_text(now),

@@ -27,7 +27,7 @@ migrations = Migrations("dynadesk.tasks")
 
 
 @migrations()
-def m001_h35_tasks(db: Database) -> None:
+def m001_tasks(db: Database) -> None:
     db.execute("""
         CREATE TABLE workspace_tasks (
             name TEXT PRIMARY KEY,

@@ -8,8 +8,12 @@ Same envelope as a bundle (RFC 8785 bytes, Ed25519 over the payload bytes), anot
                  "hardware_class": <text>, "evaluator_image": <image Id> | null, "runner": "docker" | "local"},
      "signature": {...}}
 
-"reproduced": every field the audit checked that can fail it (integrity, inputs, deterministic
-results) was identical; "disputed": at least one of them differed.
+The verdict follows from the fields (:func:`derived_verdict`): "disputed" when any field "differs"
+(a deterministic field not identical, or a measured field outside its tolerance on the same hardware
+class: the audit only says "differs" for a measured field it could judge), else "reproduced". A
+``fields`` holds the checks that decide the verdict (integrity, inputs, deterministic and measured
+results); where the re-run ran is ``hardware_class`` / ``evaluator_image`` / ``runner``. A
+payload whose verdict says otherwise is refused by the server (and never signed by ``dynadesk audit``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,22 @@ FIELD_VERDICTS = ("identical", "within tolerance", "differs", "not comparable")
 PAYLOAD_KEYS = {"bundle_id", "created_at", "auditor", "verdict", "fields", "hardware_class", "evaluator_image",
                 "runner"}
 MAX_FIELDS = 1024
+DIFFERS = "differs"
+
+
+def derived_verdict(fields: dict[str, str]) -> str:
+    """The only verdict ``fields`` allow: "disputed" when any field differs, else "reproduced"."""
+    return "disputed" if any(v == DIFFERS for v in fields.values()) else "reproduced"
+
+
+def verdict_problem(payload: dict[str, Any]) -> str | None:
+    """Why the payload's verdict contradicts its fields, or None when it follows from them."""
+    expected = derived_verdict(payload["fields"])
+    if payload["verdict"] == expected:
+        return None
+    differing = sorted(k for k, v in payload["fields"].items() if v == DIFFERS)
+    why = (f"fields {', '.join(differing)[:200]} say \"differs\"" if differing else "no field says \"differs\"")
+    return f"verdict {payload['verdict']!r} contradicts its fields: {why}, so the verdict is {expected!r}"
 
 
 @dataclass(frozen=True)

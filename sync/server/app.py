@@ -34,7 +34,7 @@ from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
-from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, parse_limits
+from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
 from dynadesk.sync.server.task_registry import board_tasks, definition
 from dynadesk.sync.server.values import registry
 
@@ -58,6 +58,15 @@ def _docs_asset(name: str) -> bytes:
 _BUNDLE_ID = re.compile(r"^[0-9a-f]{64}$")
 SQLITE_MAX_INT = 2 ** 63 - 1  # a larger query integer cannot be bound (it was a 500)
 
+
+# On every answer: only this server's own scripts and styles, never framed (clickjacking), no type sniffing.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none';"
+                               " form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
 
 UPLOAD_WORKERS = 2  # threads checking uploads at once; more only queue on the GIL
 
@@ -98,21 +107,29 @@ def app_from_env() -> FastAPI:
     import os
 
     address, _, key = os.environ.get("DYNADESK_SERVER_LIMITS", DEFAULT_LIMITS.text()).partition(",")
+    proxies = tuple(p for p in os.environ.get("DYNADESK_SERVER_TRUSTED_PROXIES", "").split(",") if p)
     return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
-                      limits=parse_limits(address, key))
+                      limits=parse_limits(address, key), trusted_proxies=proxies,
+                      key_quota_bytes=int(os.environ["DYNADESK_SERVER_KEY_QUOTA"])
+                      if os.environ.get("DYNADESK_SERVER_KEY_QUOTA") else None)
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
-               clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> FastAPI:
-    """Build the app over one server database; the server key is created next to it on first use."""
+               clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+               trusted_proxies: tuple[str, ...] = (), key_quota_bytes: int | None = None) -> FastAPI:
+    """Build the app over one server database; the server key is created next to it on first use.
+    ``X-Forwarded-For`` is honoured for the address limit only from ``trusted_proxies``."""
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
     tasks = board_tasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add)
     rules = {name: registry(t) for name, t in tasks.items()}
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
+    if key_quota_bytes is not None:
+        checks.key_quota_bytes = key_quota_bytes
     address_limiter = Limiter("address", limits.per_address)
+    trusted = frozenset(trusted_proxies)
     upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
 
     @asynccontextmanager
@@ -145,6 +162,13 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     @app.exception_handler(DynaDeskError)
     async def _domain(request: Request, exc: DynaDeskError) -> JSONResponse:
         return _refusal(exc)
+
+    @app.middleware("http")
+    async def _security_headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        response: Response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
 
     add_page_routes(app, view, _head)
 
@@ -183,7 +207,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                       ) -> JSONResponse:
         """Address limit, bounded body, then the CPU-bound checks in the upload pool (off the event loop)."""
         try:
-            address_limiter.take(request.client.host if request.client else "unknown")
+            peer = request.client.host if request.client else "unknown"
+            address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
         except DynaDeskError as exc:
             return _refusal(exc)
         body = await read_body(request)

@@ -54,8 +54,13 @@ def cli() -> None:
               help="Uploads each client address may make (per second / at once), per worker; then 429.")
 @click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each signing key may make (per second / at once), per worker; then 429.")
+@click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",
+              help="A load balancer's address whose X-Forwarded-For names the client for the address limit"
+                   " (repeatable). From any other peer the header is ignored.")
+@click.option("--key-quota", "key_quota", type=click.IntRange(1), metavar="BYTES",
+              help="Bundle bytes each key may store in all (default 256 MiB); then 429 quota_exceeded.")
 def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
-          key_rate: str) -> None:
+          key_rate: str, trusted_proxies: tuple[str, ...], key_quota: int | None) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
     import os
 
@@ -76,14 +81,18 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     load_or_create_server_key(key_path)
     click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s))", err=True)
     if workers == 1:
-        uvicorn.run(create_app(db_path, key_path, limits=limits), host=host, port=port, log_level="warning",
-                    access_log=False)
+        # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from loopback as the client address
+        uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies,
+                               key_quota_bytes=key_quota), host=host,
+                    port=port, log_level="warning", access_log=False, proxy_headers=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())
     os.environ["DYNADESK_SERVER_KEY"] = key_path
     os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
+    os.environ["DYNADESK_SERVER_TRUSTED_PROXIES"] = ",".join(trusted_proxies)
+    os.environ["DYNADESK_SERVER_KEY_QUOTA"] = str(key_quota or "")
     _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
-                                  port=port, log_level="warning", access_log=False))
+                                  port=port, log_level="warning", access_log=False, proxy_headers=False))
 
 
 def _serve_workers(config: uvicorn.Config) -> None:
@@ -117,14 +126,18 @@ def keys() -> None:
 @click.argument("public_key_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--name", required=True, help="Who the key belongs to (shown on the board).")
 @click.option("--role", type=click.Choice(["submitter", "auditor"]), default="submitter", show_default=True,
-              help="auditor: may upload audit attestations of other submitters' bundles.")
-def keys_add(db_path: str, public_key_file: str, name: str, role: str) -> None:
+              help="auditor: may upload audit attestations of other organisations' bundles.")
+@click.option("--org", "organisation", metavar="NAME",
+              help="The organisation the key belongs to (registered first with 'orgs add'); an auditor key never"
+                   " attests its own organisation's results. Unset: the key is an organisation of its own.")
+def keys_add(db_path: str, public_key_file: str, name: str, role: str, organisation: str | None) -> None:
     """Register a public key exported with 'dynadesk keys export'."""
     from dynadesk.sync.format.keys import fingerprint, load_public_pem, public_raw
 
     raw = public_raw(load_public_pem(Path(public_key_file).read_bytes(), public_key_file))
-    row = _db(db_path).add_key(fingerprint(raw), raw, name, role)
-    click.echo(f"registered {row.fingerprint} ({row.name}, {row.role})")
+    row = _db(db_path).add_key(fingerprint(raw), raw, name, role, organisation)
+    click.echo(f"registered {row.fingerprint} ({row.name}, {row.role}"
+               + (f", organisation {row.organisation}" if row.organisation else "") + ")")
 
 
 @keys.command("revoke")
@@ -148,6 +161,32 @@ def keys_list(db_path: str, as_json: bool) -> None:
         return
     _table(["fingerprint", "name", "role", "added", "revoked"],
            [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
+
+
+@cli.group()
+def orgs() -> None:
+    """Organisations keys belong to (an auditor never attests its own organisation's results)."""
+
+
+@orgs.command("add")
+@db_option
+@click.argument("name")
+def orgs_add(db_path: str, name: str) -> None:
+    """Register an organisation; then 'keys add --org NAME' puts keys in it."""
+    _db(db_path).add_organisation(name)
+    click.echo(f"registered organisation {name}")
+
+
+@orgs.command("list")
+@db_option
+@json_option
+def orgs_list(db_path: str, as_json: bool) -> None:
+    """Registered organisations."""
+    rows = _db(db_path).organisations()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _table(["name", "added"], [[r["name"], r["added_at"]] for r in rows])
 
 
 @cli.group()
@@ -217,19 +256,42 @@ def log() -> None:
 @db_option
 @json_option
 def log_verify(db_path: str, as_json: bool) -> None:
-    """Recompute the whole hash chain from entry 1 (after a restore or a migration, say); exit 1 if it is broken."""
+    """Recompute the whole hash chain from entry 1, check every entry against the stored bundle or attestation it
+    names and every board row against its bundles; exit 1 if any of it is broken."""
     from dynadesk.sync.server.migrate_db import verify_chain
+    from dynadesk.sync.server.truth import check_board, check_documents
 
     db = _db(db_path)
     try:
         size = verify_chain(db)
         head = db.log_head()[1]
+        check_documents(db)  # every entry's stored bundle or attestation, its bytes and id
+        check_board(db)  # the board table is what the stored bundles give
     finally:
         db.close()
     if as_json:
         click.echo(json.dumps({"size": size, "head": head, "verified": True}))
         return
     click.echo(f"log verified: {size} entries, head {head}")
+
+
+@cli.group()
+def board() -> None:
+    """The board table: a cache of what the stored bundles give."""
+
+
+@board.command("rebuild")
+@db_option
+def board_rebuild(db_path: str) -> None:
+    """Derive every board row again from the stored bundles (after 'log verify' found a row that differs)."""
+    from dynadesk.sync.server.truth import rebuild_board
+
+    db = _db(db_path)
+    try:
+        n = rebuild_board(db)
+    finally:
+        db.close()
+    click.echo(f"board rebuilt from the stored bundles: {n} rows")
 
 
 @cli.command("migrate-db")

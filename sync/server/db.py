@@ -33,6 +33,7 @@ from dynadesk.sync.server.checkpoint import Checkpointer
 from dynadesk.sync.server.connect import open_backend
 from dynadesk.sync.server.records import (
     ROLES,
+    BundleFacts,
     CheckedAttestation,
     CheckedBundle,
     EntryHash,
@@ -40,9 +41,10 @@ from dynadesk.sync.server.records import (
     UploadConfig,
 )
 
-__all__ = ["ROLES", "CheckedAttestation", "CheckedBundle", "EntryHash", "KeyRow", "ServerDB", "UploadConfig"]
+__all__ = ["ROLES", "BundleFacts", "CheckedAttestation", "CheckedBundle", "EntryHash", "KeyRow", "ServerDB",
+           "UploadConfig"]
 _ANY_TASK = "(CAST(? AS TEXT) IS NULL OR task = ?)"  # the cast: PostgreSQL cannot type a bare NULL parameter
-_KEY_COLS = "fingerprint, public_key, name, added_at, revoked_at, revoke_reason, role"
+_KEY_COLS = "fingerprint, public_key, name, added_at, revoked_at, revoke_reason, role, organisation"
 # What a board depends on besides the log: PostgreSQL has no data_version, so its cache compares these.
 _BOARD_VERSION = ("SELECT (SELECT value FROM meta WHERE key = 'config_version'),"
                   " (SELECT seq FROM log ORDER BY seq DESC LIMIT 1)")
@@ -85,17 +87,22 @@ class ServerDB:
         self.backend.close()
 
     # ------------------------------------------------------------------ keys
-    def add_key(self, fingerprint: str, public_key: bytes, name: str, role: str = "submitter") -> KeyRow:
+    def add_key(self, fingerprint: str, public_key: bytes, name: str, role: str = "submitter",
+                organisation: str | None = None) -> KeyRow:
         if role not in ROLES:
             raise ConfigError(f"key role must be one of {', '.join(ROLES)}, got {role!r}")
         with self.tx() as c:
+            if organisation is not None and c.execute("SELECT 1 FROM organisations WHERE name = ?",
+                                                      [organisation]).fetchone() is None:
+                raise NotFoundError(f"organisation {organisation!r} is not registered"
+                                    f" (dynadesk-server orgs add {organisation!r})")
             row = c.execute("SELECT revoked_at FROM keys WHERE fingerprint = ?", [fingerprint]).fetchone()
             if row is not None:
                 state = "revoked" if row[0] else "registered"
                 raise AlreadyExistsError(f"key {fingerprint} is already {state}"
                                          + (" (a revoked key cannot be re-added)" if row[0] else ""))
-            c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at, role) VALUES (?,?,?,?,?)",
-                      [fingerprint, public_key, name, utc_now_text(), role])
+            c.execute("INSERT INTO keys(fingerprint, public_key, name, added_at, role, organisation)"
+                      " VALUES (?,?,?,?,?,?)", [fingerprint, public_key, name, utc_now_text(), role, organisation])
             self._config = None
         return self.get_key(fingerprint)
 
@@ -120,6 +127,21 @@ class ServerDB:
         with self.lock:
             rows = self.conn.execute(f"SELECT {_KEY_COLS} FROM keys ORDER BY added_at, fingerprint").fetchall()
         return [KeyRow(r[0], bytes(r[1]), *r[2:]) for r in rows]
+
+    # ------------------------------------------------------------------ organisations
+    def add_organisation(self, name: str) -> None:
+        """Register an organisation keys can belong to (``keys add --org``)."""
+        if not name.strip() or len(name) > 200:
+            raise ConfigError("an organisation name must have 1 to 200 characters")
+        with self.tx() as c:
+            if c.execute("SELECT 1 FROM organisations WHERE name = ?", [name]).fetchone():
+                raise AlreadyExistsError(f"organisation {name!r} is already registered")
+            c.execute("INSERT INTO organisations(name, added_at) VALUES (?, ?)", [name, utc_now_text()])
+
+    def organisations(self) -> list[dict[str, Any]]:
+        with self.lock:
+            rows = self.conn.execute("SELECT name, added_at FROM organisations ORDER BY name").fetchall()
+        return [{"name": r[0], "added_at": r[1]} for r in rows]
 
     # ------------------------------------------------------------------ datasets
     def add_dataset(self, task: str, name: str, split: str, digest: str, size: int,
@@ -228,9 +250,9 @@ class ServerDB:
             raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
         seq, entry, received = cls._append_log(c, entry_hash_fn, bundle_id, b.bundle_sha256, "bundle")
         c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
-                  " received_at, raw, created_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                  " received_at, raw, created_us, results_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                   [seq, bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint, b.created_at, received,
-                   b.raw, b.created_us])
+                   b.raw, b.created_us, b.results_key or None])
         # A row belongs to (task, model, submitter key): no other key's upload can touch it. Within it, the
         # bundle created latest (as a time, not as text) wins, whatever order the uploads arrive in.
         c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
@@ -249,9 +271,12 @@ class ServerDB:
         with self.tx() as c:
             if c.execute("SELECT 1 FROM attestations WHERE id = ?", [a.attestation_id]).fetchone():
                 raise ReplayError(f"attestation {a.attestation_id} was already accepted")
-            if c.execute("SELECT 1 FROM attestations WHERE bundle_id = ? AND auditor_fingerprint = ?",
-                         [a.bundle_id, a.auditor_fingerprint]).fetchone():
-                raise AttestationError(f"auditor {a.auditor_fingerprint} has already attested bundle {a.bundle_id}")
+            if c.execute("SELECT 1 FROM attestations a JOIN bundles b ON b.id = a.bundle_id"
+                         " WHERE a.auditor_fingerprint = ? AND (a.bundle_id = ? OR b.results_key ="
+                         " (SELECT results_key FROM bundles WHERE id = ?))",
+                         [a.auditor_fingerprint, a.bundle_id, a.bundle_id]).fetchone():
+                raise AttestationError(f"auditor {a.auditor_fingerprint} has already attested bundle {a.bundle_id}"
+                                       " or the same results (model, datasets and predictions) in another bundle")
             seq, entry, received = self._append_log(c, entry_hash_fn, a.attestation_id, a.sha256, "attestation")
             c.execute("INSERT INTO attestations(id, seq, bundle_id, auditor_fingerprint, verdict, summary, created_at,"
                       " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -260,6 +285,22 @@ class ServerDB:
         if self.checkpointer is not None:
             self.checkpointer.committed()
         return {"attestation_id": a.attestation_id, "seq": seq, "entry_hash": entry, "received_at": received}
+
+    def bundle_facts(self, bundle_id: str) -> BundleFacts:
+        """Signer, time and results key of an accepted bundle (what an attestation is checked against)."""
+        with self.lock:
+            row = self.conn.execute("SELECT key_fingerprint, created_us, created_at, results_key FROM bundles"
+                                    " WHERE id = ?", [bundle_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no accepted bundle with id {bundle_id}")
+        return BundleFacts(str(row[0]), int(row[1]), str(row[2]), str(row[3] or ""))
+
+    def key_stored_bytes(self, fingerprint: str) -> int:
+        """Bytes of every bundle this key has stored (its quota's use)."""
+        with self.lock:
+            row = self.conn.execute("SELECT COALESCE(SUM(LENGTH(raw)), 0) FROM bundles WHERE key_fingerprint = ?",
+                                    [fingerprint]).fetchone()
+        return int(row[0])
 
     def bundle_key(self, bundle_id: str) -> str:
         """The submitter key fingerprint of an accepted bundle."""
@@ -270,17 +311,20 @@ class ServerDB:
         return str(row[0])
 
     def attestations(self, task: str) -> dict[str, list[dict[str, Any]]]:
-        """Attestations of non-revoked auditors for a task's bundles: bundle id -> oldest first."""
+        """Attestations of non-revoked auditors for a task's bundles: bundle id -> oldest first. They attach to
+        results (``bundles.results_key``), so a bundle re-signed with a new time keeps its results' attestations."""
         with self.lock:
             rows = self.conn.execute(
-                "SELECT a.id, a.bundle_id, a.auditor_fingerprint, k.name, a.verdict, a.summary, a.created_at,"
-                " a.received_at, a.seq FROM attestations a JOIN bundles b ON b.id = a.bundle_id"
+                "SELECT a.id, b.id, a.auditor_fingerprint, k.name, a.verdict, a.summary, a.created_at,"
+                " a.received_at, a.seq, a.bundle_id FROM attestations a JOIN bundles ab ON ab.id = a.bundle_id"
+                " JOIN bundles b ON b.id = a.bundle_id OR b.results_key = ab.results_key"
                 " JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
                 " WHERE b.task = ? AND k.revoked_at IS NULL ORDER BY a.seq", [task]).fetchall()
         out: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             out.setdefault(r[1], []).append({
-                "id": r[0], "auditor_fingerprint": r[2], "auditor": r[3], "verdict": r[4], **json.loads(r[5]),
+                "id": r[0], "attested_bundle_id": r[9], "auditor_fingerprint": r[2], "auditor": r[3], "verdict": r[4],
+                **json.loads(r[5]),
                 "created_at": r[6], "received_at": r[7], "log_seq": r[8], "url": f"/api/attestations/{r[0]}"})
         return out
 
@@ -345,6 +389,41 @@ class ServerDB:
         return [{"model": r[0], "key_fingerprint": r[1], "submitter": r[2], "bundle_id": r[3], "created_at": r[4],
                  "model_digest": r[5], "metrics": json.loads(r[6]), "datasets": json.loads(r[7]),
                  "attestations": attested.get(r[3], [])} for r in rows]
+
+    # ------------------------------------------------------------------ the log is the truth (issue 32)
+    def stored_documents(self, after_seq: int, limit: int) -> list[tuple[int, str, str, str, bytes | None]]:
+        """``(seq, kind, id, sha256, raw)`` of log entries after ``after_seq``: the stored bytes the entry names
+        (None when no bundle or attestation of that id and kind is stored)."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256,"
+                " CASE WHEN l.kind = 'attestation' THEN a.raw ELSE b.raw END"
+                " FROM log l LEFT JOIN bundles b ON b.id = l.bundle_id AND b.seq = l.seq"
+                " LEFT JOIN attestations a ON a.id = l.bundle_id AND a.seq = l.seq"
+                " WHERE l.seq > ? ORDER BY l.seq LIMIT ?", [after_seq, limit]).fetchall()
+        return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), None if r[4] is None else bytes(r[4])) for r in rows]
+
+    def stored_board(self) -> list[tuple[Any, ...]]:
+        """Every board table row as ``(task, model, key, bundle_id, created_at, model_digest, metrics, datasets)``."""
+        with self.lock:
+            return [tuple(r) for r in self.conn.execute(
+                "SELECT task, model_name, key_fingerprint, bundle_id, created_at, model_digest, metrics, datasets"
+                " FROM board ORDER BY task, model_name, key_fingerprint").fetchall()]
+
+    def bundles_in_order(self, after_seq: int, limit: int) -> list[tuple[int, bytes, int]]:
+        """``(seq, raw, created_us)`` of stored bundles in log order (the board is derived from them)."""
+        with self.lock:
+            rows = self.conn.execute("SELECT seq, raw, created_us FROM bundles WHERE seq > ? ORDER BY seq LIMIT ?",
+                                     [after_seq, limit]).fetchall()
+        return [(int(r[0]), bytes(r[1]), int(r[2] or 0)) for r in rows]
+
+    def replace_board(self, rows: list[tuple[Any, ...]]) -> None:
+        """Replace the whole board table with ``rows`` (stored_board's shape plus created_us), in one transaction."""
+        with self.tx() as c:
+            c.execute("DELETE FROM board")
+            c.executemany("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
+                          " metrics, datasets, created_us) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        self._board_cache.clear()
 
     def log_entries(self, start: int, limit: int) -> list[dict[str, Any]]:
         cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash", "kind")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dynadesk.errors import (
     AttestationError,
+    AttestationTimeError,
     BundleError,
     BundleFormatError,
     DynaDeskError,
@@ -14,6 +15,8 @@ from dynadesk.errors import (
     NotAuditorError,
     NotFoundError,
     NotOnBoardError,
+    OwnOrganisationError,
+    QuotaExceededError,
     RateLimitedError,
     ReplayError,
     RevokedKeyError,
@@ -23,17 +26,22 @@ from dynadesk.errors import (
     UnknownKeyError,
     UnsupportedVersionError,
     ValidationError,
+    VerdictMismatchError,
 )
 
 # most specific first
 HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [
+    (QuotaExceededError, 429, "quota_exceeded"),
     (RateLimitedError, 429, "rate_limited"),
     (UnsupportedVersionError, 400, "unsupported_version"),
     (BundleFormatError, 400, "malformed_bundle"),
     (RevokedKeyError, 403, "revoked_key"),
     (UnknownKeyError, 403, "unknown_key"),
     (NotAuditorError, 403, "not_auditor"),
+    (OwnOrganisationError, 403, "own_organisation"),
     (SelfAttestationError, 403, "own_bundle"),
+    (VerdictMismatchError, 422, "verdict_contradicts_fields"),
+    (AttestationTimeError, 422, "attestation_before_bundle"),
     (FingerprintMismatch, 422, "key_mismatch"),
     (SignatureError, 422, "bad_signature"),
     (FutureTimestampError, 422, "future_timestamp"),

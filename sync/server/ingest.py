@@ -19,21 +19,28 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dynadesk.errors import (
+    AttestationTimeError,
+    BundleFormatError,
     FingerprintMismatch,
     FutureTimestampError,
     NotAuditorError,
     NotOnBoardError,
+    OwnOrganisationError,
+    QuotaExceededError,
     RevokedKeyError,
     SelfAttestationError,
     UnknownKeyError,
+    VerdictMismatchError,
 )
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
+from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
+from dynadesk.sync.server.migrations import results_key
 from dynadesk.sync.server.names import check_model_name
 from dynadesk.sync.server.task_registry import check_task_digest
 from dynadesk.sync.server.values import MetricRule, check_metrics
@@ -49,6 +56,13 @@ class UploadChecks:
     rules: dict[str, dict[str, MetricRule]]
     key_limiter: Limiter
     max_skew: timedelta = timedelta(minutes=5)
+    key_quota_bytes: int = 256 * 1024 * 1024  # stored bundle bytes per key (--key-quota)
+
+
+# Canonical bytes a bundle's free-form objects may take: they are stored and served for every row.
+MAX_SETTINGS_BYTES = 16 * 1024
+MAX_ENVIRONMENT_BYTES = 16 * 1024
+QUOTA_RETRY_S = 3600
 
 
 def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
@@ -69,6 +83,12 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
     key = _registered_key(db.upload_config(), env, what)
     env.verify(what)
     checks.key_limiter.take(key.fingerprint)
+    if fmt == FORMAT:
+        used = db.key_stored_bytes(key.fingerprint)
+        if used + len(raw) > checks.key_quota_bytes:
+            raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
+                                     f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"
+                                     " bytes (ask the administrator)", QUOTA_RETRY_S)
     return key
 
 
@@ -96,6 +116,10 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     what = "uploaded bundle"
     key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
     bundle = parse_bundle(raw, what)
+    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
+        size = len(canonical_bytes(bundle.payload[name]))
+        if size > limit:
+            raise BundleFormatError(f"payload.{name}: {size} bytes in canonical form; at most {limit} are accepted")
     if bundle.key_fingerprint != key.fingerprint:
         raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
                                   f" says {bundle.key_fingerprint}")
@@ -113,7 +137,7 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
                          bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
                          bundle.payload["created_at"], epoch_us(bundle.payload["created_at"], "payload.created_at"),
-                         digests, board_metrics(bundle.payload["metrics"]))
+                         digests, board_metrics(bundle.payload["metrics"]), results_key(bundle.payload))
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
@@ -130,11 +154,30 @@ def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: date
                               " (dynadesk-server keys add --role auditor)")
     att = _att.parse_attestation(raw, what)
     att.verify()
+    problem = _att.verdict_problem(att.payload)
+    if problem:
+        raise VerdictMismatchError(f"{what}: {problem}")
+    created_us = epoch_us(att.payload["created_at"], "attestation payload.created_at")
     if parse_utc(att.payload["created_at"], "attestation payload.created_at") > now + checks.max_skew:
         raise FutureTimestampError(f"attestation payload.created_at {att.payload['created_at']} lies in the future")
-    if db.bundle_key(att.bundle_id) == key.fingerprint:
-        raise SelfAttestationError(f"{what}: key {key.fingerprint} signed bundle {att.bundle_id} itself;"
-                                   " an auditor cannot attest their own bundle")
+    bundle = db.bundle_facts(att.bundle_id)
+    if created_us <= bundle.created_us:
+        raise AttestationTimeError(f"{what}: payload.created_at {att.payload['created_at']} is not later than the"
+                                   f" attested bundle's created_at {bundle.created_at}: nobody can audit a bundle"
+                                   " before it exists")
+    _refuse_own_results(db, key, bundle.key_fingerprint, att.bundle_id, what)
     return db.accept_attestation(CheckedAttestation(att.id, att.raw, hashlib.sha256(att.raw).hexdigest(),
                                                     att.bundle_id, key.fingerprint, att.verdict, att.summary(),
                                                     att.payload["created_at"]), entry_hash)
+
+
+def _refuse_own_results(db: ServerDB, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
+    """An auditor key never attests a bundle of its own key or of a key of its own organisation."""
+    if submitter_fp == auditor.fingerprint:
+        raise SelfAttestationError(f"{what}: key {auditor.fingerprint} signed bundle {bundle_id} itself;"
+                                   " an auditor cannot attest their own bundle")
+    submitter = db.upload_config().keys.get(submitter_fp)
+    if submitter is not None and submitter.org == auditor.org:
+        raise OwnOrganisationError(f"{what}: auditor key {auditor.fingerprint} and the key that signed bundle"
+                                   f" {bundle_id} both belong to organisation {auditor.organisation!r}; an auditor"
+                                   " cannot attest its own organisation's results")

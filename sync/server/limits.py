@@ -77,5 +77,17 @@ def parse_rate(text: str, what: str) -> Rate:
     return rate
 
 
+def client_address(peer: str, forwarded_for: str | None, trusted_proxies: frozenset[str]) -> str:
+    """Who the address limit charges: the connection's peer, unless that peer is a ``--trusted-proxy``; then the
+    nearest address in ``X-Forwarded-For`` that is not itself a trusted proxy. From anyone else the header is
+    ignored (a client choosing it per request would otherwise get a fresh bucket each time)."""
+    if peer not in trusted_proxies or not forwarded_for:
+        return peer
+    for hop in reversed([h.strip() for h in forwarded_for.split(",")]):
+        if hop and hop not in trusted_proxies:
+            return hop[:64]
+    return peer
+
+
 def parse_limits(address: str, key: str) -> UploadLimits:
     return UploadLimits(parse_rate(address, "--address-rate"), parse_rate(key, "--key-rate"))

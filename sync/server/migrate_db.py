@@ -20,8 +20,8 @@ from dynadesk.sync.format.translog import sign_head, verify_log
 from dynadesk.sync.server.backend import SQLiteBackend
 from dynadesk.sync.server.db import ServerDB
 
-# Parents before children (keys before bundles, log before bundles and attestations).
-TABLES = ("keys", "board_datasets", "dataset_versions", "log", "bundles", "board", "attestations")
+# Parents before children (organisations before keys, keys before bundles, log before bundles and attestations).
+TABLES = ("organisations", "keys", "board_datasets", "dataset_versions", "log", "bundles", "board", "attestations")
 BATCH = 2000
 _LOG_PAGE = 10_000
 

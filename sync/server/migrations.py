@@ -16,9 +16,11 @@ Never edit an applied migration; add ``m00N`` below.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.backend import Executor, Tx
@@ -132,8 +134,37 @@ def m003_roles_times_versions(c: Tx) -> None:
     c.execute("DELETE FROM meta WHERE key = 'schema_version'")  # the old counter; server_migrations records names now
 
 
+def results_key(payload: dict[str, Any]) -> str:
+    """What an attestation attaches to: one submitter key's results (task, model digest, each dataset digest, the
+    predictions digest). Re-signing them with a new time or under a new model name (a new bundle id) keeps every
+    attestation of them; another key's identical results are its own claim and keep their own."""
+    from dynadesk.sync.format.canonical import canonical_bytes
+
+    parts = {"task": payload["task"], "key": payload["submitter"]["key_fingerprint"],
+             "model": payload["model"]["digest"],
+             "datasets": sorted(d["digest"] for d in payload["datasets"]),
+             "predictions": payload["predictions"]["digest"]}
+    return hashlib.sha256(canonical_bytes(parts)).hexdigest()
+
+
 @migration
-def m004_h35_tasks(c: Tx) -> None:
+def m004_tasks(c: Tx) -> None:
     """Tasks registered on this board by file (``dynadesk-server tasks add FILE.yaml``), beside the bundled four."""
     c.ddl("""CREATE TABLE IF NOT EXISTS server_tasks (
         name TEXT PRIMARY KEY, digest TEXT NOT NULL, definition TEXT NOT NULL, added_at TEXT NOT NULL)""")
+
+
+@migration
+def m005_results_organisations(c: Tx) -> None:
+    """Bundles' results key (attestations attach to results, not to one signature's time) and the
+    organisations keys belong to (an auditor never attests its own organisation's results)."""
+    c.ddl("ALTER TABLE bundles ADD COLUMN results_key TEXT")
+    for seq, raw in c.execute("SELECT seq, raw FROM bundles").fetchall():
+        try:
+            key: str | None = results_key(json.loads(bytes(raw))["payload"])
+        except (ValueError, KeyError, TypeError):  # a row no upload could have made (hand-built tests): no key
+            key = None
+        c.execute("UPDATE bundles SET results_key = ? WHERE seq = ?", [key, seq])
+    c.ddl("CREATE INDEX bundles_results ON bundles(results_key)")
+    c.ddl("CREATE TABLE organisations (name TEXT PRIMARY KEY, added_at TEXT NOT NULL)")
+    c.ddl("ALTER TABLE keys ADD COLUMN organisation TEXT REFERENCES organisations(name)")

@@ -20,11 +20,17 @@ class KeyRow:
     revoked_at: str | None
     revoke_reason: str | None
     role: str = "submitter"
+    organisation: str | None = None  # registered by the operator; None: the key is an organisation of its own
+
+    @property
+    def org(self) -> str:
+        """The organisation the key acts for (a key without one stands for itself)."""
+        return self.organisation or f"key:{self.fingerprint}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "public_key": self.public_key.hex(), "name": self.name,
                 "added_at": self.added_at, "revoked_at": self.revoked_at, "revoke_reason": self.revoke_reason,
-                "role": self.role}
+                "role": self.role, "organisation": self.organisation}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class CheckedBundle:
     created_us: int  # created_at as microseconds since 1970: what the board orders by
     datasets: dict[str, str]  # name -> digest the bundle was scored on
     metrics: dict[str, Any]  # the board's compact form (board.board_metrics)
+    results_key: str = ""  # migrations.results_key: what attestations attach to
 
 
 @dataclass(frozen=True)
@@ -65,3 +72,13 @@ class CheckedAttestation:
     verdict: str
     summary: dict[str, Any]  # what the board shows of it (fields, hardware class, image)
     created_at: str
+
+
+@dataclass(frozen=True)
+class BundleFacts:
+    """What an attestation is checked against: the attested bundle's signer, time and results."""
+
+    key_fingerprint: str
+    created_us: int
+    created_at: str
+    results_key: str

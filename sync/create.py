@@ -75,7 +75,16 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
+        **_worker(ev.settings),
     }
+
+
+def _worker(settings: dict[str, Any]) -> dict[str, Any]:
+    """``{"worker": {name, key_fingerprint}}`` for a queued run (the key that signed its result), else nothing."""
+    queue = settings.get("queue") or {}
+    if not queue.get("worker_key"):
+        return {}
+    return {"worker": {"name": str(queue.get("worker") or "?"), "key_fingerprint": queue["worker_key"]}}
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

@@ -271,3 +271,61 @@ def test_a_password_protected_broker_passes_the_check(tmp_path):
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=10)
+
+
+def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_passes(redis_server, home, tmp_path):
+    """The demo's bag-of-words model, queued to a trusted worker: the bundle's payload names the worker and the key
+    that signed its result; 'bundle show' and 'dynadesk audit' print it, and the audit passes."""
+    from _sync_helpers import workspace_with_key
+    from eval_support import sentences
+
+    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.registry import register_model
+    from dynadesk.sync.create import create_bundle
+
+    ws, store = workspace_with_key(home)
+    train = [{"id": f"t{i}", "statement": s, "label": LABELS[i % 3]} for i, s in enumerate(sentences(60, 5))]
+    train_bag_of_words(tmp_path / "bow", "sentiment", LABELS, ["statement"], train, epochs=2)
+    register_model(store, tmp_path / "bow", "sentiment", name="bow")
+    add_test_set(store, "set0-test", 12, seed=0)
+    queue = Queue.open(parse_broker(redis_server.url))
+    job, run_id = enqueue(store, ws, queue, run_request("bow", runner="local"))
+    worker = start_worker(redis_server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
+    fpr = trust(store, worker)
+    try:
+        (record,) = collect(store, ws, queue, [job], timeout_s=300)
+    finally:
+        worker.stop()
+    assert record.status == "succeeded", record.error
+    bundle = create_bundle(ws, store, run_id)
+    assert bundle.payload["worker"] == {"name": "w1", "key_fingerprint": fpr}
+    path = tmp_path / "b.json"
+    path.write_bytes(bundle.raw)
+    shown = run_cli("bundle", "show", str(path), home=home).stdout
+    assert f"evaluated by queue worker w1  worker key {fpr}" in shown
+    audit = run_cli("audit", str(path), home=home)
+    assert audit.returncode == 0 and f"worker key {fpr}" in audit.stdout, audit.stdout
+    store.close()
+
+
+def test_a_bundle_worker_field_is_schema_checked_and_old_bundles_still_pass():
+    from dynadesk.errors import BundleFormatError
+    from dynadesk.sync.format.schema import check_payload
+
+    with pytest.raises(BundleFormatError, match=r"payload.worker.key_fingerprint: has the wrong form"):
+        check_payload({"worker": {"name": "w1", "key_fingerprint": "w1"}, **_minimal_payload()})
+    with pytest.raises(BundleFormatError, match=r"payload.worker: unknown field\(s\) extra"):
+        check_payload({"worker": {"name": "w1", "key_fingerprint": "sha256:" + "a" * 64, "extra": 1},
+                       **_minimal_payload()})
+    check_payload(_minimal_payload())  # no worker field: as every bundle made before it
+    check_payload({"worker": {"name": "w1", "key_fingerprint": "sha256:" + "a" * 64}, **_minimal_payload()})
+
+
+def _minimal_payload() -> dict:
+    return {"created_at": "2026-01-01T00:00:00Z", "task": "sentiment", "model": {"name": "m", "digest": "sha256:"
+            + "b" * 64}, "datasets": [{"name": "d", "split": "test", "digest": "sha256:" + "c" * 64, "size": 1}],
+            "evaluator": {"image_digest": None, "version": "v"}, "runner": {"kind": "local", "sandboxed": False},
+            "environment": {}, "seeds": {}, "settings": {},
+            "metrics": [{"dataset": "", "metric": "perf", "value": 1.0, "unit": "%", "deterministic": True}],
+            "predictions": {"digest": "sha256:" + "d" * 64, "merkle_root": "e" * 64, "count": 1},
+            "submitter": {"key_fingerprint": "sha256:" + "f" * 64}, "evaluation_id": 1}

@@ -20,7 +20,7 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders: algorithm named
 RUNNER_KINDS = ("docker", "local")
 
-OPTIONAL_PAYLOAD_KEYS = {"tolerances"}  # absent in bundles made before the audit added it
+OPTIONAL_PAYLOAD_KEYS = {"tolerances", "worker"}  # absent in bundles made before the audit (queue worker) added it
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -169,5 +169,9 @@ def check_payload(p: Any) -> None:
     s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})
     text(s["key_fingerprint"], "payload.submitter.key_fingerprint", DIGEST)
     integer(p["evaluation_id"], "payload.evaluation_id")
+    if "worker" in p:  # the queue worker whose key signed the run's result (dynadesk.queue.identity)
+        wk = obj(p["worker"], "payload.worker", {"name", "key_fingerprint"})
+        text(wk["name"], "payload.worker.name", max_len=128)
+        text(wk["key_fingerprint"], "payload.worker.key_fingerprint", DIGEST)
     if "tolerances" in p:  # measured-metric tolerances, checked by dynadesk.audit.tolerances
         check_tolerances(p["tolerances"], "payload.tolerances")

@@ -95,6 +95,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
         "task_digest": task_digest(get_task(ev.task)),  # which definition of the task these scores are for
         **signed_intervals(ev.profile),
+        **_worker(ev.settings),
     }
 
 
@@ -111,6 +112,14 @@ def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 MAX_OUTCOME_CHARS = 512 * 1024  # about 190,000 examples over all test sets
+
+
+def _worker(settings: dict[str, Any]) -> dict[str, Any]:
+    """``{"worker": {name, key_fingerprint}}`` for a queued run (the key that signed its result), else nothing."""
+    queue = settings.get("queue") or {}
+    if not queue.get("worker_key"):
+        return {}
+    return {"worker": {"name": str(queue.get("worker") or "?"), "key_fingerprint": queue["worker_key"]}}
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

@@ -146,3 +146,13 @@ def remove_containers(client, under: Path) -> None:
     for c in client.containers.list(all=True, filters={"label": "dynadesk.role=evaluation"}):
         if c.labels.get("dynadesk.run-dir", "").startswith(str(Path(under).resolve())):
             c.remove(force=True)
+
+
+def trust(store, worker: WorkerProc) -> str:
+    """Trust ``worker``'s key (created at its start) in the coordinating workspace ``store``; its fingerprint."""
+    from dynadesk.queue.identity import key_paths, read_public_keyfile
+    from dynadesk.store import worker_keys
+
+    fpr, raw = read_public_keyfile(key_paths(worker.home)[1])
+    worker_keys.trust(store, fpr, raw, worker.name)
+    return fpr

@@ -27,6 +27,7 @@ COMMANDS = [
     "export DYNADESK_BROKER=redis://:lab-broker-secret@coordinator:6379/0",
     "dynadesk image build",
     "dynadesk worker --broker redis://:lab-broker-secret@coordinator:6379/0 --gpus 0",
+    "dynadesk jobs trust-worker gpu-box-worker.pub",
     "dynadesk eval my-model majority-sentiment --queue $DYNADESK_BROKER --no-wait",
     "dynadesk jobs list",
     "dynadesk jobs cancel JOB",
@@ -81,7 +82,8 @@ def test_every_command_of_the_readme_section(tmp_path, evaluator_image, docker_c
 
     def lab(command: str) -> list[str]:
         command = (command.replace("lab-broker-secret", password).replace("coordinator:6379", f"127.0.0.1:{port}")
-                   .replace("--port 6379", f"--port {port}").replace("0.0.0.0", "127.0.0.1"))
+                   .replace("--port 6379", f"--port {port}").replace("0.0.0.0", "127.0.0.1")
+                   .replace("gpu-box-worker.pub", str(gpu_box / "worker-key" / "worker.pub")))
         return shlex.split(command.replace("$DYNADESK_BROKER", url))
 
     url = f"redis://:{password}@127.0.0.1:{port}/0"
@@ -96,22 +98,24 @@ def test_every_command_of_the_readme_section(tmp_path, evaluator_image, docker_c
         env = {**os.environ, "DYNADESK_BROKER": value}
         run_cli(*lab(commands[2])[1:], "--cache", str(IMAGE_CACHE), home=gpu_box)
         worker = spawn_worker(server, gpu_box, socket.gethostname(), lab(commands[3])[1:])
+        trusted = run_cli(*lab(commands[4])[1:], home=coordinator).stdout
+        assert trusted.startswith("trusted worker key sha256:"), trusted
 
-        queued = run_cli(*lab(commands[4])[1:], home=coordinator)
+        queued = run_cli(*lab(commands[5])[1:], home=coordinator)
         first, second = queued.stdout.split()
-        listing = run_cli(*lab(commands[5])[1:], home=coordinator, env=env).stdout
+        listing = run_cli(*lab(commands[6])[1:], home=coordinator, env=env).stdout
         assert first in listing and second in listing
-        cancel = [second if a == "JOB" else a for a in lab(commands[6])[1:]]
+        cancel = [second if a == "JOB" else a for a in lab(commands[7])[1:]]
         assert run_cli(*cancel, home=coordinator, env=env).stdout.strip() == f"job {second}: cancelled"
-        collected = run_cli(*lab(commands[7])[1:], home=coordinator, env=env)
+        collected = run_cli(*lab(commands[8])[1:], home=coordinator, env=env)
         rows = {line.split()[4]: line.split() for line in collected.stdout.splitlines()[2:]}
         assert rows[first][2] == "succeeded" and rows[first][5] == socket.gethostname(), collected.stdout
         assert rows[second][2] == "cancelled", collected.stdout
         queued_run = rows[first][0]
-        local = run_cli(*lab(commands[8])[1:], home=coordinator)
+        local = run_cli(*lab(commands[9])[1:], home=coordinator)
         local_run = re.match(r"run (\d+):", local.stdout).group(1)
         compare = [queued_run if a == "QUEUED_RUN" else local_run if a == "LOCAL_RUN" else a
-                   for a in lab(commands[9])[1:]]
+                   for a in lab(commands[10])[1:]]
         proc = run_cli(*compare, home=coordinator)
         assert proc.stdout.splitlines()[-1].endswith("OK"), proc.stdout
         shown = run_cli("runs", "show", queued_run, home=coordinator).stdout

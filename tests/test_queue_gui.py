@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gui_support import majority_model, make_window, sentiment_rows, write_jsonl
-from queue_support import serve_redis, start_worker
+from queue_support import serve_redis, start_worker, trust
 
 pytestmark = pytest.mark.qt
 
@@ -45,6 +45,11 @@ def test_a_broker_url_without_password_is_refused_on_the_page(require_qt, qtbot,
 def test_a_queued_run_from_the_page_runs_on_a_worker_and_is_stored_here(require_qt, qtbot, tmp_path, redis_server):
     page, left = _page(qtbot, tmp_path)
     worker = start_worker(redis_server, tmp_path / "box" / "ws", "box-1", "--allow-unsandboxed")
+    from dynadesk.workspace import Workspace
+
+    st = Workspace(tmp_path / "ws").open_store()
+    trust(st, worker)
+    st.close()
     try:
         page.queue.setText(redis_server.url)
         qtbot.mouseClick(page.start_button, left)

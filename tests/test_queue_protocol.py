@@ -16,6 +16,7 @@ from dynadesk.errors import BrokerUnavailable, QueueError, TransferError
 from dynadesk.queue import jobs
 from dynadesk.queue.broker import connect, parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
+from dynadesk.queue.identity import lease_id, sign
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
 
 
@@ -36,6 +37,16 @@ def majority_workspace(store, tmp_path):
     register_model(store, folder, "sentiment", name="maj")
     add_test_set(store, "set0-test", 6, seed=0)
     return "maj"
+
+
+def trusted_key(store, tmp_path):
+    """A worker key made here and trusted by the workspace (what 'dynadesk jobs trust-worker' records)."""
+    from dynadesk.queue.identity import fingerprint_of, load_or_create
+    from dynadesk.store import worker_keys
+
+    key = load_or_create(tmp_path / "worker-home")
+    worker_keys.trust(store, fingerprint_of(key), key.public_key().public_bytes_raw().hex(), "test")
+    return key
 
 
 @pytest.mark.parametrize("url, says", [
@@ -114,23 +125,27 @@ def test_lease_claim_heartbeat_reap_and_a_late_result_is_refused(redis_server, s
     queue = Queue.open(parse_broker(redis_server.url))
     job, run_id = enqueue(store, Workspace(home), queue, RunRequest(model="maj", runner="local"))
     client = queue.client
-    assert jobs.claim(client, job, 0, "w1", lease_s=1.0) == "claimed"
+    assert jobs.claim(client, job, 0, "w1", lease_s=1.0, secret="s1") == "claimed"
     # a second delivery of the same message (visibility timeout, restored unacked message) is dropped
-    assert jobs.claim(client, job, 0, "w2", lease_s=1.0) == "running"
-    assert jobs.heartbeat(client, job, "w1", 1.0, {"phase": "predict", "overall_done": 2, "overall_total": 6}) == "ok"
+    assert jobs.claim(client, job, 0, "w2", lease_s=1.0, secret="s2") == "running"
+    assert jobs.heartbeat(client, job, "s1", 1.0, {"phase": "predict", "overall_done": 2, "overall_total": 6}) == "ok"
     assert jobs.view(client, job).progress["overall_done"] == 2
-    assert jobs.heartbeat(client, job, "w2", 1.0, None) == "lost"  # not w2's lease
+    assert jobs.heartbeat(client, job, "s2", 1.0, None) == "lost"  # not w2's lease
+    assert jobs.heartbeat(client, job, "w1", 1.0, None) == "lost"  # the public name holds nothing
     assert jobs.reap(client) == []  # w1's lease is alive
     time.sleep(1.3)  # w1 stops renewing: dead
     view = jobs.view(client, job)
     assert view.shown_state == "stuck" and view.worker == "w1"
     assert jobs.reap(client) == [(job, 1)]
     assert jobs.reap(client) == []  # once only
-    assert jobs.claim(client, job, 0, "w2", lease_s=5.0) == "stale"  # the old message
-    assert jobs.claim(client, job, 1, "w2", lease_s=5.0) == "claimed"
-    assert not jobs.finish(client, job, "w1", "succeeded", {"late": True})  # w1 came back: refused
-    assert jobs.finish(client, job, "w2", "failed", {"error": "test", "worker": "w2"})
-    assert jobs.view(client, job).result == {"error": "test", "worker": "w2"}
+    assert jobs.claim(client, job, 0, "w2", lease_s=5.0, secret="s2") == "stale"  # the old message
+    assert jobs.claim(client, job, 1, "w2", lease_s=5.0, secret="s2") == "claimed"
+    assert not jobs.finish(client, job, "s1", "succeeded", {"late": True})  # w1 came back: refused
+    key = trusted_key(store, tmp_path)
+    result = sign(key, {"error": "test", "worker": "w2", "job": job, "attempt": 1, "lease": lease_id("s2"),
+                        "request": jobs.payload(client, job)["request"]})
+    assert jobs.finish(client, job, "s2", "failed", result)
+    assert jobs.view(client, job).result == result
     records = collect(store, Workspace(home), queue, [job])
     assert [r.id for r in records] == [run_id] and records[0].status == "failed"
     assert "w2" in records[0].error
@@ -145,7 +160,7 @@ def test_cancel_a_queued_job_from_the_cli_and_its_delivery_is_dropped(redis_serv
     assert "queued job " + job in proc.stderr
     proc = run_cli("jobs", "cancel", job, "--broker", redis_server.url, home=home)
     assert proc.stdout.strip() == f"job {job}: cancelled"
-    assert jobs.claim(redis_server.client(), job, 0, "w1", 5.0) == "cancelled"
+    assert jobs.claim(redis_server.client(), job, 0, "w1", 5.0, "s1") == "cancelled"
     proc = run_cli("jobs", "collect", "--broker", redis_server.url, "--json", home=home)
     (row,) = json.loads(proc.stdout)
     assert row["status"] == "cancelled" and row["job"] == job
@@ -158,7 +173,7 @@ def test_a_job_whose_worker_stopped_shows_as_stuck(redis_server, store, home, tm
     majority_workspace(store, tmp_path)
     proc = run_cli("eval", "maj", "--runner", "local", "--queue", redis_server.url, "--no-wait", home=home)
     job = proc.stdout.split()[-1]
-    assert jobs.claim(redis_server.client(), job, 0, "gpu-box-1", lease_s=0.5) == "claimed"
+    assert jobs.claim(redis_server.client(), job, 0, "gpu-box-1", lease_s=0.5, secret="s1") == "claimed"
     time.sleep(0.8)
     proc = run_cli("jobs", "list", "--broker", redis_server.url, "--json", home=home)
     (row,) = json.loads(proc.stdout)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import job_states, remove_containers, result_of, run_cli, serve_redis, start_worker
+from queue_support import job_states, remove_containers, result_of, run_cli, serve_redis, start_worker, trust
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.queue.broker import parse_broker
@@ -63,6 +63,7 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
     model = majority_workspace(store, tmp_path)
     ws = Workspace(home)
     workers = [start_worker(redis_server, tmp_path / name, name, lease=3.0) for name in ("w1", "w2")]
+    keys = {w.name: trust(store, w) for w in workers}
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         request = run_request(model, runner="docker", batch_size=4, latency_samples=2, warmup=0,
@@ -98,6 +99,7 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
     by_job = {r.settings["queue"]["job"]: r for r in records}
     assert sorted(by_job) == sorted(ids)  # one run per job
     assert {r.settings["queue"]["worker"] for r in records} == {"w1", "w2"}  # split across both
+    assert all(r.settings["queue"]["worker_key"] == keys[r.settings["queue"]["worker"]] for r in records)
     again = by_job[killed].settings["queue"]
     assert again["worker"] == "w2" and again["attempt"] == 1 and again["requeued_from"] == "w1", again
     assert log2.count(f"job {killed} attempt 1: running") == 1
@@ -118,6 +120,7 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
     model = majority_workspace(store, tmp_path)
     ws = Workspace(home)
     worker = start_worker(redis_server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
+    trust(store, worker)
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
@@ -146,6 +149,8 @@ def test_a_frozen_worker_loses_its_job_and_its_late_result_is_discarded(redis_se
     model = majority_workspace(store, tmp_path)
     ws = Workspace(home)
     workers = [start_worker(redis_server, tmp_path / n, n, "--allow-unsandboxed", lease=2.0) for n in ("w1", "w2")]
+    for w in workers:
+        trust(store, w)
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))

@@ -75,6 +75,9 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
 
         report.add(*check_transparency(bundle, server, server_key))
     model_check, loc = inputs.check_model(store, p, model_path)
+    if p.get("worker"):
+        report.notes.append(f"evaluated by queue worker {p['worker']['name']} (worker key "
+                            f"{p['worker']['key_fingerprint']})")
     report.add(model_check, *inputs.check_datasets(store, p), inputs.check_evaluator_code(p))
     report.add(inputs.check_image(p, client))
     record = None

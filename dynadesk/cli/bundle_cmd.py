@@ -134,6 +134,8 @@ def bundle_show(file: str, as_json: bool) -> None:
                f"{' sandboxed' if p['runner']['sandboxed'] else ''}  key {b.key_fingerprint}\n"
                f"  predictions {p['predictions']['count']} (merkle root {p['predictions']['merkle_root']})")
     click.echo(f"  task digest {p.get('task_digest', '(not recorded: made before task digests)')}")
+    if p.get("worker"):
+        click.echo(f"  evaluated by queue worker {p['worker']['name']}  worker key {p['worker']['key_fingerprint']}")
     lineage = p["model"].get("lineage")
     if lineage:
         trained = ", ".join(f"{t['dataset']}×{t['weight']:g} ({t['digest'][:19]})" for t in lineage["train"])

@@ -29,18 +29,34 @@ def open_queue(url: str | None) -> Any:
               help="Seconds a job stays leased without a heartbeat; after that another worker takes it.")
 @click.option("--allow-unsandboxed", is_flag=True,
               help="Also take jobs queued with --runner local (run without the Docker sandbox).")
+@click.option("--max-cpus", type=click.FloatRange(0.1, 4096), default=None,
+              help="The most CPUs one job gets, whatever it asks for (default: this machine's cores).")
+@click.option("--max-memory", "max_memory_gib", type=click.FloatRange(0.05, 65536), default=16.0, show_default=True,
+              help="The most memory (GiB) one job gets.")
+@click.option("--max-pids", type=click.IntRange(16, 1 << 22), default=1024, show_default=True,
+              help="The most processes one job may start.")
+@click.option("--max-tmpfs", "max_tmpfs_gib", type=click.FloatRange(0.01, 65536), default=4.0, show_default=True,
+              help="The largest /tmp (GiB) one job gets.")
+@click.option("--max-timeout", "max_timeout_s", type=click.FloatRange(1, 30 * 86400), default=86400.0,
+              show_default=True, help="The longest wall-clock time (seconds) one job may run.")
 @pass_app
 def worker(app: Any, broker: str | None, gpus: str | None, name: str | None, lease_s: float,
-           allow_unsandboxed: bool) -> None:
-    """Take evaluation jobs from the broker, one at a time, and run them in this machine's Docker."""
+           allow_unsandboxed: bool, max_cpus: float | None, max_memory_gib: float, max_pids: int,
+           max_tmpfs_gib: float, max_timeout_s: float) -> None:
+    """Take evaluation jobs from the broker, one at a time, and run them in this machine's Docker.
+
+    The worker signs every result with its own key (created in HOME/worker-key/ at first start);
+    the coordinating workspace must trust it: 'dynadesk jobs trust-worker HOME/worker-key/worker.pub'."""
     import socket
 
     from dynadesk.queue.broker import parse_broker
-    from dynadesk.queue.worker import WorkerConfig, serve
+    from dynadesk.queue.worker import GIB, Maxima, WorkerConfig, serve
 
     app.workspace.ensure()
+    maxima = Maxima(cpus=max_cpus or Maxima().cpus, memory_bytes=int(max_memory_gib * GIB), pids=max_pids,
+                    tmpfs_bytes=int(max_tmpfs_gib * GIB), timeout_s=max_timeout_s)
     serve(WorkerConfig(parse_broker(broker), app.workspace.home, name=name or socket.gethostname(), gpus=gpus,
-                       lease_s=lease_s, allow_unsandboxed=allow_unsandboxed))
+                       lease_s=lease_s, allow_unsandboxed=allow_unsandboxed, maxima=maxima))
 
 
 @click.group()
@@ -93,6 +109,47 @@ def jobs_workers(broker, as_json):
     echo_table(["worker", "host", "job", "heartbeat", "gpus", "hardware class"],
                [[w.get("name"), w.get("host"), w.get("job") or "", _age(w.get("seen")), w.get("gpus") or "",
                  w.get("hardware_class") or ""] for w in found])
+
+
+@jobs.command("trust-worker")
+@click.argument("keyfile", type=click.Path(exists=True, dir_okay=False))
+@click.option("--label", default=None,
+              help="A name for the key in 'dynadesk jobs trusted-workers' (default: the file).")
+@pass_app
+def jobs_trust_worker(app, keyfile, label):
+    """Accept results signed by the worker key in KEYFILE (a worker's HOME/worker-key/worker.pub)."""
+    from dynadesk.queue.identity import read_public_keyfile
+    from dynadesk.store import worker_keys
+
+    fpr, raw = read_public_keyfile(keyfile)
+    row = worker_keys.trust(app.store, fpr, raw, label or str(keyfile))
+    click.echo(f"trusted worker key {row.fingerprint} ({row.label})")
+
+
+@jobs.command("trusted-workers")
+@json_option
+@pass_app
+def jobs_trusted_workers(app, as_json):
+    """List the worker keys this workspace accepts results from (revoked ones too, marked)."""
+    from dynadesk.store import worker_keys
+
+    rows = worker_keys.list_keys(app.store)
+    if as_json:
+        echo_json([r.to_dict() for r in rows])
+        return
+    echo_table(["fingerprint", "label", "trusted", "revoked"],
+               [[r.fingerprint, r.label, r.trusted_at, r.revoked_at or ""] for r in rows])
+
+
+@jobs.command("revoke-worker")
+@click.argument("fingerprint")
+@pass_app
+def jobs_revoke_worker(app, fingerprint):
+    """Stop accepting results signed by this worker key (its stored runs keep naming it)."""
+    from dynadesk.store import worker_keys
+
+    row = worker_keys.revoke(app.store, fingerprint)
+    click.echo(f"revoked worker key {row.fingerprint} ({row.label}) at {row.revoked_at}")
 
 
 @jobs.command("cancel")

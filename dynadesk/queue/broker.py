@@ -86,6 +86,27 @@ def connect(broker: BrokerURL, timeout: float = 10.0) -> Any:
     return client
 
 
+def refuse_anonymous(broker: BrokerURL, timeout: float = 10.0) -> None:
+    """Connect *without* the password: a broker that lets that client in is refused (:class:`QueueError`), since
+    anyone who reaches its port could then queue jobs and forge results. Unreachable brokers are left to
+    :func:`connect`, which says so."""
+    import redis
+    import redis.exceptions as rex
+
+    client = redis.Redis(host=broker.host, port=broker.port, db=broker.db, ssl=broker.url.startswith("rediss:"),
+                         socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        client.ping()
+    except (rex.AuthenticationError, rex.ResponseError):
+        return  # NOAUTH: the password is required
+    except (rex.ConnectionError, rex.TimeoutError, OSError):
+        return
+    finally:
+        client.close()
+    raise QueueError(f"broker {broker.shown} accepts clients without a password; refusing to use it: set "
+                     "redis-server's requirepass (or an ACL user with a password) first")
+
+
 def key(*parts: str) -> str:
     """``dynadesk:<part>:<part>``: every key the queue writes shares one prefix."""
     return PREFIX + ":".join(parts)

@@ -7,6 +7,11 @@ a finished job's predictions, metrics and environment through the same code as a
 once: a run that is no longer ``queued`` is never written again, so a job can produce at most
 one run. The worker, its host, hardware class and attempt are recorded in the run's
 ``settings["queue"]``.
+
+Only a result signed by a worker key this workspace trusts, for the job's current attempt
+and lease and the request it sent, is stored (:func:`~dynadesk.queue.identity.verify`); any
+other is refused and the job queued again, so a process holding only the broker password
+cannot make a run. The signing key's fingerprint is ``settings["queue"]["worker_key"]``.
 """
 
 from __future__ import annotations
@@ -98,6 +103,11 @@ def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wai
                 seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
                 progress(view)
             if view.state in jobs.FINAL:
+                refused = refuse_unsigned(store, queue, view)
+                if refused:
+                    if progress:
+                        progress(view)
+                    continue
                 record = store_result(store, workspace, queue, view)
                 if record is not None:
                     done.append(record)
@@ -109,6 +119,28 @@ def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wai
                              "(see 'dynadesk jobs list')")
         time.sleep(poll_s)
     return done
+
+
+def refuse_unsigned(store: Any, queue: Queue, view: jobs.JobView) -> str:
+    """Why this final job's result is not a trusted worker's, after queuing the job again ('' when it is)."""
+    from dynadesk.queue.identity import ResultRefused, verify
+
+    if view.state == "cancelled" and not view.result:  # cancelled here before any worker claimed it
+        return ""
+    if store.evaluations.get(view.run_id).status != "queued":
+        return ""  # stored already: store_result ignores it
+    with translated(queue.broker):
+        request = jobs.payload(queue.client, view.id).get("request") or {}
+    try:
+        verify(store, view.result or {}, job=view.id, attempt=view.attempt, lease=view.lease_id, request=request)
+        return ""
+    except ResultRefused as exc:
+        why = str(exc)
+    with translated(queue.broker):
+        attempt = jobs.requeue(queue.client, view.id, why)
+    if attempt:
+        queue.send(view.id, attempt)
+    return why
 
 
 def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -> Any:
@@ -144,7 +176,8 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
             fetched.unlink()  # the run folder keeps the file; the cache is only the verified landing place
     settings = {**record.settings, "queue": {
         "job": view.id, "attempt": view.attempt, "worker": result.get("worker"), "host": result.get("host"),
-        "hardware_class": result.get("hardware_class"), "requeued_from": view.requeued_from or None}}
+        "hardware_class": result.get("hardware_class"), "requeued_from": view.requeued_from or None,
+        "worker_key": worker_key_of(result), "limits": result.get("limits"), "maxima": result.get("maxima")}}
     if result.get("image_build"):
         settings["image_build"] = result["image_build"]
     o = result["outcome"]
@@ -160,6 +193,14 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
                                      log=log[-MAX_DB_LOG:], finished_at=now)
         return store.evaluations.get(view.run_id)
     return store_results(store, view.run_id, folder, outcome, log)
+
+
+def worker_key_of(result: dict[str, Any]) -> str | None:
+    """The fingerprint of the key that signed a (verified) result."""
+    from dynadesk.sync.format.keys import fingerprint
+
+    raw = result.get("worker_key")
+    return fingerprint(bytes.fromhex(raw)) if isinstance(raw, str) else None
 
 
 def describe_progress(view: jobs.JobView) -> str:

@@ -5,7 +5,10 @@ result). Celery only delivers "run job X, attempt N"; whether that delivery may 
 decided here, atomically (Lua):
 
 * **claim** — only a ``queued`` job whose attempt matches the message's, and only by taking
-  the lease ``dynadesk:lease:<id>`` (``SET NX`` with a TTL). A second delivery of the same
+  the lease ``dynadesk:lease:<id>`` (``SET NX`` with a TTL). The lease holds the sha1 of a
+  secret the claiming worker drew for this claim, never its public name: heartbeat and finish
+  must show the secret, and the worker's signed result names the lease id (see
+  :mod:`dynadesk.queue.identity`). A second delivery of the same
   message (Celery's visibility timeout, a restored unacked message) finds the job running or
   the attempt stale and is dropped: a running job never runs twice.
 * **heartbeat** — the worker renews its lease every few seconds and writes its progress; a
@@ -42,15 +45,16 @@ if redis.call('HGET', KEYS[1], 'cancel') == '1' then
   redis.call('SREM', KEYS[3], ARGV[5])
   return 'cancelled'
 end
-if not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'leased' end
+local lease = redis.sha1hex(ARGV[6])
+if not redis.call('SET', KEYS[2], lease, 'NX', 'PX', ARGV[3]) then return 'leased' end
 redis.call('HSET', KEYS[1], 'state', 'running', 'worker', ARGV[2], 'started', ARGV[4], 'heartbeat', ARGV[4],
-           'lease_ms', ARGV[3], 'progress', '')
+           'lease_ms', ARGV[3], 'progress', '', 'lease_id', lease, 'result', '')
 redis.call('SADD', KEYS[3], ARGV[5])
 return 'claimed'
 """
 
 HEARTBEAT = """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lost' end
+if redis.call('GET', KEYS[2]) ~= redis.sha1hex(ARGV[1]) then return 'lost' end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'progress', ARGV[4]) end
@@ -59,7 +63,7 @@ return 'ok'
 """
 
 FINISH = """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lost' end
+if redis.call('GET', KEYS[2]) ~= redis.sha1hex(ARGV[1]) then return 'lost' end
 if redis.call('HGET', KEYS[1], 'state') ~= 'running' then return 'lost' end
 redis.call('HSET', KEYS[1], 'state', ARGV[2], 'result', ARGV[3], 'finished', ARGV[4])
 redis.call('DEL', KEYS[2])
@@ -74,6 +78,17 @@ local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local dead = redis.call('HGET', KEYS[1], 'worker') or ''
 redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', dead, 'progress', '')
 redis.call('SREM', KEYS[3], ARGV[1])
+return attempt
+"""
+
+REQUEUE = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if state ~= 'succeeded' and state ~= 'failed' and state ~= 'cancelled' then return 0 end
+local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+local who = redis.call('HGET', KEYS[1], 'worker') or ''
+redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', who, 'progress', '', 'result', '',
+           'lease_id', '', 'refused', ARGV[1])
+redis.call('DEL', KEYS[2])
 return attempt
 """
 
@@ -114,25 +129,27 @@ def new_job(client: Any, payload: dict[str, Any], run_id: int, workspace: str) -
     return job_id
 
 
-def claim(client: Any, job_id: str, attempt: int, worker: str, lease_s: float) -> str:
-    """``claimed``, or why not: ``stale`` / ``running`` / ``cancelled`` / a final state / ``missing``."""
+def claim(client: Any, job_id: str, attempt: int, worker: str, lease_s: float, secret: str) -> str:
+    """``claimed``, or why not: ``stale`` / ``running`` / ``cancelled`` / a final state / ``missing``.
+
+    ``worker`` is only shown (``jobs list``); the lease is held by ``secret``, drawn for this claim."""
     out = client.eval(CLAIM, 3, _job_key(job_id), _lease_key(job_id), RUNNING_SET, str(attempt), worker,
-                      str(int(lease_s * 1000)), str(time.time()), job_id)
+                      str(int(lease_s * 1000)), str(time.time()), job_id, secret)
     return _text(out)
 
 
-def heartbeat(client: Any, job_id: str, worker: str, lease_s: float, progress: dict[str, Any] | None) -> str:
+def heartbeat(client: Any, job_id: str, secret: str, lease_s: float, progress: dict[str, Any] | None) -> str:
     """Renew the lease; ``ok``, ``cancel`` (someone asked to cancel) or ``lost`` (the lease is gone)."""
-    out = client.eval(HEARTBEAT, 2, _job_key(job_id), _lease_key(job_id), worker, str(int(lease_s * 1000)),
+    out = client.eval(HEARTBEAT, 2, _job_key(job_id), _lease_key(job_id), secret, str(int(lease_s * 1000)),
                       str(time.time()), json.dumps(progress) if progress else "")
     return _text(out)
 
 
-def finish(client: Any, job_id: str, worker: str, state: str, result: dict[str, Any]) -> bool:
+def finish(client: Any, job_id: str, secret: str, state: str, result: dict[str, Any]) -> bool:
     """Record the result while still holding the lease; False when the lease was lost (result discarded)."""
     if state not in FINAL:
         raise QueueError(f"a job finishes as one of {', '.join(FINAL)}, not '{state}'")
-    out = client.eval(FINISH, 3, _job_key(job_id), _lease_key(job_id), RUNNING_SET, worker, state,
+    out = client.eval(FINISH, 3, _job_key(job_id), _lease_key(job_id), RUNNING_SET, secret, state,
                       json.dumps(result), str(time.time()), job_id)
     return _text(out) == "ok"
 
@@ -146,6 +163,11 @@ def reap(client: Any) -> list[tuple[str, int]]:
         if attempt:
             out.append((job_id, int(attempt)))
     return out
+
+
+def requeue(client: Any, job_id: str, why: str) -> int:
+    """Put a finished job whose result was refused back in the queue; its new attempt (0: it was not final)."""
+    return int(client.eval(REQUEUE, 2, _job_key(job_id), _lease_key(job_id), why[:500]))
 
 
 def cancel(client: Any, job_id: str) -> str:
@@ -182,6 +204,8 @@ class JobView:
     requeued_from: str
     cancel_requested: bool
     created: float
+    lease_id: str = ""
+    refused: str = ""
 
     @property
     def shown_state(self) -> str:
@@ -191,7 +215,7 @@ class JobView:
         return {"id": self.id, "state": self.shown_state, "attempt": self.attempt, "model": self.model,
                 "run_id": self.run_id, "worker": self.worker, "heartbeat": self.heartbeat,
                 "progress": self.progress, "requeued_from": self.requeued_from,
-                "cancel_requested": self.cancel_requested}
+                "cancel_requested": self.cancel_requested, "refused": self.refused}
 
 
 def view(client: Any, job_id: str) -> JobView:
@@ -206,7 +230,7 @@ def view(client: Any, job_id: str) -> JobView:
         leased=bool(client.exists(_lease_key(job_id))),
         result=json.loads(data["result"]) if data.get("result") else None,
         requeued_from=data.get("requeued_from", ""), cancel_requested=data.get("cancel") == "1",
-        created=float(data.get("created") or 0))
+        created=float(data.get("created") or 0), lease_id=data.get("lease_id", ""), refused=data.get("refused", ""))
 
 
 def list_jobs(client: Any, limit: int = 100) -> list[JobView]:

@@ -91,10 +91,20 @@ class BlobCache:
         """The model folder with these files, rebuilt in the cache; its tree digest must be ``digest``."""
         from dynadesk.errors import ModelError
         from dynadesk.models.registry import tree_digest
+        from dynadesk.sync.format.schema import DIGEST
 
+        if not DIGEST.match(digest):
+            raise TransferError(f"model digest {digest[:80]!r} is not sha256:<64 hex digits>")
         folder = self.root / "models" / digest.removeprefix("sha256:")
-        if folder.is_dir():
-            return folder
+        if folder.is_dir() and not folder.is_symlink():
+            try:  # re-verified before every use: a cached folder is not trusted because it is here
+                if tree_digest(folder) == digest:
+                    return folder
+            except ModelError:
+                pass
+            shutil.rmtree(folder)
+        elif folder.is_symlink() or folder.exists():
+            folder.unlink()
         stage = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".part-"))
         try:
             for rel, hexd in files:

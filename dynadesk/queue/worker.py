@@ -7,6 +7,13 @@ container exactly as for ``dynadesk eval`` on that machine (read-only bind mount
 paths). The evaluator image is the one built for this evaluator version, resolved to its
 Id at start and checked again before every run.
 
+The worker trusts nothing in a job (the broker is writable by anyone holding its password):
+every digest must be ``sha256:`` and 64 hex digits, a cached model folder is re-verified
+against its tree digest before every use, and the limits a job asks for are capped by this
+worker's own maxima (printed at start, recorded in the signed result). It refuses to start on
+a broker that lets a client in without the password. Each result is signed with the worker's
+own key (:mod:`dynadesk.queue.identity`), and each claim's lease is held by a fresh secret.
+
 A background thread renews the lease of the running job (and reads cancel requests back),
 re-queues the jobs of workers whose lease expired, and announces this worker.
 """
@@ -25,13 +32,39 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.errors import DynaDeskError, QueueError
-from dynadesk.queue import jobs
-from dynadesk.queue.broker import BrokerURL, connect, key, translated
+from dynadesk.queue import identity, jobs
+from dynadesk.queue.broker import BrokerURL, connect, key, refuse_anonymous, translated
 from dynadesk.queue.tasks import QUEUE, TASK, make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file
 
 DEFAULT_LEASE_S = 60.0
 MAX_RESULT_LOG = 1 << 20
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Maxima:
+    """The most one job may have on this machine, whatever it asks for (``dynadesk worker --max-...``)."""
+
+    cpus: float = float(os.cpu_count() or 1)
+    memory_bytes: int = 16 * GIB
+    pids: int = 1024
+    tmpfs_bytes: int = 4 * GIB
+    out_bytes: int = 8 * GIB
+    timeout_s: float = 24 * 3600.0
+
+    def cap(self, limits: Any) -> Any:
+        """``limits`` with each figure at most this worker's maximum."""
+        return replace(limits, **{f: min(getattr(limits, f), getattr(self, f)) for f in self.to_dict()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cpus": self.cpus, "memory_bytes": self.memory_bytes, "pids": self.pids,
+                "tmpfs_bytes": self.tmpfs_bytes, "out_bytes": self.out_bytes, "timeout_s": self.timeout_s}
+
+    def describe(self) -> str:
+        return (f"{self.cpus:g} CPUs, {self.memory_bytes / GIB:g} GiB memory, {self.pids} pids, "
+                f"{self.tmpfs_bytes / GIB:g} GiB tmpfs, {self.out_bytes / GIB:g} GiB output, "
+                f"{self.timeout_s:g} s")
 
 
 @dataclass
@@ -44,6 +77,7 @@ class WorkerConfig:
     gpus: str | None = None
     lease_s: float = DEFAULT_LEASE_S
     allow_unsandboxed: bool = False  # also run jobs that ask for the local (not sandboxed) runner
+    maxima: Maxima = field(default_factory=Maxima)
 
 
 def _log(message: str) -> None:
@@ -55,7 +89,11 @@ class Worker:
 
     def __init__(self, config: WorkerConfig):
         self.config = config
+        refuse_anonymous(config.broker)
         self.client = connect(config.broker)
+        self.key = identity.load_or_create(config.home)
+        self.key_fingerprint = identity.fingerprint_of(self.key)
+        self.secret = ""
         self.app = make_app(config.broker)
         self.host = socket.gethostname()
         self.cache = BlobCache(config.home / "queue-cache")
@@ -66,6 +104,7 @@ class Worker:
         self.progress: dict[str, Any] = {}
         self.cancel = threading.Event()
         self.hardware_class = ""
+        self.request: Any = None
         self._stop = threading.Event()
 
     def _image(self) -> tuple[str | None, str | None]:
@@ -109,7 +148,7 @@ class Worker:
         with translated(self.config.broker):
             job = self.job
             if job is not None:
-                answer = jobs.heartbeat(self.client, job, self.config.name, self.config.lease_s, self.progress)
+                answer = jobs.heartbeat(self.client, job, self.secret, self.config.lease_s, self.progress)
                 if answer in ("cancel", "lost"):
                     if not self.cancel.is_set():
                         _log(f"job {job}: {'cancel requested' if answer == 'cancel' else 'lease lost'}; stopping")
@@ -126,13 +165,16 @@ class Worker:
 
     def run_job(self, job_id: str, attempt: int) -> str:
         """Claim and run one delivery; returns what happened (``succeeded``, ``skipped: running`` ...)."""
+        secret, lease = identity.new_lease_secret()
         with translated(self.config.broker):
-            got = jobs.claim(self.client, job_id, attempt, self.config.name, self.config.lease_s)
+            got = jobs.claim(self.client, job_id, attempt, self.config.name, self.config.lease_s, secret)
         if got != "claimed":
             _log(f"job {job_id} attempt {attempt}: not run ({got})")
             return f"skipped: {got}"
         self.cancel.clear()
         self.progress = {}
+        self.request = None
+        self.secret = secret
         self.job = job_id
         _log(f"job {job_id} attempt {attempt}: running")
         try:
@@ -143,9 +185,12 @@ class Worker:
             state, result = "failed", {"error": f"{type(exc).__name__}: {exc}", "verdict": "error"}
         finally:
             self.job = None
-        result.update(worker=self.config.name, host=self.host, attempt=attempt)
+        result.update(worker=self.config.name, host=self.host, attempt=attempt, job=job_id, lease=lease,
+                      state=state, maxima=self.config.maxima.to_dict())
+        result.setdefault("request", self.request)
+        signed = identity.sign(self.key, result)
         with translated(self.config.broker):
-            kept = jobs.finish(self.client, job_id, self.config.name, state, result)
+            kept = jobs.finish(self.client, job_id, secret, state, signed)
         _log(f"job {job_id} attempt {attempt}: {state}" + ("" if kept else " (lease lost: result discarded)"))
         return state if kept else "lost"
 
@@ -157,7 +202,9 @@ class Worker:
 
         with translated(self.config.broker):
             payload = jobs.payload(self.client, job_id)
+        self.request = payload.get("request")
         request = RunRequest.from_dict(payload["request"])
+        check_digests(job_id, payload)
         if payload.get("evaluator_version") != evaluator_version():
             return "failed", {"verdict": "refused", "error": (
                 f"the job needs evaluator {str(payload.get('evaluator_version'))[:19]}..., this worker has "
@@ -180,7 +227,9 @@ class Worker:
                 return "failed", {"verdict": "refused", "error": (
                     f"the image {runner.describe().get('image')} now has Id {image_id}, not {self.image_id} as at "
                     "start; restart the worker")}
-            limits = request.limits
+            limits = self.config.maxima.cap(request.limits)
+            if limits != request.limits:
+                _log(f"job {job_id}: limits capped to this worker's maxima ({self.config.maxima.describe()})")
             if limits.gpus:
                 limits = replace(limits, gpus=self.config.gpus or limits.gpus)
             started = time.time()
@@ -201,6 +250,7 @@ class Worker:
                                   "message": outcome.message, "seconds": outcome.seconds,
                                   "log": outcome.log[-MAX_RESULT_LOG:]},
                       "files": files, "image_id": image_id, "hardware_class": self.hardware_class,
+                      "limits": limits.to_dict(),
                       "image_build": self._image_build(image_id),
                       "started": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started))}
             state = "succeeded" if outcome.ok else "cancelled" if outcome.verdict == "cancelled" else "failed"
@@ -251,9 +301,32 @@ def serve(config: WorkerConfig) -> None:
     worker.start_background()
     _log(f"{config.name} on {worker.host}: broker {config.broker.shown}, image "
          f"{worker.image_id or 'none (unsandboxed jobs only)'}, lease {config.lease_s:g} s; waiting for jobs")
+    _log(f"{config.name}: worker key {worker.key_fingerprint} ({identity.key_paths(config.home)[1]}; the "
+         "coordinating workspace runs 'dynadesk jobs trust-worker' on that file)")
+    _log(f"{config.name}: job limits capped at {config.maxima.describe()}")
     try:
         app.worker_main(["--quiet", "worker", "--pool=solo", "--concurrency=1", "--prefetch-multiplier=1", "-Q", QUEUE,
                          "-n", f"{config.name}@{worker.host}", "--loglevel=WARNING", "--without-gossip",
                          "--without-mingle", "--without-heartbeat"])
     finally:
         worker.stop()
+
+
+def check_digests(job_id: str, payload: dict[str, Any]) -> None:
+    """Every digest a job names is ``sha256:`` + 64 hex digits (blobs: the 64 hex digits), before any is used
+    as a file name: a digest is never a path."""
+    from dynadesk.sync.format.schema import DIGEST, HEX64
+
+    raw = payload.get("model")
+    model: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    digest = model.get("digest")
+    if not isinstance(digest, str) or not DIGEST.match(digest):
+        raise QueueError(f"job {job_id}: model digest {str(digest)[:80]!r} is not sha256:<64 hex digits>; refused")
+    blobs = [("spec", payload.get("spec"))]
+    blobs += [(f"data file {d[0] if isinstance(d, list) and d else '?'}", d[1] if isinstance(d, list) and len(d) == 2
+               else None) for d in payload.get("data") or []]
+    blobs += [(f"model file {f[0] if isinstance(f, list) and f else '?'}", f[1] if isinstance(f, list) and len(f) == 2
+               else None) for f in model.get("files") or []]
+    for what, hexd in blobs:
+        if not isinstance(hexd, str) or not HEX64.match(hexd):
+            raise QueueError(f"job {job_id}: {what} digest {str(hexd)[:80]!r} is not 64 hex digits; refused")

@@ -86,6 +86,19 @@ def m003_run_request(db: Database) -> None:
     db.execute("CREATE INDEX evaluations_board ON evaluations(task, purpose, status, model_id)")
 
 
+@migrations()
+def m004_worker_keys(db: Database) -> None:
+    """The queue workers whose signed results this workspace accepts (see dynadesk.store.worker_keys)."""
+    db.execute("""
+        CREATE TABLE worker_keys (
+            fingerprint TEXT PRIMARY KEY,
+            public_key_hex TEXT NOT NULL,
+            label TEXT NOT NULL,
+            trusted_at TEXT NOT NULL,
+            revoked_at TEXT
+        )""")
+
+
 @dataclass
 class MetricValue:
     dataset: str  # dataset name; '' for a whole-run figure

@@ -21,8 +21,9 @@ ANY_DIGEST = re.compile(r"^[a-z0-9-]{2,16}:[0-9a-f]{32,128}$")  # model folders:
 RUNNER_KINDS = ("docker", "local")
 
 # absent in bundles made before they existed: tolerances (the audit), task_digest (workspace tasks: the canonical
-# digest of the task's definition, dynadesk.tasks.task_digest), intervals and outcomes (the host's bootstrap)
-OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest", "intervals", "outcomes"}
+# digest of the task's definition, dynadesk.tasks.task_digest), intervals and outcomes (the host's bootstrap),
+# worker (a queued run's worker and the key that signed its result)
+OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest", "intervals", "outcomes", "worker"}
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
@@ -173,6 +174,10 @@ def check_payload(p: Any) -> None:
     s = obj(p["submitter"], "payload.submitter", {"key_fingerprint"})
     text(s["key_fingerprint"], "payload.submitter.key_fingerprint", DIGEST)
     integer(p["evaluation_id"], "payload.evaluation_id")
+    if "worker" in p:  # the queue worker whose key signed the run's result (dynadesk.queue.identity)
+        wk = obj(p["worker"], "payload.worker", {"name", "key_fingerprint"})
+        text(wk["name"], "payload.worker.name", max_len=128)
+        text(wk["key_fingerprint"], "payload.worker.key_fingerprint", DIGEST)
     if "tolerances" in p:  # measured-metric tolerances, checked by dynadesk.audit.tolerances
         check_tolerances(p["tolerances"], "payload.tolerances")
     if "intervals" in p:

@@ -3,7 +3,7 @@
 A queued run's result is accepted only when a key listed here (and not revoked) signed it
 (see :mod:`dynadesk.queue.identity`); revoking keeps the row, so runs already stored still
 name a key that can be looked up. The table is created by the evaluations area's
-``m004_h31b_worker_keys`` migration.
+``m004_worker_keys`` migration.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from _board_helpers import chromium
 from _sync_helpers import free_port, start_server, stop_server
 from click.testing import CliRunner
 from eval_support import IMAGE_CACHE, run_request
@@ -24,6 +25,13 @@ from dynadesk.models.registry import register_model
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
+
+
+
+@pytest.fixture
+def browser():
+    yield from chromium()
+
 
 WORDS = "she is so happy he was sad angry her brother afraid his mother scared what a day great awful".split()
 
@@ -63,7 +71,7 @@ def _register_tiny(home: Path, tmp_path: Path) -> None:
 @pytest.mark.docker
 @pytest.mark.timeout(1800)
 def test_a_five_label_task_from_file_to_a_public_board_row(home: Path, tmp_path: Path, docker_client,
-                                                            require_debootstrap) -> None:
+                                                            require_debootstrap, browser) -> None:
     from dynadesk.orchestration.image import build_image
 
     image = build_image(IMAGE_CACHE, client=docker_client)
@@ -80,7 +88,8 @@ def test_a_five_label_task_from_file_to_a_public_board_row(home: Path, tmp_path:
     assert rec.status == "succeeded", f"{rec.error}\n{rec.log[-3000:]}"
     assert rec.sandboxed and rec.task == "emotion"
     preds = [json.loads(line) for line in (Path(rec.run_dir) / "out" / "predictions.jsonl").read_text().splitlines()]
-    assert len(preds) == 20 and {p["prediction"]["label"] for p in preds} <= set(LABELS)
+    assert len([p for p in preds if p["dataset"] == "emotion-test"]) == 20
+    assert len(preds) > 20 and {p["prediction"]["label"] for p in preds} <= set(LABELS)  # and the derived suites
     assert {m.metric for m in rec.metrics} >= {"perf", "macro_f1", "robustness", "fairness", "throughput", "memory"}
 
     assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
@@ -105,8 +114,12 @@ def test_a_five_label_task_from_file_to_a_public_board_row(home: Path, tmp_path:
         assert json.loads(res.output)["sent"] == [bid]
         board = requests.get(f"{url}/api/leaderboard/emotion", timeout=10).json()
         assert [r["model"] for r in board["rows"]] == ["emo-tiny"], json.dumps(board)[:1500]
-        page = requests.get(f"{url}/", timeout=10)
-        assert page.status_code == 200 and "emotion" in page.text and "emo-tiny" in page.text
+        page = browser.new_page()  # the board page renders its tables from the API in the browser
+        page.goto(f"{url}/")
+        page.wait_for_selector("#task-emotion[data-loaded] #board-emotion tbody tr")
+        rows = page.inner_text("#board-emotion tbody")
+        assert "emo-tiny" in rows and len(page.query_selector_all("#board-emotion tbody tr")) == 1, rows
+        page.close()
     finally:
         stop_server(proc)
 
@@ -130,3 +143,13 @@ def test_live_prediction_and_the_local_board_for_a_workspace_task(home: Path, tm
         assert [r.model for r in board.rows] == ["emo-tiny"]
     finally:
         store.close()
+    # the audit of its bundle: signature, model folder, the task's datasets and the run's fields
+    runner = CliRunner()
+    assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
+    res = runner.invoke(cli, ["bundle", "create", str(rec.id), "--json"])
+    assert res.exit_code == 0, res.output
+    path = ws.bundles_dir / f"{json.loads(res.output)['id']}.json"
+    res = runner.invoke(cli, ["audit", str(path), "--against", str(rec.id), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["verdict"].startswith("OK") and not [c for c in doc["checks"] if c["verdict"] == "differs"]

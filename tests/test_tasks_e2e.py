@@ -27,7 +27,6 @@ from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
 
 
-
 @pytest.fixture
 def browser():
     yield from chromium()

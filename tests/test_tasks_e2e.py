@@ -1,0 +1,154 @@
+"""A five-label workspace task end to end: file → data → tiny model → Docker evaluation → bundle → real server.
+
+The task exists only in the workspace (and, registered by file, on the server): the evaluator image's
+resources/tasks/ does not know it, so the container must work from the definition the run spec carries.
+Live prediction and the local board are checked on the same task without Docker.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import requests
+from _board_helpers import chromium
+from _sync_helpers import free_port, start_server, stop_server
+from click.testing import CliRunner
+from eval_support import IMAGE_CACHE, run_request
+from test_tasks_server import LABELS, admin
+from test_tasks_workspace import EMOTION
+from tiny_models import make_tiny_classifier
+
+from dynadesk.cli import cli
+from dynadesk.models.registry import register_model
+from dynadesk.orchestration.evaluate import default_limits, evaluate
+from dynadesk.tasks import parse_task_text, task_digest
+from dynadesk.workspace import Workspace
+
+
+@pytest.fixture
+def browser():
+    yield from chromium()
+
+
+WORDS = "she is so happy he was sad angry her brother afraid his mother scared what a day great awful".split()
+
+
+def _write_data(path: Path, n: int) -> Path:
+    """A JSONL file in the task's schema whose labels are numbered, read through --label-map."""
+    rows = [{"id": f"emo-{i}", "statement": " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 6)),
+             "label": str(i % 5)} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _define_and_import(home: Path, tmp_path: Path) -> CliRunner:
+    runner = CliRunner()
+    task_file = tmp_path / "emotion.yaml"
+    task_file.write_text(EMOTION)
+    res = runner.invoke(cli, ["tasks", "add", str(task_file)])
+    assert res.exit_code == 0, res.output
+    maps = [a for i, lab in enumerate(LABELS) for a in ("--label-map", f"{i}={lab}")]
+    res = runner.invoke(cli, ["data", "import", str(_write_data(tmp_path / "emo.jsonl", 20)), "--task", "emotion",
+                              "--name", "emotion-test", "--split", "test", *maps])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(cli, ["perturb", "emotion-test"])  # the task's suites: case, typos (robustness), gender
+    assert res.exit_code == 0, res.output
+    return runner
+
+
+def _register_tiny(home: Path, tmp_path: Path) -> None:
+    folder = make_tiny_classifier(tmp_path / "emo-tiny", list(LABELS), task="emotion", inputs=["statement"])
+    store = Workspace(home).open_store()
+    try:
+        register_model(store, folder, "emotion", name="emo-tiny")
+    finally:
+        store.close()
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_a_five_label_task_from_file_to_a_public_board_row(home: Path, tmp_path: Path, docker_client,
+                                                            require_debootstrap, browser) -> None:
+    from dynadesk.orchestration.image import build_image
+
+    image = build_image(IMAGE_CACHE, client=docker_client)
+    runner = _define_and_import(home, tmp_path)
+    _register_tiny(home, tmp_path)
+    ws = Workspace(home)
+    store = ws.open_store()
+    try:
+        rec = evaluate(store, ws, run_request("emo-tiny", ["emotion-test"], runner="docker", image=image.image_id,
+                                              limits=default_limits(cpus=1.0, timeout_s=600), latency_samples=4,
+                                              warmup=0), client=docker_client)
+    finally:
+        store.close()
+    assert rec.status == "succeeded", f"{rec.error}\n{rec.log[-3000:]}"
+    assert rec.sandboxed and rec.task == "emotion"
+    preds = [json.loads(line) for line in (Path(rec.run_dir) / "out" / "predictions.jsonl").read_text().splitlines()]
+    assert len([p for p in preds if p["dataset"] == "emotion-test"]) == 20
+    assert len(preds) > 20 and {p["prediction"]["label"] for p in preds} <= set(LABELS)  # and the derived suites
+    assert {m.metric for m in rec.metrics} >= {"perf", "macro_f1", "robustness", "fairness", "throughput", "memory"}
+
+    assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
+    pub = tmp_path / "alice.pub"
+    assert runner.invoke(cli, ["keys", "export", "-o", str(pub)]).exit_code == 0
+    res = runner.invoke(cli, ["bundle", "create", str(rec.id), "--json"])
+    assert res.exit_code == 0, res.output
+    bid = json.loads(res.output)["id"]
+    digest = task_digest(parse_task_text(EMOTION, "x"))
+    assert json.loads((ws.bundles_dir / f"{bid}.json").read_text())["payload"]["task_digest"] == digest
+
+    db = tmp_path / "board.db"
+    admin(db, "keys", "add", str(pub), "--name", "alice")
+    admin(db, "tasks", "add", str(tmp_path / "emotion.yaml"))
+    assert "accepted 1 dataset(s)" in admin(db, "datasets", "import-workspace", "--home", str(home)).stdout
+    port = free_port()
+    proc = start_server(db, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        res = runner.invoke(cli, ["sync", "--server", url, "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output)["sent"] == [bid]
+        board = requests.get(f"{url}/api/leaderboard/emotion", timeout=10).json()
+        assert [r["model"] for r in board["rows"]] == ["emo-tiny"], json.dumps(board)[:1500]
+        page = browser.new_page()  # the board page renders its tables from the API in the browser
+        page.goto(f"{url}/")
+        page.wait_for_selector("#task-emotion[data-loaded] #board-emotion tbody tr")
+        rows = page.inner_text("#board-emotion tbody")
+        assert "emo-tiny" in rows and len(page.query_selector_all("#board-emotion tbody tr")) == 1, rows
+        page.close()
+    finally:
+        stop_server(proc)
+
+
+def test_live_prediction_and_the_local_board_for_a_workspace_task(home: Path, tmp_path: Path) -> None:
+    from dynadesk.models.live import predict_live
+    from dynadesk.scoring.leaderboard import build_leaderboard
+
+    _define_and_import(home, tmp_path)
+    _register_tiny(home, tmp_path)
+    ws = Workspace(home)
+    store = ws.open_store()
+    try:
+        out = predict_live(store, "emo-tiny", {"statement": "she is so happy"})
+        assert out["label"] in LABELS and set(out["probs"]) == set(LABELS)
+        assert sum(out["probs"].values()) == pytest.approx(1.0, abs=1e-4)
+        rec = evaluate(store, ws, run_request("emo-tiny", ["emotion-test"], runner="local", latency_samples=2,
+                                              warmup=0))
+        assert rec.status == "succeeded", rec.error
+        board = build_leaderboard(store, "emotion")
+        assert [r.model for r in board.rows] == ["emo-tiny"]
+    finally:
+        store.close()
+    # the audit of its bundle: signature, model folder, the task's datasets and the run's fields
+    runner = CliRunner()
+    assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
+    res = runner.invoke(cli, ["bundle", "create", str(rec.id), "--json"])
+    assert res.exit_code == 0, res.output
+    path = ws.bundles_dir / f"{json.loads(res.output)['id']}.json"
+    res = runner.invoke(cli, ["audit", str(path), "--against", str(rec.id), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["verdict"].startswith("OK") and not [c for c in doc["checks"] if c["verdict"] == "differs"]

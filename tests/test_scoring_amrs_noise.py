@@ -19,7 +19,7 @@ from dynadesk.scoring.amrs_noise import RUNNER_TOLERANCE, check_rate
 from dynadesk.scoring.board import ScoreBoard
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import MetricValue
-from sync.format.tolerances import DEFAULTS
+from dynadesk.sync.format.tolerances import DEFAULTS
 
 UNIT = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
         "memory": "GiB"}

@@ -22,7 +22,7 @@ import pytest
 from _pg import Cluster, pg_bin
 from _sync_helpers import NO_LIMITS, free_port, start_server, stop_server
 from conftest import missing
-from test_reliability_sync import SERVER_BUNDLES, check_server, register, server_ids, signed_stream
+from test_reliability_sync import SERVER_BUNDLES, check_server, register, resend_everything, signed_stream
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
 from dynadesk.sync.client import SyncClient
@@ -101,13 +101,7 @@ def test_postgresql_crash_restart_mid_upload_loses_no_acknowledged_bundle(durabl
         stored = check_server(db, url)
         assert set(acked) <= set(stored), "an acknowledged bundle was lost in the crash"
         assert set(stored) <= all_ids
-        before = set(server_ids(db))
-        client = SyncClient(url, retries=3, timeout=10)
-        outcomes = {"accepted": 0, "already_accepted": 0}
-        for b in bundles:
-            outcomes[client.upload(b.id, b.raw)["status"]] += 1
-        assert outcomes == {"accepted": len(all_ids - before), "already_accepted": len(before)}
-        assert sorted(check_server(db, url)) == sorted(all_ids)
+        resend_everything(db, url, bundles, retries=3)
     finally:
         stop_server(proc)
         db.close()

@@ -247,12 +247,19 @@ def test_kill_9_of_the_server_during_ingest_keeps_every_acknowledged_bundle_once
     url = f"http://127.0.0.1:{port}"
     proc = start_server(db_path, port)
     try:
-        before = set(server_ids(db))
-        client = SyncClient(url, retries=0, timeout=10)
-        outcomes = {"accepted": 0, "already_accepted": 0}
-        for b in bundles:
-            outcomes[client.upload(b.id, b.raw)["status"]] += 1
-        assert outcomes == {"accepted": len(all_ids - before), "already_accepted": len(before)}
-        assert sorted(check_server(db, url)) == sorted(all_ids)
+        resend_everything(db, url, bundles)
     finally:
         stop_server(proc)
+
+
+def resend_everything(db: ServerDB, url: str, bundles: list, retries: int = 0) -> None:
+    """Re-send every bundle: exactly the missing ones are added, the stored ones are answered as replays, and the
+    log then chains all of them once."""
+    before = set(server_ids(db))
+    client = SyncClient(url, retries=retries, timeout=10)
+    outcomes = {"accepted": 0, "already_accepted": 0}
+    for b in bundles:
+        outcomes[client.upload(b.id, b.raw)["status"]] += 1
+    all_ids = {b.id for b in bundles}
+    assert outcomes == {"accepted": len(all_ids - before), "already_accepted": len(before)}
+    assert sorted(check_server(db, url)) == sorted(all_ids)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import sqlite3
 import weakref
+from contextlib import closing
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlite_utils import Database, Migrations
@@ -115,10 +117,21 @@ class TaskRepo:
         return task
 
     def _source(self) -> dict[str, _tasks.Task]:
+        """The workspace's tasks for :func:`dynadesk.tasks.load_tasks`, which any thread may call (the app's GUI
+        thread while a worker closes this store, say): read over a short-lived connection of the caller's own,
+        never over the store's (one SQLite connection used from two threads at once crashes the process)."""
+        path = self.store.path
+        if path is None:
+            try:
+                return self.all()
+            except sqlite3.ProgrammingError:  # the store was closed
+                return {}
         try:
-            return self.all()
-        except sqlite3.ProgrammingError:  # the store was closed
+            with closing(sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=5)) as conn:
+                rows = conn.execute("SELECT name, digest, definition FROM workspace_tasks ORDER BY name").fetchall()
+        except sqlite3.Error:  # the file is gone, or not yet migrated
             return {}
+        return {name: self._task(digest, definition) for name, digest, definition in rows}
 
 
 def source_key(store: Store) -> str:

@@ -25,8 +25,8 @@ from typing import Any, TypeVar  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dynadesk.scoring.board import ScoreBoard  # noqa: E402
-from dynadesk.scoring.dynascore import MetricSpec, compute, compute_arrays, default_metrics  # noqa: E402
+from dynadesk.scoring.board import ScoreBoard, compute  # noqa: E402
+from dynadesk.scoring.dynascore import MetricSpec, compute_arrays, default_metrics  # noqa: E402
 
 T = TypeVar("T")
 Models = dict[str, dict[str, dict[str, float]]]

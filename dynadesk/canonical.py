@@ -11,12 +11,9 @@ import hashlib
 import os
 from typing import Any
 
-import rfc8785
+from dynadesk.sync.format.canonical import canonical_bytes  # the one canonical form (the bundle format's)
 
-
-def canonical_bytes(obj: Any) -> bytes:
-    """RFC 8785 canonical serialisation (UTF-8 bytes)."""
-    return rfc8785.dumps(obj)
+__all__ = ["canonical_bytes", "digest", "file_sha256", "sha256_hex"]
 
 
 def sha256_hex(data: bytes) -> str:

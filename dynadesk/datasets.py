@@ -16,7 +16,6 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 from dynadesk.canonical import digest
@@ -124,13 +123,6 @@ def label_counts(task: Task, examples: Iterable[dict[str, Any]]) -> dict[str, in
         gold = ex["label"]
         counts.update(gold if isinstance(gold, list) else [gold])
     return {label: counts.get(label, 0) for label in task.labels}
-
-
-def read_file(task: Task, path: Path, fmt: str | None = None) -> list[dict[str, Any]]:
-    """The validated examples of a data file in any supported format (see :mod:`dynadesk.formats`)."""
-    from dynadesk.formats import read_examples
-
-    return read_examples(task, path, fmt).examples
 
 
 def write_jsonl(examples: Iterable[dict[str, Any]], out: IO[str]) -> int:

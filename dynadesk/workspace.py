@@ -10,12 +10,9 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dynadesk.errors import StoreError
-
-if TYPE_CHECKING:
-    from dynadesk.store import Store
+from dynadesk.store import Store
 
 DEFAULT_HOME = Path("~/.local/share/dynadesk")
 PRIVATE_DIR_MODE = 0o700
@@ -28,20 +25,6 @@ def resolve_home(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return DEFAULT_HOME.expanduser().resolve()
-
-
-def stored_path(home: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
-    """``folder`` relative to ``home`` (POSIX) when it lies inside it, else its absolute path."""
-    real_home, real = Path(home).resolve(), Path(folder).resolve()
-    if real_home in real.parents:
-        return real.relative_to(real_home).as_posix()
-    return str(real)
-
-
-def resolve_stored(home: str | os.PathLike[str], stored: str) -> Path:
-    """The absolute folder a :func:`stored_path` value names in the workspace at ``home``."""
-    path = Path(stored)
-    return path if path.is_absolute() else Path(home).resolve() / path
 
 
 @dataclass(frozen=True)
@@ -99,8 +82,6 @@ class Workspace:
 
     def open_store(self) -> Store:
         """Create the folders if needed and open the migrated database."""
-        from dynadesk.store import Store
-
         self.ensure()
         return Store.open(self.db_path)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make lint`: ruff on the whole tree, then mypy on the installed package layout.
+# `make lint`: ruff on the whole tree, import-linter's contracts, then mypy on the installed package layout.
 # setup.py maps gui/, evaluator/, sync/ and resources/ onto dynadesk.*; static tools walk folders,
 # so mypy reads a symlink tree (build/typecheck/dynadesk/{gui,evaluator,sync,resources} -> the folders)
 # in which every module has its import name. Settings (strict core, looser gui/cli) are in pyproject.toml.
@@ -20,6 +20,8 @@ done
 
 echo "ruff check ..."
 "$PY" -m ruff check .
+echo "import-linter (.importlinter: the dependency rules, layers, no cycles) ..."
+"$PY" packaging/lint_imports.py
 echo "mypy ..."
 # Paths in mypy's report are mapped back from the symlink tree to the repository's folders.
 MYPYPATH="$TREE" "$PY" -m mypy -p dynadesk 2>&1 \

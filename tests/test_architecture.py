@@ -1,26 +1,13 @@
-"""The dependency rules of DEVELOPERS.md ("Dependency rules"), one test each:
+"""The dependency rules of DEVELOPERS.md ("Dependency rules"): import-linter's contracts plus run-time checks.
 
-1. the evaluator (run inside the image) imports only the standard library, its own package and
-   torch, transformers, tokenizers, safetensors, numpy, psutil, pynvml;
-2. the core library never imports the GUI or Qt;
-3. the bundle format, client and server (sync/) never import the GUI, Qt, docker or orchestration;
-4. nothing outside gui/ imports the GUI;
-5. the web server stack (fastapi, uvicorn, starlette) is imported only in sync/;
-6. SQL (sqlite3, sqlite_utils) lives only in dynadesk/store/ and the server's database modules;
-7. click (and dynadesk.cli) only in the command-line modules;
-8. the docker SDK only in dynadesk/orchestration/;
-9. torch and transformers, outside the evaluator, only in dynadesk/models/ and only inside functions;
-10. importing the core, the CLI, the store or the tasks loads no torch, transformers, Qt, docker, fastapi;
-11. the evaluator package imports with none of the host-only packages installed.
-
-The rules are checked on the source with ``ast`` (every import statement, including the
-lazy ones inside functions), because the top-level folders are mapped to subpackages
-(gui/ -> dynadesk.gui, ...), which static graph tools that walk one folder do not follow.
+The import rules (layers, no cycles, which part may import Qt, docker, the web stack, SQL, click, torch,
+the queue's libraries) are contracts in ``.importlinter``, checked by import-linter (``make lint`` and
+here) over the installed layout that ``packaging/lint_imports.py`` builds. What a static graph cannot say
+(what importing a module loads at run time, what the image can import) is checked by running Python.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
@@ -30,166 +17,109 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-FOLDERS = {"dynadesk": "dynadesk", "gui": "dynadesk.gui", "evaluator": "dynadesk.evaluator",
-           "sync": "dynadesk.sync"}
+LINT = REPO / "packaging" / "lint_imports.py"
+CONFIG = REPO / ".importlinter"
 
 
-def layer_of(module: str) -> str:
-    parts = module.split(".")
-    if parts[0] != "dynadesk":
-        return parts[0]
-    if len(parts) > 1 and parts[1] in ("gui", "evaluator", "sync"):
-        return f"dynadesk.{parts[1]}"
-    return "dynadesk.core"
+def _lint(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(LINT), *args], capture_output=True, text=True, cwd=REPO, timeout=300)
 
 
-def imports_of(path: Path, package: str) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative import: resolve against the file's package
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            found.append((node.lineno, mod))
-    return found
+def _contract_names() -> dict[str, str]:
+    """``{section id: contract name}`` of every contract in .importlinter."""
+    text = CONFIG.read_text(encoding="utf-8")
+    return dict(re.findall(r"^\[importlinter:contract:([\w-]+)\]\nname = (.+)$", text, re.M))
 
 
-def all_imports():
-    for folder, package in FOLDERS.items():
-        for path in sorted((REPO / folder).rglob("*.py")):
-            rel = path.relative_to(REPO / folder).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            pkg = ".".join([package] + parts[:-1] if path.name != "__init__.py" else [package] + parts)
-            for lineno, mod in imports_of(path, pkg):
-                yield folder, path, lineno, mod
+def test_every_import_contract_is_kept():
+    proc = _lint()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    n = len(_contract_names())
+    assert f"Contracts: {n} kept, 0 broken." in out, out
 
 
-FORBIDDEN = {
-    # source layer -> layers / top-level modules it must never import
-    "dynadesk.evaluator": {"dynadesk.core", "dynadesk.gui", "dynadesk.sync", "PySide6", "docker", "fastapi",
-                           "uvicorn", "sqlite_utils", "click", "requests"},
-    "dynadesk.sync": {"dynadesk.gui", "PySide6", "docker"},
-    "dynadesk.core": {"dynadesk.gui", "PySide6"},
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A copy of the package in its import layout, shared by the violation tests (each plants one file)."""
+    sys.path.insert(0, str(LINT.parent))
+    try:
+        from lint_imports import build_tree
+    finally:
+        sys.path.remove(str(LINT.parent))
+    return build_tree(tmp_path_factory.mktemp("importgraph"))
+
+
+PLANTED = {
+    # contract id -> (module path inside the copy, source): each a forbidden import, lazy ones included
+    "layers": ("store/planted.py", "def f():\n    from dynadesk.scoring import board\n"),
+    "no-cycles": ("scoring/planted.py", "from dynadesk.scoring import board\n"),
+    "evaluator": ("evaluator/planted.py", "import yaml\n"),
+    "qt": ("scoring/planted.py", "def f():\n    import PySide6.QtCore\n"),
+    "sync-no-orchestration": ("sync/planted.py", "from dynadesk.orchestration import runners\n"),
+    "sync-no-audit": ("sync/server/planted.py", "from dynadesk.audit import report\n"),
+    "web": ("scoring/planted.py", "import fastapi\n"),
+    "sql": ("annotation/planted.py", "import sqlite3\n"),
+    "psycopg": ("sync/server/planted.py", "def f():\n    import psycopg\n"),
+    "click": ("scoring/planted.py", "import click\n"),
+    "docker": ("scoring/planted.py", "def f():\n    import docker\n"),
+    "torch": ("scoring/planted.py", "def f():\n    import torch\n"),
+    "queue": ("orchestration/planted.py", "def f():\n    import redis\n"),
 }
 
 
-# The host's metric recomputation (pure stdlib plus the evaluator's metrics): bundle create re-scores the
-# run folder rather than sign the workspace's stored figures (issue 31). It imports no docker.
-SYNC_MAY_IMPORT = {"dynadesk.orchestration.recompute"}
+def test_every_contract_has_a_planted_violation():
+    assert set(PLANTED) == set(_contract_names())
 
 
-def test_dependency_direction_holds():
-    """Rules 2 and 3 (and the evaluator's forbidden layers, a subset of rule 1)."""
-    broken = []
-    for folder, path, lineno, mod in all_imports():
-        src = FOLDERS[folder] if folder != "dynadesk" else "dynadesk.core"
-        target = layer_of(mod)
-        if target in FORBIDDEN.get(src, set()) or (src == "dynadesk.sync" and _is(mod, "dynadesk.orchestration")
-                                                     and mod not in SYNC_MAY_IMPORT):
-            broken.append(f"{path.relative_to(REPO)}:{lineno} imports {mod} ({src} must not import {target})")
-    assert not broken, "\n".join(broken)
-
-
-def _is(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
-
-
-def _violations(modules: tuple[str, ...], allowed: tuple[str, ...]) -> list[str]:
-    """Imports of any of ``modules`` from a file whose repository path starts with none of ``allowed``."""
-    out = []
-    for _folder, path, lineno, mod in all_imports():
-        rel = path.relative_to(REPO).as_posix()
-        if any(_is(mod, m) for m in modules) and not rel.startswith(allowed):
-            out.append(f"{rel}:{lineno} imports {mod}")
-    return out
+@pytest.mark.parametrize("contract", sorted(PLANTED))
+def test_a_planted_import_breaks_its_contract(tree, contract):
+    """Each contract can fail: one forbidden import planted in the copy breaks exactly it."""
+    rel, source = PLANTED[contract]
+    planted = tree / "dynadesk" / rel
+    planted.write_text(source, encoding="utf-8")
+    try:
+        if contract == "no-cycles":  # the cycle needs the other direction too
+            extra = tree / "dynadesk" / "scoring" / "board.py"
+            original = extra.read_text(encoding="utf-8")
+            extra.unlink()  # a hard link to the repository's file: replace, never write through it
+            extra.write_text(original + "\nfrom dynadesk.scoring import planted  # noqa\n", encoding="utf-8")
+        proc = _lint("--tree", str(tree))
+    finally:
+        planted.unlink()
+        if contract == "no-cycles":
+            extra.unlink()
+            extra.write_text(original, encoding="utf-8")
+    out = proc.stdout + proc.stderr
+    name = _contract_names()[contract]
+    broken = " ".join(out.split("Broken contracts", 1)[-1].split())  # import-linter wraps long names
+    assert proc.returncode != 0 and name in broken, out
+    assert "1 broken" in out, out
 
 
 EVALUATOR_THIRD_PARTY = {"torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "pynvml"}
 
 
-def test_evaluator_imports_only_its_allowed_packages():
-    """Rule 1: what the image installs, nothing else (allow-list, so a new dependency cannot slip in)."""
-    broken = [f"{path.relative_to(REPO)}:{lineno} imports {mod}" for folder, path, lineno, mod in all_imports()
-              if folder == "evaluator" and not _is(mod, "dynadesk.evaluator")
-              and mod.split(".")[0] not in EVALUATOR_THIRD_PARTY | set(sys.stdlib_module_names)]
-    assert not broken, "\n".join(broken)
-
-
-def test_nothing_outside_gui_imports_the_gui():
-    """Rule 4 (``dynadesk gui`` loads the app by name, at run time)."""
-    assert not _violations(("dynadesk.gui",), ("gui/",))
-
-
-def test_web_server_stack_only_in_sync():
-    """Rule 5."""
-    assert not _violations(("fastapi", "uvicorn", "starlette"), ("sync/",))
-
-
-def test_sql_only_in_the_store_and_the_server_database():
-    """Rule 6: the workspace database in dynadesk/store/, the server's in sync/server/ (db, migrations)."""
-    assert not _violations(("sqlite3", "sqlite_utils"), ("dynadesk/store/", "sync/server/"))
-    assert not _violations(("psycopg", "psycopg_pool"), ("sync/server/pg.py",))
-
-
-def test_queue_libraries_only_in_the_queue_package():
-    """Rule 12: celery, kombu and redis only in dynadesk/queue/; the CLI loads them only for --queue."""
-    assert not _violations(("celery", "kombu", "redis"), ("dynadesk/queue/",))
-    proc = _run_blocked([], """
-        import dynadesk.cli, dynadesk.queue
-        loaded = [m for m in ("celery", "kombu", "redis") if m in sys.modules]
-        assert not loaded, loaded
-        print("ok")
+def test_the_evaluator_imports_only_what_the_image_installs(tree):
+    """Rule 1 as an allow-list (a new dependency cannot slip in): import-linter's graph of the evaluator."""
+    code = textwrap.dedent(f"""
+        import sys
+        sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+        sys.path.insert(0, {str(tree)!r})
+        import grimp
+        g = grimp.build_graph("dynadesk", include_external_packages=True, cache_dir=None)
+        out = set()
+        for m in g.find_descendants("dynadesk.evaluator") | {{"dynadesk.evaluator"}}:
+            out |= {{i.split(".")[0] if not i.startswith("dynadesk") else i
+                     for i in g.find_modules_directly_imported_by(m)}}
+        print("\\n".join(sorted(out)))
         """)
-    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
-
-
-def test_click_only_in_the_command_line_modules():
-    """Rule 7: the library is usable without click; the CLIs are thin layers over it."""
-    assert not _violations(("click", "dynadesk.cli"), ("dynadesk/cli/", "sync/server/cli.py"))
-
-
-def test_docker_sdk_only_in_orchestration():
-    """Rule 8."""
-    assert not _violations(("docker",), ("dynadesk/orchestration/runners.py", "dynadesk/orchestration/daemon.py",
-                                         "dynadesk/orchestration/image.py"))
-
-
-def test_torch_and_transformers_on_the_host_only_in_models_and_lazily():
-    """Rule 9: the host side trains the demo models; everything else stays light."""
-    assert not _violations(("torch", "transformers"), ("evaluator/", "dynadesk/models/"))
-    top_level = []
-    for path in sorted((REPO / "dynadesk" / "models").rglob("*.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                if any(_is(n, "torch") or _is(n, "transformers") for n in names):
-                    top_level.append(f"{path.relative_to(REPO)}:{node.lineno}")
-    assert not top_level, top_level
-
-
-def test_the_rule_checks_catch_a_violation(tmp_path, monkeypatch):
-    """The helpers really see a forbidden import (so the rule tests above can fail)."""
-    bad = tmp_path / "dynadesk" / "scoring"
-    bad.mkdir(parents=True)
-    (bad / "x.py").write_text("def f():\n    import docker\n    import sqlite3\n    from dynadesk.gui import app\n")
-    monkeypatch.setattr(sys.modules[__name__], "REPO", tmp_path)
-    monkeypatch.setattr(sys.modules[__name__], "FOLDERS", {"dynadesk": "dynadesk"})
-    assert _violations(("docker",), ("dynadesk/orchestration/",)) == ["dynadesk/scoring/x.py:2 imports docker"]
-    assert _violations(("sqlite3",), ("dynadesk/store/",)) == ["dynadesk/scoring/x.py:3 imports sqlite3"]
-    assert _violations(("dynadesk.gui",), ("gui/",)) == ["dynadesk/scoring/x.py:4 imports dynadesk.gui"]
-
-
-def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
-    f = tmp_path / "m.py"
-    f.write_text("def f():\n    from ..gui import app\n    import PySide6.QtCore\n")
-    mods = [m for _, m in imports_of(f, "dynadesk.sync.sub")]
-    assert mods == ["dynadesk.sync.gui", "PySide6.QtCore"]
-    assert layer_of("dynadesk.gui.pages") == "dynadesk.gui" and layer_of("dynadesk.store") == "dynadesk.core"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    imported = set(proc.stdout.split())
+    outside = {m for m in imported if not (m == "dynadesk.evaluator" or m.startswith("dynadesk.evaluator."))
+               and m not in EVALUATOR_THIRD_PARTY and m not in sys.stdlib_module_names}
+    assert imported and not outside, sorted(outside)
 
 
 BLOCKER = textwrap.dedent("""
@@ -236,20 +166,29 @@ def test_core_imports_are_light(module):
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
 
 
-# DEVELOPERS.md's numbered dependency rules -> the test that checks each one
-RULE_CHECKS = {
-    1: (test_evaluator_imports_only_its_allowed_packages, test_dependency_direction_holds),
-    2: (test_dependency_direction_holds,),
-    3: (test_dependency_direction_holds,),
-    4: (test_nothing_outside_gui_imports_the_gui,),
-    5: (test_web_server_stack_only_in_sync,),
-    6: (test_sql_only_in_the_store_and_the_server_database,),
-    7: (test_click_only_in_the_command_line_modules,),
-    8: (test_docker_sdk_only_in_orchestration,),
-    9: (test_torch_and_transformers_on_the_host_only_in_models_and_lazily,),
+@pytest.mark.parametrize(("package", "lazy"), [("dynadesk.models", ("torch", "transformers")),
+                                               ("dynadesk.queue", ("celery", "kombu", "redis"))])
+def test_heavy_libraries_load_only_when_called(package, lazy):
+    """Rules 9 and 12: importing every module of the package loads none of them (imports inside functions)."""
+    proc = _run_blocked([], f"""
+        import importlib, pkgutil
+        import {package} as pkg
+        for m in pkgutil.walk_packages(pkg.__path__, "{package}."):
+            importlib.import_module(m.name)
+        import dynadesk.cli
+        loaded = [m for m in {lazy!r} if m in sys.modules]
+        assert not loaded, loaded
+        print("ok")
+        """)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+# DEVELOPERS.md's numbered dependency rules -> the contracts (by "Rule N" in their names) or tests checking each
+RUNTIME_CHECKS = {
+    9: (test_heavy_libraries_load_only_when_called,),
     10: (test_core_imports_are_light,),
     11: (test_evaluator_imports_without_qt_docker_server_or_core_deps,),
-    12: (test_queue_libraries_only_in_the_queue_package,),
+    12: (test_heavy_libraries_load_only_when_called,),
 }
 
 
@@ -257,5 +196,7 @@ def test_every_rule_of_the_contributor_guide_is_checked():
     guide = (REPO / "DEVELOPERS.md").read_text(encoding="utf-8")
     section = guide.split("## Dependency rules", 1)[1].split("\n## ", 1)[0]
     numbers = {int(n) for n in re.findall(r"^(\d+)\. ", section, re.M)}
-    assert numbers and numbers == set(RULE_CHECKS), \
-        f"rules in DEVELOPERS.md {sorted(numbers)}, checked {sorted(RULE_CHECKS)}"
+    in_contracts = {int(n) for name in _contract_names().values()
+                    for n in re.findall(r"\d+", name.split(":")[0]) if name.startswith("Rule")}
+    assert numbers and numbers == in_contracts | set(RUNTIME_CHECKS), \
+        f"rules in DEVELOPERS.md {sorted(numbers)}, checked {sorted(in_contracts | set(RUNTIME_CHECKS))}"

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.dynascore import MetricSpec, compute, default_metrics, from_document, rank_stability
+from dynadesk.scoring.board import compute, from_document
+from dynadesk.scoring.dynascore import MetricSpec, default_metrics, rank_stability
 
 WORKED = {
     "perf_metric": "perf",

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from dynadesk.cli import cli
 from dynadesk.errors import NotFoundError, ValidationError
-from dynadesk.scoring.dynascore import compute, default_metrics
+from dynadesk.scoring.board import compute
+from dynadesk.scoring.dynascore import default_metrics
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import MetricValue
 

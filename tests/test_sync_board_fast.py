@@ -1,4 +1,4 @@
-"""The server's board is the shared ScoreBoard: it answers what ``dynascore.compute`` answers on the same table,
+"""The server's board is the shared ScoreBoard: it answers what ``board.compute`` answers on the same table,
 built once per stored board and asked one page per query."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.board import ScoreBoard, score_input
-from dynadesk.scoring.dynascore import compute, default_metrics
-from dynadesk.sync import board as B
+from dynadesk.scoring.board import ScoreBoard, compute, score_input
+from dynadesk.scoring.dynascore import default_metrics
+from dynadesk.sync.server import board as B
 
 EXAMPLES = 400 if os.environ.get("DYNADESK_LONG") == "1" else 60
 DATASETS = ["ds-a", "ds-b", "ds-c"]
@@ -54,7 +54,7 @@ def _answer(board: B.PreparedBoard, mw: dict[str, float], dw: dict[str, float], 
 
 
 def _reference(board: B.PreparedBoard, mw: dict[str, float], dw: dict[str, float], limit: int, offset: int) -> Any:
-    """The same table as a ``dynadesk dynascore`` document scored by ``dynascore.compute``."""
+    """The same table as a ``dynadesk dynascore`` document scored by ``board.compute``."""
     models = {label: score_input({k: s["values"] for k, s in r["metrics"].items() if k in B.BOARD_METRICS})
               for label, r in board.rows.items()}
     specs = default_metrics()

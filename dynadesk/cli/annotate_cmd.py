@@ -324,7 +324,7 @@ def export_cmd(app, task, round_number, status, fmt, output, register, split, re
 def pack_cmd(app, output, task, round_number, as_json) -> None:
     """Write this workspace's examples and validations to one file for another machine, signed with its key."""
     from dynadesk.annotation.signing import key_is_encrypted
-    from dynadesk.cli.bundle_cmd import key_passphrase
+    from dynadesk.cli.common import key_passphrase
 
     passphrase = key_passphrase(key_is_encrypted(app.store))
     counts = ann.pack(app.store, output, task, round_number, passphrase)

@@ -95,7 +95,7 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
     attestation = None
     if attest:
         from dynadesk.audit.attest import attest as sign_verdict
-        from dynadesk.cli.bundle_cmd import key_passphrase
+        from dynadesk.cli.common import key_passphrase
         from dynadesk.sync.format.keys import key_info
 
         att = sign_verdict(app.store, app.workspace, report, Path(bundle_file).read_bytes(),
@@ -178,14 +178,3 @@ def check_proof_cmd(bundle_file: str, proof_file: str, as_json: bool) -> None:
         return
     click.echo(f"OK: the prediction {json.dumps(proof.record, ensure_ascii=False, sort_keys=True)} is leaf "
                f"{proof.index} of {proof.tree_size} under bundle {b.id}'s signed Merkle root")
-
-
-def preflight_or_refuse(app, evaluation_id: int, as_json: bool) -> None:
-    """The ``bundle create --preflight`` hook: raise NotReproducibleError before anything is signed."""
-    from dynadesk.audit.preflight import preflight, require_reproducible
-
-    report = preflight(app.store, app.workspace, evaluation_id,
-                       step=lambda s: click.echo(f"pre-flight: {s}", err=True))
-    if not as_json:
-        echo_table(["field", "verdict", "note"], [[c.field, c.verdict, c.note] for c in report.checks])
-    require_reproducible(report)

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
-
-PASSPHRASE_ENV = "DYNADESK_KEY_PASSPHRASE"
-
-
-def key_passphrase(prompt: bool, confirm: bool = False) -> str | None:
-    env = os.environ.get(PASSPHRASE_ENV)
-    if env:
-        return env
-    if prompt:
-        return click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm)
-    return None
+from dynadesk.cli.common import PASSPHRASE_ENV, echo_json, echo_table, json_option, key_passphrase, pass_app
 
 
 @click.group()
@@ -89,8 +77,6 @@ def bundle() -> None:
 def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, as_json: bool) -> None:
     """Sign a succeeded evaluation run's results and queue the bundle for sync."""
     if preflight:
-        from dynadesk.cli.audit_cmd import preflight_or_refuse
-
         preflight_or_refuse(app, evaluation_id, as_json)
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import key_info
@@ -249,3 +235,14 @@ def sync_check_log(app, server: str | None, as_json: bool) -> None:
     since = "first check; server key pinned" if result["previous_size"] is None else \
         f"extends the {result['previous_size']} entries seen before"
     click.echo(f"OK {result['server']}: {result['size']} entries, head {result['head'][:16]} ({since})")
+
+
+def preflight_or_refuse(app, evaluation_id: int, as_json: bool) -> None:
+    """The ``bundle create --preflight`` hook: raise NotReproducibleError before anything is signed."""
+    from dynadesk.audit.preflight import preflight, require_reproducible
+
+    report = preflight(app.store, app.workspace, evaluation_id,
+                       step=lambda s: click.echo(f"pre-flight: {s}", err=True))
+    if not as_json:
+        echo_table(["field", "verdict", "note"], [[c.field, c.verdict, c.note] for c in report.checks])
+    require_reproducible(report)

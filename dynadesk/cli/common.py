@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -63,3 +64,16 @@ def _numeric(s: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+PASSPHRASE_ENV = "DYNADESK_KEY_PASSPHRASE"
+
+
+def key_passphrase(prompt: bool, confirm: bool = False) -> str | None:
+    """The key passphrase: from the environment, else prompted when the key is protected, else None."""
+    env = os.environ.get(PASSPHRASE_ENV)
+    if env:
+        return env
+    if prompt:
+        return click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm)
+    return None

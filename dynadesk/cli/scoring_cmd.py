@@ -27,7 +27,7 @@ def dynascore(file: str, as_json: bool) -> None:
     FILE holds {"perf_metric": "perf", "metrics": {name: {"direction", "offset",
     "weight"}}, "models": {model: {metric: value or {dataset: value}}}}.
     """
-    from dynadesk.scoring.dynascore import from_document
+    from dynadesk.scoring.board import from_document
 
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")

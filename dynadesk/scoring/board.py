@@ -44,6 +44,7 @@ from dynadesk.scoring.dynascore import (
     competition_ranks,
     compute_arrays,
     default_metrics,
+    parse_metrics,
 )
 
 SCORE_METRICS: tuple[str, ...] = tuple(default_metrics())  # perf, throughput, memory, robustness, fairness
@@ -391,3 +392,34 @@ def _amrs_notes(names_m: Sequence[str], amrs: np.ndarray, pi: int, n: int) -> li
     if n == 1:
         notes.append("a single model: there is nothing to compare it with; its Dynascore is its weighted performance")
     return notes
+
+
+# --------------------------------------------------------------------------- the table and document API
+
+def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, MetricSpec] | None = None,
+            perf_metric: str = PERF, dataset_weights: Mapping[str, float] | None = None) -> DynascoreResult:
+    """Dynascore of every model that has every metric (see the module docstring); the board's own rules."""
+    specs = dict(metrics) if metrics is not None else default_metrics()
+    return ScoreBoard(models, specs).score(specs, perf_metric=perf_metric,
+                                           dataset_weights=dataset_weights).to_result()
+
+
+def from_document(doc: Any) -> DynascoreResult:
+    """Score the ``dynadesk dynascore FILE.json`` document (see the module docstring)."""
+    if not isinstance(doc, Mapping):
+        raise ValidationError(f"the document must be a JSON object, got {type(doc).__name__}")
+    unknown = set(doc) - {"perf_metric", "metrics", "models", "dataset_weights"}
+    if unknown:
+        raise ValidationError(f"unknown top-level key(s) {', '.join(sorted(unknown))} "
+                              "(allowed: perf_metric, metrics, models, dataset_weights)")
+    perf_metric = doc.get("perf_metric", PERF)
+    if not isinstance(perf_metric, str):
+        raise ValidationError("perf_metric must be a metric name")
+    metrics = parse_metrics(doc["metrics"]) if "metrics" in doc else None
+    models = doc.get("models")
+    if not isinstance(models, Mapping):
+        raise ValidationError("models must be a mapping of model name -> {metric: value}")
+    dw = doc.get("dataset_weights")
+    if dw is not None and not isinstance(dw, Mapping):
+        raise ValidationError("dataset_weights must be a mapping of dataset name -> weight")
+    return compute(models, metrics, perf_metric, dw)

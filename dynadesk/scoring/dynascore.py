@@ -2,18 +2,18 @@
 
 No database, no Qt. Input rules (averaging, who is left off, budgets, weights) live in
 :mod:`dynadesk.scoring.board`, whose :class:`~dynadesk.scoring.board.ScoreBoard` the local
-leaderboard, the leaderboard server and the GUI all score through; :func:`compute` is that
-board for a ``{model: {metric: value}}`` table.
+leaderboard, the leaderboard server and the GUI all score through; ``board.compute`` is that
+board for a ``{model: {metric: value}}`` table and ``board.from_document`` the document form.
 
 API
 ---
-``compute(models, metrics=None, perf_metric="perf", dataset_weights=None) -> DynascoreResult``
+``board.compute(models, metrics=None, perf_metric="perf", dataset_weights=None) -> DynascoreResult``
     ``models``: ``{model: {metric: value}}`` where a value is a number or a per-dataset
     mapping ``{dataset: number}``. ``metrics``: ``{name: MetricSpec(direction, offset,
     weight)}`` (default :func:`default_metrics`: perf 4, throughput / memory / robustness /
     fairness 1; memory is "memory saved", direction -1, offset = budget GiB).
     ``dataset_weights``: ``{dataset: weight}`` (default equal; normalised to sum to 1).
-``from_document(doc) -> DynascoreResult``
+``board.from_document(doc) -> DynascoreResult``
     The ``dynadesk dynascore FILE.json`` form: ``{"perf_metric", "metrics": {name:
     {"direction", "offset", "weight"}}, "models": {...}, "dataset_weights"?}``.
 ``DynascoreResult.to_dict()``
@@ -236,18 +236,6 @@ def _ranks_2d(scores: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, MetricSpec] | None = None,
-            perf_metric: str = PERF, dataset_weights: Mapping[str, float] | None = None) -> DynascoreResult:
-    """Dynascore of every model that has every metric (see the module docstring); the board's own rules."""
-    from dynadesk.scoring.board import (
-        ScoreBoard,  # the board builds on this module's core
-    )
-
-    specs = dict(metrics) if metrics is not None else default_metrics()
-    return ScoreBoard(models, specs).score(specs, perf_metric=perf_metric,
-                                           dataset_weights=dataset_weights).to_result()
-
-
 def rank_stability(result: DynascoreResult, grid: tuple[float, ...] = WEIGHT_GRID) -> dict[str, dict[str, Any]]:
     """For each model, the best and worst rank over boards where one weight varies over ``grid``.
 
@@ -304,24 +292,3 @@ def parse_metrics(raw: Any, where: str = "metrics") -> dict[str, MetricSpec]:
             _number(spec.get("offset", d.offset), f"{where}.{name}.offset"),
             _number(spec.get("weight", d.weight), f"{where}.{name}.weight"))
     return out
-
-
-def from_document(doc: Any) -> DynascoreResult:
-    """Score the ``dynadesk dynascore FILE.json`` document (see the module docstring)."""
-    if not isinstance(doc, Mapping):
-        raise ValidationError(f"the document must be a JSON object, got {type(doc).__name__}")
-    unknown = set(doc) - {"perf_metric", "metrics", "models", "dataset_weights"}
-    if unknown:
-        raise ValidationError(f"unknown top-level key(s) {', '.join(sorted(unknown))} "
-                              "(allowed: perf_metric, metrics, models, dataset_weights)")
-    perf_metric = doc.get("perf_metric", PERF)
-    if not isinstance(perf_metric, str):
-        raise ValidationError("perf_metric must be a metric name")
-    metrics = parse_metrics(doc["metrics"]) if "metrics" in doc else None
-    models = doc.get("models")
-    if not isinstance(models, Mapping):
-        raise ValidationError("models must be a mapping of model name -> {metric: value}")
-    dw = doc.get("dataset_weights")
-    if dw is not None and not isinstance(dw, Mapping):
-        raise ValidationError("dataset_weights must be a mapping of dataset name -> weight")
-    return compute(models, metrics, perf_metric, dw)

@@ -17,7 +17,7 @@ from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
 from dynadesk.store.datasets import now_iso
-from dynadesk.workspace import resolve_stored, stored_path
+from dynadesk.store.paths import resolve_stored, stored_path
 
 if TYPE_CHECKING:
     from dynadesk.store import Store

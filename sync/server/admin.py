@@ -19,9 +19,10 @@ def register_dataset(db: ServerDB, task: str, name: str, *, split: str = "test",
         raise NotFoundError(f"unknown task '{task}' (known: {', '.join(sorted(tasks))})")
     t = tasks[task]
     if file is not None:
-        from dynadesk.datasets import dataset_digest, read_file
+        from dynadesk.datasets import dataset_digest
+        from dynadesk.formats import read_examples
 
-        examples = read_file(t, Path(file))
+        examples = read_examples(t, Path(file)).examples
         digest, size = dataset_digest(examples), len(examples)
     if digest is None or size is None:
         raise ConfigError("give --file, or both --digest and --size")

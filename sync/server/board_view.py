@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.errors import NotFoundError
-from dynadesk.sync import board as _board
+from dynadesk.sync.server import board as _board
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB

@@ -1,0 +1,20 @@
+"""The server's shape: one upload route per document, one place that maps errors to HTTP statuses.
+
+(The bundle format's independence and the absence of cycles in sync/ are import-linter contracts:
+.importlinter, checked by tests/test_architecture.py and ``make lint``.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SYNC = REPO / "sync"
+
+
+def test_the_server_has_one_upload_route_per_document_and_one_error_mapping():
+    app_src = (SYNC / "server" / "app.py").read_text(encoding="utf-8")
+    assert app_src.count('@app.post("/api/bundles"') == 1 and "add_middleware" not in app_src
+    mapping = [p for p in SYNC.rglob("*.py") if "HTTP_STATUS" in p.read_text(encoding="utf-8")
+               and "HTTP_STATUS:" in p.read_text(encoding="utf-8")]
+    assert [p.relative_to(SYNC).as_posix() for p in mapping] == ["server/errors.py"]

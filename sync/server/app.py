@@ -265,7 +265,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return Response(db.bundle_raw(bundle_id), media_type="application/json")
 
     @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight;"
-             " hardware_class (a class or 'all'; default: the class with the most models), runner and"
+             " hardware_class (a class or 'all'; default: the operator's, see default_class), runner and"
              " sandboxed=yes|no select the rows ranked; stability=yes adds each row's rank range;"
              " limit (default 100) and offset page the rows")
     def leaderboard(task: str, request: Request) -> JSONResponse:

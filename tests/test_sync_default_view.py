@@ -29,6 +29,7 @@ from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.attestation import sign_attestation
 from dynadesk.sync.format.envelope import sign_payload
+from dynadesk.sync.server.db import ServerDB
 
 INVENTED = {"cpu_model": "Imaginary Quantum 9000", "cores": 512, "memory_limit_gib": 4096, "gpus": "none",
             "runtime": "cpu"}
@@ -157,3 +158,87 @@ def test_look_alike_names_are_always_shown_with_their_submitter(board):
     page = requests.get(f"{b.url}/models/{rows['BERT']['bundle_id']}", timeout=30).text
     assert "BERT (Lab B" in page
 
+
+
+# ------------------------------------------------------------------ the page (a real browser, SQLite)
+
+@pytest.fixture
+def page(tmp_path):
+    from _board_helpers import chromium
+
+    for browser in chromium():
+        p = browser.new_page(viewport={"width": 1500, "height": 1000})
+        errors: list[str] = []
+        p.on("pageerror", lambda exc: errors.append(str(exc)))
+        yield p
+        p.close()
+        assert not errors, f"page script errors: {errors}"
+
+
+def _load(page, url: str) -> None:
+    page.goto(url)
+    page.wait_for_selector("#task-sentiment[data-loaded] #board-sentiment tbody tr")
+
+
+def _query(page) -> dict[str, str]:
+    from urllib.parse import parse_qs, urlsplit
+
+    return {k: v[0] for k, v in parse_qs(urlsplit(page.url).query).items()}
+
+
+def _models(page) -> list[str]:
+    return page.locator("#board-sentiment tbody tr").evaluate_all("rows => rows.map(r => r.dataset.model)")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("board", ["sqlite"], indirect=True)
+def test_the_page_follows_the_default_class_and_shows_marks_rates_and_the_audit_toggle(board, page):
+    """Seen failing first: the page wrote the default class into its URL (so a link shared before the five
+    bundles kept it), showed no declared mark, no reference rows and no audit toggle."""
+    b = board
+    assert b.post(b.bundle("Lab B", "claimed", perf=99.0, throughput=900.0, memory=0.4).raw).status_code == 201
+    for i in range(5):
+        assert b.post(invented_bundle(b, f"quantum-{i}")).status_code == 201
+    _load(page, b.url + "/")
+    assert "hardware_class" not in _query(page), "the page pinned the default class into its URL"
+    assert sorted(_models(page)) == ["bert", "bow", "claimed", "distil", "roberta"]
+    status = page.inner_text("#class-status")
+    assert "confirmed" in status and "default, chosen by distinct submitters" in status
+    assert set(page.locator("#board-sentiment td.hardware small.class-mark").all_inner_texts()) == {
+        "confirmed", "declared"}  # the honest rows are confirmed, Lab B's unaudited claim only declared
+    rates = page.inner_text(".reference-box")
+    assert "Exchange rates" in rates and "reproduced" in rates and "throughput" in rates
+    assert page.locator(".reference-box li").count() == 4 and "claimed" not in rates
+    # choosing the invented class puts it in the URL, marked declared
+    page.select_option("#hardware_class", INVENTED_CLASS)
+    page.wait_for_function("() => document.querySelector('#board-sentiment tbody tr').dataset.model"
+                           ".startsWith('quantum')")
+    assert _query(page)["hardware_class"] == INVENTED_CLASS
+    assert "declared" in page.inner_text("#class-status")
+    # the audit toggle, from the keyboard: state in the URL, only reproduced rows
+    _load(page, b.url + "/")
+    page.focus("#audit")
+    page.keyboard.press("Space")
+    page.wait_for_function("() => location.search.includes('audit=reproduced')")
+    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 4")
+    assert sorted(_models(page)) == ["bert", "bow", "distil", "roberta"]
+    assert page.evaluate("() => document.activeElement.id") == "audit"
+    assert page.locator("label[for=audit]").inner_text().startswith("Reproduced rows only")
+    _load(page, b.url + "/?audit=reproduced")
+    assert page.is_checked("#audit") and len(_models(page)) == 4
+
+
+def test_the_model_page_lists_every_attestation(board):
+    b = board
+    other = Ed25519PrivateKey.generate()
+    b_db = ServerDB(b.db_path)
+    b_db.add_key(K.fingerprint(K.public_raw(other)), K.public_raw(other), "Second Auditor", role="auditor")
+    b_db.close()
+    bundle_id = b.honest_bundles["roberta"]
+    attest(b, other, bundle_id, "cpu=elsewhere;cores=1;memory=1GiB;gpus=none;runtime=cpu")
+    page = requests.get(f"{b.url}/models/{bundle_id}", timeout=30).text
+    section = page[page.index('id="attestations"'):]
+    assert section.count('<tr class="attestation">') == 2
+    assert "Audit Lab" in section and "Second Auditor" in section and "organisation" in section
+    assert "the bundle’s own class: confirms it" in section and "another class" in section
+    assert "metric:perf:" in section and "within tolerance" in section and "2026-01-02T00:00:00.000Z" in section

@@ -166,13 +166,13 @@ def test_look_alike_names_are_always_shown_with_their_submitter(board):
 def page(tmp_path):
     from _board_helpers import chromium
 
+    errors: list[str] = []
     for browser in chromium():
         p = browser.new_page(viewport={"width": 1500, "height": 1000})
-        errors: list[str] = []
         p.on("pageerror", lambda exc: errors.append(str(exc)))
         yield p
         p.close()
-        assert not errors, f"page script errors: {errors}"
+    assert not errors, f"page script errors: {errors}"
 
 
 def _load(page, url: str) -> None:

@@ -51,7 +51,8 @@ def cli() -> None:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (uploads are CPU-bound: one per core).")
 @click.option("--address-rate", default=DEFAULT_LIMITS.per_address.text(), show_default=True, metavar="PER_S/BURST",
-              help="Uploads each client address may make (per second / at once), per worker; then 429.")
+              help="Uploads each client address may make that are not signed by a registered key (per second /"
+                   " at once), per worker; then 429. Signed uploads count only against --key-rate.")
 @click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each signing key may make (per second / at once), per worker; then 429.")
 @click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",

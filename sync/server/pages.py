@@ -137,8 +137,8 @@ def _attestations(atts: list[dict[str, Any]], row_class: str) -> Html:
                + (f"<br><small class=\"warn\">key revoked {h(a.get('revoked_at'))}: not counted</small>"
                   if a.get("revoked_at") else ""))
         same = a.get("hardware_class") == row_class
-        where = (f"{h(a.get('hardware_class'))}<br><small>{'the bundle’s own class: confirms it' if same else 'another class'}"
-                 f"</small>")
+        mark = "the bundle’s own class: confirms it" if same else "another class"
+        where = f"{h(a.get('hardware_class'))}<br><small>{mark}</small>"
         rows.append(f"<tr class=\"attestation\"><td>{who}</td><td class=\"verdict {h(a.get('verdict'))}\">"
                     f"{h(a.get('verdict'))}</td><td>{where}</td><td>{h(a.get('runner'))}</td>"
                     f"<td>{h(a.get('created_at'))}</td><td>{h(a.get('received_at'))}</td><td>{h(a.get('log_seq'))}</td>"

@@ -82,13 +82,15 @@ def api_order(url: str, params: dict[str, str]) -> list[str]:
 def test_default_view_is_one_hardware_class_and_marks_runner_and_sandbox(page, board):
     load(page, board.url + "/")
     assert sorted(models(page)) == ["bob-local", "fast-small", "middle", "slow-accurate"]  # not the big box
-    assert query(page)["hardware_class"] == SMALL_CLASS  # pinned into the URL: the link cannot drift
+    # the default class is not written into the URL: a shared link keeps following the operator's default
+    assert "hardware_class" not in query(page) and page.input_value("#hardware_class") == ""
+    assert page.inner_text("#hardware_class option[value='']").startswith("Default: Test CPU 2000")
     assert models(page) == api_order(board.url, {"hardware_class": SMALL_CLASS})
     runner = dict(zip(models(page), column(page, "runner")))
     sandboxed = dict(zip(models(page), column(page, "sandboxed")))
     assert runner["bob-local"] == "local" and sandboxed["bob-local"] == "NO"
     assert runner["middle"] == "docker" and sandboxed["middle"] == "yes"
-    assert set(column(page, "hardware")) == {"Test CPU 2000, 2 cores, 4 GiB, no GPU, cpu"}
+    assert set(column(page, "hardware")) == {"Test CPU 2000, 2 cores, 4 GiB, no GPU, cpu declared"}  # no audit
     assert all(len(d) == 10 and d.startswith("20") for d in column(page, "date"))
     perf_head = page.inner_text("#board-sentiment thead th[data-key=perf]")
     assert "macro_f1" in perf_head and "score" in perf_head

@@ -24,6 +24,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dynadesk.errors import ConfigError, DynaDeskError, NotFoundError
+from dynadesk.sync.format.attestation import FORMAT as ATTESTATION_FORMAT
+from dynadesk.sync.format.envelope import FORMAT as BUNDLE_FORMAT
 from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
 from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -33,7 +35,7 @@ from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
-from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation
+from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
 from dynadesk.sync.server.task_registry import board_tasks, definition
 from dynadesk.sync.server.values import registry
@@ -216,18 +218,18 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                    "type": "object", "required": ["error", "detail"],
                    "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}}}}
 
-    async def receive(request: Request, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]]
-                      ) -> JSONResponse:
-        """Address limit, bounded body, then the CPU-bound checks in the upload pool (off the event loop)."""
-        try:
-            peer = request.client.host if request.client else "unknown"
-            address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
-        except DynaDeskError as exc:
-            return _refusal(exc)
+    async def receive(request: Request, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
+                      fmt: str = BUNDLE_FORMAT) -> JSONResponse:
+        """Bounded body; a request not signed by a registered key is charged to its address's bucket, a signed one
+        only to its key's (so an anonymous flood from the same address or proxy never blocks a registered key);
+        then the CPU-bound checks in the upload pool (off the event loop)."""
         body = await read_body(request)
         if body is None:
             return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
         try:
+            if await run_sync(verified_signer, db, body, fmt, limiter=upload_pool) is None:
+                peer = request.client.host if request.client else "unknown"
+                address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
             answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_pool)
         except DynaDeskError as exc:
             return _refusal(exc)
@@ -245,7 +247,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     @app.post("/api/attestations", status_code=201, summary="Upload one signed audit attestation (auditor keys only)",
               responses={code: refused for code in (400, 403, 404, 409, 413, 422, 429)}, openapi_extra=upload_doc)
     async def upload_attestation(request: Request) -> JSONResponse:
-        return await receive(request, ingest_attestation)
+        return await receive(request, ingest_attestation, ATTESTATION_FORMAT)
 
     @app.get("/api/attestations/{attestation_id}", summary="The exact signed bytes of one attestation")
     def get_attestation(attestation_id: str) -> Response:
@@ -265,7 +267,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return Response(db.bundle_raw(bundle_id), media_type="application/json")
 
     @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight;"
-             " hardware_class (a class or 'all'; default: the class with the most models), runner and"
+             " hardware_class (a class or 'all'; default: the operator's, see default_class), runner and"
              " sandboxed=yes|no select the rows ranked; stability=yes adds each row's rank range;"
              " limit (default 100) and offset page the rows")
     def leaderboard(task: str, request: Request) -> JSONResponse:

@@ -1,7 +1,8 @@
 """One board query of the public board: filter rows (hardware class, runner, sandbox), score, describe.
 
 Measured metrics compare only within one hardware class, so a query ranks one class (by
-default the one with the most models; ``hardware_class=all`` ranks every row and says that
+default the operator's, else one chosen by distinct submitters, never by row count:
+:mod:`~dynadesk.sync.server.default_view`; ``hardware_class=all`` ranks every row and says that
 its measured metrics are not comparable), using the local board's helpers. Filters select the
 rows *before* scoring: the Dynascore's exchange rates depend on every model ranked, so a
 filtered view is the board of those rows, not a hidden subset of another board. Each prepared
@@ -12,15 +13,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.sync.server import board as _board
+from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
+from dynadesk.sync.server.operator_view import OperatorView
 from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
 
@@ -37,6 +40,7 @@ class _Prepared:
     measured: list[str]         # metrics some row reports as measured (not deterministic)
     reference: list[str]        # row ids the exchange rates are estimated from
     reference_rule: str
+    pinned: frozenset[str]      # bundle ids the operator pinned as references
 
 
 class BoardView:
@@ -48,6 +52,8 @@ class BoardView:
         self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
+        self.operator = OperatorView(db)
+        self._classes: dict[str, tuple[list[dict[str, Any]], dict[str, _default.ClassStanding]]] = {}
 
     def check_task(self, task: str) -> Task:
         if task not in self.tasks:
@@ -59,18 +65,20 @@ class BoardView:
         return rows, self.facts.of_rows(rows)
 
     def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None, str], stored: list[dict[str, Any]],
-                 kept: list[dict[str, Any]]) -> _Prepared:
+                 kept: list[dict[str, Any]], pinned: frozenset[str]) -> _Prepared:
         with self._lock:
             cached = self._prepared.get(key)
-        if cached is not None and cached[0] is stored:
+        if cached is not None and cached[0] is stored and cached[1].pinned == pinned:
             return cached[1]
         keyed = _rows.identified(kept)
-        ref_rows, ref_rule = _reference.reference_rows(keyed)
-        prepared = _Prepared({r["model"]: r for r in keyed}, _rows.labels(keyed), _board.prepare(keyed),
+        ref_rows, ref_rule = _reference.reference_rows(keyed, pinned)
+        shown = _rows.labels(_rows.identified(stored))  # look-alikes anywhere on the task's board are qualified
+        prepared = _Prepared({r["model"]: r for r in keyed}, {r["model"]: shown[r["model"]] for r in keyed},
+                             _board.prepare(keyed),
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
                              sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),
-                             [r["model"] for r in ref_rows], ref_rule)
+                             [r["model"] for r in ref_rows], ref_rule, pinned)
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
@@ -84,22 +92,32 @@ class BoardView:
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
         audit = _board.parse_audit(params)
+        settings = self.operator.settings(task)
+        standings = self._standings(task, stored, facts)
+        default = _default.choose(standings, settings.default_class)
+        if row_filter.hardware_class is None:  # no class asked for: the operator's default, never the loudest key's
+            row_filter = replace(row_filter, hardware_class=default.hardware_class)
         kept, chosen, classes = row_filter.select(stored, facts)
         if audit == "reproduced":
             kept = [r for r in kept if _reference.reproduced(r)]
-        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept)
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept,
+                             frozenset(settings.pins))
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
                                       prep.reference)
         answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
-             "bundle_id": prep.by_id[rid]["bundle_id"]} for rid in answer["reference"]]}
+             "bundle_id": prep.by_id[rid]["bundle_id"],
+             "why": _reference.why(prep.by_id[rid], prep.pinned, prep.reference_rule)}
+            for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
             out["per_dataset"] = {name: slot["values"] for name, slot in r["metrics"].items()}
             out["model_url"] = f"/models/{r['bundle_id']}"
+            out["hardware_status"] = (_default.CONFIRMED if _default.row_confirmed(r, out["hardware_class"])
+                                      else _default.DECLARED)
         for d in answer["datasets"]:
             d["submitted"] = d["name"] in prep.submitted
         labels = {f.hardware_class: f.hardware_label for f in facts.values()}
@@ -110,11 +128,29 @@ class BoardView:
             "units": prep.units, "measured_metrics": prep.measured,
             "perf_metric": {"metric": spec.metric, "unit": prep.units.get("perf", "")},
             "hardware_class": chosen, "comparable": comparable,
-            "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n} for c, n in classes.items()],
+            "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n,
+                                  "submitters": standings[c].submitters,
+                                  "confirmed_submitters": standings[c].confirmed_submitters,
+                                  "status": standings[c].status} for c, n in classes.items()],
+            "default_class": default.to_dict(),
+            "hardware_class_status": standings[chosen].status if chosen in standings else None,
             "runners": sorted({f.runner for f in facts.values()}),
             "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit},
             "submissions": len(stored)})
         return answer
+
+    def _standings(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
+                   ) -> dict[str, _default.ClassStanding]:
+        """Each hardware class's submitters and confirmed submitters, once per change of the stored board."""
+        with self._lock:
+            cached = self._classes.get(task)
+        if cached is not None and cached[0] is stored:
+            return cached[1]
+        keys = self.db.upload_config().keys
+        found = _default.standings(stored, facts, lambda fp: keys[fp].org if fp in keys else f"key:{fp}")
+        with self._lock:
+            self._classes[task] = (stored, found)
+        return found
 
     def _units(self, task: str, rows: list[dict[str, Any]]) -> dict[str, str]:
         """Every metric's unit: the task's registry where it names one, else the one stored with the value."""
@@ -134,5 +170,6 @@ class BoardView:
         for row in answer["rows"]:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],
-                        "contributions": row["contributions"]}
+                        "contributions": row["contributions"], "label": row["label"],
+                        "hardware_status": row["hardware_status"]}
         return None

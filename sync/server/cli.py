@@ -51,7 +51,8 @@ def cli() -> None:
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Worker processes (uploads are CPU-bound: one per core).")
 @click.option("--address-rate", default=DEFAULT_LIMITS.per_address.text(), show_default=True, metavar="PER_S/BURST",
-              help="Uploads each client address may make (per second / at once), per worker; then 429.")
+              help="Uploads each client address may make that are not signed by a registered key (per second /"
+                   " at once), per worker; then 429. Signed uploads count only against --key-rate.")
 @click.option("--key-rate", default=DEFAULT_LIMITS.per_key.text(), show_default=True, metavar="PER_S/BURST",
               help="Uploads each signing key may make (per second / at once), per worker; then 429.")
 @click.option("--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",
@@ -292,6 +293,112 @@ def board_rebuild(db_path: str) -> None:
     finally:
         db.close()
     click.echo(f"board rebuilt from the stored bundles: {n} rows")
+
+
+@board.command("default-class")
+@db_option
+@click.option("--task", required=True, help="The task whose board this sets.")
+@click.option("--class", "hardware_class", metavar="CLASS",
+              help="The canonical hardware class (the hardware_classes[].class of /api/leaderboard/TASK).")
+@click.option("--unset", is_flag=True, help="Forget the operator's class: the board chooses by distinct submitters.")
+@json_option
+def board_default_class(db_path: str, task: str, hardware_class: str | None, unset: bool, as_json: bool) -> None:
+    """Set the hardware class a task's board opens on (without --class or --unset: show it).
+
+    Unset, the board opens on the class with the most distinct submitters whose rows an auditor reproduced on
+    that class, then the most distinct submitters (never the most rows); see docs/board.md."""
+    from dynadesk.sync.server.operator_view import OperatorView
+    from dynadesk.sync.server.task_registry import board_tasks
+
+    if hardware_class is not None and unset:
+        raise click.UsageError("give --class or --unset, not both")
+    db = _db(db_path)
+    try:
+        known = board_tasks(db)
+        if task not in known:
+            from dynadesk.errors import NotFoundError
+
+            raise NotFoundError(f"no task '{task}' on this board (known: {', '.join(sorted(known))})")
+        view = OperatorView(db)
+        if hardware_class is not None or unset:
+            view.set_default_class(task, None if unset else hardware_class)
+        current = view.default_classes().get(task)
+        classes = _classes_with_rows(db, task)
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps({"task": task, "default_class": current, "classes_with_rows": classes}, indent=2))
+        return
+    if current is None:
+        click.echo(f"task '{task}': no default class set by the operator (chosen by distinct submitters)")
+        return
+    click.echo(f"task '{task}': default hardware class {current['hardware_class']} (set {current['set_at']})")
+    if current["hardware_class"] not in classes:
+        click.echo("  note: no row has this class yet; until one does the board chooses by distinct submitters",
+                   err=True)
+
+
+def _classes_with_rows(db: ServerDB, task: str) -> list[str]:
+    from dynadesk.sync.server.facts import FactsCache
+
+    facts = FactsCache(db.bundle_raw).of_rows(db.board_rows(task))
+    return sorted({f.hardware_class for f in facts.values()})
+
+
+@cli.group()
+def reference() -> None:
+    """Rows the operator pins as exchange-rate references (beside the reproduced rows)."""
+
+
+@reference.command("pin")
+@db_option
+@click.argument("bundle_id")
+@click.option("--note", default="", help="Why this row is a reference (shown in 'reference list').")
+def reference_pin(db_path: str, bundle_id: str, note: str) -> None:
+    """Pin an accepted bundle's row: it sets its board's exchange rates with the reproduced rows."""
+    from dynadesk.sync.server.operator_view import OperatorView
+
+    db = _db(db_path)
+    try:
+        pin = OperatorView(db).pin(bundle_id, note)
+    finally:
+        db.close()
+    click.echo(f"pinned {pin['model']} ({bundle_id}) as a reference row of the '{pin['task']}' board")
+
+
+@reference.command("unpin")
+@db_option
+@click.argument("bundle_id")
+def reference_unpin(db_path: str, bundle_id: str) -> None:
+    """Stop using a pinned row as a reference."""
+    from dynadesk.sync.server.operator_view import OperatorView
+
+    db = _db(db_path)
+    try:
+        OperatorView(db).unpin(bundle_id)
+    finally:
+        db.close()
+    click.echo(f"unpinned {bundle_id}")
+
+
+@reference.command("list")
+@db_option
+@click.option("--task", help="Only this task's pins.")
+@json_option
+def reference_list(db_path: str, task: str | None, as_json: bool) -> None:
+    """Pinned reference rows."""
+    from dynadesk.sync.server.operator_view import OperatorView
+
+    db = _db(db_path)
+    try:
+        pins = OperatorView(db).pins(task)
+    finally:
+        db.close()
+    if as_json:
+        click.echo(json.dumps(pins, indent=2))
+        return
+    _table(["task", "model", "bundle", "pinned", "note"],
+           [[p["task"], p["model"], p["bundle_id"], p["pinned_at"], p["note"]] for p in pins])
 
 
 @cli.command("migrate-db")

@@ -328,6 +328,21 @@ class ServerDB:
                 "created_at": r[6], "received_at": r[7], "log_seq": r[8], "url": f"/api/attestations/{r[0]}"})
         return out
 
+    def attestations_of(self, bundle_id: str) -> list[dict[str, Any]]:
+        """Every attestation of a bundle's results, oldest first, revoked auditors' included (marked): the model
+        page lists them all, with the auditor's organisation."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT a.id, a.auditor_fingerprint, k.name, k.organisation, k.revoked_at, a.verdict, a.summary,"
+                " a.created_at, a.received_at, a.seq, a.bundle_id FROM bundles b"
+                " JOIN bundles ab ON ab.id = b.id OR ab.results_key = b.results_key"
+                " JOIN attestations a ON a.bundle_id = ab.id"
+                " LEFT JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
+                " WHERE b.id = ? ORDER BY a.seq", [bundle_id]).fetchall()
+        return [{"id": r[0], "auditor_fingerprint": r[1], "auditor": r[2], "organisation": r[3], "revoked_at": r[4],
+                 "verdict": r[5], **json.loads(r[6]), "created_at": r[7], "received_at": r[8], "log_seq": r[9],
+                 "attested_bundle_id": r[10], "url": f"/api/attestations/{r[0]}"} for r in rows]
+
     def attestation_raw(self, attestation_id: str) -> bytes:
         with self.lock:
             row = self.conn.execute("SELECT raw FROM attestations WHERE id = ?", [attestation_id]).fetchone()
@@ -370,6 +385,11 @@ class ServerDB:
             rows = self._board_rows(task)
             self._board_cache[task] = (version, rows)
             return rows
+
+    def board_version(self) -> tuple[Any, ...]:
+        """A value that changes whenever anything a board shows may have changed (the board caches' check)."""
+        with self.lock:
+            return self._board_version()
 
     def _board_version(self) -> tuple[Any, ...]:
         data_version = self.backend.data_version()

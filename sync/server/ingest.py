@@ -21,6 +21,7 @@ from typing import Any
 from dynadesk.errors import (
     AttestationTimeError,
     BundleFormatError,
+    DynaDeskError,
     FingerprintMismatch,
     FutureTimestampError,
     NotAuditorError,
@@ -89,6 +90,21 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
             raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
                                      f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"
                                      " bytes (ask the administrator)", QUOTA_RETRY_S)
+    return key
+
+
+def verified_signer(db: ServerDB, raw: bytes, fmt: str = FORMAT) -> KeyRow | None:
+    """The registered, unrevoked key whose valid signature ``raw`` carries, else None (an anonymous request).
+
+    Steps 1-3 only (a regular-expression frame, a key lookup, one Ed25519 check), never raising: the app
+    charges a request with no such key to its address's bucket and leaves a signed one to its key's
+    (:mod:`dynadesk.sync.server.limits`), so anonymous traffic cannot spend a registered key's uploads."""
+    try:
+        env = split_envelope(raw, "upload", fmt)
+        key = _registered_key(db.upload_config(), env, "upload")
+        env.verify("upload")
+    except DynaDeskError:
+        return None
     return key
 
 

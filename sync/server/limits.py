@@ -1,8 +1,18 @@
 """Per-address and per-key upload rate limits (token buckets, in memory, per server process).
 
-A bucket holds ``burst`` tokens and refills at ``rate`` per second; an upload takes one. The
-address bucket is charged before anything is read; the key bucket only after the signature
-verifies, so nobody can spend another submitter's allowance by naming their key.
+A bucket holds ``burst`` tokens and refills at ``rate`` per second; an upload takes one. Each
+request is charged to exactly one bucket, decided after the body is read (at most
+``MAX_BUNDLE_BYTES``) and its frame, key and signature are checked (a regex and one Ed25519
+verification, :func:`~dynadesk.sync.server.ingest.verified_signer`):
+
+- signed by a registered, unrevoked key: that key's bucket only, so nobody can spend another
+  submitter's allowance by naming their key, and no anonymous traffic from the same address,
+  NAT or ``--trusted-proxy`` can exhaust it;
+- anything else (anonymous, an unknown key, a bad signature): its address's bucket (the peer, or
+  the client a trusted proxy names in ``X-Forwarded-For``).
+
+An anonymous client past its allowance still costs the server reading its body and that frame
+check, no more: it never reaches the JSON, schema or canonical-form work.
 """
 
 from __future__ import annotations

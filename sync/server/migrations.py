@@ -168,3 +168,17 @@ def m005_results_organisations(c: Tx) -> None:
     c.ddl("CREATE INDEX bundles_results ON bundles(results_key)")
     c.ddl("CREATE TABLE organisations (name TEXT PRIMARY KEY, added_at TEXT NOT NULL)")
     c.ddl("ALTER TABLE keys ADD COLUMN organisation TEXT REFERENCES organisations(name)")
+
+
+@migration
+def m006_default_view(c: Tx) -> None:
+    """The operator's view of each task's board: its default hardware class (``dynadesk-server board
+    default-class``) and the rows pinned as exchange-rate references (``dynadesk-server reference pin``).
+    Both bump ``meta.config_version``, so every serving process's board cache notices a change at once."""
+    c.ddl("""CREATE TABLE board_defaults (
+        task TEXT PRIMARY KEY, hardware_class TEXT NOT NULL, set_at TEXT NOT NULL)""")
+    c.ddl("""CREATE TABLE reference_pins (
+        bundle_id TEXT PRIMARY KEY REFERENCES bundles(id), task TEXT NOT NULL, note TEXT NOT NULL,
+        pinned_at TEXT NOT NULL)""")
+    for stmt in c.dialect.config_triggers(("board_defaults", "reference_pins")):
+        c.execute(stmt)

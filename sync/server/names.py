@@ -13,12 +13,18 @@ refuses (422 ``invalid_model_name``, naming the character and where it is) a nam
   shared names apart.
 
 The check runs after the signature and before anything is stored, on every backend alike.
+
+Names that pass can still look alike: case only ("BERT", "bert"), a whole name in another script
+("роѕе" in Cyrillic, "pose" in Latin), "rn" for "m". Refusing those would let whoever uploads first
+squat on every spelling of a name, so they are accepted and :func:`look` gives the key under which
+the board groups them: any two rows whose names share it are both shown with their submitter.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from confusable_homoglyphs import categories, confusables
 
@@ -59,3 +65,36 @@ def check_model_name(name: str) -> str:
         raise ModelNameError(f"{WHERE} {name!r} contains a submitter qualifier like '(Lab, 6f4de524)'; "
                              "the board adds those itself")
     return name
+
+
+@lru_cache(maxsize=1)
+def _prototypes() -> dict[str, str]:
+    """Character -> the prototype it reads as (UTS #39's confusables, from ``confusable-homoglyphs``' table).
+
+    That table lists each pair both ways: a source character lists only its prototype, a prototype lists
+    all its sources. So a character with one entry maps to it (a pair of single-entry characters maps to
+    the lower code point of the two); one with several is a prototype itself."""
+    data = {k.replace("\u200e", ""): [g["c"].replace("\u200e", "") for g in v]
+            for k, v in confusables.confusables_data.items()}
+    out: dict[str, str] = {}
+    for char, glyphs in data.items():
+        if len(glyphs) != 1 or not char:
+            continue
+        target = glyphs[0]
+        if len(target) == 1 and len(data.get(target, ())) == 1:
+            target = min(char, target)
+        out[char] = target
+    return out
+
+
+def _skeleton(text: str) -> str:
+    table = _prototypes()
+    return unicodedata.normalize("NFD", "".join(table.get(c, c) for c in unicodedata.normalize("NFD", text)))
+
+
+@lru_cache(maxsize=65536)
+def look(name: str) -> str:
+    """What ``name`` looks like: its case-folded confusable skeleton (UTS #39's skeleton, then case folding, then
+    the skeleton again). Two names with the same look are look-alikes ("BERT", "bert"; "роѕе", "pose"; "rnodel",
+    "model")."""
+    return _skeleton(_skeleton(name).casefold())

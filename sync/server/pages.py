@@ -117,29 +117,49 @@ def _num(v: Any) -> Html:
     return h(f"{v:.4g}" if abs(v) < 1000 else f"{v:.1f}")
 
 
-def _attestations(atts: list[dict[str, Any]]) -> Html:
+def _field_verdicts(fields: Any) -> Html:
+    """Each checked field and its verdict, one row each (the verdict follows from them)."""
+    if not isinstance(fields, dict) or not fields:
+        return "–"
+    rows = "".join(f"<tr><td><code>{h(k)}</code></td><td class=\"field-verdict {h(str(v).replace(' ', '-'))}\">"
+                   f"{h(v)}</td></tr>" for k, v in fields.items())
+    return f"<table class=\"fields\"><tbody>{rows}</tbody></table>"
+
+
+def _attestations(atts: list[dict[str, Any]], row_class: str) -> Html:
+    """Every attestation of the bundle's results: auditor key and organisation, verdict, times, per-field verdicts."""
     if not atts:
         return "<p>Not audited: no auditor has re-run this bundle yet.</p>"
-    rows = "".join(
-        f"<tr><td>{h(a.get('auditor'))} <code>{h(str(a.get('auditor_fingerprint'))[:23])}</code></td>"
-        f"<td class=\"verdict {h(a.get('verdict'))}\">{h(a.get('verdict'))}</td><td>{h(a.get('hardware_class'))}</td>"
-        f"<td>{h(a.get('created_at'))}</td><td>{h(a.get('log_seq'))}</td>"
-        f"<td>{tree(a.get('fields')) if a.get('fields') else '–'}</td>"
-        f"<td>{link(str(a.get('url')), 'raw JSON')}</td></tr>"
-        for a in atts)
-    return ("<table class=\"atts\"><thead><tr><th>auditor</th><th>verdict</th><th>hardware class</th><th>signed</th>"
-            f"<th>log entry</th><th>fields</th><th>document</th></tr></thead><tbody>{rows}</tbody></table>")
+    rows = []
+    for a in atts:
+        who = (f"{h(a.get('auditor') or 'unknown key')} <code>{h(str(a.get('auditor_fingerprint'))[:23])}</code>"
+               f"<br><small>organisation: {h(a.get('organisation') or 'none (the key stands for itself)')}</small>"
+               + (f"<br><small class=\"warn\">key revoked {h(a.get('revoked_at'))}: not counted</small>"
+                  if a.get("revoked_at") else ""))
+        same = a.get("hardware_class") == row_class
+        mark = "the bundle’s own class: confirms it" if same else "another class"
+        where = f"{h(a.get('hardware_class'))}<br><small>{mark}</small>"
+        rows.append(f"<tr class=\"attestation\"><td>{who}</td><td class=\"verdict {h(a.get('verdict'))}\">"
+                    f"{h(a.get('verdict'))}</td><td>{where}</td><td>{h(a.get('runner'))}</td>"
+                    f"<td>{h(a.get('created_at'))}</td><td>{h(a.get('received_at'))}</td><td>{h(a.get('log_seq'))}</td>"
+                    f"<td>{_field_verdicts(a.get('fields'))}</td><td>{link(str(a.get('url')), 'raw JSON')}</td></tr>")
+    return (f"<p>{len(atts)} attestation{'s' if len(atts) != 1 else ''} of these results (model, datasets and"
+            " predictions), oldest first.</p><table class=\"atts\" id=\"attestations\"><thead><tr>"
+            "<th scope=\"col\">auditor (key, organisation)</th><th scope=\"col\">verdict</th>"
+            "<th scope=\"col\">hardware class re-run on</th><th scope=\"col\">runner</th><th scope=\"col\">signed</th>"
+            "<th scope=\"col\">received</th><th scope=\"col\">log entry</th><th scope=\"col\">per-field verdicts</th>"
+            f"<th scope=\"col\">document</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _standing(view: BoardView, task: str, bundle_id: str, hw_class: str, hw_label: str) -> Html:
-    standing = view.standing(task, bundle_id, hw_class)
+def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html:
     if standing is None:
         return ("<p class=\"warn\">This bundle is no longer on the board: a newer bundle of the same model from the"
                 " same submitter replaced it.</p>")
     parts = " + ".join(f"{k} {v:.2f}" for k, v in standing["contributions"].items())
     return (f"<p class=\"standing\">Rank <strong>{standing['rank']}</strong> of {standing['total']} on the"
-            f" <a href=\"/?task={escape(task)}\">{h(task)}</a> board of its hardware class ({h(hw_label)}) at the"
-            f" default weights: Dynascore <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.</p>")
+            f" <a href=\"/?task={escape(task)}\">{h(task)}</a> board of its hardware class ({h(hw_label)},"
+            f" {h(standing['hardware_status'])}) at the default weights: Dynascore"
+            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.</p>")
 
 
 def model_page(view: BoardView, bundle_id: str) -> Html:
@@ -180,11 +200,13 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("documents", Markup(f"{link(f'/bundles/{bundle_id}', 'readable bundle')} · "
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]
                  + ([("lineage", model["lineage"])] if model.get("lineage") else []))
-    attested = db.attestations(task).get(bundle_id, [])
+    attested = db.attestations_of(bundle_id)
+    standing = view.standing(task, bundle_id, facts.hardware_class)
+    title = standing["label"] if standing else str(model.get("name"))
     env = _mapping(payload.get("environment"))
     settings = _mapping(payload.get("settings"))
     body = "".join([
-        _standing(view, task, bundle_id, facts.hardware_class, facts.hardware_label),
+        _standing(task, standing, facts.hardware_label),
         section("Summary", summary, "summary"),
         section("Metrics per dataset", metrics_table(payload), "metrics-section"),
         section("Datasets", "<table class=\"datasets\"><thead><tr><th>name</th><th>split</th><th>examples</th>"
@@ -198,10 +220,10 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                tree(settings), "settings"),
         section("Tolerances (measured metrics)", tree(payload.get("tolerances") or {}), "tolerances"),
         section("Predictions", tree(payload.get("predictions") or {}), "predictions"),
-        section("Audit attestations", _attestations(attested), "audit"),
+        section("Audit attestations", _attestations(attested, facts.hardware_class), "audit"),
         section("Transparency log entry", log_html, "log-entry"),
     ])
-    return layout(f"{model.get('name')} — {task}", body,
+    return layout(f"{title} — {task}", body,
                   f" · <a href=\"/?task={escape(task)}\">{h(task)}</a>")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dynadesk.sync.server.names import look
 from dynadesk.sync.server.values import MetricRule
 
 NOT_AUDITED = "not audited"
@@ -26,14 +27,16 @@ def identified(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def labels(rows: list[dict[str, Any]]) -> dict[str, str]:
-    """Row id -> display label: the model name, qualified by submitter (and key) only where needed."""
+    """Row id -> display label: the model name, qualified by submitter (and key) wherever another row's name looks
+    the same (the same name, or a look-alike by :func:`~dynadesk.sync.server.names.look`: case, script, "rn"/"m")."""
     counts: dict[str, int] = {}
     for r in rows:
-        counts[r["model_name"]] = counts.get(r["model_name"], 0) + 1
+        counts[look(r["model_name"])] = counts.get(look(r["model_name"]), 0) + 1
     out = {}
     for r in rows:
         name = r["model_name"]
-        out[r["model"]] = name if counts[name] == 1 else f"{name} ({r['submitter']}, {r['key_fingerprint'][7:15]})"
+        out[r["model"]] = (name if counts[look(name)] == 1
+                           else f"{name} ({r['submitter']}, {r['key_fingerprint'][7:15]})")
     return out
 
 
@@ -69,6 +72,7 @@ def present(answer: dict[str, Any], rows: dict[str, dict[str, Any]], shown: dict
         versions_of = dataset_versions(r.get("datasets") or {}, versions)
         att = r.get("attestations") or []
         out.update({"row_id": out["model"], "model": r["model_name"], "label": shown[out["model"]],
+                    "look_alike": shown[out["model"]] != r["model_name"],
                     "audit": {"state": audit_state(att), "attestations": att},
                     "dataset_versions": versions_of,
                     "stale_datasets": sorted(n for n, v in versions_of.items() if not v["current"])})

@@ -1,12 +1,14 @@
 // DynaDesk board page: plain JS, no CDN. The server ranks (the one ScoreBoard); this page only
 // keeps the view in the URL, asks /api/leaderboard with the URL's parameters and draws the answer.
-// Every control that changes the ranking (weights, dataset weights, hardware class, runner, sandbox)
-// is a URL parameter, as are the sort and the expanded columns: a copied URL reproduces the view.
+// Every control that changes the ranking (weights, dataset weights, hardware class, runner, sandbox, audit)
+// is a URL parameter, as are the sort and the expanded columns: a copied URL reproduces the view. The
+// default hardware class is the operator's and is never written into the URL: a link without
+// ?hardware_class= keeps following it; a class chosen in the menu is in the URL.
 "use strict";
 
 const METRICS = ["perf", "throughput", "memory", "robustness", "fairness"];
 const DEFAULT_WEIGHTS = {perf: 4, throughput: 1, memory: 1, robustness: 1, fairness: 1};
-const FILTERS = ["hardware_class", "runner", "sandboxed"];
+const FILTERS = ["hardware_class", "runner", "sandboxed", "audit"];
 const LIMIT = 1000;  // every row the board allows on one page: sorting is over all of them
 
 const state = {params: new URLSearchParams(location.search), tasks: [], board: null, token: 0, timer: null};
@@ -128,17 +130,60 @@ function filterChanged(key) {
   };
 }
 
+function classText(c) {
+  const who = `${c.submitters} submitter${c.submitters === 1 ? "" : "s"}`;
+  return `${c.label} — ${c.models} model${c.models === 1 ? "" : "s"}, ${who}, ${c.status}`;
+}
+
+function defaultText(board) {
+  const d = board.default_class || {class: board.hardware_class, source: "automatic"};
+  const c = board.hardware_classes.find(x => x.class === d.class);
+  const label = c ? classText(c) : d.class;
+  return `Default: ${label} (${d.source === "operator" ? "set by the operator" : "chosen by distinct submitters"})`;
+}
+
+function auditToggle() {
+  const box = el("input", {type: "checkbox", id: "audit", name: "audit", checked: state.params.get("audit") === "reproduced",
+                           "aria-describedby": "audit-hint"});
+  box.addEventListener("change", () => {
+    setParam("audit", box.checked ? "reproduced" : "", "");
+    writeUrl();
+    refresh({controls: true, focus: "audit"});
+  });
+  return el("label", {for: "audit", class: "filter toggle"}, box, el("span", {text: "Reproduced rows only"}),
+            el("small", {id: "audit-hint", class: "hint", text: " rows an auditor re-ran and none disputed"}));
+}
+
+function classStatus(board) {
+  const c = board.hardware_classes.find(x => x.class === board.hardware_class);
+  const d = board.default_class || {};
+  const p = el("p", {class: "class-status", id: "class-status"});
+  if (!c) return p;
+  const chosen = state.params.has("hardware_class") ? "chosen in this link"
+    : d.source === "operator" ? "the operator's default" : "the default, chosen by distinct submitters";
+  p.append(el("strong", {text: `Hardware class ${c.label}`}), ` (${chosen}): `,
+           c.status === "confirmed"
+             ? el("span", {class: "confirmed", text: `confirmed — an auditor re-ran rows of ${c.confirmed_submitters} ` +
+                          `submitter${c.confirmed_submitters === 1 ? "" : "s"} on this machine class.`})
+             : el("span", {class: "declared warn", text: "declared — only its submitters say their runs were on this " +
+                          "machine class; no auditor has re-run a row on it."}));
+  if (d.note) p.append(" ", el("small", {text: d.note}));
+  return p;
+}
+
 function renderControls(panel, board) {
-  const classes = board.hardware_classes.map(c => [c.class, `${c.label} — ${c.models} model${c.models === 1 ? "" : "s"}`]);
+  const classes = [["", defaultText(board)], ...board.hardware_classes.map(c => [c.class, classText(c)])];
   if (board.hardware_classes.length > 1 || board.hardware_class === "all") {
     classes.push(["all", "All classes (measured metrics NOT comparable)"]);
   }
   const filters = el("fieldset", {class: "filters"}, el("legend", {text: "Rows"}),
-    select("hardware_class", "Hardware class", board.hardware_class, classes, filterChanged("hardware_class")),
+    select("hardware_class", "Hardware class", state.params.get("hardware_class") || "", classes,
+           filterChanged("hardware_class")),
     select("runner", "Runner", state.params.get("runner") || "",
            [["", "any runner"], ...board.runners.map(r => [r, r])], filterChanged("runner")),
     select("sandboxed", "Sandboxed", state.params.get("sandboxed") || "",
-           [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")));
+           [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")),
+    auditToggle(), classStatus(board));
   const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
     const v = state.params.get(`weight.${m}`) ?? DEFAULT_WEIGHTS[m];
@@ -188,7 +233,8 @@ function columns(board) {
       td.textContent = r.submitter;
     }},
     {key: "hardware", label: "Hardware class", get: r => r.hardware_label, cell: (r, td) => {
-      td.textContent = r.hardware_label; td.title = r.hardware_class; td.className = "hardware";
+      td.textContent = r.hardware_label; td.title = r.hardware_class; td.className = `hardware ${r.hardware_status || ""}`;
+      if (r.hardware_status) td.append(" ", el("small", {class: `class-mark ${r.hardware_status}`, text: r.hardware_status}));
     }},
     {key: "runner", label: "Runner", get: r => r.runner, cell: (r, td) => { td.textContent = r.runner; }},
     {key: "sandboxed", label: "Sandboxed", get: r => (r.sandboxed ? 1 : 0), cell: (r, td) => {
@@ -206,6 +252,12 @@ function columns(board) {
 function modelCell(r, td) {
   td.className = "model";
   td.append(el("a", {href: r.model_url, text: r.label || r.model}));
+  if (r.look_alike) {
+    td.append(el("small", {class: "look-alike", text: "another row's name looks like this one: shown with its submitter"}));
+  }
+  if (state.board && ((state.board.reference || {}).rows || []).some(x => x.row_id === r.row_id)) {
+    td.append(" ", el("small", {class: "reference-mark", title: "this row sets the exchange rates", text: "reference"}));
+  }
   if ((r.stale_datasets || []).length) {
     td.append(el("small", {class: "stale", text: `scored on a superseded version of ${r.stale_datasets.join(", ")}`}));
   }
@@ -314,8 +366,25 @@ function renderBoard(panel, board) {
                "weight varies from 0 to 5 (the others kept); the dot is its rank now."}),
       DynaCharts.stability(board.rows, board.total));
   }
+  renderReference(panel.querySelector(".reference-box"), board);
   const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m} left off: ${why}`);
   panel.querySelector(".notes").textContent = [...(board.notes || []), ...left].join(" · ");
+}
+
+function renderReference(box, board) {
+  const ref = board.reference || {rows: [], amrs: {}, rule: ""};
+  const rates = Object.entries(ref.amrs || {}).map(([m, v]) => `${m} ${v === null ? "–" : Number(v).toPrecision(4)}`);
+  const list = el("ul", {class: "reference-rows"});
+  for (const r of ref.rows) {
+    list.append(el("li", {"data-row": r.row_id}, el("a", {href: `/models/${r.bundle_id}`, text: r.label}),
+                   ` — ${r.submitter}, ${r.why}`));
+  }
+  box.replaceChildren(
+    el("h3", {text: "Exchange rates"}),
+    el("p", {class: "rates", text: `Rates (AMRS, per unit of each metric): ${rates.join(" · ") || "none"}.`}),
+    el("p", {class: "hint", text: `Set by ${ref.rows.length} reference row${ref.rows.length === 1 ? "" : "s"} ` +
+             `(${ref.rule}), not by every ranked row, so no submitter's extra rows move them.`}),
+    list);
 }
 
 // ------------------------------------------------------------------ loading
@@ -331,6 +400,7 @@ function panelFor(task) {
     el("div", {class: "legend-box"}),
     el("div", {class: "table-wrap"}, el("table", {class: "board", id: `board-${task.name}`})),
     el("p", {class: "notes"}),
+    el("section", {class: "reference-box", "aria-label": "Rows that set the exchange rates"}),
     el("div", {class: "stability-box"}));
   document.getElementById("board").replaceChildren(panel);
   return panel;
@@ -352,10 +422,6 @@ async function refresh(opts = {}) {
     return;
   }
   status.textContent = ""; status.className = "status";
-  if (!state.params.has("hardware_class") && body.hardware_classes.length) {
-    state.params.set("hardware_class", body.hardware_class);  // pin the class: the link must not drift
-    writeUrl();
-  }
   state.board = body;
   if (opts.controls || !panel.querySelector(".controls").childElementCount) renderControls(panel, body);
   renderBoard(panel, body);

@@ -51,8 +51,7 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(f"expected a JSON object, got {type(raw).__name__}")
     raw = dict(raw)
-    if task.output_kind == "span" and "answer" in raw and "answers" not in raw:
-        raw["answers"] = [raw.pop("answer")]
+    task.kind.row_gold(raw)
     allowed = set(example_fields(task))
     unknown = sorted(set(raw) - allowed)
     if unknown:
@@ -71,33 +70,10 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
             raise ValueError(f"field '{name}' must be a non-empty string")
         out[name] = value
     gold = raw.get(task.gold_field)
-    if task.output_kind == "label":
-        if isinstance(gold, list) and task.multi_gold:
-            if not gold or not all(isinstance(g, str) for g in gold):
-                raise ValueError("field 'label' must be a non-empty list of labels")
-            bad = [g for g in gold if g not in task.labels]
-            if bad:
-                raise ValueError(f"label(s) {bad} not among the task's labels {list(task.labels)}")
-            out["label"] = gold if len(gold) > 1 else gold[0]
-        elif isinstance(gold, str):
-            if gold not in task.labels:
-                raise ValueError(f"label '{gold}' is not one of {', '.join(task.labels)}")
-            out["label"] = gold
-        else:
-            raise ValueError(f"field 'label' must be one of {', '.join(task.labels)}")
-    else:
-        meta = raw.get("metadata")
-        v2 = isinstance(meta, dict) and meta.get(SQUAD_V2_KEY) is True  # SQuAD 2.0 kept as published
-        if v2 and gold == []:
-            pass  # an unanswerable question: its gold is the empty answer under the v2.0 rule
-        elif not isinstance(gold, list) or not gold or not all(isinstance(a, str) and a.strip() for a in gold):
-            raise ValueError("field 'answers' must be a non-empty list of non-empty strings"
-                             + (" (or [] for an unanswerable SQuAD 2.0 question)" if v2 else ""))
-        context = out[str(task.span_of)]
-        for a in gold:
-            if a not in context:
-                raise ValueError(f"answer {a[:60]!r} is not a substring of the '{task.span_of}' field")
-        out["answers"] = gold
+    meta = raw.get("metadata")
+    v2 = isinstance(meta, dict) and meta.get(SQUAD_V2_KEY) is True  # SQuAD 2.0 kept as published
+    out[task.gold_field] = task.kind.check_gold(gold, task.labels, task.multi_gold, out, task.span_of,
+                                                unanswerable_allowed=v2)
     if "tags" in raw:
         tags = raw["tags"]
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
@@ -116,7 +92,7 @@ def dataset_digest(examples: list[dict[str, Any]]) -> str:
 
 
 def label_counts(task: Task, examples: Iterable[dict[str, Any]]) -> dict[str, int]:
-    if task.output_kind != "label":
+    if not task.kind.chooses_labels:
         return {}
     counts: Counter[str] = Counter()
     for ex in examples:

@@ -14,10 +14,12 @@ from typing import Any
 import yaml
 
 from dynadesk.errors import ConfigError, NotFoundError
+from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
+from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
 
-METRICS = ("accuracy", "macro_f1", "squad_f1", "exact_match")
-OUTPUT_KINDS = ("label", "span")
-FOOLED_RULES = ("label_mismatch", "answer_f1_below")
+METRICS = tuple(dict.fromkeys(m for k in KINDS.values() for m in k.metrics))
+OUTPUT_KINDS = tuple(KINDS)
+FOOLED_RULES = tuple(_FOOLED_TESTS)
 ROBUSTNESS_SUITES = ("case", "contractions", "punctuation", "whitespace", "zero_width", "homoglyphs", "typos",
                      "char_typos", "misspellings", "split_words")
 FAIRNESS_SUITES = ("gender", "ethnic_names")
@@ -69,9 +71,18 @@ class Task:
         return None
 
     @property
+    def kind(self) -> OutputKind:
+        """The output kind object (label or span): gold field, output key, metrics, checks, the fooled rule."""
+        return kind_of(self)
+
+    @property
     def gold_field(self) -> str:
         """Name of the gold field in a dataset example: ``label`` or ``answers``."""
-        return "answers" if self.output_kind == "span" else "label"
+        return self.kind.gold_field
+
+    def is_fooled(self, output: Any, golds: Any) -> bool:
+        """The task's fooled rule: does the model's checked ``output`` miss every acceptable gold?"""
+        return self.kind.fooled(self.fooled_rule.kind, self.fooled_rule.threshold, output, self.kind.golds(golds))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form; the evaluator spec carries this."""
@@ -150,11 +161,12 @@ def parse_task(raw: Any, source: str) -> Task:
         raise ConfigError(f"{source}: field 'inputs' has duplicate names")
     output = _need(raw, "output", dict, source)
     kind = _need(output, "kind", str, f"{source}: output")
-    if kind not in OUTPUT_KINDS:
-        raise ConfigError(f"{source}: output.kind must be one of {', '.join(OUTPUT_KINDS)}, got '{kind}'")
+    if kind not in KINDS:  # the registry itself, so a kind registered later is known
+        raise ConfigError(f"{source}: output.kind must be one of {', '.join(KINDS)}, got '{kind}'")
     labels: tuple[str, ...] = ()
     span_of = None
-    if kind == "label":
+    out_kind = KINDS[kind]
+    if out_kind.chooses_labels:
         labels = _str_list(output, "labels", f"{source}: output")
         if len(labels) < 2 or len(set(labels)) != len(labels):
             raise ConfigError(f"{source}: output.labels must list at least two distinct labels")
@@ -165,10 +177,17 @@ def parse_task(raw: Any, source: str) -> Task:
     metric = _need(raw, "metric", str, source)
     if metric not in METRICS:
         raise ConfigError(f"{source}: field 'metric' must be one of {', '.join(METRICS)}, got '{metric}'")
+    for m in (metric, *_str_list(raw, "secondary_metrics", source, METRICS)):
+        if m not in out_kind.metrics:
+            raise ConfigError(f"{source}: metric '{m}' does not apply to a {kind} task "
+                              f"(use {', '.join(out_kind.metrics)})")
     rule_raw = _need(raw, "fooled_rule", dict, source)
     rule_kind = _need(rule_raw, "kind", str, f"{source}: fooled_rule")
-    if rule_kind not in FOOLED_RULES:
-        raise ConfigError(f"{source}: fooled_rule.kind must be one of {', '.join(FOOLED_RULES)}")
+    if rule_kind not in _FOOLED_TESTS:
+        raise ConfigError(f"{source}: fooled_rule.kind must be one of {', '.join(_FOOLED_TESTS)}")
+    if rule_kind not in out_kind.fooled_rules:
+        raise ConfigError(f"{source}: fooled_rule.kind '{rule_kind}' does not apply to a {kind} task "
+                          f"(use {', '.join(out_kind.fooled_rules)})")
     threshold = rule_raw.get("threshold")
     if rule_kind == "answer_f1_below":
         if not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
@@ -374,10 +393,11 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         out.append((("output",), "field 'output' must be a mapping"))
     if isinstance(output, dict):
         kind = output.get("kind")
-        if kind not in OUTPUT_KINDS:
+        out_kind = KINDS.get(kind) if isinstance(kind, str) else None
+        if out_kind is None:
             out.append((("output", "kind") if "kind" in output else ("output",),
-                        f"output.kind must be one of {', '.join(OUTPUT_KINDS)}, got {kind!r}"))
-        if kind == "label":
+                        f"output.kind must be one of {', '.join(KINDS)}, got {kind!r}"))
+        elif out_kind.chooses_labels:
             labels = output.get("labels")
             if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
                 out.append((("output", "labels") if "labels" in output else ("output",),
@@ -389,7 +409,7 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 if len(set(labels)) < 2:
                     out.append((("output", "labels"),
                                 f"output.labels must list at least two labels, got {len(set(labels))}"))
-        if kind == "span":
+        else:
             span_of = output.get("span_of")
             if not isinstance(span_of, str):
                 out.append((("output",), "output.span_of must name the input the span is taken from"))
@@ -401,8 +421,8 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         out.append((("metric",), f"field 'metric' is {metric!r}, not a registered metric ({', '.join(METRICS)})"))
     rule = raw.get("fooled_rule")
     if "fooled_rule" in raw:
-        if not isinstance(rule, dict) or rule.get("kind") not in FOOLED_RULES:
-            out.append((("fooled_rule",), f"fooled_rule.kind must be one of {', '.join(FOOLED_RULES)}"))
+        if not isinstance(rule, dict) or rule.get("kind") not in _FOOLED_TESTS:
+            out.append((("fooled_rule",), f"fooled_rule.kind must be one of {', '.join(_FOOLED_TESTS)}"))
     if not out:
         try:
             parse_task(raw, "")

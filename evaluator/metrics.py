@@ -28,18 +28,29 @@ raises :class:`MetricError` (a ``ValueError``) naming the position that is wrong
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-LABEL_METRICS = ("accuracy", "macro_f1")
-SPAN_METRICS = ("squad_f1", "exact_match")
+from dynadesk.evaluator.answers import (  # re-exported: the SQuAD scores are metrics too
+    SQUAD_V2_KEY,
+    MetricError,
+    SquadV2Answers,
+    exact_match,
+    normalize_answer,
+    squad_f1,
+    squad_v2_exact,
+    squad_v2_f1,
+    squad_v2_golds,
+    token_f1,
+)
+from dynadesk.evaluator.kinds import KINDS, kind_of
 
+LABEL_METRICS = KINDS["label"].metrics
+SPAN_METRICS = KINDS["span"].metrics
 
-class MetricError(ValueError):
-    """Predictions and golds do not fit together (length, type, unknown metric)."""
+__all__ = ["SQUAD_V2_KEY", "MetricError", "SquadV2Answers", "exact_match", "normalize_answer", "squad_f1",
+           "squad_v2_exact", "squad_v2_f1", "squad_v2_golds", "token_f1"]
 
 
 # --------------------------------------------------------------------------- labels
@@ -100,83 +111,6 @@ def macro_f1(preds: Sequence[str], golds: Sequence[Any], labels: Iterable[str] |
     return 100.0 * total / len(use)
 
 
-# --------------------------------------------------------------------------- spans
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCT = set(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD v1.1 normalisation: lower case, drop punctuation and articles, squeeze spaces."""
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCT)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
-def token_f1(pred: str, gold: str) -> float:
-    """SQuAD token-overlap F1 of one answer against one gold, as a 0-1 fraction."""
-    p_tokens = normalize_answer(pred).split()
-    g_tokens = normalize_answer(gold).split()
-    if not p_tokens or not g_tokens:
-        # Both empty (e.g. the answer was only an article) count as a match.
-        return float(p_tokens == g_tokens)
-    common = Counter(p_tokens) & Counter(g_tokens)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision = same / len(p_tokens)
-    recall = same / len(g_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def _answers(golds: Any, where: str = "gold answers") -> tuple[str, ...]:
-    if isinstance(golds, str):
-        return (golds,)
-    if isinstance(golds, (list, tuple)) and golds and all(isinstance(g, str) for g in golds):
-        return tuple(golds)
-    raise MetricError(f"{where}: must be an answer or a non-empty list of answers, got {golds!r}")
-
-
-def squad_f1(pred: str, golds: Any) -> float:
-    """Token F1 (0-100) of one answer, maximised over the gold answers."""
-    return 100.0 * max(token_f1(pred, g) for g in _answers(golds))
-
-
-def exact_match(pred: str, golds: Any) -> float:
-    """100 if the normalised answer equals any normalised gold answer, else 0."""
-    norm = normalize_answer(pred)
-    return 100.0 if any(norm == normalize_answer(g) for g in _answers(golds)) else 0.0
-
-
-class SquadV2Answers(tuple):  # type: ignore[type-arg]
-    """The gold answers of an example scored by the SQuAD v2.0 rule (possibly none: unanswerable)."""
-
-
-SQUAD_V2_KEY = "squad_v2"  # metadata flag of an example of a dataset kept as SQuAD 2.0 publishes it
-
-
-def squad_v2_golds(golds: Any) -> list[str]:
-    """The official v2.0 script's golds: the non-empty-normalising answers, else the empty answer."""
-    if isinstance(golds, str):
-        golds = [golds]
-    if not isinstance(golds, (list, tuple)) or not all(isinstance(g, str) for g in golds):
-        raise MetricError(f"gold answers: must be a list of answers (empty when unanswerable), got {golds!r}")
-    kept = [g for g in golds if normalize_answer(g)]
-    return kept or [""]
-
-
-def squad_v2_f1(pred: str, golds: Any) -> float:
-    """SQuAD v2.0 token F1 (0-100): max over :func:`squad_v2_golds`."""
-    return 100.0 * max(token_f1(pred, g) for g in squad_v2_golds(golds))
-
-
-def squad_v2_exact(pred: str, golds: Any) -> float:
-    """SQuAD v2.0 exact match (0-100): max over :func:`squad_v2_golds`."""
-    norm = normalize_answer(pred)
-    return 100.0 if any(norm == normalize_answer(g) for g in squad_v2_golds(golds)) else 0.0
-
-
 def _span_score(metric: str, pred: str, gold: Any) -> float:
     if isinstance(gold, SquadV2Answers):
         return squad_v2_f1(pred, gold) if metric == "squad_f1" else squad_v2_exact(pred, gold)
@@ -185,6 +119,13 @@ def _span_score(metric: str, pred: str, gold: Any) -> float:
 
 # --------------------------------------------------------------------------- task level
 
+def _kind(task: Mapping[str, Any]) -> Any:
+    try:
+        return kind_of(task)
+    except ValueError as exc:
+        raise MetricError(str(exc)) from None
+
+
 def _task_metrics(task: Mapping[str, Any]) -> list[str]:
     try:
         primary = task["metric"]
@@ -192,17 +133,17 @@ def _task_metrics(task: Mapping[str, Any]) -> list[str]:
         raise MetricError("task dict lacks 'metric'") from None
     out = [primary]
     out += [m for m in task.get("secondary_metrics") or () if m != primary]
-    allowed = SPAN_METRICS if task.get("output_kind") == "span" else LABEL_METRICS
+    allowed = _kind(task).metrics
     for m in out:
         if m not in allowed:
             raise MetricError(f"metric '{m}' does not apply to a task with output kind "
-                              f"'{task.get('output_kind')}' (use {', '.join(allowed)})")
+                              f"'{_kind(task).name}' (use {', '.join(allowed)})")
     return out
 
 
 def prediction_value(task: Mapping[str, Any], pred: Any, where: str = "prediction") -> str:
     """The label or answer string of one prediction (adapter dict or bare string)."""
-    key = "answer" if task.get("output_kind") == "span" else "label"
+    key = _kind(task).output_key
     if isinstance(pred, str):
         return pred
     if isinstance(pred, Mapping) and isinstance(value := pred.get(key), str):
@@ -211,7 +152,7 @@ def prediction_value(task: Mapping[str, Any], pred: Any, where: str = "predictio
 
 
 def _gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str) -> Any:
-    key = "answers" if task.get("output_kind") == "span" else "label"
+    key = _kind(task).gold_field
     if not isinstance(example, Mapping) or key not in example:
         raise MetricError(f"{where}: example lacks its gold field '{key}'")
     meta = example.get("metadata")
@@ -287,7 +228,7 @@ def _source_score(task: Mapping[str, Any], preds: Sequence[str], reference: str)
     every perturbed copy, so for macro-F1 one flip among three copies scores 40, not 66.7.
     """
     metric = _task_metrics(task)[0]
-    golds: list[Any] = [[reference]] * len(preds) if task.get("output_kind") == "span" else [reference] * len(preds)
+    golds: list[Any] = [_kind(task).as_gold(reference)] * len(preds)
     return metric_value(task, metric, preds, golds)
 
 

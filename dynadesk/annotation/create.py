@@ -8,7 +8,6 @@ example (with its HMAC) is committed.
 from __future__ import annotations
 
 import json
-import math
 import random
 import uuid
 from collections.abc import Callable
@@ -63,12 +62,8 @@ def next_context(store: Store, task_name: str, annotator: str | None = None, see
 
 
 def is_fooled(task: Task, target: Any, output: dict[str, Any]) -> bool:
-    """The task's rule: label mismatch, or answer F1 (0-1) against the target below the threshold."""
-    if task.fooled_rule.kind == "label_mismatch":
-        return bool(output["label"] != target)
-    from dynadesk.evaluator.metrics import squad_f1
-
-    return squad_f1(output["answer"], [target]) / 100.0 < float(task.fooled_rule.threshold)  # type: ignore[arg-type]
+    """The task's fooled rule against the annotator's claimed answer (see :meth:`Task.is_fooled`)."""
+    return task.is_fooled(output, task.kind.golds(target))
 
 
 def check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, str]:
@@ -97,14 +92,9 @@ def check_inputs(task: Task, inputs: Any, pool_text: str | None) -> dict[str, st
 
 def check_target(task: Task, target: Any, inputs: dict[str, str], what: str = "target") -> Any:
     """A label of the task, or (QA) a non-empty answer that is a substring of the context."""
-    if task.output_kind == "label":
-        if target not in task.labels:
-            raise ValidationError(f"{what} {target!r} is not one of the task's labels: {', '.join(task.labels)}")
-        return target
-    if not isinstance(target, str) or not target.strip():
-        raise ValidationError(f"{what} answer must be a non-empty string")
-    if target not in inputs[str(task.span_of)]:
-        raise ValidationError(f"{what} answer {target[:60]!r} is not a substring of the '{task.span_of}' input")
+    problem = task.kind.claim_problem(target, task.labels, inputs, task.span_of)
+    if problem is not None:
+        raise ValidationError(f"{what} {problem}")
     return target
 
 
@@ -113,16 +103,10 @@ def check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
         output = json.loads(json.dumps(output, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise ModelError(f"model '{model}' returned a response that is not plain JSON: {exc}") from exc
-    key = "label" if task.output_kind == "label" else "answer"
-    if not isinstance(output, dict) or not isinstance(output.get(key), str):
-        raise ModelError(f"model '{model}' returned {str(output)[:80]!r}, without a '{key}' string")
-    if key == "label" and output["label"] not in task.labels:
-        raise ModelError(f"model '{model}' predicted '{output['label']}', not a label of task '{task.name}'")
-    probs = output.get("probs", {})
-    if not isinstance(probs, dict) or not all(isinstance(p, (int, float)) and math.isfinite(p)
-                                              for p in probs.values()):
-        raise ModelError(f"model '{model}' returned malformed probabilities {str(probs)[:80]}")
-    return output
+    problem = task.kind.output_problem(output, task.labels)
+    if problem is not None:
+        raise ModelError(f"model '{model}' returned {str(output)[:80]!r} for task '{task.name}', {problem}")
+    return dict(output)
 
 
 def choose_target(store: Any, rnd: Any, annotator: str) -> str:

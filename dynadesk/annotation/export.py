@@ -31,7 +31,7 @@ FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
     st = example_status(ex, task.votes_needed)
     raw: dict[str, Any] = {"id": ex.uid, **ex.inputs}
-    raw[task.gold_field] = ex.target if task.output_kind == "label" else [ex.target]
+    raw[task.gold_field] = task.kind.as_gold(ex.target)
     raw["tags"] = [f"round-{ex.round}", "fooled" if ex.fooled else "not-fooled", st.status]
     raw["metadata"] = {"annotation": {
         "task": ex.task, "round": ex.round, "annotator": ex.annotator, "created_at": ex.created_at,

@@ -382,7 +382,7 @@ def _refusal(store: Store, ex: AnnotatedExample, round_digests: dict[str, str], 
         return None
     from dynadesk.models import predict_live
 
-    key = "label" if task.output_kind == "label" else "answer"
+    key = task.kind.output_key
     try:
         answer = predict_live(store, local, dict(ex.inputs))[key]
     except DynaDeskError:

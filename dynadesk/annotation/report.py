@@ -17,7 +17,6 @@ from typing import Any
 
 from dynadesk.annotation.validate import example_status
 from dynadesk.errors import ValidationError
-from dynadesk.evaluator.metrics import squad_f1
 from dynadesk.tasks import Task, get_task
 
 
@@ -46,16 +45,8 @@ class RoundReport:
         return asdict(self)
 
 
-def is_error(task: Task, output: dict[str, Any], golds: Sequence[Any]) -> bool:
-    """The task's fooling rule against every acceptable gold answer."""
-    if task.output_kind == "label":
-        return output["label"] not in golds
-    return squad_f1(output["answer"], [str(g) for g in golds]) / 100.0 < float(task.fooled_rule.threshold or 0.0)
-
-
 def _golds(task: Task, ex: dict[str, Any]) -> list[Any]:
-    gold = ex[task.gold_field]
-    return list(gold) if isinstance(gold, list) else [gold]
+    return task.kind.golds(ex[task.gold_field])
 
 
 def _trained_ids(store: Any, models: Sequence[Any]) -> set[str]:
@@ -108,7 +99,7 @@ def round_report(store: Any, task_name: str, models: Sequence[str] | None = None
             outputs: list[dict[str, Any]] = []
             for i in range(0, len(inputs), batch_size):
                 outputs += adapter.predict(inputs[i:i + batch_size])
-            wrong = sum(is_error(task, out, g) for out, g in zip(outputs, golds))
+            wrong = sum(task.is_fooled(out, g) for out, g in zip(outputs, golds))
             row.errors[column.name] = 100.0 * wrong / len(inputs)
         rows.append(row)
     return RoundReport(task.name, [c for c, _i, _g in sets], rows)

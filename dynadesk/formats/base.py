@@ -153,7 +153,7 @@ def keep_extra(row: dict[str, Any], unknown: list[str]) -> dict[str, Any]:
 
 def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detected: bool) -> ReadResult:
     """Read, convert and validate every row; raise one :class:`ValidationError` listing every bad row."""
-    if mapping.squad_v2 and (fmt.convert_v2 is None or task.output_kind != "span"):
+    if mapping.squad_v2 and (fmt.convert_v2 is None or task.kind.chooses_labels):
         raise ValidationError(f"{path}: --squad-v2 applies to qa files in the squad or hf format, not to "
                               f"{task.name} {fmt.name} files")
     if fmt.tasks and task.name not in fmt.tasks:

@@ -46,9 +46,7 @@ def split_extras(task: Task, row: dict[str, Any], drop: tuple[str, ...] = ()) ->
 
 def _answers(task: Task, row: dict[str, Any]) -> None:
     """Dynabench QA's ``answer``: one string, or a list of acceptable strings."""
-    if task.output_kind == "span" and "answer" in row and "answers" not in row:
-        value = row.pop("answer")
-        row["answers"] = list(value) if isinstance(value, list) else [value]
+    task.kind.row_gold(row)
 
 
 def convert_dynabench(task: Task, row: dict[str, Any]) -> dict[str, Any]:

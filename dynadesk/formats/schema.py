@@ -146,7 +146,7 @@ def file_schema(task: Task) -> dict[str, Any]:
     for f in task.inputs:
         fields.append({"name": f.name, "type": "non-empty string", "required": True,
                        "aliases": list(aliases[f.name]), "description": f.description})
-    if task.output_kind == "label":
+    if task.kind.chooses_labels:
         kind = "label, or a list of labels" if task.multi_gold else "label"
         fields.append({"name": "label", "type": kind, "required": True, "aliases": list(aliases["label"]),
                        "description": f"one of {', '.join(task.labels)}"})

@@ -173,7 +173,7 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
         raise ModelError(f"unknown model kind '{kind}' (known: {', '.join(KINDS)})")
     manifest: dict[str, Any] = {"task": task.name, "kind": kind, "inputs": list(task.input_names)}
     if kind == "hf-question-answering":
-        if task.output_kind != "span":
+        if task.kind.chooses_labels:
             raise ModelError(f"{folder}: a question-answering model cannot serve task '{task.name}', whose "
                              "output is a label")
         manifest["context_field"] = task.span_of
@@ -182,7 +182,7 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
             raise ModelError(f"task '{task.name}' must have exactly one input besides '{task.span_of}' for QA")
         manifest["question_field"] = others[0]
         return manifest
-    if task.output_kind != "label":
+    if not task.kind.chooses_labels:
         raise ModelError(f"{folder}: a {kind} model predicts labels, but task '{task.name}' wants answer spans")
     if labels:
         if sorted(labels) != sorted(task.labels):
@@ -213,7 +213,7 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
     if sorted(manifest["inputs"]) != sorted(task.input_names):
         raise ModelError(f"{where}: manifest inputs {manifest['inputs']} differ from task '{task.name}' inputs "
                          f"{list(task.input_names)}")
-    if task.output_kind == "label":
+    if task.kind.chooses_labels:
         if manifest["kind"] == "hf-question-answering":
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
         if sorted(manifest["labels"]) != sorted(task.labels):

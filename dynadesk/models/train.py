@@ -173,7 +173,7 @@ class _Model:
         self.config = config
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         self.tokenizer = AutoTokenizer.from_pretrained(str(base), local_files_only=True)
-        self.qa = task.output_kind == "span"
+        self.qa = not task.kind.chooses_labels
         if self.qa:
             self.model = AutoModelForQuestionAnswering.from_pretrained(str(base), local_files_only=True)
             self.question = next(n for n in task.input_names if n != task.span_of)

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dynadesk.evaluator import metrics as M
+from dynadesk.evaluator.kinds import kind_of
 
 RESAMPLES = 1000
 LEVEL = 95.0
@@ -223,7 +224,7 @@ def _scan(spec_file: Path, data_dir: Path, predictions_file: Path,
     spec = Spec.read(spec_file)
     task = spec.task
     metric = str(task["metric"])
-    gold_key = "answers" if task.get("output_kind") == "span" else "label"
+    gold_key = kind_of(task).gold_field
     by_dataset: dict[str, dict[str, Any]] = {}
     with open(predictions_file, encoding="utf-8") as fh:
         for line in fh:

@@ -273,7 +273,7 @@ class AnnotatePage(Page):
             b.deleteLater()
         self.answer_edit.setParent(None)
         self.use_selection_button.setParent(None)
-        if task.output_kind == "label":
+        if task.kind.chooses_labels:
             self.target_box.setTitle(LABEL_TITLE)
             for i, label in enumerate(task.labels):
                 b = QPushButton(f"{i + 1}  {label}")
@@ -293,7 +293,7 @@ class AnnotatePage(Page):
     def focus_chain(self) -> list[QWidget]:
         """The form's widgets in Tab order: Tab cycles through these and never leaves for the sidebar."""
         chain: list[QWidget] = list(self.inputs.values())
-        if self.task is not None and self.task.output_kind != "label":
+        if self.task is not None and not self.task.kind.chooses_labels:
             chain.append(self.answer_edit)
         chain += [self.explanation, self.submit_button]
         return [w for w in chain if w.isEnabled() and w.isVisible()]
@@ -310,7 +310,7 @@ class AnnotatePage(Page):
 
     def use_selection(self) -> None:
         """Copy the text selected in the context (pool view or typed field) into the answer box."""
-        if self.task is None or self.task.output_kind == "label":
+        if self.task is None or self.task.kind.chooses_labels:
             return
         source = self.context_view if self.context is not None else self.inputs.get(self.task.span_of or "")
         selected = source.textCursor().selectedText().replace("\u2029", "\n") if source is not None else ""
@@ -336,7 +336,7 @@ class AnnotatePage(Page):
     def target(self):
         if self.task is None:
             return None
-        if self.task.output_kind == "label":
+        if self.task.kind.chooses_labels:
             b = self.target_group.checkedButton()
             return b.property("label") if b else None
         text = self.answer_edit.text().strip()
@@ -372,12 +372,12 @@ class AnnotatePage(Page):
             self.banner.error(f"Fill in {', '.join(missing)} first.")
             self.inputs[missing[0]].setFocus()
             return
-        if self.task.output_kind == "label" and target is None:
+        if self.task.kind.chooses_labels and target is None:
             self.banner.show_message("Choose the correct label first (Ctrl+1–9 or click it).", "info")
             return
         if self.context is not None:
             inputs[self.context.field] = self.context.text
-        if self.task.output_kind != "label":
+        if not self.task.kind.chooses_labels:
             if not target:
                 self.banner.show_message(f"Select the answer in the {self.task.span_of} (or type it), then submit.",
                                          "info")

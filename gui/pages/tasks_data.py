@@ -130,7 +130,7 @@ class TasksDataPage(Page):
     def refresh(self) -> None:
         tasks = self.guard(self._data.tasks) or {}
         fill(self.tasks_table, [
-            [t.name, t.title, ", ".join(t.input_names), t.output_kind,
+            [t.name, t.title, ", ".join(t.input_names), t.kind.name,
              ", ".join(t.labels) if t.labels else f"span of {t.span_of}",
              t.metric + (f" (+{', '.join(t.secondary_metrics)})" if t.secondary_metrics else ""), t.votes_needed]
             for t in tasks.values()], numeric={6})

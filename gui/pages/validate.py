@@ -131,9 +131,9 @@ class ValidatePage(Page):
         t = self._data.task(task)
         self.label_combo.clear()
         self.label_combo.addItems(list(t.labels))
-        self.label_combo.setVisible(t.output_kind == "label")
-        self.answer_edit.setVisible(t.output_kind != "label")
-        self.use_selection_button.setVisible(t.output_kind != "label")
+        self.label_combo.setVisible(t.kind.chooses_labels)
+        self.answer_edit.setVisible(not t.kind.chooses_labels)
+        self.use_selection_button.setVisible(not t.kind.chooses_labels)
         self.done = 0
         self.skipped.clear()
         self._reload_queue()
@@ -171,13 +171,13 @@ class ValidatePage(Page):
         verdict = ("<span style='color:#1b5e20'>fooled the model</span>" if ex.fooled
                    else "<span style='color:#8d6e00'>did not fool the model</span>")
         self.view.setHtml(
-            f"{rows}<p><b>Claimed {'label' if t.output_kind == 'label' else 'answer'}:</b> "
+            f"{rows}<p><b>Claimed {t.kind.output_key}:</b> "
             f"{html.escape(str(ex.target))}</p>"
             f"<p><b>{html.escape(ex.model_name)}</b> said <b>{html.escape(str(pred))}</b> — {verdict}</p>"
             + (f"<p><b>Explanation:</b> {html.escape(ex.explanation)}</p>" if ex.explanation else "")
             + f"<p><small>by {html.escape(ex.annotator)} · round {ex.round} · "
               f"{len(ex.validations)} vote(s) so far</small></p>")
-        if t.output_kind == "label":
+        if t.kind.chooses_labels:
             others = [lab for lab in t.labels if lab != ex.target]
             if others and self.label_combo.currentText() == ex.target:
                 self.label_combo.setCurrentText(others[0])
@@ -191,7 +191,7 @@ class ValidatePage(Page):
         label, reason = None, ""
         if verdict == "incorrect":
             t = self._data.task(ex.task)
-            if t.output_kind == "label":
+            if t.kind.chooses_labels:
                 label = self.label_combo.currentText()
             else:
                 text = self.answer_edit.text().strip()
@@ -223,7 +223,7 @@ class ValidatePage(Page):
     def use_selection(self) -> None:
         """The text selected in the example view becomes the corrected answer (QA)."""
         ex = self.current
-        if ex is None or self._data.task(ex.task).output_kind == "label":
+        if ex is None or self._data.task(ex.task).kind.chooses_labels:
             return
         selected = self.view.textCursor().selectedText().strip()
         if selected:

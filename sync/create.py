@@ -43,10 +43,14 @@ def _signed_metrics(ev: Any, evaluation_id: int) -> list[dict[str, Any]]:
     An orchestration run folder (``spec/spec.json``, ``data/``, ``out/predictions.jsonl``) is scored again
     by the host (``dynadesk.orchestration.recompute``); a stored deterministic figure that differs from it
     (an edited ``metric_values`` row) refuses the bundle, naming the metric and both values. Measured
-    figures are the stored ones (they were bounded at store time). A folder without a spec (runs made
-    before the run-folder layout) is signed as stored."""
-    from dynadesk.orchestration.recompute import ResultMismatch, stored_rows_checked
+    figures are the stored ones (they were bounded at store time). A run whose folder cannot be re-scored
+    (no ``spec/spec.json``, say) is refused, naming what is missing: nothing it stores could be checked."""
+    from dynadesk.orchestration.recompute import ResultMismatch, has_spec, stored_rows_checked
 
+    if not has_spec(ev.run_dir):
+        where = f"{Path(ev.run_dir) / 'spec' / 'spec.json'} is missing" if ev.run_dir else "it has no run folder"
+        raise BundleError(f"evaluation {evaluation_id}: refusing to sign: {where}, so the host cannot recompute "
+                          "its metrics from its predictions (only runs made by 'dynadesk eval' can be bundled)")
     stored = [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
                "deterministic": m.deterministic} for m in ev.metrics]
     try:

@@ -76,6 +76,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
             raise BundleError(f"evaluation {evaluation_id} used dataset '{name}', which is no longer in the"
                               " workspace, so its digest cannot be stated") from None
         datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
+    predictions = _predictions(ev.run_dir, ev.predictions_digest, evaluation_id)  # the recorded file, before re-scoring
     seeds = {k: v for k, v in ev.settings.items() if k == "seed" or k.endswith("_seed")}
     evaluator = {"image_digest": ev.image_id, "version": ev.evaluator_version}
     build = ev.settings.get("image_build") if ev.image_id else None
@@ -93,7 +94,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "seeds": seeds,
         "settings": {k: v for k, v in ev.settings.items() if k != "image_build"},  # image_build: in evaluator
         "metrics": _signed_metrics(ev, evaluation_id),
-        "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
+        "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),

@@ -21,6 +21,12 @@ LABELS = ("negative", "neutral", "positive")
 
 
 SET_SIZE = 300  # 100 per label: every whole-number perf, robustness and fairness is exactly reachable
+PREDICTIONS_PER_RUN = len(TEST_SETS) * 3 * SET_SIZE  # make_run: each test set, its robustness and fairness sets
+
+
+def predictions_file(run_dir) -> Path:
+    """Where a run folder keeps its predictions (``out/predictions.jsonl``)."""
+    return Path(run_dir) / "out" / "predictions.jsonl"
 
 
 def ensure_datasets(store, names=TEST_SETS, size: int = SET_SIZE) -> None:

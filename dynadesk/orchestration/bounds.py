@@ -107,8 +107,9 @@ def check_measured(rows: Sequence[Mapping[str, Any]], observed: object, test_set
     if too_high:
         raise BoundExceeded("; ".join(too_high))
     report["bounded"] += sorted({k[1] for k in bounds if k in claims})
-    memory = observed.get("memory") if isinstance(observed.get("memory"), Mapping) else {}
-    peak = memory.get("anon_peak_bytes") if isinstance(memory, Mapping) else None
+    memory = observed.get("memory")
+    memory = memory if isinstance(memory, Mapping) else {}
+    peak = memory.get("anon_peak_bytes")
     if ("", "memory") in claims and isinstance(peak, int) and peak > 0:
         claim_bytes = claims[("", "memory")] * GIB
         floor = peak * (1 - MEMORY_GAP) - MEMORY_GAP_BYTES

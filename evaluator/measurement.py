@@ -181,9 +181,15 @@ def _window(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
     return queries, total_ns / 1e9, per_call
 
 
+Mark = Callable[[dict[str, Any]], None]
+"""Told ``{"edge": "start"|"end", "attempt", "trial"[, "queries"]}`` just outside each timed window."""
+
+
 def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[dict[str, Any]]], protocol: Protocol,
-            sync: Callable[[], None] | None = None) -> dict[str, Any]:
-    """Warm-up, trials and noise verdict of one measurement over ``units`` (each one call's examples)."""
+            sync: Callable[[], None] | None = None, mark: Mark | None = None) -> dict[str, Any]:
+    """Warm-up, trials and noise verdict of one measurement over ``units`` (each one call's examples).
+
+    ``mark`` is told where each window starts and ends (the worker prints it for the host to timestamp)."""
     if not units:
         raise ValueError("no examples to time")
     target = min(protocol.min_queries, sum(len(u) for u in units))
@@ -195,10 +201,14 @@ def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
         if sync:
             sync()
         trials, per_call, windows = [], [], []
-        for _ in range(protocol.trials):
+        for trial in range(protocol.trials):
+            if mark:
+                mark({"edge": "start", "attempt": _attempt, "trial": trial})
             before = snapshot()
             queries, seconds, calls = _window(call, units, target, protocol.min_seconds, sync)
             windows.append((before, snapshot()))
+            if mark:
+                mark({"edge": "end", "attempt": _attempt, "trial": trial, "queries": queries})
             trials.append({"queries": queries, "seconds": seconds, "short": queries < target,
                            "value": queries / seconds if seconds > 0 else 0.0})
             per_call += calls

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from dynadesk.evaluator.measurement import Protocol, even_sample, latency, measure
+from dynadesk.evaluator.measurement import Mark, Protocol, even_sample, latency, measure
 from dynadesk.evaluator.schema import metric_row
 
 LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
@@ -42,20 +42,27 @@ def harmonic_mean(values: list[float]) -> float:
     return len(values) / sum(1.0 / v for v in values) if values and all(v > 0 for v in values) else 0.0
 
 
+def _labelled(mark: Mark | None, **label: Any) -> Mark | None:
+    """``mark`` with the test set and mode added to each window edge."""
+    if mark is None:
+        return None
+    return lambda edge: mark({**label, **edge})
+
+
 def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
-                sync: Callable[[], None] | None) -> dict[str, Any]:
-    """Batch-1 and batched measurements of one test set."""
+                sync: Callable[[], None] | None, mark: Mark | None = None, name: str = "") -> dict[str, Any]:
+    """Batch-1 and batched measurements of one test set (``mark``: see :func:`measurement.measure`)."""
     s = worker.spec.settings
     one = Protocol(s.warmup, s.latency_samples, float(s.min_seconds), s.trials, s.noise_retries, threads)
     sample = [[examples[i]] for i in even_sample(len(examples), s.latency_samples)]
-    batch1 = measure(worker.predict, sample, one, sync)
+    batch1 = measure(worker.predict, sample, one, sync, _labelled(mark, set=name, mode="batch1"))
     lat = latency(batch1.pop("per_call_ms"))
     batches = worker.batches(examples)
     wanted = min(len(batches), math.ceil(s.batched_queries / s.batch_size))
     chosen = [batches[i] for i in even_sample(len(batches), wanted)]
     many = Protocol(min(s.warmup, len(chosen)), s.batched_queries, float(s.min_seconds), s.trials, s.noise_retries,
                     threads)
-    batched = measure(worker.predict, chosen, many, sync)
+    batched = measure(worker.predict, chosen, many, sync, _labelled(mark, set=name, mode="batched"))
     batched.pop("per_call_ms")
     batched["batch_size"] = s.batch_size
     batch1["batch_size"] = 1
@@ -63,9 +70,9 @@ def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
 
 
 def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
-                sync: Callable[[], None] | None = None) -> dict[str, Any]:
+                sync: Callable[[], None] | None = None, mark: Mark | None = None) -> dict[str, Any]:
     """Metric rows, profile entries and the signed summary (environment.json) of every test set's timing."""
-    per_set = {name: measure_set(worker, exs, threads, sync) for name, exs in tests.items()}
+    per_set = {name: measure_set(worker, exs, threads, sync, mark, name) for name, exs in tests.items()}
     rows = []
     for name, m in per_set.items():
         rows += [metric_row(name, "throughput", m["batch1"]["median"]),

@@ -36,6 +36,7 @@ from dynadesk.evaluator.schema import (
     PROFILE_FILE,
     PROGRESS_PREFIX,
     SCHEMA_VERSION,
+    WINDOW_PREFIX,
     DatasetSpec,
     Spec,
     SpecError,
@@ -54,6 +55,13 @@ class WorkerError(RuntimeError):
 def emit(event: dict[str, Any]) -> None:
     """A progress event for the host, on its own stdout line."""
     sys.stdout.write(PROGRESS_PREFIX + json.dumps(event, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def mark_window(edge: dict[str, Any]) -> None:
+    """A timed window's start or end, on its own stdout line, flushed at once: the host timestamps it as it
+    reads it (the host's own view of how long the window lasted)."""
+    sys.stdout.write(WINDOW_PREFIX + json.dumps(edge, sort_keys=True) + "\n")
     sys.stdout.flush()
 
 
@@ -121,12 +129,14 @@ def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
 
 class Worker:
     def __init__(self, spec: Spec, model_dir: Path, data_dir: Path, out_dir: Path,
-                 emit_fn: Callable[[dict[str, Any]], None] = emit):
+                 emit_fn: Callable[[dict[str, Any]], None] = emit,
+                 mark_fn: Callable[[dict[str, Any]], None] | None = mark_window):
         self.spec = spec
         self.model_dir = Path(model_dir)
         self.data_dir = Path(data_dir)
         self.out = Path(out_dir)
         self.emit = emit_fn
+        self.mark = mark_fn
         self.parts = self.out / PARTS_DIR
         self.inputs = [f["name"] for f in spec.task["inputs"]]
         self.adapter: Adapter | None = None
@@ -268,6 +278,16 @@ class Worker:
                 rows.append(metric_row("", metric, M.run_value(metric, values)))
         return rows, notes
 
+    def tag_results(self, examples: dict[str, list[dict[str, Any]]],
+                    preds: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+        """Per test set, the task's metrics per example tag (``metrics.tag_breakdown``); the host recomputes
+        and compares them (``recompute.tag_rows``)."""
+        from dynadesk.evaluator import metrics as M
+
+        return {ds.name: M.tag_breakdown(self.spec.task, [preds[ds.name][ex["id"]] for ex in examples[ds.name]],
+                                         examples[ds.name])
+                for ds in self.spec.datasets if ds.role == "test"}
+
     # ------------------------------------------------------------------ run
     def run(self) -> int:
         s = self.spec.settings
@@ -296,6 +316,7 @@ class Worker:
         preds = {ds.name: self.read_part(ds) for ds in self.spec.datasets}
         self.emit({"phase": "metrics"})
         rows, notes = self.metrics(examples, preds)
+        tags = self.tag_results(examples, preds)
 
         self.emit({"phase": "profile"})
         sync = None
@@ -308,7 +329,7 @@ class Worker:
         # threshold; the timed windows then run with the allocator of a long-running process (allocator.py)
         memory = profiling.memory_figures(s.dedicated_cgroup)
         allocator.timing_phase()
-        timed = timing.measure_run(self, {d.name: examples[d.name] for d in tests}, threads, sync)
+        timed = timing.measure_run(self, {d.name: examples[d.name] for d in tests}, threads, sync, self.mark)
         memory["malloc"] = allocator.malloc_settings()
         gpu = profiling.gpu_figures(gpu_baseline or {}, sampler.stop() if sampler else None) \
             if s.device == "cuda" else None
@@ -324,7 +345,8 @@ class Worker:
         os.replace(concatenated.with_name(PREDICTIONS_FILE + ".tmp"), concatenated)
         header = {"schema_version": SCHEMA_VERSION, "evaluator_version": version}
         _write_atomic(self.out / METRICS_FILE, json.dumps(
-            {**header, "values": rows, "notes": notes, "predictions_sha256": sha256_file(concatenated)},
+            {**header, "values": rows, "notes": notes, "tags": tags,
+             "predictions_sha256": sha256_file(concatenated)},
             indent=2, sort_keys=True))
         _write_atomic(self.out / PROFILE_FILE, json.dumps(
             {**header, "device": s.device, "threads": threads, "batch_size": s.batch_size,

@@ -43,10 +43,14 @@ def _signed_metrics(ev: Any, evaluation_id: int) -> list[dict[str, Any]]:
     An orchestration run folder (``spec/spec.json``, ``data/``, ``out/predictions.jsonl``) is scored again
     by the host (``dynadesk.orchestration.recompute``); a stored deterministic figure that differs from it
     (an edited ``metric_values`` row) refuses the bundle, naming the metric and both values. Measured
-    figures are the stored ones (they were bounded at store time). A folder without a spec (runs made
-    before the run-folder layout) is signed as stored."""
-    from dynadesk.orchestration.recompute import ResultMismatch, stored_rows_checked
+    figures are the stored ones (they were bounded at store time). A run whose folder cannot be re-scored
+    (no ``spec/spec.json``, say) is refused, naming what is missing: nothing it stores could be checked."""
+    from dynadesk.orchestration.recompute import ResultMismatch, has_spec, stored_rows_checked
 
+    if not has_spec(ev.run_dir):
+        where = f"{Path(ev.run_dir) / 'spec' / 'spec.json'} is missing" if ev.run_dir else "it has no run folder"
+        raise BundleError(f"evaluation {evaluation_id}: refusing to sign: {where}, so the host cannot recompute "
+                          "its metrics from its predictions (only runs made by 'dynadesk eval' can be bundled)")
     stored = [{"dataset": m.dataset, "metric": m.metric, "value": m.value, "unit": m.unit,
                "deterministic": m.deterministic} for m in ev.metrics]
     try:
@@ -72,6 +76,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
             raise BundleError(f"evaluation {evaluation_id} used dataset '{name}', which is no longer in the"
                               " workspace, so its digest cannot be stated") from None
         datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
+    predictions = _predictions(ev.run_dir, ev.predictions_digest, evaluation_id)  # the recorded file, before re-scoring
     seeds = {k: v for k, v in ev.settings.items() if k == "seed" or k.endswith("_seed")}
     evaluator = {"image_digest": ev.image_id, "version": ev.evaluator_version}
     build = ev.settings.get("image_build") if ev.image_id else None
@@ -89,7 +94,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "seeds": seeds,
         "settings": {k: v for k, v in ev.settings.items() if k != "image_build"},  # image_build: in evaluator
         "metrics": _signed_metrics(ev, evaluation_id),
-        "predictions": _predictions(ev.run_dir, ev.predictions_digest, evaluation_id),
+        "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),

@@ -8,7 +8,6 @@ each chooses its runner, sandbox flag and machine, which is what the board filte
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from _sync_helpers import (
     stop_server,
     stored_model,
     workspace_with_key,
+    write_run_folder,
 )
 
 from dynadesk.store.evaluations import MetricValue
@@ -48,19 +48,10 @@ def board_run(store: Any, runs_dir: Path, model: str, perf: float, throughput: f
     settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2}
     ev = store.evaluations.create(m.id, "sentiment", runner, sandboxed, settings, list(datasets), status="running")
     run_dir = Path(runs_dir) / str(ev)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"dataset": name, "id": ex["id"], "prediction": {"label": "positive"}}, sort_keys=True)
-             for name in datasets for ex in store.datasets.examples(name)]
-    pred = run_dir / "predictions.jsonl"
-    pred.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    metrics = []
-    for i, name in enumerate(datasets):
-        metrics += [MetricValue(name, "perf", perf + 3 * i, "score", True),
-                    MetricValue(name, "macro_f1", perf + 3 * i, "score", True),
-                    MetricValue(name, "robustness", robustness, "score", True),
-                    MetricValue(name, "fairness", fairness, "score", True)]
+    metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness, step=3.0)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),
                 MetricValue("", "memory", memory, "GiB", False)]
+    pred = run_dir / "out" / "predictions.jsonl"
     store.evaluations.set_metrics(
         ev, metrics, status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
         run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),

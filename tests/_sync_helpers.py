@@ -20,7 +20,16 @@ TEST_SETS = ("vader-movies-test", "vader-tweets-test")
 LABELS = ("negative", "neutral", "positive")
 
 
-def ensure_datasets(store, names=TEST_SETS, size: int = 12) -> None:
+SET_SIZE = 300  # 100 per label: every whole-number perf, robustness and fairness is exactly reachable
+PREDICTIONS_PER_RUN = len(TEST_SETS) * 3 * SET_SIZE  # make_run: each test set, its robustness and fairness sets
+
+
+def predictions_file(run_dir) -> Path:
+    """Where a run folder keeps its predictions (``out/predictions.jsonl``)."""
+    return Path(run_dir) / "out" / "predictions.jsonl"
+
+
+def ensure_datasets(store, names=TEST_SETS, size: int = SET_SIZE) -> None:
     for name in names:
         if store.datasets.exists(name):
             continue
@@ -42,10 +51,78 @@ def stored_model(store, model: str):
     return store.models.get(model)
 
 
+def _other(label: str) -> str:
+    return LABELS[(LABELS.index(label) + 1) % len(LABELS)]
+
+
+def _scored_predictions(examples: list[dict], perf: float) -> dict[str, str]:
+    """Labels for ``examples`` whose macro-F1 is ``perf``: per gold label the same share of its examples is
+    predicted as the next label (the errors go round the labels, so every label's precision and recall are
+    that share, and macro-F1 equals accuracy). Exact on balanced sets whose per-label count makes it whole."""
+    out, seen = {}, {lab: 0 for lab in LABELS}
+    per_label = {lab: sum(1 for e in examples if e["label"] == lab) for lab in LABELS}
+    for ex in examples:
+        lab = ex["label"]
+        wrong = round((1 - perf / 100.0) * per_label[lab])
+        out[ex["id"]] = _other(lab) if seen[lab] < wrong else lab
+        seen[lab] += 1
+    return out
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> str:
+    with open(path, "w", encoding="utf-8") as fh:  # as dynadesk.orchestration.evaluate writes a run's data
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_run_folder(store, run_dir: Path, model, datasets, perf: float, robustness: float, fairness: float,
+                     step: float = 1.0) -> list[MetricValue]:
+    """A real run folder (``spec/spec.json``, ``data/``, ``out/predictions.jsonl``) for ``model`` on the test sets
+    ``datasets``, with one robustness and one fairness perturbation set each, whose predictions score ``perf``
+    (+ ``step`` per further test set), ``robustness`` and ``fairness``; returns the host's own deterministic rows
+    for it (:func:`dynadesk.orchestration.recompute.recompute`), which is what the run must store."""
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.orchestration.recompute import recompute
+    from dynadesk.tasks import get_task
+
+    folder = RunFolder(Path(run_dir))
+    for part in (folder.spec_dir, folder.data_dir, folder.out_dir):
+        part.mkdir(parents=True, exist_ok=True)
+    entries, lines = [], []
+    for i, name in enumerate(datasets):
+        examples = store.datasets.examples(name)
+        preds = _scored_predictions(examples, perf + step * i)
+        members = [(name, "test", None, None, examples, preds)]
+        for kind, suite, target in (("robustness", "case", robustness), ("fairness", "gender", fairness)):
+            kept = round(target / 100.0 * len(examples))
+            derived = [{"id": f"{e['id']}~{suite}", "statement": e["statement"].upper(), "label": e["label"],
+                        "metadata": {"source_id": e["id"]}} for e in examples]
+            flipped = {d["id"]: preds[e["id"]] if n < kept else _other(preds[e["id"]])
+                       for n, (d, e) in enumerate(zip(derived, examples))}
+            members.append((f"{name}~{suite}", "perturbation", kind, suite, derived, flipped))
+        for member, role, kind, suite, rows, labels in members:
+            file = f"d{len(entries):03d}.jsonl"
+            sha = _write_jsonl(folder.data_dir / file, rows)
+            entries.append(DatasetSpec(name=member, file=file, sha256=sha, size=len(rows), role=role,
+                                       derived_from=name if role == "perturbation" else None, kind=kind, suite=suite))
+            lines += [json.dumps({"dataset": member, "id": r["id"], "prediction": {
+                "label": labels[r["id"]], "probs": {lab: 0.8 if lab == labels[r["id"]] else 0.1 for lab in LABELS}}},
+                sort_keys=True) for r in rows]
+    Spec(task=get_task("sentiment").to_dict(), model={"name": model.name, "digest": model.digest,
+                                                       "manifest": model.manifest},
+         datasets=entries, settings=Settings(batch_size=32, seed=13, threads=2)).write(folder.spec_file)
+    folder.predictions_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows, _notes = recompute(folder.spec_file, folder.data_dir, folder.predictions_file)
+    return [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], True) for r in rows]
+
+
 def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, throughput: float = 900.0,
              memory: float = 0.4, robustness: float = 60.0, fairness: float = 80.0,
              datasets=TEST_SETS) -> int:
-    """A succeeded sentiment evaluation with realistic metrics and a predictions.jsonl; returns its id."""
+    """A succeeded sentiment evaluation with a real run folder (spec, data, predictions) the host re-scores at
+    ``bundle create``; perf is ``perf`` on the first test set, +1 on each next one; returns its id."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
     settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2,
@@ -53,24 +130,11 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
                 "image_build": {"source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}}
     ev = store.evaluations.create(m.id, "sentiment", "docker", True, settings, list(datasets), status="running")
     run_dir = Path(runs_dir) / str(ev)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for name in datasets:
-        for ex in store.datasets.examples(name):
-            probs = {"negative": 0.2, "neutral": 0.3, "positive": 0.5}
-            lines.append(json.dumps({"dataset": name, "id": ex["id"],
-                                     "prediction": {"label": "positive", "probs": probs}}, sort_keys=True))
-    pred = run_dir / "predictions.jsonl"
-    pred.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    metrics = []
-    for i, name in enumerate(datasets):
-        metrics += [MetricValue(name, "perf", perf + i, "score", True),
-                    MetricValue(name, "macro_f1", perf + i, "score", True),
-                    MetricValue(name, "robustness", robustness, "score", True),
-                    MetricValue(name, "fairness", fairness, "score", True)]
+    metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),
                 MetricValue("", "latency_p99_ms", 3.25, "ms", False),
                 MetricValue("", "memory", memory, "GiB", False)]
+    pred = run_dir / "out" / "predictions.jsonl"
     store.evaluations.set_metrics(
         ev, metrics, status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
         run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),

@@ -6,7 +6,7 @@ import copy
 import json
 
 import pytest
-from _sync_helpers import make_run, workspace_with_key
+from _sync_helpers import PREDICTIONS_PER_RUN, SET_SIZE, make_run, workspace_with_key
 from click.testing import CliRunner
 
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
@@ -31,12 +31,13 @@ def test_a_proof_for_one_example_verifies_and_a_changed_prediction_does_not(made
     ws, store, bundle, _ = made
     proof = prove_example(store, bundle.payload, "vader-tweets-test-5")
     assert proof.record["id"] == "vader-tweets-test-5" and proof.record["dataset"] == "vader-tweets-test"
-    assert proof.tree_size == bundle.payload["predictions"]["count"] == 24
+    assert proof.tree_size == bundle.payload["predictions"]["count"] == PREDICTIONS_PER_RUN
     doc = proof_document(bundle.id, proof)
     assert check_proof(bundle, json.loads(json.dumps(doc))).index == proof.index
 
     changed = copy.deepcopy(doc)
-    changed["proof"]["record"]["prediction"]["label"] = "negative"
+    label = changed["proof"]["record"]["prediction"]["label"]
+    changed["proof"]["record"]["prediction"]["label"] = "neutral" if label == "negative" else "negative"
     with pytest.raises(MerkleProofError, match="does not lead to the Merkle root"):
         check_proof(bundle, changed)
     moved = copy.deepcopy(doc)
@@ -60,7 +61,7 @@ def test_check_proof_refuses_a_bundle_whose_signature_fails(made):
 def test_prove_finds_the_file_by_digest_and_says_when_it_cannot(made):
     _, store, bundle, _ = made
     path = find_predictions(store, bundle.payload)
-    assert path.read_bytes().count(b"\n") == 24
+    assert path.read_bytes().count(b"\n") == PREDICTIONS_PER_RUN
     with pytest.raises(MerkleProofError, match="no example 'nope'"):
         prove_example(store, bundle.payload, "nope")
     with pytest.raises(MerkleProofError, match="in dataset 'vader-movies-test'"):
@@ -71,21 +72,20 @@ def test_prove_finds_the_file_by_digest_and_says_when_it_cannot(made):
 
 
 def test_ambiguous_example_ids_need_a_dataset(home):
-    ws, store = workspace_with_key(home)
-    run = make_run(store, ws.runs_dir)
-    pred = ws.runs_dir / str(run) / "predictions.jsonl"
-    lines = pred.read_text().splitlines()
-    dup = json.loads(lines[0])
-    dup["dataset"] = "vader-tweets-test"
-    pred.write_text("\n".join(lines + [json.dumps(dup, sort_keys=True)]) + "\n")
-    import hashlib
+    from dynadesk.datasets import dataset_digest
 
-    store.evaluations.update(run, predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest())
+    ws, store = workspace_with_key(home)
+    for name in ("amb-a", "amb-b"):  # two test sets whose examples share their ids
+        examples = [{"id": f"x-{i}", "statement": f"{name} {i}", "label": ("negative", "neutral", "positive")[i % 3]}
+                    for i in range(SET_SIZE)]
+        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), {}, source="test")
+    run = make_run(store, ws.runs_dir, datasets=("amb-a", "amb-b"))
     bundle = create_bundle(ws, store, run)
     with pytest.raises(AuditError, match="occurs in several datasets"):
-        prove_example(store, bundle.payload, dup["id"])
-    proof = prove_example(store, bundle.payload, dup["id"], dataset="vader-tweets-test")
-    assert proof.index == 24
+        prove_example(store, bundle.payload, "x-0")
+    proof = prove_example(store, bundle.payload, "x-0", dataset="amb-b")
+    assert proof.index == 3 * SET_SIZE  # after amb-a and its robustness and fairness sets
+    assert proof.record["dataset"] == "amb-b"
     check_proof(bundle, proof_document(bundle.id, proof))
     store.close()
 

@@ -129,3 +129,27 @@ def test_a_duplicate_or_missing_prediction_id_from_the_container_fails_the_run(s
     assert (rec.status, rec.verdict) == ("failed", "mismatch"), rec.error
     first = store.datasets.examples("small-test")[0]["id"]
     assert f"{word} prediction ids: small-test/{first}" in rec.error
+
+
+# --------------------------------------------------------------------------- a run folder the host cannot re-score
+
+def test_bundle_create_refuses_a_run_whose_folder_cannot_be_recomputed_naming_what_is_missing(home, tmp_path):
+    from _sync_helpers import make_run, workspace_with_key
+
+    from dynadesk.sync.create import create_bundle
+
+    ws, store = workspace_with_key(home)
+    runs = [make_run(store, ws.runs_dir, model=f"bow-{i}") for i in range(3)]
+    assert create_bundle(ws, store, runs[0]).payload["predictions"]["count"] == 2 * 3 * 300  # a real folder signs
+    spec = Path(store.evaluations.get(runs[1]).run_dir) / "spec" / "spec.json"
+    spec.unlink()
+    with pytest.raises(BundleError) as caught:
+        create_bundle(ws, store, runs[1])
+    assert f"evaluation {runs[1]}: refusing to sign: {spec} is missing" in str(caught.value)
+    data = Path(store.evaluations.get(runs[2]).run_dir) / "data" / "d003.jsonl"
+    data.unlink()
+    with pytest.raises(BundleError, match=f"refusing to sign: dataset 'vader-tweets-test': cannot read the gold "
+                                          f"file {data}"):
+        create_bundle(ws, store, runs[2])
+    assert store.bundles.list() and len(store.bundles.list()) == 1
+    store.close()

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from eval_support import LABELS, add_test_set, run_request
+from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
 from queue_support import DYNADESK, job_states, run_cli, serve_redis, start_redis, start_worker, trust
 
 from dynadesk.errors import QueueError, TransferError
@@ -273,9 +273,9 @@ def test_a_password_protected_broker_passes_the_check(tmp_path):
         server.proc.wait(timeout=10)
 
 
-def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_passes(redis_server, home, tmp_path):
-    """The demo's bag-of-words model, queued to a trusted worker: the bundle's payload names the worker and the key
-    that signed its result; 'bundle show' and 'dynadesk audit' print it, and the audit passes."""
+def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args: str):
+    """The demo's bag-of-words model queued to a trusted worker on ``runner``; its bundle names the worker and the
+    key that signed its result, 'bundle show' and 'dynadesk audit' print it, and the audit passes. The run."""
     from _sync_helpers import workspace_with_key
     from eval_support import sentences
 
@@ -289,16 +289,18 @@ def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_pas
     register_model(store, tmp_path / "bow", "sentiment", name="bow")
     add_test_set(store, "set0-test", 12, seed=0)
     queue = Queue.open(parse_broker(redis_server.url))
-    job, run_id = enqueue(store, ws, queue, run_request("bow", runner="local"))
-    worker = start_worker(redis_server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
+    limits = default_limits(cpus=1.0, memory_bytes=2 << 30, timeout_s=600)
+    job, run_id = enqueue(store, ws, queue, run_request("bow", runner=runner, limits=limits))
+    worker = start_worker(redis_server, tmp_path / "w1", "w1", *worker_args, lease=3.0)
     fpr = trust(store, worker)
     try:
-        (record,) = collect(store, ws, queue, [job], timeout_s=300)
+        (record,) = collect(store, ws, queue, [job], timeout_s=600)
     finally:
         worker.stop()
     assert record.status == "succeeded", record.error
     bundle = create_bundle(ws, store, run_id)
     assert bundle.payload["worker"] == {"name": "w1", "key_fingerprint": fpr}
+    assert bundle.payload["runner"] == {"kind": runner, "sandboxed": runner == "docker"}
     path = tmp_path / "b.json"
     path.write_bytes(bundle.raw)
     shown = run_cli("bundle", "show", str(path), home=home).stdout
@@ -306,6 +308,36 @@ def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_pas
     audit = run_cli("audit", str(path), home=home)
     assert audit.returncode == 0 and f"worker key {fpr}" in audit.stdout, audit.stdout
     store.close()
+    return record
+
+
+def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_passes(redis_server, home, tmp_path):
+    record = _queued_bag_of_words(redis_server, home, tmp_path, "local", "--allow-unsandboxed")
+    bounds = record.profile["host_bounds"]  # the worker's own view of its run, signed into its result
+    assert bounds["memory"]["source"].startswith("process tree") and "throughput" in bounds["bounded"]
+
+
+@pytest.fixture(scope="module")
+def evaluator_image(docker_client, require_debootstrap):
+    from dynadesk.orchestration.image import build_image
+
+    return build_image(IMAGE_CACHE, client=docker_client)
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_a_queued_bag_of_words_run_in_the_docker_sandbox_bundle_names_the_worker_key_and_its_audit_passes(
+        redis_server, home, tmp_path, evaluator_image, docker_client):
+    from queue_support import remove_containers
+
+    try:
+        record = _queued_bag_of_words(redis_server, home, tmp_path, "docker")
+    finally:
+        remove_containers(docker_client, tmp_path)
+    assert record.sandboxed and record.image_id == evaluator_image.image_id
+    bounds = record.profile["host_bounds"]
+    assert bounds["memory"]["source"].startswith("cgroup") and bounds["bounded"] == ["throughput",
+                                                                                     "throughput_batched", "memory"]
 
 
 def test_a_bundle_worker_field_is_schema_checked_and_old_bundles_still_pass():

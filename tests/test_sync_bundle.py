@@ -7,7 +7,7 @@ import json
 import random
 
 import pytest
-from _sync_helpers import IMAGE_EPOCH, make_run, workspace_with_key
+from _sync_helpers import IMAGE_EPOCH, PREDICTIONS_PER_RUN, SET_SIZE, make_run, predictions_file, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -44,7 +44,7 @@ def test_bundle_states_the_run(made):
     assert p["task"] == "sentiment" and p["model"]["name"] == "bow-a"
     assert p["model"]["digest"] == store.models.get("bow-a").digest
     assert [(d["name"], d["digest"], d["size"], d["split"]) for d in p["datasets"]] == [
-        (n, store.datasets.get(n).digest, 12, "test") for n in rec.datasets]
+        (n, store.datasets.get(n).digest, SET_SIZE, "test") for n in rec.datasets]
     assert p["evaluator"] == {"image_digest": rec.image_id, "version": rec.evaluator_version,
                               "source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}
     assert "image_build" not in p["settings"]  # signed once, in evaluator
@@ -52,10 +52,10 @@ def test_bundle_states_the_run(made):
     assert p["seeds"] == {"seed": 13} and p["settings"]["batch_size"] == 32
     assert {(m["dataset"], m["metric"], m["value"], m["unit"], m["deterministic"]) for m in p["metrics"]} == {
         (m.dataset, m.metric, m.value, m.unit, m.deterministic) for m in rec.metrics}
-    pred = f"{rec.run_dir}/predictions.jsonl"
+    pred = predictions_file(rec.run_dir)
     assert p["predictions"]["digest"] == "sha256:" + file_sha256(pred)
     tree = merkle.read_predictions(pred)
-    assert p["predictions"]["merkle_root"] == tree.root_hex and p["predictions"]["count"] == 24
+    assert p["predictions"]["merkle_root"] == tree.root_hex and p["predictions"]["count"] == PREDICTIONS_PER_RUN
     assert p["evaluation_id"] == ev
     # the file is exactly the canonical bytes, stored in the DB and in bundles/
     assert b.raw == canonical_bytes(json.loads(b.raw))
@@ -65,7 +65,7 @@ def test_bundle_states_the_run(made):
 
 def test_a_prediction_can_be_proven_against_the_bundle_root(made):
     ws, store, ev, b = made
-    tree = merkle.read_predictions(f"{store.evaluations.get(ev).run_dir}/predictions.jsonl")
+    tree = merkle.read_predictions(predictions_file(store.evaluations.get(ev).run_dir))
     i = merkle.find_index(tree, [("dataset", "vader-tweets-test"), ("id", "vader-tweets-test-5")])
     proof = merkle.InclusionProof.from_dict(json.loads(json.dumps(merkle.prove(tree, i).to_dict())))
     merkle.verify_proof(proof, b.payload["predictions"]["merkle_root"])
@@ -109,7 +109,7 @@ MUTATIONS = {
     "metrics.0.value": lambda v: v + 0.5,
     "metrics.0.unit": lambda v: "s",
     "metrics.0.deterministic": lambda v: not v,
-    "metrics.5.dataset": lambda v: "",
+    "metrics.5.dataset": lambda v: v + "-x",
     "predictions.digest": _flip_hex,
     "predictions.merkle_root": _flip_hex,
     "predictions.count": lambda v: v - 1,
@@ -250,7 +250,7 @@ def test_only_succeeded_runs_with_intact_predictions_are_bundled(tmp_path):
     store.evaluations.transition(failed, "failed")
     with pytest.raises(BundleError, match="'failed'"):
         create_bundle(ws, store, failed)
-    with open(f"{store.evaluations.get(ev).run_dir}/predictions.jsonl", "a") as fh:
+    with open(predictions_file(store.evaluations.get(ev).run_dir), "a") as fh:
         fh.write('{"dataset": "x", "id": "extra", "prediction": {}}\n')
     with pytest.raises(DigestMismatch, match="changed after the run"):
         create_bundle(ws, store, ev)

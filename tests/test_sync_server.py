@@ -244,7 +244,7 @@ def test_oversized_upload_is_413(env):
 
 
 def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path):
-    from _sync_helpers import ensure_datasets
+    from _sync_helpers import SET_SIZE, ensure_datasets
 
     from dynadesk.datasets import write_jsonl
 
@@ -253,7 +253,7 @@ def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path
     with open(path, "w", encoding="utf-8") as fh:
         write_jsonl(env.store.datasets.examples("vader-movies-test"), fh)
     d = register_dataset(env.admin, "sentiment", "vader-movies-test", file=path)
-    assert d["digest"] == env.store.datasets.get("vader-movies-test").digest and d["size"] == 12
+    assert d["digest"] == env.store.datasets.get("vader-movies-test").digest and d["size"] == SET_SIZE
     with pytest.raises(Exception, match="already accepts"):
         register_dataset(env.admin, "sentiment", "vader-movies-test", file=path)
     with pytest.raises(Exception, match="sha256"):

@@ -34,6 +34,7 @@ from dynadesk.evaluator.schema import (
     SpecError,
     evaluator_version,
 )
+from dynadesk.orchestration.bounds import check_measured
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, legacy_request
@@ -279,13 +280,17 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
         worker_rows = metrics["values"]
         if not isinstance(worker_rows, list):
             raise SpecError("metrics.json 'values' is not a list")
-        rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows)
+        rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows,
+                             metrics.get("tags"))
+        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder))
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in rows]
         bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only
     except ResultMismatch as exc:  # the host's own figures disagree with the worker's: never stored
         store.evaluations.transition(run_id, "failed", verdict=exc.verdict, finished_at=now_iso(),
-                                     error=f"the worker's results do not match the host's: {exc}",
+                                     error=f"the worker's results do not match the host's: {exc}"
+                                     if exc.verdict == "mismatch" else f"the worker's results are past what the "
+                                     f"host observed of the run: {exc}",
                                      log=log[-MAX_DB_LOG:])
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -293,12 +298,19 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
                                      error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     profile["notes"] = metrics.get("notes", [])
+    profile["tags"] = metrics["tags"]  # equal to the host's own (verified_rows)
+    profile["host_bounds"] = bounded  # what the host observed of the run, and the bounds it checked
     profile["wall_seconds"] = outcome.seconds
     profile.update(bootstrap)  # "intervals" and "outcomes" (dynadesk.scoring.bootstrap)
     store.evaluations.set_metrics(run_id, values, status="succeeded", verdict="ok", predictions_digest=digest,
                                   profile=profile, environment=environment, log=log[-MAX_DB_LOG:],
                                   finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
     return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+
+
+def spec_test_sets(folder: RunFolder) -> list[str]:
+    """The run's test sets, from the spec the host wrote."""
+    return [d.name for d in Spec.read(folder.spec_file).datasets if d.role == "test"]
 
 
 def host_bootstrap(folder: RunFolder, digest: str) -> dict[str, Any]:

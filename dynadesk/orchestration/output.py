@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import json
 import queue
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from dynadesk.evaluator.schema import PROGRESS_PREFIX
+from dynadesk.evaluator.schema import PROGRESS_PREFIX, WINDOW_PREFIX
 
 ProgressFn = Callable[[dict[str, Any]], None]
 MAX_LOG_BYTES = 4 << 20
 MAX_LINE_BYTES = 64 << 10
 TAIL_LINES = 2000
 LOG_TAIL_LINES = 40
+MAX_WINDOW_MARKS = 4096  # timed-window edges kept (an honest run prints 2 x 2 x trials x attempts per test set)
 
 
 def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
@@ -42,6 +44,9 @@ class WorkerOutput:
         self.cut_bytes = 0
         self._pending = bytearray()
         self._overflow = 0  # bytes of the current line beyond MAX_LINE_BYTES
+        # (host monotonic seconds when the line was read, the edge): the host's own clock on each timed window
+        self.window_marks: list[tuple[float, dict[str, Any]]] = []
+        self.dropped_marks = 0
 
     def drain(self) -> None:
         while True:
@@ -82,6 +87,9 @@ class WorkerOutput:
         if overflow:
             self.cut_bytes += overflow
             text += f" [dynadesk: line cut, {overflow} more bytes dropped]"
+        elif text.startswith(WINDOW_PREFIX):
+            self._window_mark(text[len(WINDOW_PREFIX):])
+            return
         elif text.startswith(PROGRESS_PREFIX):
             try:
                 self.events.put(json.loads(text[len(PROGRESS_PREFIX):]))
@@ -89,6 +97,21 @@ class WorkerOutput:
                 pass
             return
         self.line(text)
+
+    def _window_mark(self, text: str) -> None:
+        """Timestamp a timed window's edge as the host reads it (see :mod:`dynadesk.orchestration.bounds`)."""
+        seen = time.monotonic()
+        if len(self.window_marks) >= MAX_WINDOW_MARKS:
+            self.dropped_marks += 1
+            return
+        try:
+            edge = json.loads(text)
+        except ValueError:
+            edge = None
+        if isinstance(edge, dict):
+            self.window_marks.append((seen, edge))
+        else:
+            self.dropped_marks += 1
 
     def line(self, text: str) -> None:
         size = len(text) + 1

@@ -34,8 +34,8 @@ from dynadesk.evaluator.schema import (
     metric_row,
 )
 
-__all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "has_spec", "host_rows", "read_predictions",
-           "recompute", "stored_rows_checked", "tag_rows", "verified_rows"]
+__all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "check_worker_tags", "has_spec", "host_rows",
+           "read_predictions", "recompute", "stored_rows_checked", "tag_rows", "verified_rows"]
 
 MISMATCH_VERDICT = "mismatch"
 MAX_NAMED = 10  # ids named in one message; the rest are counted
@@ -197,26 +197,63 @@ def check_worker_rows(host: Iterable[Mapping[str, Any]], worker: Iterable[Mappin
                                                                if len(differ) > MAX_NAMED else ""))
 
 
-def recompute(spec_file: Path, data_dir: Path, predictions_file: Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """The host's deterministic rows and notes for a run folder (spec, data and predictions as stored)."""
+def check_worker_tags(host: Mapping[str, Mapping[str, Mapping[str, float]]], worker: object,
+                      who: str = "the worker reported") -> None:
+    """The worker's per-tag results (``metrics.json`` ``tags``) must be exactly the host's :func:`tag_rows`.
+
+    A test set, tag or metric one side has and the other lacks, or a value that differs (bitwise), raises
+    :class:`ResultMismatch` naming the tag, the metric, the test set and both values."""
+    if not isinstance(worker, Mapping):
+        raise ResultMismatch(f"{who} no per-tag results (metrics.json 'tags' is "
+                             f"{'missing' if worker is None else type(worker).__name__})")
+    differ = []
+    for ds in sorted(set(host) | {str(k) for k in worker}):
+        mine, theirs = host.get(ds) or {}, worker.get(ds)
+        theirs = theirs if isinstance(theirs, Mapping) else {}
+        for tag in sorted(set(mine) | {str(k) for k in theirs}):
+            m_row, t_row = mine.get(tag) or {}, theirs.get(tag)
+            t_row = t_row if isinstance(t_row, Mapping) else {}
+            for metric in sorted(set(m_row) | {str(k) for k in t_row}):
+                a, b = m_row.get(metric), t_row.get(metric)
+                if a is None or b is None or not isinstance(b, (int, float)) or float(b) != a:
+                    differ.append(f"per-tag '{metric}' of tag '{tag}' on '{ds}': the host computes "
+                                  f"{'nothing' if a is None else repr(a)} from the predictions, "
+                                  f"{who} {'nothing' if b is None else repr(b)}")
+    if differ:
+        raise ResultMismatch("; ".join(differ[:MAX_NAMED]) + (f"; and {len(differ) - MAX_NAMED} more per-tag values"
+                                                               if len(differ) > MAX_NAMED else ""))
+
+
+def _inputs(spec_file: Path, data_dir: Path, predictions_file: Path
+            ) -> tuple[Spec, dict[str, list[dict[str, Any]]], dict[str, dict[Any, Any]]]:
+    """The spec, the gold examples (checked against the spec) and the predictions (one per id) of a run."""
     try:
         spec = Spec.read(spec_file)
     except SpecError as exc:
         raise ResultMismatch(f"the run's spec cannot be read: {exc}") from exc
     gold = {ds.name: load_gold(data_dir, ds) for ds in spec.datasets}
-    return host_rows(spec, gold, read_predictions(predictions_file, gold))
+    return spec, gold, read_predictions(predictions_file, gold)
+
+
+def recompute(spec_file: Path, data_dir: Path, predictions_file: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The host's deterministic rows and notes for a run folder (spec, data and predictions as stored)."""
+    spec, gold, preds = _inputs(spec_file, data_dir, predictions_file)
+    return host_rows(spec, gold, preds)
 
 
 def verified_rows(spec_file: Path, data_dir: Path, predictions_file: Path,
-                  worker_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                  worker_rows: Sequence[Mapping[str, Any]], worker_tags: object) -> list[dict[str, Any]]:
     """THE trust boundary for stored metrics: the rows to store for a run, given the worker's ``metrics.json`` rows.
 
-    Deterministic values are the host's (:func:`recompute`), checked bit-for-bit against the worker's
-    (:func:`check_worker_rows`); measured ones (throughput, latency, memory) are the worker's, which the
-    caller bounds separately (``bounds.py``). The worker's row order is kept, so an honest run stores
+    Deterministic values are the host's (:func:`host_rows`), checked bit-for-bit against the worker's
+    (:func:`check_worker_rows`); so are the per-tag results, ``worker_tags`` (``metrics.json`` ``tags``,
+    :func:`check_worker_tags`). Measured ones (throughput, latency, memory) are the worker's, which
+    the caller bounds separately (:mod:`.bounds`). The worker's row order is kept, so an honest run stores
     exactly what it stored before. Raises :class:`ResultMismatch` (verdict ``mismatch``)."""
-    host, _notes = recompute(spec_file, data_dir, predictions_file)
+    spec, gold, preds = _inputs(spec_file, data_dir, predictions_file)
+    host, _notes = host_rows(spec, gold, preds)
     check_worker_rows(host, worker_rows)
+    check_worker_tags(tag_rows(spec, gold, preds), worker_tags)
     mine = {_key(r): r for r in host}
     return [dict(mine[_key(r)]) if _key(r) in mine else dict(r) for r in worker_rows]
 

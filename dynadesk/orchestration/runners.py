@@ -53,6 +53,7 @@ from dynadesk.orchestration.folder import (
     read_no_follow,
     tree_bytes,
 )
+from dynadesk.orchestration.observe import MemoryWatch, NoMemoryWatch, container_cgroup, local_memory, observations
 from dynadesk.orchestration.output import ProgressFn, WorkerOutput, log_tail
 
 __all__ = ["DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner"]
@@ -212,6 +213,7 @@ class LocalRunner(Runner):
         verdict = None
         try:  # from the moment the worker exists: a signal while the reader starts must not orphan it
             out = WorkerOutput(progress)
+            memory = local_memory(proc.pid)
             stdout = proc.stdout
             assert stdout is not None
             chunks = iter(lambda: stdout.read1(65536), b"")  # type: ignore[attr-defined]  # a BufferedReader
@@ -219,6 +221,7 @@ class LocalRunner(Runner):
             reader.start()
             while proc.poll() is None:
                 out.drain()
+                memory.sample()
                 verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
@@ -234,7 +237,8 @@ class LocalRunner(Runner):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)  # reaped, so it is gone when the exception reaches the caller
             raise
-        return _outcome(verdict, proc.returncode, out.text(), watch.elapsed(), paths, limits)
+        return _outcome(verdict, proc.returncode, out.text(), watch.elapsed(), paths, limits,
+                        {"observed": _observed(out, memory)})
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -242,6 +246,11 @@ class LocalRunner(Runner):
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _observed(out: WorkerOutput, memory: MemoryWatch) -> dict[str, Any]:
+    """The host's own view of the run (timed windows, memory), which bounds its measured figures."""
+    return observations(out.window_marks, out.dropped_marks, memory)
 
 
 def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, paths: RunPaths,
@@ -402,8 +411,12 @@ class DockerRunner(Runner):
                 return _refused(exc, limits, watch.elapsed())
             reader = threading.Thread(target=out.feed, args=(container.logs(stream=True, follow=True),), daemon=True)
             reader.start()
+            container.reload()
+            memory: MemoryWatch = container_cgroup(container.id, container.attrs.get("State", {}).get("Pid")) or \
+                NoMemoryWatch("the container's memory cgroup is not readable from this host")
             while True:
                 out.drain()
+                memory.sample()
                 container.reload()
                 if container.status in ("exited", "dead"):
                     break
@@ -425,7 +438,8 @@ class DockerRunner(Runner):
             raise
         _remove(container)
         code = state.get("ExitCode")
-        details = {"exit_code": code, "oom_killed": bool(state.get("OOMKilled")), "image": self.image}
+        details = {"exit_code": code, "oom_killed": bool(state.get("OOMKilled")), "image": self.image,
+                   "observed": _observed(out, memory)}
         if verdict is None and state.get("OOMKilled"):
             return RunOutcome("oom", code, out.text(), watch.elapsed(),
                               f"out of memory: the container hit its {limits.memory_bytes / (1 << 30):.2f} GiB "

@@ -182,7 +182,7 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
         settings["image_build"] = result["image_build"]
     o = result["outcome"]
     outcome = RunOutcome(o["verdict"], o.get("exit_code"), o.get("log", ""), float(o.get("seconds", 0.0)),
-                         o.get("message", ""))
+                         o.get("message", ""), {"observed": o.get("observed")})  # the signing worker's view
     store.evaluations.transition(view.run_id, "running", settings=settings, started_at=result.get("started") or now,
                                  host=result.get("host"), pid=None, image_id=result.get("image_id"))
     log = f"[dynadesk: job {view.id} attempt {view.attempt} on worker {result.get('worker')}]\n" + outcome.log

@@ -248,7 +248,9 @@ class Worker:
                 self.hardware_class = hardware_class_of(env)
             result = {"outcome": {"verdict": outcome.verdict, "exit_code": outcome.exit_code,
                                   "message": outcome.message, "seconds": outcome.seconds,
-                                  "log": outcome.log[-MAX_RESULT_LOG:]},
+                                  "log": outcome.log[-MAX_RESULT_LOG:],
+                                  # this worker's own view of the run (windows, memory): signed, bounds the figures
+                                  "observed": outcome.details.get("observed")},
                       "files": files, "image_id": image_id, "hardware_class": self.hardware_class,
                       "limits": limits.to_dict(),
                       "image_build": self._image_build(image_id),

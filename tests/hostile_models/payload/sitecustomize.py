@@ -144,10 +144,49 @@ def _missing_id(target=None):
     _at_exit(lambda metrics, lines: lines[1:])
 
 
-BEHAVIOURS = {"rewrite_metrics": _rewrite_metrics, "duplicate_id": _duplicate_id, "missing_id": _missing_id,
+def _rewrite_measured(scale):
+    """Rewrite the measured figures of metrics.json and profile.json at exit (predictions left as they are)."""
+    import atexit
+
+    def rewrite():
+        try:
+            with open("/out/metrics.json") as fh:
+                metrics = json.load(fh)
+            with open("/out/profile.json") as fh:
+                profile = json.load(fh)
+        except OSError:
+            return
+        for row in metrics["values"]:
+            row["value"] = scale(row["metric"], row["value"])
+        for name in ("throughput", "throughput_batched"):
+            profile[name]["value"] = scale(name, profile[name]["value"])
+        profile["memory"]["peak_gib"] = scale("memory", profile["memory"]["peak_gib"])
+        profile["memory"]["peak_bytes"] = int(profile["memory"]["peak_gib"] * (1 << 30))
+        for path, data in (("/out/metrics.json", metrics), ("/out/profile.json", profile)):
+            with open(path, "w") as fh:
+                json.dump(data, fh)
+        print("HOSTILE: rewrote the measured figures of /out/metrics.json and /out/profile.json at exit",
+              file=sys.stderr, flush=True)
+
+    atexit.register(rewrite)
+
+
+def _inflate_throughput(target=None):
+    """Claim 20x the measured throughput (batch-1 and batched, every test set and the whole run)."""
+    _rewrite_measured(lambda metric, value: value * 20 if metric.startswith("throughput") else value)
+
+
+def _shrink_memory(target=None):
+    """Claim a tenth of the measured memory."""
+    _rewrite_measured(lambda metric, value: value / 10 if metric == "memory" else value)
+
+
+BEHAVIOURS = {"rewrite_metrics": _rewrite_metrics, "inflate_throughput": _inflate_throughput,
+              "shrink_memory": _shrink_memory, "duplicate_id": _duplicate_id, "missing_id": _missing_id,
               "network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
               "hang": _hang, "symlink_out": _symlink_out, "fill_out": _fill_out, "flood": _flood}
-TAKES_TARGET = {"symlink_out", "fill_out", "flood", "rewrite_metrics", "duplicate_id", "missing_id"}
+TAKES_TARGET = {"symlink_out", "fill_out", "flood", "rewrite_metrics", "duplicate_id", "missing_id",
+                "inflate_throughput", "shrink_memory"}
 
 
 def _payload():

@@ -1,0 +1,212 @@
+"""What the host sees of a run from outside the sandbox: its timed windows and its memory.
+
+The worker's measured figures (throughput, memory) are written by code that runs next to the
+model, so the host keeps its own view of the same run to bound them (:mod:`.bounds`):
+
+* **Timed windows.** The worker prints a line at the start and at the end of every timed window
+  (``WINDOW_PREFIX``); :class:`~dynadesk.orchestration.output.WorkerOutput` stamps each with the
+  host's monotonic clock as it reads it. :func:`host_windows` pairs them.
+* **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``): the anonymous memory of
+  the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1, ``anon`` on v2, plus
+  the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the worker's process
+  tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants). A sampled
+  peak can only be below the true one, which is the safe side for a lower bound.
+
+Nothing here trusts what the worker wrote to ``out/``.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from pathlib import Path
+from typing import Any
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_ANON = ("total_rss", "rss")  # memory.stat keys: anonymous memory (and swap cache) of the cgroup and below
+V2_ANON = ("anon",)
+
+
+def _stat_value(path: Path, keys: tuple[str, ...]) -> int | None:
+    try:
+        fields = dict(line.split(None, 1) for line in path.read_text().splitlines() if " " in line)
+    except (OSError, ValueError):
+        return None
+    for key in keys:
+        if key in fields:
+            try:
+                return int(fields[key])
+            except ValueError:
+                return None
+    return None
+
+
+def _int_file(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class MemoryWatch(abc.ABC):
+    """Peak memory of a run as the host samples it from outside; :meth:`report` is recorded in the run."""
+
+    source = "none"
+
+    def __init__(self) -> None:
+        self.anon_peak = 0
+        self.samples = 0
+        self.unavailable: str | None = None
+
+    @abc.abstractmethod
+    def anon_bytes(self) -> int | None:
+        """The run's anonymous memory now; None when it cannot be read (the run has ended, say)."""
+
+    def sample(self) -> None:
+        value = self.anon_bytes()
+        if value is not None:
+            self.anon_peak = max(self.anon_peak, value)
+            self.samples += 1
+
+    def report(self) -> dict[str, Any]:
+        if not self.samples:
+            return {"source": self.source, "anon_peak_bytes": None, "samples": 0,
+                    "unavailable": self.unavailable or "no sample could be read"}
+        return {"source": self.source, "anon_peak_bytes": self.anon_peak, "samples": self.samples}
+
+
+class NoMemoryWatch(MemoryWatch):
+    """Where the host cannot see the run's memory: recorded as unavailable, and memory is not bounded."""
+
+    def __init__(self, why: str):
+        super().__init__()
+        self.unavailable = why
+
+    def anon_bytes(self) -> int | None:
+        return None
+
+
+class CgroupMemory(MemoryWatch):
+    """A container's memory cgroup (v1 or v2), read by the host while the container runs."""
+
+    def __init__(self, path: Path, version: int):
+        super().__init__()
+        self.path, self.version = path, version
+        self.source = f"cgroup v{version} {path}"
+        self.usage_peak: int | None = None
+
+    def anon_bytes(self) -> int | None:
+        anon = _stat_value(self.path / "memory.stat", V1_ANON if self.version == 1 else V2_ANON)
+        if anon is not None:  # the kernel's own peak of everything charged (page cache included), monotonic
+            peak = _int_file(self.path / ("memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"))
+            if peak is not None:
+                self.usage_peak = max(self.usage_peak or 0, peak)
+        return anon
+
+    def report(self) -> dict[str, Any]:
+        return {**super().report(), "cgroup_usage_peak_bytes": self.usage_peak}
+
+
+def container_cgroup(container_id: str, pid: int | None, root: Path = CGROUP_ROOT) -> CgroupMemory | None:
+    """The memory cgroup of a running container: from its init process's /proc/PID/cgroup when that names
+    the container (the daemon shares our pid namespace), else Docker's usual places (cgroupfs and systemd
+    drivers, v1 and v2). None when none is readable."""
+    candidates: list[tuple[Path, int]] = []
+    if pid:
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            parts = line.split(":", 2)
+            if len(parts) != 3 or container_id not in parts[2]:
+                continue
+            rel = parts[2].lstrip("/")
+            if "memory" in parts[1].split(","):
+                candidates.append((root / "memory" / rel, 1))
+            elif parts[0] == "0" and parts[1] == "":
+                candidates.append((root / rel, 2))
+    candidates += [(root / "memory" / "docker" / container_id, 1),
+                   (root / "memory" / "system.slice" / f"docker-{container_id}.scope", 1),
+                   (root / "system.slice" / f"docker-{container_id}.scope", 2),
+                   (root / "docker" / container_id, 2)]
+    for path, version in candidates:
+        watch = CgroupMemory(path, version)
+        if watch.anon_bytes() is not None:
+            return watch
+    return None
+
+
+class ProcessTreeMemory(MemoryWatch):
+    """The local worker's process and its descendants: the sum of their ``RssAnon``."""
+
+    def __init__(self, pid: int):
+        super().__init__()
+        self.pid = pid
+        self.source = "process tree RssAnon (/proc/PID/status)"
+
+    @staticmethod
+    def _rss_anon(pid: int) -> int | None:
+        try:
+            text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+        return None
+
+    def anon_bytes(self) -> int | None:
+        import psutil
+
+        own = self._rss_anon(self.pid)
+        if own is None:
+            return None
+        try:
+            kids = [c.pid for c in psutil.Process(self.pid).children(recursive=True)]
+        except psutil.Error:
+            kids = []
+        return own + sum(self._rss_anon(k) or 0 for k in kids)
+
+
+def local_memory(pid: int) -> MemoryWatch:
+    if not os.path.exists(f"/proc/{pid}/status"):
+        return NoMemoryWatch("/proc is not readable here (not Linux): the local worker's memory is not observed")
+    return ProcessTreeMemory(pid)
+
+
+def host_windows(marks: list[tuple[float, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The timed windows as the host saw them: each start edge paired with the next end edge of the same
+    (set, mode, attempt, trial); returns (windows, problems). A window's ``host_seconds`` is the time between
+    the host reading its two edges; ``queries`` is what the end edge says."""
+    open_: dict[tuple[str, str, int, int], float] = {}
+    windows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for seen, edge in marks:
+        try:
+            key = (str(edge["set"]), str(edge["mode"]), int(edge["attempt"]), int(edge["trial"]))
+            kind = edge["edge"]
+        except (KeyError, TypeError, ValueError):
+            problems.append(f"an unreadable window edge {str(edge)[:80]}")
+            continue
+        if kind == "start":
+            open_[key] = seen
+        elif kind == "end" and key in open_:
+            queries = edge.get("queries")
+            if isinstance(queries, bool) or not isinstance(queries, int) or queries < 0:
+                problems.append(f"window {key} ended with queries {queries!r}")
+                continue
+            windows.append({"set": key[0], "mode": key[1], "attempt": key[2], "trial": key[3],
+                            "queries": queries, "host_seconds": seen - open_.pop(key)})
+        else:
+            problems.append(f"a window edge {kind!r} of {key} without its start")
+    problems += [f"window {key} never ended" for key in open_]
+    return windows, problems
+
+
+def observations(marks: list[tuple[float, dict[str, Any]]], dropped: int, memory: MemoryWatch) -> dict[str, Any]:
+    """What a runner records of a run in ``RunOutcome.details['observed']`` (and a queue worker signs)."""
+    windows, problems = host_windows(marks)
+    if dropped:
+        problems.append(f"{dropped} window edges beyond the first {len(marks)} were not kept")
+    return {"windows": windows, "window_problems": problems[:20], "memory": memory.report()}

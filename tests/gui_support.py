@@ -38,7 +38,7 @@ def seed_run(store, model: str, task: str, metrics: dict, status: str = "succeed
     units = {"perf": "%", "throughput": "ex/s", "memory": "GiB", "robustness": "%", "fairness": "%"}
     rec = store.models.add(model, task, "majority", f"/nonexistent/{model}", f"sha256:{model:0<64}"[:71], {})
     datasets = sorted({d for v in metrics.values() if isinstance(v, dict) for d in v})
-    run = store.evaluations.create(rec.id, task, "local", False, {}, datasets, status="running")
+    run = store.evaluations.create(rec.id, task, runner="local", sandboxed=False, datasets=datasets, status="running")
     values = []
     for name, v in metrics.items():
         for ds_name, x in (v.items() if isinstance(v, dict) else [("", v)]):

@@ -79,8 +79,9 @@ FORBIDDEN = {
 
 
 # The host's metric recomputation (pure stdlib plus the evaluator's metrics): bundle create re-scores the
-# run folder rather than sign the workspace's stored figures (issue 31). It imports no docker.
-SYNC_MAY_IMPORT = {"dynadesk.orchestration.recompute"}
+# run folder rather than sign the workspace's stored figures (issue 31). It imports no docker. The run folder's
+# layout (issue 33): bundle create finds a run's predictions where every run keeps them; it imports no docker either.
+SYNC_MAY_IMPORT = {"dynadesk.orchestration.recompute", "dynadesk.orchestration.folder"}
 
 
 def test_dependency_direction_holds():

@@ -150,11 +150,11 @@ def test_sigterm_to_the_cli_marks_the_run_interrupted_and_stops_the_worker(store
 
 def test_crashed_run_is_marked_interrupted(store, ws):
     model = store.models.get("tiny")
-    run_id = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    run_id = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False, datasets=["set0-test"], status="running")
     import socket
 
     store.evaluations.update(run_id, pid=2 ** 22 + 12345, host=socket.gethostname())  # no such process
-    other = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    other = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False, datasets=["set0-test"], status="running")
     store.evaluations.update(other, pid=os.getpid(), host=socket.gethostname())  # alive: left alone
     assert recover_stale(store) == [run_id]
     assert store.evaluations.get(run_id).status == "interrupted"

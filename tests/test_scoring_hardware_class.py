@@ -27,7 +27,7 @@ Y = "cpu=Server CPU;cores=2;memory=4GiB;gpus=none;runtime=cpu"
 def _run(store, model: str, cpu: str, perf: float, throughput: float) -> int:
     rec = store.models.get(model) if store.models.exists(model) else store.models.add(
         model, "sentiment", "majority", f"/nonexistent/{model}", f"sha256:{model:0<64}"[:71], {})
-    run = store.evaluations.create(rec.id, "sentiment", "local", False, {}, [], status="running")
+    run = store.evaluations.create(rec.id, "sentiment", runner="local", sandboxed=False, datasets=[], status="running")
     values = {"perf": perf, "throughput": throughput, "memory": 1.0, "robustness": 90.0, "fairness": 90.0}
     store.evaluations.set_metrics(run, [MetricValue("", m, v, UNITS[m], m not in ("throughput", "memory"))
                                         for m, v in values.items()], status="succeeded", environment=_env(cpu))

@@ -182,7 +182,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                  + ([("lineage", model["lineage"])] if model.get("lineage") else []))
     attested = db.attestations(task).get(bundle_id, [])
     env = _mapping(payload.get("environment"))
-    settings = _mapping(payload.get("settings"))
+    settings = _mapping(payload.get("settings")) if "settings" in payload else {  # version 1: one object
+        **_mapping(payload.get("worker_settings")), **({"request": payload["request"]} if "request" in payload else {})}
     body = "".join([
         _standing(view, task, bundle_id, facts.hardware_class, facts.hardware_label),
         section("Summary", summary, "summary"),

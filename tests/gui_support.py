@@ -21,6 +21,13 @@ def make_window(qtbot, tmp_path: Path, home: Path | None = None):
     return services, window
 
 
+def loaded(qtbot, page, timeout: int = 60_000):
+    """Wait until the page's reads off the GUI thread (the board, the run list) have landed; returns the page."""
+    qtbot.waitUntil(lambda: not getattr(page, "loading", False) and not getattr(page, "runs_loading", False),
+                    timeout=timeout)
+    return page
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

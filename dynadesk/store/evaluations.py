@@ -174,7 +174,9 @@ def m005_run_record(db: Database) -> None:
                " SELECT id, environment, profile, log FROM evaluations")
     for column in ("settings", "environment", "profile", "log"):
         db.execute(f"ALTER TABLE evaluations DROP COLUMN {column}")
-    db.execute("CREATE INDEX evaluations_board_class ON evaluations(task, purpose, status, hardware_class, model_id)")
+    # covers the board's candidate scan and the hardware classes: read from the index alone, never the rows
+    db.execute("CREATE INDEX evaluations_board_scan ON evaluations(task, purpose, status, hardware_class, model_id,"
+               " datasets)")
 
 
 @dataclass
@@ -416,10 +418,16 @@ class EvaluationRepo:
         raise RunStateError(f"run {evaluation_id} is '{row[0]}'; it cannot become '{status}' (allowed: {allowed})")
 
     def get(self, evaluation_id: int) -> EvaluationRecord:
-        rows = list(self.db.query(f"{_GET_SQL} WHERE e.id = ?", [evaluation_id]))
+        rows = self._rows(f"{_GET_SQL} WHERE e.id = ?", [evaluation_id])
         if not rows:
             raise NotFoundError(f"no evaluation run with id {evaluation_id}")
         return self._records(rows)[0]
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+        """Rows as dicts, in one statement (``Database.query`` wraps each query in a savepoint: three)."""
+        cur = self.db.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def _records(self, rows: Sequence[dict[str, Any]]) -> builtins.list[EvaluationRecord]:
         """Records of ``rows`` with their metric values, read in one query for all of them."""
@@ -436,11 +444,10 @@ class EvaluationRepo:
              limit: int = 200) -> builtins.list[EvaluationRecord]:
         """Runs, newest first, with their metrics but WITHOUT their log, environment and profile (:meth:`get`
         has them): two statements whatever the number of runs."""
-        rows = builtins.list(self.db.query(
+        return self._records(self._rows(
             f"{_LIST_SQL} WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR m.name = ?)"
             " AND (? IS NULL OR e.status = ?) ORDER BY e.id DESC LIMIT ?",
             [task, task, model, model, status, status, limit]))
-        return self._records(rows)
 
     def hardware_classes(self, task: str) -> dict[str, int]:
         """Hardware classes of ``task``'s board-eligible runs, with how many models have a run in each."""
@@ -471,9 +478,7 @@ class EvaluationRepo:
             if (covered, run_id) > best.get(model_id, (-1, -1)):
                 best[model_id] = (covered, run_id)
         ids = sorted(run_id for _, run_id in best.values())
-        rows = builtins.list(self.db.query(f"{_BOARD_SQL} WHERE e.id IN {_IDS} ORDER BY m.name",
-                                           [json.dumps(ids)]))
-        return self._records(rows)
+        return self._records(self._rows(f"{_BOARD_SQL} WHERE e.id IN {_IDS} ORDER BY m.name", [json.dumps(ids)]))
 
     def log(self, evaluation_id: int) -> str:
         """A run's stored log (its tail, up to 1 MiB): read on demand, not with every listing."""

@@ -183,9 +183,10 @@ def test_the_watched_out_limit_counts_links_as_themselves(tmp_path):
 def test_a_run_stored_before_requests_is_replayed_from_its_flat_settings(tmp_path):
     """Runs recorded before requests were stored get theirs from the store's migration (m005_run_record), built from
     their flat settings as ``legacy_request`` reads them; one whose settings lack a part cannot be replayed."""
+    from test_eval_run_record import old_workspace
+
     from dynadesk.orchestration.evaluate import request_of
     from dynadesk.orchestration.request import legacy_request
-    from test_eval_run_record import old_workspace
 
     store = old_workspace(tmp_path)
     try:

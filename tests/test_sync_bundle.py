@@ -244,8 +244,9 @@ def test_thousand_random_byte_modifications_are_all_rejected(made):
 def test_only_succeeded_runs_with_intact_predictions_are_bundled(tmp_path):
     ws, store = workspace_with_key(tmp_path / "ws")
     ev = make_run(store, ws.runs_dir)
+    # a succeeded run can no longer become failed
     failed = store.evaluations.create(store.evaluations.get(ev).model_id, "sentiment", runner="docker",
-                                      sandboxed=True, datasets=[], status="running")  # a succeeded run can no longer become failed
+                                      sandboxed=True, datasets=[], status="running")
     store.evaluations.transition(failed, "failed")
     with pytest.raises(BundleError, match="'failed'"):
         create_bundle(ws, store, failed)

@@ -171,3 +171,17 @@ def test_attestations_stay_version_1(made):
     with pytest.raises(UnsupportedVersionError):
         split_envelope(raw.replace(b'"version":1}', b'"version":2}'), "attestation", "dynadesk-attestation")
     assert sign_payload  # the bundle signer writes version 2 (test_version_2_signs_... above)
+
+
+def test_the_servers_first_look_frames_both_versions_and_names_the_rest():
+    """``split_envelope`` (the server's cheap first look) finds a version-1 bundle's signed bytes by position."""
+    from dynadesk.sync.format.envelope import split_envelope
+
+    raw = OLD.read_bytes()
+    env = split_envelope(raw)
+    assert env.payload_bytes == parse_bundle(raw).payload_bytes
+    env.verify("old bundle")
+    with pytest.raises(BundleFormatError, match="not valid JSON"):
+        split_envelope(raw[:-1])
+    with pytest.raises(UnsupportedVersionError, match="version 9"):
+        split_envelope(raw[: -len(b'1}')] + b"9}")

@@ -95,6 +95,7 @@ def split_envelope(raw: bytes, where: str = "bundle", fmt: str = FORMAT) -> Enve
     found = _TAIL.match(raw, cut + len(_SIG_MARK)) if cut > 0 and raw.startswith(prefix) else None
     if found is not None and int(found.group(3)) not in read_versions(fmt):
         found = None  # diagnosed below: an unsupported version is named as such
+    if found is None:
         if len(raw) <= DIAGNOSE_BYTES:
             _diagnose_envelope(raw, where, fmt)
         raise BundleFormatError(f"{where}: not a {fmt} envelope in RFC 8785 canonical form (it must begin with"

@@ -174,9 +174,11 @@ def m005_run_record(db: Database) -> None:
                " SELECT id, environment, profile, log FROM evaluations")
     for column in ("settings", "environment", "profile", "log"):
         db.execute(f"ALTER TABLE evaluations DROP COLUMN {column}")
-    # covers the board's candidate scan and the hardware classes: read from the index alone, never the rows
+    # covers the board's candidate scan and the hardware classes: read from the index alone, never the rows; it
+    # replaces m003's evaluations_board (its prefix), which the planner would otherwise pick and read every row
     db.execute("CREATE INDEX evaluations_board_scan ON evaluations(task, purpose, status, hardware_class, model_id,"
                " datasets)")
+    db.execute("DROP INDEX evaluations_board")
 
 
 @dataclass
@@ -300,9 +302,11 @@ _GET_SQL = f"SELECT {_RUN_COLS}, o.environment, o.profile, o.log{_FROM}{_WITH_OU
 _IDS = "(SELECT value FROM json_each(?))"  # a list of run ids as one parameter, whatever its length
 
 
+_WORKER_FIELDS = frozenset(f.name for f in fields(WorkerSettings))
+
+
 def _worker_settings(raw: dict[str, Any]) -> WorkerSettings:
-    known = {f.name for f in fields(WorkerSettings)}
-    return WorkerSettings(**{k: v for k, v in raw.items() if k in known})
+    return WorkerSettings(**{k: v for k, v in raw.items() if k in _WORKER_FIELDS})
 
 
 class EvaluationRepo:
@@ -470,13 +474,17 @@ class EvaluationRepo:
         wanted = set(datasets) if datasets is not None else {
             d.name for d in self._store.datasets.list(task=task, include_derived=False) if d.split == "test"}
         best: dict[int, tuple[int, int]] = {}  # model -> (datasets covered, run id); ties go to the newer run
-        for run_id, model_id, names in self.db.execute(
-                "SELECT id, model_id, datasets FROM evaluations WHERE task = ? AND status = 'succeeded'"
-                " AND purpose = 'evaluation' AND (? IS NULL OR hardware_class = ?)",
+        covers: dict[str, int] = {}  # datasets text -> how many of the board's it covers (a few distinct texts)
+        # the newest run per (model, datasets): within one pair the coverage is the same, so the newest wins; read
+        # from the covering index evaluations_board_scan alone
+        for model_id, names, run_id in self.db.execute(
+                "SELECT model_id, datasets, MAX(id) FROM evaluations WHERE task = ? AND status = 'succeeded'"
+                " AND purpose = 'evaluation' AND (? IS NULL OR hardware_class = ?) GROUP BY model_id, datasets",
                 [task, hardware_class, hardware_class]):
-            covered = len(wanted.intersection(json.loads(names or "[]")))
-            if (covered, run_id) > best.get(model_id, (-1, -1)):
-                best[model_id] = (covered, run_id)
+            if names not in covers:
+                covers[names] = len(wanted.intersection(json.loads(names or "[]")))
+            if (covers[names], run_id) > best.get(model_id, (-1, -1)):
+                best[model_id] = (covers[names], run_id)
         ids = sorted(run_id for _, run_id in best.values())
         return self._records(self._rows(f"{_BOARD_SQL} WHERE e.id IN {_IDS} ORDER BY m.name", [json.dumps(ids)]))
 

@@ -82,7 +82,8 @@ def _rerank_ms(home: str, settings: str, repeats: int) -> float:
     if not st.models.list("sentiment"):
         for i in range(30):
             rec = st.models.add(f"m{i:02d}", "sentiment", "majority", f"/x/{i}", f"sha256:{i:064d}", {})
-            run = st.evaluations.create(rec.id, "sentiment", "local", False, {}, ["a", "b"], status="running")
+            run = st.evaluations.create(rec.id, "sentiment", runner="local", sandboxed=False,
+                                        datasets=["a", "b"], status="running")
             vals = [MetricValue(d, "perf", 50 + (i * 7 % 40) + j, "%", True) for j, d in enumerate(("a", "b"))]
             vals += [MetricValue("", "throughput", 100 + (i * 37 % 900), "ex/s", False),
                      MetricValue("", "memory", 0.5 + (i % 5) / 2, "GiB", False),
@@ -95,6 +96,9 @@ def _rerank_ms(home: str, settings: str, repeats: int) -> float:
     window = MainWindow(services)
     page = window.show_page("leaderboard")
     page.select_task("sentiment")
+    while page.loading:  # the board is read off the GUI thread
+        app.processEvents()
+        time.sleep(0.005)
     slider = page.metric_sliders["throughput"].slider
     times = []
     for _ in range(repeats):

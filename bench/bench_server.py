@@ -153,7 +153,7 @@ def invalid_bodies(factory: Factory) -> list[bytes]:
     stranger = Ed25519PrivateKey.generate()
     raw, _ = Factory(stranger).make("flood", 0, random.Random(3))
     doc = __import__("json").loads(raw)
-    doc["payload"]["settings"]["pad"] = ["x" * 100] * 9000
+    doc["payload"]["environment"]["pad"] = ["x" * 100] * 9000
     big = __import__("json").dumps(doc, separators=(", ", ": ")).encode()[: (1 << 20)]
     return [big, b"{}", b"not json at all", raw.replace(b'"version":1', b'"version":2')]
 

@@ -168,6 +168,7 @@ def capture(home: Path, out: Path, settings: Path) -> list[Path]:
         page = window.show_page(spec.key)
         if hasattr(page, "select_task"):
             page.select_task("sentiment")
+        settle()  # the board and the run list are read off the GUI thread
         _stage(spec.key, page, services, settle)
         settle()
         path = out / f"{spec.key}.png"

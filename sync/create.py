@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
-from dynadesk.evaluator.schema import PREDICTIONS_FILE
+from dynadesk.orchestration.folder import RunFolder
 from dynadesk.sync.format.merkle import read_predictions
-from dynadesk.sync.format.schema import IMAGE_BUILD_KEYS
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.tolerances import declare
 from dynadesk.tasks import get_task, task_digest
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
+    from dynadesk.store.evaluations import QueuePlacement
     from dynadesk.sync.format.envelope import Bundle
     from dynadesk.workspace import Workspace
 
@@ -24,11 +25,10 @@ if TYPE_CHECKING:
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
     if not run_dir:
         raise BundleError(f"evaluation {evaluation_id} has no run folder, so there are no predictions to bundle")
-    path = Path(run_dir) / PREDICTIONS_FILE
-    if not path.is_file():  # runs made by dynadesk.orchestration keep it in out/
-        path = Path(run_dir) / "out" / PREDICTIONS_FILE
-    if not path.is_file():
-        raise BundleError(f"evaluation {evaluation_id}: predictions file {path} is missing")
+    folder = RunFolder(Path(run_dir))
+    path = folder.kept_predictions()
+    if path is None:
+        raise BundleError(f"evaluation {evaluation_id}: predictions file {folder.predictions_file} is missing")
     sha = file_sha256(path)
     if recorded is not None and recorded.removeprefix("sha256:") != sha:
         raise DigestMismatch(f"evaluation {evaluation_id}: {path} has sha256:{sha}, but the run recorded {recorded}"
@@ -77,11 +77,9 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
                               " workspace, so its digest cannot be stated") from None
         datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
     predictions = _predictions(ev.run_dir, ev.predictions_digest, evaluation_id)  # the recorded file, before re-scoring
-    seeds = {k: v for k, v in ev.settings.items() if k == "seed" or k.endswith("_seed")}
-    evaluator = {"image_digest": ev.image_id, "version": ev.evaluator_version}
-    build = ev.settings.get("image_build") if ev.image_id else None
-    if isinstance(build, dict):  # Docker runs: what rebuilds the recorded image Id (dynadesk image build --epoch)
-        evaluator.update({k: build[k] for k in IMAGE_BUILD_KEYS if k in build})
+    evaluator: dict[str, Any] = {"image_digest": ev.image_id, "version": ev.evaluator_version}
+    if ev.image_id and ev.image_build is not None:  # Docker runs: what rebuilds the image Id (image build --epoch)
+        evaluator.update(ev.image_build.to_dict())
     return {
         "created_at": utc_now_text(now),
         "task": ev.task,
@@ -91,16 +89,17 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "evaluator": evaluator,
         "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},
         "environment": ev.environment,
-        "seeds": seeds,
-        "settings": {k: v for k, v in ev.settings.items() if k != "image_build"},  # image_build: in evaluator
+        "seeds": {"seed": ev.worker.seed},
+        "worker_settings": asdict(ev.worker),  # what the worker was given (the request: below, once)
         "metrics": _signed_metrics(ev, evaluation_id),
         "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
         "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
         "task_digest": task_digest(get_task(ev.task)),  # which definition of the task these scores are for
+        **({"request": ev.request} if ev.request else {}),  # what an audit re-run replays
         **signed_intervals(ev.profile),
-        **_worker(ev.settings),
+        **_worker(ev.queue),
     }
 
 
@@ -119,12 +118,11 @@ def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:
 MAX_OUTCOME_CHARS = 512 * 1024  # about 190,000 examples over all test sets
 
 
-def _worker(settings: dict[str, Any]) -> dict[str, Any]:
+def _worker(queue: QueuePlacement | None) -> dict[str, Any]:
     """``{"worker": {name, key_fingerprint}}`` for a queued run (the key that signed its result), else nothing."""
-    queue = settings.get("queue") or {}
-    if not queue.get("worker_key"):
+    if queue is None or not queue.worker_key:
         return {}
-    return {"worker": {"name": str(queue.get("worker") or "?"), "key_fingerprint": queue["worker_key"]}}
+    return {"worker": {"name": str(queue.worker or "?"), "key_fingerprint": queue.worker_key}}
 
 
 def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passphrase: str | None = None,

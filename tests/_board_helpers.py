@@ -27,7 +27,7 @@ from _sync_helpers import (
     write_run_folder,
 )
 
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, WorkerSettings
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
@@ -45,8 +45,8 @@ def board_run(store: Any, runs_dir: Path, model: str, perf: float, throughput: f
     """A succeeded sentiment run (perf differs per dataset: +0, +3, ...) on a chosen runner and machine."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
-    settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2}
-    ev = store.evaluations.create(m.id, "sentiment", runner, sandboxed, settings, list(datasets), status="running")
+    ev = store.evaluations.create(m.id, "sentiment", runner=runner, sandboxed=sandboxed, datasets=list(datasets),
+                                  worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
     run_dir = Path(runs_dir) / str(ev)
     metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness, step=3.0)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),

@@ -14,7 +14,7 @@ from pathlib import Path
 import requests
 
 from dynadesk.datasets import dataset_digest
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import ImageBuild, MetricValue, WorkerSettings
 
 TEST_SETS = ("vader-movies-test", "vader-tweets-test")
 LABELS = ("negative", "neutral", "positive")
@@ -125,10 +125,10 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
     ``bundle create``; perf is ``perf`` on the first test set, +1 on each next one; returns its id."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
-    settings = {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13, "threads": 2,
-                # what a Docker run records from the workspace's image build record (orchestration.image_build)
-                "image_build": {"source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}}
-    ev = store.evaluations.create(m.id, "sentiment", "docker", True, settings, list(datasets), status="running")
+    ev = store.evaluations.create(m.id, "sentiment", runner="docker", sandboxed=True, datasets=list(datasets),
+                                  worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
+    # what a Docker run records from the workspace's image build record (orchestration.image_build)
+    store.evaluations.update(ev, image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32))
     run_dir = Path(runs_dir) / str(ev)
     metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),

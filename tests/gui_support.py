@@ -21,6 +21,13 @@ def make_window(qtbot, tmp_path: Path, home: Path | None = None):
     return services, window
 
 
+def loaded(qtbot, page, timeout: int = 60_000):
+    """Wait until the page's reads off the GUI thread (the board, the run list) have landed; returns the page."""
+    qtbot.waitUntil(lambda: not getattr(page, "loading", False) and not getattr(page, "runs_loading", False),
+                    timeout=timeout)
+    return page
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -38,7 +45,7 @@ def seed_run(store, model: str, task: str, metrics: dict, status: str = "succeed
     units = {"perf": "%", "throughput": "ex/s", "memory": "GiB", "robustness": "%", "fairness": "%"}
     rec = store.models.add(model, task, "majority", f"/nonexistent/{model}", f"sha256:{model:0<64}"[:71], {})
     datasets = sorted({d for v in metrics.values() if isinstance(v, dict) for d in v})
-    run = store.evaluations.create(rec.id, task, "local", False, {}, datasets, status="running")
+    run = store.evaluations.create(rec.id, task, runner="local", sandboxed=False, datasets=datasets, status="running")
     values = []
     for name, v in metrics.items():
         for ds_name, x in (v.items() if isinstance(v, dict) else [("", v)]):

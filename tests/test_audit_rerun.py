@@ -62,10 +62,10 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     # deterministic part must reproduce here; tests/test_audit_measured.py judges measured claims
     assert not report.failures and not report.incomplete and report.rerun_id not in (None, run.id)
     rerun = store.evaluations.get(report.rerun_id)
-    assert rerun.status == "succeeded" and rerun.settings["batch_size"] == 8 and rerun.settings["seed"] == 0
-    assert rerun.settings["limits"] == run.settings["limits"] and rerun.model_name == "tiny"
+    assert rerun.status == "succeeded" and rerun.worker.batch_size == 8 and rerun.worker.seed == 0
+    assert rerun.request["limits"] == run.request["limits"] and rerun.model_name == "tiny"
     # the signed request is what the re-run replays; it is stored as an audit, never the model's board entry
-    assert bundle.payload["settings"]["request"] == run.request
+    assert bundle.payload["request"] == run.request and bundle.version == 2
     names = [d["name"] for d in bundle.payload["datasets"]]  # the re-run names the signed test sets
     assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit", "datasets": names}
     assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]

@@ -49,7 +49,7 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
     assert rec.profile["memory"]["rss_peak_bytes"] > 50 << 20
     env = rec.environment
     assert env["libraries"]["torch"].startswith("2.13.0") and env["deterministic"]["torch_deterministic_algorithms"]
-    assert env["threads"] == rec.settings["threads"]
+    assert env["threads"] == rec.worker.threads
     assert env["gpu"]["nvml"]  # "ok" on a GPU machine, else the recorded reason NVML is missing
     pred_file = Path(rec.run_dir) / "out" / "predictions.jsonl"
     rows = [json.loads(line) for line in pred_file.read_text().splitlines()]
@@ -150,11 +150,13 @@ def test_sigterm_to_the_cli_marks_the_run_interrupted_and_stops_the_worker(store
 
 def test_crashed_run_is_marked_interrupted(store, ws):
     model = store.models.get("tiny")
-    run_id = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    run_id = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False,
+                                      datasets=["set0-test"], status="running")
     import socket
 
     store.evaluations.update(run_id, pid=2 ** 22 + 12345, host=socket.gethostname())  # no such process
-    other = store.evaluations.create(model.id, "sentiment", "local", False, {}, ["set0-test"], status="running")
+    other = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False,
+                                     datasets=["set0-test"], status="running")
     store.evaluations.update(other, pid=os.getpid(), host=socket.gethostname())  # alive: left alone
     assert recover_stale(store) == [run_id]
     assert store.evaluations.get(run_id).status == "interrupted"
@@ -204,7 +206,8 @@ def test_cli_eval_and_runs_listing(store, ws, home):
     proc = cli("eval", "tiny", "--dataset", "set1-test", "--runner", "local", "--batch-size", "4", "--json")
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)
-    assert run["status"] == "succeeded" and run["settings"]["batch_size"] == 4
+    assert run["status"] == "succeeded" and run["worker"]["batch_size"] == 4
+    assert run["request"]["settings"]["batch_size"] == 4
     assert {m["metric"] for m in run["metrics"]} >= {"perf", "macro_f1", "robustness", "fairness", "throughput",
                                                      "throughput_batched", "latency_p99_ms", "memory"}
     listed = json.loads(cli("runs", "list", "--json").stdout)

@@ -44,7 +44,7 @@ def _model(store, name: str = "m") -> int:
 
 def test_status_changes_follow_the_allowed_transitions(store):
     runs = store.evaluations
-    run = runs.create(_model(store), "sentiment", "local", False, {}, ["d"])
+    run = runs.create(_model(store), "sentiment", runner="local", sandboxed=False, datasets=["d"])
     assert runs.get(run).status == "queued"
     with pytest.raises(RunStateError, match="'queued'; it cannot become 'succeeded'"):
         runs.transition(run, "succeeded")
@@ -54,11 +54,11 @@ def test_status_changes_follow_the_allowed_transitions(store):
     runs.set_metrics(run, [MetricValue("", "perf", 1.0, "score", True)], status="succeeded", verdict="ok")
     for status in ("running", "failed", "queued"):
         with pytest.raises(RunStateError, match="'succeeded'; it cannot become"):
-            runs.update(run, status=status)
+            runs.transition(run, status)
     with pytest.raises(RunStateError, match="unknown run status"):
         runs.transition(run, "done")
     with pytest.raises(RunStateError):
-        runs.create(_model(store), "sentiment", "local", False, {}, ["d"], status="succeeded")
+        runs.create(_model(store), "sentiment", runner="local", sandboxed=False, datasets=["d"], status="succeeded")
     rec = runs.get(run)
     assert (rec.status, rec.verdict, [m.metric for m in rec.metrics]) == ("succeeded", "ok", ["perf"])
 
@@ -68,8 +68,9 @@ def test_listing_runs_leaves_the_logs_in_the_database(store):
     big = "line of worker output\n" * 40_000  # ~0.9 MiB, as a flooding run stores
     ids = []
     for _ in range(3):
-        run = runs.create(_model(store), "sentiment", "local", False, {}, ["d"], status="running")
-        runs.transition(run, "failed", verdict="error", error="boom", log=big, profile={"x": 1})
+        run = runs.create(_model(store), "sentiment", runner="local", sandboxed=False, datasets=["d"], status="running")
+        runs.transition(run, "failed", verdict="error", error="boom", log=big)
+        runs.update(run, profile={"x": 1})
         ids.append(run)
     listed = runs.list()
     assert [r.id for r in listed] == ids[::-1]
@@ -79,8 +80,8 @@ def test_listing_runs_leaves_the_logs_in_the_database(store):
 
 def _succeeded(store, model: str, datasets: list[str], perf: float, purpose: str = "evaluation") -> int:
     request = RunRequest(model=model, datasets=tuple(datasets), runner="local", purpose=purpose)
-    run = store.evaluations.create(_model(store, model), "sentiment", "local", False, {}, datasets, status="running",
-                                   request=request.to_dict())
+    run = store.evaluations.create(_model(store, model), "sentiment", runner="local", sandboxed=False,
+                                   datasets=datasets, status="running", request=request.to_dict())
     values = [MetricValue(d, "perf", perf, "score", True) for d in datasets]
     store.evaluations.set_metrics(run, values, status="succeeded", verdict="ok")
     return run
@@ -96,7 +97,8 @@ def test_the_board_takes_each_models_latest_complete_evaluation(store):
     newer = _succeeded(store, "m2", both, 55.0)
     partial_only = _succeeded(store, "m3", ["b-test"], 40.0)  # no complete run: kept, on what it covers
     _succeeded(store, "m4", both, 30.0, purpose="preflight")  # only non-evaluation runs: not on the board
-    failed = store.evaluations.create(_model(store, "m2"), "sentiment", "local", False, {}, both, status="running")
+    failed = store.evaluations.create(_model(store, "m2"), "sentiment", runner="local", sandboxed=False, datasets=both,
+                                      status="running")
     store.evaluations.transition(failed, "failed", verdict="error")
     chosen = {r.model_name: r.id for r in store.evaluations.board_runs("sentiment", both)}
     assert chosen == {"m1": complete, "m2": newer, "m3": partial_only} and older not in chosen.values()
@@ -178,20 +180,26 @@ def test_the_watched_out_limit_counts_links_as_themselves(tmp_path):
     assert Path(folder.root / "run.log") == folder.log_file
 
 
-def test_a_run_stored_before_requests_is_replayed_from_its_flat_settings(store):
-    from dynadesk.orchestration.evaluate import request_of
+def test_a_run_stored_before_requests_is_replayed_from_its_flat_settings(tmp_path):
+    """Runs recorded before requests were stored get theirs from the store's migration (m005_run_record), built from
+    their flat settings as ``legacy_request`` reads them; one whose settings lack a part cannot be replayed."""
+    from test_eval_run_record import old_workspace
 
-    flat = {"batch_size": 8, "device": "cpu", "deterministic": True, "seed": 3, "threads": 2, "latency_samples": 5,
-            "warmup": 1, "allow_pickle": False, "dedicated_cgroup": True, "runner": "docker", "sandboxed": True,
-            "image": "dynadesk-evaluator:abc", "limits": {"cpus": 2.0, "memory_bytes": 1 << 30, "pids": 64,
-                                                         "timeout_s": 60.0, "tmpfs_bytes": 1 << 20, "gpus": None}}
-    run = store.evaluations.create(_model(store), "sentiment", "docker", True, flat, ["a-test"])
-    request = request_of(store.evaluations.get(run))
-    assert (request.model, request.datasets, request.runner, request.image) == ("m", ("a-test",), "docker",
-                                                                                 "dynadesk-evaluator:abc")
-    assert request.settings == RunSettings(batch_size=8, seed=3, latency_samples=5, warmup=1)
-    assert request.limits.memory_bytes == 1 << 30 and request.limits.out_bytes == default_limits().out_bytes
-    del flat["limits"]
-    old = store.evaluations.create(_model(store), "sentiment", "docker", True, flat, ["a-test"])
-    with pytest.raises(ConfigError, match="lack limits"):
-        request_of(store.evaluations.get(old))
+    from dynadesk.orchestration.evaluate import request_of
+    from dynadesk.orchestration.request import legacy_request
+
+    store = old_workspace(tmp_path)
+    try:
+        flat = store.evaluations.get(4)  # recorded with flat settings only, request '{}'
+        request = request_of(flat)
+        assert (request.model, request.datasets, request.runner, request.image) == ("bow-a", ("d-test",), "docker",
+                                                                                     "dynadesk-evaluator:old")
+        assert request.settings == RunSettings(batch_size=32, seed=13, latency_samples=64, warmup=8)
+        assert request.limits.memory_bytes == 4 << 30 and request.limits.out_bytes == default_limits().out_bytes
+        assert request == legacy_request("bow-a", ["d-test"], "docker", {
+            "batch_size": 32, "seed": 13, "latency_samples": 64, "warmup": 8, "image": "dynadesk-evaluator:old",
+            "limits": request.limits.to_dict()})
+        with pytest.raises(ConfigError, match="run 5 was recorded without a complete request"):
+            request_of(store.evaluations.get(5))  # its settings had no limits
+    finally:
+        store.close()

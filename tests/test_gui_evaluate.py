@@ -4,7 +4,7 @@ arrives, the window keeps processing events, Cancel stops it and the run is stor
 from __future__ import annotations
 
 import pytest
-from gui_support import majority_model, make_window, sentiment_rows, write_jsonl
+from gui_support import loaded, majority_model, make_window, sentiment_rows, write_jsonl
 from PySide6.QtCore import Qt, QTimer
 
 pytestmark = pytest.mark.qt
@@ -68,6 +68,7 @@ def test_start_local_evaluation_see_progress_cancel_and_stored_cancelled(gui, qt
     qtbot.waitUntil(lambda: not svc.running, timeout=10_000)
     rec = services.ws.store.evaluations.get(run_id)
     assert (rec.status, rec.verdict) == ("cancelled", "cancelled")
+    loaded(qtbot, page)  # the run list is read off the GUI thread
     assert page.run_status(run_id) == "cancelled"
     assert page.banner.kind == "warn" and "cancelled" in page.banner.text()
     assert page.start_button.isEnabled() and not page.cancel_button.isEnabled()
@@ -84,11 +85,13 @@ def test_local_evaluation_succeeds_and_reaches_the_leaderboard(gui, qtbot, tmp_p
     (rec,) = blocker.args[0]
     assert rec.status == "succeeded", rec.error
     assert page.banner.kind == "ok"
+    loaded(qtbot, page)
     assert page.run_status(rec.id) == "succeeded"
     page.select_run(rec.id)
     assert "perf" in page.run_detail.toPlainText()
     board = window.show_page("leaderboard")
     board.select_task("sentiment")
+    loaded(qtbot, board)
     # a single model is on the board only if it has every Dynascore metric; either way the page says so
     assert board.ranking() == ["m"] or "m left off" in board.notes.text()
     window.close()
@@ -155,12 +158,14 @@ def test_gpu_option_follows_a_gpu_answering_and_a_cli_gpu_run_shows_its_line_on_
     assert "\n" not in line and "nvidia-container-toolkit" in line and "without --gpus" in line
     assert line in cli.stdout + cli.stderr  # the line the CLI printed
     page.refresh_runs()
+    loaded(qtbot, page)
     page.select_run(rec.id)
     with qtbot.waitSignal(page._svc.finished, timeout=240_000) as blocker:
         qtbot.mouseClick(page.resume_button, Qt.MouseButton.LeftButton)
     (again,) = blocker.args[0]
     assert again.id == rec.id and again.verdict == "gpu_unavailable"  # the stored request, not dummy values
     assert page.banner.kind == "error" and page.banner.text() == failure_line(again)
+    loaded(qtbot, page)
     assert "gpu_unavailable" in page.run_detail.toPlainText()  # the detail pane follows the run
     window.close()
     services.close()

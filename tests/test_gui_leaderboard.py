@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 import pytest
-from gui_support import make_window, seed_run
+from gui_support import loaded, make_window, seed_run
 from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
@@ -30,7 +30,7 @@ def board_page(require_qt, qtbot, tmp_path):
     services, window = make_window(qtbot, tmp_path, home)
     page = window.show_page("leaderboard")
     page.select_task("sentiment")
-    yield page
+    yield loaded(qtbot, page)
     window.close()
     services.close()
 
@@ -148,7 +148,7 @@ def wide_page(require_qt, qtbot, tmp_path):
     window.resize(1100, 700)
     page = window.show_page("leaderboard")
     page.select_task("sentiment")
-    yield page
+    yield loaded(qtbot, page)
     window.close()
     services.close()
 
@@ -228,6 +228,7 @@ def test_a_noisy_run_is_marked_on_the_table(require_qt, qtbot, tmp_path):
     try:
         page = window.show_page("leaderboard")
         page.select_task("sentiment")
+        loaded(qtbot, page)
         cells = {page.table.item(r, 1).text(): page.table.item(r, 1) for r in range(page.table.rowCount())}
         assert set(cells) == {"alpha", "bravo", "charlie"}  # the name stays the name (selection reads it)
         assert not cells["charlie"].icon().isNull() and "trials spread 120%" in cells["charlie"].toolTip()

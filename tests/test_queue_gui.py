@@ -59,4 +59,4 @@ def test_a_queued_run_from_the_page_runs_on_a_worker_and_is_stored_here(require_
         worker.stop()
     (record,) = page._svc.runs()
     assert record.status == "succeeded", record.error
-    assert record.settings["queue"]["worker"] == "box-1" and not record.sandboxed
+    assert record.queue.worker == "box-1" and not record.sandboxed

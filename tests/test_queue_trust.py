@@ -109,7 +109,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
     finally:
         worker.stop()
     assert record.id == run_id and record.status == "succeeded", record.error
-    assert record.settings["queue"]["worker_key"] == fpr and record.settings["queue"]["worker"] == "w1"
+    assert record.queue.worker_key == fpr and record.queue.worker == "w1"
     assert record.predictions_digest == honest.predictions_digest
     assert f"worker key {fpr}" in worker.text()
 
@@ -161,7 +161,7 @@ def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(
     assert jobs.finish(client, job, "secret-4", "failed", sign(key, {**body, "attempt": 4,
                                                                      "lease": lease_id("secret-4")}))
     (record,) = collect(store, ws, queue, [job], wait=False)
-    assert record.status == "failed" and record.settings == store.evaluations.get(run_id).settings
+    assert record.status == "failed" and record.queue == store.evaluations.get(run_id).queue
 
 
 def test_a_path_traversal_digest_never_names_a_host_folder(redis_server, tmp_path):
@@ -220,10 +220,10 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     finally:
         worker.stop()
     assert records[big_run].status == "succeeded", records[big_run].error
-    limits = records[big_run].settings["queue"]["limits"]
+    limits = records[big_run].queue.limits
     assert (limits["memory_bytes"], limits["pids"], limits["tmpfs_bytes"], limits["timeout_s"]) == (
         3 * GIB, 512, GIB, 900.0)
-    assert records[big_run].settings["queue"]["maxima"]["memory_bytes"] == 3 * GIB
+    assert records[big_run].queue.maxima["memory_bytes"] == 3 * GIB
     assert "job limits capped at" in worker.text() and "3 GiB memory, 512 pids" in worker.text()
     assert records[bad_run].status == "failed" and "is not sha256:<64 hex digits>" in records[bad_run].error
     assert not any(p.name.startswith("..") for p in (tmp_path / "w1" / "queue-cache" / "models").iterdir())
@@ -357,7 +357,8 @@ def _minimal_payload() -> dict:
     return {"created_at": "2026-01-01T00:00:00Z", "task": "sentiment", "model": {"name": "m", "digest": "sha256:"
             + "b" * 64}, "datasets": [{"name": "d", "split": "test", "digest": "sha256:" + "c" * 64, "size": 1}],
             "evaluator": {"image_digest": None, "version": "v"}, "runner": {"kind": "local", "sandboxed": False},
-            "environment": {}, "seeds": {}, "settings": {},
+            "environment": {}, "seeds": {},
+            "worker_settings": {"batch_size": 1, "device": "cpu", "deterministic": True, "seed": 0},
             "metrics": [{"dataset": "", "metric": "perf", "value": 1.0, "unit": "%", "deterministic": True}],
             "predictions": {"digest": "sha256:" + "d" * 64, "merkle_root": "e" * 64, "count": 1},
             "submitter": {"key_fingerprint": "sha256:" + "f" * 64}, "evaluation_id": 1}

@@ -96,16 +96,16 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
         remove_containers(docker_client, tmp_path)
     log2 = workers[1].text()
     assert len(records) == 6 and all(r.status == "succeeded" for r in records), [(r.id, r.error) for r in records]
-    by_job = {r.settings["queue"]["job"]: r for r in records}
+    by_job = {r.queue.job: r for r in records}
     assert sorted(by_job) == sorted(ids)  # one run per job
-    assert {r.settings["queue"]["worker"] for r in records} == {"w1", "w2"}  # split across both
-    assert all(r.settings["queue"]["worker_key"] == keys[r.settings["queue"]["worker"]] for r in records)
-    again = by_job[killed].settings["queue"]
-    assert again["worker"] == "w2" and again["attempt"] == 1 and again["requeued_from"] == "w1", again
+    assert {r.queue.worker for r in records} == {"w1", "w2"}  # split across both
+    assert all(r.queue.worker_key == keys[r.queue.worker] for r in records)
+    again = by_job[killed].queue
+    assert again.worker == "w2" and again.attempt == 1 and again.requeued_from == "w1", again
     assert log2.count(f"job {killed} attempt 1: running") == 1
     for attempt in (0, 1):  # both copies dropped
         assert f"job {killed} attempt {attempt}: not run (succeeded)" in log2
-    assert all(r.settings["queue"]["hardware_class"].startswith("cpu=") for r in records)
+    assert all(r.queue.hardware_class.startswith("cpu=") for r in records)
     assert {r.predictions_digest for r in records} == {local.predictions_digest}
     assert {r.image_id for r in records} == {local.image_id}
     assert len(store.evaluations.list()) == 7  # six queued runs and the local one: no duplicate
@@ -166,7 +166,7 @@ def test_a_frozen_worker_loses_its_job_and_its_late_result_is_discarded(redis_se
         for w in workers:
             os.killpg(w.proc.pid, signal.SIGCONT)
             w.stop()
-    assert record.status == "succeeded" and record.settings["queue"]["worker"] == other.name
-    assert record.settings["queue"]["requeued_from"] == holder and record.settings["queue"]["attempt"] == 1
-    assert store.evaluations.get(run_id).settings["queue"]["worker"] == other.name  # not overwritten
+    assert record.status == "succeeded" and record.queue.worker == other.name
+    assert record.queue.requeued_from == holder and record.queue.attempt == 1
+    assert store.evaluations.get(run_id).queue.worker == other.name  # not overwritten
     assert len(store.evaluations.list()) == 1

@@ -30,7 +30,8 @@ DEMO = {"majority": (33.0, 0.280, 1000.0), "bow-small": (33.4, 0.300, 300.0), "b
 
 def _evaluate(store, model: str, perf: float, memory: float, throughput: float) -> None:
     store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
-    run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, ["d"],
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=["d"],
                                    status="running")
     scores = {"perf": perf, "macro_f1": perf, "robustness": 50 + perf / 2, "fairness": 90.0}
     values = [MetricValue("d", m, v, UNIT[m], True) for m, v in scores.items()]

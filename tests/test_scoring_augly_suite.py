@@ -80,7 +80,8 @@ def _dataset(store, name):
 
 def _run(store, model, dataset, robustness):
     store.models.add(model, "sentiment", "majority", f"/m/{model}", f"sha256:{model}", {"task": "sentiment"})
-    run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, [dataset],
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=[dataset],
                                    status="running")
     values = [MetricValue("", m, v, "%", True) for m, v in
               {"perf": 50.0 if model == "a" else 70.0, "macro_f1": 50.0, "robustness": robustness,

@@ -63,7 +63,8 @@ def _store_runs(home: Path, table: Table) -> None:
         for name, metrics in table.items():
             rec = store.models.add(name, "sentiment", "majority", f"/nonexistent/{name}",
                                    f"sha256:{name:0<64}"[:71], {})
-            run = store.evaluations.create(rec.id, "sentiment", "local", False, {}, list(DATASETS), status="running")
+            run = store.evaluations.create(rec.id, "sentiment", runner="local", sandboxed=False,
+                                           datasets=list(DATASETS), status="running")
             values = [MetricValue(ds, m, v, UNITS[m], m in PER_DATASET)
                       for m, by_ds in metrics.items() for ds, v in by_ds.items()]
             store.evaluations.set_metrics(run, values, status="succeeded")

@@ -27,7 +27,7 @@ Y = "cpu=Server CPU;cores=2;memory=4GiB;gpus=none;runtime=cpu"
 def _run(store, model: str, cpu: str, perf: float, throughput: float) -> int:
     rec = store.models.get(model) if store.models.exists(model) else store.models.add(
         model, "sentiment", "majority", f"/nonexistent/{model}", f"sha256:{model:0<64}"[:71], {})
-    run = store.evaluations.create(rec.id, "sentiment", "local", False, {}, [], status="running")
+    run = store.evaluations.create(rec.id, "sentiment", runner="local", sandboxed=False, datasets=[], status="running")
     values = {"perf": perf, "throughput": throughput, "memory": 1.0, "robustness": 90.0, "fairness": 90.0}
     store.evaluations.set_metrics(run, [MetricValue("", m, v, UNITS[m], m not in ("throughput", "memory"))
                                         for m, v in values.items()], status="succeeded", environment=_env(cpu))
@@ -81,21 +81,24 @@ def test_cli_names_the_class_and_lists_the_others(board_store, home):
 
 @pytest.mark.qt
 def test_app_selector_lists_the_classes_and_reranks(require_qt, qtbot, board_store, tmp_path, home):
-    from gui_support import make_window
+    from gui_support import loaded, make_window
 
     board_store.close()
     services, window = make_window(qtbot, tmp_path, home)
     try:
         page = window.show_page("leaderboard")
         page.select_task("sentiment")
+        loaded(qtbot, page)
         items = [page.hardware_combo.itemData(i) for i in range(page.hardware_combo.count())]
         assert items == [X, Y, "all"] and page.hardware_combo.currentData() == X
         assert page.ranking() == ["alpha", "beta"]
         page.hardware_combo.setCurrentIndex(1)
         page.hardware_combo.activated.emit(1)
+        loaded(qtbot, page)  # the class's runs are read off the GUI thread
         assert sorted(page.ranking()) == ["alpha", "gamma"]
         page.hardware_combo.setCurrentIndex(2)
         page.hardware_combo.activated.emit(2)
+        loaded(qtbot, page)
         assert sorted(page.ranking()) == ["alpha", "beta", "gamma"]
         assert "not comparable" in page.notes.text()
     finally:

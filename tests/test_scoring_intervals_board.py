@@ -23,7 +23,8 @@ def _run(store, model: str, preds: list[str], perf: float | None = None, data: s
     perf = M.macro_f1(preds, GOLDS, TASK["labels"]) if perf is None else perf
     if not store.models.exists(model):
         store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
-    run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, [DS],
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=[DS],
                                    status="running")
     values = [MetricValue(DS, m, perf, "%", True) for m in ("perf", "macro_f1", "robustness", "fairness")]
     values += [MetricValue("", "throughput", 10.0, "examples/s", False), MetricValue("", "memory", 1.0, "GiB", False)]

@@ -26,7 +26,8 @@ def _evaluate(store, model: str, per_dataset: dict[str, dict[str, float]], whole
     if not store.models.exists(model):
         store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
     model_id = store.models.get(model).id
-    run = store.evaluations.create(model_id, "sentiment", "local", False, {}, list(per_dataset), status="running")
+    run = store.evaluations.create(model_id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=list(per_dataset), status="running")
     values = [MetricValue(ds, m, v, UNITS[m], m not in ("throughput", "memory", "latency_p50_ms"))
               for ds, by_m in per_dataset.items() for m, v in by_m.items()]
     values += [MetricValue("", m, v, UNITS[m], False) for m, v in whole.items()]

@@ -18,7 +18,8 @@ UNIT = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throu
 
 def _evaluate(store, model: str, per_dataset: dict[str, dict[str, float]], whole: dict[str, float]) -> None:
     store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
-    run = store.evaluations.create(store.models.get(model).id, "sentiment", "local", False, {}, list(per_dataset),
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=list(per_dataset),
                                    status="running")
     values = [MetricValue(ds, m, v, UNIT[m], True) for ds, by_m in per_dataset.items() for m, v in by_m.items()]
     values += [MetricValue("", m, v, UNIT[m], False) for m, v in whole.items()]

@@ -204,7 +204,7 @@ def test_a_large_non_canonical_body_without_a_key_costs_the_server_almost_nothin
     stranger = Ed25519PrivateKey.generate()
     p = board.payload("Lab A", "bert")
     p["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(stranger))
-    p["settings"]["pad"] = ["x" * 100] * 9000
+    p["environment"]["pad"] = ["x" * 100] * 9000
     doc = json.loads(sign_payload(p, stranger).raw)
     raw = json.dumps(doc, separators=(", ", ": ")).encode()  # same content, not canonical, ~0.9 MiB
     assert len(raw) > 900_000

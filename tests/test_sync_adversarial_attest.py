@@ -258,10 +258,13 @@ def test_a_keys_stored_bytes_are_bounded_and_settings_and_environment_are_bounde
     try:
         p = copy.deepcopy(w.template)
         p["submitter"]["key_fingerprint"] = w.fp("Lab B")
-        p["settings"] = {**p["settings"], "padding": "x" * 20_000}
+        p["request"] = {"model": "m", "datasets": [f"d{i}-" + "x" * 500 for i in range(40)], "runner": "docker",
+                        "image": None, "limits": {"cpus": 2, "memory_bytes": 1 << 30, "timeout_s": 60},
+                        "settings": {"batch_size": 8, "seed": 0, "latency_samples": 4, "warmup": 0},
+                        "purpose": "evaluation"}  # well-formed, 20 kB: the signed request is bounded as well
         r = w.post(sign_payload(p, w.keys["Lab B"]).raw, "/api/bundles")
-        refused(w, r, 400, "malformed_bundle", "payload.settings:")
-        p["settings"] = w.template["settings"]
+        refused(w, r, 400, "malformed_bundle", "payload.request:")
+        del p["request"]
         p["environment"] = {**p["environment"], "padding": "x" * 20_000}
         refused(w, w.post(sign_payload(p, w.keys["Lab B"]).raw, "/api/bundles"), 400, "malformed_bundle",
                 "payload.environment:")

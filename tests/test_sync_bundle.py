@@ -47,9 +47,9 @@ def test_bundle_states_the_run(made):
         (n, store.datasets.get(n).digest, SET_SIZE, "test") for n in rec.datasets]
     assert p["evaluator"] == {"image_digest": rec.image_id, "version": rec.evaluator_version,
                               "source_date_epoch": IMAGE_EPOCH, "input_digest": "sha256:" + "ef" * 32}
-    assert "image_build" not in p["settings"]  # signed once, in evaluator
+    assert "settings" not in p and "image_build" not in p["worker_settings"]  # signed once, in evaluator
     assert p["runner"] == {"kind": "docker", "sandboxed": True}
-    assert p["seeds"] == {"seed": 13} and p["settings"]["batch_size"] == 32
+    assert p["seeds"] == {"seed": 13} and p["worker_settings"]["batch_size"] == 32
     assert {(m["dataset"], m["metric"], m["value"], m["unit"], m["deterministic"]) for m in p["metrics"]} == {
         (m.dataset, m.metric, m.value, m.unit, m.deterministic) for m in rec.metrics}
     pred = predictions_file(rec.run_dir)
@@ -104,7 +104,7 @@ MUTATIONS = {
     "runner.sandboxed": lambda v: not v,
     "environment.cpu": lambda v: v + " (faster)",
     "seeds.seed": lambda v: v + 1,
-    "settings.batch_size": lambda v: v * 2,
+    "worker_settings.batch_size": lambda v: v * 2,
     "metrics.0.metric": lambda v: v + "_x",
     "metrics.0.value": lambda v: v + 0.5,
     "metrics.0.unit": lambda v: "s",
@@ -170,8 +170,8 @@ def test_envelope_fields(made, tmp_path):
     bad_sig = dict(doc, signature=dict(doc["signature"], value=_flip_hex(doc["signature"]["value"])))
     with pytest.raises(SignatureError):
         verify_bundle(parse_bundle(canonical_bytes(bad_sig)))
-    with pytest.raises(UnsupportedVersionError, match="version 2"):
-        parse_bundle(canonical_bytes(dict(doc, version=2)))
+    with pytest.raises(UnsupportedVersionError, match="version 3 is not supported"):
+        parse_bundle(canonical_bytes(dict(doc, version=3)))
     with pytest.raises(BundleFormatError, match="format"):
         parse_bundle(canonical_bytes(dict(doc, format="other")))
     with pytest.raises(BundleFormatError, match="algorithm"):
@@ -220,8 +220,7 @@ def test_bundles_without_the_image_build_still_parse(made):
     assert set(old.payload["evaluator"]) == {"image_digest", "version"}
     with pytest.raises(SignatureError):  # dropping the fields is a change to what was signed
         verify_bundle(old)
-    settings = {k: v for k, v in store.evaluations.get(ev).settings.items() if k != "image_build"}
-    store.evaluations.update(ev, settings=settings)  # a run that recorded no image build
+    store.evaluations.update(ev, image_build=None)  # a run that recorded no image build
     fresh = create_bundle(ws, store, ev)
     assert set(fresh.payload["evaluator"]) == {"image_digest", "version"}
     verify_bundle(parse_bundle(fresh.raw))
@@ -245,8 +244,9 @@ def test_thousand_random_byte_modifications_are_all_rejected(made):
 def test_only_succeeded_runs_with_intact_predictions_are_bundled(tmp_path):
     ws, store = workspace_with_key(tmp_path / "ws")
     ev = make_run(store, ws.runs_dir)
-    failed = store.evaluations.create(store.evaluations.get(ev).model_id, "sentiment", "docker", True, {}, [],
-                                      status="running")  # a succeeded run can no longer become failed
+    # a succeeded run can no longer become failed
+    failed = store.evaluations.create(store.evaluations.get(ev).model_id, "sentiment", runner="docker",
+                                      sandboxed=True, datasets=[], status="running")
     store.evaluations.transition(failed, "failed")
     with pytest.raises(BundleError, match="'failed'"):
         create_bundle(ws, store, failed)

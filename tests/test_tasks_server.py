@@ -18,7 +18,7 @@ from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
 from dynadesk.datasets import dataset_digest
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, WorkerSettings
 from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
 
@@ -41,8 +41,8 @@ def _emotion_run(ws: Workspace) -> int:
         store.models.add("emo-bow", "emotion", "bag-of-words", "/models/emo-bow", digest,
                          {"task": "emotion", "kind": "bag-of-words", "labels": list(LABELS)})
         m = store.models.get("emo-bow")
-        ev = store.evaluations.create(m.id, "emotion", "docker", True, {"seed": 13}, ["emotion-test"],
-                                      status="running")
+        ev = store.evaluations.create(m.id, "emotion", runner="docker", sandboxed=True, datasets=["emotion-test"],
+                                      worker=WorkerSettings(seed=13), status="running")
         run_dir = ws.runs_dir / str(ev)
         run_dir.mkdir(parents=True, exist_ok=True)
         pred = run_dir / "predictions.jsonl"

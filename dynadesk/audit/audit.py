@@ -65,7 +65,8 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
     bundle = parse_bundle(raw, where)
     p = bundle.payload
     report = AuditReport(bundle.id, p["task"], p["model"]["name"])
-    report.add(Check("structure", INTEGRITY, IDENTICAL, None, None, "well-formed, RFC 8785 canonical, version 1"),
+    report.add(Check("structure", INTEGRITY, IDENTICAL, None, None,
+                     f"well-formed, RFC 8785 canonical, version {bundle.version}"),
                signature_check(bundle))
     declared = tolerances.FIELD in p
     report.notes.append("measured-metric tolerances: " + ("declared by the bundle (signed)" if declared else

@@ -75,10 +75,10 @@ def read_results(predictions: Path, metrics: dict[tuple[str, str], float], envir
 
 
 def predictions_files(record: EvaluationRecord) -> list[Path]:
-    """Where a run may keep ``predictions.jsonl``: ``out/`` (orchestration), else the run folder itself."""
-    if not record.run_dir:
-        return []
-    return [Path(record.run_dir) / "out" / "predictions.jsonl", Path(record.run_dir) / "predictions.jsonl"]
+    """Where a run may keep ``predictions.jsonl`` (the run folder's layout: :class:`RunFolder`)."""
+    from dynadesk.orchestration.folder import RunFolder
+
+    return RunFolder(Path(record.run_dir)).predictions_candidates() if record.run_dir else []
 
 
 def results_from_record(record: EvaluationRecord) -> RunResults:

@@ -28,13 +28,18 @@ from dynadesk.orchestration.request import RunRequest, legacy_request
 def recorded_request(payload: dict[str, Any], model_name: str, runner: str, image: str | None) -> RunRequest:
     """The request the bundle signed, replayed for ``model_name`` as an audit re-run (never a board entry).
 
-    Bundles made before requests were stored carry only the flat settings; those are read as such."""
-    s = payload["settings"]
+    A version-2 bundle signs it as ``payload.request``; a version-1 bundle inside its ``settings``, or, made
+    before requests were stored, only as the flat settings, which are read as such."""
     try:
-        if "request" in s:
-            signed = RunRequest.from_dict(s["request"])
+        if "request" in payload:
+            signed = RunRequest.from_dict(payload["request"])
+        elif "settings" not in payload:
+            raise ConfigError("the bundle carries no run request (its run was recorded before requests, with "
+                              "settings that do not allow rebuilding one)")
+        elif "request" in payload["settings"]:
+            signed = RunRequest.from_dict(payload["settings"]["request"])
         else:
-            signed = legacy_request(model_name, [d["name"] for d in payload["datasets"]], runner, s)
+            signed = legacy_request(model_name, [d["name"] for d in payload["datasets"]], runner, payload["settings"])
         seed = payload["seeds"].get("seed", signed.settings.seed)
         return replace(signed, model=model_name, runner=runner, image=image, purpose="audit",
                        datasets=tuple(d["name"] for d in payload["datasets"]),

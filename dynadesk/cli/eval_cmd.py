@@ -70,10 +70,10 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
                f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
     if record.purpose != "evaluation":
         click.echo(f"purpose: {record.purpose} (never a board entry)")
-    queued = record.settings.get("queue") or {}
-    if queued.get("worker"):
-        click.echo(f"queued job {queued.get('job')}: ran on worker {queued['worker']} ({queued.get('host')}), "
-                   f"attempt {queued.get('attempt')}")
+    queued = record.queue
+    if queued is not None and queued.worker:
+        click.echo(f"queued job {queued.job}: ran on worker {queued.worker} ({queued.host}), "
+                   f"attempt {queued.attempt}")
     if record.error:
         click.echo(f"error: {record.error}")
     if record.predictions_digest:

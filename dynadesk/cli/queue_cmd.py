@@ -190,9 +190,8 @@ def queued_jobs(store: Any) -> list[str]:
     """Job ids of this workspace's runs still 'queued' on a broker."""
     out = []
     for record in store.evaluations.list(status="queued", limit=100000):
-        job = (record.settings.get("queue") or {}).get("job")
-        if job:
-            out.append(job)
+        if record.queue is not None:
+            out.append(record.queue.job)
     return out
 
 
@@ -200,15 +199,14 @@ def report(records: list[Any], as_json: bool) -> None:
     """The runs a collect stored: one row each (or JSON)."""
     if as_json:
         echo_json([{"run": r.id, "model": r.model_name, "status": r.status, "verdict": r.verdict,
-                    "job": (r.settings.get("queue") or {}).get("job"),
-                    "worker": (r.settings.get("queue") or {}).get("worker"),
+                    "job": r.queue.job if r.queue else None, "worker": r.queue.worker if r.queue else None,
                     "predictions_digest": r.predictions_digest} for r in records])
         return
     from dynadesk.orchestration.evaluate import failure_line
 
     echo_table(["run", "model", "status", "verdict", "job", "worker"],
-               [[r.id, r.model_name, r.status, r.verdict or "", (r.settings.get("queue") or {}).get("job"),
-                 (r.settings.get("queue") or {}).get("worker")] for r in records])
+               [[r.id, r.model_name, r.status, r.verdict or "", r.queue.job if r.queue else None,
+                 r.queue.worker if r.queue else None] for r in records])
     for r in records:
         if r.status not in ("succeeded", "cancelled"):
             click.echo(failure_line(r), err=True)

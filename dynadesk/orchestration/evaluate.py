@@ -9,7 +9,8 @@ and the audit call. Both accept ``progress(event: dict)`` (worker events such as
 ``running`` with a dead pid, which the next call marks ``interrupted``.
 Either can be finished with :func:`resume`, which replays the stored request and
 reruns only missing datasets. Status changes go through the store's checked
-transitions.
+transitions. Every run, local or collected from a queue worker, ends in
+:func:`finish_run`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,17 +37,17 @@ from dynadesk.evaluator.schema import (
 from dynadesk.orchestration.bounds import check_measured
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
-from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits, legacy_request
+from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits
 from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
 from dynadesk.store.datasets import now_iso
-from dynadesk.store.evaluations import EvaluationRecord, MetricValue
+from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "make_runner", "recover_stale",
-           "request_of", "resume", "select_datasets"]
+__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "finish_run", "make_runner",
+           "recover_stale", "request_of", "resume", "select_datasets"]
 
 ProgressFn = Callable[[dict[str, Any]], None]
 MAX_DB_LOG = 1 << 20
@@ -142,12 +142,6 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     return settings
 
 
-def recorded_settings(request: RunRequest, settings: Settings, run: Runner) -> dict[str, Any]:
-    """What the run stores and a bundle signs: the worker settings, limits and runner (the established flat
-    layout, read by bundle and audit code) plus the request itself, which a re-run replays with ``from_dict``."""
-    return {**asdict(settings), "limits": request.limits.to_dict(), **run.describe(), "request": request.to_dict()}
-
-
 def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> tuple[int, RunFolder, Any]:
     """The run record (``queued``) and its prepared folder for ``request`` on ``run``: (run id, folder, model).
 
@@ -164,9 +158,9 @@ def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> 
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
     settings = worker_settings(request, run, bool(model.has_pickle))
-    run_id = store.evaluations.create(model.id, task.name, run.name, run.sandboxed,
-                                      recorded_settings(request, settings, run), [d.name for d in chosen],
-                                      status="queued", request=request.to_dict())
+    run_id = store.evaluations.create(model.id, task.name, runner=run.name, sandboxed=run.sandboxed,
+                                      datasets=[d.name for d in chosen], request=request.to_dict(), worker=settings,
+                                      image_name=run.describe().get("image"), status="queued")
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
     try:
         prepare(store, folder, model, task, chosen, settings)
@@ -194,10 +188,12 @@ def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner 
 
 
 def request_of(record: EvaluationRecord) -> RunRequest:
-    """The request a stored run was made from (rebuilt from its settings for runs made before requests)."""
+    """The request a stored run was made from (for runs recorded before requests, the store's migration built it
+    from their flat settings where those allowed it)."""
     if record.request:
         return RunRequest.from_dict(record.request)
-    return legacy_request(record.model_name, record.datasets, record.runner, record.settings, record.purpose)
+    raise ConfigError(f"run {record.id} was recorded without a complete request (its settings lack the batch size, "
+                      "seed, latency samples, warm-up or limits): the run cannot be repeated exactly")
 
 
 def resume(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = None, client: Any = None,
@@ -233,13 +229,10 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
     folder = RunFolder(Path(record.run_dir))
     folder.out_dir.mkdir(exist_ok=True)
     image_id = run.image_id()
-    settings = {k: v for k, v in record.settings.items() if k != "image_build"}
-    build = image_build(images_dir, image_id) if image_id else None
-    if build is not None:  # the epoch and inputs that rebuild this Id (signed into the bundle)
-        settings["image_build"] = build
-    store.evaluations.transition(run_id, "running", settings=settings, verdict=None, error=None,
-                                 started_at=now_iso(), finished_at=None, pid=os.getpid(), host=socket.gethostname(),
-                                 image_id=image_id)
+    build = image_build(images_dir, image_id) if image_id else None  # what rebuilds this Id (signed in the bundle)
+    store.evaluations.transition(run_id, "running", verdict=None, error=None, started_at=now_iso(), finished_at=None,
+                                 pid=os.getpid(), host=socket.gethostname(), image_id=image_id,
+                                 image_build=ImageBuild.from_dict(build) if build is not None else None)
     if not model_dir.is_dir():
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"model folder {model_dir} is missing")
@@ -256,6 +249,13 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
         store.evaluations.transition(run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
+    return finish_run(store, run_id, folder, outcome, log)
+
+
+def finish_run(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
+    """The one end of every run that got as far as its worker, local or a queue worker's: the log kept in the run
+    folder; a failed or cancelled outcome recorded as such; a finished one's results checked and stored
+    (:func:`store_results`)."""
     folder.log_file.write_text(log, encoding="utf-8")
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"

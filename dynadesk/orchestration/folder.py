@@ -84,6 +84,19 @@ class RunFolder:
     def predictions_file(self) -> Path:
         return self.out_dir / PREDICTIONS_FILE
 
+    @property
+    def legacy_predictions_file(self) -> Path:
+        """Where runs recorded before this layout (no ``spec/``, no ``out/``) kept their predictions."""
+        return self.root / PREDICTIONS_FILE
+
+    def predictions_candidates(self) -> list[Path]:
+        """Where a run may keep its predictions: ``out/`` (this layout), then the older folder's own."""
+        return [self.predictions_file, self.legacy_predictions_file]
+
+    def kept_predictions(self) -> Path | None:
+        """The predictions file the run kept (the first of :meth:`predictions_candidates` that exists), or None."""
+        return next((p for p in self.predictions_candidates() if p.is_file()), None)
+
     def create(self) -> None:
         """A fresh, empty layout (an older folder of the same run is removed without following links)."""
         if self.root.is_symlink():

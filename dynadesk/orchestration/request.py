@@ -3,9 +3,9 @@
 :class:`RunRequest` names the model, the test sets, the runner (and image), the
 resource :class:`~dynadesk.orchestration.runners.Limits`, the worker's
 :class:`RunSettings` and the run's purpose. ``to_dict()``/``from_dict()`` round-trip
-exactly, so the request stored with a run (and signed inside a bundle's settings)
-is the request an audit re-run or a resume replays; no keyword arguments are
-rebuilt from a merged settings bag.
+exactly, so the request stored with a run (once: the store's ``request`` column, and
+signed as a bundle's ``request``) is the request an audit re-run or a resume replays;
+no keyword arguments are rebuilt from a merged settings bag.
 """
 
 from __future__ import annotations

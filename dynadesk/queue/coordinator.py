@@ -6,12 +6,13 @@ data files and model files on the broker by sha256 and sends one job. :func:`col
 a finished job's predictions, metrics and environment through the same code as a local run,
 once: a run that is no longer ``queued`` is never written again, so a job can produce at most
 one run. The worker, its host, hardware class and attempt are recorded in the run's
-``settings["queue"]``.
+:class:`~dynadesk.store.evaluations.QueuePlacement` (``record.queue``), and the run ends in the same
+:func:`~dynadesk.orchestration.evaluate.finish_run` as a local one.
 
 Only a result signed by a worker key this workspace trusts, for the job's current attempt
 and lease and the request it sent, is stored (:func:`~dynadesk.queue.identity.verify`); any
 other is refused and the job queued again, so a process holding only the broker password
-cannot make a run. The signing key's fingerprint is ``settings["queue"]["worker_key"]``.
+cannot make a run. The signing key's fingerprint is ``record.queue.worker_key``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dynadesk.queue import jobs
 from dynadesk.queue.broker import BrokerURL, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
+from dynadesk.store.evaluations import ImageBuild, QueuePlacement
 
 ProgressFn = Callable[[jobs.JobView], None]
 
@@ -79,7 +81,7 @@ def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str
                    "evaluator_version": evaluator_version()}
         job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace))
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
-                             settings={**store.evaluations.get(run_id).settings, "queue": {"job": job_id}})
+                             queue=QueuePlacement(job=job_id))
     queue.send(job_id, 0)
     return job_id, run_id
 
@@ -145,7 +147,7 @@ def refuse_unsigned(store: Any, queue: Queue, view: jobs.JobView) -> str:
 
 def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -> Any:
     """Write a final job into its run, once; None when the run was already stored (or is not ours)."""
-    from dynadesk.orchestration.evaluate import MAX_DB_LOG, store_results  # the local runs' one result path
+    from dynadesk.orchestration.evaluate import finish_run  # the local runs' one end
     from dynadesk.orchestration.folder import RunFolder
     from dynadesk.orchestration.runners import RunOutcome
     from dynadesk.store.datasets import now_iso
@@ -174,25 +176,19 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
             fetched = cache.blob(queue.client, hexd)
             shutil.copyfile(fetched, folder.out_dir / name)
             fetched.unlink()  # the run folder keeps the file; the cache is only the verified landing place
-    settings = {**record.settings, "queue": {
-        "job": view.id, "attempt": view.attempt, "worker": result.get("worker"), "host": result.get("host"),
-        "hardware_class": result.get("hardware_class"), "requeued_from": view.requeued_from or None,
-        "worker_key": worker_key_of(result), "limits": result.get("limits"), "maxima": result.get("maxima")}}
-    if result.get("image_build"):
-        settings["image_build"] = result["image_build"]
+    placement = QueuePlacement(
+        job=view.id, attempt=view.attempt, worker=result.get("worker"), host=result.get("host"),
+        hardware_class=result.get("hardware_class"), requeued_from=view.requeued_from or None,
+        worker_key=worker_key_of(result), limits=result.get("limits"), maxima=result.get("maxima"))
+    build = ImageBuild.from_dict(result["image_build"]) if result.get("image_build") else record.image_build
     o = result["outcome"]
     outcome = RunOutcome(o["verdict"], o.get("exit_code"), o.get("log", ""), float(o.get("seconds", 0.0)),
                          o.get("message", ""), {"observed": o.get("observed")})  # the signing worker's view
-    store.evaluations.transition(view.run_id, "running", settings=settings, started_at=result.get("started") or now,
-                                 host=result.get("host"), pid=None, image_id=result.get("image_id"))
+    store.evaluations.transition(view.run_id, "running", queue=placement, image_build=build,
+                                 started_at=result.get("started") or now, host=result.get("host"), pid=None,
+                                 image_id=result.get("image_id"))
     log = f"[dynadesk: job {view.id} attempt {view.attempt} on worker {result.get('worker')}]\n" + outcome.log
-    folder.log_file.write_text(log, encoding="utf-8")
-    if not outcome.ok:
-        status = "cancelled" if outcome.verdict == "cancelled" else "failed"
-        store.evaluations.transition(view.run_id, status, verdict=outcome.verdict, error=outcome.message,
-                                     log=log[-MAX_DB_LOG:], finished_at=now)
-        return store.evaluations.get(view.run_id)
-    return store_results(store, view.run_id, folder, outcome, log)
+    return finish_run(store, view.run_id, folder, outcome, log)
 
 
 def worker_key_of(result: dict[str, Any]) -> str | None:

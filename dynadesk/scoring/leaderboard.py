@@ -282,22 +282,30 @@ def local_board(store: RunStore, task: str,
     return LocalBoard(task, runs), chosen, classes
 
 
-def label_suite_sets(board: Leaderboard, store: Any) -> Leaderboard:
+def label_suite_sets(board: Leaderboard, store: Any,
+                     records: dict[str, EvaluationRecord] | None = None) -> Leaderboard:
     """Say on every row which robustness suite set its test sets were perturbed with (DynaDesk's own, the
-    default, or the reference's ``dynaboard-augly``); a note when the board mixes them (not comparable)."""
+    default, or the reference's ``dynaboard-augly``); a note when the board mixes them (not comparable).
+
+    ``records`` are the board's runs by model (read again when not given); each test set's suite sets are read
+    once, however many rows share it."""
     datasets = getattr(store, "datasets", None)
     if datasets is None:
         return board
     from dynadesk.scoring.perturb import robustness_suite_sets
 
-    chosen = None if board.hardware_class == ALL_CLASSES else board.hardware_class
-    records = {r.model_name: r for r in store.evaluations.board_runs(board.task, hardware_class=chosen)}
+    if records is None:
+        chosen = None if board.hardware_class == ALL_CLASSES else board.hardware_class
+        records = {r.model_name: r for r in store.evaluations.board_runs(board.task, hardware_class=chosen)}
+    suites: dict[str, list[str]] = {}
     seen: set[tuple[str, ...]] = set()
     for row in board.rows:
         rec = records.get(row.model)
         names = rec.datasets if rec is not None else []
-        row.robustness_suites = sorted({s for d in names if datasets.exists(d)
-                                        for s in robustness_suite_sets(store, d)})
+        for d in names:
+            if d not in suites:
+                suites[d] = robustness_suite_sets(store, d) if datasets.exists(d) else []
+        row.robustness_suites = sorted({s for d in names for s in suites[d]})
         seen.add(tuple(row.robustness_suites))
     if len(seen) > 1:
         board.notes.append("rows' robustness rests on different suite sets ("
@@ -313,13 +321,14 @@ def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | No
                       exclude_noisy: bool = False) -> Leaderboard:
     """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
     ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
-    from dynadesk.tasks import get_task
+    from dynadesk.tasks import bundled_task_names, get_task
 
-    get_task(task)  # a clear NotFoundError for an unknown task
+    if task not in bundled_task_names():  # (cached) else the workspace's own tasks are read as well
+        get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
     ranked = with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode,
                                       exclude_noisy), chosen, classes)
-    return label_suite_sets(ranked, store)
+    return label_suite_sets(ranked, store, board.records)
 
 
 def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> Leaderboard:

@@ -1,16 +1,25 @@
-"""SQL for evaluation runs and their metric values."""
+"""SQL for evaluation runs and their metric values: the typed run record.
+
+A run's row holds what was asked (``request``: ``RunRequest.to_dict()``, stored once), what the worker was
+given (``worker``: the evaluator's :class:`~dynadesk.evaluator.schema.Settings`, here ``WorkerSettings``),
+where it ran (runner, image name, Id and :class:`ImageBuild`, :class:`QueuePlacement`, hardware class) and
+its state; the bulky outputs (environment, profile, log) live in ``evaluation_outputs``, so listings and
+board scans read only small rows. Status moves go through :meth:`EvaluationRepo.transition`, with named
+keywords for every field they set.
+"""
 
 from __future__ import annotations
 
 import builtins
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import ConfigError, NotFoundError, RunStateError
+from dynadesk.evaluator.schema import Settings as WorkerSettings
 from dynadesk.store.core import disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
 
@@ -99,6 +108,79 @@ def m004_worker_keys(db: Database) -> None:
         )""")
 
 
+# The keys of the settings bag before m005 that a typed field now holds; anything else in a row's bag is kept,
+# verbatim, in ``legacy_settings`` (no release wrote other keys; kept rather than lost).
+_BAG_RUNNER_KEYS = ("runner", "sandboxed", "image")  # Runner.describe()
+_BAG_OTHER_KEYS = ("limits", "request", "image_build", "queue")
+_LEGACY_REQUEST_KEYS = ("batch_size", "seed", "latency_samples", "warmup", "limits")
+
+
+def _split_settings_bag(bag: dict[str, Any], request: dict[str, Any], model: str, datasets: list[str],
+                        runner: str, purpose: str) -> dict[str, Any]:
+    """Migration m005's reading of one row's old ``settings`` bag: the typed columns' JSON (frozen with it)."""
+    from dynadesk.evaluator.schema import Settings
+
+    worker_keys = {f.name for f in fields(Settings)}
+    if not request and isinstance(bag.get("request"), dict):
+        request = bag["request"]
+    if not request and all(k in bag for k in _LEGACY_REQUEST_KEYS):
+        # a run recorded before requests were: its request as orchestration.request.legacy_request reads it
+        request = {"model": model, "datasets": datasets, "runner": runner, "image": bag.get("image"),
+                   "limits": bag["limits"], "purpose": purpose,
+                   "settings": {k: bag[k] for k in ("batch_size", "seed", "latency_samples", "warmup")}}
+    known = worker_keys | set(_BAG_RUNNER_KEYS) | set(_BAG_OTHER_KEYS)
+    rest = {k: v for k, v in bag.items() if k not in known}
+    image = bag.get("image")
+    return {"request": json.dumps(request or {}),
+            "worker": json.dumps({k: v for k, v in bag.items() if k in worker_keys}),
+            "image_name": image if isinstance(image, str) else None,
+            "image_build": json.dumps(bag["image_build"]) if isinstance(bag.get("image_build"), dict) else None,
+            "queue": json.dumps(bag["queue"]) if isinstance(bag.get("queue"), dict) else None,
+            "legacy_settings": json.dumps(rest) if rest else None}
+
+
+@migrations()
+def m005_run_record(db: Database) -> None:
+    """One typed run record instead of the ``settings`` bag, and rows that list without reading logs.
+
+    The bag (worker settings, limits, the runner's facts, a second copy of the request, ``image_build`` and the
+    queue's bookkeeping) is split into ``request`` (stored once; built from the flat settings of runs recorded
+    before requests, where they allow it), ``worker`` (the evaluator settings the worker was given),
+    ``image_name``, ``image_build`` and ``queue``; keys no typed field takes stay in ``legacy_settings``.
+    The environment, profile and log move to ``evaluation_outputs`` (a run's row stays a few hundred bytes, so
+    a listing or a board scan never pages through MiBs of log), and the hardware class is stored beside the run,
+    derived from its environment once (:func:`dynadesk.evaluator.environment.hardware_class_of`)."""
+    from dynadesk.evaluator.environment import hardware_class_of
+
+    for column in ("worker TEXT NOT NULL DEFAULT '{}'", "image_name TEXT", "image_build TEXT", "queue TEXT",
+                   "hardware_class TEXT", "legacy_settings TEXT"):
+        db.execute(f"ALTER TABLE evaluations ADD COLUMN {column}")
+    db.execute("""
+        CREATE TABLE evaluation_outputs (
+            evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id) ON DELETE CASCADE,
+            environment TEXT NOT NULL DEFAULT '{}',
+            profile TEXT NOT NULL DEFAULT '{}',
+            log TEXT NOT NULL DEFAULT ''
+        )""")
+    rows = db.execute("SELECT e.id, e.settings, e.request, e.runner, e.datasets, e.purpose, e.environment, m.name"
+                      " FROM evaluations e JOIN models m ON m.id = e.model_id").fetchall()
+    for run_id, bag, request, runner, datasets, purpose, environment, model in rows:
+        cols = _split_settings_bag(json.loads(bag or "{}"), json.loads(request or "{}"), model,
+                                   json.loads(datasets or "[]"), runner, purpose)
+        cols["hardware_class"] = hardware_class_of(json.loads(environment or "{}"))
+        db.execute(f"UPDATE evaluations SET {', '.join(f'{k} = ?' for k in cols)} WHERE id = ?",
+                   [*cols.values(), run_id])
+    db.execute("INSERT INTO evaluation_outputs(evaluation_id, environment, profile, log)"
+               " SELECT id, environment, profile, log FROM evaluations")
+    for column in ("settings", "environment", "profile", "log"):
+        db.execute(f"ALTER TABLE evaluations DROP COLUMN {column}")
+    # covers the board's candidate scan and the hardware classes: read from the index alone, never the rows; it
+    # replaces m003's evaluations_board (its prefix), which the planner would otherwise pick and read every row
+    db.execute("CREATE INDEX evaluations_board_scan ON evaluations(task, purpose, status, hardware_class, model_id,"
+               " datasets)")
+    db.execute("DROP INDEX evaluations_board")
+
+
 @dataclass
 class MetricValue:
     dataset: str  # dataset name; '' for a whole-run figure
@@ -111,8 +193,58 @@ class MetricValue:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class ImageBuild:
+    """What rebuilds a Docker run's image Id (``dynadesk image build --epoch N``); signed into its bundle."""
+
+    source_date_epoch: int
+    input_digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: object) -> ImageBuild:
+        if not isinstance(raw, dict) or not isinstance(raw.get("source_date_epoch"), int) \
+                or not isinstance(raw.get("input_digest"), str):
+            raise ConfigError(f"an image build is {{source_date_epoch: int, input_digest: str}}, got {raw!r:.120}")
+        return cls(raw["source_date_epoch"], raw["input_digest"])
+
+
+@dataclass(frozen=True)
+class QueuePlacement:
+    """Where a queued run ran: the job, its attempt, the worker (its host, hardware class and signing key), the
+    worker it was re-queued from, and the limits that worker applied and the maxima it saw (workspace
+    bookkeeping: a bundle signs only the worker's name and key)."""
+
+    job: str
+    attempt: int | None = None
+    worker: str | None = None
+    host: str | None = None
+    hardware_class: str | None = None
+    requeued_from: str | None = None
+    worker_key: str | None = None
+    limits: dict[str, Any] | None = None
+    maxima: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: object) -> QueuePlacement:
+        if not isinstance(raw, dict) or not isinstance(raw.get("job"), str):
+            raise ConfigError(f"a queue placement names its job, got {raw!r:.120}")
+        unknown = sorted(set(raw) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ConfigError(f"a queue placement has unknown field(s) {', '.join(unknown)}")
+        return cls(**raw)
+
+
 @dataclass
 class EvaluationRecord:
+    """One stored run: what was asked (``request``, as ``RunRequest.to_dict()``: the one copy), what the worker
+    was given (``worker``), where it ran (runner, image, queue placement, hardware class) and what it produced."""
+
     id: int
     model_id: int
     model_name: str
@@ -122,7 +254,6 @@ class EvaluationRecord:
     status: str
     verdict: str | None
     error: str | None
-    settings: dict[str, Any]
     datasets: list[str]
     image_id: str | None
     evaluator_version: str | None
@@ -136,20 +267,46 @@ class EvaluationRecord:
     finished_at: str | None
     pid: int | None = None
     host: str | None = None
-    request: dict[str, Any] = field(default_factory=dict)  # RunRequest.to_dict() ({} for runs made before it)
+    request: dict[str, Any] = field(default_factory=dict)  # RunRequest.to_dict() ({} for an old run it cannot be)
     purpose: str = "evaluation"
+    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    image_name: str | None = None  # the image name or tag the Docker runner ran (image_id: its Id)
+    image_build: ImageBuild | None = None
+    queue: QueuePlacement | None = None
+    hardware_class: str | None = None
+    legacy_settings: dict[str, Any] | None = None  # keys of a pre-m005 settings bag no typed field takes
     metrics: list[MetricValue] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d["worker"] = asdict(self.worker)
+        d["image_build"] = self.image_build.to_dict() if self.image_build else None
+        d["queue"] = self.queue.to_dict() if self.queue else None
         d["metrics"] = [m.to_dict() for m in self.metrics]
         return d
 
 
-_JSON_COLS = ("settings", "datasets", "environment", "profile", "request")
-_LIST_COLS = "e.id, e.model_id, e.task, e.runner, e.sandboxed, e.status, e.verdict, e.error, e.settings, e.datasets," \
-    " e.image_id, e.evaluator_version, e.run_dir, e.predictions_digest, '{}' AS environment, '{}' AS profile," \
-    " '' AS log, e.created_at, e.started_at, e.finished_at, e.pid, e.host, e.request, e.purpose"
+_KEEP: Any = object()  # a keyword left at this default leaves its column as it is
+_JSON_COLS = ("datasets", "request", "worker", "image_build", "queue", "legacy_settings")
+_OUTPUT_COLS = ("environment", "profile", "log")
+_RUN_COLS = ("e.id, e.model_id, m.name AS model_name, e.task, e.runner, e.sandboxed, e.status, e.verdict, e.error,"
+             " e.datasets, e.image_id, e.evaluator_version, e.run_dir, e.predictions_digest, e.created_at,"
+             " e.started_at, e.finished_at, e.pid, e.host, e.request, e.purpose, e.worker, e.image_name,"
+             " e.image_build, e.queue, e.hardware_class, e.legacy_settings")
+_FROM = " FROM evaluations e JOIN models m ON m.id = e.model_id"
+_WITH_OUTPUTS = " LEFT JOIN evaluation_outputs o ON o.evaluation_id = e.id"
+# a listing never reads the outputs; a board reads environment and profile, never the log; get() reads all
+_LIST_SQL = f"SELECT {_RUN_COLS}, '{{}}' AS environment, '{{}}' AS profile, '' AS log{_FROM}"
+_BOARD_SQL = f"SELECT {_RUN_COLS}, o.environment, o.profile, '' AS log{_FROM}{_WITH_OUTPUTS}"
+_GET_SQL = f"SELECT {_RUN_COLS}, o.environment, o.profile, o.log{_FROM}{_WITH_OUTPUTS}"
+_IDS = "(SELECT value FROM json_each(?))"  # a list of run ids as one parameter, whatever its length
+
+
+_WORKER_FIELDS = frozenset(f.name for f in fields(WorkerSettings))
+
+
+def _worker_settings(raw: dict[str, Any]) -> WorkerSettings:
+    return WorkerSettings(**{k: v for k, v in raw.items() if k in _WORKER_FIELDS})
 
 
 class EvaluationRepo:
@@ -160,48 +317,101 @@ class EvaluationRepo:
     def db(self) -> Database:
         return self._store.db
 
-    def create(self, model_id: int, task: str, runner: str, sandboxed: bool, settings: dict[str, Any],
-               datasets: list[str], status: str = "queued", request: dict[str, Any] | None = None) -> int:
+    def create(self, model_id: int, task: str, *, runner: str, sandboxed: bool, datasets: Sequence[str],
+               request: dict[str, Any] | None = None, worker: WorkerSettings | None = None,
+               image_name: str | None = None, status: str = "queued") -> int:
         """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's."""
         purpose = (request or {}).get("purpose", "evaluation")
         if status not in ("queued", "running"):
             raise RunStateError(f"a new run starts 'queued' or 'running', not '{status}'")
         if purpose not in PURPOSES:
             raise ConfigError(f"unknown run purpose '{purpose}' (use one of {', '.join(PURPOSES)})")
-        cur = self.db.execute(
-            "INSERT INTO evaluations(model_id, task, runner, sandboxed, status, settings, datasets, created_at,"
-            " request, purpose) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            [model_id, task, runner, int(sandboxed), status, json.dumps(settings), json.dumps(datasets), now_iso(),
-             json.dumps(request or {}), purpose])
-        return int(cur.lastrowid or 0)
+        with self._store.atomic() as db:
+            cur = db.execute(
+                "INSERT INTO evaluations(model_id, task, runner, sandboxed, status, datasets, created_at, request,"
+                " purpose, worker, image_name, hardware_class) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [model_id, task, runner, int(sandboxed), status, json.dumps(list(datasets)), now_iso(),
+                 json.dumps(request or {}), purpose, json.dumps(asdict(worker or WorkerSettings())), image_name,
+                 _hardware_class({})])
+            run_id = int(cur.lastrowid or 0)
+            db.execute("INSERT INTO evaluation_outputs(evaluation_id) VALUES (?)", [run_id])
+        return run_id
 
-    def update(self, evaluation_id: int, **fields: Any) -> None:
-        """Set columns; dicts/lists are stored as JSON. A ``status`` goes through :meth:`transition`'s check."""
-        if not fields:
-            return
-        cols, vals = [], []
-        for k, v in fields.items():
-            cols.append(f"{k} = ?")
-            vals.append(json.dumps(v) if k in _JSON_COLS else int(v) if isinstance(v, bool) else v)
-        sql, params = f"UPDATE evaluations SET {', '.join(cols)} WHERE id = ?", [*vals, evaluation_id]
-        if "status" in fields:
-            # the allowed-transition check is part of the one UPDATE: a read-then-write transaction would have
-            # to upgrade its lock, which SQLite refuses at once ("database is locked") when another connection
-            # (a second window, a parallel run) wrote in between
-            status = fields["status"]
+    def update(self, evaluation_id: int, *, run_dir: str | None = _KEEP, evaluator_version: str | None = _KEEP,
+               image_id: str | None = _KEEP, image_build: ImageBuild | None = _KEEP,
+               queue: QueuePlacement | None = _KEEP, predictions_digest: str | None = _KEEP,
+               environment: dict[str, Any] = _KEEP, profile: dict[str, Any] = _KEEP, log: str = _KEEP,
+               pid: int | None = _KEEP, host: str | None = _KEEP) -> None:
+        """Set a run's fields without moving its status (that is :meth:`transition`'s)."""
+        self._write(evaluation_id, None, _given(
+            run_dir=run_dir, evaluator_version=evaluator_version, image_id=image_id, image_build=image_build,
+            queue=queue, predictions_digest=predictions_digest, environment=environment, profile=profile, log=log,
+            pid=pid, host=host))
+
+    def transition(self, evaluation_id: int, status: str, *, verdict: str | None = _KEEP, error: str | None = _KEEP,
+                   log: str = _KEEP, started_at: str | None = _KEEP, finished_at: str | None = _KEEP,
+                   pid: int | None = _KEEP, host: str | None = _KEEP, image_id: str | None = _KEEP,
+                   image_build: ImageBuild | None = _KEEP, queue: QueuePlacement | None = _KEEP) -> None:
+        """Move a run to ``status`` (and set the named fields); raises :class:`RunStateError` for a move not
+        allowed (see :data:`TRANSITIONS`)."""
+        self._write(evaluation_id, status, _given(
+            verdict=verdict, error=error, log=log, started_at=started_at, finished_at=finished_at, pid=pid, host=host,
+            image_id=image_id, image_build=image_build, queue=queue))
+
+    def set_metrics(self, evaluation_id: int, metrics: Sequence[MetricValue], *, status: str | None = None,
+                    verdict: str | None = _KEEP, predictions_digest: str | None = _KEEP,
+                    environment: dict[str, Any] = _KEEP, profile: dict[str, Any] = _KEEP, log: str = _KEEP,
+                    finished_at: str | None = _KEEP, evaluator_version: str | None = _KEEP,
+                    run_dir: str | None = _KEEP, image_id: str | None = _KEEP) -> None:
+        """Replace a run's metric values and set the named fields (moving it to ``status`` when given), in one
+        transaction."""
+        with self._store.atomic() as db:
+            db.execute("DELETE FROM metric_values WHERE evaluation_id = ?", [evaluation_id])
+            db.conn.executemany(
+                "INSERT INTO metric_values(evaluation_id, dataset, metric, value, unit, deterministic)"
+                " VALUES (?,?,?,?,?,?)",
+                [(evaluation_id, m.dataset, m.metric, float(m.value), m.unit, int(m.deterministic)) for m in metrics])
+            self._write(evaluation_id, status, _given(
+                verdict=verdict, predictions_digest=predictions_digest, environment=environment, profile=profile,
+                log=log, finished_at=finished_at, evaluator_version=evaluator_version, run_dir=run_dir,
+                image_id=image_id))
+
+    def _write(self, evaluation_id: int, status: str | None, values: dict[str, Any]) -> None:
+        """One run's columns (and its outputs row) in one transaction; a ``status`` change is checked in the same
+        UPDATE: a read-then-write transaction would have to upgrade its lock, which SQLite refuses at once
+        ("database is locked") when another connection (a second window, a parallel run) wrote in between."""
+        run_cols = {k: _column_value(k, v) for k, v in values.items() if k not in _OUTPUT_COLS}
+        out_cols = {k: json.dumps(v) if k != "log" else v for k, v in values.items() if k in _OUTPUT_COLS}
+        if "environment" in values:
+            run_cols["hardware_class"] = _hardware_class(values["environment"])
+        if status is not None:
             if status not in STATUSES:
                 raise RunStateError(f"unknown run status '{status}' (one of {', '.join(STATUSES)})")
-            sources = sorted(s for s, targets in TRANSITIONS.items() if status in targets)
-            sql += f" AND status IN ({', '.join('?' * len(sources))})" if sources else " AND 0"
-            params += sources
-        with disk_full_is_store_error(self._store.path):
-            cur = self.db.execute(sql, params)
-        if "status" in fields and cur.rowcount == 0:
-            self._refuse_transition(evaluation_id, fields["status"])
+            run_cols["status"] = status
+        if not run_cols and not out_cols:
+            return
+        try:
+            self._update_rows(evaluation_id, status, run_cols, out_cols)
+        except _Refused:
+            self._refuse_transition(evaluation_id, str(status))
 
-    def transition(self, evaluation_id: int, status: str, **fields: Any) -> None:
-        """Move a run to ``status`` (and set ``fields``); raises :class:`RunStateError` for a move not allowed."""
-        self.update(evaluation_id, status=status, **fields)
+    def _update_rows(self, evaluation_id: int, status: str | None, run_cols: dict[str, Any],
+                     out_cols: dict[str, Any]) -> None:
+        with disk_full_is_store_error(self._store.path), self._store.atomic() as db:
+            if run_cols:
+                sql = f"UPDATE evaluations SET {', '.join(f'{k} = ?' for k in run_cols)} WHERE id = ?"
+                params: list[Any] = [*run_cols.values(), evaluation_id]
+                if status is not None:
+                    sources = sorted(s for s, targets in TRANSITIONS.items() if status in targets)
+                    sql += f" AND status IN ({', '.join('?' * len(sources))})" if sources else " AND 0"
+                    params += sources
+                if db.execute(sql, params).rowcount == 0:
+                    if status is not None:
+                        raise _Refused(status)
+                    raise NotFoundError(f"no evaluation run with id {evaluation_id}")
+            if out_cols:
+                db.execute(f"UPDATE evaluation_outputs SET {', '.join(f'{k} = ?' for k in out_cols)}"
+                           " WHERE evaluation_id = ?", [*out_cols.values(), evaluation_id])
 
     def _refuse_transition(self, evaluation_id: int, status: str) -> None:
         """Raise the error that says why run ``evaluation_id`` could not move to ``status``."""
@@ -211,58 +421,44 @@ class EvaluationRepo:
         allowed = ", ".join(sorted(TRANSITIONS[row[0]])) or "none: it is final"
         raise RunStateError(f"run {evaluation_id} is '{row[0]}'; it cannot become '{status}' (allowed: {allowed})")
 
-    def set_metrics(self, evaluation_id: int, metrics: list[MetricValue], **fields: Any) -> None:
-        """Replace a run's metric values (and optionally update columns) in one transaction."""
-        with self._store.atomic() as db:
-            db.execute("DELETE FROM metric_values WHERE evaluation_id = ?", [evaluation_id])
-            db.conn.executemany(
-                "INSERT INTO metric_values(evaluation_id, dataset, metric, value, unit, deterministic)"
-                " VALUES (?,?,?,?,?,?)",
-                [(evaluation_id, m.dataset, m.metric, float(m.value), m.unit, int(m.deterministic)) for m in metrics])
-            self.update(evaluation_id, **fields)
-
     def get(self, evaluation_id: int) -> EvaluationRecord:
-        rows = list(self.db.query(
-            "SELECT e.*, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id WHERE e.id = ?",
-            [evaluation_id]))
+        rows = self._rows(f"{_GET_SQL} WHERE e.id = ?", [evaluation_id])
         if not rows:
             raise NotFoundError(f"no evaluation run with id {evaluation_id}")
-        return self._record(rows[0])
+        return self._records(rows)[0]
 
-    def _record(self, row: dict[str, Any]) -> EvaluationRecord:
-        metrics = [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], bool(r["deterministic"]))
-                   for r in self.db.query("SELECT * FROM metric_values WHERE evaluation_id = ?"
-                                          " ORDER BY dataset, metric", [row["id"]])]
-        data = {k: row[k] for k in row if k not in _JSON_COLS}
-        for k in _JSON_COLS:
-            data[k] = json.loads(row[k]) if row[k] else ({} if k != "datasets" else [])
-        data["sandboxed"] = bool(row["sandboxed"])
-        return EvaluationRecord(metrics=metrics, **data)
+    def _rows(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+        """Rows as dicts, in one statement (``Database.query`` wraps each query in a savepoint: three)."""
+        cur = self.db.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def _records(self, rows: Sequence[dict[str, Any]]) -> builtins.list[EvaluationRecord]:
+        """Records of ``rows`` with their metric values, read in one query for all of them."""
+        metrics: dict[int, builtins.list[MetricValue]] = {r["id"]: [] for r in rows}
+        if rows:
+            for run_id, ds, metric, value, unit, det in self.db.execute(
+                    "SELECT evaluation_id, dataset, metric, value, unit, deterministic FROM metric_values"
+                    f" WHERE evaluation_id IN {_IDS} ORDER BY evaluation_id, dataset, metric",
+                    [json.dumps(builtins.list(metrics))]):
+                metrics[run_id].append(MetricValue(ds, metric, value, unit, bool(det)))
+        return [_record(row, metrics[row["id"]]) for row in rows]
 
     def list(self, task: str | None = None, model: str | None = None, status: str | None = None,
-             limit: int = 200) -> list[EvaluationRecord]:
-        """Runs, newest first, WITHOUT their log, environment and profile (up to MiBs each; :meth:`get` has them)."""
-        rows = self.db.query(
-            f"SELECT {_LIST_COLS}, m.name AS model_name FROM evaluations e JOIN models m ON m.id = e.model_id"
-            " WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR m.name = ?) AND (? IS NULL OR e.status = ?)"
-            " ORDER BY e.id DESC LIMIT ?", [task, task, model, model, status, status, limit])
-        return [self._record(r) for r in rows]
-
-    def _board_candidates(self, task: str) -> builtins.list[dict[str, Any]]:
-        """Succeeded ``evaluation`` runs of ``task`` (id, model, datasets, hardware class), oldest first."""
-        from dynadesk.evaluator.environment import hardware_class_of
-
-        rows = self.db.query(
-            "SELECT e.id, e.model_id, e.datasets, e.environment FROM evaluations e WHERE e.task = ?"
-            " AND e.status = 'succeeded' AND e.purpose = 'evaluation' ORDER BY e.id", [task])
-        return [{**row, "hardware_class": hardware_class_of(json.loads(row["environment"] or "{}"))} for row in rows]
+             limit: int = 200) -> builtins.list[EvaluationRecord]:
+        """Runs, newest first, with their metrics but WITHOUT their log, environment and profile (:meth:`get`
+        has them): two statements whatever the number of runs."""
+        return self._records(self._rows(
+            f"{_LIST_SQL} WHERE (? IS NULL OR e.task = ?) AND (? IS NULL OR m.name = ?)"
+            " AND (? IS NULL OR e.status = ?) ORDER BY e.id DESC LIMIT ?",
+            [task, task, model, model, status, status, limit]))
 
     def hardware_classes(self, task: str) -> dict[str, int]:
         """Hardware classes of ``task``'s board-eligible runs, with how many models have a run in each."""
-        models: dict[str, set[int]] = {}
-        for row in self._board_candidates(task):
-            models.setdefault(row["hardware_class"], set()).add(row["model_id"])
-        return {cls: len(ids) for cls, ids in sorted(models.items())}
+        rows = self.db.execute(
+            "SELECT hardware_class, COUNT(DISTINCT model_id) FROM evaluations WHERE task = ? AND purpose = 'evaluation'"
+            " AND status = 'succeeded' GROUP BY hardware_class ORDER BY hardware_class", [task])
+        return {str(cls): int(n) for cls, n in rows}
 
     def board_runs(self, task: str, datasets: Sequence[str] | None = None,
                    hardware_class: str | None = None) -> builtins.list[EvaluationRecord]:
@@ -272,25 +468,33 @@ class EvaluationRepo:
         The board's datasets are ``datasets``, else the task's test sets in the workspace. A run covering
         all of them beats any run covering fewer, however new; a model none of whose runs covers them all
         keeps the newest run covering the most. Audit re-runs, pre-flights and bench runs never count.
+        A few statements whatever the number of runs: the candidates' small columns, then the chosen runs
+        (without their logs) and their metric values.
         """
         wanted = set(datasets) if datasets is not None else {
             d.name for d in self._store.datasets.list(task=task, include_derived=False) if d.split == "test"}
-        rows = [r for r in self._board_candidates(task)
-                if hardware_class is None or r["hardware_class"] == hardware_class]
         best: dict[int, tuple[int, int]] = {}  # model -> (datasets covered, run id); ties go to the newer run
-        for row in rows:
-            covered = len(wanted & set(json.loads(row["datasets"] or "[]")))
-            if (covered, row["id"]) > best.get(row["model_id"], (-1, -1)):
-                best[row["model_id"]] = (covered, row["id"])
-        records = [self.get(run_id) for _, run_id in best.values()]
-        return sorted(records, key=lambda r: r.model_name)
+        covers: dict[str, int] = {}  # datasets text -> how many of the board's it covers (a few distinct texts)
+        # the newest run per (model, datasets): within one pair the coverage is the same, so the newest wins; read
+        # from the covering index evaluations_board_scan alone
+        for model_id, names, run_id in self.db.execute(
+                "SELECT model_id, datasets, MAX(id) FROM evaluations WHERE task = ? AND status = 'succeeded'"
+                " AND purpose = 'evaluation' AND (? IS NULL OR hardware_class = ?) GROUP BY model_id, datasets",
+                [task, hardware_class, hardware_class]):
+            if names not in covers:
+                covers[names] = len(wanted.intersection(json.loads(names or "[]")))
+            if (covers[names], run_id) > best.get(model_id, (-1, -1)):
+                best[model_id] = (covers[names], run_id)
+        ids = sorted(run_id for _, run_id in best.values())
+        return self._records(self._rows(f"{_BOARD_SQL} WHERE e.id IN {_IDS} ORDER BY m.name", [json.dumps(ids)]))
 
     def log(self, evaluation_id: int) -> str:
         """A run's stored log (its tail, up to 1 MiB): read on demand, not with every listing."""
-        row = self.db.execute("SELECT log FROM evaluations WHERE id = ?", [evaluation_id]).fetchone()
+        row = self.db.execute("SELECT o.log FROM evaluations e LEFT JOIN evaluation_outputs o"
+                              " ON o.evaluation_id = e.id WHERE e.id = ?", [evaluation_id]).fetchone()
         if row is None:
             raise NotFoundError(f"no evaluation run with id {evaluation_id}")
-        return str(row[0])
+        return str(row[0] or "")
 
     def mark_stale_running(self, host: str | None = None,
                            alive: Callable[[int], bool] | None = None) -> builtins.list[int]:
@@ -309,6 +513,45 @@ class EvaluationRepo:
                             " error = 'the process running it stopped (crash, reboot or kill)'"
                             " WHERE id = ? AND status = 'running'", [run_id])
         return ids
+
+
+class _Refused(Exception):
+    """Inside :meth:`EvaluationRepo._write`'s transaction: the status move was not allowed (rolled back)."""
+
+    def __init__(self, status: str) -> None:
+        self.status = status
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not _KEEP}
+
+
+def _column_value(name: str, value: Any) -> Any:
+    if value is None or name not in _JSON_COLS:
+        return int(value) if isinstance(value, bool) else value
+    if isinstance(value, (ImageBuild, QueuePlacement)):
+        return json.dumps(value.to_dict())
+    return json.dumps(value)
+
+
+def _hardware_class(environment: dict[str, Any]) -> str:
+    from dynadesk.evaluator.environment import hardware_class_of
+
+    return hardware_class_of(environment if isinstance(environment, dict) else {})
+
+
+def _record(row: dict[str, Any], metrics: builtins.list[MetricValue]) -> EvaluationRecord:
+    data = dict(row)
+    for k in ("environment", "profile", "request"):
+        data[k] = json.loads(row[k]) if row[k] else {}
+    data["datasets"] = json.loads(row["datasets"]) if row["datasets"] else []
+    data["worker"] = _worker_settings(json.loads(row["worker"] or "{}"))
+    data["image_build"] = ImageBuild.from_dict(json.loads(row["image_build"])) if row["image_build"] else None
+    data["queue"] = QueuePlacement.from_dict(json.loads(row["queue"])) if row["queue"] else None
+    data["legacy_settings"] = json.loads(row["legacy_settings"]) if row["legacy_settings"] else None
+    data["sandboxed"] = bool(row["sandboxed"])
+    data["log"] = row["log"] or ""
+    return EvaluationRecord(metrics=metrics, **data)
 
 
 def attach(store: Store) -> None:

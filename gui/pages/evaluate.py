@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -51,6 +51,7 @@ def checked(w: QListWidget) -> list[str]:
 
 class EvaluatePage(Page):
     title = "Evaluate"
+    runsLoaded = Signal()  # the run table shows the newest read of the run list
 
     def __init__(self, service: EvaluationService, models: ModelsService, data: DataService, settings: AppSettings,
                  parent: QWidget | None = None):
@@ -60,6 +61,7 @@ class EvaluatePage(Page):
         self._data = data
         self._settings = settings
         self._runs: dict[int, Any] = {}
+        self.runs_loading = False  # a read of the run list is under way on a pool thread
         lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -176,6 +178,7 @@ class EvaluatePage(Page):
         service.failed.connect(self._on_failed)
         service.cancelled.connect(self._on_cancelled)
         service.runsChanged.connect(self.refresh_runs)
+        service.runsLoaded.connect(self._on_runs_loaded)
         service.runCreated.connect(self._on_run_created)
         service.gpuChecked.connect(self._on_gpu_checked)
         settings.changed.connect(self._apply_setting)
@@ -341,8 +344,13 @@ class EvaluatePage(Page):
 
     # ------------------------------------------------------------- runs
     def refresh_runs(self) -> None:
+        """Read the run list off the GUI thread; :meth:`_on_runs_loaded` fills the table (the newest read only)."""
+        self.runs_loading = True
+        self._svc.load_runs()
+
+    def _on_runs_loaded(self, runs: list[EvaluationRecord]) -> None:
+        self.runs_loading = False
         selected = self.selected_run()
-        runs = self.guard(self._svc.runs) or []
         self._runs = {r.id: r for r in runs}
         fill(self.runs_table, [[r.id, r.model_name, r.task, r.runner + (" (sandbox)" if r.sandboxed else ""),
                                 r.status, r.verdict or "", ", ".join(r.datasets), (r.started_at or "")[:19],
@@ -356,6 +364,7 @@ class EvaluatePage(Page):
         if selected is not None:
             self.select_run(selected)
         self._show_run()  # the same run stays selected while its state changed (e.g. resumed): show it anew
+        self.runsLoaded.emit()
 
     def selected_run(self) -> int | None:
         rows = self.runs_table.selectionModel().selectedRows()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -81,12 +81,16 @@ class WeightSlider(QWidget):
 
 class LeaderboardPage(Page):
     title = "Leaderboard"
+    loaded = Signal()  # the board of the task on screen was read and ranked
 
     def __init__(self, service: LeaderboardService, parent: QWidget | None = None):
         super().__init__(parent)
         self._svc = service
         self.task: str | None = None
         self.result: Leaderboard | None = None
+        self.loading = False  # a read of the board is under way on a pool thread
+        service.loaded.connect(self._on_loaded)
+        service.loadFailed.connect(self._on_load_failed)
         lay = self.body()
 
         top = QHBoxLayout()
@@ -217,13 +221,20 @@ class LeaderboardPage(Page):
         self.hardware_combo.blockSignals(False)
 
     def reload(self, hardware_class: str | None = None) -> None:
+        """Read the task's board off the GUI thread; :meth:`_on_loaded` shows it (the newest read only)."""
         task = self.task_combo.currentText()
         if not task:
             return
         if task != self.task:
             hardware_class = None  # a new task starts on its own default class
         self.task = task
-        self.guard(self._svc.reload, task, hardware_class if isinstance(hardware_class, str) else None)
+        self.loading = True
+        self._svc.load(task, hardware_class if isinstance(hardware_class, str) else None)
+
+    def _on_loaded(self, task: str) -> None:
+        if task != self.task:
+            return  # read for a task no longer on screen
+        self.loading = False
         self._fill_hardware_combo()
         for s in self.dataset_sliders.values():
             s.deleteLater()
@@ -235,6 +246,12 @@ class LeaderboardPage(Page):
             self.dataset_layout.insertWidget(self.dataset_layout.count() - 1, s)
         self.dataset_box.setVisible(bool(self.dataset_sliders))
         self.rerank()
+        self.loaded.emit()
+
+    def _on_load_failed(self, message: str) -> None:
+        self.loading = False
+        self.banner.error(message)
+        self.loaded.emit()
 
     def reset_weights(self) -> None:
         defaults = default_metrics()
@@ -255,8 +272,8 @@ class LeaderboardPage(Page):
 
     def rerank(self) -> None:
         """Rebuild the board with the current slider weights."""
-        if self.task is None:
-            return
+        if self.task is None or self._svc.current(self.task) is None:
+            return  # not read yet: the read re-ranks when it lands
         try:
             res = self._svc.board(self.task, self.weights(), self.dataset_weights(), self.budget.value())
         except DynaDeskError as exc:

@@ -2,7 +2,8 @@
 
 One job evaluates the chosen models one after another; the worker's progress
 events become ``progress``/``log`` signals, and ``cancel()`` sets the event the
-runner polls, so the run stops and is stored as ``cancelled``.
+runner polls, so the run stops and is stored as ``cancelled``. The run list is read on a pool
+thread too (:meth:`EvaluationService.load_runs`); only the newest read lands (``runsLoaded``).
 """
 
 from __future__ import annotations
@@ -42,21 +43,49 @@ class EvaluationService(QObject):
     failed = Signal(str)
     cancelled = Signal()
     runsChanged = Signal()
+    runsLoaded = Signal(object)  # list[EvaluationRecord]: the newest run-list read asked for
     gpuChecked = Signal(str, bool, str)  # runner, a GPU answers, the line to show
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
         self._ws = ws
         self._worker: Worker | None = None
-        ws.opened.connect(lambda _h: self.runsChanged.emit())
+        self._runs_request = 0  # the newest run-list read's number: an older read's answer is dropped
+        ws.opened.connect(self._on_opened)
+
+    def _on_opened(self, _home: str) -> None:
+        self._runs_request += 1  # a read still running is for the workspace closed
+        self.runsChanged.emit()
 
     @property
     def running(self) -> bool:
         return self._worker is not None
 
     def runs(self, limit: int = 200) -> list[EvaluationRecord]:
-        """Recent runs without their logs (see :meth:`run_log`)."""
+        """Recent runs without their logs (see :meth:`run_log`), read on the calling thread."""
         return self._ws.store.evaluations.list(limit=limit)
+
+    def load_runs(self, limit: int = 200) -> int:
+        """Read the recent runs on a pool thread (its own connection); ``runsLoaded(records)`` when it is still the
+        newest read asked for. Returns the read's number."""
+        self._runs_request += 1
+        number = self._runs_request
+
+        def read(store):
+            return number, store.evaluations.list(limit=limit)
+
+        self._ws.run_with_store(read, on_result=self._on_runs_read,
+                                on_error=lambda msg, n=number: self._on_runs_failed(n, msg))
+        return number
+
+    def _on_runs_read(self, result: tuple[int, list[EvaluationRecord]]) -> None:
+        number, records = result
+        if number == self._runs_request:
+            self.runsLoaded.emit(records)
+
+    def _on_runs_failed(self, number: int, message: str) -> None:
+        if number == self._runs_request:
+            self.failed.emit(message)
 
     def run_log(self, run_id: int) -> str:
         return self._ws.store.evaluations.log(run_id)

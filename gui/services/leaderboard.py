@@ -1,9 +1,11 @@
 """The local Dynascore leaderboard for the app: a task's runs read once into a
 :class:`~dynadesk.scoring.leaderboard.LocalBoard` (the shared scoring board).
 
-The runs are read once per task (and again when the page is shown or runs change);
-each slider move then only re-ranks that board, so the page shows exactly what
-``dynadesk leaderboard`` would print for the same weights.
+The runs are read once per task (and again when the page is shown or runs change), on a pool
+thread with its own connection (:meth:`LeaderboardService.load`), never on the GUI thread; each
+slider move then only re-ranks that board, so the page shows exactly what ``dynadesk leaderboard``
+would print for the same weights. Only the newest read is applied: a late answer to an older request
+(another task, class or workspace) is dropped.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ BOARD_METRICS = SCORE_METRICS
 
 class LeaderboardService(QObject):
     changed = Signal()
+    loaded = Signal(str)  # the task whose board is now read (the newest request's)
+    loadFailed = Signal(str)  # why the newest read failed
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -29,21 +33,50 @@ class LeaderboardService(QObject):
         self._board: LocalBoard | None = None
         self.hardware_class = ""  # the class ranked ("all" for every run)
         self.hardware_classes: dict[str, int] = {}  # classes present -> models with a run
+        self._request = 0  # the newest read's number: an older read's answer is dropped
         ws.opened.connect(self._invalidate)
 
     def _invalidate(self, *_args: object) -> None:
         self._board = None
+        self._request += 1  # a read still running is for the workspace closed
         self.changed.emit()
+
+    def load(self, task: str, hardware_class: str | None = None) -> int:
+        """Read the task's board on a pool thread (its own connection); ``loaded(task)`` when it is the newest read
+        asked for, ``loadFailed(message)`` if that read fails. Returns the read's number."""
+        self._request += 1
+        number = self._request
+
+        def read(store):
+            return number, local_board(store, task, hardware_class)
+
+        self._ws.run_with_store(read, on_result=self._on_read, on_error=lambda msg, n=number: self._on_failed(n, msg))
+        return number
+
+    def _on_read(self, result: tuple[int, tuple[LocalBoard, str, dict[str, int]]]) -> None:
+        number, (board, chosen, classes) = result
+        if number != self._request:
+            return  # a newer read was asked for (another task or class, or another workspace)
+        self._board, self.hardware_class, self.hardware_classes = board, chosen, classes
+        self.loaded.emit(board.task)
+
+    def _on_failed(self, number: int, message: str) -> None:
+        if number == self._request:
+            self.loadFailed.emit(message)
 
     def reload(self, task: str, hardware_class: str | None = None) -> LocalBoard:
         """Read the task's runs of one hardware class (default: the one with the most models; "all": every
-        run) from the store (on page show, task or class change, or new runs)."""
+        run) here, on the calling thread (the CLI-like path; the page uses :meth:`load`)."""
         self._board, self.hardware_class, self.hardware_classes = local_board(self._ws.store, task, hardware_class)
         return self._board
 
-    def _local(self, task: str) -> LocalBoard:
+    def current(self, task: str) -> LocalBoard | None:
+        """The board read for ``task`` (None until :meth:`load` answered for it)."""
         board = self._board
-        return board if board is not None and board.task == task else self.reload(task)
+        return board if board is not None and board.task == task else None
+
+    def _local(self, task: str) -> LocalBoard:
+        return self.current(task) or self.reload(task)
 
     def tasks(self) -> list[str]:
         from dynadesk.tasks import load_tasks

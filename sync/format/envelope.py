@@ -2,7 +2,7 @@
 
 A bundle file is exactly the RFC 8785 bytes of::
 
-    {"format": "dynadesk-bundle", "version": 1,
+    {"format": "dynadesk-bundle", "version": 2,
      "payload": {...signed fields, see sync/format/schema.py...},
      "signature": {"algorithm": "ed25519", "public_key": <hex>, "value": <hex>}}
 
@@ -14,6 +14,9 @@ becomes a :class:`Bundle`); :func:`verify_bundle` then raises a specific
 error or returns None — it never returns False. :func:`split_envelope` is the server's
 first, cheap look: it finds the signed bytes, the key and the signature by position, without
 parsing the payload, so a forged or unsigned body is refused before any costly check.
+
+Bundles are written as version 2 (typed, schema-checked run fields); version 1 bundles (one ``settings``
+object) are still read, verified and audited. Other formats on this envelope (attestations) are version 1.
 """
 
 from __future__ import annotations
@@ -35,14 +38,25 @@ from dynadesk.sync.format.schema import check_payload, obj
 from dynadesk.sync.format.timestamps import parse_utc
 
 FORMAT = "dynadesk-bundle"
-VERSION = 1
+VERSION = 2  # what this program writes for bundles
+READ_VERSIONS: dict[str, tuple[int, ...]] = {FORMAT: (1, 2)}  # per format; formats not named: (1,)
 MAX_BUNDLE_BYTES = 1 << 20
 _HEX_KEY = re.compile(r"^[0-9a-f]{64}$")
 _HEX_SIG = re.compile(r"^[0-9a-f]{128}$")
 DIAGNOSE_BYTES = 64 << 10  # a misframed body up to this size is parsed to name what is wrong; larger ones are not
 _SIG_MARK = b',"signature":'
 _TAIL = re.compile(rb'\{"algorithm":"ed25519","public_key":"([0-9a-f]{64})","value":"([0-9a-f]{128})"\},"version":'
-                   + str(VERSION).encode() + rb'\}\Z')
+                   rb'([1-9][0-9]{0,2})\}\Z')
+
+
+def written_version(fmt: str) -> int:
+    """The version this program writes for ``fmt``."""
+    return VERSION if fmt == FORMAT else 1
+
+
+def read_versions(fmt: str) -> tuple[int, ...]:
+    """The versions this program reads for ``fmt``."""
+    return READ_VERSIONS.get(fmt, (1,))
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,8 @@ def split_envelope(raw: bytes, where: str = "bundle", fmt: str = FORMAT) -> Enve
     prefix = b'{"format":"' + fmt.encode() + b'","payload":'
     cut = raw.rfind(_SIG_MARK)
     found = _TAIL.match(raw, cut + len(_SIG_MARK)) if cut > 0 and raw.startswith(prefix) else None
+    if found is not None and int(found.group(3)) not in read_versions(fmt):
+        found = None  # diagnosed below: an unsupported version is named as such
     if found is None:
         if len(raw) <= DIAGNOSE_BYTES:
             _diagnose_envelope(raw, where, fmt)
@@ -124,6 +140,7 @@ class Bundle:
     signature: bytes
     raw: bytes  # the exact canonical file bytes
     payload_bytes: bytes  # the signed bytes
+    version: int = VERSION  # the envelope's format version (1: an older bundle, read and audited as such)
 
     @cached_property
     def id(self) -> str:
@@ -158,7 +175,7 @@ def envelope_bytes(payload_bytes: bytes, public_key: bytes, signature: bytes, fm
     """The canonical envelope around already-canonical ``payload_bytes`` (keys sort: format, payload, ...)."""
     sig = canonical_bytes({"algorithm": "ed25519", "public_key": public_key.hex(), "value": signature.hex()})
     return (b'{"format":"' + fmt.encode() + b'","payload":' + payload_bytes + _SIG_MARK + sig
-            + b',"version":' + str(VERSION).encode() + b"}")
+            + b',"version":' + str(written_version(fmt)).encode() + b"}")
 
 
 def _check_envelope(doc: Any, where: str, fmt: str) -> dict[str, Any]:
@@ -167,9 +184,10 @@ def _check_envelope(doc: Any, where: str, fmt: str) -> dict[str, Any]:
         raise BundleFormatError(f"{where}: must be a JSON object, got {type(doc).__name__}")
     if doc.get("format") != fmt:
         raise BundleFormatError(f"{where}: field 'format' must be '{fmt}', got {doc.get('format')!r:.60}")
-    if doc.get("version") != VERSION or isinstance(doc.get("version"), bool):
+    readable = read_versions(fmt)
+    if doc.get("version") not in readable or isinstance(doc.get("version"), bool):
         raise UnsupportedVersionError(f"{where}: format version {doc.get('version')!r:.30} is not supported"
-                                      f" (this program reads version {VERSION})")
+                                      f" (this program reads version {' and '.join(map(str, readable))})")
     obj(doc, "envelope", {"format", "version", "payload", "signature"})
     sig = obj(doc["signature"], "signature", {"algorithm", "public_key", "value"})
     if sig["algorithm"] != "ed25519":
@@ -207,11 +225,12 @@ def require_canonical(doc: dict[str, Any], raw: bytes, is_canonical: bool, where
 def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:
     """Check structure only; raises :class:`BundleFormatError` (or a subclass) naming the problem."""
     doc, is_canonical = parse_document(raw, where, FORMAT)
-    check_payload(doc["payload"])
+    check_payload(doc["payload"], doc["version"])
     raw = bytes(raw)
     payload_bytes = require_canonical(doc, raw, is_canonical, where)
     sig = doc["signature"]
-    return Bundle(doc["payload"], bytes.fromhex(sig["public_key"]), bytes.fromhex(sig["value"]), raw, payload_bytes)
+    return Bundle(doc["payload"], bytes.fromhex(sig["public_key"]), bytes.fromhex(sig["value"]), raw, payload_bytes,
+                  doc["version"])
 
 
 def verify_bundle(bundle: Bundle, trusted_public_key: bytes | None = None) -> None:

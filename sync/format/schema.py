@@ -1,7 +1,10 @@
-"""Structure of a version-1 bundle payload, checked field by field before anything trusts it.
+"""Structure of a bundle payload, checked field by field before anything trusts it.
 
 Every problem names its JSON path (``payload.metrics[3].value``), so a user
-holding a broken bundle knows what is wrong and where.
+holding a broken bundle knows what is wrong and where. Version 2 (written now) signs the run's
+typed fields, each checked: ``request`` (the run as asked: model, test sets, runner, image, limits,
+the worker-independent settings, purpose) and ``worker_settings`` (what the evaluator was given).
+Version 1 (still read, verified and audited) signed one ``settings`` object checked only as an object.
 """
 
 from __future__ import annotations
@@ -28,7 +31,24 @@ OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest", "intervals", "outcomes", "
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
 PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner", "environment", "seeds",
-                "settings", "metrics", "predictions", "submitter", "evaluation_id"}
+                "worker_settings", "metrics", "predictions", "submitter", "evaluation_id"}
+# version 1: one unchecked ``settings`` object where version 2 has ``worker_settings`` and ``request``
+PAYLOAD_KEYS_V1 = PAYLOAD_KEYS - {"worker_settings"} | {"settings"}
+# request: absent only for a run recorded before requests whose settings did not allow rebuilding one
+OPTIONAL_PAYLOAD_KEYS_V2 = OPTIONAL_PAYLOAD_KEYS | {"request"}
+PURPOSES = ("evaluation", "audit", "preflight", "bench")
+# name -> (kind, required); kinds: "count" (integer >= 1), "natural" (integer >= 0), "integer", "seconds"
+# (0 to 60), "positive" (number > 0), "bool", "device", "threads" (integer >= 1 or null), "gpus" (text or null)
+REQUEST_SETTINGS = {"batch_size": ("count", True), "seed": ("natural", True), "latency_samples": ("count", True),
+                    "warmup": ("natural", True), "deterministic": ("bool", False), "min_seconds": ("seconds", False)}
+LIMITS = {"cpus": ("positive", True), "memory_bytes": ("count", True), "pids": ("count", False),
+          "timeout_s": ("positive", True), "tmpfs_bytes": ("count", False), "out_bytes": ("count", False),
+          "gpus": ("gpus", False)}
+WORKER_SETTINGS = {"batch_size": ("count", True), "device": ("device", True), "deterministic": ("bool", True),
+                   "seed": ("integer", True), "threads": ("threads", False), "latency_samples": ("count", False),
+                   "warmup": ("natural", False), "batched_queries": ("count", False), "trials": ("count", False),
+                   "min_seconds": ("seconds", False), "noise_retries": ("natural", False),
+                   "allow_pickle": ("bool", False), "dedicated_cgroup": ("bool", False)}
 
 
 def _fail(where: str, what: str) -> NoReturn:
@@ -103,9 +123,11 @@ def timestamp(value: Any, where: str) -> datetime:
     return parse_utc(value, f"bundle {where}")
 
 
-def check_payload(p: Any) -> None:
-    """Raise :class:`BundleFormatError` unless ``p`` is a well-formed version-1 payload."""
-    obj(p, "payload", PAYLOAD_KEYS | (OPTIONAL_PAYLOAD_KEYS & set(p) if isinstance(p, dict) else set()))
+def check_payload(p: Any, version: int = 2) -> None:
+    """Raise :class:`BundleFormatError` unless ``p`` is a well-formed payload of format ``version`` (1 or 2)."""
+    required, optional = (PAYLOAD_KEYS_V1, OPTIONAL_PAYLOAD_KEYS) if version == 1 else \
+        (PAYLOAD_KEYS, OPTIONAL_PAYLOAD_KEYS_V2)
+    obj(p, "payload", required | (optional & set(p) if isinstance(p, dict) else set()))
     timestamp(p["created_at"], "payload.created_at")
     text(p["task"], "payload.task", max_len=64)
     if "task_digest" in p:
@@ -148,7 +170,12 @@ def check_payload(p: Any) -> None:
         _fail("payload.runner.kind", f"must be one of {', '.join(RUNNER_KINDS)}, got {r['kind']!r:.40}")
     boolean(r["sandboxed"], "payload.runner.sandboxed")
     obj(p["environment"], "payload.environment")
-    obj(p["settings"], "payload.settings")
+    if version == 1:
+        obj(p["settings"], "payload.settings")
+    else:
+        fields_of(p["worker_settings"], "payload.worker_settings", WORKER_SETTINGS)
+        if "request" in p:
+            check_request(p["request"], "payload.request")
     for k, v in obj(p["seeds"], "payload.seeds").items():
         integer(v, f"payload.seeds.{k}", minimum=-(2 ** 53))
     ms = p["metrics"]
@@ -184,6 +211,50 @@ def check_payload(p: Any) -> None:
         check_intervals(p["intervals"], names)
     if "outcomes" in p:
         check_outcomes(p["outcomes"], {d["name"]: d["size"] for d in ds})
+
+
+def check_request(value: Any, where: str) -> None:
+    """``payload.request``: the run as asked (``RunRequest.to_dict()``), what an audit re-run replays."""
+    r = obj(value, where, {"model", "datasets", "runner", "image", "limits", "settings", "purpose"})
+    text(r["model"], f"{where}.model")
+    if not isinstance(r["datasets"], list) or len(r["datasets"]) > 256:
+        _fail(f"{where}.datasets", "must be a list of at most 256 dataset names")
+    for i, name in enumerate(r["datasets"]):
+        text(name, f"{where}.datasets[{i}]")
+    if r["runner"] not in RUNNER_KINDS:
+        _fail(f"{where}.runner", f"must be one of {', '.join(RUNNER_KINDS)}, got {r['runner']!r:.40}")
+    if r["image"] is not None:
+        text(r["image"], f"{where}.image")
+    if r["purpose"] not in PURPOSES:
+        _fail(f"{where}.purpose", f"must be one of {', '.join(PURPOSES)}, got {r['purpose']!r:.40}")
+    fields_of(r["limits"], f"{where}.limits", LIMITS)
+    fields_of(r["settings"], f"{where}.settings", REQUEST_SETTINGS)
+
+
+def fields_of(value: Any, where: str, spec: dict[str, tuple[str, bool]]) -> None:
+    """An object of known scalar fields (``spec``: name -> (kind, required)), each of its kind."""
+    o = obj(value, where)
+    obj(o, where, {k for k, (_, required) in spec.items() if required or k in o})
+    for name, v in o.items():
+        kind, w = spec[name][0], f"{where}.{name}"
+        if kind in ("count", "natural", "integer"):
+            integer(v, w, minimum={"count": 1, "natural": 0, "integer": -(2 ** 53)}[kind])
+        elif kind == "bool":
+            boolean(v, w)
+        elif kind == "device":
+            if v not in ("cpu", "cuda"):
+                _fail(w, f"must be 'cpu' or 'cuda', got {v!r:.40}")
+        elif kind == "threads":
+            if v is not None:
+                integer(v, w, minimum=1)
+        elif kind == "gpus":
+            if v is not None:
+                text(v, w, max_len=128)
+        elif kind == "seconds":
+            if not 0 <= number(v, w) <= 60:
+                _fail(w, f"must be a number of seconds from 0 to 60, got {v!r:.40}")
+        elif number(v, w) <= 0:  # positive
+            _fail(w, f"must be a number above 0, got {v!r:.40}")
 
 
 INTERVAL_KEYS = {"dataset", "metric", "low", "high", "level", "resamples", "seed", "method"}

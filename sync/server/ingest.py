@@ -132,7 +132,10 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     what = "uploaded bundle"
     key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
     bundle = parse_bundle(raw, what)
-    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
+    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("request", MAX_SETTINGS_BYTES),  # settings: version 1
+                        ("worker_settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
+        if name not in bundle.payload:
+            continue
         size = len(canonical_bytes(bundle.payload[name]))
         if size > limit:
             raise BundleFormatError(f"payload.{name}: {size} bytes in canonical form; at most {limit} are accepted")

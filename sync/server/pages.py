@@ -204,7 +204,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
     standing = view.standing(task, bundle_id, facts.hardware_class)
     title = standing["label"] if standing else str(model.get("name"))
     env = _mapping(payload.get("environment"))
-    settings = _mapping(payload.get("settings"))
+    settings = _mapping(payload.get("settings")) if "settings" in payload else {  # version 1: one object
+        **_mapping(payload.get("worker_settings")), **({"request": payload["request"]} if "request" in payload else {})}
     body = "".join([
         _standing(task, standing, facts.hardware_label),
         section("Summary", summary, "summary"),

@@ -7,12 +7,15 @@ query only parses its parameters and asks that board for one page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring import bootstrap as _bootstrap
+from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
 from dynadesk.sync.server.facts import RowFilter
 
@@ -137,11 +140,66 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
     return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS))
 
 
+RANK_CACHE = 64  # rank intervals kept per prepared board (one per weight setting asked for)
+INTERVALS_ABOUT = {"level": _bootstrap.LEVEL, "resamples": _bootstrap.RESAMPLES, "method": _bootstrap.METHOD,
+                   "tied": "paired bootstrap of the task metric against the next row on every test set both were"
+                           " scored on (same data digest): tied when each 95% interval of the difference contains 0",
+                   "rank_interval": "central 95% of the row's rank over the shared resamples, measured metrics and"
+                                    " exchange rates held fixed"}
+
+
+@dataclass
+class BoardIntervals:
+    """A prepared board's intervals and shared resamples by row label, with what queries work out from them kept:
+    a pair's paired test (weights never change it) and the rank intervals of each weight setting (LRU)."""
+
+    intervals: dict[str, dict[str, Any]]                       # label -> dataset -> signed interval
+    resampled: dict[str, dict[str, _bootstrap.Resampled]]      # label -> dataset -> shared resamples
+    pairs: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None] = field(default_factory=dict)
+    ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
+                       dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+        with self.lock:
+            found = self.ranks.get(key)
+            if found is not None:
+                self.ranks.move_to_end(key)
+                return found
+        names = scored.names
+        perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
+        got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
+                                        dataset_weights, scored.weights.get("perf", 0.0))
+        found = dict(zip(names, got or []))
+        with self.lock:
+            self.ranks[key] = found
+            while len(self.ranks) > RANK_CACHE:
+                self.ranks.popitem(last=False)
+        return found
+
+    def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
+                 key: Hashable, dataset_weights: Mapping[str, float]) -> None:
+        """Each page row's ``intervals``, ``paired_next`` (by dataset, ``with`` the next row's label), ``tied_with``
+        and ``rank_interval`` (None where no row has outcomes)."""
+        positions = range(offset, offset + len(rows))
+        with self.lock:
+            tests = _bootstrap.neighbour_tests(scored.names, self.resampled, self.pairs, positions)
+        ranks = self.rank_intervals(key, scored, board, dataset_weights)
+        for i, out in zip(positions, rows):
+            name = scored.names[i]
+            after = scored.names[i + 1] if i + 1 < len(scored.names) else None
+            found, tied = tests.get(name, ({}, False))
+            out.update({"intervals": self.intervals.get(name, {}),
+                        "paired_next": {d: {**t, "with": after} for d, t in found.items()},
+                        "tied_with": after if tied else None, "rank_interval": ranks.get(name)})
+
+
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
                   limit: int = 100, offset: int = 0,
                   memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
-                  stability: bool = False, reference: list[str] | None = None) -> dict[str, Any]:
+                  stability: bool = False, reference: list[str] | None = None,
+                  intervals: BoardIntervals | None = None) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
@@ -149,7 +207,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     chart of them needs no scoring of its own; ``stability`` adds each row's best and worst rank when one
     weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`). ``reference``: the board labels the
     exchange rates are estimated from (default: every row, Dynaboard's definition); the answer's ``reference``
-    names the rows that set them."""
+    names the rows that set them. ``intervals`` adds each row's intervals, paired test against the next row,
+    "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
                                known_datasets=[d["name"] for d in datasets], reference=reference)
@@ -164,7 +223,11 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                          "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
+    if intervals is not None:
+        key = (tuple(sorted(metric_weights.items())), tuple(sorted(dataset_weights.items())), memory_budget_gib)
+        intervals.annotate(out_rows, scored, board, offset, key, dataset_weights)
     return {"task": task,
+            **({"intervals": INTERVALS_ABOUT} if intervals is not None else {}),
             "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction,
                             "offset": s.offset}
                         for k, s in scored.metrics.items()},

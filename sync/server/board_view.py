@@ -19,6 +19,7 @@ from dynadesk.errors import NotFoundError
 from dynadesk.sync import board as _board
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
+from dynadesk.sync.server.board_stats import StatsCache
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
 from dynadesk.sync.server.values import MetricRule
@@ -37,6 +38,7 @@ class _Prepared:
     measured: list[str]         # metrics some row reports as measured (not deterministic)
     reference: list[str]        # row ids the exchange rates are estimated from
     reference_rule: str
+    intervals: _board.BoardIntervals | None = None  # intervals, ties and rank intervals (issue 36)
 
 
 class BoardView:
@@ -45,6 +47,7 @@ class BoardView:
     def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
+        self.stats = StatsCache(db)
         self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
@@ -70,10 +73,16 @@ class BoardView:
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
                              sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),
-                             [r["model"] for r in ref_rows], ref_rule)
+                             [r["model"] for r in ref_rows], ref_rule, self._intervals(keyed))
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
+
+    def _intervals(self, keyed: list[dict[str, Any]]) -> _board.BoardIntervals:
+        """The rows' intervals and shared resamples (stored at ingest), by row id."""
+        stats = self.stats.of(r["bundle_id"] for r in keyed)
+        return _board.BoardIntervals({r["model"]: stats[r["bundle_id"]].intervals for r in keyed},
+                                     {r["model"]: stats[r["bundle_id"]].resampled for r in keyed})
 
     def answer(self, task: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Parse every parameter (a clear ValidationError for a bad one), rank the selected rows, describe them."""
@@ -90,16 +99,20 @@ class BoardView:
         prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept)
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      prep.reference)
+                                      prep.reference, prep.intervals)
+        left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
+                     for rid, why in answer["left_off"].items()]
         answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
              "bundle_id": prep.by_id[rid]["bundle_id"]} for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
+        answer["left_off_rows"] = left_rows
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
             out["per_dataset"] = {name: slot["values"] for name, slot in r["metrics"].items()}
             out["model_url"] = f"/models/{r['bundle_id']}"
+            _label_neighbours(out, prep.shown)
         for d in answer["datasets"]:
             d["submitted"] = d["name"] in prep.submitted
         labels = {f.hardware_class: f.hardware_label for f in facts.values()}
@@ -134,5 +147,16 @@ class BoardView:
         for row in answer["rows"]:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],
-                        "contributions": row["contributions"]}
+                        "contributions": row["contributions"], "rank_interval": row.get("rank_interval"),
+                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {}}
         return None
+
+
+def _label_neighbours(row: dict[str, Any], shown: Mapping[str, str]) -> None:
+    """The next row named by its display label (``tied_with``, ``paired_next.*.with``) and its row id (``*_row``)."""
+    nxt = row.get("tied_with")
+    row["tied_with_row"] = nxt
+    row["tied_with"] = shown.get(nxt, nxt) if nxt else None
+    for test in (row.get("paired_next") or {}).values():
+        test["with_row"] = test["with"]
+        test["with"] = shown.get(test["with"], test["with"])

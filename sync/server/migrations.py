@@ -168,3 +168,16 @@ def m005_results_organisations(c: Tx) -> None:
     c.ddl("CREATE INDEX bundles_results ON bundles(results_key)")
     c.ddl("CREATE TABLE organisations (name TEXT PRIMARY KEY, added_at TEXT NOT NULL)")
     c.ddl("ALTER TABLE keys ADD COLUMN organisation TEXT REFERENCES organisations(name)")
+
+
+@migration
+def m007_snapshots(c: Tx) -> None:
+    """Issue 36: each bundle's intervals, compact outcomes and shared resamples, worked out once at ingest
+    (``bundle_intervals``; bundles stored before it are worked out on first use), and the signed board snapshots,
+    each appended to the transparency log as a ``snapshot`` entry (``snapshots``)."""
+    c.ddl("""CREATE TABLE bundle_intervals (
+        bundle_id TEXT PRIMARY KEY REFERENCES bundles(id), intervals TEXT NOT NULL, outcomes TEXT NOT NULL,
+        resampled TEXT NOT NULL)""")
+    c.ddl("""CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE REFERENCES log(seq), task TEXT NOT NULL,
+        title TEXT NOT NULL, created_at TEXT NOT NULL, raw BLOB NOT NULL)""")

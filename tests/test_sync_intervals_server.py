@@ -96,3 +96,58 @@ def test_model_page_shows_intervals_and_standing(board):
     text = page.text
     assert 'id="intervals"' in text and "100.00–100.00" in text
     assert "tied with the next row, copy-b" in text.lower() and "rank 95% interval: <strong class=\"rank-interval\">1–1" in text.lower()
+
+
+@pytest.fixture
+def served(tmp_path):
+    """The same three bundles on a real ``dynadesk-server serve`` process (SQLite)."""
+    from _sync_helpers import free_port, start_server, stop_server
+
+    from dynadesk.sync.client import sync_queue
+
+    ws, store = workspace_with_key(tmp_path / "ws")
+    for model, predict in (("copy-a", right), ("copy-b", right), ("wrong", wrong)):
+        bundle_with(ws, store, model, predict)
+    db = ServerDB(tmp_path / "board.db")
+    info = key_info(ws.keys_dir)
+    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
+    import_workspace_datasets(db, ws.home)
+    db.close()
+    port = free_port()
+    proc = start_server(tmp_path / "board.db", port)
+    url = f"http://127.0.0.1:{port}"
+    assert sync_queue(store, url).ok
+    yield url
+    stop_server(proc)
+    store.close()
+
+
+@pytest.fixture
+def browser():
+    from _board_helpers import chromium
+
+    yield from chromium()
+
+
+@pytest.mark.browser
+def test_the_page_draws_interval_bars_ties_and_rank_intervals(browser, served):
+    import requests
+
+    api = requests.get(f"{served}/api/leaderboard/sentiment", timeout=10).json()
+    page = browser.new_page()
+    page.goto(served + "/")
+    page.wait_for_selector("#board-sentiment tbody tr")
+    rows = page.locator("#board-sentiment tbody tr")
+    assert rows.evaluate_all("rs => rs.map(r => r.dataset.model)") == ["copy-a", "copy-b", "wrong"]
+    tied = page.locator("#board-sentiment tbody td.tied").all_inner_texts()
+    assert tied == ["≈ copy-b", "", ""]
+    assert page.locator("#board-sentiment tbody td.rank-interval").all_inner_texts() == ["1", "1", "3"]
+    header = page.inner_text("#board-sentiment thead")
+    assert "Rank 95%" in header and "Tied with next" in header
+    bars = page.locator("#board-sentiment tbody tr[data-model='copy-a'] svg.interval")
+    drawn = bars.evaluate_all("bs => bs.map(b => [Number(b.dataset.low), Number(b.dataset.high)])")
+    want = sorted(api["rows"][0]["intervals"].items())
+    assert drawn == [[iv["low"], iv["high"]] for _, iv in want] and len(drawn) == 2
+    worst = page.locator("#board-sentiment tbody tr[data-model='wrong'] svg.interval").first.get_attribute("aria-label")
+    assert worst.startswith("95% interval 0.00–0.00")
+    page.close()

@@ -148,50 +148,81 @@ INTERVALS_ABOUT = {"level": _bootstrap.LEVEL, "resamples": _bootstrap.RESAMPLES,
                                     " exchange rates held fixed"}
 
 
+PAIR_FIELDS = ("delta", "low", "high", "p_value", "tied")  # what an answer says of a paired test
+
+
 @dataclass
 class BoardIntervals:
-    """A prepared board's intervals and shared resamples by row label, with what queries work out from them kept:
-    a pair's paired test (weights never change it) and the rank intervals of each weight setting (LRU)."""
+    """A prepared board's intervals and shared resamples by row id, with what queries work out from them kept: a
+    pair's paired test (weights never change it) and, per weight setting (LRU), the rank intervals and each page's
+    annotations, so a repeated or cached view costs a dictionary update per row. ``labels``: row id -> the label an
+    answer names a neighbour by (default: the row id)."""
 
-    intervals: dict[str, dict[str, Any]]                       # label -> dataset -> signed interval
-    resampled: dict[str, dict[str, _bootstrap.Resampled]]      # label -> dataset -> shared resamples
+    intervals: dict[str, dict[str, Any]]                       # row id -> dataset -> signed interval
+    resampled: dict[str, dict[str, _bootstrap.Resampled]]      # row id -> dataset -> shared resamples
+    labels: dict[str, str] = field(default_factory=dict)
     pairs: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None] = field(default_factory=dict)
     ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
+    pages: OrderedDict[Hashable, list[dict[str, Any]]] = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
+        with self.lock:
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+            return found
+
+    def _keep(self, cache: OrderedDict[Hashable, Any], key: Hashable, value: Any) -> None:
+        with self.lock:
+            cache[key] = value
+            while len(cache) > RANK_CACHE:
+                cache.popitem(last=False)
 
     def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
                        dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
-        with self.lock:
-            found = self.ranks.get(key)
-            if found is not None:
-                self.ranks.move_to_end(key)
-                return found
-        names = scored.names
-        perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
-        got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
-                                        dataset_weights, scored.weights.get("perf", 0.0))
-        found = dict(zip(names, got or []))
-        with self.lock:
-            self.ranks[key] = found
-            while len(self.ranks) > RANK_CACHE:
-                self.ranks.popitem(last=False)
+        found = self._cached(self.ranks, key)
+        if found is None:
+            names = scored.names
+            perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
+            got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
+                                            dataset_weights, scored.weights.get("perf", 0.0))
+            found = dict(zip(names, got or []))
+            self._keep(self.ranks, key, found)
         return found
 
     def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
                  key: Hashable, dataset_weights: Mapping[str, float]) -> None:
-        """Each page row's ``intervals``, ``paired_next`` (by dataset, ``with`` the next row's label), ``tied_with``
-        and ``rank_interval`` (None where no row has outcomes)."""
-        positions = range(offset, offset + len(rows))
+        """Each page row's ``intervals`` (low, high by dataset), ``paired_next`` (by dataset: the test against the
+        next row, ``with`` its label and ``with_row`` its id), ``tied_with`` (label) / ``tied_with_row`` and
+        ``rank_interval`` (None where no row has outcomes)."""
+        page_key = (key, offset, len(rows))
+        found = self._cached(self.pages, page_key)
+        if found is None:
+            found = self._annotations(scored, board, offset, len(rows), key, dataset_weights)
+            self._keep(self.pages, page_key, found)
+        for out, extra in zip(rows, found):
+            out.update(extra)
+
+    def _annotations(self, scored: BoardScore, board: PreparedBoard, offset: int, count: int, key: Hashable,
+                     dataset_weights: Mapping[str, float]) -> list[dict[str, Any]]:
+        positions = range(offset, offset + count)
         with self.lock:
             tests = _bootstrap.neighbour_tests(scored.names, self.resampled, self.pairs, positions)
         ranks = self.rank_intervals(key, scored, board, dataset_weights)
-        for i, out in zip(positions, rows):
+        out = []
+        for i in positions:
             name = scored.names[i]
             after = scored.names[i + 1] if i + 1 < len(scored.names) else None
+            shown = self.labels.get(after, after) if after else None
             found, tied = tests.get(name, ({}, False))
-            out.update({"intervals": self.intervals.get(name, {}),
-                        "paired_next": {d: {**t, "with": after} for d, t in found.items()},
-                        "tied_with": after if tied else None, "rank_interval": ranks.get(name)})
+            out.append({"intervals": {d: {"low": iv["low"], "high": iv["high"]}
+                                      for d, iv in self.intervals.get(name, {}).items()},
+                        "paired_next": {d: {**{k: t[k] for k in PAIR_FIELDS}, "with": shown, "with_row": after}
+                                        for d, t in found.items()},
+                        "tied_with": shown if tied else None, "tied_with_row": after if tied else None,
+                        "rank_interval": ranks.get(name)})
+        return out
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],

@@ -172,6 +172,9 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
         mine = got.get(rid)
         if mine is None:
             raise SnapshotError(f"row {rid!r:.80}: the bundles at that head do not rank it")
+        mine = {**mine, "tied_with": mine.get("tied_with_row"),
+                "paired_next": {d: {**{k: t[k] for k in _board.PAIR_FIELDS}, "with": t["with_row"]}
+                                for d, t in (mine.get("paired_next") or {}).items()}}
         for name in COMPARED:
             if _norm(mine.get(name)) != _norm(row.get(name)):
                 raise SnapshotError(f"row {rid!r:.80}: {name} is {_show(row.get(name))} in the snapshot, but the log's"

@@ -82,7 +82,8 @@ class BoardView:
         """The rows' intervals and shared resamples (stored at ingest), by row id."""
         stats = self.stats.of(r["bundle_id"] for r in keyed)
         return _board.BoardIntervals({r["model"]: stats[r["bundle_id"]].intervals for r in keyed},
-                                     {r["model"]: stats[r["bundle_id"]].resampled for r in keyed})
+                                     {r["model"]: stats[r["bundle_id"]].resampled for r in keyed},
+                                     _rows.labels(keyed))
 
     def answer(self, task: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Parse every parameter (a clear ValidationError for a bad one), rank the selected rows, describe them."""
@@ -112,7 +113,6 @@ class BoardView:
             out.update(facts[r["bundle_id"]].to_dict())
             out["per_dataset"] = {name: slot["values"] for name, slot in r["metrics"].items()}
             out["model_url"] = f"/models/{r['bundle_id']}"
-            _label_neighbours(out, prep.shown)
         for d in answer["datasets"]:
             d["submitted"] = d["name"] in prep.submitted
         labels = {f.hardware_class: f.hardware_label for f in facts.values()}
@@ -151,12 +151,3 @@ class BoardView:
                         "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {}}
         return None
 
-
-def _label_neighbours(row: dict[str, Any], shown: Mapping[str, str]) -> None:
-    """The next row named by its display label (``tied_with``, ``paired_next.*.with``) and its row id (``*_row``)."""
-    nxt = row.get("tied_with")
-    row["tied_with_row"] = nxt
-    row["tied_with"] = shown.get(nxt, nxt) if nxt else None
-    for test in (row.get("paired_next") or {}).values():
-        test["with_row"] = test["with"]
-        test["with"] = shown.get(test["with"], test["with"])

@@ -24,6 +24,7 @@ from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.snapshot import Snapshot, parse_snapshot, sign_snapshot
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.board import PAIR_FIELDS
 from dynadesk.sync.server import board_view as _view
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
@@ -33,7 +34,6 @@ MAX_TITLE = 300
 ATTEMPTS = 5
 ROW_FIELDS = ("rank", "row_id", "label", "model", "submitter", "key_fingerprint", "bundle_id", "dynascore", "values",
               "intervals", "rank_interval", "hardware_class")
-TEST_FIELDS = ("delta", "low", "high", "p_value", "tied", "level", "resamples", "seed")
 
 
 def _row(r: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def _row(r: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     out.update({"bundle_sha256": entry["bundle_sha256"], "log_seq": entry["seq"], "audit": r["audit"]["state"],
                 "per_dataset": {"perf": (r.get("per_dataset") or {}).get("perf", {})},
                 "tied_with": r.get("tied_with_row"),
-                "paired_next": {d: {**{k: t[k] for k in TEST_FIELDS}, "with": t["with_row"]}
+                "paired_next": {d: {**{k: t[k] for k in PAIR_FIELDS}, "with": t["with_row"]}
                                 for d, t in (r.get("paired_next") or {}).items()}})
     return out
 

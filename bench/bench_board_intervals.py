@@ -28,7 +28,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_server import (  # noqa: E402
+from bench_server import (
     DATASETS,
     NO_LIMITS,
     Factory,
@@ -38,11 +38,11 @@ from bench_server import (  # noqa: E402
     _wait_ready,
 )
 
-from dynadesk.scoring import bootstrap as B  # noqa: E402
-from dynadesk.sync.format.keys import fingerprint  # noqa: E402
-from dynadesk.sync.format.timestamps import epoch_us  # noqa: E402
-from dynadesk.sync.format.translog import entry_hash  # noqa: E402
-from dynadesk.sync.server.db import CheckedBundle, ServerDB  # noqa: E402
+from dynadesk.scoring import bootstrap as B
+from dynadesk.sync.format.keys import fingerprint
+from dynadesk.sync.format.timestamps import epoch_us
+from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.server.db import CheckedBundle, ServerDB
 
 MODELS = 200
 EXAMPLES = (500, 1000)  # examples per test set in the outcomes (the bootstrap at ingest scales with them)
@@ -121,8 +121,9 @@ def run(quick: bool = False, baseline_server: str | None = None) -> list[dict]:
          "ratio": _p99(a) / _p99(b), "ok": _p99(a) <= RATIO_GOAL * _p99(b)},
     ]
     if extra:
-        rows.append({"measure": f"board read p50/p99 by {baseline_server} on the same board", "value": extra[len(extra) // 2],
-                     "unit": "ms", "goal": "-", "baseline": f"p99 {_p99(extra):.2f} ms", "ratio": p50a / extra[len(extra) // 2],
+        p50c = extra[len(extra) // 2]
+        rows.append({"measure": f"board read p50 by {baseline_server} on the board with outcomes", "value": p50c,
+                     "unit": "ms", "goal": "-", "baseline": f"its p99 {_p99(extra):.2f} ms", "ratio": p50a / p50c,
                      "ok": None})
     return rows
 

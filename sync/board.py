@@ -149,6 +149,11 @@ INTERVALS_ABOUT = {"level": _bootstrap.LEVEL, "resamples": _bootstrap.RESAMPLES,
 
 
 PAIR_FIELDS = ("delta", "low", "high", "p_value", "tied")  # what an answer says of a paired test
+DIGITS = 4  # the answer's intervals and tests in points to 4 decimals (the exact signed ones are in the bundle)
+
+
+def _short(v: Any) -> Any:
+    return round(v, DIGITS) if isinstance(v, float) else v
 
 
 @dataclass
@@ -181,7 +186,7 @@ class BoardIntervals:
 
     def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
                        dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
-        found = self._cached(self.ranks, key)
+        found: dict[str, list[int]] | None = self._cached(self.ranks, key)
         if found is None:
             names = scored.names
             perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
@@ -194,10 +199,10 @@ class BoardIntervals:
     def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
                  key: Hashable, dataset_weights: Mapping[str, float]) -> None:
         """Each page row's ``intervals`` (low, high by dataset), ``paired_next`` (by dataset: the test against the
-        next row, ``with`` its label and ``with_row`` its id), ``tied_with`` (label) / ``tied_with_row`` and
-        ``rank_interval`` (None where no row has outcomes)."""
+        next row, ``with`` its label), ``tied_with`` (the next row's label, when tied) and ``rank_interval`` (None
+        where no row has outcomes); numbers to :data:`DIGITS` decimals (the answer stays small)."""
         page_key = (key, offset, len(rows))
-        found = self._cached(self.pages, page_key)
+        found: list[dict[str, Any]] | None = self._cached(self.pages, page_key)
         if found is None:
             found = self._annotations(scored, board, offset, len(rows), key, dataset_weights)
             self._keep(self.pages, page_key, found)
@@ -216,12 +221,11 @@ class BoardIntervals:
             after = scored.names[i + 1] if i + 1 < len(scored.names) else None
             shown = self.labels.get(after, after) if after else None
             found, tied = tests.get(name, ({}, False))
-            out.append({"intervals": {d: {"low": iv["low"], "high": iv["high"]}
+            out.append({"intervals": {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
                                       for d, iv in self.intervals.get(name, {}).items()},
-                        "paired_next": {d: {**{k: t[k] for k in PAIR_FIELDS}, "with": shown, "with_row": after}
+                        "paired_next": {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": shown}
                                         for d, t in found.items()},
-                        "tied_with": shown if tied else None, "tied_with_row": after if tied else None,
-                        "rank_interval": ranks.get(name)})
+                        "tied_with": shown if tied else None, "rank_interval": ranks.get(name)})
         return out
 
 

@@ -141,7 +141,8 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
         rid = row_id(b.model_name, b.key_fingerprint)
         rows.append({"model": rid, "model_name": b.model_name, "submitter": stated[bid].get("submitter", ""),
                      "key_fingerprint": b.key_fingerprint, "bundle_id": bid, "created_at": b.payload["created_at"],
-                     "model_digest": b.payload["model"]["digest"], "metrics": _board.board_metrics(b.payload["metrics"])})
+                     "model_digest": b.payload["model"]["digest"],
+                     "metrics": _board.board_metrics(b.payload["metrics"])})
         stats = bundle_stats(b.payload) or {"intervals": {}, "outcomes": {}}
         intervals[rid] = stats["intervals"]
         resampled[rid] = resampled_rows(stats["outcomes"])
@@ -172,9 +173,8 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
         mine = got.get(rid)
         if mine is None:
             raise SnapshotError(f"row {rid!r:.80}: the bundles at that head do not rank it")
-        mine = {**mine, "tied_with": mine.get("tied_with_row"),
-                "paired_next": {d: {**{k: t[k] for k in _board.PAIR_FIELDS}, "with": t["with_row"]}
-                                for d, t in (mine.get("paired_next") or {}).items()}}
+        # labels here are row ids (prepare() labels rows by their id), as the snapshot names neighbours
+
         for name in COMPARED:
             if _norm(mine.get(name)) != _norm(row.get(name)):
                 raise SnapshotError(f"row {rid!r:.80}: {name} is {_show(row.get(name))} in the snapshot, but the log's"

@@ -252,7 +252,8 @@ def test_interval_chart_draws_error_bars_and_ties_from_stored_intervals(require_
                                                    fairness=80))
         o = B.outcomes(task, "macro_f1", preds, golds)
         iv = B.interval(o, B.derive_seed(name, "sha256:d1", "macro_f1"))
-        st.evaluations.update(run, profile={"intervals": {"d1": iv}, "outcomes": {"d1": B.encode_outcomes(o, "sha256:d1")}})
+        st.evaluations.update(run, profile={"intervals": {"d1": iv},
+                                            "outcomes": {"d1": B.encode_outcomes(o, "sha256:d1")}})
         shown[name] = iv
     st.close()
     services, window = make_window(qtbot, tmp_path, home)

@@ -25,7 +25,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -330,13 +330,13 @@ def paired_resampled(a: Resampled, b: Resampled) -> dict[str, Any] | None:
     return _difference(a.observed - b.observed, a.values - b.values, board_seed(a.data_sha256, a.metric))
 
 
-def neighbour_tests(order: Sequence[Hashable], resampled: Mapping[Hashable, Mapping[str, Resampled]],
-                    cache: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None],
-                    rows: Sequence[int] | None = None) -> dict[Hashable, tuple[dict[str, dict[str, Any]], bool]]:
+def neighbour_tests(order: Sequence[Any], resampled: Mapping[Any, Mapping[str, Resampled]],
+                    cache: dict[tuple[Any, Any, str], dict[str, Any] | None],
+                    rows: Sequence[int] | None = None) -> dict[Any, tuple[dict[str, dict[str, Any]], bool]]:
     """For each row (of ``rows``, positions in ``order``; default all) its paired test against the next row in
     ``order`` on every test set both carry, and whether it is *tied* with it (tied on every one of them, and at
     least one). ``cache`` keeps a pair's test (runs and bundles never change)."""
-    out: dict[Hashable, tuple[dict[str, dict[str, Any]], bool]] = {}
+    out: dict[Any, tuple[dict[str, dict[str, Any]], bool]] = {}
     for i in (range(len(order)) if rows is None else rows):
         if i + 1 >= len(order):
             continue

@@ -20,12 +20,11 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import NotFoundError, SnapshotError, ValidationError
+from dynadesk.sync import board as _sboard
 from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.snapshot import Snapshot, parse_snapshot, sign_snapshot
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import entry_hash
-from dynadesk.sync.board import PAIR_FIELDS
-from dynadesk.sync.server import board_view as _view
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.facts import ALL_CLASSES, facts_of, payload_of
@@ -36,12 +35,13 @@ ROW_FIELDS = ("rank", "row_id", "label", "model", "submitter", "key_fingerprint"
               "intervals", "rank_interval", "hardware_class")
 
 
-def _row(r: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
+def _row(r: dict[str, Any], entry: dict[str, Any], after: str | None) -> dict[str, Any]:
+    """A snapshot row; neighbours are named by row id (``after``: the next row's), not by label."""
     out = {k: r.get(k) for k in ROW_FIELDS}
     out.update({"bundle_sha256": entry["bundle_sha256"], "log_seq": entry["seq"], "audit": r["audit"]["state"],
                 "per_dataset": {"perf": (r.get("per_dataset") or {}).get("perf", {})},
-                "tied_with": r.get("tied_with_row"),
-                "paired_next": {d: {**{k: t[k] for k in PAIR_FIELDS}, "with": t["with_row"]}
+                "tied_with": after if r.get("tied_with") else None,
+                "paired_next": {d: {**{k: t[k] for k in _sboard.PAIR_FIELDS}, "with": after}
                                 for d, t in (r.get("paired_next") or {}).items()}})
     return out
 
@@ -84,8 +84,8 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
         offset += 1000
         if offset >= answer["total"]:
             break
-    mw, dw = _view._board.parse_weights(params)
-    query = {"weights": mw, "dataset_weights": dw, "memory_budget": _view._board.parse_budget(params),
+    mw, dw = _sboard.parse_weights(params)
+    query = {"weights": mw, "dataset_weights": dw, "memory_budget": _sboard.parse_budget(params),
              "hardware_class": answer["hardware_class"], "runner": answer["filters"]["runner"],
              "sandboxed": answer["filters"]["sandboxed"], "audit": answer["filters"]["audit"]}
     entries = {e["bundle_id"]: e for e in _entries(view, [r["bundle_id"] for r in rows])}
@@ -95,9 +95,12 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
     payload = {"title": title, "task": task, "created_at": utc_now_text(now),
                "server": {"key_fingerprint": _keys.fingerprint(_keys.public_raw(key))},
                "log": {"size": head[0], "hash": head[1]}, "query": query,
-               "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"]} for d in answer["datasets"]],
-               "reference": {"rule": answer["reference"]["rule"], "rows": [x["row_id"] for x in answer["reference"]["rows"]]},
-               "rows": [_row(r, entries[r["bundle_id"]]) for r in rows], "left_off": left,
+               "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"]}
+                            for d in answer["datasets"]],
+               "reference": {"rule": answer["reference"]["rule"],
+                             "rows": [x["row_id"] for x in answer["reference"]["rows"]]},
+               "rows": [_row(r, entries[r["bundle_id"]], rows[i + 1]["row_id"] if i + 1 < len(rows) else None)
+                        for i, r in enumerate(rows)], "left_off": left,
                "excluded": _excluded(view, task, query, taken), "notes": answer["notes"],
                "intervals": answer.get("intervals") or {}}
     return payload, head
@@ -188,13 +191,15 @@ def snapshot_page(view: BoardView, snapshot_id: str, base_url: str) -> str:
         tied = r.get("tied_with")
         cells = "".join(f"<td class=\"interval\">{_bar((r.get('intervals') or {}).get(d))}</td>" for d in datasets)
         bid = r["bundle_id"]
-        body.append(f"<tr data-row=\"{h(r['row_id'])}\"><td>{h(r['rank'])}</td><td>{link('/models/' + bid, r['label'])}</td>"
+        body.append(f"<tr data-row=\"{h(r['row_id'])}\"><td>{h(r['rank'])}</td>"
+                    f"<td>{link('/models/' + bid, r['label'])}</td>"
                     f"<td class=\"num\">{float(r['dynascore']):.2f}</td>"
                     f"<td class=\"rank-interval\">{h(f'{ri[0]}–{ri[1]}' if ri else None)}</td>"
                     f"<td class=\"tied\">{h('≈ ' + label.get(tied, tied) if tied else '')}</td>{cells}"
                     f"<td>{h(r['submitter'])}</td><td>{link('/api/bundles/' + bid, 'bundle')} · "
                     f"log {h(r['log_seq'])}</td></tr>")
-    table = ("<table class=\"board snapshot\" id=\"snapshot-rows\"><thead><tr><th>Rank</th><th>Model</th><th>Dynascore</th>"
+    table = ("<table class=\"board snapshot\" id=\"snapshot-rows\"><thead><tr><th>Rank</th><th>Model</th>"
+             "<th>Dynascore</th>"
              f"<th>Rank 95%</th><th>Tied with next</th>{head}<th>Submitter</th><th>Documents</th></tr></thead>"
              f"<tbody>{''.join(body)}</tbody></table>")
     q = p["query"]

@@ -170,6 +170,21 @@ def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
         echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
 
 
+def print_intervals(board: Any, echo: Echo) -> None:
+    """Each row's 95% bootstrap interval of the task metric per test set, and what "tied" means (issue 36)."""
+    shown = [r for r in board.rows if r.intervals]
+    if not shown:
+        return
+    first = next(iv for r in shown for iv in r.intervals.values())
+    echo(f"    {first['metric']} 95% intervals ({first['resamples']} seeded bootstrap resamples of the examples):")
+    width = max(len(r.model) for r in shown)
+    for r in shown:
+        echo(f"      {r.model:<{width}}  " + "  ".join(f"{ds} [{iv['low']:.2f}, {iv['high']:.2f}]"
+                                                    for ds, iv in sorted(r.intervals.items())))
+    echo("    tied with next: no test set shows a significant difference from the next row (paired bootstrap,"
+         " 95% interval of the difference contains 0); rank 95%: the rank over resampled examples")
+
+
 def print_leaderboard(store: Store, echo: Echo) -> str:
     from dynadesk.scoring.leaderboard import build_leaderboard
 
@@ -178,11 +193,18 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
     rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
         "-" if r.values.get(m) is None else f"{r.values[m]:.4g}" for m in shown] for r in board.rows]
+    if any(r.rank_interval or r.intervals for r in board.rows):  # issue 36: rank interval and ties
+        headers[3:3] = ["rank 95%", "tied with next"]
+        for row, r in zip(rows, board.rows):
+            ri = r.rank_interval
+            row[3:3] = ["-" if not ri else f"{ri[0]}-{ri[1]}" if ri[0] != ri[1] else str(ri[0]),
+                        f"= {r.tied_with}" if r.tied_with else ""]
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
     for i, row in enumerate([headers] + rows):
         echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
             echo("    " + "  ".join("-" * w for w in widths))
+    print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:
             echo(f"    * {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}): its throughput rests on a "

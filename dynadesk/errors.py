@@ -252,3 +252,7 @@ class OwnOrganisationError(SelfAttestationError):
 
 class QuotaExceededError(RateLimitedError):
     """A key has stored as many bundle bytes as the server allows it (``--key-quota``)."""
+
+
+class SnapshotError(BundleError):
+    """A board snapshot is malformed, its server signature fails, or a row does not follow from the log's bundles."""

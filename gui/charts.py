@@ -329,3 +329,56 @@ class BreakdownChart(_ModelRowsChart):
             p.drawText(QRectF(right + 4, y, total_w, row_h), Qt.AlignmentFlag.AlignVCenter, f"{sum(vals):.1f}")
         p.setPen(QPen(pal.mid().color(), 1))
         p.drawLine(QPointF(zero, legend_h), QPointF(zero, legend_h + row_h * len(self._rows)))
+
+
+class IntervalChart(_ModelRowsChart):
+    """Error bars: one row per model and test set, the task metric's value (a dot) with its 95% bootstrap interval
+    (a bar) on 0-100; a row marked "≈" is tied with the next (no test set tells them apart)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._rows: list[tuple[str, str, float, float, float, bool]] = []
+
+    def set_data(self, rows: Sequence[tuple[str, str, float, float, float, bool]]) -> None:
+        """``rows``: ``(model, dataset, value, low, high, tied with next)``."""
+        self._rows = [(str(m), str(d), float(v), float(lo), float(hi), bool(t)) for m, d, v, lo, hi, t in rows]
+        self.updateGeometry()
+        self.update()
+
+    def bars(self) -> dict[tuple[str, str], tuple[float, float, float]]:
+        """``{(model, dataset): (value, low, high)}`` as drawn."""
+        return {(m, d): (v, lo, hi) for m, d, v, lo, hi, _ in self._rows}
+
+    def paintEvent(self, _event: object) -> None:
+        p = self.begin_paint()
+        if p is None:
+            return
+        fm = QFontMetrics(self.font())
+        pal = self.palette()
+        labels = [f"{'≈ ' if t else ''}{m} · {d}" for m, d, _, _, _, t in self._rows]
+        label_w = min(self.width() // 2, max(fm.horizontalAdvance(s) for s in labels) + 8)
+        x0, x1 = label_w + 12, self.width() - 60
+        row_h = max(fm.height() + 4, (self.height() - fm.height() - 10) / len(self._rows))
+
+        def x(v: float) -> float:
+            return x0 + (x1 - x0) * max(0.0, min(100.0, v)) / 100.0
+
+        p.setPen(pal.placeholderText().color())
+        for tick in (0, 50, 100):
+            p.drawText(QPointF(x(tick) - fm.horizontalAdvance(str(tick)) / 2, 4 + fm.ascent()), str(tick))
+        models = list(dict.fromkeys(m for m, *_ in self._rows))
+        for i, ((model, _d, v, lo, hi, _t), label) in enumerate(zip(self._rows, labels)):
+            y = fm.height() + 8 + i * row_h + row_h / 2
+            p.setPen(pal.windowText().color())
+            p.drawText(QRectF(0, y - row_h / 2, label_w, row_h),
+                       Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight,
+                       fm.elidedText(label, Qt.TextElideMode.ElideRight, label_w - 4))
+            c = color(models.index(model))
+            p.setPen(QPen(c, 2))
+            p.drawLine(QPointF(x(lo), y), QPointF(x(hi), y))
+            for end in (lo, hi):
+                p.drawLine(QPointF(x(end), y - 4), QPointF(x(end), y + 4))
+            p.setBrush(c)
+            p.drawEllipse(QPointF(x(v), y), 3, 3)
+            p.setPen(pal.windowText().color())
+            p.drawText(QPointF(x1 + 6, y + fm.ascent() / 2 - 1), f"{lo:.1f}–{hi:.1f}")

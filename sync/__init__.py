@@ -3,7 +3,7 @@
 - :mod:`dynadesk.sync.format` — the bundle and attestation format (stands alone: errors only);
 - :mod:`dynadesk.sync.client`, :mod:`dynadesk.sync.create` — make bundles, upload the queue;
 - :mod:`dynadesk.sync.server` — the leaderboard server (``dynadesk-server``): app, database, ingest, CLI;
-- :mod:`dynadesk.sync.server.board` — server boards over the shared Dynascore.
+- :mod:`dynadesk.sync.board` — server boards over the shared Dynascore.
 
 Client and server depend on the format, never the reverse. Nothing here needs Qt or Docker.
 """

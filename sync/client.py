@@ -222,3 +222,53 @@ def check_log(store: Store, server: str | None = None, client: SyncClient | None
                                               "size": head["size"], "hash": head["hash"]}))
     return {"server": client.base_url, "size": head["size"], "head": head["hash"],
             "previous_size": seen["size"] if seen else None, "key_fingerprint": head.get("key_fingerprint")}
+
+
+EVIDENCE_FORMAT = "dynadesk-snapshot-evidence"
+
+
+def _snapshot_url(url: str) -> tuple[str, str]:
+    """``(server base URL, snapshot id)`` of a ``…/snapshots/ID`` or ``…/api/snapshots/ID`` link."""
+    found = re.match(r"^(https?://.+?)(?:/api)?/snapshots/([0-9a-f]{64})(?:/evidence)?/?$", url.strip())
+    if not found:
+        raise SyncError(f"{url!r:.120} is not a snapshot link (…/snapshots/<64 hex digits>)")
+    return found.group(1), found.group(2)
+
+
+def snapshot_evidence(source: str, client: SyncClient | None = None) -> dict[str, Any]:
+    """The evidence a snapshot is checked with: fetched from its server (``/api/snapshots/ID/evidence``) for a
+    link, else read from a file saved earlier (``verify-snapshot --save``)."""
+    import json
+    from pathlib import Path
+
+    if source.startswith(("http://", "https://")):
+        base, snapshot_id = _snapshot_url(source)
+        return dict((client or SyncClient(base)).get_json(f"/api/snapshots/{snapshot_id}/evidence"))
+    path = Path(source)
+    if not path.is_file():
+        raise SyncError(f"{source}: neither a snapshot link nor a file")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SyncError(f"{source}: not a JSON file ({exc})") from None
+    if isinstance(doc, dict) and doc.get("format") == "dynadesk-board-snapshot":
+        raise SyncError(f"{source} is the snapshot alone; checking it needs the log entries and bundles it names:"
+                        " save them with 'dynadesk sync verify-snapshot URL --save FILE' (or fetch"
+                        " /api/snapshots/ID/evidence)")
+    if not isinstance(doc, dict) or doc.get("format") != EVIDENCE_FORMAT:
+        raise SyncError(f"{source}: not a snapshot evidence file (format {EVIDENCE_FORMAT})")
+    return doc
+
+
+def verify_snapshot(evidence: dict[str, Any], server_public_key: bytes | None = None) -> dict[str, Any]:
+    """Check a snapshot offline from its evidence (:func:`dynadesk.sync.snapshot_check.check_snapshot`)."""
+    from dynadesk.errors import SnapshotError
+    from dynadesk.sync.snapshot_check import check_snapshot
+
+    try:
+        raw = str(evidence["snapshot"]).encode("utf-8")
+        bundles = {str(k): str(v).encode("utf-8") for k, v in dict(evidence["bundles"]).items()}
+        entries = [dict(e) for e in evidence["entries"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotError(f"snapshot evidence is malformed: {exc}") from None
+    return check_snapshot(raw, entries, bundles, server_public_key)

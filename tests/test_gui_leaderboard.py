@@ -236,3 +236,35 @@ def test_a_noisy_run_is_marked_on_the_table(require_qt, qtbot, tmp_path):
     finally:
         window.close()
         services.close()
+
+
+def test_interval_chart_draws_error_bars_and_ties_from_stored_intervals(require_qt, qtbot, tmp_path):
+    """Issue 36: the app's chart shows each run's 95% interval as an error bar and marks a tie."""
+    from dynadesk.scoring import bootstrap as B
+    from dynadesk.workspace import Workspace
+
+    golds = ["negative", "neutral", "positive"] * 10
+    task = {"metric": "macro_f1", "output_kind": "label", "labels": ["negative", "neutral", "positive"]}
+    home = tmp_path / "ws"
+    st = Workspace(home).open_store()
+    shown = {}
+    for name, preds, perf in (("same-a", golds, 100), ("same-b", golds, 100), ("off", golds[1:] + golds[:1], 0)):
+        run = seed_run(st, name, "sentiment", dict(perf={"d1": perf}, throughput=10, memory=1, robustness=80,
+                                                   fairness=80))
+        o = B.outcomes(task, "macro_f1", preds, golds)
+        iv = B.interval(o, B.derive_seed(name, "sha256:d1", "macro_f1"))
+        st.evaluations.update(run, profile={"intervals": {"d1": iv},
+                                            "outcomes": {"d1": B.encode_outcomes(o, "sha256:d1")}})
+        shown[name] = iv
+    st.close()
+    services, window = make_window(qtbot, tmp_path, home)
+    page = window.show_page("leaderboard")
+    page.select_task("sentiment")
+    bars = page.interval_chart.bars()
+    assert bars[("same-a", "d1")] == (100.0, 100.0, 100.0)
+    assert bars[("off", "d1")][1:] == (shown["off"]["low"], shown["off"]["high"])
+    assert [r[5] for r in page.interval_chart._rows] == [True, False, False]  # same-a ≈ same-b; off is not tied
+    page.tabs.setCurrentWidget(page.tabs.widget(page.tabs.count() - 1))
+    page.interval_chart.grab()  # painting raises nothing
+    window.close()
+    services.close()

@@ -3,7 +3,7 @@ metric weights, dataset weights and memory budgets they give identical ranks, sc
 
 Each example stores the table as real evaluation runs in a real SQLite workspace, runs
 ``dynadesk leaderboard --json`` on it, asks the app's ``LeaderboardService`` (a real Qt
-object over the same workspace) and the server's board (``sync.server.board`` over the rows it
+object over the same workspace) and the server's board (``sync.board`` over the rows it
 would store from the same metrics as bundles).
 """
 
@@ -24,7 +24,7 @@ from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.board import SCORE_METRICS
 from dynadesk.store.evaluations import MetricValue
-from dynadesk.sync.server import board as server_board
+from dynadesk.sync import board as server_board
 from dynadesk.workspace import Workspace
 
 EXAMPLES = 200 if os.environ.get("DYNADESK_LONG") == "1" else 25

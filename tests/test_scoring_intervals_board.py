@@ -106,3 +106,19 @@ def test_rank_intervals_from_resampled_examples(store):
     header = out.output.splitlines()[0]
     assert "rank 95%" in header and "tied with next" in header
     assert any(line.split()[1] == "noisy-a" and "2-3" in line.split() for line in out.output.splitlines()[2:6])
+
+
+def test_the_demo_prints_the_board_with_intervals_and_ties(store):
+    from dynadesk.demo import print_leaderboard
+
+    _run(store, "a-copy", list(GOLDS), 90.0)
+    _run(store, "b-copy", list(GOLDS), 89.0)
+    _run(store, "c-wrong", _wrong(GOLDS), 10.0)
+    lines: list[str] = []
+    assert print_leaderboard(store, lines.append) == "a-copy"
+    header = lines[0].split()
+    assert header[3:7] == ["rank", "95%", "tied", "with"]
+    first = next(line for line in lines if line.split()[:2] == ["1", "a-copy"])
+    assert "= b-copy" in first
+    assert any("macro_f1 95% intervals (1000 seeded bootstrap" in line for line in lines)
+    assert any(line.split()[:2] == ["c-wrong", "vader-movies-test"] and "[0.00, 0.00]" in line for line in lines)

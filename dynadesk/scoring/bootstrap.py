@@ -25,7 +25,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,12 @@ LEVEL = 95.0
 ALPHA = 0.05
 METHOD = "percentile-bootstrap-v1"
 
-__all__ = ["ALPHA", "LEVEL", "METHOD", "RESAMPLES", "Outcomes", "decode_outcomes", "derive_seed", "encode_outcomes",
-           "interval", "outcomes", "pair_seed", "paired", "resample_indices", "run_bootstrap", "run_intervals"]
+CHUNK_DRAWS = 2_000_000  # example indices drawn at once: memory stays bounded whatever the test set's size
+
+__all__ = ["ALPHA", "LEVEL", "METHOD", "RESAMPLES", "Outcomes", "Resampled", "board_seed", "decode_outcomes",
+           "derive_seed", "encode_outcomes", "interval", "neighbour_tests", "outcomes", "pair_seed", "paired",
+           "paired_resampled", "rank_intervals", "resample_indices", "resampled_statistic", "run_bootstrap",
+           "run_intervals"]
 
 
 def derive_seed(*parts: str) -> int:
@@ -55,6 +59,21 @@ def resample_indices(n: int, seed: int, resamples: int = RESAMPLES) -> npt.NDArr
     """``resamples`` rows of ``n`` example indices drawn with replacement (PCG64, ``seed``)."""
     rng = np.random.default_rng(seed)
     return rng.integers(0, n, size=(resamples, n), dtype=np.int64)
+
+
+def _index_chunks(n: int, seed: int, resamples: int) -> Iterator[npt.NDArray[np.int64]]:
+    """The rows of :func:`resample_indices` a few at a time (the same stream: PCG64 fills them in order)."""
+    rng = np.random.default_rng(seed)
+    step = max(1, CHUNK_DRAWS // max(n, 1))
+    for start in range(0, resamples, step):
+        yield rng.integers(0, n, size=(min(step, resamples - start), n), dtype=np.int64)
+
+
+def resampled_statistic(o: Outcomes, seed: int, resamples: int = RESAMPLES) -> npt.NDArray[np.float64]:
+    """The metric on each of ``resamples`` seeded resamples, drawn in chunks (bounded memory; same values as
+    ``o.statistic(resample_indices(...))``)."""
+    parts = [o.statistic(idx) for idx in _index_chunks(o.size, seed, resamples)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -132,7 +151,7 @@ def interval(o: Outcomes, seed: int, resamples: int = RESAMPLES) -> dict[str, An
     """The ``LEVEL`` % percentile interval of the metric over ``resamples`` seeded resamples."""
     if o.size == 0:
         raise M.MetricError("no examples: the interval is undefined")
-    low, high = _bounds(o.statistic(resample_indices(o.size, seed, resamples)))
+    low, high = _bounds(resampled_statistic(o, seed, resamples))
     return {"metric": o.metric, "low": low, "high": high, "level": LEVEL, "resamples": resamples,
             "seed": f"{seed:016x}", "method": METHOD}
 
@@ -146,10 +165,17 @@ def paired(a: Outcomes, b: Outcomes, seed: int, resamples: int = RESAMPLES) -> d
         raise M.MetricError(f"cannot pair {a.metric} over {a.size} examples with {b.metric} over {b.size}")
     if a.size == 0:
         raise M.MetricError("no examples: the paired test is undefined")
-    everything = np.arange(a.size, dtype=np.int64)[None, :]
-    observed = float(a.statistic(everything)[0] - b.statistic(everything)[0])
-    idx = resample_indices(a.size, seed, resamples)
-    delta = a.statistic(idx) - b.statistic(idx)
+    observed = _observed(a) - _observed(b)
+    delta = resampled_statistic(a, seed, resamples) - resampled_statistic(b, seed, resamples)
+    return _difference(observed, delta, seed)
+
+
+def _observed(o: Outcomes) -> float:
+    return float(o.statistic(np.arange(o.size, dtype=np.int64)[None, :])[0])
+
+
+def _difference(observed: float, delta: npt.NDArray[np.float64], seed: int) -> dict[str, Any]:
+    """The paired test's answer from the observed difference and its resampled values (see :func:`paired`)."""
     low, high = _bounds(delta)
     if observed > 0:
         far = float(np.mean(delta <= 0))
@@ -158,7 +184,8 @@ def paired(a: Outcomes, b: Outcomes, seed: int, resamples: int = RESAMPLES) -> d
     else:
         far = 0.5
     return {"delta": observed, "low": low, "high": high, "p_value": min(1.0, 2 * far),
-            "tied": bool(low <= 0.0 <= high), "level": LEVEL, "resamples": resamples, "seed": f"{seed:016x}"}
+            "tied": bool(low <= 0.0 <= high), "level": LEVEL, "resamples": int(delta.shape[0]),
+            "seed": f"{seed:016x}"}
 
 
 def encode_outcomes(o: Outcomes, data_sha256: str) -> dict[str, Any]:
@@ -245,3 +272,112 @@ def _scan(spec_file: Path, data_dir: Path, predictions_file: Path,
         out[ds.name] = interval(o, derive_seed(predictions_digest, f"sha256:{ds.sha256}", metric))
         compact[ds.name] = encode_outcomes(o, f"sha256:{ds.sha256}")
     return out, compact
+
+
+# ---------------------------------------------------------------------- boards (local, server, snapshots)
+def board_seed(data_sha256: str, metric: str) -> int:
+    """The seed of a board's shared resamples of one test set: every row scored on that data digest is resampled
+    with the same index rows, so any two rows' resampled values form a paired bootstrap."""
+    return derive_seed("rank", data_sha256, metric)
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """One row's task metric on one test set: the observed value and its values on the board's shared resamples
+    (:func:`board_seed`). Worked out once per run or bundle (they never change) and kept; a paired test or a rank
+    interval then costs a subtraction, not a bootstrap."""
+
+    metric: str
+    data_sha256: str
+    observed: float
+    values: npt.NDArray[np.float64]
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any], resamples: int = RESAMPLES) -> Resampled:
+        """From a compact outcome (:func:`encode_outcomes`; raises ``MetricError`` when malformed)."""
+        o = decode_outcomes(raw)
+        if o.size == 0:
+            raise M.MetricError("compact outcome: no examples")
+        data = str(raw["data_sha256"])
+        return cls(o.metric, data, _observed(o), resampled_statistic(o, board_seed(data, o.metric), resamples))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe and exact (the values as little-endian float64, base64)."""
+        return {"metric": self.metric, "data_sha256": self.data_sha256, "observed": self.observed,
+                "values": base64.b64encode(self.values.astype("<f8").tobytes()).decode("ascii")}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Resampled:
+        values = np.frombuffer(base64.b64decode(str(raw["values"])), dtype="<f8").astype(np.float64)
+        return cls(str(raw["metric"]), str(raw["data_sha256"]), float(raw["observed"]), values)
+
+
+def resampled_rows(outcomes_of: Mapping[str, Any]) -> dict[str, Resampled]:
+    """``{dataset: Resampled}`` of a run's or bundle's compact outcomes; a malformed one is left out."""
+    out: dict[str, Resampled] = {}
+    for name, raw in (outcomes_of or {}).items():
+        try:
+            out[name] = Resampled.of(raw)
+        except (M.MetricError, KeyError, TypeError, ValueError):
+            continue
+    return out
+
+
+def paired_resampled(a: Resampled, b: Resampled) -> dict[str, Any] | None:
+    """The paired bootstrap of A - B on one test set from two rows' shared resamples; None when the two were
+    scored on different data (another version of the test set) or another metric: not a paired comparison."""
+    if a.data_sha256 != b.data_sha256 or a.metric != b.metric or a.values.shape != b.values.shape:
+        return None
+    return _difference(a.observed - b.observed, a.values - b.values, board_seed(a.data_sha256, a.metric))
+
+
+def neighbour_tests(order: Sequence[Any], resampled: Mapping[Any, Mapping[str, Resampled]],
+                    cache: dict[tuple[Any, Any, str], dict[str, Any] | None],
+                    rows: Sequence[int] | None = None) -> dict[Any, tuple[dict[str, dict[str, Any]], bool]]:
+    """For each row (of ``rows``, positions in ``order``; default all) its paired test against the next row in
+    ``order`` on every test set both carry, and whether it is *tied* with it (tied on every one of them, and at
+    least one). ``cache`` keeps a pair's test (runs and bundles never change)."""
+    out: dict[Any, tuple[dict[str, dict[str, Any]], bool]] = {}
+    for i in (range(len(order)) if rows is None else rows):
+        if i + 1 >= len(order):
+            continue
+        a, b = order[i], order[i + 1]
+        ra, rb = resampled.get(a) or {}, resampled.get(b) or {}
+        tests: dict[str, dict[str, Any]] = {}
+        for name in sorted(set(ra) & set(rb)):
+            key = (a, b, name)
+            if key not in cache:
+                cache[key] = paired_resampled(ra[name], rb[name])
+            if cache[key] is not None:
+                tests[name] = cache[key]  # type: ignore[assignment]
+        out[a] = (tests, bool(tests) and all(t["tied"] for t in tests.values()))
+    return out
+
+
+def rank_intervals(dynascores: Sequence[float], perf: Sequence[Mapping[str, float]],
+                   resampled: Sequence[Mapping[str, Resampled]], dataset_weights: Mapping[str, float],
+                   perf_weight: float) -> list[list[int]] | None:
+    """Each row's Dynascore rank interval: the central 95% of its competition rank over the shared resamples,
+    every row's task metric recomputed per dataset and averaged with the dataset weights, its Dynascore moved by
+    ``perf_weight`` (normalised) times the change, measured metrics and exchange rates held fixed. A row without
+    outcomes for a dataset keeps its measured perf there. None when fewer than two rows or no row has outcomes."""
+    from dynadesk.scoring.dynascore import _ranks_2d
+
+    n = len(dynascores)
+    if n < 2 or not any(resampled):
+        return None
+    width = next(v.values.shape[0] for r in resampled for v in r.values())
+    shifts = np.zeros((n, width))
+    for i in range(n):
+        values = {d: v for d, v in perf[i].items() if d}
+        weights = {d: float(dataset_weights.get(d, 1.0)) for d in values}
+        total = sum(weights.values())
+        if not total:
+            continue
+        for name, r in resampled[i].items():
+            if name in values and r.values.shape[0] == width and weights[name]:
+                shifts[i] += weights[name] / total * (r.values - values[name])
+    ranks = _ranks_2d(np.asarray(dynascores, dtype=float)[:, None] + perf_weight * shifts)
+    lows = np.percentile(ranks, 2.5, axis=1, method="lower")
+    highs = np.percentile(ranks, 97.5, axis=1, method="higher")
+    return [[int(lo), int(hi)] for lo, hi in zip(lows, highs)]

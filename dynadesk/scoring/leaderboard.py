@@ -24,7 +24,6 @@ from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
-    _ranks_2d,
     rank_stability,
 )
 from dynadesk.store.evaluations import EvaluationRecord
@@ -177,8 +176,8 @@ class LocalBoard:
         self.records = {r.model_name: r for r in records}
         self.tables, self.units = _collect(records)
         self.board = ScoreBoard.from_tables(self.tables)
-        self._paired: dict[tuple[int, int, str], dict[str, Any] | None] = {}
-        self._resampled: dict[tuple[int, str], Any] = {}
+        self._paired: dict[tuple[Any, Any, str], dict[str, Any] | None] = {}
+        self._resampled: dict[int, dict[str, Any]] = {}  # run id -> {dataset: bootstrap.Resampled}
 
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
@@ -205,7 +204,7 @@ class LocalBoard:
             rows.append(BoardRow(ms.name, ms.rank, ms.dynascore, rec.id, rec.finished_at,
                                  {**others, **ms.values}, self.tables[ms.name], ms.converted,
                                  stab.get(ms.name), noisy.get(ms.name, [])))
-        mark_ties(rows, self.records, self._paired)
+        mark_ties(rows, self.records, self._paired, self._resampled)
         mark_rank_intervals(rows, self.records, scored.weights.get("perf", 0.0), dataset_weights or {}, self._resampled)
         left_off = dict(scored.left_off)
         if exclude_noisy:
@@ -221,44 +220,35 @@ def _run_intervals(rec: EvaluationRecord) -> dict[str, dict[str, Any]]:
     return dict(stored) if isinstance(stored, dict) else {}
 
 
+def _resampled_of(records: dict[str, EvaluationRecord], cache: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Each run's shared resamples per test set (:class:`~dynadesk.scoring.bootstrap.Resampled`), worked out once."""
+    from dynadesk.scoring.bootstrap import resampled_rows
+
+    for rec in records.values():
+        if rec.id not in cache:
+            cache[rec.id] = resampled_rows(_outcomes(rec))
+    return {name: cache[rec.id] for name, rec in records.items()}
+
+
 def mark_ties(rows: list[BoardRow], records: dict[str, EvaluationRecord],
-              cache: dict[tuple[int, int, str], dict[str, Any] | None]) -> None:
+              cache: dict[tuple[Any, Any, str], dict[str, Any] | None], resampled: dict[int, dict[str, Any]]) -> None:
     """Each row's intervals, and the paired bootstrap of the task metric against the next row on every dataset
-    both scored with the same data digest (:mod:`dynadesk.scoring.bootstrap`); ``tied_with`` when none of those
-    differences is significant. A pair's test is computed once per board (``cache``), not per re-rank."""
+    both scored with the same data digest (:func:`dynadesk.scoring.bootstrap.neighbour_tests`, the one the server
+    and snapshots use); ``tied_with`` when none of those differences is significant. A pair's test is computed once
+    per board (``cache``), not per re-rank."""
+    from dynadesk.scoring.bootstrap import neighbour_tests
+
+    tests = neighbour_tests([r.model for r in rows], _resampled_of(records, resampled), cache)
     for i, row in enumerate(rows):
         row.intervals = _run_intervals(records[row.model])
-        if i + 1 >= len(rows):
-            continue
-        a, b = records[row.model], records[rows[i + 1].model]
-        for name in sorted(set(_outcomes(a)) & set(_outcomes(b))):
-            key = (a.id, b.id, name)
-            if key not in cache:
-                cache[key] = _pair(a, b, name)
-            if cache[key] is not None:
-                row.paired_next[name] = {"with": rows[i + 1].model, **cache[key]}  # type: ignore[dict-item]
-        if row.paired_next and all(t["tied"] for t in row.paired_next.values()):
-            row.tied_with = rows[i + 1].model
+        found, tied = tests.get(row.model, ({}, False))
+        row.paired_next = {name: {"with": rows[i + 1].model, **t} for name, t in found.items()}
+        row.tied_with = rows[i + 1].model if tied else None
 
 
 def _outcomes(rec: EvaluationRecord) -> dict[str, Any]:
     stored = (rec.profile or {}).get("outcomes")
     return stored if isinstance(stored, dict) else {}
-
-
-def _pair(a: EvaluationRecord, b: EvaluationRecord, dataset: str) -> dict[str, Any] | None:
-    from dynadesk.evaluator.metrics import MetricError
-    from dynadesk.scoring.bootstrap import decode_outcomes, pair_seed, paired
-
-    ra, rb = _outcomes(a)[dataset], _outcomes(b)[dataset]
-    if ra.get("data_sha256") != rb.get("data_sha256") or ra.get("metric") != rb.get("metric"):
-        return None  # another version of the test set or another metric: not a paired comparison
-    try:
-        return paired(decode_outcomes(ra), decode_outcomes(rb),
-                      pair_seed(a.predictions_digest or "", b.predictions_digest or "", ra["data_sha256"],
-                                ra["metric"]))
-    except MetricError:
-        return None
 
 
 def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:
@@ -339,44 +329,14 @@ def with_hardware(board: Leaderboard, chosen: str, classes: dict[str, int]) -> L
     return board
 
 
-RANK_RESAMPLES = 1000
-
-
 def mark_rank_intervals(rows: list[BoardRow], records: dict[str, EvaluationRecord], perf_weight: float,
-                        dataset_weights: dict[str, float], cache: dict[tuple[int, str], Any]) -> None:
-    """Each row's Dynascore rank interval: the central 95% of its rank over ``RANK_RESAMPLES`` resamples of
-    the examples, the task metric recomputed per dataset and averaged with the dataset weights, measured
-    metrics and the exchange rates held fixed. One resample index set per data digest, shared by every row
-    (a paired resample); a row without stored outcomes keeps its measured perf. None for runs made before it."""
-    import numpy as np
+                        dataset_weights: dict[str, float], cache: dict[int, dict[str, Any]]) -> None:
+    """Each row's Dynascore rank interval (:func:`dynadesk.scoring.bootstrap.rank_intervals`: the shared resamples
+    of every test set, measured metrics and exchange rates held fixed). None for runs made before it."""
+    from dynadesk.scoring.bootstrap import rank_intervals
 
-    from dynadesk.evaluator.metrics import MetricError
-    from dynadesk.scoring.bootstrap import decode_outcomes, derive_seed, resample_indices
-
-    if len(rows) < 2 or not any(_outcomes(records[r.model]) for r in rows):
-        return
-    shifts = np.zeros((len(rows), RANK_RESAMPLES))
-    for i, row in enumerate(rows):
-        rec = records[row.model]
-        perf = {d: v for d, v in row.per_dataset.get("perf", {}).items() if d}
-        weights = {d: dataset_weights.get(d, 1.0) for d in perf}
-        total = sum(weights.values())
-        for name, raw in _outcomes(rec).items():
-            if name not in perf or not total:
-                continue
-            key = (rec.id, name)
-            if key not in cache:
-                try:
-                    o = decode_outcomes(raw)
-                    seed = derive_seed("rank", str(raw["data_sha256"]), o.metric)
-                    cache[key] = o.statistic(resample_indices(o.size, seed, RANK_RESAMPLES))
-                except MetricError:
-                    cache[key] = None
-            if cache[key] is not None:
-                shifts[i] += weights[name] / total * (cache[key] - perf[name])
-    scores = np.array([r.dynascore for r in rows])[:, None] + perf_weight * shifts
-    ranks = _ranks_2d(scores)  # competition ranking, as the board's own ranks
-    for i, row in enumerate(rows):
-        lo = np.percentile(ranks[i], 2.5, method="lower")
-        hi = np.percentile(ranks[i], 97.5, method="higher")
-        row.rank_interval = [int(lo), int(hi)]
+    resampled = _resampled_of(records, cache)
+    found = rank_intervals([r.dynascore for r in rows], [r.per_dataset.get("perf", {}) for r in rows],
+                           [resampled[r.model] for r in rows], dataset_weights, perf_weight)
+    for row, interval in zip(rows, found or []):
+        row.rank_interval = interval

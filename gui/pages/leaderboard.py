@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.charts import BreakdownChart, RadarChart, RankRangeChart, axis_fractions
+from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankRangeChart, axis_fractions
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
@@ -179,6 +179,10 @@ class LeaderboardPage(Page):
         self.stability_chart.setToolTip("Ranks each model takes as each metric weight in turn varies over 0–5 "
                                         "(dot: its rank now)")
         self.tabs.addTab(_scrolled(self.stability_chart), "Rank stability")
+        self.interval_chart = IntervalChart()
+        self.interval_chart.setToolTip("Each model's task metric per test set with its 95% bootstrap interval "
+                                       "(error bar); ≈: tied with the next row (paired bootstrap)")
+        self.tabs.addTab(_scrolled(self.interval_chart), "Intervals")
         rl.addWidget(self.tabs, 2)
         split.addWidget(right)
         split.setSizes([300, 800])
@@ -282,6 +286,7 @@ class LeaderboardPage(Page):
             self.table.setRowCount(0)
             self.stability_chart.set_data([], 0)
             self.breakdown.set_data([], [])
+            self.interval_chart.set_data([])
             self.radar.set_data([], [])
             return
         if self.banner.kind == "error":
@@ -290,6 +295,7 @@ class LeaderboardPage(Page):
         self._fill_table(res)
         self._fill_stability(res)
         self._fill_breakdown(res)
+        self._fill_intervals(res)
         self._update_radar()
 
     def _fill_table(self, res: Leaderboard) -> None:
@@ -375,6 +381,16 @@ class LeaderboardPage(Page):
             s = r.stability or {}
             rows.append((r.model, r.rank, s.get("min_rank", r.rank), s.get("max_rank", r.rank)))
         self.stability_chart.set_data(rows, len(res.rows))
+
+    def _fill_intervals(self, res: Leaderboard) -> None:
+        """Error bars from each run's stored intervals (issue 36); the value is the run's own per-dataset perf."""
+        rows = []
+        for r in res.rows[:BREAKDOWN_MODELS]:
+            perf = r.per_dataset.get("perf", {})
+            for name, iv in sorted(r.intervals.items()):
+                value = perf.get(name, (iv["low"] + iv["high"]) / 2)
+                rows.append((r.model, name, value, iv["low"], iv["high"], r.tied_with is not None))
+        self.interval_chart.set_data(rows)
 
     def _fill_breakdown(self, res: Leaderboard) -> None:
         """Each metric's share of the Dynascore: normalised weight × converted value (they sum to the score)."""

@@ -37,6 +37,7 @@ from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
+from dynadesk.sync.server.snapshot_routes import add_snapshot_routes
 from dynadesk.sync.server.task_registry import board_tasks, definition
 from dynadesk.sync.server.values import registry
 
@@ -184,6 +185,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return response
 
     add_page_routes(app, view, _head)
+    add_snapshot_routes(app, view)  # issue 36: signed board snapshots
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs() -> HTMLResponse:

@@ -17,12 +17,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
-from dynadesk.sync.server import board as _board
+from dynadesk.sync import board as _board
+from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
+from dynadesk.sync.board_stats import StatsCache
 from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
-from dynadesk.sync.server.facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
 from dynadesk.sync.server.operator_view import OperatorView
 from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
@@ -41,6 +42,7 @@ class _Prepared:
     reference: list[str]        # row ids the exchange rates are estimated from
     reference_rule: str
     pinned: frozenset[str]      # bundle ids the operator pinned as references
+    intervals: _board.BoardIntervals | None = None  # intervals, ties and rank intervals (issue 36)
 
 
 class BoardView:
@@ -49,6 +51,7 @@ class BoardView:
     def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
+        self.stats = StatsCache(db)
         self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
@@ -78,10 +81,17 @@ class BoardView:
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
                              sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),
-                             [r["model"] for r in ref_rows], ref_rule, pinned)
+                             [r["model"] for r in ref_rows], ref_rule, pinned, self._intervals(keyed))
         with self._lock:
             self._prepared[key] = (stored, prepared)
         return prepared
+
+    def _intervals(self, keyed: list[dict[str, Any]]) -> _board.BoardIntervals:
+        """The rows' intervals and shared resamples (stored at ingest), by row id."""
+        stats = self.stats.of(r["bundle_id"] for r in keyed)
+        return _board.BoardIntervals({r["model"]: stats[r["bundle_id"]].intervals for r in keyed},
+                                     {r["model"]: stats[r["bundle_id"]].resampled for r in keyed},
+                                     _rows.labels(keyed))
 
     def answer(self, task: str, params: Mapping[str, str]) -> dict[str, Any]:
         """Parse every parameter (a clear ValidationError for a bad one), rank the selected rows, describe them."""
@@ -104,13 +114,16 @@ class BoardView:
                              frozenset(settings.pins))
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      prep.reference)
+                                      prep.reference, prep.intervals)
+        left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
+                     for rid, why in answer["left_off"].items()]
         answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
              "bundle_id": prep.by_id[rid]["bundle_id"],
              "why": _reference.why(prep.by_id[rid], prep.pinned, prep.reference_rule)}
             for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
+        answer["left_off_rows"] = left_rows
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
@@ -171,5 +184,7 @@ class BoardView:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],
                         "contributions": row["contributions"], "label": row["label"],
-                        "hardware_status": row["hardware_status"]}
+                        "hardware_status": row["hardware_status"], "rank_interval": row.get("rank_interval"),
+                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {}}
         return None
+

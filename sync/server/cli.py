@@ -339,7 +339,7 @@ def board_default_class(db_path: str, task: str, hardware_class: str | None, uns
 
 
 def _classes_with_rows(db: ServerDB, task: str) -> list[str]:
-    from dynadesk.sync.server.facts import FactsCache
+    from dynadesk.sync.board_facts import FactsCache
 
     facts = FactsCache(db.bundle_raw).of_rows(db.board_rows(task))
     return sorted({f.hardware_class for f in facts.values()})
@@ -454,6 +454,86 @@ def tasks_add(db_path: str, path: Path) -> None:
 
     task, digest = add_task_file(_db(db_path), path)
     click.echo(f"registered task '{task.name}' ({digest})")
+
+
+@cli.group()
+def snapshot() -> None:
+    """Signed board snapshots: a task's board frozen for citation (/snapshots/ID)."""
+
+
+def _pairs(values: tuple[str, ...], option: str, prefix: str) -> dict[str, str]:
+    out = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"{item!r}: use NAME=NUMBER", param_hint=option)
+        out[f"{prefix}.{name}"] = value
+    return out
+
+
+@snapshot.command("create")
+@db_option
+@click.argument("task")
+@click.option("--title", required=True, help="What the snapshot is called in citations.")
+@click.option("--key", "key_path", type=click.Path(dir_okay=False),
+              help="The server's log-signing key (default: DB path + .server.key; required with PostgreSQL).")
+@click.option("--weight", "weights", multiple=True, metavar="METRIC=N", help="A metric weight (repeatable).")
+@click.option("--dataset-weight", "dataset_weights", multiple=True, metavar="DATASET=N",
+              help="A dataset weight (repeatable).")
+@click.option("--memory-budget", type=float, metavar="GIB", help="GiB the memory metric counts savings below.")
+@click.option("--hardware-class", help="The hardware class ranked, or 'all' (default: the one with most models).")
+@click.option("--runner", help="Only rows of this runner (docker, local).")
+@click.option("--sandboxed", type=click.Choice(["yes", "no"]), help="Only sandboxed (or only not sandboxed) rows.")
+@click.option("--audit", type=click.Choice(["all", "reproduced"]), default="all", show_default=True,
+              help="reproduced: only rows an auditor reproduced.")
+@json_option
+def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, weights: tuple[str, ...],
+                    dataset_weights: tuple[str, ...], memory_budget: float | None, hardware_class: str | None,
+                    runner: str | None, sandboxed: str | None, audit: str, as_json: bool) -> None:
+    """Freeze TASK's board (rows, weights, the log head), sign it with the server key and append it to the log."""
+    from datetime import UTC, datetime
+
+    from dynadesk.sync.format.keys import load_or_create_server_key
+    from dynadesk.sync.server.app import default_key_path
+    from dynadesk.sync.server.board_view import BoardView
+    from dynadesk.sync.server.snapshots import create_snapshot
+    from dynadesk.sync.server.task_registry import board_tasks
+    from dynadesk.sync.server.values import registry
+
+    params = {**_pairs(weights, "--weight", "weight"), **_pairs(dataset_weights, "--dataset-weight", "dataset"),
+              **({"memory_budget": str(memory_budget)} if memory_budget is not None else {}),
+              **({"hardware_class": hardware_class} if hardware_class else {}),
+              **({"runner": runner} if runner else {}), **({"sandboxed": sandboxed} if sandboxed else {}),
+              "audit": audit}
+    db = _db(db_path)
+    try:
+        key = load_or_create_server_key(key_path or default_key_path(db_path))
+        tasks = board_tasks(db)
+        view = BoardView(db, tasks, {name: registry(t) for name, t in tasks.items()})
+        snap, entry = create_snapshot(view, key, task, title, params, datetime.now(UTC))
+    finally:
+        db.close()
+    p = snap.payload
+    if as_json:
+        click.echo(json.dumps({"id": snap.id, "url": f"/snapshots/{snap.id}", "log_seq": entry["seq"],
+                               "rows": len(p["rows"]), "log_size": p["log"]["size"]}, indent=2))
+        return
+    click.echo(f"snapshot {snap.id}: '{p['title']}', {len(p['rows'])} rows of '{task}' at log head {p['log']['size']},"
+               f" logged as entry {entry['seq']}; page /snapshots/{snap.id}")
+
+
+@snapshot.command("list")
+@db_option
+@click.option("--task")
+@json_option
+def snapshot_list(db_path: str, task: str | None, as_json: bool) -> None:
+    """Snapshots taken on this board, oldest first."""
+    rows = _db(db_path).list_snapshots(task)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _table(["id", "log entry", "task", "title", "taken"], [[r["id"], r["seq"], r["task"], r["title"], r["created_at"]]
+                                                           for r in rows])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,7 +25,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import AlreadyExistsError, AttestationError, ConfigError, NotFoundError, ReplayError
+from dynadesk.errors import (
+    AlreadyExistsError,
+    AttestationError,
+    ConfigError,
+    NotFoundError,
+    ReplayError,
+    SnapshotError,
+)
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server import migrations
 from dynadesk.sync.server.backend import Executor, Tx
@@ -264,6 +271,10 @@ class ServerDB:
                   " WHERE excluded.created_us >= board.created_us",
                   [b.task, b.model_name, b.key_fingerprint, bundle_id, b.created_at, b.model_digest,
                    json.dumps(b.metrics), b.created_us, json.dumps(b.datasets)])
+        if b.stats is not None:  # intervals, outcomes and shared resamples, worked out once (board_stats)
+            c.execute("INSERT INTO bundle_intervals(bundle_id, intervals, outcomes, resampled) VALUES (?,?,?,?)",
+                      [bundle_id, json.dumps(b.stats["intervals"]), json.dumps(b.stats["outcomes"]),
+                       json.dumps(b.stats["resampled"])])
         return {"bundle_id": bundle_id, "seq": seq, "entry_hash": entry, "received_at": received}
 
     def accept_attestation(self, a: CheckedAttestation, entry_hash_fn: EntryHash) -> dict[str, Any]:
@@ -294,6 +305,18 @@ class ServerDB:
         if row is None:
             raise NotFoundError(f"no accepted bundle with id {bundle_id}")
         return BundleFacts(str(row[0]), int(row[1]), str(row[2]), str(row[3] or ""))
+
+    def bundle_stats(self, bundle_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """``{bundle id: (intervals JSON, resampled JSON)}`` stored at ingest for those of ``bundle_ids`` that have
+        them (board_stats)."""
+        out: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(bundle_ids), 500):
+            part = bundle_ids[start:start + 500]
+            with self.lock:
+                rows = self.conn.execute("SELECT bundle_id, intervals, resampled FROM bundle_intervals WHERE bundle_id"
+                                         f" IN ({', '.join('?' * len(part))})", part).fetchall()
+            out.update({str(r[0]): (str(r[1]), str(r[2])) for r in rows})
+        return out
 
     def key_stored_bytes(self, fingerprint: str) -> int:
         """Bytes of every bundle this key has stored (its quota's use)."""
@@ -417,9 +440,10 @@ class ServerDB:
         with self.lock:
             rows = self.conn.execute(
                 "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256,"
-                " CASE WHEN l.kind = 'attestation' THEN a.raw ELSE b.raw END"
+                " CASE WHEN l.kind = 'attestation' THEN a.raw WHEN l.kind = 'snapshot' THEN s.raw ELSE b.raw END"
                 " FROM log l LEFT JOIN bundles b ON b.id = l.bundle_id AND b.seq = l.seq"
                 " LEFT JOIN attestations a ON a.id = l.bundle_id AND a.seq = l.seq"
+                " LEFT JOIN snapshots s ON s.id = l.bundle_id AND s.seq = l.seq"
                 " WHERE l.seq > ? ORDER BY l.seq LIMIT ?", [after_seq, limit]).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), None if r[4] is None else bytes(r[4])) for r in rows]
 
@@ -444,6 +468,39 @@ class ServerDB:
             c.executemany("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
                           " metrics, datasets, created_us) VALUES (?,?,?,?,?,?,?,?,?)", rows)
         self._board_cache.clear()
+
+    # ------------------------------------------------------------------ board snapshots (issue 36)
+    def add_snapshot(self, snapshot_id: str, raw: bytes, task: str, title: str, created_at: str,
+                     at_head: tuple[int, str], entry_hash_fn: EntryHash) -> dict[str, Any]:
+        """Store a signed snapshot and append it to the log, atomically, only if the log's head is still
+        ``at_head`` (the head its rows were taken at); else :class:`SnapshotError` (take it again)."""
+        import hashlib
+
+        with self.tx() as c:
+            last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
+            now = (int(last[0]), str(last[1])) if last else (0, "0" * 64)
+            if now != tuple(at_head):
+                raise SnapshotError(f"the log moved from entry {at_head[0]} to {now[0]} while the snapshot was taken")
+            seq, entry, received = self._append_log(c, entry_hash_fn, snapshot_id, hashlib.sha256(raw).hexdigest(),
+                                                     "snapshot")
+            c.execute("INSERT INTO snapshots(id, seq, task, title, created_at, raw) VALUES (?,?,?,?,?,?)",
+                      [snapshot_id, seq, task, title, created_at, raw])
+        return {"snapshot_id": snapshot_id, "seq": seq, "entry_hash": entry, "received_at": received}
+
+    def snapshot_raw(self, snapshot_id: str) -> tuple[bytes, int]:
+        """A snapshot's signed bytes and its log entry's sequence number."""
+        with self.lock:
+            row = self.conn.execute("SELECT raw, seq FROM snapshots WHERE id = ?", [snapshot_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no snapshot with id {snapshot_id}")
+        return bytes(row[0]), int(row[1])
+
+    def list_snapshots(self, task: str | None = None) -> list[dict[str, Any]]:
+        cols = ("id", "seq", "task", "title", "created_at")
+        with self.lock:
+            rows = self.conn.execute(f"SELECT {', '.join(cols)} FROM snapshots WHERE {_ANY_TASK} ORDER BY seq",
+                                     [task, task]).fetchall()
+        return [dict(zip(cols, r)) for r in rows]
 
     def log_entries(self, start: int, limit: int) -> list[dict[str, Any]]:
         cols = ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash", "kind")

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dynadesk.sync.server.facts import ALL_CLASSES, RowFacts
+from dynadesk.sync.board_facts import ALL_CLASSES, RowFacts
 from dynadesk.sync.server.reference import reproduced
 
 CONFIRMED = "confirmed"

@@ -33,12 +33,13 @@ from dynadesk.errors import (
     UnknownKeyError,
     VerdictMismatchError,
 )
+from dynadesk.sync.board import board_metrics
+from dynadesk.sync.board_stats import bundle_stats
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
-from dynadesk.sync.server.board import board_metrics
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
 from dynadesk.sync.server.migrations import results_key
@@ -156,7 +157,8 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
                          bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
                          bundle.payload["created_at"], epoch_us(bundle.payload["created_at"], "payload.created_at"),
-                         digests, board_metrics(bundle.payload["metrics"]), results_key(bundle.payload))
+                         digests, board_metrics(bundle.payload["metrics"]), results_key(bundle.payload),
+                         bundle_stats(bundle.payload))
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:

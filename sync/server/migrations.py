@@ -182,3 +182,16 @@ def m006_default_view(c: Tx) -> None:
         pinned_at TEXT NOT NULL)""")
     for stmt in c.dialect.config_triggers(("board_defaults", "reference_pins")):
         c.execute(stmt)
+
+
+@migration
+def m007_snapshots(c: Tx) -> None:
+    """Issue 36: each bundle's intervals, compact outcomes and shared resamples, worked out once at ingest
+    (``bundle_intervals``; bundles stored before it are worked out on first use), and the signed board snapshots,
+    each appended to the transparency log as a ``snapshot`` entry (``snapshots``)."""
+    c.ddl("""CREATE TABLE bundle_intervals (
+        bundle_id TEXT PRIMARY KEY REFERENCES bundles(id), intervals TEXT NOT NULL, outcomes TEXT NOT NULL,
+        resampled TEXT NOT NULL)""")
+    c.ddl("""CREATE TABLE snapshots (
+        id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE REFERENCES log(seq), task TEXT NOT NULL,
+        title TEXT NOT NULL, created_at TEXT NOT NULL, raw BLOB NOT NULL)""")

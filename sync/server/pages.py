@@ -12,10 +12,10 @@ from html import escape
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.sync.board_facts import facts_of, payload_of
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
-from dynadesk.sync.server.facts import facts_of, payload_of
 from dynadesk.sync.server.task_registry import describe
 
 Html = str
@@ -156,10 +156,36 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
         return ("<p class=\"warn\">This bundle is no longer on the board: a newer bundle of the same model from the"
                 " same submitter replaced it.</p>")
     parts = " + ".join(f"{k} {v:.2f}" for k, v in standing["contributions"].items())
+    ri = standing.get("rank_interval")
+    spread = (f" Rank 95% interval: <strong class=\"rank-interval\">{ri[0]}–{ri[1]}</strong> (resampling the"
+              " test examples)." if ri else "")
+    tied = (f" <span class=\"tied\">Tied with the next row, {h(standing['tied_with'])}</span>: no test set tells"
+            " the two apart (paired bootstrap, 95%)." if standing.get("tied_with") else "")
     return (f"<p class=\"standing\">Rank <strong>{standing['rank']}</strong> of {standing['total']} on the"
             f" <a href=\"/?task={escape(task)}\">{h(task)}</a> board of its hardware class ({h(hw_label)},"
             f" {h(standing['hardware_status'])}) at the default weights: Dynascore"
-            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.</p>")
+            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.{spread}{tied}</p>")
+
+
+
+def intervals_table(payload: dict[str, Any]) -> Html:
+    """The bundle's signed 95% intervals of the task metric, one row per test set, each with a bar on 0-100."""
+    ivs = [iv for iv in payload.get("intervals") or [] if isinstance(iv, dict)]
+    if not ivs:
+        return "<p>This bundle carries no intervals (it was made before they existed).</p>"
+    rows = "".join(
+        f"<tr><th scope=\"row\">{h(iv.get('dataset'))}</th><td>{h(iv.get('metric'))}</td>"
+        f"<td class=\"interval\">{_interval_bar(iv)}</td><td>{h(iv.get('resamples'))}</td>"
+        f"<td><code>{h(iv.get('seed'))}</code></td><td>{h(iv.get('method'))}</td></tr>" for iv in ivs)
+    return ("<table class=\"intervals\" id=\"intervals\"><thead><tr><th>test set</th><th>metric</th>"
+            "<th>95% interval</th><th>resamples</th><th>seed</th><th>method</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def _interval_bar(iv: dict[str, Any]) -> Html:
+    lo, hi = float(iv["low"]), float(iv["high"])
+    return (f"<span class=\"ivbar\" title=\"{lo:.2f}–{hi:.2f}\"><span style=\"left:{max(0.0, min(lo, 100.0)):.2f}%;"
+            f"width:{max(0.5, min(hi, 100.0) - max(lo, 0.0)):.2f}%\"></span></span> {h(f'{lo:.2f}–{hi:.2f}')}")
 
 
 def model_page(view: BoardView, bundle_id: str) -> Html:
@@ -210,6 +236,7 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
         _standing(task, standing, facts.hardware_label),
         section("Summary", summary, "summary"),
         section("Metrics per dataset", metrics_table(payload), "metrics-section"),
+        section("Intervals (task metric, 95%, host bootstrap)", intervals_table(payload), "intervals-section"),
         section("Datasets", "<table class=\"datasets\"><thead><tr><th>name</th><th>split</th><th>examples</th>"
                 f"<th>digest</th><th>board version</th></tr></thead><tbody>{ds_rows}</tbody></table>", "datasets"),
         section("Evaluator", tree(payload.get("evaluator") or {}), "evaluator"),
@@ -249,6 +276,7 @@ def log_page(view: BoardView, start: int, limit: int, head: dict[str, Any]) -> H
     rows = []
     for e in entries:
         doc = (link(f"/models/{e['bundle_id']}", e["bundle_id"][:16] + "…") if e["kind"] == "bundle"
+               else link(f"/snapshots/{e['bundle_id']}", e["bundle_id"][:16] + "…") if e["kind"] == "snapshot"
                else link(f"/api/attestations/{e['bundle_id']}", e["bundle_id"][:16] + "…"))
         rows.append(f"<tr id=\"seq-{e['seq']}\"><td>{e['seq']}</td><td>{h(e['kind'])}</td><td>{doc}</td>"
                     f"<td>{h(e['received_at'])}</td><td><code>{h(e['bundle_sha256'][:16])}…</code></td>"

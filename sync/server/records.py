@@ -58,6 +58,7 @@ class CheckedBundle:
     datasets: dict[str, str]  # name -> digest the bundle was scored on
     metrics: dict[str, Any]  # the board's compact form (board.board_metrics)
     results_key: str = ""  # migrations.results_key: what attestations attach to
+    stats: dict[str, Any] | None = None  # board_stats.bundle_stats: intervals, outcomes, shared resamples
 
 
 @dataclass(frozen=True)

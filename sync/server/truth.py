@@ -15,9 +15,10 @@ import json
 from typing import Any
 
 from dynadesk.errors import DynaDeskError, LogIntegrityError
+from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format.attestation import parse_attestation
 from dynadesk.sync.format.envelope import parse_bundle
-from dynadesk.sync.server.board import board_metrics
+from dynadesk.sync.format.snapshot import parse_snapshot
 from dynadesk.sync.server.db import ServerDB
 
 _PAGE = 2000
@@ -35,7 +36,8 @@ def check_documents(db: ServerDB) -> int:
             if hashlib.sha256(raw).hexdigest() != sha:
                 raise LogIntegrityError(f"{where}: the stored bytes do not hash to the entry's {sha[:16]}...")
             try:
-                parsed_id = (parse_attestation(raw) if kind == "attestation" else parse_bundle(raw)).id
+                parsed_id = (parse_attestation(raw) if kind == "attestation" else parse_snapshot(raw)
+                             if kind == "snapshot" else parse_bundle(raw)).id
             except DynaDeskError as exc:
                 raise LogIntegrityError(f"{where}: the stored document does not parse: {exc}") from exc
             if parsed_id != doc_id:

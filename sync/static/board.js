@@ -207,6 +207,9 @@ function columns(board) {
     {key: "rank", label: "Rank", num: true, get: r => r.rank, cell: (r, td) => { td.textContent = String(r.rank); }},
     {key: "model", label: "Model", get: r => (r.label || r.model).toLowerCase(), cell: modelCell},
     {key: "dynascore", label: "Dynascore", num: true, get: r => r.dynascore, cls: "dynascore"},
+    {key: "rank_interval", label: "Rank 95%", sub: "resampled examples", num: true,
+     get: r => (r.rank_interval ? r.rank_interval[1] - r.rank_interval[0] : null), cell: rankIntervalCell},
+    {key: "tied", label: "Tied with next", get: r => r.tied_with || "", cell: tiedCell},
     {key: "breakdown", label: "Score breakdown", sortable: false, cell: (r, td, ctx) =>
       td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale))},
   ];
@@ -221,7 +224,8 @@ function columns(board) {
     if (open.has(m)) {
       for (const d of datasets) {
         cols.push({key: `${m}@${d}`, label: d, sub: m, num: true, perDataset: true,
-                   get: r => ((r.per_dataset || {})[m] || {})[d]});
+                   get: r => ((r.per_dataset || {})[m] || {})[d],
+                   cell: m === "perf" ? intervalCell(d) : undefined});
       }
     }
   }
@@ -247,6 +251,34 @@ function columns(board) {
                 el("a", {href: r.bundle_url, text: "raw", title: "the signed bundle's exact bytes (JSON)"}));
     }});
   return cols;
+}
+
+// Intervals (issue 36): the server computed them at ingest; the page only draws them.
+function rankIntervalCell(r, td) {
+  td.className = "num rank-interval";
+  const ri = r.rank_interval;
+  td.textContent = ri ? (ri[0] === ri[1] ? `${ri[0]}` : `${ri[0]}–${ri[1]}`) : "–";
+  if (ri) td.title = `rank ${r.rank}; between ${ri[0]} and ${ri[1]} on 95% of resampled test sets`;
+}
+
+function tiedCell(r, td) {
+  td.className = "tied";
+  if (!r.tied_with) return;
+  const tests = Object.entries(r.paired_next || {}).map(([d, t]) =>
+    `${d}: ${fmt(t.delta)} [${fmt(t.low)}, ${fmt(t.high)}], p ${t.p_value.toFixed(2)}`);
+  td.textContent = `≈ ${r.tied_with}`;
+  td.title = `not significantly different from ${r.tied_with} (paired bootstrap, 95%)\n${tests.join("\n")}`;
+  td.dataset.tiedWith = r.tied_with;
+}
+
+function intervalCell(dataset) {
+  return (r, td) => {
+    td.className = "num";
+    const v = ((r.per_dataset || {}).perf || {})[dataset];
+    td.textContent = fmt(v);
+    const iv = (r.intervals || {})[dataset];
+    if (iv) td.append(" ", DynaCharts.intervalBar(iv, v));
+  };
 }
 
 function modelCell(r, td) {

@@ -101,5 +101,21 @@ const DynaCharts = (() => {
     return root;
   }
 
-  return {breakdown, legend, scaleOf, stability, color};
+  // A 95% interval of the task metric on a 0-100 scale, with the row's value as a tick.
+  function intervalBar(iv, value, width = 60, height = 10) {
+    const x = v => Math.max(0, Math.min(100, v)) / 100 * width;
+    const label = `95% interval ${num(iv.low)}–${num(iv.high)} (${iv.resamples} resamples)`;
+    const root = svg("svg", {width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label,
+                              class: "interval", "data-low": iv.low, "data-high": iv.high});
+    root.append(svg("title", {}, label));
+    root.append(svg("line", {x1: 0, x2: width, y1: height / 2, y2: height / 2, stroke: "#d0d0d0"}));
+    root.append(svg("rect", {x: x(iv.low).toFixed(2), y: 2, width: Math.max(1.5, x(iv.high) - x(iv.low)).toFixed(2),
+                             height: height - 4, fill: "#0072B2"}));
+    if (value !== undefined && value !== null) {
+      root.append(svg("line", {x1: x(value), x2: x(value), y1: 0, y2: height, stroke: "#1b1b1b"}));
+    }
+    return root;
+  }
+
+  return {breakdown, legend, scaleOf, stability, color, intervalBar};
 })();

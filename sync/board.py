@@ -7,14 +7,17 @@ query only parses its parameters and asks that board for one page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring import bootstrap as _bootstrap
+from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
-from dynadesk.sync.server.facts import RowFilter
+from dynadesk.sync.board_facts import RowFilter
 
 BOARD_METRICS = SCORE_METRICS
 
@@ -137,11 +140,101 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
     return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS))
 
 
+RANK_CACHE = 64  # rank intervals kept per prepared board (one per weight setting asked for)
+INTERVALS_ABOUT = {"level": _bootstrap.LEVEL, "resamples": _bootstrap.RESAMPLES, "method": _bootstrap.METHOD,
+                   "tied": "paired bootstrap of the task metric against the next row on every test set both were"
+                           " scored on (same data digest): tied when each 95% interval of the difference contains 0",
+                   "rank_interval": "central 95% of the row's rank over the shared resamples, measured metrics and"
+                                    " exchange rates held fixed"}
+
+
+PAIR_FIELDS = ("delta", "low", "high", "p_value", "tied")  # what an answer says of a paired test
+DIGITS = 4  # the answer's intervals and tests in points to 4 decimals (the exact signed ones are in the bundle)
+
+
+def _short(v: Any) -> Any:
+    return round(v, DIGITS) if isinstance(v, float) else v
+
+
+@dataclass
+class BoardIntervals:
+    """A prepared board's intervals and shared resamples by row id, with what queries work out from them kept: a
+    pair's paired test (weights never change it) and, per weight setting (LRU), the rank intervals and each page's
+    annotations, so a repeated or cached view costs a dictionary update per row. ``labels``: row id -> the label an
+    answer names a neighbour by (default: the row id)."""
+
+    intervals: dict[str, dict[str, Any]]                       # row id -> dataset -> signed interval
+    resampled: dict[str, dict[str, _bootstrap.Resampled]]      # row id -> dataset -> shared resamples
+    labels: dict[str, str] = field(default_factory=dict)
+    pairs: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None] = field(default_factory=dict)
+    ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
+    pages: OrderedDict[Hashable, list[dict[str, Any]]] = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
+        with self.lock:
+            found = cache.get(key)
+            if found is not None:
+                cache.move_to_end(key)
+            return found
+
+    def _keep(self, cache: OrderedDict[Hashable, Any], key: Hashable, value: Any) -> None:
+        with self.lock:
+            cache[key] = value
+            while len(cache) > RANK_CACHE:
+                cache.popitem(last=False)
+
+    def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
+                       dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+        found: dict[str, list[int]] | None = self._cached(self.ranks, key)
+        if found is None:
+            names = scored.names
+            perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
+            got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
+                                            dataset_weights, scored.weights.get("perf", 0.0))
+            found = dict(zip(names, got or []))
+            self._keep(self.ranks, key, found)
+        return found
+
+    def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
+                 key: Hashable, dataset_weights: Mapping[str, float]) -> None:
+        """Each page row's ``intervals`` (low, high by dataset), ``paired_next`` (by dataset: the test against the
+        next row, ``with`` its label), ``tied_with`` (the next row's label, when tied) and ``rank_interval`` (None
+        where no row has outcomes); numbers to :data:`DIGITS` decimals (the answer stays small)."""
+        page_key = (key, offset, len(rows))
+        found: list[dict[str, Any]] | None = self._cached(self.pages, page_key)
+        if found is None:
+            found = self._annotations(scored, board, offset, len(rows), key, dataset_weights)
+            self._keep(self.pages, page_key, found)
+        for out, extra in zip(rows, found):
+            out.update(extra)
+
+    def _annotations(self, scored: BoardScore, board: PreparedBoard, offset: int, count: int, key: Hashable,
+                     dataset_weights: Mapping[str, float]) -> list[dict[str, Any]]:
+        positions = range(offset, offset + count)
+        with self.lock:
+            tests = _bootstrap.neighbour_tests(scored.names, self.resampled, self.pairs, positions)
+        ranks = self.rank_intervals(key, scored, board, dataset_weights)
+        out = []
+        for i in positions:
+            name = scored.names[i]
+            after = scored.names[i + 1] if i + 1 < len(scored.names) else None
+            shown = self.labels.get(after, after) if after else None
+            found, tied = tests.get(name, ({}, False))
+            out.append({"intervals": {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
+                                      for d, iv in self.intervals.get(name, {}).items()},
+                        "paired_next": {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": shown}
+                                        for d, t in found.items()},
+                        "tied_with": shown if tied else None, "rank_interval": ranks.get(name)})
+        return out
+
+
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
                   metric_weights: dict[str, float], dataset_weights: dict[str, float],
                   limit: int = 100, offset: int = 0,
                   memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
-                  stability: bool = False, reference: list[str] | None = None) -> dict[str, Any]:
+                  stability: bool = False, reference: list[str] | None = None,
+                  intervals: BoardIntervals | None = None) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
@@ -149,7 +242,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     chart of them needs no scoring of its own; ``stability`` adds each row's best and worst rank when one
     weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`). ``reference``: the board labels the
     exchange rates are estimated from (default: every row, Dynaboard's definition); the answer's ``reference``
-    names the rows that set them."""
+    names the rows that set them. ``intervals`` adds each row's intervals, paired test against the next row,
+    "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
                                known_datasets=[d["name"] for d in datasets], reference=reference)
@@ -164,7 +258,11 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                          "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
+    if intervals is not None:
+        key = (tuple(sorted(metric_weights.items())), tuple(sorted(dataset_weights.items())), memory_budget_gib)
+        intervals.annotate(out_rows, scored, board, offset, key, dataset_weights)
     return {"task": task,
+            **({"intervals": INTERVALS_ABOUT} if intervals is not None else {}),
             "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction,
                             "offset": s.offset}
                         for k, s in scored.metrics.items()},

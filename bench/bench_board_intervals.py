@@ -1,0 +1,195 @@
+"""Board reads with intervals, ties and rank intervals (issue 36) against the same board without them.
+
+Two SQLite boards hold the same signed bundles (``MODELS`` models, two test sets): on one, every bundle carries
+per-example outcomes, so the server stored each test set's shared resamples at ingest and every board answer
+adds intervals, paired tests against the next row, "tied with" marks and the Dynascore rank interval; the other
+has none, which is the read path before issue 36. A real ``dynadesk-server serve`` process answers the same
+sequence of board queries (varying weights, as bench_server) on each, twice, interleaved (without, with,
+without, with); rows report p50 and p99 of each and the paired ratio with/without. The goal: reads no slower
+than the board without intervals (ratio of medians <= 1.25, within this machine's noise).
+``--baseline-server PATH`` also serves the board with outcomes by another ``dynadesk-server`` (e.g. main's,
+before this change).
+
+    python bench/bench_board_intervals.py [--quick] [--baseline-server /work/main/.venv/bin/dynadesk-server]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_server import (
+    DATASETS,
+    NO_LIMITS,
+    Factory,
+    _board_latencies,
+    _free_port,
+    _p99,
+    _wait_ready,
+)
+
+from dynadesk.scoring import bootstrap as B
+from dynadesk.sync.format.keys import fingerprint
+from dynadesk.sync.format.timestamps import epoch_us
+from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.server.db import CheckedBundle, ServerDB
+
+MODELS = 200
+EXAMPLES = (500, 1000)  # examples per test set in the outcomes (the bootstrap at ingest scales with them)
+RATIO_GOAL = 1.25
+
+
+def _outcomes(rng: np.random.Generator, skill: float) -> dict:
+    out = {}
+    for (name, digest, _size), n in zip(DATASETS, EXAMPLES):
+        gold = rng.integers(0, 3, n)
+        pred = np.where(rng.random(n) < skill, gold, rng.integers(0, 3, n))
+        o = B.Outcomes("macro_f1", pred=pred.astype(np.int64), gold=gold.astype(np.int64),
+                       allowed=np.ones(3, dtype=np.bool_))
+        out[name] = B.encode_outcomes(o, digest)
+    return out
+
+
+def populate(path: Path, with_outcomes: bool) -> None:
+    """``MODELS`` signed bundles (the same on both boards); with outcomes, their stats stored as at ingest."""
+    from dynadesk.sync.board_stats import bundle_stats
+
+    factory = Factory(Ed25519PrivateKey.from_private_bytes(b"\x07" * 32))
+    db = ServerDB(path)
+    db.add_key(fingerprint(factory.pub), factory.pub, "bench")
+    for name, digest, size in DATASETS:
+        db.add_dataset("sentiment", name, "test", digest, size)
+    rng, nrng = random.Random(1), np.random.default_rng(1)
+    batch = []
+    for i in range(MODELS):
+        raw, info = factory.make(f"model-{i:04d}", i, rng)
+        outcomes = _outcomes(nrng, 0.5 + 0.45 * i / MODELS)
+        stats = bundle_stats({"outcomes": [{"dataset": k, **v} for k, v in outcomes.items()]}) \
+            if with_outcomes else None
+        batch.append(CheckedBundle(info["bundle_id"], raw, hashlib.sha256(raw).hexdigest(), "sentiment",
+                                   info["model_name"], info["model_digest"], fingerprint(factory.pub),
+                                   info["created_at"], epoch_us(info["created_at"]), {n: d for n, d, _ in DATASETS},
+                                   info["metrics"], "", stats))
+    db.accept_many(batch, entry_hash)
+    db.close()
+
+
+def serve_and_query(exe: str, db: Path, queries: int) -> list[float]:
+    port = _free_port()
+    proc = subprocess.Popen([exe, "serve", "--db", str(db), "--port", str(port), *NO_LIMITS],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_ready(port)
+        _board_latencies(port, 5, random.Random(0))  # the first answer builds the prepared board
+        return _board_latencies(port, queries, random.Random(2))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def cpu_per_query(paths: dict[str, Path], queries: int) -> dict[str, list[float]]:
+    """Server CPU (process time) of one board answer and its JSON, in process, the two boards alternating on the
+    same queries (less sensitive to other load than wall time); then one new weight setting per query (every
+    rank interval a cache miss)."""
+    import json
+    import time
+
+    from dynadesk.sync.server.board_view import BoardView
+    from dynadesk.sync.server.task_registry import board_tasks
+    from dynadesk.sync.server.values import registry
+
+    views = {}
+    for name, path in paths.items():
+        db = ServerDB(path)
+        tasks = board_tasks(db)
+        views[name] = BoardView(db, tasks, {n: registry(t) for n, t in tasks.items()})
+    rng = random.Random(2)
+    qs = [{"weight.perf": str(rng.choice([0, 1, 4, 5])), "weight.memory": str(rng.choice([0, 1, 3])),
+           "dataset.vader-movies-test": str(rng.choice([0.5, 1, 2]))} for _ in range(queries)]
+    out: dict[str, list[float]] = {name: [] for name in views}
+    for q in qs[:40]:
+        for v in views.values():
+            v.answer("sentiment", q)
+    for q in qs:
+        for name, v in views.items():
+            t0 = time.process_time()
+            json.dumps(v.answer("sentiment", q), ensure_ascii=False, separators=(",", ":"))
+            out[name].append((time.process_time() - t0) * 1000)
+    out["miss"] = []
+    for i in range(min(queries, 60)):
+        t0 = time.process_time()
+        views["with"].answer("sentiment", {"weight.perf": f"{1 + i / 100:.2f}"})
+        out["miss"].append((time.process_time() - t0) * 1000)
+    for v in views.values():
+        v.db.close()
+    return {k: sorted(x) for k, x in out.items()}
+
+
+def run(quick: bool = False, baseline_server: str | None = None) -> list[dict]:
+    queries = 60 if quick else 300
+    exe = str(Path(sys.executable).with_name("dynadesk-server"))
+    with tempfile.TemporaryDirectory(prefix="dynadesk-bench-iv-") as tmp:
+        without, with_ = Path(tmp) / "without.db", Path(tmp) / "with.db"
+        populate(without, False)
+        populate(with_, True)
+        lat: dict[str, list[float]] = {"without": [], "with": []}
+        for _ in range(2):
+            lat["without"] += serve_and_query(exe, without, queries)
+            lat["with"] += serve_and_query(exe, with_, queries)
+        extra = sorted(serve_and_query(baseline_server, with_, queries)) if baseline_server else None
+        cpu = cpu_per_query({"without": without, "with": with_}, queries)
+    load = os.getloadavg()[0]
+    a, b = sorted(lat["with"]), sorted(lat["without"])
+    p50a, p50b = a[len(a) // 2], b[len(b) // 2]
+    rows = [
+        {"measure": f"board read p50 with intervals, ties, rank intervals ({MODELS} rows)", "value": p50a, "unit": "ms",
+         "goal": f"<= {RATIO_GOAL:g}x without", "baseline": f"without {p50b:.2f} ms (load {load:.1f})",
+         "ratio": p50a / p50b, "ok": p50a <= RATIO_GOAL * p50b},
+        {"measure": f"board read p99 with intervals, ties, rank intervals ({MODELS} rows)", "value": _p99(a),
+         "unit": "ms", "goal": f"<= {RATIO_GOAL:g}x without", "baseline": f"without {_p99(b):.2f} ms",
+         "ratio": _p99(a) / _p99(b), "ok": _p99(a) <= RATIO_GOAL * _p99(b)},
+    ]
+    cw, cn, miss = cpu["with"], cpu["without"], cpu["miss"]
+    rows += [
+        {"measure": "board answer + JSON, server CPU per query p50, in process (with / without intervals)",
+         "value": cw[len(cw) // 2], "unit": "ms", "goal": f"<= {RATIO_GOAL:g}x without",
+         "baseline": f"without {cn[len(cn) // 2]:.2f} ms", "ratio": cw[len(cw) // 2] / cn[len(cn) // 2],
+         "ok": cw[len(cw) // 2] <= RATIO_GOAL * cn[len(cn) // 2]},
+        {"measure": "board answer + JSON, server CPU per query p99, in process (with / without intervals)",
+         "value": _p99(cw), "unit": "ms", "goal": f"<= {RATIO_GOAL:g}x without",
+         "baseline": f"without {_p99(cn):.2f} ms",
+         "ratio": _p99(cw) / _p99(cn), "ok": _p99(cw) <= RATIO_GOAL * _p99(cn)},
+        {"measure": f"a new weight setting (rank intervals not cached yet), server CPU p50 ({MODELS} rows)",
+         "value": miss[len(miss) // 2], "unit": "ms", "goal": "-", "baseline": f"cached p50 {cw[len(cw) // 2]:.2f} ms",
+         "ratio": miss[len(miss) // 2] / cw[len(cw) // 2], "ok": None},
+    ]
+    if extra:
+        p50c = extra[len(extra) // 2]
+        rows.append({"measure": f"board read p50 by {baseline_server} on the board with outcomes", "value": p50c,
+                     "unit": "ms", "goal": "-", "baseline": f"its p99 {_p99(extra):.2f} ms", "ratio": p50a / p50c,
+                     "ok": None})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--baseline-server", help="another dynadesk-server to serve the board with intervals")
+    args = ap.parse_args()
+    for r in run(args.quick, args.baseline_server):
+        ratio = "" if r["ratio"] is None else f"  ratio {r['ratio']:.2f}"
+        print(f"{r['measure']}: {r['value']:.2f} {r['unit']} (goal {r['goal']}; baseline {r['baseline']}){ratio}")
+
+
+if __name__ == "__main__":
+    main()

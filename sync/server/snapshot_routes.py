@@ -1,0 +1,37 @@
+"""The snapshot routes: ``/snapshots/{id}`` (HTML with a citation block), ``/api/snapshots`` (list),
+``/api/snapshots/{id}`` (the signed bytes) and ``/api/snapshots/{id}/evidence`` (what a reader checks it with)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from dynadesk.sync.server import snapshots as _snap
+from dynadesk.sync.server.board_view import BoardView
+from dynadesk.sync.server.html_routes import _page
+
+
+def add_snapshot_routes(app: FastAPI, view: BoardView) -> None:
+    """Register the snapshot routes on ``app`` (a snapshot never changes: its answers may be cached)."""
+    forever = {"Cache-Control": "public, max-age=31536000, immutable"}
+
+    @app.get("/snapshots/{snapshot_id}", response_class=HTMLResponse, include_in_schema=False)
+    def snapshot_page(snapshot_id: str, request: Request) -> HTMLResponse:
+        return _page(lambda: _snap.snapshot_page(view, _snap.check_id(snapshot_id), str(request.base_url)))
+
+    @app.get("/api/snapshots", summary="Signed board snapshots, oldest first (dynadesk-server snapshot create)")
+    def list_snapshots(task: str | None = None) -> list[dict[str, Any]]:
+        return [{**s, "url": f"/snapshots/{s['id']}", "json": f"/api/snapshots/{s['id']}"}
+                for s in view.db.list_snapshots(task)]
+
+    @app.get("/api/snapshots/{snapshot_id}", summary="The exact signed bytes of one board snapshot")
+    def snapshot_json(snapshot_id: str) -> Response:
+        return Response(_snap.snapshot_json(view, _snap.check_id(snapshot_id)), media_type="application/json",
+                        headers=forever)
+
+    @app.get("/api/snapshots/{snapshot_id}/evidence",
+             summary="A snapshot with the log entries and bundles it follows from (dynadesk sync verify-snapshot)")
+    def snapshot_evidence(snapshot_id: str) -> JSONResponse:
+        return JSONResponse(_snap.evidence(view, _snap.check_id(snapshot_id)), headers=forever)

@@ -180,6 +180,16 @@ class LocalBoard:
         self._paired: dict[tuple[int, int, str], dict[str, Any] | None] = {}
         self._resampled: dict[tuple[int, str], Any] = {}
 
+    def spreads(self) -> dict[str, dict[str, float]]:
+        """metric -> model -> the run's relative trial spread (throughput's measurement floor, amrs_noise)."""
+        from dynadesk.scoring.amrs_noise import run_spreads
+
+        out: dict[str, dict[str, float]] = {}
+        for name, rec in self.records.items():
+            for metric, value in run_spreads((rec.environment or {}).get("measurement")).items():
+                out.setdefault(metric, {})[name] = value
+        return out
+
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
         return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
@@ -195,7 +205,7 @@ class LocalBoard:
         if exclude_noisy and noisy:
             board = ScoreBoard.from_tables({n: t for n, t in self.tables.items() if n not in noisy})
         scored = board.score(weights=weights, dataset_weights=dataset_weights,
-                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
+                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads())
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):

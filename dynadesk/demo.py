@@ -177,7 +177,8 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
     shown = ["perf", "throughput", "memory", "robustness", "fairness"]
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
     rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
-        "-" if r.values.get(m) is None else f"{r.values[m]:.4g}" for m in shown] for r in board.rows]
+        "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}") for m in shown]
+        for r in board.rows]
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
     for i, row in enumerate([headers] + rows):
         echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))

@@ -34,6 +34,7 @@ def _evaluate(store, model: str, perf: float, memory: float, throughput: float) 
                                    status="running")
     scores = {"perf": perf, "macro_f1": perf, "robustness": 50 + perf / 2, "fairness": 90.0}
     values = [MetricValue("d", m, v, UNIT[m], True) for m, v in scores.items()]
+    values.append(MetricValue("d", "robustness_sources", 40.0, "examples", True))
     values += [MetricValue("", "memory", memory, "GiB", False), MetricValue("", "throughput", throughput,
                                                                            "examples/s", False)]
     store.evaluations.set_metrics(run, values, status="succeeded")
@@ -160,6 +161,8 @@ def test_the_demo_board_prints_the_note_and_the_robust_result(demo_store):
     assert "memory" in line.split("unconverted")[0]
     assert line.endswith(", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows)), text
     assert best == build_leaderboard(demo_store, "sentiment").rows[0].model
+    table = [line for line in lines if line.split()[0].isdigit()]
+    assert len(table) == len(DEMO) and all("(n=40)" in line for line in table)  # coverage beside robustness
 
 
 def test_the_demo_board_prints_no_robust_line_without_a_fragile_rate(store):

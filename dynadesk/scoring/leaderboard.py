@@ -64,8 +64,27 @@ class BoardRow:
     tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
     rank_interval: list[int] | None = None  # central 95% of the rank over example resamples (measured fixed)
 
+    def coverage(self) -> dict[str, dict[str, Any]]:
+        """Robustness/fairness -> ``{"sources": source examples its suites changed, "low_confidence": bool}``."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind in COVERED:
+            if f"{kind}_sources" in self.values:
+                out[kind] = {"sources": int(self.values[f"{kind}_sources"]),
+                             "low_confidence": self.values.get(f"{kind}_low_confidence", 0.0) > 0}
+        return out
+
+    def with_coverage(self, metric: str, text: str) -> str:
+        """``text`` (the metric's value as shown) with its coverage beside it: "74.48 (n=466)", "(n=12 low)"."""
+        cov = self.coverage().get(metric)
+        return f"{text} (n={cov['sources']}{' low' if cov['low_confidence'] else ''})" if cov else text
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "coverage": self.coverage()}
+
+
+COVERED = ("robustness", "fairness")  # values that rest on the examples their suites changed
+COVERAGE_LEGEND = ("n: source examples the robustness/fairness suites changed, the value's coverage "
+                   "(low: under 30, low confidence)")
 
 
 @dataclass

@@ -159,7 +159,8 @@ def test_a_task_added_while_the_server_runs_is_accepted_without_a_restart(home: 
     url = f"http://127.0.0.1:{port}"
     try:
         res = runner.invoke(cli, ["sync", "--server", url, "--json"])
-        assert "task 'emotion' is not on this board" in json.loads(res.output)["rejected"][bid], res.output  # not registered yet
+        refused = json.loads(res.output)["rejected"][bid]
+        assert "task 'emotion' is not on this board" in refused, res.output  # not registered yet
         assert "emotion" not in {t["name"] for t in requests.get(f"{url}/api/tasks", timeout=10).json()}
         admin(db, "tasks", "add", str(task_file))  # while the server runs
         admin(db, "datasets", "import-workspace", "--home", str(home))

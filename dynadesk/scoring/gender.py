@@ -132,9 +132,9 @@ def _lower_case_surname(text: str, end: int) -> bool:
 
 def _in_name_sequence(text: str, m: re.Match[str]) -> bool:
     """Whether the token is part of a multi-word name or a title: next to another capitalised or all-caps
-    word ("Michael Moore", "George W. Bush", "St. James", "Adam SANDLER", "Stuart's Choice"), before a lower-case surname
-    ("James yap"), before a particle and a name ("Marquis de Sade"), or joined by '&' to a capitalised word
-    ("Harry & Tonto")."""
+    word ("Michael Moore", "George W. Bush", "St. James", "Adam SANDLER", "Stuart's Choice"), before a
+    lower-case surname ("James yap"), before a particle and a name ("Marquis de Sade"), or joined by '&' to a
+    capitalised word ("Harry & Tonto")."""
     before = _previous_token(text, m.start())
     possessive = m.group().endswith("'s")
     after = _following_token(text, m.end())  # after a possessive: "Stuart's Choice", "Amy's Orgasm", a brand or title

@@ -138,7 +138,8 @@ def check_payload(p: Any) -> None:
     names = set()
     for i, d in enumerate(ds):
         w = f"payload.datasets[{i}]"
-        obj(d, w, {"name", "split", "digest", "size"} | (OPTIONAL_DATASET_KEYS & set(d) if isinstance(d, dict) else set()))
+        labels = OPTIONAL_DATASET_KEYS & set(d) if isinstance(d, dict) else set()
+        obj(d, w, {"name", "split", "digest", "size"} | labels)
         name = text(d["name"], f"{w}.name")
         if name in names:
             _fail(f"{w}.name", f"names dataset '{name}' twice")

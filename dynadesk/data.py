@@ -10,6 +10,7 @@ from typing import IO, Any
 from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
 from dynadesk.formats import Mapping, read_examples
+from dynadesk.formats.squad import UNANSWERABLE
 from dynadesk.tasks import Task, get_task
 
 SPLITS = ("train", "dev", "test", "other")
@@ -40,7 +41,8 @@ def import_file(store: Any, task_name: str, path: str | Path, name: str | None =
     result = read_examples(task, path, fmt, mapping)
     examples = result.examples
     summary = store.datasets.add(name or path.stem, task.name, split, examples, dataset_digest(examples),
-                                 label_counts(task, examples), source=str(path.resolve()), replace=replace)
+                                 label_counts(task, examples), source=str(path.resolve()), replace=replace,
+                                 unanswerable_left_out=result.dropped.get(UNANSWERABLE, 0))
     return ImportOutcome(summary, result.format, result.detected, result.dropped)
 
 

@@ -37,9 +37,15 @@ class DatasetSummary:
     derived_from: str | None = None
     derivation: dict[str, Any] | None = None
     created_at: str = ""
+    unanswerable_left_out: int = 0  # unanswerable questions the import left out (SQuAD 2.0 without --squad-v2)
+
+    @property
+    def answerable_only(self) -> bool:
+        """Imported without its unanswerable questions: not the dataset as published (e.g. SQuAD 2.0)."""
+        return self.unanswerable_left_out > 0
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "answerable_only": self.answerable_only}
 
 
 def example_fields(task: Task) -> list[str]:

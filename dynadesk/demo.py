@@ -192,7 +192,8 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
     shown = ["perf", "throughput", "memory", "robustness", "fairness"]
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
     rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
-        "-" if r.values.get(m) is None else f"{r.values[m]:.4g}" for m in shown] for r in board.rows]
+        "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}") for m in shown]
+        for r in board.rows]
     if any(r.rank_interval or r.intervals for r in board.rows):  # issue 36: rank interval and ties
         headers[3:3] = ["rank 95%", "tied with next"]
         for row, r in zip(rows, board.rows):
@@ -213,9 +214,23 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
         echo(f"    left off: {model}: {reason}")
     for note in board.notes:
         echo(f"    note: {note}")
+    echo_robust_board(store, board, echo)
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")
     return board.rows[0].model
+
+
+def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:
+    """When an exchange rate rests on noise (its note is printed above), the board under ``--amrs robust`` too:
+    the documented alternative, so the reader sees what the near-tie does to the order."""
+    from dynadesk.scoring.leaderboard import build_leaderboard
+
+    if not any("rests on noise" in n for n in board.notes):
+        return
+    robust = build_leaderboard(store, TASK, amrs_mode="robust")
+    left = ", ".join(m for m, a in robust.amrs.items() if a is None and board.amrs.get(m) is not None)
+    echo(f"    with --amrs robust ({left} unconverted; a deviation from Dynaboard): "
+         + ", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows))
 
 
 def ensure_bundle(store: Store, workspace: Workspace, evaluation_id: int, step: Steps) -> str:

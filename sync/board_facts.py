@@ -34,10 +34,31 @@ class RowFacts:
     hardware_label: str
     runner: str
     sandboxed: bool
+    answerable_only: tuple[str, ...] = ()     # datasets imported without their unanswerable questions
+    robustness_suites: tuple[str, ...] = ()   # the suite set(s) its robustness rests on (dynadesk, dynaboard-augly)
+    coverage: tuple[tuple[str, int, bool], ...] = ()  # (robustness|fairness, source examples changed, low confidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
-                "runner": self.runner, "sandboxed": self.sandboxed}
+                "runner": self.runner, "sandboxed": self.sandboxed, "answerable_only": list(self.answerable_only),
+                "robustness_suites": list(self.robustness_suites),
+                "coverage": {kind: {"sources": n, "low_confidence": low} for kind, n, low in self.coverage}}
+
+
+def coverage_of(payload: dict[str, Any]) -> tuple[tuple[str, int, bool], ...]:
+    """How many source examples the robustness and fairness values rest on (the run's ``*_sources``: the whole-run
+    figure, else the sum over its test sets) and whether that is low confidence, from the signed metrics."""
+    metrics = [m for m in payload.get("metrics") or [] if isinstance(m, dict)]
+    out = []
+    for kind in ("robustness", "fairness"):
+        def values(name: str) -> list[float]:
+            found = [m for m in metrics if m.get("metric") == name]
+            whole = [float(m["value"]) for m in found if m.get("dataset") == ""]
+            return whole or [float(m["value"]) for m in found]
+        sources, low = values(f"{kind}_sources"), values(f"{kind}_low_confidence")
+        if sources:
+            out.append((kind, int(sum(sources)), max(low, default=0.0) > 0))
+    return tuple(out)
 
 
 def facts_of(payload: dict[str, Any]) -> RowFacts:
@@ -45,8 +66,12 @@ def facts_of(payload: dict[str, Any]) -> RowFacts:
     env = env if isinstance(env, dict) else {}
     runner = payload.get("runner")
     runner = runner if isinstance(runner, dict) else {}
+    datasets = [d for d in payload.get("datasets") or [] if isinstance(d, dict)]
     return RowFacts(hardware_class_of(env), hardware_class_label(env), str(runner.get("kind", "unknown")),
-                    runner.get("sandboxed") is True)
+                    runner.get("sandboxed") is True,
+                    tuple(str(d.get("name")) for d in datasets if d.get("answerable_only") is True),
+                    tuple(sorted({str(s) for d in datasets for s in d.get("robustness_suites") or []})),
+                    coverage_of(payload))
 
 
 class FactsCache:

@@ -75,7 +75,8 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         except NotFoundError:
             raise BundleError(f"evaluation {evaluation_id} used dataset '{name}', which is no longer in the"
                               " workspace, so its digest cannot be stated") from None
-        datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size})
+        datasets.append({"name": ds.name, "split": ds.split, "digest": ds.digest, "size": ds.size,
+                         **dataset_labels(store, ds)})
     predictions = _predictions(ev.run_dir, ev.predictions_digest, evaluation_id)  # the recorded file, before re-scoring
     evaluator: dict[str, Any] = {"image_digest": ev.image_id, "version": ev.evaluator_version}
     if ev.image_id and ev.image_build is not None:  # Docker runs: what rebuilds the image Id (image build --epoch)
@@ -101,6 +102,21 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         **signed_intervals(ev.profile),
         **_worker(ev.queue),
     }
+
+
+def dataset_labels(store: Store, ds: Any) -> dict[str, Any]:
+    """The optional labels of a dataset entry: ``answerable_only`` (imported without its unanswerable questions,
+    so not SQuAD 2.0 as published) and ``robustness_suites`` (the suite set(s) its robustness rests on:
+    ``dynadesk``, DynaDesk's own, or ``dynaboard-augly``, the reference's). Absent when they do not apply."""
+    from dynadesk.scoring.perturb import robustness_suite_sets
+
+    out: dict[str, Any] = {}
+    if getattr(ds, "answerable_only", False):
+        out["answerable_only"] = True
+    suites = robustness_suite_sets(store, ds.name)
+    if suites:
+        out["robustness_suites"] = suites
+    return out
 
 
 def signed_intervals(profile: dict[str, Any]) -> dict[str, Any]:

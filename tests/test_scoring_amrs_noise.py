@@ -35,6 +35,7 @@ def _evaluate(store, model: str, perf: float, memory: float, throughput: float) 
                                    status="running")
     scores = {"perf": perf, "macro_f1": perf, "robustness": 50 + perf / 2, "fairness": 90.0}
     values = [MetricValue("d", m, v, UNIT[m], True) for m, v in scores.items()]
+    values.append(MetricValue("d", "robustness_sources", 40.0, "examples", True))
     values += [MetricValue("", "memory", memory, "GiB", False), MetricValue("", "throughput", throughput,
                                                                            "examples/s", False)]
     store.evaluations.set_metrics(run, values, status="succeeded")
@@ -105,3 +106,73 @@ def test_check_rate_counts_pairs_and_share():
 
 def test_floors_are_the_documented_runner_tolerances():
     assert RUNNER_TOLERANCE == {m: DEFAULTS[m] for m in RUNNER_TOLERANCE}
+
+
+def test_throughput_floor_is_each_runs_trial_spread():
+    from dynadesk.scoring.amrs_noise import floor_for, run_spreads
+
+    perf = np.array([33.0, 33.4, 60.0, 75.0])
+    raw = np.array([1000.0, 300.0, 150.0, 40.0])
+    names = ["majority", "bow-small", "bow", "minilm"]
+    tight = check_rate("throughput", names, perf, raw, raw, 1e-3, {"throughput": dict.fromkeys(names, 0.02)})
+    wide = check_rate("throughput", names, perf, raw, raw, 1e-3, {"throughput": dict.fromkeys(names, 0.8)})
+    declared = check_rate("throughput", names, perf, raw, raw, 1e-3)
+    assert tight is not None and wide is not None and declared is not None
+    assert tight.over_floor == 3  # 2 % windows: every pair's difference is real
+    assert wide.over_floor == 0 and wide.fragile  # 80 % windows: none is (1000 vs 300 is within 0.8 x 1000)
+    assert declared.over_floor == 2  # no recorded spread: the declared 50 % tolerance (300 vs 150 is within it)
+    # the floor of a pair is the larger of the two runs' spread x value; memory keeps the runner tolerance
+    assert floor_for("throughput", 100.0, 50.0, 0.1, 0.5) == pytest.approx(25.0)
+    assert floor_for("memory", 1.0, 2.0, 0.01, 0.01) == pytest.approx(0.5)
+    # a run's spread is its noisiest test set's, per metric, from environment.measurement
+    assert run_spreads({"spread": {"a": {"throughput": 0.1, "throughput_batched": 0.3},
+                                   "b": {"throughput": 0.2, "throughput_batched": 0.05}}}) == \
+        {"throughput": 0.2, "throughput_batched": 0.3}
+    assert run_spreads(None) == {} and run_spreads({"spread": {"a": {"throughput": "x"}}}) == {}
+
+
+@pytest.mark.parametrize("spread,noted", [(0.8, True), (0.02, False)])
+def test_the_local_board_judges_throughput_by_the_runs_spreads(store, spread, noted):
+    """Wide trial spreads: no throughput pair exceeds its floor; tight ones: all do (the rate may still be named
+    for the one pair that supplies most of it, the majority baseline's, which is a separate rule)."""
+    for model, (perf, memory, tput) in DEMO.items():
+        _evaluate(store, model, perf, memory, tput)
+    for rec in store.evaluations.board_runs("sentiment"):
+        store.db.execute("UPDATE evaluations SET environment = ? WHERE id = ?",
+                         [json.dumps({"measurement": {"spread": {"d": {"throughput": spread}}}}), rec.id])
+    board = build_leaderboard(store, "sentiment")
+    notes = [n for n in board.notes if n.startswith("metric 'throughput'") and "kept pairs differ" in n]
+    assert bool(notes) == noted, board.notes
+    if noted:
+        assert "only 0 of its 3 kept pairs" in notes[0]
+
+
+def test_the_demo_board_prints_the_note_and_the_robust_result(demo_store):
+    """`dynadesk demo`'s board (print_leaderboard) on a board like the demo's four models: the memory note names
+    the metric and the pair, and the --amrs robust line gives the documented result."""
+    from dynadesk.demo import print_leaderboard
+
+    lines: list[str] = []
+    best = print_leaderboard(demo_store, lines.append)
+    text = "\n".join(lines)
+    (note,) = [line for line in lines if "note: metric 'memory'" in line]
+    assert "majority vs bow-small" in note and "rests on noise" in note
+    robust = build_leaderboard(demo_store, "sentiment", amrs_mode="robust")
+    (line,) = [line for line in lines if "with --amrs robust" in line]
+    assert "memory" in line.split("unconverted")[0]
+    assert line.endswith(", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows)), text
+    assert best == build_leaderboard(demo_store, "sentiment").rows[0].model
+    table = [line for line in lines if line.split()[0].isdigit()]
+    assert len(table) == len(DEMO) and all("(n=40)" in line for line in table)  # coverage beside robustness
+
+
+def test_the_demo_board_prints_no_robust_line_without_a_fragile_rate(store):
+    from dynadesk.demo import print_leaderboard
+
+    for model, perf, memory, tput in (("a", 10.0, 1.0, 100.0), ("b", 30.0, 2.5, 210.0), ("c", 60.0, 5.0, 441.0),
+                                      ("d", 100.0, 10.0, 926.0)):
+        _evaluate(store, model, perf, memory, tput)
+    assert not any("rests on noise" in n for n in build_leaderboard(store, "sentiment").notes)
+    lines: list[str] = []
+    print_leaderboard(store, lines.append)
+    assert lines and not any("with --amrs robust" in line for line in lines)

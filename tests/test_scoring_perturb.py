@@ -236,7 +236,7 @@ def test_suites_of_an_older_version_are_upgraded_or_retired(store, sentiment_fil
     assert results["typos"] == "upgraded" and results["gender_words"] == "retired"
     names = {d.name for d in store.datasets.derived("sent")}
     assert "sent.gender_words.s0" not in names and "sent.gender.s0" in names
-    assert store.datasets.get("sent.typos.s0").derivation["version"] == "ops2-lists2"
+    assert store.datasets.get("sent.typos.s0").derivation["version"] == "ops3-lists3"
 
 
 def test_cli_perturb_json(home, sentiment_file):

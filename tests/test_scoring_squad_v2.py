@@ -158,6 +158,32 @@ def test_default_import_is_answerable_only_and_says_so(store, tmp_path):
     (reason,) = outcome.dropped
     assert reason == UNANSWERABLE and "answerable-only" in reason and "--squad-v2" in reason
     assert outcome.summary.size == 40 - outcome.dropped[reason]
+    # the dataset record says so, for good (data show, --json), and a --squad-v2 import does not
+    stored = store.datasets.get("answerable")
+    assert stored.answerable_only and stored.unanswerable_left_out == outcome.dropped[reason] > 0
+    assert store.datasets.get(_score(store, tmp_path, dataset, preds, name="v2")[0].summary.name).answerable_only \
+        is False
+
+
+def test_data_show_says_answerable_only(home, tmp_path):
+    from click.testing import CliRunner
+
+    from dynadesk.cli import cli
+
+    dataset, _preds = _dev(random.Random(3), 40)
+    path = tmp_path / "dev-v2.0.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": dataset}))
+    runner = CliRunner()
+    out = runner.invoke(cli, ["data", "import", str(path), "--task", "qa", "--name", "squad-dev", "--json"])
+    assert out.exit_code == 0, out.output
+    left = json.loads(out.output)["unanswerable_left_out"]
+    shown = runner.invoke(cli, ["data", "show", "squad-dev"])
+    assert f"answerable-only: {left} unanswerable question(s) left out" in shown.output, shown.output
+    doc = json.loads(runner.invoke(cli, ["data", "show", "squad-dev", "--json"]).output)
+    assert doc["answerable_only"] is True and doc["unanswerable_left_out"] == left > 0
+    assert runner.invoke(cli, ["data", "import", str(path), "--task", "qa", "--name", "squad-v2",
+                               "--squad-v2"]).exit_code == 0
+    assert "answerable-only" not in runner.invoke(cli, ["data", "show", "squad-v2"]).output
 
 
 def test_squad_v2_round_trips_and_is_refused_elsewhere(store, tmp_path):

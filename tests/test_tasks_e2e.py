@@ -1,4 +1,6 @@
-"""A five-label workspace task end to end: file → data → tiny model → Docker evaluation → bundle → real server.
+"""A five-label workspace task in one flow: file → data → tiny model → annotation through the app's widgets
+(create → validate → round stats) → Docker evaluation → bundle → a real server with the task registered → the
+row read back from the API and the page.
 
 The task exists only in the workspace (and, registered by file, on the server): the evaluator image's
 resources/tasks/ does not know it, so the container must work from the definition the run spec carries.
@@ -67,15 +69,68 @@ def _register_tiny(home: Path, tmp_path: Path) -> None:
         store.close()
 
 
+def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
+    """Create two examples against the tiny model (one fooling it, one not) with the form's label buttons and
+    keys, validate both as an owner, and read the round's statistics: all through the app's widgets."""
+    from gui_support import make_window
+    from PySide6.QtCore import Qt
+    from test_gui_task_flows import _open_round, _round_row, _submit, _switch_annotator
+
+    from dynadesk.models.live import predict_live
+
+    texts = ("the storm tore the roof away", "what a lovely party")
+    store = Workspace(home).open_store()
+    try:  # the tiny model's answers decide which target fools it
+        predicted = [predict_live(store, "emo-tiny", {"statement": t})["label"] for t in texts]
+    finally:
+        store.close()
+    targets = [next(lab for lab in LABELS if lab != predicted[0]), predicted[1]]
+    services, window = make_window(qtbot, tmp_path, home)
+    ann = services.extra["annotation"]
+    ann.add_annotator("alice")
+    ann.add_annotator("olga", role="owner")  # an owner's vote decides at once
+    try:
+        _open_round(qtbot, window, "emotion")
+        page = window.show_page("annotate")
+        page.select_task("emotion")
+        assert list(page.inputs) == ["statement"]
+        buttons = [b.property("label") for b in page.target_group.buttons()]
+        assert buttons == list(LABELS)  # one button per label of the task file, in its order
+        for text, target, fooled in zip(texts, targets, (True, False)):
+            qtbot.waitUntil(page.inputs["statement"].hasFocus, timeout=2000)
+            qtbot.keyClicks(page.inputs["statement"], text)
+            key = Qt.Key(Qt.Key.Key_1 + LABELS.index(target))
+            qtbot.keyClick(page.focusWidget(), key, Qt.KeyboardModifier.ControlModifier)
+            assert page.target_group.checkedButton().property("label") == target
+            ex = _submit(qtbot, page)
+            assert (ex.target, ex.fooled) == (target, fooled)
+        _switch_annotator(window, "olga")
+        val = window.show_page("validate")
+        val.select_task("emotion")
+        assert val.progress_label.text() == "0 done · 2 left"
+        val.setFocus()
+        qtbot.keyClick(val, Qt.Key.Key_C)
+        assert val.banner.kind == "ok", val.banner.text()
+        qtbot.keyClick(val, Qt.Key.Key_C)
+        assert val.progress_label.text() == "2 done · 0 left"
+        row = _round_row(window, "emotion")
+        assert row[3:8] == ["2", "1", "1", "50.0%", "50.0%"], row  # as for a bundled task
+    finally:
+        window.close()
+        services.close()
+
+
 @pytest.mark.docker
+@pytest.mark.qt
 @pytest.mark.timeout(1800)
 def test_a_five_label_task_from_file_to_a_public_board_row(home: Path, tmp_path: Path, docker_client,
-                                                            require_debootstrap, browser) -> None:
+                                                            require_debootstrap, require_qt, qtbot, browser) -> None:
     from dynadesk.orchestration.image import build_image
 
     image = build_image(IMAGE_CACHE, client=docker_client)
     runner = _define_and_import(home, tmp_path)
     _register_tiny(home, tmp_path)
+    _annotate_in_the_app(qtbot, tmp_path, home)
     ws = Workspace(home)
     store = ws.open_store()
     try:

@@ -137,3 +137,41 @@ def test_a_server_without_the_task_refuses_its_bundle(home: Path, tmp_path: Path
         assert "payload.task_digest" in out and task_digest(parse_task_text(EMOTION, "x")) in out, out
     finally:
         stop_server(proc)
+
+
+def test_a_task_added_while_the_server_runs_is_accepted_without_a_restart(home: Path, tmp_path: Path) -> None:
+    """`dynadesk-server tasks add` on a running board: the next upload, /api/tasks and the board see it."""
+    runner = CliRunner()
+    task_file = tmp_path / "emotion.yaml"
+    task_file.write_text(EMOTION)
+    assert runner.invoke(cli, ["tasks", "add", str(task_file)]).exit_code == 0
+    assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
+    pub = tmp_path / "alice.pub"
+    assert runner.invoke(cli, ["keys", "export", "-o", str(pub)]).exit_code == 0
+    ev = _emotion_run(Workspace(home))
+    res = runner.invoke(cli, ["bundle", "create", str(ev), "--json"])
+    assert res.exit_code == 0, res.output
+    bid = json.loads(res.output)["id"]
+    db = tmp_path / "board.db"
+    admin(db, "keys", "add", str(pub), "--name", "alice")
+    port = free_port()
+    proc = start_server(db, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        res = runner.invoke(cli, ["sync", "--server", url, "--json"])
+        refused = json.loads(res.output)["rejected"][bid]
+        assert "task 'emotion' is not on this board" in refused, res.output  # not registered yet
+        assert "emotion" not in {t["name"] for t in requests.get(f"{url}/api/tasks", timeout=10).json()}
+        admin(db, "tasks", "add", str(task_file))  # while the server runs
+        admin(db, "datasets", "import-workspace", "--home", str(home))
+        listed = {t["name"]: t for t in requests.get(f"{url}/api/tasks", timeout=10).json()}
+        assert listed["emotion"]["definition"]["digest"] == task_digest(parse_task_text(EMOTION, "x"))
+        assert runner.invoke(cli, ["sync", "requeue", bid]).exit_code == 0
+        res = runner.invoke(cli, ["sync", "--server", url, "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output)["sent"] == [bid]
+        board = requests.get(f"{url}/api/leaderboard/emotion", timeout=10).json()
+        assert [r["model"] for r in board["rows"]] == ["emo-bow"], json.dumps(board)[:1500]
+        assert requests.get(f"{url}/models/{bid}", timeout=10).status_code == 200
+    finally:
+        stop_server(proc)

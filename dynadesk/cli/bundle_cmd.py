@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -127,8 +128,8 @@ def bundle_show(file: str, as_json: bool) -> None:
         trained = ", ".join(f"{t['dataset']}×{t['weight']:g} ({t['digest'][:19]})" for t in lineage["train"])
         click.echo(f"  trained from {lineage['base']['name']} ({lineage['base']['digest'][:19]}) on {trained}; "
                    f"dev {lineage['dev']['dataset']}; dynadesk {lineage['code_version']}")
-    echo_table(["dataset", "split", "size", "digest"], [[d["name"], d["split"], d["size"], d["digest"]]
-                                                        for d in p["datasets"]])
+    echo_table(["dataset", "split", "size", "digest", "labels"],
+               [[d["name"], d["split"], d["size"], d["digest"], dataset_label_text(d)] for d in p["datasets"]])
     echo_table(["dataset", "metric", "value", "unit", "kind"],
                [[m["dataset"] or "(run)", m["metric"], f"{m['value']:.4g}", m["unit"],
                  "deterministic" if m["deterministic"] else "measured"] for m in p["metrics"]])
@@ -136,6 +137,14 @@ def bundle_show(file: str, as_json: bool) -> None:
 
     for line in measurement_lines(p.get("environment") or {}):
         click.echo(f"  {line}")
+
+
+def dataset_label_text(d: dict[str, Any]) -> str:
+    """A dataset entry's optional labels in words: answerable-only, and the robustness suite set."""
+    parts = ["answerable-only"] if d.get("answerable_only") else []
+    if d.get("robustness_suites"):
+        parts.append("robustness suites " + ", ".join(d["robustness_suites"]))
+    return "; ".join(parts) or "-"
 
 
 @bundle.command("list")

@@ -90,6 +90,9 @@ def show_cmd(app: Any, name: str, head: int, as_json: bool) -> None:
     click.echo(f"{d.name}  task={d.task}  split={d.split}  size={d.size}\n  digest {d.digest}\n  source {d.source}")
     if d.derived_from:
         click.echo(f"  derived from {d.derived_from}: {d.derivation}")
+    if d.answerable_only:
+        click.echo(f"  answerable-only: {d.unanswerable_left_out} unanswerable question(s) left out at import, so "
+                   "it is not the dataset as published (SQuAD 2.0 scores them; import with --squad-v2 to keep them)")
     for k, v in d.label_counts.items():
         click.echo(f"  {k:>12} {v:6d} " + "#" * max(1, round(40 * v / max(1, d.size))))
     for ex in examples:

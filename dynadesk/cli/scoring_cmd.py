@@ -143,7 +143,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                 memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
                 exclude_noisy: bool, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
-    from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
+    from dynadesk.scoring.leaderboard import COVERAGE_LEGEND, build_leaderboard, parse_weights
 
     if as_csv and as_json:
         raise click.UsageError("choose one of --json and --csv")
@@ -169,7 +169,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     paired = any(r.paired_next for r in board.rows)
     for r in board.rows:
         row = [str(r.rank), r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
-               *(_num(r.values.get(m)) for m in shown)]
+               *(r.with_coverage(m, _num(r.values.get(m))) for m in shown)]
         if stability:
             s = r.stability or {}
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
@@ -193,6 +193,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                   if len(board.hardware_classes) > 1 else ""))
     if stability:
         click.echo("rank range: best-worst rank as each weight varies over 0-5")
+    if any(r.coverage() for r in board.rows):
+        click.echo(COVERAGE_LEGEND)
     echo_intervals(board)
     if left_out:
         click.echo(f"not shown to fit {TABLE_WIDTH} columns: {', '.join(left_out)} (--wide shows them)")

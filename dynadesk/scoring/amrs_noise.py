@@ -10,9 +10,11 @@ MB can reorder the board. This module says so, without changing Dynaboard's rate
 - a pair *exceeds the floor* when its two values differ by more than the metric's
   measurement floor: for ``memory`` (and ``gpu_memory``) the documented runner
   tolerance (25 % of the larger value, :data:`RUNNER_TOLERANCE`); for
-  ``throughput`` the run's trial spread where the caller knows it (``floors``), else
-  the declared tolerance (50 %); a metric without a floor (robustness, fairness) is not
-  judged;
+  ``throughput`` (and ``throughput_batched``) the runs' own trial spread (``(max - min) /
+  median`` of the timed windows, recorded in each run's ``environment.measurement.spread``;
+  ``spreads``): the floor is the larger of the two runs' spread times its value, and a run
+  without a recorded spread counts with the declared tolerance (50 %); a metric without a
+  floor (robustness, fairness) is not judged;
 - a rate is *fragile* when fewer than two kept pairs exceed the floor, or when one pair
   supplies more than half of the rate; :func:`noise_notes` names the metric, that pair,
   the rate and its points per unit (one unit of the metric is worth ``1 / AMRS`` points).
@@ -71,22 +73,50 @@ class RateCheck:
                 "`--amrs robust` leaves such a metric unconverted")
 
 
-def floor_for(metric: str, a: float, b: float, floors: Mapping[str, float] | None = None) -> float | None:
-    """The smallest difference of two raw values of ``metric`` that is not measurement noise."""
-    if floors and metric in floors:
-        return float(floors[metric])
+# Metrics whose floor is the runs' own trial spread (the timed windows' (max - min) / median), not a fixed tolerance.
+SPREAD_FLOORED = ("throughput", "throughput_batched")
+# metric -> model -> the run's relative trial spread of that metric
+Spreads = Mapping[str, Mapping[str, float]]
+
+
+def floor_for(metric: str, a: float, b: float, spread_a: float | None = None,
+              spread_b: float | None = None) -> float | None:
+    """The smallest difference of two raw values of ``metric`` that is not measurement noise: each run's relative
+    floor (its trial spread for throughput when known, else the runner tolerance) times its value, the larger."""
     if metric not in FLOORED:
         return None
-    return RUNNER_TOLERANCE[metric] * max(abs(a), abs(b))
+    tol = RUNNER_TOLERANCE[metric]
+    ra = spread_a if spread_a is not None and metric in SPREAD_FLOORED else tol
+    rb = spread_b if spread_b is not None and metric in SPREAD_FLOORED else tol
+    return max(ra * abs(a), rb * abs(b))
+
+
+def run_spreads(measurement: Mapping[str, object] | None) -> dict[str, float]:
+    """A run's relative trial spread per throughput metric, from its ``environment.measurement`` summary
+    (``spread: {dataset: {metric: s}}``): the largest over its test sets, the run's figure being no steadier
+    than its noisiest set. Empty for runs that recorded none."""
+    per_set = (measurement or {}).get("spread")
+    out: dict[str, float] = {}
+    if not isinstance(per_set, Mapping):
+        return out
+    for by_metric in per_set.values():
+        if not isinstance(by_metric, Mapping):
+            continue
+        for metric, value in by_metric.items():
+            if metric in SPREAD_FLOORED and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                    and value >= 0:
+                out[str(metric)] = max(out.get(str(metric), 0.0), float(value))
+    return out
 
 
 def check_rate(metric: str, names: Sequence[str], perf: np.ndarray, raw: np.ndarray, utility: np.ndarray,
-               tolerance: float, floors: Mapping[str, float] | None = None) -> RateCheck | None:
+               tolerance: float, spreads: Spreads | None = None) -> RateCheck | None:
     """The support of ``metric``'s rate over these rows, pairs kept as Dynaboard keeps them
     (sorted by performance utility, ties by the metric's; a pair counts when its performance
     differs by more than ``tolerance``); None when the metric has no floor or no pair is kept."""
-    if metric not in FLOORED and not (floors and metric in floors):
+    if metric not in FLOORED:
         return None
+    by_model = (spreads or {}).get(metric, {})
     order = np.lexsort((utility, perf))
     dp = np.diff(perf[order])
     keep = np.flatnonzero(dp > tolerance)
@@ -96,8 +126,9 @@ def check_rate(metric: str, names: Sequence[str], perf: np.ndarray, raw: np.ndar
     total = float(terms.sum())
     over = 0
     for k in keep.tolist():
-        a, b = float(raw[order[k]]), float(raw[order[k + 1]])
-        floor = floor_for(metric, a, b, floors)
+        lo, hi = int(order[k]), int(order[k + 1])
+        a, b = float(raw[lo]), float(raw[hi])
+        floor = floor_for(metric, a, b, by_model.get(str(names[lo])), by_model.get(str(names[hi])))
         if floor is not None and abs(b - a) > floor:
             over += 1
     top = int(np.argmax(terms))
@@ -108,14 +139,14 @@ def check_rate(metric: str, names: Sequence[str], perf: np.ndarray, raw: np.ndar
 
 
 def noise_checks(metric_names: Sequence[str], names: Sequence[str], values: np.ndarray, utilities: np.ndarray,
-                 perf_index: int, tolerance: float, floors: Mapping[str, float] | None = None) -> list[RateCheck]:
+                 perf_index: int, tolerance: float, spreads: Spreads | None = None) -> list[RateCheck]:
     """The fragile rates of a scoring (``values``/``utilities``: the rows that set the rates, models x metrics)."""
     out = []
     perf = utilities[:, perf_index]
     for j, metric in enumerate(metric_names):
         if j == perf_index:
             continue
-        check = check_rate(metric, names, perf, values[:, j], utilities[:, j], tolerance, floors)
+        check = check_rate(metric, names, perf, values[:, j], utilities[:, j], tolerance, spreads)
         if check is not None and check.fragile:
             out.append(check)
     return out

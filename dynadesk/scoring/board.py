@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.amrs_noise import AMRS_MODES, noise_checks, noise_notes, robust_rescore
+from dynadesk.scoring.amrs_noise import AMRS_MODES, Spreads, noise_checks, noise_notes, robust_rescore
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     PAIR_TOLERANCE,
@@ -267,14 +267,16 @@ class ScoreBoard:
               weights: Mapping[str, float] | None = None, dataset_weights: Mapping[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, offset: int = 0, limit: int | None = None,
               known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard",
-              reference: Iterable[str] | None = None) -> BoardScore:
+              reference: Iterable[str] | None = None, spreads: Spreads | None = None) -> BoardScore:
         """Score every model (the exchange rates depend on all of them) for one query; see the module docstring.
 
         ``known_datasets``: the dataset names a weight may name (default: those the board has; a server
         board passes its task's datasets, which may be weighted before any model reports them).
         ``amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`).
         ``reference``: the model names the exchange rates are estimated from (default: every scored model,
-        Dynaboard's definition); names not on the board or left off are ignored."""
+        Dynaboard's definition); names not on the board or left off are ignored.
+        ``spreads``: each model's relative trial spread per throughput metric, the floor :mod:`amrs_noise` judges
+        throughput pairs by (default: the declared runner tolerance)."""
         if amrs_mode not in AMRS_MODES:
             raise ValidationError(f"--amrs {amrs_mode!r}: use one of {', '.join(AMRS_MODES)}")
         specs = self.specs(metrics, weights, memory_budget_gib)
@@ -320,7 +322,7 @@ class ScoreBoard:
         if rate_rows.sum() > 1:  # whether a rate rests on noise (amrs_noise), over the rows that set the rates;
             # --amrs robust leaves such a metric out
             checks = noise_checks(names_m, [self.names[i] for i in keep[rate_rows].tolist()], values[rate_rows],
-                                  util[rate_rows], pi, PAIR_TOLERANCE * abs(float(util[:, pi].max())))
+                                  util[rate_rows], pi, PAIR_TOLERANCE * abs(float(util[:, pi].max())), spreads)
             notes += noise_notes(checks)
             if amrs_mode == "robust" and checks:
                 scores, conv, amrs = robust_rescore(conv, amrs, raw_w, names_m, checks)

@@ -9,7 +9,8 @@ role nouns from :data:`~dynadesk.scoring.wordlists.GENDER_PAIRS`.
 
 Rule for people who are named in full (documented in docs/perturbations.md): a
 listed first name is swapped only when it stands alone. A first name next to another
-capitalised name or an initial ("Michael Moore", "George W. Bush", "Jesse St. James"),
+capitalised name or an initial ("Michael Moore", "George W. Bush", "Jesse St. James"), or next to a
+lower-case surname ("James yap": a lower-case word no sentence puts after a name, see ``NAME_FOLLOWERS``),
 like a title before a capitalised name ("Mr. Bush", "President Obama", "Sir Elton"),
 names a particular, often public, person who is left alone; and since the text's
 pronouns may refer to that person, the gender suite leaves such a text unchanged
@@ -26,7 +27,14 @@ import random
 import re
 
 from dynadesk.scoring.textops import match_case, replace_spans
-from dynadesk.scoring.wordlists import FIRST_NAMES, GENDER_PAIRS, PERSON_TITLES, TITLES
+from dynadesk.scoring.wordlists import (
+    FIRST_NAMES,
+    GENDER_PAIRS,
+    LEADING_WORDS,
+    NAME_FOLLOWERS,
+    PERSON_TITLES,
+    TITLES,
+)
 
 NAMES: dict[str, tuple[str, str]] = {name: (group, gender) for group, by_gender in FIRST_NAMES.items()
                                      for gender, names in by_gender.items() for name in names}
@@ -93,19 +101,48 @@ def _particle_then_name(text: str, end: int) -> bool:
 def _joined_title(text: str, m: re.Match[str]) -> bool:
     """ "Harry & Tonto", "Tonto & Harry": names joined by '&' to a capitalised word are a title of a work
     (or a firm, a duo), not a person the text is about."""
-    after = re.match(r"[ \t]*&[ \t]*([A-Za-z]+)", text[m.end():])
-    before = re.search(r"([A-Za-z]+)[ \t]*&[ \t]*$", text[:m.start()])
+    after = re.match(r"[ \t]*&(?:amp;)?[ \t]*([A-Za-z]+)", text[m.end():])  # "&amp;": text scraped as HTML
+    before = re.search(r"([A-Za-z]+)[ \t]*&(?:amp;)?[ \t]*$", text[:m.start()])
     return bool(after and _is_capitalised(after.group(1))) or bool(before and _is_capitalised(before.group(1)))
+
+
+def _leads_sentence(text: str, start: int, before: str) -> bool:
+    """ "When Sandra", "Thanks Katie!": the word before the name is one of :data:`LEADING_WORDS` and opens the
+    text or a sentence. Inside a sentence a capitalised "About" or "Like" belongs to a title ("Something About
+    Mary", "Like Mike") and still counts as a name's neighbour."""
+    if before.lower() not in LEADING_WORDS:
+        return False
+    m = re.search(r"([A-Za-z]+)\.?[ \t]+$", text[:start])
+    head = text[:m.start(1)] if m else text[:start]
+    return not head.strip() or re.search(r"[.!?:;]['\")]*[ \t]*$", head) is not None or head.rstrip().endswith(
+        ("...", "\u2026"))
+
+
+def _lower_case_surname(text: str, end: int) -> bool:
+    """ "James yap", "jim carrey"-style: a lower-case word right after the name that is no word a sentence puts
+    there (:data:`NAME_FOLLOWERS`: function words, auxiliaries, common adverbs, irregular past forms) and is not
+    inflected like a verb or an adverb (-s, -ed, -ing, -ly; "Amy likes", "Ryan played", "Tom quickly"), nor
+    the start of a contraction ("Chris doesn't"): a surname written in lower case."""
+    m = re.match(r"[ \t]+([a-z]+)(?![A-Za-z'\u2019])", text[end:])
+    if not m:
+        return False
+    word = m.group(1)
+    return word not in NAME_FOLLOWERS and not re.search(r"(?:s|ed|ing|ly)$", word)
 
 
 def _in_name_sequence(text: str, m: re.Match[str]) -> bool:
     """Whether the token is part of a multi-word name or a title: next to another capitalised or all-caps
-    word ("Michael Moore", "George W. Bush", "St. James", "Adam SANDLER"), before a particle and a name
-    ("Marquis de Sade"), or joined by '&' to a capitalised word ("Harry & Tonto")."""
+    word ("Michael Moore", "George W. Bush", "St. James", "Adam SANDLER", "Stuart's Choice"), before a
+    lower-case surname ("James yap"), before a particle and a name ("Marquis de Sade"), or joined by '&' to a
+    capitalised word ("Harry & Tonto")."""
     before = _previous_token(text, m.start())
-    after = "" if m.group().endswith("'s") else _following_token(text, m.end())
+    possessive = m.group().endswith("'s")
+    after = _following_token(text, m.end())  # after a possessive: "Stuart's Choice", "Amy's Orgasm", a brand or title
+    if _leads_sentence(text, m.start(), before):
+        before = ""  # "When Sandra", "Thanks Katie": a sentence's first word, not a name
     return (bool(before and _is_name_neighbour(before)) or bool(after and _is_name_neighbour(after))
-            or (not m.group().endswith("'s") and _particle_then_name(text, m.end())) or _joined_title(text, m))
+            or (not possessive and (_particle_then_name(text, m.end()) or _lower_case_surname(text, m.end())))
+            or _joined_title(text, m))
 
 
 def _names_someone_in_full(text: str) -> bool:
@@ -119,7 +156,8 @@ def _names_someone_in_full(text: str) -> bool:
             if nxt and _is_capitalised(nxt):
                 return True
         before = _previous_token(text, m.start())
-        if before and _is_capitalised(before) and not re.search(r"[.!?]['\")]*[ \t]+$", text[:m.start()]):
+        if before and _is_capitalised(before) and not _leads_sentence(text, m.start(), before) \
+                and not re.search(r"[.!?]['\")]*[ \t]+$", text[:m.start()]):
             return True
     return False
 

@@ -63,8 +63,27 @@ class BoardRow:
     tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
     rank_interval: list[int] | None = None  # central 95% of the rank over example resamples (measured fixed)
 
+    def coverage(self) -> dict[str, dict[str, Any]]:
+        """Robustness/fairness -> ``{"sources": source examples its suites changed, "low_confidence": bool}``."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind in COVERED:
+            if f"{kind}_sources" in self.values:
+                out[kind] = {"sources": int(self.values[f"{kind}_sources"]),
+                             "low_confidence": self.values.get(f"{kind}_low_confidence", 0.0) > 0}
+        return out
+
+    def with_coverage(self, metric: str, text: str) -> str:
+        """``text`` (the metric's value as shown) with its coverage beside it: "74.48 (n=466)", "(n=12 low)"."""
+        cov = self.coverage().get(metric)
+        return f"{text} (n={cov['sources']}{' low' if cov['low_confidence'] else ''})" if cov else text
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "coverage": self.coverage()}
+
+
+COVERED = ("robustness", "fairness")  # values that rest on the examples their suites changed
+COVERAGE_LEGEND = ("n: source examples the robustness/fairness suites changed, the value's coverage "
+                   "(low: under 30, low confidence)")
 
 
 @dataclass
@@ -179,6 +198,16 @@ class LocalBoard:
         self._paired: dict[tuple[Any, Any, str], dict[str, Any] | None] = {}
         self._resampled: dict[int, dict[str, Any]] = {}  # run id -> {dataset: bootstrap.Resampled}
 
+    def spreads(self) -> dict[str, dict[str, float]]:
+        """metric -> model -> the run's relative trial spread (throughput's measurement floor, amrs_noise)."""
+        from dynadesk.scoring.amrs_noise import run_spreads
+
+        out: dict[str, dict[str, float]] = {}
+        for name, rec in self.records.items():
+            for metric, value in run_spreads((rec.environment or {}).get("measurement")).items():
+                out.setdefault(metric, {})[name] = value
+        return out
+
     def scored_datasets(self) -> list[str]:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
         return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
@@ -194,7 +223,7 @@ class LocalBoard:
         if exclude_noisy and noisy:
             board = ScoreBoard.from_tables({n: t for n, t in self.tables.items() if n not in noisy})
         scored = board.score(weights=weights, dataset_weights=dataset_weights,
-                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode)
+                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads())
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):

@@ -52,12 +52,19 @@ def m001_datasets(db: Database) -> None:
     db.execute("CREATE INDEX datasets_task ON datasets(task)")
 
 
+@migrations()
+def m002_unanswerable_left_out(db: Database) -> None:
+    """How many unanswerable questions an import left out (SQuAD 2.0 without --squad-v2): such a dataset is
+    answerable-only, and the dataset record, its bundles and the board say so."""
+    db.execute("ALTER TABLE datasets ADD COLUMN unanswerable_left_out INTEGER NOT NULL DEFAULT 0")
+
+
 def _summary(row: dict[str, Any], parent_name: str | None = None) -> DatasetSummary:
     return DatasetSummary(
         name=row["name"], task=row["task"], split=row["split"], size=row["size"], digest=row["digest"],
         label_counts=json.loads(row["label_counts"] or "{}"), source=row["source"],
         derived_from=parent_name, derivation=json.loads(row["derivation"]) if row["derivation"] else None,
-        created_at=row["created_at"],
+        created_at=row["created_at"], unanswerable_left_out=int(row.get("unanswerable_left_out") or 0),
     )
 
 
@@ -71,8 +78,10 @@ class DatasetRepo:
 
     def add(self, name: str, task: str, split: str, examples: list[dict[str, Any]], digest: str,
             label_counts: dict[str, int], source: str = "", derived_from: str | None = None,
-            derivation: dict[str, Any] | None = None, replace: bool = False) -> DatasetSummary:
-        """Store a dataset and all its examples in one transaction."""
+            derivation: dict[str, Any] | None = None, replace: bool = False,
+            unanswerable_left_out: int = 0) -> DatasetSummary:
+        """Store a dataset and all its examples in one transaction (``unanswerable_left_out``: unanswerable
+        questions its import left out, which makes it answerable-only)."""
         check_name(name, "dataset name")
         with self._store.atomic() as db:
             existing = db.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
@@ -85,9 +94,9 @@ class DatasetRepo:
                 parent_id = self._id(derived_from)
             cur = db.execute(
                 "INSERT INTO datasets(name, task, split, digest, size, label_counts, source, derived_from,"
-                " derivation, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                " derivation, created_at, unanswerable_left_out) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [name, task, split, digest, len(examples), json.dumps(label_counts), source, parent_id,
-                 json.dumps(derivation) if derivation is not None else None, now_iso()])
+                 json.dumps(derivation) if derivation is not None else None, now_iso(), int(unanswerable_left_out)])
             ds_id = cur.lastrowid
             db.conn.executemany(
                 "INSERT INTO examples(dataset_id, position, example_id, data) VALUES (?,?,?,?)",

@@ -36,10 +36,19 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
-from dynadesk.scoring.leaderboard import ALL_CLASSES, Leaderboard
+from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
 FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
+
+
+def _shown(row: Any, metric: str) -> object:
+    """A metric cell: the value, and beside robustness/fairness their coverage ("80.0 (n=466)", as the CLI)."""
+    if metric not in row.values:
+        return ""
+    value = round(row.values[metric], 3)
+    text = row.with_coverage(metric, f"{value:g}")
+    return value if text == f"{value:g}" else text
 MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
 BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)
 
@@ -308,7 +317,7 @@ class LeaderboardPage(Page):
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
         fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
-                          + [round(r.values[m], 3) if m in r.values else "" for m in shown] for r in res.rows],
+                          + [_shown(r, m) for m in shown] for r in res.rows],
              numeric=set(range(2, len(headers))) | {0}, resize=False)
         warn = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         noisy = {r.model: r.noisy for r in res.rows if r.noisy}
@@ -327,6 +336,8 @@ class LeaderboardPage(Page):
                 self.table.selectRow(r)
         notes = list(res.notes)
         notes += [f"{name} left off: {why}" for name, why in res.left_off.items()]
+        if any(r.coverage() for r in res.rows):
+            notes.append(COVERAGE_LEGEND)
         if not res.rows and not res.left_off:
             notes.insert(0, f"No succeeded evaluation runs for task '{res.task}' yet: run one on the Evaluate page.")
         amrs = ", ".join(f"{k} {v:.3g}" for k, v in res.amrs.items() if v is not None and k != "perf")

@@ -30,6 +30,11 @@ OPTIONAL_PAYLOAD_KEYS = {"tolerances", "task_digest", "intervals", "outcomes", "
 # evaluator.source_date_epoch / evaluator.input_digest: the image build's inputs, recorded for Docker runs so an
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
+# A dataset entry's optional labels (absent in older bundles and where they do not apply): answerable_only (true:
+# imported without its unanswerable questions, not SQuAD 2.0 as published), robustness_suites (the suite set(s) its
+# robustness rests on: "dynadesk" or "dynaboard-augly").
+OPTIONAL_DATASET_KEYS = {"answerable_only", "robustness_suites"}
+SUITE_SET_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 PAYLOAD_KEYS = {"created_at", "task", "model", "datasets", "evaluator", "runner", "environment", "seeds",
                 "worker_settings", "metrics", "predictions", "submitter", "evaluation_id"}
 # version 1: one unchecked ``settings`` object where version 2 has ``worker_settings`` and ``request``
@@ -123,6 +128,17 @@ def timestamp(value: Any, where: str) -> datetime:
     return parse_utc(value, f"bundle {where}")
 
 
+def check_dataset_labels(d: dict[str, Any], where: str) -> None:
+    if "answerable_only" in d and d["answerable_only"] is not True:
+        _fail(f"{where}.answerable_only", f"must be true when present, got {d['answerable_only']!r:.40}")
+    if "robustness_suites" in d:
+        suites = d["robustness_suites"]
+        if not isinstance(suites, list) or not 1 <= len(suites) <= 4 or len(set(map(str, suites))) != len(suites):
+            _fail(f"{where}.robustness_suites", "must be a list of 1 to 4 distinct suite set names")
+        for j, name in enumerate(suites):
+            text(name, f"{where}.robustness_suites[{j}]", SUITE_SET_NAME, max_len=32)
+
+
 def check_payload(p: Any, version: int = 2) -> None:
     """Raise :class:`BundleFormatError` unless ``p`` is a well-formed payload of format ``version`` (1 or 2)."""
     required, optional = (PAYLOAD_KEYS_V1, OPTIONAL_PAYLOAD_KEYS) if version == 1 else \
@@ -144,7 +160,8 @@ def check_payload(p: Any, version: int = 2) -> None:
     names = set()
     for i, d in enumerate(ds):
         w = f"payload.datasets[{i}]"
-        obj(d, w, {"name", "split", "digest", "size"})
+        labels = OPTIONAL_DATASET_KEYS & set(d) if isinstance(d, dict) else set()
+        obj(d, w, {"name", "split", "digest", "size"} | labels)
         name = text(d["name"], f"{w}.name")
         if name in names:
             _fail(f"{w}.name", f"names dataset '{name}' twice")
@@ -152,6 +169,7 @@ def check_payload(p: Any, version: int = 2) -> None:
         text(d["split"], f"{w}.split", max_len=64)
         text(d["digest"], f"{w}.digest", DIGEST)
         integer(d["size"], f"{w}.size")
+        check_dataset_labels(d, w)
     ev = obj(p["evaluator"], "payload.evaluator")
     obj(ev, "payload.evaluator", {"image_digest", "version"} | (set(IMAGE_BUILD_KEYS) & set(ev)))
     for k in ("image_digest", "version"):

@@ -38,8 +38,7 @@ from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
 from dynadesk.sync.server.snapshot_routes import add_snapshot_routes
-from dynadesk.sync.server.task_registry import board_tasks, definition
-from dynadesk.sync.server.values import registry
+from dynadesk.sync.server.task_registry import LiveRules, LiveTasks, definition
 
 # Swagger UI for /docs is served from this server (the fastapi-offline package ships the assets), never a CDN:
 # the board runs offline. ``validatorUrl: null`` stops Swagger UI from fetching a badge from swagger.io.
@@ -137,8 +136,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
-    tasks = board_tasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add)
-    rules = {name: registry(t) for name, t in tasks.items()}
+    tasks = LiveTasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add: seen without a restart)
+    rules = LiveRules(tasks)
     checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
     if key_quota_bytes is not None:
         checks.key_quota_bytes = key_quota_bytes

@@ -449,7 +449,7 @@ def tasks_list(ctx: click.Context, db_path: str | None, as_json: bool) -> None:
 @db_option
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def tasks_add(db_path: str, path: Path) -> None:
-    """Register a task file on this board (validated as by 'dynadesk tasks add'; restart serve to accept it)."""
+    """Register a task file on this board (validated as by 'dynadesk tasks add'; a running serve accepts it at once)."""
     from dynadesk.sync.server.task_registry import add_task_file
 
     task, digest = add_task_file(_db(db_path), path)

@@ -14,6 +14,7 @@ dictionary lookup, however large or non-canonical it is. Each refusal is a speci
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,8 +55,8 @@ class UploadChecks:
     """What uploads are checked against besides the database: tasks, their metric rules, the key rate limit
     and the clock's slack."""
 
-    tasks: dict[str, Task]
-    rules: dict[str, dict[str, MetricRule]]
+    tasks: Mapping[str, Task]
+    rules: Mapping[str, dict[str, MetricRule]]
     key_limiter: Limiter
     max_skew: timedelta = timedelta(minutes=5)
     key_quota_bytes: int = 256 * 1024 * 1024  # stored bundle bytes per key (--key-quota)

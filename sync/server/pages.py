@@ -188,6 +188,16 @@ def _interval_bar(iv: dict[str, Any]) -> Html:
             f"width:{max(0.5, min(hi, 100.0) - max(lo, 0.0)):.2f}%\"></span></span> {h(f'{lo:.2f}–{hi:.2f}')}")
 
 
+def dataset_labels(d: dict[str, Any]) -> str:
+    """A dataset entry's signed labels, shown beside its name: answerable-only, the robustness suite set."""
+    out = " <span class=warn>(answerable-only: unanswerable questions left out)</span>" \
+        if d.get("answerable_only") is True else ""
+    suites = d.get("robustness_suites")
+    if isinstance(suites, list) and suites:
+        out += f" <small>robustness suites: {h(', '.join(map(str, suites)))}</small>"
+    return out
+
+
 def model_page(view: BoardView, bundle_id: str) -> Html:
     """Everything one board row claims, from its signed bundle (raises NotFoundError for an unknown id)."""
     db = view.db
@@ -205,7 +215,7 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
     digests = {d["name"]: d["digest"] for d in payload.get("datasets") or []}
     versions = _rows.dataset_versions(digests, db.dataset_versions(task))
     ds_rows = "".join(
-        f"<tr><td>{h(d['name'])}</td><td>{h(d.get('split'))}</td><td>{h(d.get('size'))}</td>"
+        f"<tr><td>{h(d['name'])}{dataset_labels(d)}</td><td>{h(d.get('split'))}</td><td>{h(d.get('size'))}</td>"
         f"<td><code>{h(d['digest'])}</code></td><td>{h(versions[d['name']]['version'])}"
         f"{'' if versions[d['name']]['current'] else ' <span class=warn>(superseded)</span>'}</td></tr>"
         for d in payload.get("datasets") or [])
@@ -222,6 +232,9 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
                   ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
+                  ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
+                  ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
+                                         for k, n, low in facts.coverage) or "none"),
                   ("bundle id", bundle_id), ("signing key", fingerprint(bytes.fromhex(doc["signature"]["public_key"]))),
                   ("documents", Markup(f"{link(f'/bundles/{bundle_id}', 'readable bundle')} · "
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]

@@ -9,12 +9,15 @@ same labels and metric. Uploads carry ``payload.task_digest``; one naming anothe
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import AlreadyExistsError, ConfigError, NotOnBoardError
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.values import MetricRule, registry
 from dynadesk.tasks import Task, bundled_task_names, load_tasks, parse_task_text, task_digest
 
 
@@ -57,6 +60,79 @@ def board_tasks(db: ServerDB, tasks_dir: Path | None = None) -> dict[str, Task]:
     for name, task in registered_tasks(db).items():
         tasks.setdefault(name, task)
     return tasks
+
+
+def registry_version(db: ServerDB) -> int:
+    """How many tasks are registered: tasks are only ever added (one name, one definition, never removed),
+    so the count changes exactly when the registry does. One cheap query."""
+    with db.lock:
+        row = db.conn.execute("SELECT COUNT(*) FROM server_tasks").fetchone()
+    return int(row[0]) if row else 0
+
+
+class LiveTasks(Mapping[str, Task]):
+    """The board's tasks, seeing ``dynadesk-server tasks add`` without a restart (the CLI and every serve process
+    share the database). A registered task never changes, so a name already known is answered from memory; a
+    name not known yet, or a listing, first checks :func:`registry_version` and re-reads the registry when it
+    moved. The bundled tasks (or ``tasks_dir``'s) are read once."""
+
+    def __init__(self, db: ServerDB, tasks_dir: Path | None = None):
+        self._db = db
+        self._base = load_tasks(tasks_dir if tasks_dir is not None else _bundled_dir())
+        self._lock = threading.Lock()
+        self._version = -1
+        self._tasks: dict[str, Task] = dict(self._base)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the registered tasks if the registry changed since the last look."""
+        version = registry_version(self._db)
+        if version == self._version:
+            return
+        with self._lock:
+            merged = dict(self._base)
+            for name, task in registered_tasks(self._db).items():
+                merged.setdefault(name, task)
+            self._tasks, self._version = merged, version
+
+    def __getitem__(self, name: str) -> Task:
+        if name not in self._tasks:
+            self.refresh()
+        return self._tasks[name]
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._tasks:
+            return True
+        self.refresh()
+        return name in self._tasks
+
+    def __iter__(self) -> Iterator[str]:
+        self.refresh()
+        return iter(dict(self._tasks))
+
+    def __len__(self) -> int:
+        self.refresh()
+        return len(self._tasks)
+
+
+class LiveRules(Mapping[str, dict[str, MetricRule]]):
+    """Each task's metric rules (:func:`values.registry`), for the tasks of a :class:`LiveTasks`."""
+
+    def __init__(self, tasks: LiveTasks):
+        self._tasks = tasks
+        self._rules: dict[str, dict[str, MetricRule]] = {}
+
+    def __getitem__(self, name: str) -> dict[str, MetricRule]:
+        found = self._rules.get(name)
+        if found is None:
+            found = self._rules[name] = registry(self._tasks[name])
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tasks)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
 
 
 def _bundled_dir() -> Path:

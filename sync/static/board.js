@@ -220,7 +220,9 @@ function columns(board) {
     const measured = board.measured_metrics.includes(m);
     const datasets = [...new Set(board.rows.flatMap(r => Object.keys((r.per_dataset || {})[m] || {})))]
       .filter(Boolean).sort();
-    cols.push({key: m, label: m, sub, num: true, metric: m, datasets, measured, get: r => r.values[m]});
+    const covered = m === "robustness" || m === "fairness";
+    cols.push({key: m, label: m, sub, num: true, metric: m, datasets, measured, get: r => r.values[m],
+               cell: covered ? coveredCell(m) : undefined});
     if (open.has(m)) {
       for (const d of datasets) {
         cols.push({key: `${m}@${d}`, label: d, sub: m, num: true, perDataset: true,
@@ -281,6 +283,27 @@ function intervalCell(dataset) {
   };
 }
 
+// Robustness and fairness beside their coverage (how many source examples the suites changed; "low" under 30),
+// and robustness's suite set: DynaDesk's own or the reference's AugLy families (the two are not comparable).
+const SUITE_SETS = {"dynadesk": "DynaDesk suites", "dynaboard-augly": "reference AugLy suites"};
+
+function coveredCell(metric) {
+  return (r, td) => {
+    td.className = "num";
+    td.append(fmt(r.values[metric]));
+    const cov = (r.coverage || {})[metric];
+    if (cov) {
+      td.append(el("small", {class: cov.low_confidence ? "coverage low" : "coverage",
+                             title: `rests on ${cov.sources} source examples the ${metric} suites changed` +
+                                    (cov.low_confidence ? " (fewer than 30: low confidence)" : ""),
+                             text: ` n=${cov.sources}${cov.low_confidence ? " low" : ""}`}));
+    }
+    if (metric === "robustness" && (r.robustness_suites || []).length) {
+      td.append(el("small", {class: "suite-set", text: ` ${r.robustness_suites.map(s => SUITE_SETS[s] || s).join(", ")}`}));
+    }
+  };
+}
+
 function modelCell(r, td) {
   td.className = "model";
   td.append(el("a", {href: r.model_url, text: r.label || r.model}));
@@ -289,6 +312,11 @@ function modelCell(r, td) {
   }
   if (state.board && ((state.board.reference || {}).rows || []).some(x => x.row_id === r.row_id)) {
     td.append(" ", el("small", {class: "reference-mark", title: "this row sets the exchange rates", text: "reference"}));
+  }
+  if ((r.answerable_only || []).length) {
+    td.append(el("small", {class: "answerable-only",
+                           title: "imported without its unanswerable questions: not SQuAD 2.0 as published",
+                           text: ` answerable-only: ${r.answerable_only.join(", ")}`}));
   }
   if ((r.stale_datasets || []).length) {
     td.append(el("small", {class: "stale", text: `scored on a superseded version of ${r.stale_datasets.join(", ")}`}));

@@ -9,7 +9,6 @@ from _sync_helpers import LABELS, make_run
 
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
-from dynadesk.store.evaluations import MetricValue
 from dynadesk.sync.create import create_bundle
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": list(LABELS)}
@@ -34,9 +33,9 @@ def bundle_with(ws, store, model: str, predict, throughput: float = 900.0, data=
     from _sync_helpers import ensure_datasets
 
     ensure_datasets(store, size=SIZE)
-    ev = make_run(store, ws.runs_dir, model=model, throughput=throughput)
+    ev = make_run(store, ws.runs_dir, model=model, throughput=throughput, predict=predict)
     rec = store.evaluations.get(ev)
-    intervals, outcomes, metrics = {}, {}, []
+    intervals, outcomes = {}, {}
     for name in rec.datasets:
         golds = [ex["label"] for ex in store.datasets.examples(name)]
         preds = predict(golds)
@@ -44,8 +43,7 @@ def bundle_with(ws, store, model: str, predict, throughput: float = 900.0, data=
         intervals[name] = B.interval(o, B.derive_seed(rec.predictions_digest, data(name), "macro_f1"))
         outcomes[name] = B.encode_outcomes(o, data(name))
         perf = M.macro_f1(preds, golds, list(LABELS))
-        metrics += [MetricValue(name, m, perf, "score", True) for m in ("perf", "macro_f1")]
-    metrics += [m for m in rec.metrics if m.metric not in ("perf", "macro_f1")]
-    store.evaluations.set_metrics(ev, metrics)
+        stored = next(m.value for m in rec.metrics if m.metric == "perf" and m.dataset == name)
+        assert stored == perf  # the run folder's predictions are these (the host re-scores them)
     store.evaluations.update(ev, profile={**(rec.profile or {}), "intervals": intervals, "outcomes": outcomes})
     return create_bundle(ws, store, ev)

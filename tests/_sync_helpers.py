@@ -77,7 +77,7 @@ def _write_jsonl(path: Path, rows: list[dict]) -> str:
 
 
 def write_run_folder(store, run_dir: Path, model, datasets, perf: float, robustness: float, fairness: float,
-                     step: float = 1.0) -> list[MetricValue]:
+                     step: float = 1.0, predict=None) -> list[MetricValue]:
     """A real run folder (``spec/spec.json``, ``data/``, ``out/predictions.jsonl``) for ``model`` on the test sets
     ``datasets``, with one robustness and one fairness perturbation set each, whose predictions score ``perf``
     (+ ``step`` per further test set), ``robustness`` and ``fairness``; returns the host's own deterministic rows
@@ -93,7 +93,8 @@ def write_run_folder(store, run_dir: Path, model, datasets, perf: float, robustn
     entries, lines = [], []
     for i, name in enumerate(datasets):
         examples = store.datasets.examples(name)
-        preds = _scored_predictions(examples, perf + step * i)
+        preds = _scored_predictions(examples, perf + step * i) if predict is None else \
+            dict(zip([e["id"] for e in examples], predict([e["label"] for e in examples]), strict=True))
         members = [(name, "test", None, None, examples, preds)]
         for kind, suite, target in (("robustness", "case", robustness), ("fairness", "gender", fairness)):
             kept = round(target / 100.0 * len(examples))
@@ -120,9 +121,10 @@ def write_run_folder(store, run_dir: Path, model, datasets, perf: float, robustn
 
 def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, throughput: float = 900.0,
              memory: float = 0.4, robustness: float = 60.0, fairness: float = 80.0,
-             datasets=TEST_SETS) -> int:
+             datasets=TEST_SETS, predict=None) -> int:
     """A succeeded sentiment evaluation with a real run folder (spec, data, predictions) the host re-scores at
-    ``bundle create``; perf is ``perf`` on the first test set, +1 on each next one; returns its id."""
+    ``bundle create``; perf is ``perf`` on the first test set, +1 on each next one (or each test set's predictions
+    are ``predict(golds)``); returns its id."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
     ev = store.evaluations.create(m.id, "sentiment", runner="docker", sandboxed=True, datasets=list(datasets),
@@ -130,7 +132,7 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
     # what a Docker run records from the workspace's image build record (orchestration.image_build)
     store.evaluations.update(ev, image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32))
     run_dir = Path(runs_dir) / str(ev)
-    metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness)
+    metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness, predict=predict)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),
                 MetricValue("", "latency_p99_ms", 3.25, "ms", False),
                 MetricValue("", "memory", memory, "GiB", False)]

@@ -260,6 +260,7 @@ def test_interval_chart_draws_error_bars_and_ties_from_stored_intervals(require_
     services, window = make_window(qtbot, tmp_path, home)
     page = window.show_page("leaderboard")
     page.select_task("sentiment")
+    loaded(qtbot, page)
     bars = page.interval_chart.bars()
     assert bars[("same-a", "d1")] == (100.0, 100.0, 100.0)
     assert bars[("off", "d1")][1:] == (shown["off"]["low"], shown["off"]["high"])

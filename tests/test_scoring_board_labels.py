@@ -82,13 +82,14 @@ def test_the_local_board_shows_coverage_beside_robustness_and_fairness(home: Pat
 
 @pytest.mark.qt
 def test_the_apps_board_shows_coverage_beside_the_values(require_qt, qtbot, home: Path, tmp_path: Path) -> None:
-    from gui_support import make_window
+    from gui_support import loaded, make_window
 
     _qa_run(home, tmp_path)
     services, window = make_window(qtbot, tmp_path, home)
     try:
         page = window.show_page("leaderboard")
         page.select_task("qa")
+        loaded(qtbot, page)
         headers = [page.table.horizontalHeaderItem(c).text().split("\n")[0] for c in range(page.table.columnCount())]
         cells = {h: page.table.item(0, c).text() for c, h in enumerate(headers)}
         assert cells["robustness"] == "70 (n=12 low)" and cells["fairness"] == "90 (n=31)", cells

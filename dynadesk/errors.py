@@ -252,3 +252,11 @@ class OwnOrganisationError(SelfAttestationError):
 
 class QuotaExceededError(RateLimitedError):
     """A key has stored as many bundle bytes as the server allows it (``--key-quota``)."""
+
+
+class HubAuthError(DynaDeskError):
+    """A hub request without a valid session: not signed in, or the session expired or was revoked."""
+
+
+class HubForbiddenError(DynaDeskError):
+    """A hub request the signed-in person's role, or the request's CSRF token, does not allow."""

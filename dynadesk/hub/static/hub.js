@@ -54,6 +54,26 @@ function selectionOffsets(area) {
            text: v.slice(s, e) };
 }
 
+// code point offsets of the page's text selection inside a passage element (one text node)
+function passageSelectionOffsets(el) {
+  const sel = window.getSelection();
+  if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
+  const range = sel.getRangeAt(0);
+  if (!el.contains(range.startContainer) || !el.contains(range.endContainer)) return null;
+  const upTo = (node, offset) => {
+    const r = document.createRange();
+    r.selectNodeContents(el);
+    r.setEnd(node, offset);
+    return Array.from(r.toString()).length;
+  };
+  return { start: upTo(range.startContainer, range.startOffset), end: upTo(range.endContainer, range.endOffset),
+           text: range.toString() };
+}
+
+function selectionIn(el) {
+  return el.tagName === "TEXTAREA" ? selectionOffsets(el) : passageSelectionOffsets(el);
+}
+
 function signedOut(message) {
   state.me = null;
   $("app").hidden = true;
@@ -83,6 +103,7 @@ async function signedIn(me) {
 }
 
 async function chooseTask(name) {
+  delete $("app").dataset.ready;
   state.task = state.tasks.find((t) => t.name === name);
   $("task").value = name;
   $("round").textContent = `round ${state.task.round}, target ${state.task.targets.join(", ")}`;
@@ -90,6 +111,7 @@ async function chooseTask(name) {
   await resetCreate();
   if (!$("panel-validate").hidden) await loadValidation();
   if (!$("panel-stats").hidden) await loadStats();
+  $("app").dataset.ready = name;  // the task's form and panels are drawn
 }
 
 async function resetCreate() {
@@ -114,14 +136,20 @@ async function resetCreate() {
     const label = document.createElement("label");
     label.htmlFor = `in-${f.name}`;
     label.textContent = f.description ? `${f.name}: ${f.description}` : f.name;
-    const area = document.createElement("textarea");
-    area.id = `in-${f.name}`;
-    area.name = f.name;
-    area.rows = f.is_context ? 6 : 3;
-    if (f.is_context && state.context) {
-      area.value = state.context.text;
-      area.readOnly = true;
+    let area;
+    if (f.is_context && state.context) {  // the round's pool passage: read, and select the answer in it
+      area = document.createElement("div");
+      area.className = "passage";
+      area.textContent = state.context.text;
+      area.setAttribute("role", "document");
+      area.setAttribute("aria-label", f.name);
+      label.id = `label-${f.name}`;
+    } else {
+      area = document.createElement("textarea");
+      area.name = f.name;
+      area.rows = f.is_context ? 6 : 3;
     }
+    area.id = `in-${f.name}`;
     fields.append(label, area);
   }
   $("label-target").hidden = t.output_kind !== "label";
@@ -132,8 +160,7 @@ async function resetCreate() {
 }
 
 function useSelection() {
-  const area = $(`in-${state.task.span_of}`);
-  const sel = selectionOffsets(area);
+  const sel = selectionIn($(`in-${state.task.span_of}`));
   if (!sel) { showError("Select the answer in the passage first."); return; }
   state.answer = { start: sel.start, end: sel.end };
   $("answer-preview").textContent = sel.text;
@@ -235,7 +262,7 @@ async function loadValidation() {
   const span = state.task.output_kind === "span";
   $("val-label-row").hidden = span;
   $("val-span-row").hidden = !span;
-  if (span) $("val-passage").value = ex.inputs[state.task.span_of];
+  if (span) $("val-passage").textContent = ex.inputs[state.task.span_of];
   else $("val-label").replaceChildren(...state.task.labels.filter((l) => l !== ex.target).map((l) => new Option(l, l)));
 }
 
@@ -312,7 +339,7 @@ function wire() {
   $("vote-incorrect").addEventListener("click", () => vote("incorrect"));
   $("vote-flag").addEventListener("click", () => vote("flagged"));
   $("val-use-selection").addEventListener("click", () => {
-    const sel = selectionOffsets($("val-passage"));
+    const sel = selectionIn($("val-passage"));
     if (!sel) { showError("Select the right answer in the passage first."); return; }
     state.valSpan = { start: sel.start, end: sel.end };
     $("val-span-preview").textContent = sel.text;

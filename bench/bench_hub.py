@@ -148,13 +148,15 @@ def one_run(home: Path, mode: str, users: int, seconds: int, tmp: Path, tag: str
         proc.terminate()
         proc.wait(timeout=60)
     with open(tmp / f"{tag}_stats.csv", encoding="utf-8") as fh:
-        row = next(r for r in csv.DictReader(fh) if r["Name"] == ROUTE)
+        table = list(csv.DictReader(fh))
+    row = next(r for r in table if r["Name"] == ROUTE)
+    failed = sum(int(r["Failure Count"]) for r in table if r["Name"] != "Aggregated")  # every route, sign-in too
     lines = [ln.split() for ln in acks.read_text().splitlines()] if acks.exists() else []
     after = _stored(home)
     new = {uid: n for uid, n in after.items() if uid not in before}
     acked = [ln[0] for ln in lines]
     return {"mode": mode, "p50": float(row["50%"]), "p99": float(row["99%"]), "requests": int(row["Request Count"]),
-            "failures": int(row["Failure Count"]), "per_min": 60 * len(acked) / seconds, "load": load,
+            "failures": failed, "per_min": 60 * len(acked) / seconds, "load": load,
             "model_ms": statistics.median(float(ln[2]) + float(ln[3]) for ln in lines) if lines else None,
             "mean_batch": statistics.mean(int(ln[4]) for ln in lines) if lines else None,
             "lost": len(set(acked) - set(new)), "unacked": len(set(new) - set(acked)),
@@ -183,7 +185,9 @@ def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs:
         rows = []
         where = f"{users} annotators, {seconds} s x {pairs} run(s), model: {which}"
         for mode, rs in runs.items():
-            med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+            def med(k: str, rs: list[dict] = rs) -> float:
+                return statistics.median(r[k] for r in rs)
+
             clean = all(r["lost"] == 0 and r["duplicated"] == 0 and r["unacked"] == 0 for r in rs)
             load = max(r["load"] for r in rs)
             rows.append({"measure": f"[hub, {mode}] live prediction p50 (create request)", "value": med("p50"),
@@ -191,8 +195,8 @@ def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs:
                          f" forward) p50 {med('model_ms') or 0:.1f} ms, mean batch {med('mean_batch') or 0:.1f};"
                          f" {where}; load avg {load:.1f}", "ratio": None, "ok": None})
             rows.append({"measure": f"[hub, {mode}] live prediction p99 (create request)", "value": med("p99"),
-                         "unit": "ms", "goal": "0 failed requests",
-                         "baseline": f"{sum(r['requests'] for r in rs)} requests, "
+                         "unit": "ms", "goal": "0 failed requests (any route)",
+                         "baseline": f"{sum(r['requests'] for r in rs)} create requests; failed on any route: "
                                      f"{sum(r['failures'] for r in rs)} failed", "ratio": None,
                          "ok": all(r["failures"] == 0 for r in rs)})
             rows.append({"measure": f"[hub, {mode}] examples stored per minute", "value": med("per_min"),

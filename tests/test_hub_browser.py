@@ -28,7 +28,8 @@ VALIDATOR = "val"
 SENTIMENT_TEXTS = {
     "ada": [("the soup was cold and the waiter rude", "negative"), ("an ordinary tuesday at the office", "neutral")],
     "ben": [("what a wonderful surprise party", "positive"), ("i did not hate it , which says a lot", "positive")],
-    "cyd": [("the plot went nowhere for two hours", "negative"), ("fine weather , fine food , fine company", "positive")],
+    "cyd": [("the plot went nowhere for two hours", "negative"),
+            ("fine weather , fine food , fine company", "positive")],
 }
 QUESTIONS = {"ada": "what is described?", "ben": "which detail is given?", "cyd": "what does it say?"}
 
@@ -217,7 +218,10 @@ def test_three_annotators_and_a_validator_work_a_round_in_the_browser(hub, brows
         choose_task(page, task)
         page.click("#tab-stats")
         page.wait_for_selector("#stats td[data-key='Round']")
-        cell = lambda key: page.text_content(f"#stats td[data-key='{key}']")  # noqa: E731
+
+        def cell(key: str, page=page) -> str:
+            return page.text_content(f"#stats td[data-key='{key}']")
+
         e = expected[task]
         assert (int(cell("Examples in the round")), int(cell("Fooled")), int(cell("Verified fooled"))) == \
             (e["collected"], e["fooled"], e["verified_fooled"]), task

@@ -128,6 +128,11 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
         return JSONResponse({"error": "http", "detail": str(exc.detail)}, status_code=exc.status_code)
 
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> Response:
+        return JSONResponse({"error": "internal", "detail": f"the hub failed: {type(exc).__name__}: {exc}"},
+                            status_code=500)
+
     @app.middleware("http")
     async def _headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
         resp: Response = await call_next(request)

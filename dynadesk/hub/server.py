@@ -13,7 +13,7 @@ from dynadesk.hub.limits import Rate
 from dynadesk.hub.service import HubCore
 
 LOOPBACK = "127.0.0.1"
-ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - only with --lan, which the lead chooses
+ALL_INTERFACES = "0.0.0.0"  # only with --lan, which the lead chooses
 
 
 def lan_addresses() -> list[str]:

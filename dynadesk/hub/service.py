@@ -214,6 +214,7 @@ class HubCore:
         context_id = body.get("context_id")
         if context_id is not None and not isinstance(context_id, str):
             raise ValidationError("context_id must be text")
+        target: Any
         if task.output_kind == "span":
             rnd = ann.open_round(st, task.name)
             passage = st.annotation.get_context(rnd.id, context_id) if context_id else inputs.get(task.span_of)

@@ -11,12 +11,15 @@ so a retried request never stores a second example.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.store.core import disk_full_is_store_error
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -101,6 +104,22 @@ _SESSION_SELECT = ("SELECT s.id, s.name, p.role, s.created_at, s.expires_at, s.l
                    " FROM hub_sessions s JOIN hub_people p ON p.name = s.name")
 
 
+@contextmanager
+def _immediate(store: Store) -> Iterator[Database]:
+    """A transaction that takes the write lock first (``BEGIN IMMEDIATE``): one that reads and then writes
+    under a deferred BEGIN fails at once with "database is locked" when another connection wrote after its
+    read (SQLite cannot wait then); this one waits for the lock (busy timeout) before reading."""
+    db = store.db
+    with disk_full_is_store_error(store.path):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.rollback()
+            raise
+        db.execute("COMMIT")
+
+
 class HubRepo:
     def __init__(self, store: Store):
         self._store = store
@@ -136,7 +155,7 @@ class HubRepo:
     def redeem(self, code_hash: str, now: str, session_hash: str, session_expires: str, client: str) -> int | None:
         """Use a valid invite code once and open a session for its person (one transaction); the session id,
         or None when the code is unknown, used, revoked or expired, or its person is revoked."""
-        with self._store.atomic() as db:
+        with _immediate(self._store) as db:
             row = db.execute(
                 "SELECT i.name FROM hub_invites i JOIN hub_people p ON p.name = i.name WHERE i.code_hash = ?"
                 " AND i.used_at IS NULL AND i.revoked_at IS NULL AND i.expires_at > ? AND p.revoked_at IS NULL",

@@ -133,18 +133,19 @@ async function resetCreate() {
   const fields = $("fields");
   fields.replaceChildren();
   for (const f of t.inputs) {
-    const label = document.createElement("label");
-    label.htmlFor = `in-${f.name}`;
+    const pooled = f.is_context && state.context;
+    const label = document.createElement(pooled ? "p" : "label");
     label.textContent = f.description ? `${f.name}: ${f.description}` : f.name;
+    label.id = `label-${f.name}`;
     let area;
-    if (f.is_context && state.context) {  // the round's pool passage: read, and select the answer in it
+    if (pooled) {  // the round's pool passage: read it, and select the answer in it
       area = document.createElement("div");
       area.className = "passage";
       area.textContent = state.context.text;
       area.setAttribute("role", "document");
-      area.setAttribute("aria-label", f.name);
-      label.id = `label-${f.name}`;
+      area.setAttribute("aria-labelledby", label.id);
     } else {
+      label.htmlFor = `in-${f.name}`;
       area = document.createElement("textarea");
       area.name = f.name;
       area.rows = f.is_context ? 6 : 3;

@@ -335,3 +335,66 @@ def test_a_room_signing_in_at_once_is_let_in(home):
         assert len(st.hub.sessions()) == 30
     finally:
         st.close()
+
+
+EMOTION_YAML = """name: emotion
+title: Emotion
+description: Which emotion does the statement express?
+inputs:
+  - name: statement
+    description: The text.
+output:
+  kind: label
+  labels: [joy, anger, fear]
+metric: macro_f1
+fooled_rule:
+  kind: label_mismatch
+validation:
+  votes_needed: 2
+"""
+
+
+def test_every_bundled_task_and_a_workspace_task_works(home, tmp_path):
+    """Each bundled task with an open round (NLI's context is typed, QA's comes from the pool) and a task the
+    workspace added itself: listed by the hub, an example created and answered by its target model."""
+    from annotation_support import NLI_LABELS, build_tiny_models, register
+    from tiny_models import make_tiny_classifier
+
+    from dynadesk.tasks import load_tasks, parse_task_text
+
+    st = _store(home)
+    try:
+        models = {"nli": build_tiny_models(tmp_path / "more")["nli"],
+                  "hate": make_tiny_classifier(tmp_path / "hate", ["not-hateful", "hateful"], task="hate_speech"),
+                  "emo": make_tiny_classifier(tmp_path / "emo", ["joy", "anger", "fear"], task="emotion",
+                                              inputs=["statement"])}
+        st.tasks.add(parse_task_text(EMOTION_YAML, "emotion.yaml"), EMOTION_YAML)
+        for key, task in (("nli", "nli"), ("hate", "hate_speech"), ("emo", "emotion")):
+            register(st, models, key, task)
+            ann.new_round(st, task, [f"tiny-{key}"])
+        bundled = sorted(t for t, v in load_tasks().items() if v.source != "workspace")
+    finally:
+        st.close()
+    code = _code(home, "ann", "annotator")
+    with hub_in_thread(home) as hub:
+        a = Client(hub.url, code)
+        offered = {t["name"]: t for t in a.get("/api/tasks").json()}
+        assert set(bundled) <= set(offered) and "emotion" in offered, sorted(offered)
+        bodies = {
+            "sentiment": {"inputs": {"statement": "fine"}, "target": "neutral"},
+            "hate_speech": {"inputs": {"statement": "people from my town are great"}, "target": "not-hateful"},
+            "nli": {"inputs": {"context": "a dog runs in the park", "hypothesis": "an animal moves"},
+                    "target": NLI_LABELS[0]},
+            "emotion": {"inputs": {"statement": "what a day"}, "target": "joy"},
+        }
+        ctx = a.get("/api/context", task="qa").json()["context"]
+        bodies["qa"] = {"inputs": {"question": "what?"}, "context_id": ctx["id"], "answer": {"start": 0, "end": 4}}
+        for task in offered:
+            r = a.post("/api/examples", {"task": task, "request_id": rid(task), **bodies[task]})
+            assert r.status_code == 200, (task, r.text)
+            assert r.json()["model"] == offered[task]["targets"][0]
+    st = _store(home)
+    try:
+        assert {t: len(st.annotation.examples(t)) for t in offered} == {t: 1 for t in offered}
+    finally:
+        st.close()

@@ -256,3 +256,11 @@ class QuotaExceededError(RateLimitedError):
 
 class SnapshotError(BundleError):
     """A board snapshot is malformed, its server signature fails, or a row does not follow from the log's bundles."""
+
+
+class HubAuthError(DynaDeskError):
+    """A hub request without a valid session: not signed in, or the session expired or was revoked."""
+
+
+class HubForbiddenError(DynaDeskError):
+    """A hub request the signed-in person's role, or the request's CSRF token, does not allow."""

@@ -97,6 +97,7 @@ def test_a_planted_import_breaks_its_contract(tree, contract):
     assert "1 broken" in out, out
 
 
+WEB_MODULES = {"dynadesk.hub.app", "dynadesk.hub.server"}  # the hub's web stack: `dynadesk hub serve` loads them
 EVALUATOR_THIRD_PARTY = {"torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "pynvml"}
 
 
@@ -167,14 +168,17 @@ def test_core_imports_are_light(module):
 
 
 @pytest.mark.parametrize(("package", "lazy"), [("dynadesk.models", ("torch", "transformers")),
-                                               ("dynadesk.queue", ("celery", "kombu", "redis"))])
+                                               ("dynadesk.queue", ("celery", "kombu", "redis")),
+                                               ("dynadesk.hub", ("fastapi", "uvicorn", "starlette"))])
 def test_heavy_libraries_load_only_when_called(package, lazy):
-    """Rules 9 and 12: importing every module of the package loads none of them (imports inside functions)."""
+    """Rules 5, 9 and 12: importing every module of the package (the hub: but its two web modules) loads none of
+    them, nor does the CLI (imports inside functions)."""
     proc = _run_blocked([], f"""
         import importlib, pkgutil
         import {package} as pkg
         for m in pkgutil.walk_packages(pkg.__path__, "{package}."):
-            importlib.import_module(m.name)
+            if m.name not in {WEB_MODULES!r}:
+                importlib.import_module(m.name)
         import dynadesk.cli
         loaded = [m for m in {lazy!r} if m in sys.modules]
         assert not loaded, loaded

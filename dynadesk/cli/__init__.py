@@ -37,6 +37,7 @@ COMMANDS = {
     "demo": "dynadesk.cli.demo_cmd:demo",
     "worker": "dynadesk.cli.queue_cmd:worker",
     "jobs": "dynadesk.cli.queue_cmd:jobs",
+    "hub": "dynadesk.cli.hub_cmd:hub",
 }
 
 

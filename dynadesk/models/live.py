@@ -82,13 +82,20 @@ class LivePredictor:
             return adapter
 
     def predict(self, record: ModelRecord, inputs: dict[str, Any]) -> dict[str, Any]:
-        clean = check_inputs(record, inputs)
+        return self.predict_batch(record, [inputs])[0]
+
+    def predict_batch(self, record: ModelRecord, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One forward pass over several examples (the hub's micro-batches), one answer each, in order."""
+        clean = [check_inputs(record, inputs) for inputs in batch]
         with self._lock:
             adapter = self.adapter(record)
             try:
-                return adapter.predict([clean])[0]
+                out = adapter.predict(clean)
             except _ad.AdapterError as exc:
                 raise ModelError(f"model '{record.name}': {exc}") from exc
+        if len(out) != len(clean):
+            raise ModelError(f"model '{record.name}' answered {len(out)} of {len(clean)} examples")
+        return out
 
     def warm(self, record: ModelRecord) -> None:
         """Load ahead of time (e.g. when an annotation round opens)."""

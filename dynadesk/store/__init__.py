@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dynadesk.store.annotation import AnnotationRepo
     from dynadesk.store.bundles import BundleRepo
     from dynadesk.store.evaluations import EvaluationRepo
+    from dynadesk.store.hub import HubRepo
     from dynadesk.store.models import ModelRepo
     from dynadesk.store.tasks import TaskRepo
 
@@ -36,9 +37,9 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 def _area_modules() -> list[ModuleType]:
     """The area modules in migration order (imported here, since they import this package)."""
-    from dynadesk.store import annotation, bundles, evaluations, models, tasks
+    from dynadesk.store import annotation, bundles, evaluations, hub, models, tasks
 
-    return [models, evaluations, annotation, bundles, tasks]
+    return [models, evaluations, annotation, bundles, tasks, hub]
 
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Store:
     annotation: AnnotationRepo
     bundles: BundleRepo
     tasks: TaskRepo
+    hub: HubRepo
 
     def __init__(self, db: Database, path: Path | None):
         self.db = db

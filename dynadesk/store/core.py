@@ -40,9 +40,14 @@ def set_meta(db: Database, key: str, value: str) -> None:
 
 
 def make_private(db_path: Path) -> None:
-    """Create ``db_path`` as 0600 when missing; narrow it and its side files to 0600 when wider."""
-    fd = os.open(db_path, os.O_RDONLY | os.O_CREAT, PRIVATE_FILE_MODE)
-    os.close(fd)
+    """Create ``db_path`` as 0600 when missing; narrow it and its side files to 0600 when wider.
+
+    An existing database file is never opened here: closing any descriptor of it drops every POSIX lock
+    this process's SQLite connections hold on it, so a store opened on one thread while another thread's
+    connection was in use lost that connection's locks (writes of other processes were then lost: issue 37)."""
+    if not db_path.exists():
+        fd = os.open(db_path, os.O_RDONLY | os.O_CREAT, PRIVATE_FILE_MODE)
+        os.close(fd)
     for path in [db_path, *(db_path.with_name(db_path.name + suffix) for suffix in SIDE_FILES)]:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)

@@ -1,0 +1,354 @@
+// DynaDesk hub page: sign in with an invite code, create examples against the round's target model,
+// validate others' examples, see one's own statistics. Served by the hub itself; talks only to it.
+"use strict";
+
+const state = { me: null, tasks: [], task: null, context: null, answer: null, valExample: null, valSpan: null,
+                shownAt: Date.now(), busyTimer: null };
+const $ = (id) => document.getElementById(id);
+
+function requestId() {
+  // crypto.randomUUID needs a secure context; a hub on the LAN is plain http, getRandomValues works there too
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function showError(text) {
+  const el = $("error");
+  el.textContent = text || "";
+  el.hidden = !text;
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.detail ? body.detail : `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { "Accept": "application/json" };
+  if (method !== "GET") {
+    headers["Content-Type"] = "application/json";
+    if (state.me) headers["X-CSRF-Token"] = state.me.csrf;
+  }
+  const resp = await fetch(path, { method, headers, credentials: "same-origin",
+                                   body: body === undefined ? undefined : JSON.stringify(body) });
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = null; }
+  if (!resp.ok) {
+    const err = new ApiError(resp.status, data);
+    if (resp.status === 401 && path !== "/api/signin") signedOut(err.message);
+    throw err;
+  }
+  return data;
+}
+
+// code point offsets of a textarea's selection (the server indexes text by code points, JS by UTF-16 units)
+function selectionOffsets(area) {
+  const s = area.selectionStart, e = area.selectionEnd;
+  if (s === null || e === null || s === e) return null;
+  const v = area.value;
+  return { start: Array.from(v.slice(0, s)).length, end: Array.from(v.slice(0, e)).length,
+           text: v.slice(s, e) };
+}
+
+// code point offsets of the page's text selection inside a passage element (one text node)
+function passageSelectionOffsets(el) {
+  const sel = window.getSelection();
+  if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
+  const range = sel.getRangeAt(0);
+  if (!el.contains(range.startContainer) || !el.contains(range.endContainer)) return null;
+  const upTo = (node, offset) => {
+    const r = document.createRange();
+    r.selectNodeContents(el);
+    r.setEnd(node, offset);
+    return Array.from(r.toString()).length;
+  };
+  return { start: upTo(range.startContainer, range.startOffset), end: upTo(range.endContainer, range.endOffset),
+           text: range.toString() };
+}
+
+function selectionIn(el) {
+  return el.tagName === "TEXTAREA" ? selectionOffsets(el) : passageSelectionOffsets(el);
+}
+
+function signedOut(message) {
+  state.me = null;
+  $("app").hidden = true;
+  $("who").hidden = true;
+  $("signout").hidden = true;
+  $("signin").hidden = false;
+  showError(message || "");
+}
+
+async function signedIn(me) {
+  state.me = me;
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  $("who").hidden = false;
+  $("who").textContent = `Signed in as ${me.name} (${me.role})`;
+  $("who").dataset.name = me.name;
+  $("signout").hidden = false;
+  showError("");
+  state.tasks = await api("GET", "/api/tasks");
+  const sel = $("task");
+  sel.replaceChildren(...state.tasks.map((t) => new Option(`${t.title} (${t.name})`, t.name)));
+  if (!state.tasks.length) {
+    showError("No task has an open round yet: ask the lead to open one.");
+    return;
+  }
+  await chooseTask(state.tasks[0].name);
+}
+
+async function chooseTask(name) {
+  delete $("app").dataset.ready;
+  state.task = state.tasks.find((t) => t.name === name);
+  $("task").value = name;
+  $("round").textContent = `round ${state.task.round}, target ${state.task.targets.join(", ")}`;
+  $("task-description").textContent = state.task.description;
+  await resetCreate();
+  if (!$("panel-validate").hidden) await loadValidation();
+  if (!$("panel-stats").hidden) await loadStats();
+  $("app").dataset.ready = name;  // the task's form and panels are drawn
+}
+
+async function resetCreate() {
+  const t = state.task;
+  const canCreate = state.me.creates;
+  $("create-form").hidden = !canCreate;
+  $("create-blocked").hidden = canCreate;
+  $("create-blocked").textContent = canCreate ? "" : "Validators judge others' examples; they do not write any.";
+  $("result").hidden = true;
+  state.answer = null;
+  state.context = null;
+  $("answer-preview").textContent = "(none yet)";
+  if (!canCreate) return;
+  if (t.has_pool) {
+    try {
+      state.context = (await api("GET", `/api/context?task=${encodeURIComponent(t.name)}`)).context;
+    } catch (e) { showError(e.message); }
+  }
+  const fields = $("fields");
+  fields.replaceChildren();
+  for (const f of t.inputs) {
+    const pooled = f.is_context && state.context;
+    const label = document.createElement(pooled ? "p" : "label");
+    label.textContent = f.description ? `${f.name}: ${f.description}` : f.name;
+    label.id = `label-${f.name}`;
+    let area;
+    if (pooled) {  // the round's pool passage: read it, and select the answer in it
+      area = document.createElement("div");
+      area.className = "passage";
+      area.textContent = state.context.text;
+      area.setAttribute("role", "document");
+      area.setAttribute("aria-labelledby", label.id);
+    } else {
+      label.htmlFor = `in-${f.name}`;
+      area = document.createElement("textarea");
+      area.name = f.name;
+      area.rows = f.is_context ? 6 : 3;
+    }
+    area.id = `in-${f.name}`;
+    fields.append(label, area);
+  }
+  $("label-target").hidden = !t.chooses_labels;
+  $("span-target").hidden = t.chooses_labels;
+  $("target").replaceChildren(...t.labels.map((l) => new Option(l, l)));
+  $("explanation").value = "";
+  state.shownAt = Date.now();
+}
+
+function useSelection() {
+  const sel = selectionIn($(`in-${state.task.span_of}`));
+  if (!sel) { showError("Select the answer in the passage first."); return; }
+  state.answer = { start: sel.start, end: sel.end };
+  $("answer-preview").textContent = sel.text;
+  showError("");
+}
+
+async function pollModels() {
+  try {
+    const rows = await api("GET", "/api/models");
+    const mine = rows.filter((r) => state.task.targets.includes(r.model));
+    const busy = mine.filter((r) => r.busy || r.waiting > 0);
+    $("model-status").textContent = busy.length
+      ? busy.map((r) => `Model ${r.model} is busy: ${r.waiting} request(s) in its queue`).join("; ")
+      : "Waiting for the model's answer…";
+  } catch (e) { /* the submit itself reports errors */ }
+}
+
+async function submitExample(ev) {
+  ev.preventDefault();
+  const t = state.task;
+  const inputs = {};
+  for (const f of t.inputs) {
+    if (f.is_context && state.context) continue;
+    inputs[f.name] = $(`in-${f.name}`).value;
+  }
+  const body = { task: t.name, inputs, explanation: $("explanation").value,
+                 time_ms: Math.max(0, Date.now() - state.shownAt), request_id: requestId() };
+  if (state.context) body.context_id = state.context.id;
+  if (!t.chooses_labels) {
+    if (!state.answer) { showError("Select the answer in the passage and press 'Use selection as answer'."); return; }
+    body.answer = state.answer;
+  } else {
+    body.target = $("target").value;
+  }
+  $("submit").disabled = true;
+  $("model-status").textContent = "Waiting for the model's answer…";
+  state.busyTimer = setInterval(pollModels, 700);
+  try {
+    const ex = await api("POST", "/api/examples", body);
+    showError("");
+    showResult(ex);
+  } catch (e) {
+    showError(e.message);
+  } finally {
+    clearInterval(state.busyTimer);
+    $("model-status").textContent = "";
+    $("submit").disabled = false;
+  }
+}
+
+function showResult(ex) {
+  const said = ex.model_output.label !== undefined ? ex.model_output.label : ex.model_output.answer;
+  const box = $("result");
+  box.hidden = false;
+  box.dataset.uid = ex.uid;
+  box.dataset.fooled = String(ex.fooled);
+  box.replaceChildren();
+  const p1 = document.createElement("p");
+  p1.append(`Model ${ex.model} answered: `);
+  const s = document.createElement("strong");
+  s.id = "result-model-answer";
+  s.textContent = said;
+  p1.append(s);
+  const p2 = document.createElement("p");
+  p2.id = "result-verdict";
+  p2.textContent = ex.fooled ? "You fooled the model!" : "The model got it right.";
+  const next = document.createElement("button");
+  next.type = "button";
+  next.id = "next-example";
+  next.textContent = "Write another";
+  next.addEventListener("click", resetCreate);
+  box.append(p1, p2, next);
+}
+
+async function loadValidation() {
+  $("val-result").textContent = "";
+  $("val-reason").value = "";
+  state.valSpan = null;
+  $("val-span-preview").textContent = "";
+  const data = await api("GET", `/api/validate/next?task=${encodeURIComponent(state.task.name)}`);
+  const ex = data.example;
+  state.valExample = ex;
+  $("validate-empty").hidden = !!ex;
+  $("val-example").hidden = !ex;
+  if (!ex) { delete $("val-example").dataset.uid; return; }
+  $("val-example").dataset.uid = ex.uid;
+  const dl = $("val-inputs");
+  dl.replaceChildren();
+  for (const [k, v] of Object.entries(ex.inputs)) {
+    const dt = document.createElement("dt");
+    dt.textContent = k;
+    const dd = document.createElement("dd");
+    dd.textContent = v;
+    dl.append(dt, dd);
+  }
+  $("val-target").textContent = ex.target;
+  const out = ex.model_output;
+  $("val-model").textContent = out.label !== undefined ? out.label : out.answer;
+  const span = !state.task.chooses_labels;
+  $("val-label-row").hidden = span;
+  $("val-span-row").hidden = !span;
+  if (span) $("val-passage").textContent = ex.inputs[state.task.span_of];
+  else $("val-label").replaceChildren(...state.task.labels.filter((l) => l !== ex.target).map((l) => new Option(l, l)));
+}
+
+async function vote(verdict) {
+  const ex = state.valExample;
+  if (!ex) return;
+  const body = { uid: ex.uid, verdict, request_id: requestId() };
+  if (verdict === "flagged") body.reason = $("val-reason").value;
+  if (verdict === "incorrect") {
+    if (!state.task.chooses_labels) {
+      if (!state.valSpan) { showError("Select the right answer in the passage first."); return; }
+      body.label = state.valSpan;
+    } else body.label = $("val-label").value;
+  }
+  try {
+    const r = await api("POST", "/api/votes", body);
+    showError("");
+    await loadValidation();
+    $("val-result").textContent = `Recorded '${verdict}'; the example is now ${r.status.status}.`;
+  } catch (e) { showError(e.message); }
+}
+
+function pct(x) { return x === null || x === undefined ? "—" : `${(100 * x).toFixed(1)}%`; }
+
+async function loadStats() {
+  const s = await api("GET", `/api/stats?task=${encodeURIComponent(state.task.name)}`);
+  const m = s.mine || { collected: 0, fooled: 0, verified_fooled: 0, mer: null, vmer: null, validations_given: 0 };
+  const rows = [["Round", s.round], ["Examples in the round", s.collected], ["Fooled", s.fooled],
+                ["Verified fooled", s.verified_fooled], ["MER", pct(s.mer)], ["vMER", pct(s.vmer)],
+                ["My examples", m.collected], ["My fooled", m.fooled], ["My verified fooled", m.verified_fooled],
+                ["My MER", pct(m.mer)], ["My vMER", pct(m.vmer)], ["My validations", m.validations_given]];
+  $("stats").tBodies[0].replaceChildren(...rows.map(([k, v]) => {
+    const tr = document.createElement("tr");
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = k;
+    const td = document.createElement("td");
+    td.textContent = String(v);
+    td.dataset.key = k;
+    tr.append(th, td);
+    return tr;
+  }));
+}
+
+async function selectTab(name) {
+  for (const t of ["create", "validate", "stats"]) {
+    $(`tab-${t}`).setAttribute("aria-selected", String(t === name));
+    $(`panel-${t}`).hidden = t !== name;
+  }
+  showError("");
+  try {
+    if (name === "validate") await loadValidation();
+    if (name === "stats") await loadStats();
+  } catch (e) { showError(e.message); }
+}
+
+function wire() {
+  $("signin-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await signedIn(await api("POST", "/api/signin", { code: $("code").value }));
+      $("code").value = "";
+    } catch (e) { showError(e.message); }
+  });
+  $("signout").addEventListener("click", async () => {
+    try { await api("POST", "/api/signout", {}); } catch (e) { /* signed out either way */ }
+    signedOut("Signed out.");
+  });
+  $("task").addEventListener("change", () => chooseTask($("task").value).catch((e) => showError(e.message)));
+  $("create-form").addEventListener("submit", submitExample);
+  $("use-selection").addEventListener("click", useSelection);
+  for (const t of ["create", "validate", "stats"]) $(`tab-${t}`).addEventListener("click", () => selectTab(t));
+  $("vote-correct").addEventListener("click", () => vote("correct"));
+  $("vote-incorrect").addEventListener("click", () => vote("incorrect"));
+  $("vote-flag").addEventListener("click", () => vote("flagged"));
+  $("val-use-selection").addEventListener("click", () => {
+    const sel = selectionIn($("val-passage"));
+    if (!sel) { showError("Select the right answer in the passage first."); return; }
+    state.valSpan = { start: sel.start, end: sel.end };
+    $("val-span-preview").textContent = sel.text;
+  });
+  setInterval(() => { if (state.me) api("GET", "/api/me").catch(() => {}); }, 20000);  // "connected" for the lead
+}
+
+document.addEventListener("DOMContentLoaded", async () => {
+  wire();
+  try { await signedIn(await api("GET", "/api/me")); } catch (e) { signedOut(""); }
+});

@@ -100,6 +100,12 @@ class Worker:
         self.runs_dir = config.home / "queue-runs"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.image, self.image_id = self._image()
+        if self.image is not None:  # what this worker's previous life left (it was killed mid-job)
+            from dynadesk.orchestration.runners import remove_leftover_containers
+
+            removed = remove_leftover_containers(self.runs_dir)
+            if removed:
+                _log(f"{config.name}: removed {removed} evaluation container(s) a previous run of this worker left")
         self.job: str | None = None
         self.progress: dict[str, Any] = {}
         self.cancel = threading.Event()

@@ -14,6 +14,7 @@ transitions.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -255,13 +256,37 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
         store.evaluations.transition(run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
-    folder.log_file.write_text(log, encoding="utf-8")
+    if not outcome.ok and DISK_FULL in outcome.log + outcome.message:
+        _disk_full(store, run_id, folder, outcome.message.strip().splitlines()[-1] if outcome.message else DISK_FULL,
+                   log)
+    try:
+        folder.log_file.write_text(log, encoding="utf-8")
+    except OSError as exc:
+        _disk_full(store, run_id, folder, f"writing {folder.log_file.name}: {exc.strerror or exc}", log)
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
         store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
                                      log=log[-MAX_DB_LOG:], finished_at=now_iso())
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     return store_results(store, run_id, folder, outcome, log)
+
+
+DISK_FULL = "No space left on device"
+
+
+def _disk_full(store: Any, run_id: int, folder: RunFolder, what: str, log: str) -> None:
+    """The run's outputs could not be written (the disk is full): its half-written outputs are removed (which
+    also frees room for the record), the run is marked failed, and an :class:`EvaluationError` names it."""
+    why = (f"run {run_id} could not write its results to {folder.out_dir} ({what}): the disk is full; its partial"
+           " outputs were removed, free space and evaluate again")
+    with contextlib.suppress(OSError):
+        folder.clear_out()
+    try:
+        store.evaluations.transition(run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:],
+                                     finished_at=now_iso())
+    except StoreError as also:  # the database is on the same full disk
+        why += f" (and the run could not be marked failed: {also})"
+    raise EvaluationError(why, verdict="error")
 
 
 def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:

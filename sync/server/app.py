@@ -231,21 +231,17 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             return _refusal(exc)
         return JSONResponse({"status": "accepted", **answer}, status_code=201)
 
-    upload_doc = {"requestBody": {"required": True, "description": "The file's exact bytes (RFC 8785 JSON, see"
-                                  " docs/bundle-format.md)", "content": {"application/json": {"schema": {
-                                      "type": "object"}}}}}
-
     @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
               response_model=None, responses=oa.answers(oa.AcceptedBundle, 400, 403, 409, 413, 422, 429, 503,
                                                         status=201, ok_doc="Accepted and logged"),
-              openapi_extra=oa.envelope_body("dynadesk-bundle", upload_doc["requestBody"]["description"]))
+              openapi_extra=oa.envelope_body("dynadesk-bundle"))
     async def upload(request: Request) -> JSONResponse:
         return await receive(request, ingest)
 
     @app.post("/api/attestations", status_code=201, summary="Upload one signed audit attestation (auditor keys only)",
               response_model=None, responses=oa.answers(oa.AcceptedAttestation, 400, 403, 404, 409, 413, 422, 429,
                                                         503, status=201, ok_doc="Accepted and logged"),
-              openapi_extra=oa.envelope_body("dynadesk-attestation", upload_doc["requestBody"]["description"]))
+              openapi_extra=oa.envelope_body("dynadesk-attestation"))
     async def upload_attestation(request: Request) -> JSONResponse:
         return await receive(request, ingest_attestation)
 

@@ -217,7 +217,8 @@ def envelope_schema(fmt: str) -> dict[str, Any]:
                 "value": {"type": "string", "pattern": r"^[0-9a-f]{128}$"}}}}}
 
 
-def envelope_body(fmt: str, description: str) -> dict[str, Any]:
+def envelope_body(fmt: str, description: str = "The file's exact bytes (RFC 8785 JSON, see docs/bundle-format.md)"
+                  ) -> dict[str, Any]:
     """``openapi_extra`` for an upload: the body is one signed envelope, its exact canonical (RFC 8785) bytes."""
     return {"requestBody": {"required": True, "description": description,
                             "content": {"application/json": {"schema": envelope_schema(fmt)}}}}

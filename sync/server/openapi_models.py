@@ -230,7 +230,8 @@ def board_parameters() -> dict[str, Any]:
     from dynadesk.scoring.board import MAX_MEMORY_BUDGET_GIB, MAX_OFFSET, MAX_PAGE_ROWS, MAX_WEIGHT
     from dynadesk.sync.board import AUDIT_VALUES, BOARD_METRICS
 
-    yes_no = {"type": "string", "enum": ["yes", "no"]}
+    # an empty value means "not given" (the board page sends its empty controls); yes/no also read as true/false/1/0
+    yes_no = {"type": "string", "pattern": "^(|[Yy][Ee][Ss]|[Nn][Oo]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$"}
 
     def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
         return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
@@ -245,8 +246,8 @@ def board_parameters() -> dict[str, Any]:
         query("runner", {"type": "string"}, "only rows measured by this runner (docker, local ...)"),
         query("sandboxed", yes_no, "only sandboxed (yes) or only unsandboxed (no) rows"),
         query("stability", yes_no, "yes: each row's rank range as the weights vary"),
-        query("audit", {"type": "string", "enum": list(AUDIT_VALUES)}, "reproduced: only rows an auditor"
-              " reproduced"),
+        query("audit", {"type": "string", "enum": ["", *AUDIT_VALUES]}, "reproduced: only rows an auditor"
+              " reproduced (empty: all)"),
     ]
     params += [query(f"weight.{m}", {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT},
                      f"the weight of metric {m}") for m in BOARD_METRICS]

@@ -105,3 +105,43 @@ def test_disk_full_during_an_evaluation_fails_the_run_clearly_and_keeps_the_data
             assert store.integrity_check() == "ok"
         finally:
             store.close()
+
+
+def test_disk_full_during_the_workers_own_writes_fails_the_run_naming_it_and_leaves_nothing_half_written(tmp_path):
+    """The run folder is prepared with room to spare; the disk fills while the evaluation worker is predicting,
+    so its own output writes (predictions, metrics) and the host's log fail on the full disk. The run must end
+    ``failed`` (never left ``running``) with an error naming it and the full disk, its out/ holding no half-written
+    file, and the database intact; the next run succeeds once space is freed."""
+    from dynadesk.orchestration.evaluate import evaluate
+
+    with small_disk(tmp_path / "disk", "24m") as disk:
+        ws = Workspace(disk / "ws").ensure()
+        store = ws.open_store()
+        try:
+            setup_workspace(store, tmp_path / "outside", sizes=(400, 400))
+            filled: list[Path] = []
+
+            def fill_when_predicting(event: dict) -> None:
+                if event.get("phase") == "predict" and not filled:
+                    filled.append(fill(disk, leave=8 * 1024))
+
+            with pytest.raises(DynaDeskError) as err:
+                rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=4, warmup=1),
+                               progress=fill_when_predicting)
+                raise AssertionError(f"run {rec.id} ended {rec.status}: {rec.error}")  # must raise, naming the run
+            assert filled, "the worker never reported predicting"
+            (row,) = store.db.execute("SELECT id, status, error FROM evaluations").fetchall()
+            run_id, status, error = row
+            msg = str(err.value)
+            assert f"run {run_id}" in msg and ("full" in msg or "No space left" in msg), msg
+            assert status == "failed", (status, error)  # never left 'running' or 'queued'
+            assert "full" in error or "No space left" in error, error
+            assert store.integrity_check() == "ok"
+            out = ws.runs_dir / str(run_id) / "out"
+            assert not [p.name for p in out.iterdir()] if out.exists() else True  # nothing half-written kept
+            filled[0].unlink()
+            rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=4, warmup=1))
+            assert rec.status == "succeeded"
+            assert store.integrity_check() == "ok"
+        finally:
+            store.close()

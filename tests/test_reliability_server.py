@@ -1,7 +1,9 @@
 """Hostile input against the leaderboard server and the bundle parser (issue 10, server part).
 
 * schemathesis drives every operation of the server's own OpenAPI document against a real
-  ``dynadesk-server`` process on loopback: no 5xx, and every refusal is JSON ``{"error", "detail"}``;
+  ``dynadesk-server`` process on loopback (SQLite, then PostgreSQL): no 5xx, and every answer conforms to the
+  document (status code, content type, ``Retry-After`` headers and body, refusals ``{"error", "detail"}``);
+  the number of cases sent is printed;
 * hypothesis sends arbitrary methods and paths (outside the schema) the same way;
 * hypothesis makes structure-aware mutations of a real signed bundle (replace / delete / add any field,
   re-signed or not): parsing and verification only ever raise :class:`BundleError` naming the payload
@@ -70,7 +72,7 @@ def live(request, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     for b in bundles:
         assert requests.post(f"{url}/api/bundles", data=b.raw, timeout=10).status_code == 201
-    yield {"url": url, "db": db, "bundles": bundles, "ws": ws}
+    yield {"url": url, "db": db, "bundles": bundles, "ws": ws, "backend": request.param}
     stop_server(proc)
     store.close()
     db.close()
@@ -88,36 +90,117 @@ OPERATIONS = [("GET", "/api/tasks"), ("POST", "/api/bundles"), ("GET", "/api/bun
 
 
 # schema-violating cases exist only where there is something to violate (a body or typed parameters)
-NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/log"), ("POST", "/api/attestations")]
+NEGATABLE = [("POST", "/api/bundles"), ("GET", "/api/bundles"), ("GET", "/api/log"), ("POST", "/api/attestations"),
+             ("GET", "/api/leaderboard/{task}")]
+EXAMPLES_RUN: dict[str, dict[str, int]] = {}  # backend -> "METHOD path mode" -> cases sent
+
+
+def conformance_checks(mode: str, path: str = "") -> list:
+    """Every answer is described by the schema: its status code, content type, headers (Retry-After) and body;
+    never a 5xx; and (negative mode) a schema-violating request is refused, except on the board, whose raw query
+    is read as Python reads numbers (``1_000``, `` 5``) and is checked by the board itself (a finite ranking or a
+    400, tests below)."""
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        negative_data_rejection,
+        response_headers_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
+              response_schema_conformance]
+    lenient = path == "/api/leaderboard/{task}"
+    return checks + [negative_data_rejection] if mode == "negative" and not lenient else checks
 
 
 @pytest.mark.parametrize("method, path, mode", [(*op, "positive") for op in OPERATIONS]
                          + [(*op, "negative") for op in NEGATABLE])
-def test_every_operation_fuzzed_no_server_error_and_json_refusals(api_schema, live, method, path, mode):
-    """schemathesis cases (valid and schema-violating) for one operation of the served OpenAPI document."""
-    from schemathesis.checks import not_a_server_error
-
+def test_every_operation_fuzzed_answers_as_its_schema_says(api_schema, live, capsys, method, path, mode):
+    """schemathesis cases (valid and schema-violating) for one operation of the served OpenAPI document: every
+    answer conforms to the document (status, content type, headers, body), none is a 5xx."""
     operation = api_schema[path][method]
     statuses: dict[int, int] = {}
+    checks = conformance_checks(mode, path)
 
     @settings(max_examples=API_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
     @given(case=operation.as_strategy(schemathesis.GenerationMode(mode)))
     def fuzz(case):
-        resp = case.call_and_validate(checks=[not_a_server_error], timeout=20)
+        resp = case.call_and_validate(checks=checks, timeout=20)
         assert resp.status_code < 500, (case.method, case.formatted_path, resp.text[:300])
         if resp.status_code >= 400:
             assert_json_error(resp)
         statuses[resp.status_code] = statuses.get(resp.status_code, 0) + 1
 
     fuzz()
-    assert sum(statuses.values()) >= 1, statuses
+    sent = sum(statuses.values())
+    EXAMPLES_RUN.setdefault(live["backend"], {})[f"{method} {path} {mode}"] = sent
+    with capsys.disabled():
+        print(f"\n[schemathesis {live['backend']}] {method} {path} {mode}: {sent} examples, statuses "
+              f"{dict(sorted(statuses.items()))}")
+    assert sent >= 1, statuses
     if mode == "negative" and path == "/api/bundles" and method == "POST":
         assert not statuses.get(201), statuses  # nothing schema-violating is ever accepted
 
 
-def test_the_schema_covers_every_api_route(api_schema):
+def test_the_schema_covers_every_api_route(api_schema, live):
     ops = {(op.ok().method.upper(), op.ok().path) for op in api_schema.get_all_operations()}
     assert ops == set(OPERATIONS)
+    doc = requests.get(f"{live['url']}/openapi.json", timeout=10).json()
+    for path, methods in doc["paths"].items():
+        for method, op in methods.items():
+            answers = op["responses"]
+            ok = [c for c in answers if c.startswith("2")]
+            assert len(ok) == 1 and answers[ok[0]]["content"]["application/json"]["schema"], (method, path)
+            for code, answer in answers.items():  # every refusal is the one error object, never FastAPI's own
+                if not code.startswith("2"):
+                    ref = answer["content"]["application/json"]["schema"]["$ref"]
+                    assert ref == "#/components/schemas/ErrorAnswer", (method, path, code, ref)
+            assert "503" in answers or path == "/api/server-key", (method, path)  # the database may be down
+            if "requestBody" in op:
+                assert op["requestBody"]["content"]["application/json"]["schema"]["required"], (method, path)
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+
+
+def test_answers_about_stored_documents_conform_too(api_schema, live):
+    """Cases random generation rarely reaches, sent explicitly and checked the same way: a stored bundle's bytes
+    (200), an unknown id (404), a task name with a NUL byte (200, none), a replayed upload (409) and the board with
+    weights and a stability range (200)."""
+    checks = conformance_checks("positive")
+    stored = live["bundles"][0]
+    cases = [
+        (api_schema["/api/bundles/{bundle_id}"]["GET"].Case(path_parameters={"bundle_id": stored.id}), 200),
+        (api_schema["/api/bundles/{bundle_id}"]["GET"].Case(path_parameters={"bundle_id": "0" * 64}), 404),
+        # a NUL byte in a task name reached PostgreSQL, which answered 503 "store unavailable" (found by the fuzz)
+        (api_schema["/api/bundles"]["GET"].Case(query={"task": "sent\x00iment"}), 200),
+        (api_schema["/api/attestations/{attestation_id}"]["GET"].Case(path_parameters={"attestation_id": "1" * 64}),
+         404),
+        (api_schema["/api/leaderboard/{task}"]["GET"].Case(
+            path_parameters={"task": "sentiment"}, query={"weight.perf": "2", "stability": "yes", "limit": "1"}), 200),
+        (api_schema["/api/leaderboard/{task}"]["GET"].Case(
+            path_parameters={"task": "sentiment"}, query={"weight.perf": "0", "weight.throughput": "0",
+                                                          "weight.memory": "0", "weight.robustness": "0",
+                                                          "weight.fairness": "0"}), 400),
+    ]
+    for case, status in cases:
+        resp = case.call_and_validate(checks=checks, timeout=20)
+        assert resp.status_code == status, (case.formatted_path, resp.status_code, resp.text[:300])
+    # a replay: the exact bytes (schemathesis would re-serialise the JSON), its answer validated the same way
+    replay = api_schema["/api/bundles"]["POST"].Case(body=json.loads(stored.raw), media_type="application/json")
+    resp = requests.post(f"{live['url']}/api/bundles", data=stored.raw, timeout=20,
+                         headers={"Content-Type": "application/json"})
+    assert resp.status_code == 409, resp.text[:300]
+    replay.validate_response(resp, checks=checks)
+
+
+def test_examples_sent_per_backend_are_printed(live, capsys):
+    """The count of generated cases this backend answered (run after the fuzz tests above)."""
+    counts = EXAMPLES_RUN.get(live["backend"], {})
+    with capsys.disabled():
+        print(f"\n[schemathesis {live['backend']}] {sum(counts.values())} examples over {len(counts)} "
+              f"operation/mode pairs ({API_EXAMPLES} at most each), every answer conforming to the schema")
+    assert len(counts) == len(OPERATIONS) + len(NEGATABLE), counts
 
 
 segment = st.text(st.characters(codec="utf-8", exclude_characters="/?#"), max_size=12)
@@ -167,6 +250,9 @@ def test_seeded_bundles_are_stored_once_after_the_fuzzing(live):
     assert [b["id"] for b in listed] == [b.id for b in live["bundles"]]
     for b in live["bundles"]:
         assert requests.get(f"{live['url']}/api/bundles/{b.id}", timeout=10).content == b.raw
+    board = requests.get(f"{live['url']}/api/leaderboard/sentiment", timeout=10).json()
+    assert sorted(r["bundle_id"] for r in board["rows"]) == sorted(b.id for b in live["bundles"])
+    assert requests.get(f"{live['url']}/api/log/head", timeout=10).json()["size"] == len(live["bundles"])
 
 
 # ---------------------------------------------------------------------------------- bundle parsing

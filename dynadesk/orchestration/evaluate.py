@@ -15,6 +15,7 @@ transitions. Every run, local or collected from a queue worker, ends in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -255,14 +256,38 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
 def finish_run(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
     """The one end of every run that got as far as its worker, local or a queue worker's: the log kept in the run
     folder; a failed or cancelled outcome recorded as such; a finished one's results checked and stored
-    (:func:`store_results`)."""
-    folder.log_file.write_text(log, encoding="utf-8")
+    (:func:`store_results`); a full disk fails the run naming it (:func:`_disk_full`)."""
+    if not outcome.ok and DISK_FULL in outcome.log + outcome.message:
+        _disk_full(store, run_id, folder, outcome.message.strip().splitlines()[-1] if outcome.message else DISK_FULL,
+                   log)
+    try:
+        folder.log_file.write_text(log, encoding="utf-8")
+    except OSError as exc:
+        _disk_full(store, run_id, folder, f"writing {folder.log_file.name}: {exc.strerror or exc}", log)
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
         store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
                                      log=log[-MAX_DB_LOG:], finished_at=now_iso())
         return store.evaluations.get(run_id)  # type: ignore[no-any-return]
     return store_results(store, run_id, folder, outcome, log)
+
+
+DISK_FULL = "No space left on device"
+
+
+def _disk_full(store: Any, run_id: int, folder: RunFolder, what: str, log: str) -> None:
+    """The run's outputs could not be written (the disk is full): its half-written outputs are removed (which
+    also frees room for the record), the run is marked failed, and an :class:`EvaluationError` names it."""
+    why = (f"run {run_id} could not write its results to {folder.out_dir} ({what}): the disk is full; its partial"
+           " outputs were removed, free space and evaluate again")
+    with contextlib.suppress(OSError):
+        folder.clear_out()
+    try:
+        store.evaluations.transition(run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:],
+                                     finished_at=now_iso())
+    except StoreError as also:  # the database is on the same full disk
+        why += f" (and the run could not be marked failed: {also})"
+    raise EvaluationError(why, verdict="error")
 
 
 def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -273,6 +274,26 @@ def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, pa
     return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
 
 
+IN_SANDBOX_GRACE_S = 5
+"""Seconds past its wall-clock limit at which a container stops itself, should nobody be left to stop it."""
+
+
+def remove_leftover_containers(under: Path, client: Any = None) -> int:
+    """Remove the evaluation containers (running or not) whose run folder is under ``under``: what a killed
+    process of this workspace left behind. Returns how many; Docker's errors become :class:`DockerUnavailable`."""
+    root = str(Path(under).resolve())
+    try:
+        client = client or docker_client()
+        found = [c for c in client.containers.list(all=True, filters={"label": "dynadesk.role=evaluation"})
+                 if c.labels.get("dynadesk.run-dir", "").startswith(root + os.sep)]
+        for c in found:
+            _remove(c)
+    except transport_errors() as exc:
+        raise DockerUnavailable(f"Docker failed listing leftover containers: {first_line(exc)}; "
+                                f"{NO_DAEMON_FIX}") from exc
+    return len(found)
+
+
 class DockerRunner(Runner):
     """The worker in a locked-down container (docker SDK; a ``DOCKER_HOST`` on this machine, see check_ready)."""
 
@@ -342,7 +363,11 @@ class DockerRunner(Runner):
         import docker
 
         opts: dict[str, Any] = dict(
-            command=["python", "-m", "dynadesk.evaluator", "run", "--spec", "/spec/spec.json", "--out", "/out",
+            # the container enforces its own deadline too: if the process watching it dies (a worker SIGKILLed),
+            # it still stops IN_SANDBOX_GRACE_S after its limit (exit 124, or 137 after --kill-after)
+            command=["timeout", f"--kill-after={IN_SANDBOX_GRACE_S}", "--signal=TERM",
+                     str(math.ceil(limits.timeout_s + IN_SANDBOX_GRACE_S)),
+                     "python", "-m", "dynadesk.evaluator", "run", "--spec", "/spec/spec.json", "--out", "/out",
                      "--model", "/model", "--data", "/data"],
             network_mode="none",
             read_only=True,
@@ -440,6 +465,8 @@ class DockerRunner(Runner):
         code = state.get("ExitCode")
         details = {"exit_code": code, "oom_killed": bool(state.get("OOMKilled")), "image": self.image,
                    "observed": _observed(out, memory)}
+        if verdict is None and code in (124, 137) and watch.elapsed() >= limits.timeout_s:
+            verdict = "timeout"  # the in-sandbox deadline fired before this poll loop saw the limit pass
         if verdict is None and state.get("OOMKilled"):
             return RunOutcome("oom", code, out.text(), watch.elapsed(),
                               f"out of memory: the container hit its {limits.memory_bytes / (1 << 30):.2f} GiB "

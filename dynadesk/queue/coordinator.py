@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import QueueError
+from dynadesk.errors import BrokerUnavailable, NotFoundError, QueueError
 from dynadesk.queue import jobs
 from dynadesk.queue.broker import BrokerURL, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
@@ -67,11 +67,18 @@ def workspace_id(workspace: Any) -> str:
 
 def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str, int]:
     """Create the run (``queued``) and its folder, put its inputs on the broker, send the job: (job id, run id)."""
-    from dynadesk.evaluator.schema import evaluator_version
-    from dynadesk.models.registry import tree_files
     from dynadesk.orchestration.evaluate import create_run, make_runner
 
     run_id, folder, model = create_run(store, workspace, request, make_runner(request))  # nothing connects here
+    return send_run(store, workspace, queue, run_id, folder, model, request), run_id
+
+
+def send_run(store: Any, workspace: Any, queue: Queue, run_id: int, folder: Any, model: Any, request: Any,
+             why: str = "") -> str:
+    """Put a queued run's inputs on the broker and send its job; the job id (``why``: why it is sent again)."""
+    from dynadesk.evaluator.schema import evaluator_version
+    from dynadesk.models.registry import tree_files
+
     with translated(queue.broker):
         spec = put_file(queue.client, folder.spec_file)
         data = [[p.name, put_file(queue.client, p)] for p in sorted(folder.data_dir.iterdir())]
@@ -79,11 +86,11 @@ def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str
         payload = {"request": request.to_dict(), "spec": spec, "data": data, "run_id": run_id,
                    "model": {"name": model.name, "digest": model.digest, "files": files},
                    "evaluator_version": evaluator_version()}
-        job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace))
+        job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace), requeued_why=why)
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
-                             queue=QueuePlacement(job=job_id))
+                             queue=QueuePlacement(job=job_id, requeued_why=why or None))
     queue.send(job_id, 0)
-    return job_id, run_id
+    return job_id
 
 
 def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wait: bool = True,
@@ -94,26 +101,17 @@ def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wai
     done: list[Any] = []
     seen: dict[str, tuple[str, Any]] = {}
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    outage_since: float | None = None
     while pending:
-        queue.requeue_expired()
-        for job_id in list(pending):
-            with translated(queue.broker):
-                view = jobs.view(queue.client, job_id)
-            if view.workspace != workspace_id(workspace):
-                raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
-            if progress and seen.get(job_id) != (view.shown_state, view.progress.get("overall_done")):
-                seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
-                progress(view)
-            if view.state in jobs.FINAL:
-                refused = refuse_unsigned(store, queue, view)
-                if refused:
-                    if progress:
-                        progress(view)
-                    continue
-                record = store_result(store, workspace, queue, view)
-                if record is not None:
-                    done.append(record)
-                pending.remove(job_id)
+        try:
+            _collect_once(store, workspace, queue, pending, done, seen, progress)
+            outage_since = None
+        except BrokerUnavailable:
+            # a broker restart (redis-server crashed, or restarted for an upgrade) is waited out: the jobs and
+            # their results are on it (docs/operators.md: appendonly), and nothing was stored for a job half-way
+            outage_since = outage_since or time.monotonic()
+            if not wait or time.monotonic() - outage_since > BROKER_OUTAGE_S:
+                raise
         if not pending or not wait:
             break
         if deadline is not None and time.monotonic() > deadline:
@@ -121,6 +119,64 @@ def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wai
                              "(see 'dynadesk jobs list')")
         time.sleep(poll_s)
     return done
+
+
+BROKER_OUTAGE_S = 300.0
+"""How long a waiting :func:`collect` rides out an unreachable broker before it gives up (then it raises)."""
+
+
+def _collect_once(store: Any, workspace: Any, queue: Queue, pending: list[str], done: list[Any],
+                  seen: dict[str, tuple[str, Any]], progress: ProgressFn | None) -> None:
+    """One pass over the pending jobs: re-queue dead workers' jobs, store each final one (removed from
+    ``pending``). A broker error part-way leaves the rest pending; a stored run is never written again."""
+    queue.requeue_expired()
+    for job_id in list(pending):
+        try:
+            with translated(queue.broker):
+                view = jobs.view(queue.client, job_id)
+        except NotFoundError:
+            again = requeue_lost_job(store, workspace, queue, job_id)
+            pending.remove(job_id)
+            if again:
+                pending.append(again)
+            continue
+        if view.workspace != workspace_id(workspace):
+            raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
+        if progress and seen.get(job_id) != (view.shown_state, view.progress.get("overall_done")):
+            seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
+            progress(view)
+        if view.state in jobs.FINAL:
+            refused = refuse_unsigned(store, queue, view)
+            if refused:
+                if progress:
+                    progress(view)
+                continue
+            record = store_result(store, workspace, queue, view)
+            if record is not None:
+                done.append(record)
+            pending.remove(job_id)
+
+
+def requeue_lost_job(store: Any, workspace: Any, queue: Queue, job_id: str) -> str | None:
+    """A job this workspace queued is gone from the broker (it lost its data: restarted without persistence, or
+    the record expired). Its run, if still ``queued``, is sent again as a new job from the run's own folder and
+    request, the new job saying why; the new job's id (None: the run was stored already). A worker still running
+    the lost job can no longer finish it (its lease went with the broker), so the run is stored once."""
+    from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.orchestration.request import RunRequest
+
+    for record in store.evaluations.list(limit=100_000):
+        if record.queue is None or record.queue.job != job_id:
+            continue
+        if record.status != "queued":
+            return None  # stored already; its job record may expire
+        request = RunRequest.from_dict(record.request)
+        why = (f"job {job_id} of run {record.id} was gone from broker {queue.broker.shown} (the broker lost its "
+               "data: restarted without persistence? docs/operators.md recommends appendonly yes); sent again")
+        return send_run(store, workspace, queue, record.id, RunFolder(Path(record.run_dir)),
+                        store.models.get(request.model), request, why=why)
+    raise QueueError(f"no job '{job_id}' on broker {queue.broker.shown} and no queued run of this workspace names it"
+                     " (see 'dynadesk jobs list')")
 
 
 def refuse_unsigned(store: Any, queue: Queue, view: jobs.JobView) -> str:
@@ -179,6 +235,7 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
     placement = QueuePlacement(
         job=view.id, attempt=view.attempt, worker=result.get("worker"), host=result.get("host"),
         hardware_class=result.get("hardware_class"), requeued_from=view.requeued_from or None,
+        requeued_why=view.requeued_why or None,
         worker_key=worker_key_of(result), limits=result.get("limits"), maxima=result.get("maxima"))
     build = ImageBuild.from_dict(result["image_build"]) if result.get("image_build") else record.image_build
     o = result["outcome"]

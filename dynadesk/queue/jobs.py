@@ -76,7 +76,11 @@ if redis.call('HGET', KEYS[1], 'state') ~= 'running' then return 0 end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local dead = redis.call('HGET', KEYS[1], 'worker') or ''
-redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', dead, 'progress', '')
+local beat = tonumber(redis.call('HGET', KEYS[1], 'heartbeat') or '') or tonumber(ARGV[2])
+local why = string.format('the lease of worker %s expired (its last heartbeat was %.1f s ago: it died, froze or ' ..
+                          'lost the broker); attempt %d runs anew', dead, tonumber(ARGV[2]) - beat, attempt)
+redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', dead, 'progress', '',
+           'requeued_why', why)
 redis.call('SREM', KEYS[3], ARGV[1])
 return attempt
 """
@@ -87,7 +91,7 @@ if state ~= 'succeeded' and state ~= 'failed' and state ~= 'cancelled' then retu
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local who = redis.call('HGET', KEYS[1], 'worker') or ''
 redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', who, 'progress', '', 'result', '',
-           'lease_id', '', 'refused', ARGV[1])
+           'lease_id', '', 'refused', ARGV[1], 'requeued_why', 'its result was refused: ' .. ARGV[1])
 redis.call('DEL', KEYS[2])
 return attempt
 """
@@ -116,14 +120,14 @@ RUNNING_SET = key("running")
 ALL_JOBS = key("jobs")
 
 
-def new_job(client: Any, payload: dict[str, Any], run_id: int, workspace: str) -> str:
+def new_job(client: Any, payload: dict[str, Any], run_id: int, workspace: str, requeued_why: str = "") -> str:
     """Record a queued job (attempt 0) and return its id; the caller then sends its Celery message."""
     job_id = uuid.uuid4().hex[:12]
     now = time.time()
     client.hset(_job_key(job_id), mapping={
         "id": job_id, "state": "queued", "attempt": 0, "run_id": run_id, "workspace": workspace,
         "model": payload["request"]["model"], "created": now, "payload": json.dumps(payload), "cancel": 0,
-        "worker": "", "heartbeat": "", "progress": ""})
+        "worker": "", "heartbeat": "", "progress": "", "requeued_why": requeued_why})
     client.expire(_job_key(job_id), JOB_TTL_S)
     client.zadd(ALL_JOBS, {job_id: now})
     return job_id
@@ -159,7 +163,7 @@ def reap(client: Any) -> list[tuple[str, int]]:
     out = []
     for raw in client.smembers(RUNNING_SET):
         job_id = _text(raw)
-        attempt = client.eval(REAP, 3, _job_key(job_id), _lease_key(job_id), RUNNING_SET, job_id)
+        attempt = client.eval(REAP, 3, _job_key(job_id), _lease_key(job_id), RUNNING_SET, job_id, str(time.time()))
         if attempt:
             out.append((job_id, int(attempt)))
     return out
@@ -206,6 +210,7 @@ class JobView:
     created: float
     lease_id: str = ""
     refused: str = ""
+    requeued_why: str = ""  # why the job runs again: a dead worker's lease expired, or its result was refused
 
     @property
     def shown_state(self) -> str:
@@ -215,7 +220,8 @@ class JobView:
         return {"id": self.id, "state": self.shown_state, "attempt": self.attempt, "model": self.model,
                 "run_id": self.run_id, "worker": self.worker, "heartbeat": self.heartbeat,
                 "progress": self.progress, "requeued_from": self.requeued_from,
-                "cancel_requested": self.cancel_requested, "refused": self.refused}
+                "cancel_requested": self.cancel_requested, "refused": self.refused,
+                "requeued_why": self.requeued_why}
 
 
 def view(client: Any, job_id: str) -> JobView:
@@ -230,7 +236,8 @@ def view(client: Any, job_id: str) -> JobView:
         leased=bool(client.exists(_lease_key(job_id))),
         result=json.loads(data["result"]) if data.get("result") else None,
         requeued_from=data.get("requeued_from", ""), cancel_requested=data.get("cancel") == "1",
-        created=float(data.get("created") or 0), lease_id=data.get("lease_id", ""), refused=data.get("refused", ""))
+        created=float(data.get("created") or 0), lease_id=data.get("lease_id", ""), refused=data.get("refused", ""),
+        requeued_why=data.get("requeued_why", ""))
 
 
 def list_jobs(client: Any, limit: int = 100) -> list[JobView]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import DynaDeskError, QueueError
+from dynadesk.errors import BrokerUnavailable, DynaDeskError, QueueError
 from dynadesk.queue import identity, jobs
 from dynadesk.queue.broker import BrokerURL, connect, key, refuse_anonymous, translated
 from dynadesk.queue.tasks import QUEUE, TASK, make_app, send_job
@@ -100,6 +100,12 @@ class Worker:
         self.runs_dir = config.home / "queue-runs"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.image, self.image_id = self._image()
+        if self.image is not None:  # what this worker's previous life left (it was killed mid-job)
+            from dynadesk.orchestration.runners import remove_leftover_containers
+
+            removed = remove_leftover_containers(self.runs_dir)
+            if removed:
+                _log(f"{config.name}: removed {removed} evaluation container(s) a previous run of this worker left")
         self.job: str | None = None
         self.progress: dict[str, Any] = {}
         self.cancel = threading.Event()
@@ -189,10 +195,23 @@ class Worker:
                       state=state, maxima=self.config.maxima.to_dict())
         result.setdefault("request", self.request)
         signed = identity.sign(self.key, result)
-        with translated(self.config.broker):
-            kept = jobs.finish(self.client, job_id, secret, state, signed)
+        kept = self._finish(job_id, secret, state, signed)
         _log(f"job {job_id} attempt {attempt}: {state}" + ("" if kept else " (lease lost: result discarded)"))
         return state if kept else "lost"
+
+    def _finish(self, job_id: str, secret: str, state: str, signed: dict[str, Any]) -> bool:
+        """Hand the result in, riding out a broker restart for as long as the lease could still be ours (after
+        that it has expired and the job is someone else's: the result would be refused anyway)."""
+        deadline = time.monotonic() + max(10.0, 2 * self.config.lease_s)
+        while True:
+            try:
+                with translated(self.config.broker):
+                    return bool(jobs.finish(self.client, job_id, secret, state, signed))
+            except BrokerUnavailable as exc:
+                if time.monotonic() > deadline:
+                    raise
+                _log(f"job {job_id}: cannot hand in the result yet ({exc}); retrying")
+                time.sleep(0.5)
 
     def _execute(self, job_id: str, attempt: int) -> tuple[str, dict[str, Any]]:
         from dynadesk.evaluator.environment import hardware_class_of

@@ -223,6 +223,7 @@ class QueuePlacement:
     host: str | None = None
     hardware_class: str | None = None
     requeued_from: str | None = None
+    requeued_why: str | None = None     # why the job was sent again (a lost lease, a broker that lost it)
     worker_key: str | None = None
     limits: dict[str, Any] | None = None
     maxima: dict[str, Any] | None = None

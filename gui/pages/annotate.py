@@ -107,6 +107,8 @@ class AnnotatePage(Page):
         self.context_box = QGroupBox("Context")
         cl = QVBoxLayout(self.context_box)
         self.context_view = QTextBrowser()
+        self.context_view.setAccessibleName("Context")
+        self.context_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
         self.context_view.setMaximumHeight(140)
         cl.addWidget(self.context_view)
         self.new_context_button = QPushButton("Another context")
@@ -264,6 +266,8 @@ class AnnotatePage(Page):
                 continue
             edit = QPlainTextEdit()
             edit.setPlaceholderText(f.description)
+            edit.setAccessibleName(f.name)
+            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
             edit.setTabChangesFocus(True)
             edit.setMaximumHeight(90 if f.is_context else 60)
             self.form.addRow(f.name, edit)

@@ -49,6 +49,7 @@ class BundlesPage(Page):
         self.run_combo.setMinimumWidth(320)
         row.addWidget(self.run_combo, 1)
         self.passphrase = QLineEdit()
+        self.passphrase.setAccessibleName("Key passphrase")
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
         self.passphrase.setPlaceholderText("key passphrase (if the key has one)")
         row.addWidget(self.passphrase)
@@ -64,6 +65,7 @@ class BundlesPage(Page):
         srow.addWidget(self.counts)
         srow.addStretch(1)
         self.server_edit = QLineEdit(settings.get("server_url"))
+        self.server_edit.setAccessibleName("Leaderboard server URL")
         self.server_edit.setMinimumWidth(260)
         self.server_edit.setToolTip("Leaderboard server (saved in Settings)")
         srow.addWidget(QLabel("Server"))
@@ -79,9 +81,12 @@ class BundlesPage(Page):
         lay.addLayout(srow)
         self.table = table(["bundle", "task", "model", "run", "state", "attempts", "server", "server message",
                             "queued", "sent"])
+        self.table.setAccessibleName("Bundles")
         self.table.itemSelectionChanged.connect(self._show)
         lay.addWidget(self.table, 2)
         self.detail = QPlainTextEdit()
+        self.detail.setAccessibleName("Selected bundle's details")
+        self.detail.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
         self.detail.setReadOnly(True)
         self.detail.setMaximumHeight(140)
         lay.addWidget(self.detail)

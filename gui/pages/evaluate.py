@@ -76,9 +76,11 @@ class EvaluatePage(Page):
         sl.addLayout(trow)
         sl.addWidget(QLabel("Models"))
         self.model_list = QListWidget()
+        self.model_list.setAccessibleName("Models to evaluate")
         sl.addWidget(self.model_list, 1)
         sl.addWidget(QLabel("Test sets (their perturbation sets are included)"))
         self.dataset_list = QListWidget()
+        self.dataset_list.setAccessibleName("Test sets to evaluate on")
         sl.addWidget(self.dataset_list, 1)
         box = QGroupBox("Runner and limits")
         f = QFormLayout(box)
@@ -116,6 +118,7 @@ class EvaluatePage(Page):
         grow.addWidget(self.gpu_reason)
         f.addRow("GPU", grow)
         self.queue = QLineEdit()
+        self.queue.setAccessibleName("Queue broker URL")
         self.queue.setPlaceholderText("empty: run here; or redis://:PASSWORD@host:6379/0 for worker machines")
         self.queue.setToolTip("Queue the runs on this Redis broker; 'dynadesk worker' machines run them "
                               "(docs/queue.md). The URL is not saved.")
@@ -143,6 +146,8 @@ class EvaluatePage(Page):
         ll.addWidget(self.status_label)
         ll.addWidget(self.progress)
         self.log_view = QPlainTextEdit()
+        self.log_view.setAccessibleName("Run log")
+        self.log_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
         self.log_view.setPlaceholderText("Live log of the running evaluation")
@@ -161,9 +166,12 @@ class EvaluatePage(Page):
         pl.addLayout(prow)
         self.runs_table = table(["run", "model", "task", "runner", "status", "verdict", "datasets", "started",
                                  "finished", "error"])
+        self.runs_table.setAccessibleName("Runs")
         self.runs_table.itemSelectionChanged.connect(self._show_run)
         pl.addWidget(self.runs_table, 2)
         self.run_detail = QPlainTextEdit()
+        self.run_detail.setAccessibleName("Selected run's details")
+        self.run_detail.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
         self.run_detail.setReadOnly(True)
         pl.addWidget(self.run_detail, 1)
         right.addWidget(past)

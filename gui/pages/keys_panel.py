@@ -27,6 +27,7 @@ class KeysPanel(QWidget):
         form.addRow("Files", self.paths)
         row = QHBoxLayout()
         self.passphrase = QLineEdit()
+        self.passphrase.setAccessibleName("Passphrase for a new key")
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
         self.passphrase.setPlaceholderText("optional passphrase for a new key")
         row.addWidget(self.passphrase, 1)

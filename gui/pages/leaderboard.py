@@ -159,6 +159,7 @@ class LeaderboardPage(Page):
         self.dataset_layout.addStretch(1)
         self.dataset_sliders: dict[str, WeightSlider] = {}
         scroll = QScrollArea()
+        scroll.setAccessibleName("Dataset weights")
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.dataset_box)
         wl.addWidget(scroll, 1)
@@ -168,6 +169,7 @@ class LeaderboardPage(Page):
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
         self.table = table(["rank", "model", header("Dynascore", "pts")])
+        self.table.setAccessibleName("Leaderboard")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setWordWrap(False)

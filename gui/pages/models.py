@@ -52,6 +52,7 @@ class ModelsPage(Page):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         self.table = table(["model", "task", "kind", "digest", "safe to load", "folder"])
+        self.table.setAccessibleName("Registered models")
         self.table.itemSelectionChanged.connect(self._on_select)
         ll.addWidget(self.table, 1)
         self.remove_button = QPushButton("Remove from registry")
@@ -176,6 +177,8 @@ class ModelsPage(Page):
         for f in task.inputs:
             edit = QPlainTextEdit()
             edit.setPlaceholderText(f.description)
+            edit.setAccessibleName(f.name)
+            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
             edit.setTabChangesFocus(True)
             edit.setMaximumHeight(90 if f.is_context else 60)
             edit.textChanged.connect(self._debounce.start)

@@ -54,6 +54,7 @@ class RoundsPage(Page):
         split = QSplitter(Qt.Orientation.Vertical)
         self.rounds_table = table(["round", "status", "target models", "examples", "fooled", "verified fooled",
                                    "MER", "vMER", "median time (s)", "validations", "agreement α"])
+        self.rounds_table.setAccessibleName("Rounds")
         self.rounds_table.itemSelectionChanged.connect(self._show_round)
         split.addWidget(self.rounds_table)
         lower = QWidget()
@@ -61,6 +62,7 @@ class RoundsPage(Page):
         ll.setContentsMargins(0, 0, 0, 0)
         self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER", "vMER",
                                    "median time (s)", "validations given"])
+        self.people_table.setAccessibleName("Annotators")
         ll.addWidget(self.people_table, 3)
         chart_box = QGroupBox("Model error rate")
         cl = QVBoxLayout(chart_box)

@@ -17,6 +17,7 @@ def table(headers: list[str]) -> QTableWidget:
     t.verticalHeader().setVisible(False)
     t.horizontalHeader().setStretchLastSection(True)
     t.setAlternatingRowColors(True)
+    t.setTabKeyNavigation(False)  # Tab leaves the table (arrow keys move between cells): no keyboard trap
     return t
 
 

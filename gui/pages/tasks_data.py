@@ -36,6 +36,7 @@ class TasksDataPage(Page):
         lay = self.body()
 
         self.tasks_table = table(["task", "title", "inputs", "output", "labels", "metric", "votes"])
+        self.tasks_table.setAccessibleName("Tasks")
         self.tasks_table.setMaximumHeight(150)
         lay.addWidget(QLabel("<b>Tasks</b>"))
         lay.addWidget(self.tasks_table)
@@ -57,6 +58,7 @@ class TasksDataPage(Page):
         filt.addWidget(self.show_derived)
         ll.addLayout(filt)
         self.datasets_table = table(["dataset", "task", "split", "examples", "derived from", "digest"])
+        self.datasets_table.setAccessibleName("Datasets")
         self.datasets_table.setSortingEnabled(True)
         self.datasets_table.itemSelectionChanged.connect(self._show_selected)
         ll.addWidget(self.datasets_table)
@@ -73,6 +75,7 @@ class TasksDataPage(Page):
         self.chart = BarChart(fmt="{:.0f}")
         rl.addWidget(self.chart)
         self.preview = table(["id", "example"])
+        self.preview.setAccessibleName("Examples of the selected dataset")
         rl.addWidget(self.preview, 1)
         split.addWidget(right)
         split.setSizes([520, 380])

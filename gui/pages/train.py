@@ -52,6 +52,8 @@ class TrainPage(Page):
         self.name_edit.setPlaceholderText("name of the new model, e.g. sentiment-round2")
         form.addRow("New model", self.name_edit)
         self.data_table = QTableWidget(0, 2)
+        self.data_table.setAccessibleName("Training datasets")
+        self.data_table.setTabKeyNavigation(False)  # Tab leaves the table: no keyboard trap
         self.data_table.setHorizontalHeaderLabels(["training dataset (tick to use)", "sampling weight"])
         self.data_table.horizontalHeader().setStretchLastSection(True)
         self.data_table.setMinimumHeight(140)

@@ -43,9 +43,11 @@ class ValidatePage(Page):
         top = QHBoxLayout()
         top.addWidget(QLabel("Task"))
         self.task_combo = QComboBox()
+        self.task_combo.setAccessibleName("Task")
         self.task_combo.currentIndexChanged.connect(self.reload)
         top.addWidget(self.task_combo)
         self.round_combo = QComboBox()
+        self.round_combo.setAccessibleName("Round")
         self.round_combo.currentIndexChanged.connect(self._reload_queue)
         top.addWidget(self.round_combo)
         top.addStretch(1)
@@ -57,6 +59,8 @@ class ValidatePage(Page):
         lay.addLayout(top)
 
         self.view = QTextBrowser()
+        self.view.setAccessibleName("Example to validate")
+        self.view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
         lay.addWidget(self.view, 1)
 
         box = QGroupBox("Your verdict")

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 from anyio.to_thread import run_sync
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -30,6 +31,7 @@ from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
 from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import sign_head
+from dynadesk.sync.server import openapi_models as oa
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.dialect import is_postgres
@@ -205,7 +207,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return Response(_docs_asset(name), media_type=_DOCS_ASSETS[name],
                         headers={"Cache-Control": "public, max-age=86400"})
 
-    @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts")
+    @app.get("/api/tasks", summary="Tasks on this board and the datasets each accepts",
+             response_model=None, responses=oa.answers(list[oa.TaskInfo], 503))
     def list_tasks() -> list[dict[str, Any]]:
         by_task: dict[str, list[dict[str, Any]]] = {}
         for d in db.datasets():
@@ -213,11 +216,6 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         return [{"name": t.name, "title": t.title, "metric": t.metric, "datasets": by_task.get(t.name, []),
                  "submissions": len(db.board_rows(t.name)), "definition": definition(t)}
                 for t in sorted(tasks.values(), key=lambda t: t.name)]
-
-    refused = {"description": "Refused; `error` is a machine-readable code, `detail` names the problem",
-               "content": {"application/json": {"schema": {
-                   "type": "object", "required": ["error", "detail"],
-                   "properties": {"error": {"type": "string"}, "detail": {"type": "string"}}}}}}
 
     async def receive(request: Request, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
                       fmt: str = BUNDLE_FORMAT) -> JSONResponse:
@@ -236,33 +234,40 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             return _refusal(exc)
         return JSONResponse({"status": "accepted", **answer}, status_code=201)
 
-    upload_doc = {"requestBody": {"required": True, "description": "The file's exact bytes (RFC 8785 JSON, see"
-                                  " docs/bundle-format.md)", "content": {"application/json": {"schema": {
-                                      "type": "object"}}}}}
-
     @app.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
-              responses={code: refused for code in (400, 403, 409, 413, 422, 429)}, openapi_extra=upload_doc)
+              response_model=None, responses=oa.answers(oa.AcceptedBundle, 400, 403, 409, 413, 422, 429, 503,
+                                                        status=201, ok_doc="Accepted and logged"),
+              openapi_extra=oa.envelope_body("dynadesk-bundle"))
     async def upload(request: Request) -> JSONResponse:
         return await receive(request, ingest)
 
     @app.post("/api/attestations", status_code=201, summary="Upload one signed audit attestation (auditor keys only)",
-              responses={code: refused for code in (400, 403, 404, 409, 413, 422, 429)}, openapi_extra=upload_doc)
+              response_model=None, responses=oa.answers(oa.AcceptedAttestation, 400, 403, 404, 409, 413, 422, 429,
+                                                        503, status=201, ok_doc="Accepted and logged"),
+              openapi_extra=oa.envelope_body("dynadesk-attestation"))
     async def upload_attestation(request: Request) -> JSONResponse:
         return await receive(request, ingest_attestation, ATTESTATION_FORMAT)
 
-    @app.get("/api/attestations/{attestation_id}", summary="The exact signed bytes of one attestation")
-    def get_attestation(attestation_id: str) -> Response:
+    @app.get("/api/attestations/{attestation_id}", summary="The exact signed bytes of one attestation",
+             response_model=None, responses=oa.answers(None, 400, 404, 422, 503,
+                                                       ok_schema=oa.envelope_schema("dynadesk-attestation")))
+    def get_attestation(attestation_id: str = PathParam(json_schema_extra=oa.ID_PARAM)) -> Response:
         if not _BUNDLE_ID.match(attestation_id):
             return _error(400, "invalid_request", "an attestation id is 64 lowercase hex digits")
         return Response(db.attestation_raw(attestation_id), media_type="application/json")
 
-    @app.get("/api/bundles", summary="Accepted bundles, oldest first")
+    @app.get("/api/bundles", summary="Accepted bundles, oldest first",
+             response_model=None, responses=oa.answers(list[oa.BundleListing], 422, 503))
     def list_bundles(task: str | None = None, after: int = Query(0, ge=0, le=SQLITE_MAX_INT),
                      limit: int = Query(100, ge=1, le=1000)) -> list[dict[str, Any]]:
+        if task is not None and task not in tasks:
+            return []  # no bundle names another task (a NUL byte in it reached PostgreSQL: a 503, found by fuzzing)
         return db.list_bundles(task, limit, after)
 
-    @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors")
-    def get_bundle(bundle_id: str) -> Response:
+    @app.get("/api/bundles/{bundle_id}", summary="The exact signed bytes of one bundle, for auditors",
+             response_model=None, responses=oa.answers(None, 400, 404, 422, 503,
+                                                       ok_schema=oa.envelope_schema("dynadesk-bundle")))
+    def get_bundle(bundle_id: str = PathParam(json_schema_extra=oa.ID_PARAM)) -> Response:
         if not _BUNDLE_ID.match(bundle_id):
             return _error(400, "invalid_request", "a bundle id is 64 lowercase hex digits")
         return Response(db.bundle_raw(bundle_id), media_type="application/json")
@@ -270,20 +275,25 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     @app.get("/api/leaderboard/{task}", summary="Dynascore board; weight.<metric>=N and dataset.<name>=N re-weight;"
              " hardware_class (a class or 'all'; default: the operator's, see default_class), runner and"
              " sandboxed=yes|no select the rows ranked; stability=yes adds each row's rank range;"
-             " limit (default 100) and offset page the rows")
-    def leaderboard(task: str, request: Request) -> JSONResponse:
+             " limit (default 100) and offset page the rows",
+             response_model=None, responses=oa.answers(oa.Leaderboard, 400, 404, 422, 503),
+             openapi_extra=oa.board_parameters())
+    def leaderboard(request: Request, task: str = PathParam(json_schema_extra=oa.task_param(tasks))) -> JSONResponse:
         return JSONResponse(view.answer(task, request.query_params))
 
-    @app.get("/api/log", summary="Transparency log entries and the server-signed head")
+    @app.get("/api/log", summary="Transparency log entries and the server-signed head",
+             response_model=None, responses=oa.answers(oa.LogPage, 422, 503))
     def log(start: int = Query(1, ge=1, le=SQLITE_MAX_INT), limit: int = Query(1000, ge=1, le=10000)) -> dict[str, Any]:
         head = _head()
         return {"entries": db.log_entries(start, limit), "head": head}
 
-    @app.get("/api/log/head", summary="The server-signed head of the transparency log")
+    @app.get("/api/log/head", summary="The server-signed head of the transparency log",
+             response_model=None, responses=oa.answers(oa.SignedHead, 503))
     def log_head() -> dict[str, Any]:
         return _head()
 
-    @app.get("/api/server-key", summary="The server's log-signing public key")
+    @app.get("/api/server-key", summary="The server's log-signing public key",
+             response_model=None, responses=oa.answers(oa.ServerKey))
     def server_public_key() -> dict[str, Any]:
         pub = public_raw(server_key)
         return {"public_key": pub.hex(), "fingerprint": fingerprint(pub)}

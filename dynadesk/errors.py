@@ -252,3 +252,9 @@ class OwnOrganisationError(SelfAttestationError):
 
 class QuotaExceededError(RateLimitedError):
     """A key has stored as many bundle bytes as the server allows it (``--key-quota``)."""
+
+
+# --- server throughput (issue 39) -----------------------------------------------------------------
+
+class ServerBusyError(RateLimitedError):
+    """The server is checking as many uploads as it admits at once; ``retry_after`` says when to try again (503)."""

@@ -251,11 +251,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
             address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
         except DynaDeskError as exc:
             return _refusal(exc)
+        body = await read_body(request)
+        if body is None:
+            return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
         try:
-            with upload_pool.admit():  # a bounded number of bodies held and checked at once; then 503
-                body = await read_body(request)
-                if body is None:
-                    return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
+            with upload_pool.admit():  # a bounded number of uploads waiting for or in the check pool; then 503
                 answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_threads)
         except DynaDeskError as exc:
             return _refusal(exc)

@@ -78,10 +78,12 @@ def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
 
 
 def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fmt: str,
-                              what: str) -> tuple[KeyRow, dict[str, Any]]:
-    """Steps 1-4 of the module docstring: the key and the facts the pool read from the document."""
+                              what: str) -> tuple[KeyRow, dict[str, Any], UploadConfig]:
+    """Steps 1-4 of the module docstring: the key, the facts the pool read from the document and the keys and
+    datasets it was checked against (read once per upload: on PostgreSQL each read is a round trip)."""
     env = split_envelope(raw, what, fmt)
-    key = _registered_key(db.upload_config(), env, what)
+    config = db.upload_config()
+    key = _registered_key(config, env, what)
     checks.key_limiter.check(key.fingerprint)
     if fmt == FORMAT:
         used = db.key_stored_bytes(key.fingerprint)
@@ -95,7 +97,7 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
     if outcome.error is not None:
         raise outcome.error
     assert outcome.facts is not None  # a verified document without a refusal has its facts
-    return key, outcome.facts
+    return key, outcome.facts, config
 
 
 def _check_datasets(payload: dict[str, Any], task: str, config: UploadConfig) -> dict[str, str]:
@@ -120,7 +122,7 @@ def _check_datasets(payload: dict[str, Any], task: str, config: UploadConfig) ->
 def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> CheckedBundle:
     """Everything but storing; raises the specific reason a bundle is refused."""
     what = "uploaded bundle"
-    key, b = _signed_by_registered_key(db, checks, raw, FORMAT, what)
+    key, b, config = _signed_by_registered_key(db, checks, raw, FORMAT, what)
     if b["key_fingerprint"] != key.fingerprint:
         raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
                                   f" says {b['key_fingerprint']}")
@@ -135,7 +137,7 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     model_name = str(b["model"]["name"])
     check_model_name(model_name)
     check_metrics(b["metrics"], checks.rules[task.name], task.name)
-    digests = _check_datasets(b, task.name, db.upload_config())
+    digests = _check_datasets(b, task.name, config)
     return CheckedBundle(b["id"], bytes(raw), b["sha256"], task.name, model_name, b["model"]["digest"],
                          key.fingerprint, b["created_at"], epoch_us(b["created_at"], "payload.created_at"),
                          digests, board_metrics(b["metrics"]), b["results_key"])
@@ -149,7 +151,7 @@ def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dic
 def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
     """Accept one audit attestation: from an auditor's key, about another submitter's accepted bundle."""
     what = "uploaded attestation"
-    key, att = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
+    key, att, config = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
     if key.role != "auditor":
         raise NotAuditorError(f"{what}: key {key.fingerprint} ({key.name}) is not registered as an auditor"
                               " (dynadesk-server keys add --role auditor)")
@@ -163,18 +165,18 @@ def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: date
         raise AttestationTimeError(f"{what}: payload.created_at {att['created_at']} is not later than the"
                                    f" attested bundle's created_at {bundle.created_at}: nobody can audit a bundle"
                                    " before it exists")
-    _refuse_own_results(db, key, bundle.key_fingerprint, att["bundle_id"], what)
+    _refuse_own_results(config, key, bundle.key_fingerprint, att["bundle_id"], what)
     return db.accept_attestation(CheckedAttestation(att["id"], bytes(raw), att["sha256"], att["bundle_id"],
                                                     key.fingerprint, att["verdict"], att["summary"],
                                                     att["created_at"]), entry_hash)
 
 
-def _refuse_own_results(db: ServerDB, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
+def _refuse_own_results(config: UploadConfig, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
     """An auditor key never attests a bundle of its own key or of a key of its own organisation."""
     if submitter_fp == auditor.fingerprint:
         raise SelfAttestationError(f"{what}: key {auditor.fingerprint} signed bundle {bundle_id} itself;"
                                    " an auditor cannot attest their own bundle")
-    submitter = db.upload_config().keys.get(submitter_fp)
+    submitter = config.keys.get(submitter_fp)
     if submitter is not None and submitter.org == auditor.org:
         raise OwnOrganisationError(f"{what}: auditor key {auditor.fingerprint} and the key that signed bundle"
                                    f" {bundle_id} both belong to organisation {auditor.organisation!r}; an auditor"

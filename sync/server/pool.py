@@ -8,9 +8,10 @@ started with the app (its lifespan), its processes at a lower CPU priority (``ni
 yields the cores to the process answering board reads. The serving process keeps only the cheap,
 database-bound steps (:mod:`dynadesk.sync.server.ingest`).
 
-Admission is bounded: at most :attr:`UploadPool.bound` uploads are being checked at once in a
+Admission is bounded: at most :attr:`UploadPool.bound` uploads wait for or are in the pool at once in a
 serving process (their bodies held in memory); the next is answered 503 ``server_busy`` with
-``Retry-After`` before its body is read, so a flood never grows memory or a queue.
+``Retry-After`` at once, so a flood never grows a queue. (Admission comes after the body is read, so a
+client sending its body slowly holds no place another upload could use.)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,12 +101,16 @@ class UploadPool:
     def start(self) -> None:
         """Create the executor; its processes are forked on demand from a fork server that has imported the
         checks once (never forked from the serving process, whose threads hold database connections)."""
-        if self.processes == 0 or self._executor is not None:
+        if self.processes == 0:
             return
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
-        self._executor = ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=_worker_start,
-                                             initargs=(self.nice,))
+        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        ctx = multiprocessing.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload([__name__])
+        with self._lock:
+            if self._executor is None:
+                self._executor = ProcessPoolExecutor(self.processes, mp_context=ctx, initializer=_worker_start,
+                                                     initargs=(self.nice,))
 
     def shutdown(self) -> None:
         """Wait for the checks under way, cancel queued ones, end the processes."""
@@ -127,11 +133,27 @@ class UploadPool:
                 self._in_flight -= 1
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in a pool process (blocking the calling thread, not holding its GIL), or here."""
+        """``fn(*args)`` in a pool process (blocking the calling thread, not holding its GIL), or here.
+
+        A pool whose process died (killed for memory, say) is replaced, and the upload caught in it is
+        answered 503 with ``Retry-After`` (:class:`ServerBusyError`), never a 500."""
         executor = self._executor
         if executor is None:
             return fn(*args)
-        return executor.submit(fn, *args).result()
+        try:
+            return executor.submit(fn, *args).result()
+        except BrokenProcessPool:
+            self._replace(executor)
+            raise ServerBusyError("the server's upload check process stopped while checking this upload; it has"
+                                  f" been restarted: retry in {BUSY_RETRY_S} s", BUSY_RETRY_S) from None
+
+    def _replace(self, broken: Executor) -> None:
+        with self._lock:
+            if self._executor is not broken:  # another thread has replaced it already
+                return
+            self._executor = None
+        broken.shutdown(wait=False, cancel_futures=True)
+        self.start()
 
 
 # ---------------------------------------------------------------------------------------------- the checks

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
@@ -45,7 +46,7 @@ class BoardView:
     def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
-        self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
+        self._prepared: dict[tuple[Any, ...], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
 
@@ -58,7 +59,7 @@ class BoardView:
         rows = self.db.board_rows(task)
         return rows, self.facts.of_rows(rows)
 
-    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None, str], stored: list[dict[str, Any]],
+    def _prepare(self, task: str, key: tuple[Any, ...], stored: list[dict[str, Any]],
                  kept: list[dict[str, Any]]) -> _Prepared:
         with self._lock:
             cached = self._prepared.get(key)
@@ -87,10 +88,20 @@ class BoardView:
         kept, chosen, classes = row_filter.select(stored, facts)
         if audit == "reproduced":
             kept = [r for r in kept if _reference.reproduced(r)]
-        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept)
+        exclude_noisy = _board.parse_exclude_noisy(params)
+        noisy = [r for r in kept if facts[r["bundle_id"]].noisy] if exclude_noisy else []
+        if noisy:
+            kept = [r for r in kept if not facts[r["bundle_id"]].noisy]
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit, exclude_noisy),
+                             stored, kept)
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
                                       prep.reference)
+        if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
+            shown_all = _rows.labels(_rows.identified(stored))
+            answer["left_off"] = {**answer.get("left_off", {}), **noisy_left_off(
+                {shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]: list(facts[r["bundle_id"]].noisy)
+                 for r in noisy}, f"{_board.NOISY_PARAM}=yes")}
         answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
              "bundle_id": prep.by_id[rid]["bundle_id"]} for rid in answer["reference"]]}
@@ -112,7 +123,8 @@ class BoardView:
             "hardware_class": chosen, "comparable": comparable,
             "hardware_classes": [{"class": c, "label": labels.get(c, c), "models": n} for c, n in classes.items()],
             "runners": sorted({f.runner for f in facts.values()}),
-            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit},
+            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit,
+                        "exclude_noisy": exclude_noisy},
             "submissions": len(stored)})
         return answer
 

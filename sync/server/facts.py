@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
-from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class
+from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
            "payload_of"]
@@ -34,10 +34,11 @@ class RowFacts:
     hardware_label: str
     runner: str
     sandboxed: bool
+    noisy: tuple[str, ...] = ()  # why the signed measurement summary flags the timed figures noisy; () if quiet
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
-                "runner": self.runner, "sandboxed": self.sandboxed}
+                "runner": self.runner, "sandboxed": self.sandboxed, "noisy": list(self.noisy)}
 
 
 def facts_of(payload: dict[str, Any]) -> RowFacts:
@@ -46,7 +47,7 @@ def facts_of(payload: dict[str, Any]) -> RowFacts:
     runner = payload.get("runner")
     runner = runner if isinstance(runner, dict) else {}
     return RowFacts(hardware_class_of(env), hardware_class_label(env), str(runner.get("kind", "unknown")),
-                    runner.get("sandboxed") is True)
+                    runner.get("sandboxed") is True, tuple(noisy_in_environment(env)))
 
 
 class FactsCache:

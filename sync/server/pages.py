@@ -176,6 +176,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
                   ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
+                  ("timed measurements", "NOISY: " + "; ".join(facts.noisy) if facts.noisy else
+                   "quiet (no noise flagged by the evaluator)"),
                   ("bundle id", bundle_id), ("signing key", fingerprint(bytes.fromhex(doc["signature"]["public_key"]))),
                   ("documents", Markup(f"{link(f'/bundles/{bundle_id}', 'readable bundle')} · "
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]

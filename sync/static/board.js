@@ -6,7 +6,7 @@
 
 const METRICS = ["perf", "throughput", "memory", "robustness", "fairness"];
 const DEFAULT_WEIGHTS = {perf: 4, throughput: 1, memory: 1, robustness: 1, fairness: 1};
-const FILTERS = ["hardware_class", "runner", "sandboxed"];
+const FILTERS = ["hardware_class", "runner", "sandboxed", "exclude_noisy"];
 const LIMIT = 1000;  // every row the board allows on one page: sorting is over all of them
 
 const state = {params: new URLSearchParams(location.search), tasks: [], board: null, token: 0, timer: null};
@@ -138,7 +138,9 @@ function renderControls(panel, board) {
     select("runner", "Runner", state.params.get("runner") || "",
            [["", "any runner"], ...board.runners.map(r => [r, r])], filterChanged("runner")),
     select("sandboxed", "Sandboxed", state.params.get("sandboxed") || "",
-           [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")));
+           [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")),
+    select("exclude_noisy", "Noisy measurements", state.params.get("exclude_noisy") || "",
+           [["", "ranked, marked noisy"], ["yes", "left out"]], filterChanged("exclude_noisy")));
   const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
     const v = state.params.get(`weight.${m}`) ?? DEFAULT_WEIGHTS[m];
@@ -206,6 +208,10 @@ function columns(board) {
 function modelCell(r, td) {
   td.className = "model";
   td.append(el("a", {href: r.model_url, text: r.label || r.model}));
+  if ((r.noisy || []).length) {
+    td.append(el("small", {class: "noisy", title: r.noisy.join("\n"),
+                           text: "noisy measurement: its throughput and latency were timed on a busy machine"}));
+  }
   if ((r.stale_datasets || []).length) {
     td.append(el("small", {class: "stale", text: `scored on a superseded version of ${r.stale_datasets.join(", ")}`}));
   }

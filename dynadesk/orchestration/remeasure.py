@@ -56,16 +56,20 @@ def _spec(folder: RunFolder) -> dict[str, Any]:
     return dict(json.loads(read_no_follow(folder.spec_file, 64 << 20)))
 
 
+def _files(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(str(d["name"]), str(d["sha256"])) for d in spec["datasets"]]
+
+
 def _same_inputs(old: dict[str, Any], new: dict[str, Any], run_id: int) -> None:
     """The re-measurement reads exactly what the run read: model digest, every data file's bytes, settings."""
     if old["model"].get("digest") != new["model"].get("digest"):
         raise EvaluationError(f"run {run_id} evaluated model digest {old['model'].get('digest')}, but the model"
                               f" is now {new['model'].get('digest')}: a re-measurement must time the same model",
                               verdict="refused")
-    files = lambda spec: [(d["name"], d["sha256"]) for d in spec["datasets"]]  # noqa: E731
-    if files(old) != files(new):
-        changed = sorted({n for n, _ in files(old)} ^ {n for n, _ in files(new)}
-                         | {n for (n, s), (m, t) in zip(files(old), files(new)) if s != t or n != m})
+    was, now = _files(old), _files(new)
+    if was != now:
+        before, after = dict(was), dict(now)
+        changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n)) or ["their order"]
         raise EvaluationError(f"run {run_id}'s data changed since it ran ({', '.join(changed)}): a re-measurement"
                               " must read the same bytes; evaluate again instead", verdict="refused")
 

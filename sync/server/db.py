@@ -191,16 +191,24 @@ class ServerDB:
 
     def upload_config(self) -> UploadConfig:
         """Keys and datasets for checking an upload, cached until any of them changes in any process."""
+        return self.upload_state("")[0]
+
+    def upload_state(self, fingerprint: str) -> tuple[UploadConfig, int]:
+        """:meth:`upload_config` and :meth:`key_stored_bytes` of ``fingerprint`` together: on PostgreSQL the
+        cache's check and the key's usage are one round trip (an upload's first read), not two."""
         with self.lock:
             version = self.backend.data_version()
             cached = self._config
             if cached is not None and version is not None and cached[0] == version:
-                return cached[2]
-            row = self.conn.execute("SELECT value FROM meta WHERE key = 'config_version'").fetchone()
-            config_version = str(row[0]) if row else None
+                return cached[2], self.key_stored_bytes(fingerprint)
+            row = self.conn.execute("SELECT (SELECT value FROM meta WHERE key = 'config_version'),"
+                                    " (SELECT stored_bytes FROM key_usage WHERE fingerprint = ?)",
+                                    [fingerprint]).fetchone()
+            config_version = str(row[0]) if row and row[0] is not None else None
+            used = int(row[1]) if row and row[1] is not None else 0
             if cached is not None and config_version is not None and cached[1] == config_version:
                 self._config = (version, config_version, cached[2])  # others committed uploads only
-                return cached[2]
+                return cached[2], used
             keys = {k.fingerprint: k for k in self.list_keys()}
             datasets: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
             for d in self.datasets():
@@ -208,7 +216,7 @@ class ServerDB:
             superseded = {(v["task"], v["name"], v["digest"]): v for v in self.dataset_versions()}
             config = UploadConfig(keys, datasets, superseded)
             self._config = (version, config_version, config)
-            return config
+            return config, used
 
     # ------------------------------------------------------------------ bundles + log
     def accept(self, bundle: CheckedBundle, entry_hash_fn: EntryHash) -> dict[str, Any]:

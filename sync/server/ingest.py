@@ -82,11 +82,10 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
     """Steps 1-4 of the module docstring: the key, the facts the pool read from the document and the keys and
     datasets it was checked against (read once per upload: on PostgreSQL each read is a round trip)."""
     env = split_envelope(raw, what, fmt)
-    config = db.upload_config()
+    config, used = db.upload_state(env.key_fingerprint)
     key = _registered_key(config, env, what)
     checks.key_limiter.check(key.fingerprint)
     if fmt == FORMAT:
-        used = db.key_stored_bytes(key.fingerprint)
         if used + len(raw) > checks.key_quota_bytes:
             raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
                                      f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"

@@ -62,7 +62,8 @@ from dynadesk.sync.server.pool import check_document
 DATASETS = [("vader-movies-test", "sha256:" + "1" * 64, 2000), ("vader-tweets-test", "sha256:" + "2" * 64, 4200)]
 UPLOAD_GOAL, P99_GOAL_MS, FLOOD_RATIO_GOAL = 500.0, 50.0, 2.0  # uploads per CPU-second (one core)
 BULK_BATCH = 50_000
-NO_LIMITS = ["--address-rate", "1000000/1000000", "--key-rate", "1000000/1000000"]
+NO_LIMITS = ["--address-rate", "1000000/1000000", "--key-rate", "1000000/1000000",
+             "--key-quota", str(1 << 50)]  # a million stored bundles are 2.4 GB of one key's bytes
 
 
 class Factory:
@@ -425,6 +426,8 @@ def run(quick: bool = False, workers: int = 2, stored: int | None = None,
             t0 = time.perf_counter()
             populate(target, factory, n_stored, models)
             t_pop = time.perf_counter() - t0
+            print(f"[{backend}] bulk-loaded {n_stored:,} bundles in {t_pop:.0f} s (load average"
+                  f" {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
             m = measure(target, tmp / "server.key", factory, fresh, warm, workers, queries)
             where = f"{n_stored:,} stored bundles, {models} models, {workers} worker(s)"
             rows += _rows(m, backend, where, ceiling, t_pop, n_stored, workers)

@@ -264,3 +264,9 @@ class HubAuthError(DynaDeskError):
 
 class HubForbiddenError(DynaDeskError):
     """A hub request the signed-in person's role, or the request's CSRF token, does not allow."""
+
+
+# --- server throughput (issue 39) -----------------------------------------------------------------
+
+class ServerBusyError(RateLimitedError):
+    """The server is checking as many uploads as it admits at once; ``retry_after`` says when to try again (503)."""

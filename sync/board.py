@@ -66,6 +66,15 @@ def parse_audit(params: Mapping[str, str]) -> str:
     return raw
 
 
+NOISY_PARAM = "exclude_noisy"
+
+
+def parse_exclude_noisy(params: Mapping[str, str]) -> bool:
+    """``exclude_noisy=yes|no`` (default no): rank without rows whose signed measurement summary flags their
+    timed figures noisy (``dynadesk leaderboard --exclude-noisy`` on the public board)."""
+    return bool(_yes_no(params, NOISY_PARAM))
+
+
 def parse_page(params: Mapping[str, str]) -> tuple[int, int]:
     """``limit`` (rows, default 100) and ``offset`` of a board query, as integers."""
     out = []
@@ -98,7 +107,8 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     metric_w: dict[str, float] = {}
     dataset_w: dict[str, float] = {}
     for key, raw in params.items():
-        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM, AUDIT_PARAM):
+        if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM, AUDIT_PARAM,
+                                                                 NOISY_PARAM):
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:

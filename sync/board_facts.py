@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
-from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class
+from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
            "payload_of"]
@@ -37,12 +37,14 @@ class RowFacts:
     answerable_only: tuple[str, ...] = ()     # datasets imported without their unanswerable questions
     robustness_suites: tuple[str, ...] = ()   # the suite set(s) its robustness rests on (dynadesk, dynaboard-augly)
     coverage: tuple[tuple[str, int, bool], ...] = ()  # (robustness|fairness, source examples changed, low confidence)
+    noisy: tuple[str, ...] = ()  # why the signed measurement summary flags the timed figures noisy; () if quiet
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
                 "runner": self.runner, "sandboxed": self.sandboxed, "answerable_only": list(self.answerable_only),
                 "robustness_suites": list(self.robustness_suites),
-                "coverage": {kind: {"sources": n, "low_confidence": low} for kind, n, low in self.coverage}}
+                "coverage": {kind: {"sources": n, "low_confidence": low} for kind, n, low in self.coverage},
+                "noisy": list(self.noisy)}
 
 
 def coverage_of(payload: dict[str, Any]) -> tuple[tuple[str, int, bool], ...]:
@@ -71,7 +73,7 @@ def facts_of(payload: dict[str, Any]) -> RowFacts:
                     runner.get("sandboxed") is True,
                     tuple(str(d.get("name")) for d in datasets if d.get("answerable_only") is True),
                     tuple(sorted({str(s) for d in datasets for s in d.get("robustness_suites") or []})),
-                    coverage_of(payload))
+                    coverage_of(payload), tuple(noisy_in_environment(env)))
 
 
 class FactsCache:

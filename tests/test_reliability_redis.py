@@ -108,12 +108,12 @@ def test_redis_crash_mid_job_with_aof_loses_nothing_and_runs_each_job_once(store
     log = worker.text()
     assert collector.error is None, f"{collector.error!r}\n{log}"
     records = collector.records
-    assert sorted(r.settings["queue"]["job"] for r in records) == sorted(ids), (records, log)
+    assert sorted(r.queue.job for r in records) == sorted(ids), (records, log)
     assert all(r.status == "succeeded" for r in records), [(r.id, r.status, r.error) for r in records]
     assert len(store.evaluations.list()) == len(ids)  # one run per job, none twice
     for job in ids:
         assert states[job]["state"] == "succeeded", states[job]
-        kept = next(r for r in records if r.settings["queue"]["job"] == job).settings["queue"]
+        kept = next(r for r in records if r.queue.job == job).queue.to_dict()
         ran = log.count(f"job {job} attempt")
         if kept["attempt"] > 0:  # ran again: the job says who lost it and why
             assert kept["requeued_from"] == "w1" and "lease of worker w1 expired" in kept["requeued_why"], kept
@@ -154,7 +154,7 @@ def test_redis_crash_without_persistence_requeues_the_lost_jobs_and_says_why(sto
     assert all(r.status == "succeeded" for r in records), [(r.id, r.status, r.error) for r in records]
     assert len(store.evaluations.list()) == len(ids)  # one run per queued run, none twice
     for r in records:
-        q = r.settings["queue"]
+        q = r.queue.to_dict()
         assert q["job"] not in ids, q  # sent again as a new job ...
         assert f"of run {r.id} was gone from broker" in q["requeued_why"] and "appendonly" in q["requeued_why"], q
     for job in ids:  # ... and the worker holding a lost job could not finish it

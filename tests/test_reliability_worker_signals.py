@@ -94,7 +94,7 @@ def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(
     assert code == 0, log
     assert "Warm shutdown" in log and f"job {job} attempt 0: succeeded" in log, log
     assert record.id == run_id and record.status == "succeeded", record.error
-    assert record.settings["queue"]["attempt"] == 0 and record.settings["queue"]["worker"] == "w1"
+    assert record.queue.to_dict()["attempt"] == 0 and record.queue.to_dict()["worker"] == "w1"
     assert len(store.evaluations.list()) == 1
     assert not containers_of(docker_client, worker.home, running_only=False)  # the runner removed it
 
@@ -142,7 +142,7 @@ def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_
         remove_containers(docker_client, tmp_path)
     log = again.text()
     assert record.id == run_id and record.status == "failed" and record.verdict == "timeout", record.error
-    q = record.settings["queue"]
+    q = record.queue.to_dict()
     assert q["attempt"] == 1 and q["requeued_from"] == "w1", q
     assert "lease of worker w1 expired" in q["requeued_why"], q
     assert f"job {job} attempt 1: running" in log and "removed 1 evaluation container(s)" in log, log

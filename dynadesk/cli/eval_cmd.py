@@ -68,6 +68,9 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
                f"{f' ({record.verdict})' if record.verdict and record.verdict != 'ok' else ''}")
     click.echo(f"runner {record.runner} ({'sandboxed' if record.sandboxed else 'NOT sandboxed'})"
                f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
+    if record.remeasure_of is not None:
+        click.echo(f"re-measurement of run {record.remeasure_of}: its predictions reused, only the timed"
+                   " windows taken again")
     if record.purpose != "evaluation":
         click.echo(f"purpose: {record.purpose} (never a board entry)")
     queued = record.queue
@@ -108,6 +111,10 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
               help="Most GiB the run may write to its output folder (default 2); past it the verdict is 'disk'.")
 @click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")
 @click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
+@click.option("--remeasure", "remeasure_id", type=int, default=None, metavar="RUN",
+              help="Take RUN's timed windows again (same model, data, runner and image; its predictions reused) as a"
+                   " new run, e.g. on a quiet machine after RUN was flagged noisy; exits 1 if a deterministic figure"
+                   " differs.")
 @click.option("--queue", "broker", default=None, metavar="URL",
               help="Queue one job per MODEL on this Redis broker (redis://:PASSWORD@HOST:6379/0) for 'dynadesk "
                    "worker' machines, instead of running here.")
@@ -117,8 +124,8 @@ def _show(record: EvaluationRecord, as_json: bool) -> None:
 @pass_app
 def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runner: str, gpus: str | None,
              batch_size: int, cpus: float | None, memory_gib: float | None, timeout_s: float | None,
-             out_gib: float | None, image: str | None, resume_id: int | None, broker: str | None, wait: bool,
-             as_json: bool) -> None:
+             out_gib: float | None, image: str | None, resume_id: int | None, remeasure_id: int | None,
+             broker: str | None, wait: bool, as_json: bool) -> None:
     """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run.
 
     With --queue, each MODEL becomes one job that some 'dynadesk worker' takes; the results are stored
@@ -144,6 +151,11 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         return
     if len(models) > 1:
         raise click.UsageError("several MODELs need --queue; evaluate one model at a time here")
+    if remeasure_id is not None:
+        if models or resume_id is not None or broker is not None:
+            raise click.UsageError("--remeasure RUN replays RUN's own request: give no MODEL, --resume or --queue")
+        _remeasure(app, remeasure_id, as_json)
+        return
     model = models[0] if models else None
     bar = _Bar(enabled=not as_json)
     try:
@@ -162,6 +174,38 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         raise SystemExit(1)  # click.exceptions.Exit is swallowed by main()'s standalone_mode=False
     _show(record, as_json)
     if record.status != "succeeded":
+        raise SystemExit(1)
+
+
+def _remeasure(app: Any, run_id: int, as_json: bool) -> None:
+    """``eval --remeasure RUN``: the new run, its deterministic figures against RUN's, the noise verdicts."""
+    import os
+
+    from dynadesk.orchestration.remeasure import remeasure
+
+    if not as_json:
+        click.echo(f"re-measuring run {run_id} (load average {os.getloadavg()[0]:.2f}; the timed windows want a quiet"
+                   " machine)", err=True)
+    bar = _Bar(enabled=not as_json)
+    try:
+        result = remeasure(app.store, app.workspace, run_id, progress=bar)
+    finally:
+        bar.close()
+    new = result.new
+    if as_json:
+        echo_json({**result.to_dict(), "run": new.to_dict()})
+    elif new.status != "succeeded":
+        click.echo(failure_line(new), err=True)
+    else:
+        _show(new, as_json)
+        click.echo(f"run {new.id} re-measures run {run_id}: "
+                   + ("every deterministic figure identical (same predictions digest)" if not result.differences
+                      else "deterministic figures DIFFER: " + "; ".join(result.differences)))
+        before = "noisy (" + "; ".join(result.noisy_before) + ")" if result.noisy_before else "quiet"
+        after = "still NOISY (" + "; ".join(result.noisy_after) + "): re-measure when the machine is idle" \
+            if result.noisy_after else "quiet"
+        click.echo(f"timed windows: run {run_id} {before}; run {new.id} {after}")
+    if new.status != "succeeded" or result.differences:
         raise SystemExit(1)
 
 

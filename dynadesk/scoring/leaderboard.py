@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -154,10 +154,22 @@ def parse_weights(pairs: list[str] | tuple[str, ...], what: str) -> dict[str, fl
 def noisy_measurements(record: EvaluationRecord) -> list[str]:
     """Why the run's timed measurements were flagged noisy (other processes, steal, trials' spread), [] if quiet:
     the evaluator's ``measurement`` summary in the run's environment."""
-    summary = (record.environment or {}).get("measurement")
+    return noisy_in_environment(record.environment)
+
+
+def noisy_in_environment(environment: Any) -> list[str]:
+    """The one noise rule, for a run record's environment and a signed bundle's ``payload.environment`` alike
+    (the public board marks and filters with it): the ``measurement`` summary's reasons, [] if quiet."""
+    summary = environment.get("measurement") if isinstance(environment, dict) else None
     if not isinstance(summary, dict) or not summary.get("noisy"):
         return []
     return [str(x) for x in summary.get("noisy_measurements") or []] or ["flagged noisy"]
+
+
+def noisy_left_off(noisy: Mapping[str, list[str]], how: str) -> dict[str, str]:
+    """Row -> why it is not ranked, for rows left out because their measured figures were flagged noisy."""
+    return {name: f"its measured figures were flagged noisy ({'; '.join(why)}); left out by {how} (re-measure it"
+                  " on a quiet machine: dynadesk eval --remeasure RUN)" for name, why in noisy.items()}
 
 
 def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
@@ -237,9 +249,7 @@ class LocalBoard:
         mark_rank_intervals(rows, self.records, scored.weights.get("perf", 0.0), dataset_weights or {}, self._resampled)
         left_off = dict(scored.left_off)
         if exclude_noisy:
-            left_off.update({n: f"its measured figures were flagged noisy ({'; '.join(why)}); left out by "
-                                "--exclude-noisy (evaluate it again on a quiet machine)"
-                             for n, why in noisy.items()})
+            left_off.update(noisy_left_off(noisy, "--exclude-noisy"))
         return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
                            scored.amrs, rows, left_off, scored.notes)
 

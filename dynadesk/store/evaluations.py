@@ -181,6 +181,12 @@ def m005_run_record(db: Database) -> None:
     db.execute("DROP INDEX evaluations_board")
 
 
+@migrations()
+def m006_remeasure_of(db: Database) -> None:
+    """A re-measurement (``dynadesk eval --remeasure RUN``) names the run whose timed windows it took again."""
+    db.execute("ALTER TABLE evaluations ADD COLUMN remeasure_of INTEGER REFERENCES evaluations(id)")
+
+
 @dataclass
 class MetricValue:
     dataset: str  # dataset name; '' for a whole-run figure
@@ -276,6 +282,7 @@ class EvaluationRecord:
     queue: QueuePlacement | None = None
     hardware_class: str | None = None
     legacy_settings: dict[str, Any] | None = None  # keys of a pre-m005 settings bag no typed field takes
+    remeasure_of: int | None = None  # the run whose timed windows this one took again (eval --remeasure)
     metrics: list[MetricValue] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -293,7 +300,7 @@ _OUTPUT_COLS = ("environment", "profile", "log")
 _RUN_COLS = ("e.id, e.model_id, m.name AS model_name, e.task, e.runner, e.sandboxed, e.status, e.verdict, e.error,"
              " e.datasets, e.image_id, e.evaluator_version, e.run_dir, e.predictions_digest, e.created_at,"
              " e.started_at, e.finished_at, e.pid, e.host, e.request, e.purpose, e.worker, e.image_name,"
-             " e.image_build, e.queue, e.hardware_class, e.legacy_settings")
+             " e.image_build, e.queue, e.hardware_class, e.legacy_settings, e.remeasure_of")
 _FROM = " FROM evaluations e JOIN models m ON m.id = e.model_id"
 _WITH_OUTPUTS = " LEFT JOIN evaluation_outputs o ON o.evaluation_id = e.id"
 # a listing never reads the outputs; a board reads environment and profile, never the log; get() reads all
@@ -342,12 +349,12 @@ class EvaluationRepo:
                image_id: str | None = _KEEP, image_build: ImageBuild | None = _KEEP,
                queue: QueuePlacement | None = _KEEP, predictions_digest: str | None = _KEEP,
                environment: dict[str, Any] = _KEEP, profile: dict[str, Any] = _KEEP, log: str = _KEEP,
-               pid: int | None = _KEEP, host: str | None = _KEEP) -> None:
+               pid: int | None = _KEEP, host: str | None = _KEEP, remeasure_of: int | None = _KEEP) -> None:
         """Set a run's fields without moving its status (that is :meth:`transition`'s)."""
         self._write(evaluation_id, None, _given(
             run_dir=run_dir, evaluator_version=evaluator_version, image_id=image_id, image_build=image_build,
             queue=queue, predictions_digest=predictions_digest, environment=environment, profile=profile, log=log,
-            pid=pid, host=host))
+            pid=pid, host=host, remeasure_of=remeasure_of))
 
     def transition(self, evaluation_id: int, status: str, *, verdict: str | None = _KEEP, error: str | None = _KEEP,
                    log: str = _KEEP, started_at: str | None = _KEEP, finished_at: str | None = _KEEP,

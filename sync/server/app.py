@@ -3,8 +3,9 @@
 Malformed input of any kind gets a 4xx naming the problem (one mapping:
 :mod:`dynadesk.sync.server.errors`). There is one upload path per document kind
 (:mod:`dynadesk.sync.server.ingest`, cheapest checks first); its CPU-bound part runs in a
-small worker pool off the event loop, behind per-address and per-key rate limits, so board
-reads keep their latency under a flood of uploads.
+process pool sized to the cores (:mod:`dynadesk.sync.server.pool`, started and ended with the app),
+behind per-address and per-key rate limits and a bound on uploads admitted at once (then 503), so
+board reads keep their latency under a flood of uploads.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dynadesk.errors import ConfigError, DynaDeskError, NotFoundError
 from dynadesk.sync.format.attestation import FORMAT as ATTESTATION_FORMAT
@@ -39,6 +42,7 @@ from dynadesk.sync.server.errors import answer_for
 from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
+from dynadesk.sync.server.pool import UploadPool, default_processes
 from dynadesk.sync.server.snapshot_routes import add_snapshot_routes
 from dynadesk.sync.server.task_registry import LiveRules, LiveTasks, definition
 
@@ -83,7 +87,27 @@ def _docs_policy(html: bytes) -> str:
     return SECURITY_HEADERS["Content-Security-Policy"] + f"; script-src 'self' {hashes}"
 
 
-UPLOAD_WORKERS = 2  # threads checking uploads at once; more only queue on the GIL
+class SecurityHeaders:
+    """Pure ASGI middleware putting :data:`SECURITY_HEADERS` on every answer that lacks them. (Starlette's
+    ``@app.middleware("http")`` wraps each request in extra tasks and streams: about 0.25 ms of CPU a request,
+    a sixth of an upload's.)"""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def _error(status: int, code: str, detail: str) -> JSONResponse:
@@ -126,30 +150,37 @@ def app_from_env() -> FastAPI:
     return create_app(os.environ["DYNADESK_SERVER_DB"], os.environ.get("DYNADESK_SERVER_KEY") or None,
                       limits=parse_limits(address, key), trusted_proxies=proxies,
                       key_quota_bytes=int(os.environ["DYNADESK_SERVER_KEY_QUOTA"])
-                      if os.environ.get("DYNADESK_SERVER_KEY_QUOTA") else None)
+                      if os.environ.get("DYNADESK_SERVER_KEY_QUOTA") else None,
+                      verify_processes=int(os.environ["DYNADESK_SERVER_VERIFY_PROCESSES"])
+                      if os.environ.get("DYNADESK_SERVER_VERIFY_PROCESSES") else None)
 
 
 def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks_dir: Path | None = None,
                max_skew: timedelta = timedelta(minutes=5), limits: UploadLimits = DEFAULT_LIMITS,
                clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-               trusted_proxies: tuple[str, ...] = (), key_quota_bytes: int | None = None) -> FastAPI:
+               trusted_proxies: tuple[str, ...] = (), key_quota_bytes: int | None = None,
+               verify_processes: int | None = None) -> FastAPI:
     """Build the app over one server database; the server key is created next to it on first use.
-    ``X-Forwarded-For`` is honoured for the address limit only from ``trusted_proxies``."""
+    ``X-Forwarded-For`` is honoured for the address limit only from ``trusted_proxies``. ``verify_processes``:
+    the upload pool's processes (default: one per core; 0: checks run in the serving process's threads)."""
     key_file = key_path or default_key_path(db_path)  # a PostgreSQL board must name its key
     db = ServerDB(db_path, background_checkpoint=True)
     server_key = load_or_create_server_key(key_file)
     tasks = LiveTasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add: seen without a restart)
     rules = LiveRules(tasks)
-    checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew)
+    upload_pool = UploadPool(default_processes() if verify_processes is None else verify_processes)
+    checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew, pool=upload_pool)
     if key_quota_bytes is not None:
         checks.key_quota_bytes = key_quota_bytes
     address_limiter = Limiter("address", limits.per_address)
     trusted = frozenset(trusted_proxies)
-    upload_pool = anyio.CapacityLimiter(UPLOAD_WORKERS)
+    upload_threads = anyio.CapacityLimiter(upload_pool.bound)  # each admitted upload waits for the pool in one
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        upload_pool.start()
         yield
+        upload_pool.shutdown()  # checks under way finish; their processes end with the app
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
         if db.postgres:  # hand the pooled connections back to the server
@@ -159,6 +190,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                   description="Signed score bundles, Dynascore boards and a transparency log.",
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
+    app.state.upload_pool = upload_pool
     view = BoardView(db, tasks, rules)
 
     def _head() -> dict[str, Any]:
@@ -178,12 +210,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     async def _domain(request: Request, exc: DynaDeskError) -> JSONResponse:
         return _refusal(exc)
 
-    @app.middleware("http")
-    async def _security_headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        response: Response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        return response
+    app.add_middleware(SecurityHeaders)
 
     add_page_routes(app, view, _head)
     add_snapshot_routes(app, view)  # issue 36: signed board snapshots
@@ -226,10 +253,11 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         if body is None:
             return _error(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
         try:
-            if await run_sync(verified_signer, db, body, fmt, limiter=upload_pool) is None:
-                peer = request.client.host if request.client else "unknown"
-                address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
-            answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_pool)
+            with upload_pool.admit():  # a bounded number of uploads waiting for or in the check pool; then 503
+                if await run_sync(verified_signer, db, body, fmt, limiter=upload_threads) is None:
+                    peer = request.client.host if request.client else "unknown"
+                    address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"), trusted))
+                answer = await run_sync(accept, db, checks, body, clock(), limiter=upload_threads)
         except DynaDeskError as exc:
             return _refusal(exc)
         return JSONResponse({"status": "accepted", **answer}, status_code=201)

@@ -60,6 +60,17 @@ class Tx:
         else:
             self.raw.executemany(sql, rows)
 
+    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Many rows into one table at once: PostgreSQL's ``COPY ... FROM STDIN``, SQLite's ``executemany``
+        (bulk imports and benchmarks; names are the caller's constants, never input)."""
+        cols = ", ".join(columns)
+        if self.dialect.postgres:
+            with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            self.raw.executemany(f"INSERT INTO {table} ({cols}) VALUES ({', '.join('?' * len(columns))})", rows)
+
     def ddl(self, statement: str) -> None:
         """A schema statement with this dialect's column types."""
         self.execute(self.dialect.ddl(statement))

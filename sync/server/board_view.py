@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
 from dynadesk.sync.board_stats import StatsCache
@@ -52,7 +53,7 @@ class BoardView:
         self.db, self.tasks, self.rules = db, tasks, rules
         self.facts = FactsCache(db.bundle_raw)
         self.stats = StatsCache(db)
-        self._prepared: dict[tuple[str, str, str | None, bool | None, str], tuple[list[dict[str, Any]], _Prepared]] = {}
+        self._prepared: dict[tuple[Any, ...], tuple[list[dict[str, Any]], _Prepared]] = {}
         # keyed by filter; a class or runner must be present to be asked for, so the keys stay few
         self._lock = threading.Lock()
         self.operator = OperatorView(db)
@@ -67,7 +68,7 @@ class BoardView:
         rows = self.db.board_rows(task)
         return rows, self.facts.of_rows(rows)
 
-    def _prepare(self, task: str, key: tuple[str, str, str | None, bool | None, str], stored: list[dict[str, Any]],
+    def _prepare(self, task: str, key: tuple[Any, ...], stored: list[dict[str, Any]],
                  kept: list[dict[str, Any]], pinned: frozenset[str]) -> _Prepared:
         with self._lock:
             cached = self._prepared.get(key)
@@ -110,13 +111,22 @@ class BoardView:
         kept, chosen, classes = row_filter.select(stored, facts)
         if audit == "reproduced":
             kept = [r for r in kept if _reference.reproduced(r)]
-        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit), stored, kept,
-                             frozenset(settings.pins))
+        exclude_noisy = _board.parse_exclude_noisy(params)
+        noisy = [r for r in kept if facts[r["bundle_id"]].noisy] if exclude_noisy else []
+        if noisy:
+            kept = [r for r in kept if not facts[r["bundle_id"]].noisy]
+        prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit, exclude_noisy),
+                             stored, kept, frozenset(settings.pins))
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
                                       prep.reference, prep.intervals)
         left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
                      for rid, why in answer["left_off"].items()]
+        if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
+            shown_all = _rows.labels(_rows.identified(stored))
+            answer["left_off"] = {**answer.get("left_off", {}), **noisy_left_off(
+                {shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]: list(facts[r["bundle_id"]].noisy)
+                 for r in noisy}, f"{_board.NOISY_PARAM}=yes")}
         answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
              "bundle_id": prep.by_id[rid]["bundle_id"],
@@ -148,7 +158,8 @@ class BoardView:
             "default_class": default.to_dict(),
             "hardware_class_status": standings[chosen].status if chosen in standings else None,
             "runners": sorted({f.runner for f in facts.values()}),
-            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit},
+            "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit,
+                        "exclude_noisy": exclude_noisy},
             "submissions": len(stored)})
         return answer
 

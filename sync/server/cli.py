@@ -60,8 +60,13 @@ def cli() -> None:
                    " (repeatable). From any other peer the header is ignored.")
 @click.option("--key-quota", "key_quota", type=click.IntRange(1), metavar="BYTES",
               help="Bundle bytes each key may store in all (default 256 MiB); then 429 quota_exceeded.")
+@click.option("--verify-processes", "verify_processes", type=click.IntRange(0, 256), metavar="N",
+              help="Processes per worker that verify uploads (signature, canonical form, schema); default: the"
+                   " cores shared among the workers; 0 checks in the worker itself. Up to 8 uploads per process"
+                   " are admitted at once, then 503 server_busy.")
 def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int, address_rate: str,
-          key_rate: str, trusted_proxies: tuple[str, ...], key_quota: int | None) -> None:
+          key_rate: str, trusted_proxies: tuple[str, ...], key_quota: int | None,
+          verify_processes: int | None) -> None:
     """Serve the board, the API (/docs) and the transparency log."""
     import os
 
@@ -72,19 +77,22 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     from dynadesk.sync.server.db import ServerDB
     from dynadesk.sync.server.dialect import is_postgres
     from dynadesk.sync.server.limits import parse_limits
+    from dynadesk.sync.server.pool import default_processes
 
     limits = parse_limits(address_rate, key_rate)
+    verify = default_processes(workers) if verify_processes is None else verify_processes
 
     key_path = str(Path(key_path or default_key_path(db_path)).resolve())
     db = ServerDB(db_path)  # create and migrate once, before any worker starts
     shown = db.name  # a URL without its password
     db.close()
     load_or_create_server_key(key_path)
-    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s))", err=True)
+    click.echo(f"dynadesk-server: http://{host}:{port}/ (database {shown}, {workers} worker(s),"
+               f" {verify} upload-check process(es) each)", err=True)
     if workers == 1:
         # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from loopback as the client address
         uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies,
-                               key_quota_bytes=key_quota), host=host,
+                               key_quota_bytes=key_quota, verify_processes=verify), host=host,
                     port=port, log_level="warning", access_log=False, proxy_headers=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())
@@ -92,6 +100,7 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     os.environ["DYNADESK_SERVER_LIMITS"] = f"{address_rate},{key_rate}"
     os.environ["DYNADESK_SERVER_TRUSTED_PROXIES"] = ",".join(trusted_proxies)
     os.environ["DYNADESK_SERVER_KEY_QUOTA"] = str(key_quota or "")
+    os.environ["DYNADESK_SERVER_VERIFY_PROCESSES"] = str(verify)
     _serve_workers(uvicorn.Config("dynadesk.sync.server.app:app_from_env", factory=True, workers=workers, host=host,
                                   port=port, log_level="warning", access_log=False, proxy_headers=False))
 

@@ -21,6 +21,7 @@ from dynadesk.errors import (
     ReplayError,
     RevokedKeyError,
     SelfAttestationError,
+    ServerBusyError,
     SignatureError,
     StoreError,
     UnknownKeyError,
@@ -31,6 +32,7 @@ from dynadesk.errors import (
 
 # most specific first
 HTTP_STATUS: list[tuple[type[DynaDeskError], int, str]] = [
+    (ServerBusyError, 503, "server_busy"),  # the upload check pool is full: not the client's fault
     (QuotaExceededError, 429, "quota_exceeded"),
     (RateLimitedError, 429, "rate_limited"),
     (UnsupportedVersionError, 400, "unsupported_version"),

@@ -1,27 +1,27 @@
 """The one upload path for bundles and attestations, cheapest checks first.
 
 1. size and the envelope's fixed frame (:func:`split_envelope`: no payload parsing);
-2. the carried key: registered, not revoked (and, for attestations, an auditor);
-3. the Ed25519 signature over the payload bytes;
-4. the key's rate limit (only now: nobody can spend another submitter's allowance);
-5. the costly part: JSON, schema, canonical form, key binding, time, metric values, board datasets.
+2. the carried key: registered, not revoked; its rate limit and stored-bytes quota looked at, nothing spent;
+3. in the upload pool's worker processes (:mod:`dynadesk.sync.server.pool`): the Ed25519 signature over the
+   payload bytes, then the costly part: JSON, canonical form, schema, size bounds;
+4. the key's rate limit charged (only now: nobody can spend another submitter's allowance);
+5. the cheap rest in the serving process: key binding, time, task, name, metric values, board datasets.
 
 So a body that is not signed by a registered key costs a few regular-expression steps and one
-dictionary lookup, however large or non-canonical it is. Each refusal is a specific
-:class:`~dynadesk.errors.BundleError`; :mod:`dynadesk.sync.server.errors` maps it to HTTP.
+dictionary lookup, however large or non-canonical it is, and a signed one's costly checks never hold
+the serving process's GIL. Each refusal is a specific :class:`~dynadesk.errors.BundleError`;
+:mod:`dynadesk.sync.server.errors` maps it to HTTP.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from dynadesk.errors import (
     AttestationTimeError,
-    BundleFormatError,
     DynaDeskError,
     FingerprintMismatch,
     FutureTimestampError,
@@ -35,36 +35,35 @@ from dynadesk.errors import (
     VerdictMismatchError,
 )
 from dynadesk.sync.board import board_metrics
-from dynadesk.sync.board_stats import bundle_stats
 from dynadesk.sync.format import attestation as _att
-from dynadesk.sync.format.canonical import canonical_bytes
-from dynadesk.sync.format.envelope import FORMAT, Envelope, parse_bundle, split_envelope
+from dynadesk.sync.format.envelope import FORMAT, Envelope, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
-from dynadesk.sync.server.migrations import results_key
 from dynadesk.sync.server.names import check_model_name
+from dynadesk.sync.server.pool import MAX_ENVIRONMENT_BYTES, MAX_SETTINGS_BYTES, UploadPool, check_document
 from dynadesk.sync.server.task_registry import check_task_digest
 from dynadesk.sync.server.values import MetricRule, check_metrics
 from dynadesk.tasks import Task
+
+__all__ = ["MAX_ENVIRONMENT_BYTES", "MAX_SETTINGS_BYTES", "UploadChecks", "check_upload", "ingest",
+           "ingest_attestation"]
 
 
 @dataclass
 class UploadChecks:
     """What uploads are checked against besides the database: tasks, their metric rules, the key rate limit
-    and the clock's slack."""
+    and the clock's slack; ``pool`` runs the costly checks (by default in the calling thread)."""
 
     tasks: Mapping[str, Task]
     rules: Mapping[str, dict[str, MetricRule]]
     key_limiter: Limiter
     max_skew: timedelta = timedelta(minutes=5)
     key_quota_bytes: int = 256 * 1024 * 1024  # stored bundle bytes per key (--key-quota)
+    pool: UploadPool = field(default_factory=lambda: UploadPool(0))
 
 
-# Canonical bytes a bundle's free-form objects may take: they are stored and served for every row.
-MAX_SETTINGS_BYTES = 16 * 1024
-MAX_ENVIRONMENT_BYTES = 16 * 1024
 QUOTA_RETRY_S = 3600
 
 
@@ -80,19 +79,26 @@ def _registered_key(config: UploadConfig, env: Envelope, what: str) -> KeyRow:
     return key
 
 
-def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fmt: str, what: str) -> KeyRow:
-    """Steps 1-4 of the module docstring."""
+def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fmt: str,
+                              what: str) -> tuple[KeyRow, dict[str, Any], UploadConfig]:
+    """Steps 1-4 of the module docstring: the key, the facts the pool read from the document and the keys and
+    datasets it was checked against (read once per upload: on PostgreSQL each read is a round trip)."""
     env = split_envelope(raw, what, fmt)
-    key = _registered_key(db.upload_config(), env, what)
-    env.verify(what)
-    checks.key_limiter.take(key.fingerprint)
+    config, used = db.upload_state(env.key_fingerprint)
+    key = _registered_key(config, env, what)
+    checks.key_limiter.check(key.fingerprint)
     if fmt == FORMAT:
-        used = db.key_stored_bytes(key.fingerprint)
         if used + len(raw) > checks.key_quota_bytes:
             raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
                                      f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"
                                      " bytes (ask the administrator)", QUOTA_RETRY_S)
-    return key
+    outcome = checks.pool.run(check_document, raw, fmt, what)
+    if outcome.verified:
+        checks.key_limiter.take(key.fingerprint)
+    if outcome.error is not None:
+        raise outcome.error
+    assert outcome.facts is not None  # a verified document without a refusal has its facts
+    return key, outcome.facts, config
 
 
 def verified_signer(db: ServerDB, raw: bytes, fmt: str = FORMAT) -> KeyRow | None:
@@ -132,34 +138,25 @@ def _check_datasets(payload: dict[str, Any], task: str, config: UploadConfig) ->
 def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> CheckedBundle:
     """Everything but storing; raises the specific reason a bundle is refused."""
     what = "uploaded bundle"
-    key = _signed_by_registered_key(db, checks, raw, FORMAT, what)
-    bundle = parse_bundle(raw, what)
-    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("request", MAX_SETTINGS_BYTES),  # settings: version 1
-                        ("worker_settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
-        if name not in bundle.payload:
-            continue
-        size = len(canonical_bytes(bundle.payload[name]))
-        if size > limit:
-            raise BundleFormatError(f"payload.{name}: {size} bytes in canonical form; at most {limit} are accepted")
-    if bundle.key_fingerprint != key.fingerprint:
+    key, b, config = _signed_by_registered_key(db, checks, raw, FORMAT, what)
+    if b["key_fingerprint"] != key.fingerprint:
         raise FingerprintMismatch(f"{what}: signed by key {key.fingerprint}, but payload.submitter.key_fingerprint"
-                                  f" says {bundle.key_fingerprint}")
-    if bundle.created_at > now + checks.max_skew:
-        raise FutureTimestampError(f"payload.created_at {bundle.payload['created_at']} lies in the future"
+                                  f" says {b['key_fingerprint']}")
+    if parse_utc(b["created_at"], "payload.created_at") > now + checks.max_skew:
+        raise FutureTimestampError(f"payload.created_at {b['created_at']} lies in the future"
                                    f" (server time {now.isoformat(timespec='seconds')})")
-    task = checks.tasks.get(bundle.task)
+    task = checks.tasks.get(b["task"])
     if task is None:
-        raise NotOnBoardError(f"payload.task: task '{bundle.task}' is not on this board"
+        raise NotOnBoardError(f"payload.task: task '{b['task']}' is not on this board"
                               f" (known: {', '.join(sorted(checks.tasks))})")
-    check_task_digest(bundle.payload.get("task_digest"), task)
-    check_model_name(bundle.model_name)
-    check_metrics(bundle.payload["metrics"], checks.rules[task.name], task.name)
-    digests = _check_datasets(bundle.payload, task.name, db.upload_config())
-    return CheckedBundle(bundle.id, bundle.raw, hashlib.sha256(bundle.raw).hexdigest(), bundle.task,
-                         bundle.model_name, bundle.payload["model"]["digest"], bundle.key_fingerprint,
-                         bundle.payload["created_at"], epoch_us(bundle.payload["created_at"], "payload.created_at"),
-                         digests, board_metrics(bundle.payload["metrics"]), results_key(bundle.payload),
-                         bundle_stats(bundle.payload))
+    check_task_digest(b["task_digest"], task)
+    model_name = str(b["model"]["name"])
+    check_model_name(model_name)
+    check_metrics(b["metrics"], checks.rules[task.name], task.name)
+    digests = _check_datasets(b, task.name, config)
+    return CheckedBundle(b["id"], bytes(raw), b["sha256"], task.name, model_name, b["model"]["digest"],
+                         key.fingerprint, b["created_at"], epoch_us(b["created_at"], "payload.created_at"),
+                         digests, board_metrics(b["metrics"]), b["results_key"], b["stats"])
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
@@ -170,35 +167,32 @@ def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dic
 def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
     """Accept one audit attestation: from an auditor's key, about another submitter's accepted bundle."""
     what = "uploaded attestation"
-    key = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
+    key, att, config = _signed_by_registered_key(db, checks, raw, _att.FORMAT, what)
     if key.role != "auditor":
         raise NotAuditorError(f"{what}: key {key.fingerprint} ({key.name}) is not registered as an auditor"
                               " (dynadesk-server keys add --role auditor)")
-    att = _att.parse_attestation(raw, what)
-    att.verify()
-    problem = _att.verdict_problem(att.payload)
-    if problem:
-        raise VerdictMismatchError(f"{what}: {problem}")
-    created_us = epoch_us(att.payload["created_at"], "attestation payload.created_at")
-    if parse_utc(att.payload["created_at"], "attestation payload.created_at") > now + checks.max_skew:
-        raise FutureTimestampError(f"attestation payload.created_at {att.payload['created_at']} lies in the future")
-    bundle = db.bundle_facts(att.bundle_id)
+    if att["problem"]:
+        raise VerdictMismatchError(f"{what}: {att['problem']}")
+    created_us = epoch_us(att["created_at"], "attestation payload.created_at")
+    if parse_utc(att["created_at"], "attestation payload.created_at") > now + checks.max_skew:
+        raise FutureTimestampError(f"attestation payload.created_at {att['created_at']} lies in the future")
+    bundle = db.bundle_facts(att["bundle_id"])
     if created_us <= bundle.created_us:
-        raise AttestationTimeError(f"{what}: payload.created_at {att.payload['created_at']} is not later than the"
+        raise AttestationTimeError(f"{what}: payload.created_at {att['created_at']} is not later than the"
                                    f" attested bundle's created_at {bundle.created_at}: nobody can audit a bundle"
                                    " before it exists")
-    _refuse_own_results(db, key, bundle.key_fingerprint, att.bundle_id, what)
-    return db.accept_attestation(CheckedAttestation(att.id, att.raw, hashlib.sha256(att.raw).hexdigest(),
-                                                    att.bundle_id, key.fingerprint, att.verdict, att.summary(),
-                                                    att.payload["created_at"]), entry_hash)
+    _refuse_own_results(config, key, bundle.key_fingerprint, att["bundle_id"], what)
+    return db.accept_attestation(CheckedAttestation(att["id"], bytes(raw), att["sha256"], att["bundle_id"],
+                                                    key.fingerprint, att["verdict"], att["summary"],
+                                                    att["created_at"]), entry_hash)
 
 
-def _refuse_own_results(db: ServerDB, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
+def _refuse_own_results(config: UploadConfig, auditor: KeyRow, submitter_fp: str, bundle_id: str, what: str) -> None:
     """An auditor key never attests a bundle of its own key or of a key of its own organisation."""
     if submitter_fp == auditor.fingerprint:
         raise SelfAttestationError(f"{what}: key {auditor.fingerprint} signed bundle {bundle_id} itself;"
                                    " an auditor cannot attest their own bundle")
-    submitter = db.upload_config().keys.get(submitter_fp)
+    submitter = config.keys.get(submitter_fp)
     if submitter is not None and submitter.org == auditor.org:
         raise OwnOrganisationError(f"{what}: auditor key {auditor.fingerprint} and the key that signed bundle"
                                    f" {bundle_id} both belong to organisation {auditor.organisation!r}; an auditor"

@@ -48,6 +48,14 @@ class Limiter:
 
     def take(self, who: str) -> None:
         """Spend one token of ``who``'s bucket or raise :class:`RateLimitedError` with the wait."""
+        self._spend(who, 1.0)
+
+    def check(self, who: str) -> None:
+        """Raise :class:`RateLimitedError` as :meth:`take` would, spending nothing (the upload pool asks this
+        before a costly check and takes the token only once the signature has verified)."""
+        self._spend(who, 0.0)
+
+    def _spend(self, who: str, cost: float) -> None:
         now = self.clock()
         with self._lock:
             tokens, at = self._buckets.pop(who, (float(self.rate.burst), now))
@@ -57,7 +65,7 @@ class Limiter:
                 wait = math.ceil((1.0 - tokens) / self.rate.per_second)
                 raise RateLimitedError(f"too many uploads from {self.what} {who}: at most {self.rate.burst} at once"
                                        f" and {self.rate.per_second:g} per second; retry in {wait} s", wait)
-            self._buckets[who] = (tokens - 1.0, now)
+            self._buckets[who] = (tokens - cost, now)
             while len(self._buckets) > MAX_TRACKED:
                 self._buckets.popitem(last=False)
 

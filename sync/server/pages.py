@@ -235,6 +235,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
                   ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
                                          for k, n, low in facts.coverage) or "none"),
+                  ("timed measurements", "NOISY: " + "; ".join(facts.noisy) if facts.noisy else
+                   "quiet (no noise flagged by the evaluator)"),
                   ("bundle id", bundle_id), ("signing key", fingerprint(bytes.fromhex(doc["signature"]["public_key"]))),
                   ("documents", Markup(f"{link(f'/bundles/{bundle_id}', 'readable bundle')} · "
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]

@@ -8,7 +8,7 @@
 
 const METRICS = ["perf", "throughput", "memory", "robustness", "fairness"];
 const DEFAULT_WEIGHTS = {perf: 4, throughput: 1, memory: 1, robustness: 1, fairness: 1};
-const FILTERS = ["hardware_class", "runner", "sandboxed", "audit"];
+const FILTERS = ["hardware_class", "runner", "sandboxed", "audit", "exclude_noisy"];
 const LIMIT = 1000;  // every row the board allows on one page: sorting is over all of them
 
 const state = {params: new URLSearchParams(location.search), tasks: [], board: null, token: 0, timer: null};
@@ -183,6 +183,8 @@ function renderControls(panel, board) {
            [["", "any runner"], ...board.runners.map(r => [r, r])], filterChanged("runner")),
     select("sandboxed", "Sandboxed", state.params.get("sandboxed") || "",
            [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")),
+    select("exclude_noisy", "Noisy measurements", state.params.get("exclude_noisy") || "",
+           [["", "ranked, marked noisy"], ["yes", "left out"]], filterChanged("exclude_noisy")),
     auditToggle(), classStatus(board));
   const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
@@ -317,6 +319,10 @@ function modelCell(r, td) {
     td.append(el("small", {class: "answerable-only",
                            title: "imported without its unanswerable questions: not SQuAD 2.0 as published",
                            text: ` answerable-only: ${r.answerable_only.join(", ")}`}));
+  }
+  if ((r.noisy || []).length) {
+    td.append(el("small", {class: "noisy", title: r.noisy.join("\n"),
+                           text: "noisy measurement: its throughput and latency were timed on a busy machine"}));
   }
   if ((r.stale_datasets || []).length) {
     td.append(el("small", {class: "stale", text: `scored on a superseded version of ${r.stale_datasets.join(", ")}`}));

@@ -43,7 +43,7 @@ def test_a_version_1_bundle_still_parses_and_verifies():
 def _stored_like_the_old_run(tmp_path: Path):
     """A workspace holding the run the fixture was made from: same data, predictions and figures."""
     ws, store = workspace_with_key(tmp_path / "ws")
-    ensure_datasets(store)
+    ensure_datasets(store, size=12)  # the size the old code made the fixture with
     model = stored_model(store, "bow-a")
     names = ["vader-movies-test", "vader-tweets-test"]
     run = store.evaluations.create(model.id, "sentiment", runner="docker", sandboxed=True, datasets=names,

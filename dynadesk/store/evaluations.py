@@ -129,7 +129,7 @@ def _split_settings_bag(bag: dict[str, Any], request: dict[str, Any], model: str
                    "limits": bag["limits"], "purpose": purpose,
                    "settings": {k: bag[k] for k in ("batch_size", "seed", "latency_samples", "warmup")}}
     known = worker_keys | set(_BAG_RUNNER_KEYS) | set(_BAG_OTHER_KEYS)
-    rest = {k: v for k, v in bag.items() if k not in known}
+    rest = {k: v for k, v in bag.items() if k not in known or (k == "limits" and not request)}
     image = bag.get("image")
     return {"request": json.dumps(request or {}),
             "worker": json.dumps({k: v for k, v in bag.items() if k in worker_keys}),

@@ -59,6 +59,25 @@ def test_host_windows_pair_each_start_with_its_end_and_name_what_does_not_pair()
     assert any("never ended" in p for p in problems) and any("unreadable" in p for p in problems)
 
 
+def test_the_host_stamps_window_edges_as_it_reads_them_and_keeps_them_out_of_the_log():
+    import time
+
+    from dynadesk.evaluator.schema import WINDOW_PREFIX
+    from dynadesk.orchestration.output import WorkerOutput
+
+    out = WorkerOutput(None)
+    edge = {"set": "s", "mode": "batch1", "attempt": 0, "trial": 0}
+    out.feed_chunk(b"loading\n" + (WINDOW_PREFIX + json.dumps({**edge, "edge": "start"}) + "\n").encode())
+    time.sleep(0.3)  # the window, as the host's clock sees it
+    out.feed_chunk((WINDOW_PREFIX + json.dumps({**edge, "edge": "end", "queries": 7})).encode())
+    out.feed_chunk(b"\n" + (WINDOW_PREFIX + "not json\n").encode())
+    out.flush()
+    assert out.text() == "loading\n" and out.dropped_marks == 1
+    windows, problems = host_windows(out.window_marks)
+    assert problems == [] and len(windows) == 1 and windows[0]["queries"] == 7
+    assert 0.3 <= windows[0]["host_seconds"] < 5  # stamped when the end edge's newline arrived, not when sent
+
+
 def test_a_throughput_above_the_host_observed_windows_fails_naming_the_field_and_both_values():
     # 100 queries in windows the host saw last 0.6 s: at most 100 / (0.6 - slack) * (1 + loop slack) examples/s
     allowed = 100 / (0.6 - WINDOW_SLACK_S) * (1 + LOOP_SLACK)

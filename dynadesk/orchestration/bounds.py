@@ -32,8 +32,8 @@ from typing import Any
 
 from dynadesk.orchestration.recompute import ResultMismatch
 
-__all__ = ["BOUND_VERDICT", "CALL_GAP_S", "LOOP_SLACK", "MEMORY_GAP", "MEMORY_GAP_BYTES", "WINDOW_SLACK_S", "BoundExceeded",
-           "check_measured"]
+__all__ = ["BOUND_VERDICT", "CALL_GAP_S", "LOOP_SLACK", "MEMORY_GAP", "MEMORY_GAP_BYTES", "WINDOW_SLACK_S",
+           "BoundExceeded", "check_measured"]
 
 BOUND_VERDICT = "out_of_bounds"
 WINDOW_SLACK_S = 0.1  # how much earlier than the end edge the host may read a window's start edge, relatively

@@ -17,6 +17,7 @@ from eval_support import IMAGE_CACHE, LABELS, add_test_set, metric, run_request,
 from dynadesk.datasets import dataset_digest
 from dynadesk.orchestration.bounds import (
     BOUND_VERDICT,
+    CALL_GAP_S,
     LOOP_SLACK,
     MEMORY_GAP,
     MEMORY_GAP_BYTES,
@@ -59,9 +60,28 @@ def test_host_windows_pair_each_start_with_its_end_and_name_what_does_not_pair()
     assert any("never ended" in p for p in problems) and any("unreadable" in p for p in problems)
 
 
+def test_the_host_stamps_window_edges_as_it_reads_them_and_keeps_them_out_of_the_log():
+    import time
+
+    from dynadesk.evaluator.schema import WINDOW_PREFIX
+    from dynadesk.orchestration.output import WorkerOutput
+
+    out = WorkerOutput(None)
+    edge = {"set": "s", "mode": "batch1", "attempt": 0, "trial": 0}
+    out.feed_chunk(b"loading\n" + (WINDOW_PREFIX + json.dumps({**edge, "edge": "start"}) + "\n").encode())
+    time.sleep(0.3)  # the window, as the host's clock sees it
+    out.feed_chunk((WINDOW_PREFIX + json.dumps({**edge, "edge": "end", "queries": 7})).encode())
+    out.feed_chunk(b"\n" + (WINDOW_PREFIX + "not json\n").encode())
+    out.flush()
+    assert out.text() == "loading\n" and out.dropped_marks == 1
+    windows, problems = host_windows(out.window_marks)
+    assert problems == [] and len(windows) == 1 and windows[0]["queries"] == 7
+    assert 0.3 <= windows[0]["host_seconds"] < 5  # stamped when the end edge's newline arrived, not when sent
+
+
 def test_a_throughput_above_the_host_observed_windows_fails_naming_the_field_and_both_values():
-    # 100 queries in windows the host saw last 0.6 s: at most 100 / (0.6 - slack) * (1 + loop slack) examples/s
-    allowed = 100 / (0.6 - WINDOW_SLACK_S) * (1 + LOOP_SLACK)
+    # 100 queries in windows the host saw last 0.6 s: at most 100 / (0.6 - slack - 100 calls' gaps) * (1 + slack)
+    allowed = 100 / (0.6 - WINDOW_SLACK_S - 100 * CALL_GAP_S) * (1 + LOOP_SLACK)
     observed = {"windows": _windows("s", 100, 0.6), "memory": {"anon_peak_bytes": 1 << 30, "source": "test"}}
     report = check_measured(_rows(allowed * 0.99, allowed * 0.5, 1.0), observed, ["s"])
     assert report["bounded"] == ["throughput", "throughput_batched", "memory"]
@@ -82,6 +102,8 @@ def test_windows_no_longer_than_the_slack_bound_nothing_and_missing_windows_fail
     short = {"windows": _windows("s", 100, WINDOW_SLACK_S / 2), "memory": {}}
     report = check_measured(_rows(1e9, 1e9, 1.0), short, ["s"])
     assert all(t["bound"] is None for t in report["throughput"]) and "memory" not in report["bounded"]
+    tiny_calls = {"windows": _windows("s", int(0.5 / CALL_GAP_S) + 1, 0.6), "memory": {}}  # microsecond calls
+    assert all(t["bound"] is None for t in check_measured(_rows(1e9, 1e9, 1.0), tiny_calls, ["s"])["throughput"])
     with pytest.raises(BoundExceeded, match="'throughput' on 's': the host observed none of its timed windows"):
         check_measured(_rows(1.0, 1.0, 1.0), {"windows": [], "memory": {}}, ["s"])
     with pytest.raises(BoundExceeded, match="no observation"):

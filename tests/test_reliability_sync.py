@@ -175,7 +175,8 @@ def signed_stream(tmp_path: Path, count: int = SERVER_BUNDLES) -> tuple[list, ob
         p["model"]["name"] = f"model-{i % 40:02d}"
         p["evaluation_id"] = i + 1
         for m in p["metrics"]:
-            m["value"] = round(rng.uniform(1, 99), 3)
+            if m["unit"] not in ("flag", "examples"):  # coverage rows (a 0/1 flag, a source count) stay as signed
+                m["value"] = round(rng.uniform(1, 99), 3)
         bundles.append(signed_payload(p, ws))
     return bundles, ws
 

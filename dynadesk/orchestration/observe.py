@@ -6,7 +6,9 @@ model, so the host keeps its own view of the same run to bound them (:mod:`.boun
 * **Timed windows.** The worker prints a line at the start and at the end of every timed window
   (``WINDOW_PREFIX``); :class:`~dynadesk.orchestration.output.WorkerOutput` stamps each with the
   host's monotonic clock as it reads it. :func:`host_windows` pairs them.
-* **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``): the anonymous memory of
+* **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``), its peak kept over the samples
+  taken before the host read the first timed window's start (the worker's memory figure is taken before
+  its timed windows, whose allocator keeps more) and over the whole run: the anonymous memory of
   the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1, ``anon`` on v2, plus
   the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the worker's process
   tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants). A sampled
@@ -56,23 +58,33 @@ class MemoryWatch(abc.ABC):
     def __init__(self) -> None:
         self.anon_peak = 0
         self.samples = 0
+        self.before_windows_peak = 0  # the peak of the samples taken before the first timed window was seen
+        self.before_windows_samples = 0
         self.unavailable: str | None = None
 
     @abc.abstractmethod
     def anon_bytes(self) -> int | None:
         """The run's anonymous memory now; None when it cannot be read (the run has ended, say)."""
 
-    def sample(self) -> None:
+    def sample(self, before_windows: bool) -> None:
+        """One reading; ``before_windows``: the host has not yet read the start of a timed window (the worker
+        measures its memory before its timed windows, whose allocator may keep more)."""
         value = self.anon_bytes()
         if value is not None:
             self.anon_peak = max(self.anon_peak, value)
             self.samples += 1
+            if before_windows:
+                self.before_windows_peak = max(self.before_windows_peak, value)
+                self.before_windows_samples += 1
 
     def report(self) -> dict[str, Any]:
-        if not self.samples:
-            return {"source": self.source, "anon_peak_bytes": None, "samples": 0,
-                    "unavailable": self.unavailable or "no sample could be read"}
-        return {"source": self.source, "anon_peak_bytes": self.anon_peak, "samples": self.samples}
+        if not self.before_windows_samples:
+            return {"source": self.source, "anon_peak_bytes": None, "samples": self.samples,
+                    "whole_run_anon_peak_bytes": self.anon_peak if self.samples else None,
+                    "unavailable": self.unavailable or "no sample could be read before the timed windows"}
+        return {"source": self.source, "anon_peak_bytes": self.before_windows_peak,
+                "samples": self.before_windows_samples, "whole_run_anon_peak_bytes": self.anon_peak,
+                "whole_run_samples": self.samples}
 
 
 class NoMemoryWatch(MemoryWatch):

@@ -23,7 +23,7 @@ MAX_LOG_BYTES = 4 << 20
 MAX_LINE_BYTES = 64 << 10
 TAIL_LINES = 2000
 LOG_TAIL_LINES = 40
-MAX_WINDOW_MARKS = 4096  # timed-window edges kept (an honest run prints 2 x 2 x trials x attempts per test set)
+MAX_WINDOW_MARKS = 1 << 15  # timed-window edges kept (an honest run prints at most 36 per test set)
 
 
 def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:

@@ -222,7 +222,7 @@ class LocalRunner(Runner):
             reader.start()
             while proc.poll() is None:
                 out.drain()
-                memory.sample()
+                memory.sample(before_windows=not out.window_marks)
                 verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
@@ -441,7 +441,7 @@ class DockerRunner(Runner):
                 NoMemoryWatch("the container's memory cgroup is not readable from this host")
             while True:
                 out.drain()
-                memory.sample()
+                memory.sample(before_windows=not out.window_marks)
                 container.reload()
                 if container.status in ("exited", "dead"):
                     break

@@ -84,7 +84,8 @@ class Factory:
             "evaluator": {"image_digest": "sha256:" + "ab" * 32, "version": "sha256:" + "cd" * 32},
             "runner": {"kind": "docker", "sandboxed": True},
             "environment": {"cpu": "Bench CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0"},
-            "seeds": {"seed": 13}, "settings": {"batch_size": 32, "device": "cpu", "seed": 13},
+            "seeds": {"seed": 13},
+            "worker_settings": {"batch_size": 32, "device": "cpu", "deterministic": True, "seed": 13},
             "metrics": metrics,
             "predictions": {"digest": "sha256:" + "ef" * 32, "merkle_root": "@ROOT@", "count": 6200},
             "submitter": {"key_fingerprint": fingerprint(self.pub)}, "evaluation_id": 1}
@@ -178,7 +179,7 @@ def costly_bodies(factory: Factory, n: int = 4) -> list[bytes]:
         payload = json.loads(raw)["payload"]
         pad = 9200
         while True:
-            payload["settings"]["pad"] = ["x" * 100] * pad
+            payload["environment"]["pad"] = ["x" * 100] * pad
             signed = json.dumps(payload, separators=(", ", ": ")).encode()
             body = envelope_bytes(signed, factory.pub, factory.key.sign(signed))
             if len(body) <= MAX_BUNDLE_BYTES:

@@ -18,6 +18,7 @@ from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
 from dynadesk.datasets import dataset_digest
+from dynadesk.orchestration.folder import RunFolder
 from dynadesk.store.evaluations import MetricValue, WorkerSettings
 from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
@@ -29,6 +30,36 @@ def admin(db: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[
     res = subprocess.run([server_bin(), *args, "--db", str(db)], capture_output=True, text=True, timeout=60)
     assert (res.returncode == 0) == ok, res.stdout + res.stderr
     return res
+
+
+def _emotion_run_folder(run_dir: Path, model, examples: list[dict]) -> list[dict]:
+    """Spec, data and predictions ("joy" for every example) of a run of the emotion task; the host's own rows."""
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.orchestration.recompute import recompute
+
+    folder = RunFolder(run_dir)
+    for part in (folder.spec_dir, folder.data_dir, folder.out_dir):
+        part.mkdir(parents=True, exist_ok=True)
+    members = [("emotion-test", None, None, examples)]
+    for kind, suite in (("robustness", "case"), ("fairness", "gender")):  # one suite each: the board needs both
+        members.append((f"emotion-test~{suite}", kind, suite, [
+            {"id": f"{e['id']}~{suite}", "statement": e["statement"].upper(), "label": e["label"],
+             "metadata": {"source_id": e["id"]}} for e in examples]))
+    specs, lines = [], []
+    for i, (name, kind, suite, rows) in enumerate(members):
+        data = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
+        (folder.data_dir / f"d{i:03d}.jsonl").write_bytes(data)
+        specs.append(DatasetSpec(name=name, file=f"d{i:03d}.jsonl", sha256=hashlib.sha256(data).hexdigest(),
+                                 size=len(rows), role="perturbation" if kind else "test",
+                                 derived_from="emotion-test" if kind else None, kind=kind, suite=suite))
+        lines += [json.dumps({"dataset": name, "id": r["id"], "prediction": {"label": "joy"}}, sort_keys=True)
+                  for r in rows]
+    Spec(task=parse_task_text(EMOTION, "emotion.yaml").to_dict(),
+         model={"name": model.name, "digest": model.digest, "manifest": model.manifest},
+         datasets=specs, settings=Settings(batch_size=32, seed=13, threads=2)).write(folder.spec_file)
+    folder.predictions_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows, _notes = recompute(folder.spec_file, folder.data_dir, folder.predictions_file)
+    return rows
 
 
 def _emotion_run(ws: Workspace) -> int:
@@ -44,17 +75,12 @@ def _emotion_run(ws: Workspace) -> int:
         ev = store.evaluations.create(m.id, "emotion", runner="docker", sandboxed=True, datasets=["emotion-test"],
                                       worker=WorkerSettings(seed=13), status="running")
         run_dir = ws.runs_dir / str(ev)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        pred = run_dir / "predictions.jsonl"
-        pred.write_text("".join(json.dumps({"dataset": "emotion-test", "id": e["id"], "prediction": {"label": "joy"}},
-                                           sort_keys=True) + "\n" for e in examples))
+        rows = _emotion_run_folder(run_dir, m, examples)  # a real run folder: bundle create re-scores it
+        pred = RunFolder(run_dir).predictions_file
         store.evaluations.set_metrics(
-            ev, [MetricValue("emotion-test", "perf", 20.0, "score", True),
-                 MetricValue("emotion-test", "macro_f1", 20.0, "score", True),
-                 MetricValue("emotion-test", "robustness", 60.0, "score", True),
-                 MetricValue("emotion-test", "fairness", 80.0, "score", True),
-                 MetricValue("", "throughput", 900.0, "examples/s", False),
-                 MetricValue("", "memory", 0.4, "GiB", False)],
+            ev, [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], True) for r in rows]
+            + [MetricValue("", "throughput", 900.0, "examples/s", False),
+               MetricValue("", "memory", 0.4, "GiB", False)],
             status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
             run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
             environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})

@@ -186,6 +186,25 @@ _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait before trying ag
                                 "schema": {"type": "integer", "minimum": 0}}}
 
 
+class SnapshotListing(_Open):
+    """One signed board snapshot (``dynadesk-server snapshot create``), with where to read and check it."""
+
+    id: str
+    seq: int
+    task: str
+    title: str
+    created_at: str
+    url: str
+    json: str
+
+
+SNAPSHOT_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["format", "payload", "signature"],
+    "description": "the snapshot as the server signed it (rows, weights, the log head; docs/board.md)"}
+EVIDENCE_SCHEMA: dict[str, Any] = {
+    "type": "object", "description": "the snapshot's bytes with the log entries and bundles it follows from"}
+
+
 def answers(ok: Any, *codes: int, status: int = 200, ok_doc: str = "Success",
             ok_schema: dict[str, Any] | None = None) -> dict[int | str, dict[str, Any]]:
     """``responses=`` for a route: its success answer (a model or ``list[Model]``; or, for raw bytes, None and a JSON
@@ -209,7 +228,7 @@ def envelope_schema(fmt: str) -> dict[str, Any]:
         "type": "object", "required": ["format", "payload", "signature", "version"],
         "properties": {
             "format": {"type": "string", "enum": [fmt]},
-            "version": {"type": "integer", "enum": [1]},
+            "version": {"type": "integer", "enum": [1, 2]},  # bundles: 2 (1 still read)
             "payload": {"type": "object", "description": "the signed fields (docs/bundle-format.md)"},
             "signature": {"type": "object", "required": ["algorithm", "public_key", "value"], "properties": {
                 "algorithm": {"type": "string", "enum": ["ed25519"]},

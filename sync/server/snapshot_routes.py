@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from dynadesk.sync.server import openapi_models as oa
 from dynadesk.sync.server import snapshots as _snap
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.html_routes import _page
@@ -21,17 +22,20 @@ def add_snapshot_routes(app: FastAPI, view: BoardView) -> None:
     def snapshot_page(snapshot_id: str, request: Request) -> HTMLResponse:
         return _page(lambda: _snap.snapshot_page(view, _snap.check_id(snapshot_id), str(request.base_url)))
 
-    @app.get("/api/snapshots", summary="Signed board snapshots, oldest first (dynadesk-server snapshot create)")
+    @app.get("/api/snapshots", summary="Signed board snapshots, oldest first (dynadesk-server snapshot create)",
+             response_model=None, responses=oa.answers(list[oa.SnapshotListing], 422, 503))
     def list_snapshots(task: str | None = None) -> list[dict[str, Any]]:
         return [{**s, "url": f"/snapshots/{s['id']}", "json": f"/api/snapshots/{s['id']}"}
                 for s in view.db.list_snapshots(task)]
 
-    @app.get("/api/snapshots/{snapshot_id}", summary="The exact signed bytes of one board snapshot")
+    @app.get("/api/snapshots/{snapshot_id}", summary="The exact signed bytes of one board snapshot",
+             response_model=None, responses=oa.answers(None, 400, 404, 422, 503, ok_schema=oa.SNAPSHOT_SCHEMA))
     def snapshot_json(snapshot_id: str) -> Response:
         return Response(_snap.snapshot_json(view, _snap.check_id(snapshot_id)), media_type="application/json",
                         headers=forever)
 
     @app.get("/api/snapshots/{snapshot_id}/evidence",
-             summary="A snapshot with the log entries and bundles it follows from (dynadesk sync verify-snapshot)")
+             summary="A snapshot with the log entries and bundles it follows from (dynadesk sync verify-snapshot)",
+             response_model=None, responses=oa.answers(None, 400, 404, 422, 503, ok_schema=oa.EVIDENCE_SCHEMA))
     def snapshot_evidence(snapshot_id: str) -> JSONResponse:
         return JSONResponse(_snap.evidence(view, _snap.check_id(snapshot_id)), headers=forever)

@@ -194,8 +194,7 @@ class SnapshotListing(_Open):
     task: str
     title: str
     created_at: str
-    url: str
-    json: str
+    url: str  # the page; "json" (more fields are allowed) names the signed bytes
 
 
 SNAPSHOT_SCHEMA: dict[str, Any] = {

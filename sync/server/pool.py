@@ -4,7 +4,7 @@ Verifying the Ed25519 signature, parsing the JSON, the RFC 8785 canonical-form c
 check cost up to tens of milliseconds of pure Python for a 1 MiB body. Done in the serving process
 they held its GIL, so one registered key's flood of costly bodies raised the board's read latency
 eight-fold. Here they run in a :class:`concurrent.futures.ProcessPoolExecutor` sized to the cores and
-started with the app (its lifespan), its processes at a lower CPU priority (``nice``) so a busy pool
+started with the app (its lifespan), its processes at the lowest CPU priority (``nice 19``) so a busy pool
 yields the cores to the process answering board reads. The serving process keeps only the cheap,
 database-bound steps (:mod:`dynadesk.sync.server.ingest`).
 
@@ -45,7 +45,7 @@ from dynadesk.sync.server.migrations import results_key
 T = TypeVar("T")
 
 QUEUE_PER_PROCESS = 8   # uploads admitted per pool process (being checked or waiting for one)
-WORKER_NICE = 10        # CFS weight 110 vs 1024: a busy pool leaves ~90% of a contended core to board reads
+WORKER_NICE = 19        # CFS weight 15 vs 1024: a busy pool leaves ~98% of a contended core to board reads
 BUSY_RETRY_S = 1
 # Canonical bytes a bundle's free-form objects may take: they are stored and served for every row.
 MAX_SETTINGS_BYTES = 16 * 1024

@@ -26,10 +26,20 @@ from dynadesk.store.evaluations import MetricValue
 from dynadesk.workspace import Workspace
 
 
-def _qa_run(home: Path, tmp_path: Path) -> int:
-    """An answerable-only SQuAD 2.0 test set with the reference's AugLy suites, and a succeeded run on it whose
-    robustness rests on 12 source examples (low confidence) and fairness on 31."""
+def _qa_run(home: Path, tmp_path: Path) -> tuple[int, dict]:
+    """An answerable-only SQuAD 2.0 test set with the reference's AugLy suites and a succeeded run on it: a real run
+    folder (the library's own ``prepare``) whose predictions change on every other perturbed copy; returns the run
+    and the host's own robustness/fairness values and coverage (what every surface must show)."""
+    from dynadesk.evaluator.schema import Settings
+    from dynadesk.orchestration.evaluate import prepare
+    from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.orchestration.recompute import recompute
+    from dynadesk.store.evaluations import WorkerSettings
+    from dynadesk.tasks import get_task
+
     dataset, _preds = _dev(random.Random(3), 40)
+    for n, qa in enumerate(dataset[0]["paragraphs"][0]["qas"]):  # questions the gender suite can change (some)
+        qa["question"] = f"What did she ask in question {n}?" if n % 3 else qa["question"]
     path = tmp_path / "dev-v2.0.json"
     path.write_text(json.dumps({"version": "v2.0", "data": dataset}))
     runner = CliRunner()
@@ -39,52 +49,66 @@ def _qa_run(home: Path, tmp_path: Path) -> int:
     assert res.exit_code == 0, res.output
     store = Workspace(home).open_store()
     try:
-        examples = store.datasets.examples("squad-dev")
         digest = "sha256:" + hashlib.sha256(b"qa-model").hexdigest()
         store.models.add("qa-model", "qa", "hf-question-answering", "/models/qa-model", digest, {"task": "qa"})
-        ev = store.evaluations.create(store.models.get("qa-model").id, "qa", "docker", True, {"seed": 13},
-                                      ["squad-dev"], status="running")
-        run_dir = Path(store.path).parent / "runs" / str(ev)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        pred = run_dir / "predictions.jsonl"
-        pred.write_text("".join(json.dumps({"dataset": "squad-dev", "id": e["id"], "prediction": {"answer": "x"}},
-                                           sort_keys=True) + "\n" for e in examples))
-        values = {"perf": 40.0, "squad_f1": 40.0, "exact_match": 30.0, "robustness": 70.0, "robustness_sources": 12,
-                  "robustness_low_confidence": 1, "fairness": 90.0, "fairness_sources": 31,
-                  "fairness_low_confidence": 0}
-        units = {"robustness_sources": "examples", "fairness_sources": "examples",
-                 "robustness_low_confidence": "flag", "fairness_low_confidence": "flag"}
+        model = store.models.get("qa-model")
+        ev = store.evaluations.create(model.id, "qa", runner="docker", sandboxed=True, datasets=["squad-dev"],
+                                      worker=WorkerSettings(seed=13), status="running")
+        folder = RunFolder(Path(store.path).parent / "runs" / str(ev))
+        prepare(store, folder, model, get_task("qa"), [store.datasets.get("squad-dev")],
+                Settings(batch_size=32, seed=13))
+        lines = []
+        for entry in json.loads(folder.spec_file.read_text())["datasets"]:
+            for i, line in enumerate((folder.data_dir / entry["file"]).read_text().splitlines()):
+                answer = "x" if entry["role"] == "test" or i % 2 else "y"  # every other perturbed copy changes
+                lines.append(json.dumps({"dataset": entry["name"], "id": json.loads(line)["id"],
+                                         "prediction": {"answer": answer}}, sort_keys=True))
+        folder.predictions_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        rows, _notes = recompute(folder.spec_file, folder.data_dir, folder.predictions_file)
         store.evaluations.set_metrics(
-            ev, [MetricValue("squad-dev", m, float(v), units.get(m, "score"), True) for m, v in values.items()]
+            ev, [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], True) for r in rows]
             + [MetricValue("", "throughput", 50.0, "examples/s", False), MetricValue("", "memory", 0.5, "GiB", False)],
             status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-            run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
+            run_dir=str(folder.root),
+            predictions_digest="sha256:" + hashlib.sha256(folder.predictions_file.read_bytes()).hexdigest(),
             environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})
-        return ev
+        got = {r["metric"]: r["value"] for r in rows if r["dataset"] == "squad-dev"}
+        expected = {k: {"value": got[k], "sources": int(got[f"{k}_sources"]),
+                        "low_confidence": bool(got[f"{k}_low_confidence"])} for k in ("robustness", "fairness")}
+        assert expected["robustness"]["sources"] > 0 and expected["fairness"]["sources"] > 0, got
+        return ev, expected
     finally:
         store.close()
 
 
+def _n(cov: dict) -> str:
+    return f"(n={cov['sources']}{' low' if cov['low_confidence'] else ''})"
+
+
+def _coverage(expected: dict) -> dict:
+    return {k: {"sources": v["sources"], "low_confidence": v["low_confidence"]} for k, v in expected.items()}
+
+
 def test_the_local_board_shows_coverage_beside_robustness_and_fairness(home: Path, tmp_path: Path) -> None:
-    _qa_run(home, tmp_path)
+    _ev, exp = _qa_run(home, tmp_path)
     runner = CliRunner()
     res = runner.invoke(cli, ["leaderboard", "qa"])
     assert res.exit_code == 0, res.output
     line = next(ln for ln in res.output.splitlines() if "qa-model" in ln)
-    assert "70.00 (n=12 low)" in line and "90.00 (n=31)" in line, res.output
+    rob, fair = exp["robustness"], exp["fairness"]
+    assert f"{rob['value']:.2f} {_n(rob)}" in line and f"{fair['value']:.2f} {_n(fair)}" in line, res.output
     assert "n: source examples the robustness/fairness suites changed" in res.output
     assert "qa-model dynaboard-augly" in res.output  # the row's suite set, as before
     (row,) = json.loads(runner.invoke(cli, ["leaderboard", "qa", "--json"]).output)["rows"]
-    assert row["coverage"] == {"robustness": {"sources": 12, "low_confidence": True},
-                               "fairness": {"sources": 31, "low_confidence": False}}
-    assert row["values"]["robustness_sources"] == 12 and row["robustness_suites"] == ["dynaboard-augly"]
+    assert row["coverage"] == _coverage(exp)
+    assert row["values"]["robustness_sources"] == rob["sources"] and row["robustness_suites"] == ["dynaboard-augly"]
 
 
 @pytest.mark.qt
 def test_the_apps_board_shows_coverage_beside_the_values(require_qt, qtbot, home: Path, tmp_path: Path) -> None:
     from gui_support import loaded, make_window
 
-    _qa_run(home, tmp_path)
+    _ev, exp = _qa_run(home, tmp_path)
     services, window = make_window(qtbot, tmp_path, home)
     try:
         page = window.show_page("leaderboard")
@@ -92,7 +116,10 @@ def test_the_apps_board_shows_coverage_beside_the_values(require_qt, qtbot, home
         loaded(qtbot, page)
         headers = [page.table.horizontalHeaderItem(c).text().split("\n")[0] for c in range(page.table.columnCount())]
         cells = {h: page.table.item(0, c).text() for c, h in enumerate(headers)}
-        assert cells["robustness"] == "70 (n=12 low)" and cells["fairness"] == "90 (n=31)", cells
+        rob, fair = exp["robustness"], exp["fairness"]
+        for k, want in (("robustness", rob), ("fairness", fair)):  # the value as the table rounds it, then coverage
+            shown, _, cov = cells[k].partition(" ")
+            assert abs(float(shown) - want["value"]) < 1e-3 and cov == _n(want), cells
         assert "source examples the robustness/fairness suites changed" in page.notes.text()
     finally:
         window.close()
@@ -105,7 +132,7 @@ def browser():
 
 
 def test_bundle_and_server_say_answerable_only_suite_set_and_coverage(home: Path, tmp_path: Path, browser) -> None:
-    ev = _qa_run(home, tmp_path)
+    ev, exp = _qa_run(home, tmp_path)
     runner = CliRunner()
     assert runner.invoke(cli, ["keys", "init"]).exit_code == 0
     pub = tmp_path / "alice.pub"
@@ -118,7 +145,8 @@ def test_bundle_and_server_say_answerable_only_suite_set_and_coverage(home: Path
     (entry,) = payload["datasets"]
     assert entry["answerable_only"] is True and entry["robustness_suites"] == ["dynaboard-augly"]
     signed = {m["metric"]: m["value"] for m in payload["metrics"] if m["dataset"] == "squad-dev"}
-    assert signed["robustness_sources"] == 12 and signed["fairness_sources"] == 31  # coverage travels signed
+    assert signed["robustness_sources"] == exp["robustness"]["sources"]  # coverage travels signed
+    assert signed["fairness_sources"] == exp["fairness"]["sources"]
     shown = runner.invoke(cli, ["bundle", "show", str(path)]).output
     assert "answerable-only; robustness suites dynaboard-augly" in shown, shown
 
@@ -133,16 +161,17 @@ def test_bundle_and_server_say_answerable_only_suite_set_and_coverage(home: Path
         assert json.loads(res.output)["sent"] == [bid], res.output
         (row,) = requests.get(f"{url}/api/leaderboard/qa", timeout=10).json()["rows"]
         assert row["answerable_only"] == ["squad-dev"] and row["robustness_suites"] == ["dynaboard-augly"]
-        assert row["coverage"] == {"robustness": {"sources": 12, "low_confidence": True},
-                                   "fairness": {"sources": 31, "low_confidence": False}}
+        assert row["coverage"] == _coverage(exp)
         model = requests.get(f"{url}/models/{bid}", timeout=10).text
         assert "answerable-only: unanswerable questions left out" in model
-        assert "robustness suites: dynaboard-augly" in model and "robustness: 12 source examples changed" in model
+        assert "robustness suites: dynaboard-augly" in model
+        assert f"robustness: {exp['robustness']['sources']} source examples changed" in model
         page = browser.new_page()
         page.goto(f"{url}/?task=qa")
         page.wait_for_selector("#task-qa[data-loaded] #board-qa tbody tr")
         cells = page.inner_text("#board-qa tbody tr")
-        assert "answerable-only: squad-dev" in cells and "n=12 low" in cells and "n=31" in cells, cells
+        assert "answerable-only: squad-dev" in cells, cells
+        assert all(_n(exp[k]).strip("()") in cells for k in ("robustness", "fairness")), cells
         assert "reference AugLy suites" in cells, cells
         page.close()
     finally:

@@ -138,8 +138,7 @@ def test_the_local_board_judges_throughput_by_the_runs_spreads(store, spread, no
     for model, (perf, memory, tput) in DEMO.items():
         _evaluate(store, model, perf, memory, tput)
     for rec in store.evaluations.board_runs("sentiment"):
-        store.db.execute("UPDATE evaluations SET environment = ? WHERE id = ?",
-                         [json.dumps({"measurement": {"spread": {"d": {"throughput": spread}}}}), rec.id])
+        store.evaluations.update(rec.id, environment={"measurement": {"spread": {"d": {"throughput": spread}}}})
     board = build_leaderboard(store, "sentiment")
     notes = [n for n in board.notes if n.startswith("metric 'throughput'") and "kept pairs differ" in n]
     assert bool(notes) == noted, board.notes

@@ -11,6 +11,7 @@ A new kind is one more :class:`OutputKind` subclass registered in :data:`KINDS` 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -34,8 +35,8 @@ FOOLED_RULES: dict[str, FooledTest] = {
 """Every fooled rule a task file may name, and the test that decides it (``threshold``: a 0-1 F1)."""
 
 
-class OutputKind:
-    """What a kind of task output decides. Subclasses set the fields and implement the checks."""
+class OutputKind(ABC):
+    """What a kind of task output decides. Subclasses set the fields and implement the abstract checks."""
 
     name: str = ""
     gold_field: str = ""                 # the gold field of a dataset example
@@ -45,25 +46,27 @@ class OutputKind:
     chooses_labels: bool = False         # an annotator picks one of the task's labels (else: selects text)
 
     def row_gold(self, row: dict[str, Any]) -> None:
-        """Move a file's alias of the gold field (a span task's ``answer``) onto the gold field, in place."""
+        """Move a file's alias of the gold field (a span task's ``answer``) onto the gold field, in place; a kind
+        with no alias leaves the row as it is."""
+        return None
 
+    @abstractmethod
     def check_gold(self, gold: Any, labels: Sequence[str], multi_gold: bool, inputs: Mapping[str, str],
                    span_of: str | None, unanswerable_allowed: bool = False) -> Any:
         """A dataset example's gold in its stored form; ``ValueError`` naming what is wrong."""
-        raise NotImplementedError
 
     def golds(self, gold: Any) -> list[Any]:
         """The acceptable golds of an example's gold value, as a list."""
         return list(gold) if isinstance(gold, list | tuple) else [gold]
 
+    @abstractmethod
     def as_gold(self, answer: Any) -> Any:
         """One answer (an annotator's target, a model's original prediction) in the dataset's gold form."""
-        raise NotImplementedError
 
+    @abstractmethod
     def claim_problem(self, answer: Any, labels: Sequence[str], inputs: Mapping[str, str],
                       span_of: str | None) -> str | None:
         """Why an annotator's claimed answer is not acceptable for the task (None: it is)."""
-        raise NotImplementedError
 
     def output_problem(self, output: Any, labels: Sequence[str]) -> str | None:
         """Why a model's output is not an answer of this kind (None: it is); probabilities checked too."""

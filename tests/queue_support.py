@@ -156,3 +156,31 @@ def trust(store, worker: WorkerProc) -> str:
     fpr, raw = read_public_keyfile(key_paths(worker.home)[1])
     worker_keys.trust(store, fpr, raw, worker.name)
     return fpr
+
+
+def wait_for(what: str, until, timeout: float = 180.0, poll: float = 0.2):
+    """``until()``'s first truthy value, polled every ``poll`` seconds; an AssertionError naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = until()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(poll)
+
+
+def majority_workspace(store, tmp_path: Path, size: int = 12, perturbed: bool = True) -> str:
+    """A registered majority baseline and a test set of ``size`` examples (with its perturbation sets unless not
+    ``perturbed``): real jobs, a few seconds each in Docker, no torch at set-up. Returns the model's name."""
+    from eval_support import LABELS, add_test_set
+
+    from dynadesk.models.bow import write_majority
+    from dynadesk.models.registry import register_model
+
+    folder = tmp_path / "models" / "maj"
+    write_majority(folder, "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
+    register_model(store, folder, "sentiment", name="maj")
+    add_test_set(store, "set0-test", size, seed=0, perturbed=perturbed)
+    return "maj"

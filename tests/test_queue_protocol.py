@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from queue_support import run_cli, serve_redis
+from queue_support import majority_workspace, run_cli, serve_redis
 
 from dynadesk.errors import BrokerUnavailable, QueueError, TransferError
 from dynadesk.queue import jobs
@@ -23,20 +23,6 @@ from dynadesk.queue.transfer import BlobCache, put_file, put_tree
 @pytest.fixture
 def redis_server(tmp_path):
     yield from serve_redis(tmp_path)
-
-
-def majority_workspace(store, tmp_path):
-    """A registered majority baseline and one small test set: enough for real jobs, no torch at set-up."""
-    from eval_support import LABELS, add_test_set
-
-    from dynadesk.models.bow import write_majority
-    from dynadesk.models.registry import register_model
-
-    folder = tmp_path / "models" / "maj"
-    write_majority(folder, "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
-    register_model(store, folder, "sentiment", name="maj")
-    add_test_set(store, "set0-test", 6, seed=0)
-    return "maj"
 
 
 def trusted_key(store, tmp_path):
@@ -119,7 +105,7 @@ def test_a_model_folder_is_rebuilt_and_checked_against_its_registered_digest(red
 def test_lease_claim_heartbeat_reap_and_a_late_result_is_refused(redis_server, store, home, tmp_path):
     from dynadesk.workspace import Workspace
 
-    majority_workspace(store, tmp_path)
+    majority_workspace(store, tmp_path, size=6)
     from dynadesk.orchestration.request import RunRequest
 
     queue = Queue.open(parse_broker(redis_server.url))
@@ -154,7 +140,7 @@ def test_lease_claim_heartbeat_reap_and_a_late_result_is_refused(redis_server, s
 
 
 def test_cancel_a_queued_job_from_the_cli_and_its_delivery_is_dropped(redis_server, store, home, tmp_path):
-    majority_workspace(store, tmp_path)
+    majority_workspace(store, tmp_path, size=6)
     proc = run_cli("eval", "maj", "--runner", "local", "--queue", redis_server.url, "--no-wait", home=home)
     job = proc.stdout.split()[-1]
     assert "queued job " + job in proc.stderr
@@ -170,7 +156,7 @@ def test_cancel_a_queued_job_from_the_cli_and_its_delivery_is_dropped(redis_serv
 
 def test_a_job_whose_worker_stopped_shows_as_stuck(redis_server, store, home, tmp_path):
     """The record a worker killed mid-job leaves (lease taken, never renewed): 'dynadesk jobs list' says stuck."""
-    majority_workspace(store, tmp_path)
+    majority_workspace(store, tmp_path, size=6)
     proc = run_cli("eval", "maj", "--runner", "local", "--queue", redis_server.url, "--no-wait", home=home)
     job = proc.stdout.split()[-1]
     assert jobs.claim(redis_server.client(), job, 0, "gpu-box-1", lease_s=0.5, secret="s1") == "claimed"

@@ -17,7 +17,17 @@ from pathlib import Path
 
 import pytest
 from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import DYNADESK, job_states, run_cli, serve_redis, start_redis, start_worker, trust
+from queue_support import (
+    DYNADESK,
+    job_states,
+    majority_workspace,
+    run_cli,
+    serve_redis,
+    start_redis,
+    start_worker,
+    trust,
+    wait_for,
+)
 
 from dynadesk.errors import QueueError, TransferError
 from dynadesk.orchestration.evaluate import default_limits, evaluate
@@ -32,30 +42,13 @@ from dynadesk.workspace import Workspace
 GIB = 1 << 30
 
 
+def wait(what, until, timeout=120.0, poll=0.2):
+    return wait_for(what, until, timeout, poll)
+
+
 @pytest.fixture
 def redis_server(tmp_path):
     yield from serve_redis(tmp_path)
-
-
-def majority_workspace(store, tmp_path) -> str:
-    from dynadesk.models.bow import write_majority
-    from dynadesk.models.registry import register_model
-
-    write_majority(tmp_path / "maj", "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
-    register_model(store, tmp_path / "maj", "sentiment", name="maj")
-    add_test_set(store, "set0-test", 6, seed=0)
-    return "maj"
-
-
-def _wait(what, until, timeout=120.0, poll=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = until()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll)
 
 
 def _forge(client, job: str, result: dict, state: str = "succeeded") -> None:
@@ -74,7 +67,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
     """The issue's attack: real predictions (from an honest run of the same request), a forged perf, signed by
     nobody, under worker w1's name. Refused, the job queued again; then an untrusted worker's genuine result is
     refused too; once its key is trusted, its run is stored and names that key."""
-    model = majority_workspace(store, tmp_path)
+    model = majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
     request = run_request(model, runner="local")
     honest = evaluate(store, ws, request)
@@ -102,7 +95,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
         def refused_for_its_key():
             collect(store, ws, queue, [job], wait=False)
             return "does not trust" in jobs.view(queue.client, job).refused
-        _wait("the untrusted worker's result to be refused", refused_for_its_key)
+        wait("the untrusted worker's result to be refused", refused_for_its_key)
         assert store.evaluations.get(run_id).status == "queued"
         fpr = trust(store, worker)
         (record,) = collect(store, ws, queue, [job], timeout_s=120)
@@ -117,7 +110,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
 def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(redis_server, store, home, tmp_path):
     """A signature is bound to the job, attempt and lease it was made for: replayed on a later claim, or made
     for a lease its signer does not hold, it is refused; a revoked key's results are refused."""
-    majority_workspace(store, tmp_path)
+    majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     client = queue.client
@@ -203,7 +196,7 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     """A hostile coordinator's job asks for 4 TiB of memory, 100,000 pids, a 4 TiB tmpfs and a 7-day timeout: the
     worker runs it within its own maxima (printed at start, recorded in the run). Another job's model digest is
     a path: refused, no model folder made."""
-    model = majority_workspace(store, tmp_path)
+    model = majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     huge = replace(default_limits(), memory_bytes=4 << 40, pids=100_000, tmpfs_bytes=4 << 40, timeout_s=7 * 86400.0)
@@ -243,7 +236,7 @@ def test_a_broker_that_needs_no_password_is_refused_at_worker_start(tmp_path):
     try:
         import redis
 
-        _wait("redis-server", lambda: _pings(redis.Redis(host="127.0.0.1", port=port)), timeout=20, poll=0.1)
+        wait("redis-server", lambda: _pings(redis.Redis(host="127.0.0.1", port=port)), timeout=20, poll=0.1)
         proc = subprocess.run([*DYNADESK, "--home", str(tmp_path / "w"), "worker", "--broker",
                                f"redis://:any-password@127.0.0.1:{port}/0", "--allow-unsandboxed"],
                               capture_output=True, text=True, timeout=90)

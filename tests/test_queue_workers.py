@@ -12,8 +12,18 @@ import os
 import time
 
 import pytest
-from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import job_states, remove_containers, result_of, run_cli, serve_redis, start_worker, trust
+from eval_support import IMAGE_CACHE, run_request
+from queue_support import (
+    job_states,
+    majority_workspace,
+    remove_containers,
+    result_of,
+    run_cli,
+    serve_redis,
+    start_worker,
+    trust,
+    wait_for,
+)
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.queue.broker import parse_broker
@@ -22,6 +32,10 @@ from dynadesk.queue.tasks import send_job
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first Docker test of a session builds the image
+
+
+def wait(what, until, timeout=300.0, poll=0.2):
+    return wait_for(what, until, timeout, poll)
 
 
 @pytest.fixture
@@ -34,28 +48,6 @@ def evaluator_image(docker_client, require_debootstrap):
     from dynadesk.orchestration.image import build_image
 
     return build_image(IMAGE_CACHE, client=docker_client)
-
-
-def _wait(what, until, timeout=300.0, poll=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = until()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll)
-
-
-def majority_workspace(store, tmp_path) -> str:
-    """A majority baseline and a test set with its perturbation sets: each Docker job takes a few seconds."""
-    from dynadesk.models.bow import write_majority
-    from dynadesk.models.registry import register_model
-
-    write_majority(tmp_path / "maj", "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
-    register_model(store, tmp_path / "maj", "sentiment", name="maj")
-    add_test_set(store, "set0-test", 12, seed=0)
-    return "maj"
 
 
 def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_elsewhere(
@@ -76,7 +68,7 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
             running = [j for j, s in states.items() if s["state"] == "running" and s["worker"] == "w1"]
             return running if done and running else None
 
-        (killed,) = _wait("w1 to finish a job and start another", w1_busy_after_one_done)
+        (killed,) = wait("w1 to finish a job and start another", w1_busy_after_one_done)
         time.sleep(1.0)  # well inside the run: a container start alone takes longer
         workers[0].kill9()
         at_kill = job_states(redis_server)[killed]
@@ -88,7 +80,7 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
         # Celery may deliver a message again (visibility timeout, a restored unacked message): never run twice
         for attempt in (0, 1):
             send_job(queue.app, killed, attempt)
-        _wait("w2 to drop both copies", lambda: workers[1].text().count(f"job {killed} attempt") >= 4, timeout=60)
+        wait("w2 to drop both copies", lambda: workers[1].text().count(f"job {killed} attempt") >= 4, timeout=60)
         assert collect(store, ws, queue, ids) == []
     finally:
         for w in workers:
@@ -124,7 +116,7 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
-        _wait("the job to start", lambda: job_states(redis_server)[job]["state"] == "running", timeout=60, poll=0.05)
+        wait("the job to start", lambda: job_states(redis_server)[job]["state"] == "running", timeout=60, poll=0.05)
         proc = run_cli("jobs", "cancel", job, "--broker", redis_server.url, home=home)
         assert proc.stdout.strip() == f"job {job}: cancel requested (running)"
         (alive,) = json.loads(run_cli("jobs", "workers", "--broker", redis_server.url, "--json", home=home).stdout)
@@ -154,13 +146,13 @@ def test_a_frozen_worker_loses_its_job_and_its_late_result_is_discarded(redis_se
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
-        holder = _wait("the job to start", lambda: job_states(redis_server)[job]["worker"], timeout=60, poll=0.05)
+        holder = wait("the job to start", lambda: job_states(redis_server)[job]["worker"], timeout=60, poll=0.05)
         frozen = next(w for w in workers if w.name == holder)
         other = next(w for w in workers if w.name != holder)
         os.killpg(frozen.proc.pid, signal.SIGSTOP)
         (record,) = collect(store, ws, queue, [job], timeout_s=180)
         os.killpg(frozen.proc.pid, signal.SIGCONT)
-        _wait("the frozen worker to come back", lambda: "(lease lost: result discarded)" in frozen.text(),
+        wait("the frozen worker to come back", lambda: "(lease lost: result discarded)" in frozen.text(),
               timeout=60)
     finally:
         for w in workers:

@@ -18,14 +18,18 @@ import time
 
 import pytest
 from _sync_helpers import free_port
-from eval_support import LABELS, add_test_set, run_request
-from queue_support import PASSWORD, job_states, start_redis, start_worker, trust
+from eval_support import run_request
+from queue_support import PASSWORD, job_states, majority_workspace, start_redis, start_worker, trust, wait_for
 
 from dynadesk.queue.broker import parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.timeout(900)]
+
+
+def wait(what, until, timeout=180.0, poll=0.1):
+    return wait_for(what, until, timeout, poll)
 
 DURABLE = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]  # what docs/operators.md recommends
 VOLATILE = ["--appendonly", "no", "--save", ""]
@@ -43,27 +47,6 @@ def crash_and_restart(server, folder, persistence, down_s: float = 2.0):
     server.proc.wait(timeout=10)
     time.sleep(down_s)
     return start_redis(folder, argv=redis_argv(server.port, persistence), port=server.port)
-
-
-def _wait(what, until, timeout=180.0, poll=0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = until()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll)
-
-
-def majority_model(store, tmp_path) -> str:
-    from dynadesk.models.bow import write_majority
-    from dynadesk.models.registry import register_model
-
-    write_majority(tmp_path / "maj", "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
-    register_model(store, tmp_path / "maj", "sentiment", name="maj")
-    add_test_set(store, "set0-test", 12, seed=0)
-    return "maj"
 
 
 class Collector(threading.Thread):
@@ -87,7 +70,7 @@ def test_redis_crash_mid_job_with_aof_loses_nothing_and_runs_each_job_once(store
     folder = tmp_path / "redis"
     port = free_port()
     server = start_redis(folder, argv=redis_argv(port, DURABLE), port=port)
-    model = majority_model(store, tmp_path)
+    model = majority_workspace(store, tmp_path)
     ws = Workspace(home)
     worker = start_worker(server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
     trust(store, worker)
@@ -96,7 +79,7 @@ def test_redis_crash_mid_job_with_aof_loses_nothing_and_runs_each_job_once(store
         ids = [enqueue(store, ws, queue, run_request(model, runner="local"))[0] for _ in range(3)]
         collector = Collector(store, ws, queue, ids)
         collector.start()
-        _wait("the first job to run", lambda: any(s["state"] == "running" for s in job_states(server).values()))
+        wait("the first job to run", lambda: any(s["state"] == "running" for s in job_states(server).values()))
         time.sleep(0.5)
         server = crash_and_restart(server, folder, DURABLE)
         collector.join(timeout=500)
@@ -129,7 +112,7 @@ def test_redis_crash_without_persistence_requeues_the_lost_jobs_and_says_why(sto
     folder = tmp_path / "redis"
     port = free_port()
     server = start_redis(folder, argv=redis_argv(port, VOLATILE), port=port)
-    model = majority_model(store, tmp_path)
+    model = majority_workspace(store, tmp_path)
     ws = Workspace(home)
     worker = start_worker(server, tmp_path / "w1", "w1", "--allow-unsandboxed", lease=3.0)
     trust(store, worker)
@@ -139,7 +122,7 @@ def test_redis_crash_without_persistence_requeues_the_lost_jobs_and_says_why(sto
         ids = [job for job, _ in queued]
         collector = Collector(store, ws, queue, ids)
         collector.start()
-        _wait("the first job to run", lambda: any(s["state"] == "running" for s in job_states(server).values()))
+        wait("the first job to run", lambda: any(s["state"] == "running" for s in job_states(server).values()))
         server = crash_and_restart(server, folder, VOLATILE)
         assert job_states(server) == {}  # the broker came back empty
         collector.join(timeout=500)

@@ -16,8 +16,8 @@ import time
 from datetime import datetime
 
 import pytest
-from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import job_states, remove_containers, serve_redis, start_worker, trust
+from eval_support import IMAGE_CACHE, run_request
+from queue_support import job_states, majority_workspace, remove_containers, serve_redis, start_worker, trust, wait_for
 
 from dynadesk.orchestration.evaluate import default_limits
 from dynadesk.queue.broker import parse_broker
@@ -25,6 +25,10 @@ from dynadesk.queue.coordinator import Queue, collect, enqueue
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1200)]
+
+
+def wait(what, until, timeout=180.0, poll=0.2):
+    return wait_for(what, until, timeout, poll)
 
 WARM_WINDOW_S = 3.0  # how long the test lets a SIGTERMed worker finish before SIGKILL (systemd: TimeoutStopSec)
 TIMEOUT_S = 20  # the long job's own wall-clock limit
@@ -43,17 +47,6 @@ def evaluator_image(docker_client, require_debootstrap):
     return build_image(IMAGE_CACHE, client=docker_client)
 
 
-def _wait(what, until, timeout=180.0, poll=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = until()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll)
-
-
 def containers_of(docker_client, home, running_only=True):
     """Evaluation containers whose run folder is under a worker's home (by the labels the runner sets)."""
     root = str(home.resolve())
@@ -62,19 +55,9 @@ def containers_of(docker_client, home, running_only=True):
             if c.labels.get("dynadesk.run-dir", "").startswith(root)]
 
 
-def majority(store, tmp_path) -> str:
-    from dynadesk.models.bow import write_majority
-    from dynadesk.models.registry import register_model
-
-    write_majority(tmp_path / "maj", "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])
-    register_model(store, tmp_path / "maj", "sentiment", name="maj")
-    add_test_set(store, "set0-test", 12, seed=0, perturbed=False)
-    return "maj"
-
-
 def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(
         redis_server, store, home, tmp_path, evaluator_image, docker_client):
-    model = majority(store, tmp_path)
+    model = majority_workspace(store, tmp_path, perturbed=False)
     ws = Workspace(home)
     worker = start_worker(redis_server, tmp_path / "w1", "w1", lease=3.0)
     trust(store, worker)
@@ -82,7 +65,7 @@ def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="docker", latency_samples=2, warmup=0,
                                                             limits=default_limits(cpus=1.0, timeout_s=600)))
-        _wait("the job's container", lambda: containers_of(docker_client, worker.home))
+        wait("the job's container", lambda: containers_of(docker_client, worker.home))
         assert job_states(redis_server)[job]["state"] == "running"
         os.killpg(worker.proc.pid, signal.SIGTERM)
         code = worker.proc.wait(timeout=300)
@@ -101,7 +84,7 @@ def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(
 
 def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_past_its_timeout(
         redis_server, store, home, tmp_path, evaluator_image, docker_client):
-    model = majority(store, tmp_path)
+    model = majority_workspace(store, tmp_path, perturbed=False)
     ws = Workspace(home)
     worker = start_worker(redis_server, tmp_path / "w1", "w1", lease=3.0)
     trust(store, worker)
@@ -112,7 +95,7 @@ def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_
         request = run_request(model, runner="docker", latency_samples=2, warmup=0, min_seconds=15.0,
                               limits=default_limits(cpus=1.0, timeout_s=TIMEOUT_S))
         job, run_id = enqueue(store, ws, queue, request)
-        (container,) = _wait("the job's container", lambda: containers_of(docker_client, worker.home))
+        (container,) = wait("the job's container", lambda: containers_of(docker_client, worker.home))
         time.sleep(1.0)
         os.killpg(worker.proc.pid, signal.SIGTERM)
         time.sleep(WARM_WINDOW_S)
@@ -126,7 +109,7 @@ def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_
             container.reload()
             return container.status != "running"
 
-        _wait("the orphaned container to stop", stopped, timeout=TIMEOUT_S + 60)
+        wait("the orphaned container to stop", stopped, timeout=TIMEOUT_S + 60)
         container.reload()
         ended = datetime.fromisoformat(container.attrs["State"]["FinishedAt"][:26].rstrip("Z"))
         ran_s = (ended - started).total_seconds()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import threading
-import time
 from dataclasses import dataclass
 
 from dynadesk.errors import RateLimitedError, ValidationError
+from dynadesk.ratelimit import TokenBuckets
 
 
 @dataclass(frozen=True)
@@ -37,19 +36,9 @@ class Limiter:
     def __init__(self, rate: Rate, what: str):
         self.rate = rate
         self.what = what
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
+        self._buckets = TokenBuckets(rate.count, rate.count / rate.seconds)
 
     def charge(self, key: str) -> None:
-        now = time.monotonic()
-        per_token = self.rate.seconds / self.rate.count
-        with self._lock:
-            tokens, at = self._buckets.get(key, (float(self.rate.count), now))
-            tokens = min(float(self.rate.count), tokens + (now - at) / per_token)
-            if tokens < 1.0:
-                self._buckets[key] = (tokens, now)
-                wait = max(1, math.ceil((1.0 - tokens) * per_token))
-                raise RateLimitedError(f"too many {self.what} (at most {self.rate}); try again in {wait} s", wait)
-            self._buckets[key] = (tokens - 1.0, now)
-            if len(self._buckets) > 10_000:  # forget full buckets: they are the default anyway
-                self._buckets = {k: v for k, v in self._buckets.items() if v[0] < self.rate.count}
+        wait = self._buckets.spend(key)
+        if wait:
+            raise RateLimitedError(f"too many {self.what} (at most {self.rate}); try again in {wait} s", wait)

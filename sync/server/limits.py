@@ -18,15 +18,12 @@ check, no more: it never reaches the JSON, schema or canonical-form work.
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from dynadesk.errors import ConfigError, RateLimitedError
-
-MAX_TRACKED = 10_000  # buckets kept per limiter; the least recently used go first
+from dynadesk.ratelimit import TokenBuckets
 
 
 @dataclass(frozen=True)
@@ -42,9 +39,8 @@ class Limiter:
     """Token buckets keyed by who is asking (an address or a key fingerprint)."""
 
     def __init__(self, what: str, rate: Rate, clock: Callable[[], float] = time.monotonic):
-        self.what, self.rate, self.clock = what, rate, clock
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # who -> (tokens, at)
-        self._lock = threading.Lock()
+        self.what, self.rate = what, rate
+        self._buckets = TokenBuckets(rate.burst, rate.per_second, clock)
 
     def take(self, who: str) -> None:
         """Spend one token of ``who``'s bucket or raise :class:`RateLimitedError` with the wait."""
@@ -56,18 +52,10 @@ class Limiter:
         self._spend(who, 0.0)
 
     def _spend(self, who: str, cost: float) -> None:
-        now = self.clock()
-        with self._lock:
-            tokens, at = self._buckets.pop(who, (float(self.rate.burst), now))
-            tokens = min(float(self.rate.burst), tokens + (now - at) * self.rate.per_second)
-            if tokens < 1.0:
-                self._buckets[who] = (tokens, now)
-                wait = math.ceil((1.0 - tokens) / self.rate.per_second)
-                raise RateLimitedError(f"too many uploads from {self.what} {who}: at most {self.rate.burst} at once"
-                                       f" and {self.rate.per_second:g} per second; retry in {wait} s", wait)
-            self._buckets[who] = (tokens - cost, now)
-            while len(self._buckets) > MAX_TRACKED:
-                self._buckets.popitem(last=False)
+        wait = self._buckets.spend(who, cost)
+        if wait:
+            raise RateLimitedError(f"too many uploads from {self.what} {who}: at most {self.rate.burst} at once"
+                                   f" and {self.rate.per_second:g} per second; retry in {wait} s", wait)
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.workspace import Workspace
 
-REPO = Path(__file__).resolve().parents[1]
 DYNADESK = [str(Path(sys.executable).parent / "dynadesk")]
 TEXTS = ["I loved every minute of this film", "The food was cold and the waiter was rude",
          "It is a book about a city", "What a waste of money, never again", "Best day ever, so happy",

@@ -6,17 +6,12 @@ import json
 import shutil
 
 import pytest
-from annotation_support import build_tiny_models, open_store, raw_db, register, sentiment_round
+from support.annotation import open_store, raw_db, register, sentiment_round
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, NotFoundError, ValidationError
 from dynadesk.evaluator.metrics import squad_f1
 from dynadesk.models import predict_live
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -5,17 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from annotation_support import build_tiny_models, make_example, open_store, sentiment_round
+from support.annotation import make_example, open_store, sentiment_round
 
 from dynadesk import annotation as ann
 from dynadesk.data import export_dataset, import_dataset
 from dynadesk.datasets import dataset_digest
 from dynadesk.errors import AlreadyExistsError, ValidationError
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 MAX_LENGTH = 64 if os.environ.get("DYNADESK_LONG") == "1" else 48
 LONG = os.environ.get("DYNADESK_LONG") == "1"
 SIZES = ({"train": 1500, "dev": 400, "round": 200, "epochs": 1} if LONG else
@@ -132,7 +132,7 @@ def test_round_two_target_trained_on_round_one_errs_less_on_held_out_round_one(t
 
 
 def test_several_targets_answer_at_random_seeded_and_stats_per_model(tmp_path):
-    from gui_support import majority_model
+    from support.gui import majority_model
 
     import dynadesk.annotation as ann
     from dynadesk.models import register_model

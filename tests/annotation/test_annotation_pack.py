@@ -5,15 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from annotation_support import build_tiny_models, make_example, raw_db, two_machines
+from support.annotation import make_example, raw_db, two_machines
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, DynaDeskError, ValidationError
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -7,15 +7,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from annotation_support import build_tiny_models, make_example, two_machines
+from support.annotation import make_example, two_machines
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, ValidationError
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from annotation_support import build_tiny_models, make_example, open_store, sentiment_round
+from support.annotation import make_example, open_store, sentiment_round
 
 from dynadesk import annotation as ann
 
@@ -37,11 +37,6 @@ def test_alpha_limits():
     assert ann.krippendorff_alpha_nominal([["a", "a", "a"], ["a", "a"]]) is None  # one value only
     assert ann.krippendorff_alpha_nominal([["a"], ["b"]]) is None  # nothing pairable
     assert ann.krippendorff_alpha_nominal([]) is None
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 def test_round_stats_by_hand(tmp_path, models):

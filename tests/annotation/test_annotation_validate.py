@@ -5,15 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from annotation_support import build_tiny_models, make_example, open_store, sentiment_round
+from support.annotation import make_example, open_store, sentiment_round
 
 from dynadesk import annotation as ann
 from dynadesk.errors import AnnotationError, ValidationError
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    return build_tiny_models(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture

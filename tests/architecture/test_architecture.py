@@ -12,11 +12,10 @@ import re
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from support import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 LINT = REPO / "packaging" / "lint_imports.py"
 CONFIG = REPO / ".importlinter"
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from eval_support import IMAGE_CACHE, run_request, setup_workspace
+from support.eval import run_request, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE
@@ -15,13 +15,6 @@ from dynadesk.sync.format.envelope import sign_payload
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image, or wait for a build
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)  # the evaluator tests' cached build
 
 
 def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, tmp_path, evaluator_image,

@@ -8,10 +8,10 @@ import json
 import shutil
 
 import pytest
-from _sync_helpers import LABELS, make_run, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from tiny_models import make_tiny_classifier
+from support.sync import LABELS, make_run, workspace_with_key
+from support.tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
 from dynadesk.sync.create import create_bundle

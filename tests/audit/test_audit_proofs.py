@@ -6,8 +6,8 @@ import copy
 import json
 
 import pytest
-from _sync_helpers import PREDICTIONS_PER_RUN, SET_SIZE, make_run, workspace_with_key
 from click.testing import CliRunner
+from support.sync import PREDICTIONS_PER_RUN, SET_SIZE, make_run, workspace_with_key
 
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
 from dynadesk.cli import cli

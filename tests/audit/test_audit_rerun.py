@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 import json
 import math
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from eval_support import run_request, setup_workspace
+from support import ASSETS
+from support.eval import run_request, setup_workspace
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
@@ -24,7 +24,7 @@ from dynadesk.errors import NotReproducibleError
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
 
-NOISE = Path(__file__).resolve().parent / "audit_noise"
+NOISE = ASSETS / "audit_noise"
 
 
 @pytest.fixture(scope="module")

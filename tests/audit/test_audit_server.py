@@ -6,8 +6,8 @@ import json
 import subprocess
 
 import pytest
-from _sync_helpers import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 from click.testing import CliRunner
+from support.sync import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL

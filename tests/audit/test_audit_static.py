@@ -11,10 +11,10 @@ import math
 import shutil
 
 import pytest
-from _sync_helpers import LABELS, make_run, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from tiny_models import make_tiny_classifier
+from support.sync import LABELS, make_run, workspace_with_key
+from support.tiny_models import make_tiny_classifier
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.compare import compare_metric
@@ -189,7 +189,7 @@ def test_measured_fields_use_the_declared_tolerance_and_scores_cannot_buy_one():
 
 def test_the_image_hint_names_the_recorded_build_epoch(made):
     """The bundle signs the image build's SOURCE_DATE_EPOCH and input digest; the audit's hint gives the command."""
-    from _sync_helpers import IMAGE_EPOCH
+    from support.sync import IMAGE_EPOCH
 
     from dynadesk.audit.inputs import rebuild_command, rebuild_hint
 

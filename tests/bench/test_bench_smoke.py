@@ -9,11 +9,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
 
 

@@ -4,14 +4,13 @@ generated from the click trees (``python packaging/gen_cli_docs.py``) and must b
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
+from support import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "packaging"))
 
-import gen_cli_docs  # noqa: E402
+import gen_cli_docs
 
 DOC = REPO / "docs" / "cli.md"
 

@@ -4,14 +4,12 @@ import io
 import shutil
 import tarfile
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.errors import DataRecipeError
 from dynadesk.recipes import fetch_default_data, load_recipe, parse_ratings, score_to_label, split_examples
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from eval_support import IMAGE_CACHE, LABELS, add_test_set, metric, run_request, setup_workspace
+from support.eval import LABELS, add_test_set, metric, run_request, setup_workspace
 
 from dynadesk.datasets import dataset_digest
 from dynadesk.orchestration.bounds import (
@@ -167,19 +167,13 @@ def test_an_honest_local_run_records_what_the_host_observed_and_compares_per_tag
 
 # --------------------------------------------------------------------------- the sandbox's own rewrite (Docker)
 
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
-
 
 @pytest.mark.docker
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("behaviour, field", [("inflate_throughput", "throughput"), ("shrink_memory", "memory")])
 def test_a_forged_measured_figure_from_inside_the_container_fails_the_run(home, store, tmp_path, evaluator_image,
                                                                          docker_client, behaviour, field):
-    from hostile_models import HostileDockerRunner, make_hostile_model
+    from support.hostile_models import HostileDockerRunner, make_hostile_model
 
     from dynadesk.models.registry import register_model
 

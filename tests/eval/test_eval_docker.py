@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from eval_support import (
+from support.eval import (
     IMAGE_CACHE,
     add_test_set,
     deterministic_metrics,
@@ -26,13 +26,6 @@ from dynadesk.orchestration.runners import DockerRunner
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first test also builds the image
-
-
-@pytest.fixture(scope="session")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)  # tests run by Id: a re-tag cannot swap it
 
 
 @pytest.fixture
@@ -112,7 +105,7 @@ HOSTILE = [
 @pytest.mark.parametrize("behaviour,verdict,evidence", HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store, ws, tmp_path, evaluator_image,
                                             docker_client):
-    from hostile_models import HostileDockerRunner, make_hostile_model
+    from support.hostile_models import HostileDockerRunner, make_hostile_model
 
     from dynadesk.models.registry import register_model, tree_digest
 
@@ -134,7 +127,7 @@ def test_hostile_model_gets_a_clear_verdict(behaviour, verdict, evidence, store,
 
 
 def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path, evaluator_image, docker_client):
-    from hostile_models import HostileDockerRunner, make_hostile_model
+    from support.hostile_models import HostileDockerRunner, make_hostile_model
 
     from dynadesk.models.registry import register_model
 
@@ -167,7 +160,7 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
 
 def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_path, evaluator_image, docker_client):
     """The payload path exists only in the test runner: the product runner ignores hostile.json."""
-    from hostile_models import make_hostile_model
+    from support.hostile_models import make_hostile_model
 
     from dynadesk.models.registry import register_model
 

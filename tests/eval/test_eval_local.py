@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from eval_support import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
+from support.eval import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
@@ -184,7 +184,7 @@ def test_tampered_data_file_fails_with_named_dataset(store, ws):
 
 
 def test_pickle_model_is_refused_outside_the_sandbox(store, ws, tmp_path):
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk.models.registry import register_model
 
@@ -255,7 +255,7 @@ def test_runs_compare_cli_finds_identical_runs_and_a_changed_prediction(store, w
 def test_every_demo_model_kind_evaluates(store, home, tmp_path, kind):
     """The demo's non-transformers models go through the same worker (a bag-of-words adapter once
     had an ``encode`` of its own meaning that the token sort took for the tokenizer's: IndexError)."""
-    from eval_support import LABELS, sentences
+    from support.eval import LABELS, sentences
 
     from dynadesk.models.bow import train_bag_of_words, write_majority
     from dynadesk.models.registry import register_model

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from eval_support import deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
+from support.eval import deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
 from dynadesk.cli import cli
 from dynadesk.errors import EvaluationError, RunFolderError

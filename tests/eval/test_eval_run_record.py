@@ -14,13 +14,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from support import ASSETS
 
 from dynadesk.errors import ConfigError, RunStateError
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.store import Store
 from dynadesk.store.evaluations import ImageBuild, MetricValue, QueuePlacement, WorkerSettings
 
-FIXTURE = Path(__file__).parent / "fixtures" / "workspace_before_run_record.sql"
+FIXTURE = ASSETS / "workspace_before_run_record.sql"
 
 
 def old_workspace(tmp_path: Path) -> Store:

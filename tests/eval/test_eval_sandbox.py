@@ -10,20 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
+from support.eval import add_test_set, run_request, setup_workspace
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
 from dynadesk.orchestration.folder import RunFolder
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
 
 
 @pytest.fixture
@@ -34,7 +27,7 @@ def ws(home, store, tmp_path):
 
 
 def _hostile(store, tmp_path: Path, behaviour: str, target: str | None = None) -> str:
-    from hostile_models import make_hostile_model
+    from support.hostile_models import make_hostile_model
 
     from dynadesk.models.registry import register_model
 
@@ -65,7 +58,7 @@ def test_cli_eval_with_gpus_all_and_no_gpu_runtime_prints_one_line_and_fails(hom
 @pytest.mark.skipif(os.getuid() != 0, reason="the attack needs a host running dynadesk as root")
 def test_links_planted_in_out_are_removed_and_never_chowned_on_resume_as_root(store, ws, tmp_path,
                                                                              evaluator_image, docker_client):
-    from hostile_models import HostileDockerRunner
+    from support.hostile_models import HostileDockerRunner
 
     victim = tmp_path / "root-owned.txt"
     victim.write_text("root's file")
@@ -88,7 +81,7 @@ def test_links_planted_in_out_are_removed_and_never_chowned_on_resume_as_root(st
 
 
 def test_two_gib_written_to_out_is_stopped_with_verdict_disk(store, ws, tmp_path, evaluator_image, docker_client):
-    from hostile_models import HostileDockerRunner
+    from support.hostile_models import HostileDockerRunner
 
     model = _hostile(store, tmp_path, "fill_out")
     limits = default_limits(cpus=1.0, memory_bytes=512 << 20, timeout_s=300, out_bytes=256 << 20)
@@ -103,7 +96,7 @@ def test_two_gib_written_to_out_is_stopped_with_verdict_disk(store, ws, tmp_path
 
 def test_64_mib_of_output_without_newlines_is_cut_and_the_tail_saved(store, ws, tmp_path, evaluator_image,
                                                                      docker_client):
-    from hostile_models import HostileDockerRunner
+    from support.hostile_models import HostileDockerRunner
 
     model = _hostile(store, tmp_path, "flood")
     start = time.monotonic()

@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
+from support.eval import add_test_set, run_request, setup_workspace
 
 from dynadesk.errors import BundleError
 from dynadesk.evaluator import metrics as M
@@ -77,12 +77,6 @@ def test_a_duplicate_or_missing_prediction_record_is_named(tmp_path):
 
 # --------------------------------------------------------------------------- the sandbox's own rewrite (Docker)
 
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
-
 
 @pytest.fixture
 def ws(home, store, tmp_path):
@@ -92,7 +86,7 @@ def ws(home, store, tmp_path):
 
 
 def _hostile_run(store, ws, tmp_path: Path, behaviour: str, image: object, client: object):
-    from hostile_models import HostileDockerRunner, make_hostile_model
+    from support.hostile_models import HostileDockerRunner, make_hostile_model
 
     from dynadesk.models.registry import register_model
 
@@ -134,7 +128,7 @@ def test_a_duplicate_or_missing_prediction_id_from_the_container_fails_the_run(s
 # --------------------------------------------------------------------------- a run folder the host cannot re-score
 
 def test_bundle_create_refuses_a_run_whose_folder_cannot_be_recomputed_naming_what_is_missing(home, tmp_path):
-    from _sync_helpers import make_run, workspace_with_key
+    from support.sync import make_run, workspace_with_key
 
     from dynadesk.sync.create import create_bundle
 

@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 import tarfile
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.evaluator import allocator, environment, measurement, profiling
 from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
@@ -156,7 +156,7 @@ def test_image_epoch_follows_the_last_commit_that_changed_the_image_inputs(monke
 
     from dynadesk.orchestration.image import EPOCH_PATHS, source_date_epoch
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     git = ["git", "-C", str(repo), "log", "-1", "--format=%ct"]
     inputs = subprocess.run([*git, "--", *EPOCH_PATHS], capture_output=True, text=True, check=True).stdout.strip()

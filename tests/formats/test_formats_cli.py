@@ -91,7 +91,7 @@ def test_tasks_show_lists_the_file_schema(home):
 
 
 def _nli_round_store(store, tmp_path: Path) -> None:
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk.models import register_model
 

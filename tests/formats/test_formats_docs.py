@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.data import import_file
 from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "data-formats.md"
+DOC = REPO / "docs" / "data-formats.md"
 EXAMPLE = re.compile(r"<!-- example: (?P<attrs>[^>]*?) -->\n```[a-z]*\n(?P<body>.*?)\n```", re.DOTALL)
 
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.data import import_file
 from dynadesk.errors import ValidationError
@@ -17,7 +18,7 @@ from dynadesk.formats import Mapping, read_examples
 from dynadesk.formats.dynabench import MIXED, NO_GOLD
 from dynadesk.tasks import get_task
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "data-formats.md"
+DOC = REPO / "docs" / "data-formats.md"
 
 
 def _sample(tmp_path: Path, file: str) -> Path:

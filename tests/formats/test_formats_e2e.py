@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tiny_models import make_tiny_classifier, make_tiny_qa
+from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.formats.squad import UNANSWERABLE
 

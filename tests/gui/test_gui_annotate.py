@@ -4,8 +4,8 @@ the tally, the banner and the database all change."""
 from __future__ import annotations
 
 import pytest
-from gui_support import majority_model, make_window
 from PySide6.QtCore import Qt
+from support.gui import majority_model, make_window
 
 pytestmark = pytest.mark.qt
 

@@ -6,18 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from gui_support import make_window, sentiment_rows, write_jsonl
 from PySide6.QtCore import Qt
+from support.gui import sentiment_rows, write_jsonl
 
 pytestmark = pytest.mark.qt
-
-
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
-    services, window = make_window(qtbot, tmp_path)
-    yield services, window
-    window.close()
-    services.close()
 
 
 def _import(qtbot, page, path, task="sentiment", name=""):
@@ -161,7 +153,7 @@ def test_cli_gui_smoke_loads_a_model_and_predicts(require_qt, tmp_path):
     import sys
     from pathlib import Path
 
-    from gui_support import majority_model
+    from support.gui import majority_model
 
     from dynadesk.models import register_model
     from dynadesk.workspace import open_workspace

@@ -7,8 +7,8 @@ import copy
 import math
 
 import pytest
-from gui_support import make_window
 from PySide6.QtCore import Qt
+from support.gui import make_window
 
 pytestmark = pytest.mark.qt
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.qt
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
-    from eval_support import run_request, setup_workspace
+    from support.eval import run_request, setup_workspace
 
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle

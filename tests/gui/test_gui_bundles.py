@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from gui_support import make_window
 from PySide6.QtCore import Qt
+from support.gui import make_window
 
 pytestmark = pytest.mark.qt
 
 
 @pytest.fixture
 def gui(require_qt, qtbot, tmp_path):
-    from _sync_helpers import make_run
+    from support.sync import make_run
 
     from dynadesk.workspace import Workspace
 
@@ -27,7 +27,7 @@ def gui(require_qt, qtbot, tmp_path):
 
 
 def test_key_bundle_queue_sync_and_audit(gui, qtbot, tmp_path):
-    from _sync_helpers import free_port
+    from support.sync import free_port
 
     services, window, run_id = gui
     svc = services.extra["bundles"]

@@ -4,8 +4,8 @@ arrives, the window keeps processing events, Cancel stops it and the run is stor
 from __future__ import annotations
 
 import pytest
-from gui_support import loaded, majority_model, make_window, sentiment_rows, write_jsonl
 from PySide6.QtCore import Qt, QTimer
+from support.gui import loaded, majority_model, make_window, sentiment_rows, write_jsonl
 
 pytestmark = pytest.mark.qt
 
@@ -39,7 +39,7 @@ def _setup_page(window, runner="local"):
 
 
 def test_start_local_evaluation_see_progress_cancel_and_stored_cancelled(gui, qtbot, tmp_path):
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     home = _workspace(tmp_path, 3000, make_tiny_classifier(tmp_path / "tiny", ["negative", "neutral", "positive"]))
     services, window = gui(home)
@@ -131,8 +131,8 @@ def test_gpu_option_follows_a_gpu_answering_and_a_cli_gpu_run_shows_its_line_on_
     import subprocess
     import sys
 
-    from eval_support import IMAGE_CACHE
-    from tiny_models import make_tiny_classifier
+    from support.eval import IMAGE_CACHE
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk.orchestration.daemon import gpu_status
     from dynadesk.orchestration.evaluate import failure_line

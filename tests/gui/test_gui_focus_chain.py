@@ -6,20 +6,11 @@ through Qt's accessibility interface. No widget traps Tab (a text editor moves f
 from __future__ import annotations
 
 import pytest
-from gui_support import make_window
 from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
 
 MAX_TABS = 400
-
-
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
-    services, window = make_window(qtbot, tmp_path)
-    yield services, window
-    window.close()
-    services.close()
 
 
 def accessible_name(widget) -> str:

@@ -6,18 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from gui_support import make_window
 from PySide6.QtCore import Qt
 
 pytestmark = pytest.mark.qt
-
-
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
-    services, window = make_window(qtbot, tmp_path)
-    yield services, window
-    window.close()
-    services.close()
 
 
 def _import(qtbot, page, path, task: str, fmt: str | None = None) -> None:

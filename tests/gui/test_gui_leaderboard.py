@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 
 import pytest
-from gui_support import loaded, make_window, seed_run
 from PySide6.QtCore import Qt
+from support.gui import loaded, make_window, seed_run
 
 pytestmark = pytest.mark.qt
 

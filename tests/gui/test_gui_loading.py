@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from gui_support import loaded, make_window, seed_run
+from support.gui import loaded, make_window, seed_run
 
 pytestmark = pytest.mark.qt
 

@@ -4,20 +4,10 @@ predict live (debounced) as the user types, with probability bars."""
 from __future__ import annotations
 
 import pytest
-from gui_support import majority_model, make_window
 from PySide6.QtCore import Qt
+from support.gui import majority_model
 
 pytestmark = pytest.mark.qt
-
-
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
-    services, window = make_window(qtbot, tmp_path)
-    yield services, window
-    window.close()
-    services.close()
-
-
 
 
 def test_register_majority_and_try_it_live(gui, qtbot, tmp_path):
@@ -47,7 +37,7 @@ def test_register_majority_and_try_it_live(gui, qtbot, tmp_path):
 
 
 def test_tiny_transformer_probabilities_and_pickle_refusal(gui, qtbot, tmp_path):
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     services, window = gui
     page = window.show_page("models")

@@ -5,20 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from gui_support import make_window
 from PySide6.QtCore import Qt
-from tiny_models import make_tiny_classifier
+from support.tiny_models import make_tiny_classifier
 
 pytestmark = pytest.mark.qt
 LABELS = ["negative", "neutral", "positive"]
-
-
-@pytest.fixture
-def gui(require_qt, qtbot, tmp_path):
-    services, window = make_window(qtbot, tmp_path)
-    yield services, window
-    window.close()
-    services.close()
 
 
 def _submit(qtbot, page, signal, folder, *, name="", labels="", kind="auto", pickle=False) -> None:

@@ -7,9 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gui_support import majority_model, make_window
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor
+from support.gui import (
+    majority_model,
+    make_window,
+    open_round,
+    round_row,
+    select_text,
+    submit_example,
+    switch_annotator,
+)
 
 pytestmark = pytest.mark.qt
 
@@ -43,41 +50,13 @@ def _app(qtbot, tmp_path: Path, task: str, folder: Path):
     return services, window
 
 
-def _open_round(qtbot, window, task: str) -> None:
-    page = window.show_page("rounds")
-    page.select_task(task)
-    page.model_list.item(0).setCheckState(Qt.CheckState.Checked)
-    qtbot.mouseClick(page.new_round_button, Qt.MouseButton.LeftButton)
-    assert page.banner.kind == "ok", page.banner.text()
-
-
-def _switch_annotator(window, name: str) -> None:
-    combo = window.annotator_combo
-    combo.setCurrentIndex(combo.findData(name))
-    combo.activated.emit(combo.currentIndex())
-    assert window.annotator_label.text() == f"Annotator: {name}"
-
-
-def _submit(qtbot, page) -> object:
-    with qtbot.waitSignal(page._svc.submitted, timeout=60_000) as blocker:
-        qtbot.keyClick(page.focusWidget() or page, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    return blocker.args[0]
-
-
-def _round_row(window, task: str) -> list[str]:
-    rounds = window.show_page("rounds")
-    rounds.select_task(task)
-    t = rounds.rounds_table
-    return [t.item(0, c).text() for c in range(t.columnCount())]
-
-
 @pytest.mark.parametrize("task", sorted(LABEL_TASKS))
 def test_label_task_create_validate_stats(require_qt, qtbot, tmp_path, task):
     labels, inputs, counts, examples = LABEL_TASKS[task]
     folder = majority_model(tmp_path / "model", task=task, counts=counts, labels=labels, inputs=inputs)
     services, window = _app(qtbot, tmp_path, task, folder)
     try:
-        _open_round(qtbot, window, task)
+        open_round(qtbot, window, task)
         page = window.show_page("annotate")
         page.select_task(task)
         assert list(page.inputs) == list(inputs)
@@ -92,7 +71,7 @@ def test_label_task_create_validate_stats(require_qt, qtbot, tmp_path, task):
             chosen = page.target_group.checkedButton()
             assert chosen is not None and chosen.property("label") == labels[key]
             assert "background:#1565c0" in page.target_box.styleSheet()  # a checked label is unmistakable
-            ex = _submit(qtbot, page)
+            ex = submit_example(qtbot, page)
             assert (ex.inputs, ex.target, ex.fooled) == (values, labels[key], fooled)
             # the submitted example stays visible with its verdict while the form is empty again
             assert page.last_box.isVisible()
@@ -100,7 +79,7 @@ def test_label_task_create_validate_stats(require_qt, qtbot, tmp_path, task):
             assert page.verdict.text() == ("You fooled the model!" if fooled else "The model got it right.")
             assert all(e.toPlainText() == "" for e in page.inputs.values())
 
-        _switch_annotator(window, "olga")
+        switch_annotator(window, "olga")
         val = window.show_page("validate")
         val.select_task(task)
         assert val.progress_label.text() == "0 done · 2 left"
@@ -115,28 +94,19 @@ def test_label_task_create_validate_stats(require_qt, qtbot, tmp_path, task):
         qtbot.keyClick(val.reason_edit, Qt.Key.Key_Return)
         assert val.progress_label.text() == "2 done · 0 left"
 
-        row = _round_row(window, task)
+        row = round_row(window, task)
         assert row[3:8] == ["2", "1", "1", "50.0%", "50.0%"]
     finally:
         window.close()
         services.close()
 
 
-def _select(edit, text: str) -> None:
-    """Select ``text`` inside a QPlainTextEdit as a mouse drag would."""
-    start = edit.toPlainText().index(text)
-    cursor = edit.textCursor()
-    cursor.setPosition(start)
-    cursor.setPosition(start + len(text), QTextCursor.MoveMode.KeepAnchor)
-    edit.setTextCursor(cursor)
-
-
 def test_qa_create_with_selected_span_validate_with_corrected_span_stats(require_qt, qtbot, tmp_path):
-    from tiny_models import make_tiny_qa
+    from support.tiny_models import make_tiny_qa
 
     services, window = _app(qtbot, tmp_path, "qa", make_tiny_qa(tmp_path / "qa-model"))
     try:
-        _open_round(qtbot, window, "qa")
+        open_round(qtbot, window, "qa")
         page = window.show_page("annotate")
         page.select_task("qa")
         assert "select it in the context" in page.target_box.title()
@@ -158,11 +128,11 @@ def test_qa_create_with_selected_span_validate_with_corrected_span_stats(require
         assert page.banner.kind == "error" and "not a substring" in page.banner.text()
         assert services.ws.store.annotation.examples("qa") == []
 
-        _select(ctx, "the Mediterranean Sea")
+        select_text(ctx, "the Mediterranean Sea")
         qtbot.keyClick(ctx, Qt.Key.Key_U, Qt.KeyboardModifier.ControlModifier)
         assert page.answer_edit.text() == "the Mediterranean Sea"
         question.setFocus()
-        ex = _submit(qtbot, page)
+        ex = submit_example(qtbot, page)
         assert ex.target == "the Mediterranean Sea"  # a plain string, as the core stores it
         assert ex.inputs == {"context": context, "question": "Where does the Nile flow into the sea?"}
         stored = services.ws.store.annotation.examples("qa")
@@ -174,7 +144,7 @@ def test_qa_create_with_selected_span_validate_with_corrected_span_stats(require
         qtbot.keyClick(page.submit_button, Qt.Key.Key_Tab)
         assert page.focusWidget() is ctx
 
-        _switch_annotator(window, "olga")
+        switch_annotator(window, "olga")
         val = window.show_page("validate")
         val.select_task("qa")
         assert val.current.uid == ex.uid and val.use_selection_button.isVisible()
@@ -191,7 +161,7 @@ def test_qa_create_with_selected_span_validate_with_corrected_span_stats(require
         assert [(v.annotator, v.verdict, v.label) for v in votes] == [
             ("olga", "incorrect", "Mediterranean Sea near Alexandria")]
 
-        row = _round_row(window, "qa")
+        row = round_row(window, "qa")
         assert row[3] == "1" and row[5] == "0"  # collected 1, verified fooled 0 (the owner said incorrect)
     finally:
         window.close()

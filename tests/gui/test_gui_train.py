@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from gui_support import majority_model, make_window
 from PySide6.QtCore import Qt
+from support.gui import majority_model, make_window
 
 pytestmark = pytest.mark.qt
 
 
 def test_train_page_cancel_resume_registers_the_model(require_qt, qtbot, tmp_path):
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk.data import import_dataset
     from dynadesk.models import register_model

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from hub_support import QA_PASSAGES, Client, build_workspace, dynadesk, hub_in_thread, hub_process, rid
+from support.hub import QA_PASSAGES, Client, build_workspace, dynadesk, hub_in_thread, hub_process, rid
 
 from dynadesk import annotation as ann
 from dynadesk.hub import identity
@@ -357,8 +357,8 @@ validation:
 def test_every_bundled_task_and_a_workspace_task_works(home, tmp_path):
     """Each bundled task with an open round (NLI's context is typed, QA's comes from the pool) and a task the
     workspace added itself: listed by the hub, an example created and answered by its target model."""
-    from annotation_support import NLI_LABELS, build_tiny_models, register
-    from tiny_models import make_tiny_classifier
+    from support.annotation import NLI_LABELS, build_tiny_models, register
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk.tasks import load_tasks, parse_task_text
 

@@ -15,8 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _board_helpers import chromium
-from hub_support import build_workspace, dynadesk, hub_process, invite
+from support.hub import build_workspace, dynadesk, hub_process, invite
 
 from dynadesk import annotation as ann
 from dynadesk.workspace import Workspace
@@ -43,11 +42,6 @@ def hub(tmp_path_factory) -> Iterator[dict[str, Any]]:
     codes[VALIDATOR] = invite(home, VALIDATOR, "validator")
     with hub_process(home) as url:
         yield {"home": home, "url": url, "codes": codes}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from chromium()
 
 
 def sign_in(browser, url: str, code: str, name: str):

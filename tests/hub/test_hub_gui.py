@@ -6,8 +6,8 @@ revoking from the page ends the person's session on the hub."""
 from __future__ import annotations
 
 import pytest
-from gui_support import make_window
-from hub_support import Client, build_workspace, hub_in_thread, rid
+from support.gui import make_window
+from support.hub import Client, build_workspace, hub_in_thread, rid
 
 from dynadesk import annotation as ann
 from dynadesk.workspace import Workspace

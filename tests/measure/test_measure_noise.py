@@ -14,8 +14,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from eval_support import add_test_set, run_request
-from tiny_models import make_tiny_classifier
+from support.eval import add_test_set, run_request
+from support.tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
 from dynadesk.evaluator import measurement

@@ -10,7 +10,7 @@ import sys
 import warnings
 
 import pytest
-from eval_support import IMAGE_CACHE, add_test_set, run_request, setup_workspace
+from support.eval import add_test_set, run_request, setup_workspace
 
 from dynadesk.audit import tolerances
 from dynadesk.evaluator import profiling
@@ -22,13 +22,6 @@ LONG = os.environ.get("DYNADESK_LONG") == "1"
 PAIRS = 3  # a pair measured noisy, or whose timing disagrees, is taken again (a systematic
 # difference between the runners fails every pair; a neighbour on a shared VM, which no /proc figure shows,
 # moved one clean-flagged pair's throughput 588 vs 411 examples/s while the pair before agreed)
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
 
 
 def _measured(record) -> dict[tuple[str, str], float]:

@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from tiny_models import make_tiny_classifier, make_tiny_qa
+from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.evaluator import adapters as ad
 from dynadesk.models.bow import train_bag_of_words, write_majority

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from tiny_models import make_tiny_classifier, make_tiny_qa
+from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.errors import ModelError, NotFoundError, ValidationError
 from dynadesk.models import LivePredictor, predict_live, register_model

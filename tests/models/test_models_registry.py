@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from tiny_models import make_tiny_classifier, make_tiny_qa
+from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.errors import AlreadyExistsError, ModelError, NotFoundError, UnsafeModelError
 from dynadesk.models import predict_live, register_model, remove_model, tree_digest, verify_model

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tiny_models import make_tiny_classifier, make_tiny_qa
+from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 LABELS = ["negative", "neutral", "positive"]
 WORDS = {"negative": ["awful", "bad", "dull"], "neutral": ["table", "chair", "seven"],
@@ -177,7 +177,7 @@ def test_qa_model_trains_from_the_cli(tmp_path):
 def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
     """The lineage travels in the bundle (signed): `bundle show` prints it, and editing it breaks the signature."""
     from click.testing import CliRunner
-    from eval_support import add_test_set, run_request
+    from support.eval import add_test_set, run_request
 
     from dynadesk.cli import cli
     from dynadesk.errors import BundleError

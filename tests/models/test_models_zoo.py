@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support import REPO
 
 from dynadesk.evaluator.adapters import load_adapter
 from dynadesk.evaluator.metrics import macro_f1
@@ -27,7 +28,6 @@ from dynadesk.models.zoo import (
 from dynadesk.recipes import fetch_default_data
 from dynadesk.workspace import Workspace
 
-REPO = Path(__file__).resolve().parent.parent
 # Small enough for a test on 2 shared cores, big enough that both trained models beat the majority.
 SMALL = ZooConfig(train_per_source=128, batch_size=16, lr=3e-4, max_length=48, dev_per_source=40, bow_epochs=4,
                   bow_train_per_source=500)

@@ -16,11 +16,12 @@ import socket
 from pathlib import Path
 
 import pytest
-from _sync_helpers import free_port
-from eval_support import IMAGE_CACHE, LABELS, add_test_set
-from queue_support import remove_containers, run_cli, spawn_worker, start_redis
+from support import REPO
+from support.eval import IMAGE_CACHE, LABELS, add_test_set
+from support.queue import remove_containers, run_cli, spawn_worker, start_redis
+from support.sync import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 README, DOC = ROOT / "README.md", ROOT / "docs" / "queue.md"
 COMMANDS = [
     "redis-server --port 6379 --bind 0.0.0.0 --requirepass lab-broker-secret",
@@ -52,13 +53,6 @@ def test_the_readme_section_lists_exactly_the_commands_this_test_runs():
     assert readme_commands() == COMMANDS
     commands = re.compile(r"```bash\n(.*?)```", re.S)
     assert commands.findall(section(README)) == commands.findall(section(DOC))  # the guide repeats them unchanged
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
 
 
 def coordinator_workspace(home: Path, tmp_path: Path) -> None:

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from gui_support import majority_model, make_window, sentiment_rows, write_jsonl
-from queue_support import serve_redis, start_worker, trust
+from support.gui import majority_model, make_window, sentiment_rows, write_jsonl
+from support.queue import start_worker, trust
 
 pytestmark = pytest.mark.qt
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    yield from serve_redis(tmp_path)
 
 
 def _page(qtbot, tmp_path):

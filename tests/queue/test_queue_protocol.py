@@ -10,7 +10,7 @@ import json
 import time
 
 import pytest
-from queue_support import majority_workspace, run_cli, serve_redis
+from support.queue import majority_workspace, run_cli
 
 from dynadesk.errors import BrokerUnavailable, QueueError, TransferError
 from dynadesk.queue import jobs
@@ -18,11 +18,6 @@ from dynadesk.queue.broker import connect, parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
 from dynadesk.queue.identity import lease_id, sign
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    yield from serve_redis(tmp_path)
 
 
 def trusted_key(store, tmp_path):

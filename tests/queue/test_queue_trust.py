@@ -16,13 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from eval_support import IMAGE_CACHE, LABELS, add_test_set, run_request
-from queue_support import (
+from support.eval import LABELS, add_test_set, run_request
+from support.queue import (
     DYNADESK,
     job_states,
     majority_workspace,
     run_cli,
-    serve_redis,
     start_redis,
     start_worker,
     trust,
@@ -44,11 +43,6 @@ GIB = 1 << 30
 
 def wait(what, until, timeout=120.0, poll=0.2):
     return wait_for(what, until, timeout, poll)
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    yield from serve_redis(tmp_path)
 
 
 def _forge(client, job: str, result: dict, state: str = "succeeded") -> None:
@@ -223,12 +217,13 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     assert job_states(redis_server)[bad]["state"] == "failed"
 
 
+@pytest.mark.integration  # a redis-server of its own
 def test_a_broker_that_needs_no_password_is_refused_at_worker_start(tmp_path):
     """The URL carries a password, but the server lets anyone in: the worker connects without it, sees that, and
     refuses to start with one line (before, it ran)."""
     exe = shutil.which("redis-server")
     assert exe
-    from _sync_helpers import free_port
+    from support.sync import free_port
 
     port = free_port()
     server = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
@@ -255,6 +250,7 @@ def _pings(client) -> bool:
         return False
 
 
+@pytest.mark.integration  # a redis-server of its own
 def test_a_password_protected_broker_passes_the_check(tmp_path):
     from dynadesk.queue.broker import refuse_anonymous
 
@@ -269,8 +265,8 @@ def test_a_password_protected_broker_passes_the_check(tmp_path):
 def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args: str):
     """The demo's bag-of-words model queued to a trusted worker on ``runner``; its bundle names the worker and the
     key that signed its result, 'bundle show' and 'dynadesk audit' print it, and the audit passes. The run."""
-    from _sync_helpers import workspace_with_key
-    from eval_support import sentences
+    from support.eval import sentences
+    from support.sync import workspace_with_key
 
     from dynadesk.models.bow import train_bag_of_words
     from dynadesk.models.registry import register_model
@@ -310,18 +306,11 @@ def test_a_queued_bag_of_words_run_bundle_names_the_worker_key_and_its_audit_pas
     assert bounds["memory"]["source"].startswith("process tree") and "throughput" in bounds["bounded"]
 
 
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
-
-
 @pytest.mark.docker
 @pytest.mark.timeout(1800)
 def test_a_queued_bag_of_words_run_in_the_docker_sandbox_bundle_names_the_worker_key_and_its_audit_passes(
         redis_server, home, tmp_path, evaluator_image, docker_client):
-    from queue_support import remove_containers
+    from support.queue import remove_containers
 
     try:
         record = _queued_bag_of_words(redis_server, home, tmp_path, "docker")

@@ -12,14 +12,13 @@ import os
 import time
 
 import pytest
-from eval_support import IMAGE_CACHE, run_request
-from queue_support import (
+from support.eval import run_request
+from support.queue import (
     job_states,
     majority_workspace,
     remove_containers,
     result_of,
     run_cli,
-    serve_redis,
     start_worker,
     trust,
     wait_for,
@@ -36,18 +35,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the first Docker
 
 def wait(what, until, timeout=300.0, poll=0.2):
     return wait_for(what, until, timeout, poll)
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    yield from serve_redis(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
 
 
 def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_elsewhere(

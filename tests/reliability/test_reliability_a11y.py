@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _board_helpers import chromium, serve_board
+from support.board import serve_board
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -26,11 +26,6 @@ def board(tmp_path_factory) -> Iterator[Any]:
     served, stop = serve_board(tmp_path_factory.mktemp("a11y"))
     yield served
     stop()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    yield from chromium()
 
 
 def _axe(page: Any) -> list[dict[str, Any]]:

@@ -19,16 +19,16 @@ import time
 from collections import Counter
 
 import pytest
-from _pg import Cluster, pg_bin
-from _sync_helpers import NO_LIMITS, free_port, start_server, stop_server
-from conftest import missing
+from support import missing
+from support.pg import Cluster, pg_bin
+from support.sync import NO_LIMITS, free_port, start_server, stop_server
 from test_reliability_sync import SERVER_BUNDLES, check_server, register, resend_everything, signed_stream
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
 from dynadesk.sync.client import SyncClient
 from dynadesk.sync.server.db import ServerDB
 
-pytestmark = [pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # its own PostgreSQL cluster
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from annotation_support import build_tiny_models, two_machines
-from conftest import missing
-from eval_support import run_request, setup_workspace
+from support import missing
+from support.annotation import build_tiny_models, two_machines
+from support.eval import run_request, setup_workspace
 
 from dynadesk import annotation as ann
 from dynadesk.errors import DynaDeskError, EvaluationError, StoreError

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from eval_support import deterministic_metrics, predictions_bytes, run_request, setup_workspace
+from support.eval import deterministic_metrics, predictions_bytes, run_request, setup_workspace
 
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 import requests
-from _sync_helpers import free_port, start_server, stop_server
-from conftest import fuzz_examples
+from support import REPO, fuzz_examples
+from support.sync import free_port, start_server, stop_server
 
 from dynadesk.errors import LogIntegrityError
 from dynadesk.sync.server.db import ServerDB
 
 CLIENTS = fuzz_examples(4, 8)
 SECONDS = fuzz_examples(5, 30)
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_load.py"
+BENCH = REPO / "bench" / "bench_load.py"
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,15 @@ import threading
 import time
 
 import pytest
-from _sync_helpers import free_port
-from eval_support import run_request
-from queue_support import PASSWORD, job_states, majority_workspace, start_redis, start_worker, trust, wait_for
+from support.eval import run_request
+from support.queue import PASSWORD, job_states, majority_workspace, start_redis, start_worker, trust, wait_for
+from support.sync import free_port
 
 from dynadesk.queue.broker import parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
 from dynadesk.workspace import Workspace
 
-pytestmark = [pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # its own redis-server
 
 
 def wait(what, until, timeout=180.0, poll=0.1):

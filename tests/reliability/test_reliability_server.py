@@ -24,11 +24,10 @@ import re
 import pytest
 import requests
 import schemathesis
-from _sync_helpers import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
-from conftest import fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_sync_browser import browser  # noqa: F401 - the headless chromium fixture (skips locally, fails in CI)
+from support import fuzz_examples
+from support.sync import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
@@ -395,7 +394,7 @@ def test_docs_page_and_assets_are_served_locally_with_no_external_url(live):
 
 
 @pytest.mark.browser
-def test_docs_render_every_operation_in_a_browser_without_leaving_the_server(browser, live):  # noqa: F811
+def test_docs_render_every_operation_in_a_browser_without_leaving_the_server(browser, live):
     url = live["url"]
     requested: list[str] = []
     context = browser.new_context()

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from _sync_helpers import free_port, make_run, signed_payload, start_server, stop_server, workspace_with_key
-from conftest import fuzz_examples
+from support import fuzz_examples
+from support.sync import free_port, make_run, signed_payload, start_server, stop_server, workspace_with_key
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
 from dynadesk.sync.client import SyncClient

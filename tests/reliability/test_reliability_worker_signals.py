@@ -16,8 +16,8 @@ import time
 from datetime import datetime
 
 import pytest
-from eval_support import IMAGE_CACHE, run_request
-from queue_support import job_states, majority_workspace, remove_containers, serve_redis, start_worker, trust, wait_for
+from support.eval import run_request
+from support.queue import job_states, majority_workspace, remove_containers, start_worker, trust, wait_for
 
 from dynadesk.orchestration.evaluate import default_limits
 from dynadesk.queue.broker import parse_broker
@@ -33,18 +33,6 @@ def wait(what, until, timeout=180.0, poll=0.2):
 WARM_WINDOW_S = 3.0  # how long the test lets a SIGTERMed worker finish before SIGKILL (systemd: TimeoutStopSec)
 TIMEOUT_S = 20  # the long job's own wall-clock limit
 SLACK_S = 15  # the container's in-sandbox deadline (timeout + 5 s) plus polling and a loaded machine
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    yield from serve_redis(tmp_path)
-
-
-@pytest.fixture(scope="module")
-def evaluator_image(docker_client, require_debootstrap):
-    from dynadesk.orchestration.image import build_image
-
-    return build_image(IMAGE_CACHE, client=docker_client)
 
 
 def containers_of(docker_client, home, running_only=True):

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 import requests
-from _board_helpers import chromium
-from _sync_helpers import free_port, start_server, stop_server
 from click.testing import CliRunner
+from support.sync import admin, free_port, start_server, stop_server
 from test_scoring_squad_v2 import _dev
-from test_tasks_server import admin
 
 from dynadesk.cli import cli
 from dynadesk.store.evaluations import MetricValue
@@ -106,7 +104,7 @@ def test_the_local_board_shows_coverage_beside_robustness_and_fairness(home: Pat
 
 @pytest.mark.qt
 def test_the_apps_board_shows_coverage_beside_the_values(require_qt, qtbot, home: Path, tmp_path: Path) -> None:
-    from gui_support import loaded, make_window
+    from support.gui import loaded, make_window
 
     _ev, exp = _qa_run(home, tmp_path)
     services, window = make_window(qtbot, tmp_path, home)
@@ -124,11 +122,6 @@ def test_the_apps_board_shows_coverage_beside_the_values(require_qt, qtbot, home
     finally:
         window.close()
         services.close()
-
-
-@pytest.fixture
-def browser():
-    yield from chromium()
 
 
 def test_bundle_and_server_say_answerable_only_suite_set_and_coverage(home: Path, tmp_path: Path, browser) -> None:

@@ -81,7 +81,7 @@ def test_cli_names_the_class_and_lists_the_others(board_store, home):
 
 @pytest.mark.qt
 def test_app_selector_lists_the_classes_and_reranks(require_qt, qtbot, board_store, tmp_path, home):
-    from gui_support import loaded, make_window
+    from support.gui import loaded, make_window
 
     board_store.close()
     services, window = make_window(qtbot, tmp_path, home)

@@ -128,7 +128,7 @@ def test_consistency_errors_are_explicit():
 
 def test_a_real_local_run_stores_coverage_next_to_robustness_and_fairness(home, store, tmp_path):
     """Real worker subprocess and store: the run carries `<kind>_sources` / `<kind>_low_confidence`."""
-    from eval_support import metric, run_request, setup_workspace
+    from support.eval import metric, run_request, setup_workspace
 
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.workspace import Workspace

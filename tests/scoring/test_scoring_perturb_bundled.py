@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support import ASSETS, REPO
 from test_scoring_consistency_reference import reference_unperturbed_percent
 
 from dynadesk.evaluator import metrics as M
@@ -18,8 +19,7 @@ from dynadesk.scoring.textops import protected_tokens
 from dynadesk.tasks import get_task
 from dynadesk.workspace import Workspace
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = Path(__file__).parent / "fixtures" / "perturb_sample.jsonl"
+SAMPLE = ASSETS / "perturb_sample.jsonl"
 TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
 TASK = get_task("sentiment")
 

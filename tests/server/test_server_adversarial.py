@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 import requests
-from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.sync.create import build_payload
 from dynadesk.sync.format import keys as K

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 import requests
-from _sync_helpers import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.sync import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 
 from dynadesk.audit.attest import Verdict
 from dynadesk.audit.report import DETERMINISTIC, ENVIRONMENT, IDENTICAL, MEASURED, AuditReport, Check

@@ -8,10 +8,10 @@ import random
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from _sync_helpers import make_run, signed_payload, workspace_with_key
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.sync import make_run, signed_payload, workspace_with_key
 
 from dynadesk.errors import LogIntegrityError
 from dynadesk.sync.create import create_bundle
@@ -244,7 +244,7 @@ def test_oversized_upload_is_413(env):
 
 
 def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path):
-    from _sync_helpers import SET_SIZE, ensure_datasets
+    from support.sync import SET_SIZE, ensure_datasets
 
     from dynadesk.datasets import write_jsonl
 
@@ -288,7 +288,7 @@ def test_a_changed_dataset_digest_is_a_new_version_and_old_rows_stay_attached(en
 def test_import_workspace_versions_changed_digests(env, tmp_path):
     import subprocess
 
-    from _sync_helpers import ensure_datasets, server_bin
+    from support.sync import ensure_datasets, server_bin
 
     ensure_datasets(env.store)
     cmd = [server_bin(), "datasets", "import-workspace", "--db", str(env.db_path)]

@@ -11,8 +11,8 @@ import math
 
 import pytest
 import requests
-from _board_helpers import BIG, SMALL, UNUSED_SET, serve_board
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.board import BIG, SMALL, UNUSED_SET, serve_board
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.scoring.leaderboard import NOT_COMPARABLE
@@ -27,7 +27,7 @@ BIG_CLASS = hardware_class_of({"hardware": BIG})
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def board(request, tmp_path_factory):
-    """The same board on each server backend (the PostgreSQL one in the session's cluster, tests/_pg.py)."""
+    """The same board on each server backend (the PostgreSQL one in the session's cluster, tests/support/pg.py)."""
     target = request.getfixturevalue("postgres").new_database() if request.param == "postgresql" else None
     served, stop = serve_board(tmp_path_factory.mktemp("board"), db_target=target)
     yield served

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from _board_helpers import chromium
-from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
+from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.sync.client import sync_queue
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB
-
-
-@pytest.fixture
-def browser():
-    yield from chromium()
 
 
 @pytest.fixture

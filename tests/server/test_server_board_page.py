@@ -11,18 +11,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from _board_helpers import BIG, SMALL, UNUSED_SET, chromium, serve_board
+from support.board import BIG, SMALL, UNUSED_SET, serve_board
 
 from dynadesk.evaluator.environment import hardware_class_of
 
 pytestmark = pytest.mark.browser
 SMALL_CLASS = hardware_class_of({"hardware": SMALL})
 BIG_CLASS = hardware_class_of({"hardware": BIG})
-
-
-@pytest.fixture(scope="module")
-def browser():
-    yield from chromium()
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _sync_helpers import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from test_sync_adversarial import LABS, TASK, Board
+from support.sync import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
+from test_server_adversarial import LABS, TASK, Board
 
 from dynadesk.sync.create import build_payload
 from dynadesk.sync.format import keys as K

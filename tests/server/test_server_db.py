@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import ASSETS
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.sync.format.keys import load_or_create_server_key
@@ -204,13 +205,12 @@ def test_wal_stays_bounded_under_a_steady_stream_of_commits(tmp_path):
 def test_a_database_made_by_the_old_server_code_upgrades_and_keeps_serving(tmp_path):
     """tests/data/server_db_v2.sql is the dump of a database the previous server code (own migration
     counter, meta.schema_version = 2) made: one key, two datasets, one accepted bundle."""
-    from pathlib import Path
 
     from dynadesk.sync.format.envelope import parse_bundle
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
-    conn.executescript((Path(__file__).parent / "data" / "server_db_v2.sql").read_text(encoding="utf-8"))
+    conn.executescript((ASSETS / "server_db_v2.sql").read_text(encoding="utf-8"))
     conn.close()
     db = ServerDB(path)
     assert "m003_roles_times_versions" in db.applied_migrations()

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 import requests
-from _sync_helpers import server_bin, stop_server
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from test_sync_board_reference import HONEST, RefBoard
+from support.sync import server_bin, stop_server
+from test_server_board_reference import HONEST, RefBoard
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.sync.format import keys as K
@@ -164,7 +164,7 @@ def test_look_alike_names_are_always_shown_with_their_submitter(board):
 
 @pytest.fixture
 def page(tmp_path):
-    from _board_helpers import chromium
+    from support.board import chromium
 
     errors: list[str] = []
     for browser in chromium():

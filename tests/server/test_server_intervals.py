@@ -4,9 +4,9 @@ board page and the model page, on SQLite and on a real PostgreSQL (hand-made cas
 from __future__ import annotations
 
 import pytest
-from _interval_runs import bundle_with, right, wrong
-from _sync_helpers import workspace_with_key
 from fastapi.testclient import TestClient
+from support.intervals import bundle_with, right, wrong
+from support.sync import workspace_with_key
 
 from dynadesk.scoring import bootstrap as B
 from dynadesk.sync.format.keys import key_info
@@ -102,7 +102,7 @@ def test_model_page_shows_intervals_and_standing(board):
 @pytest.fixture
 def served(tmp_path):
     """The same three bundles on a real ``dynadesk-server serve`` process (SQLite)."""
-    from _sync_helpers import free_port, start_server, stop_server
+    from support.sync import free_port, start_server, stop_server
 
     from dynadesk.sync.client import sync_queue
 
@@ -121,13 +121,6 @@ def served(tmp_path):
     yield url
     stop_server(proc)
     store.close()
-
-
-@pytest.fixture
-def browser():
-    from _board_helpers import chromium
-
-    yield from chromium()
 
 
 @pytest.mark.browser

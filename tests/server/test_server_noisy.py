@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 import requests
-from _board_helpers import chromium
-from _sync_helpers import free_port, make_run, start_server, stop_server, workspace_with_key
+from support.board import chromium
+from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.sync.client import sync_queue

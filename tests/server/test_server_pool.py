@@ -19,8 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from _sync_helpers import NO_LIMITS, free_port, server_bin
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support import REPO
+from support.sync import NO_LIMITS, free_port, server_bin
 
 from dynadesk.errors import BundleFormatError, ServerBusyError, SignatureError
 from dynadesk.sync.board import board_metrics
@@ -31,7 +32,7 @@ from dynadesk.sync.server import truth
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
 from dynadesk.sync.server.pool import UploadPool, check_document
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_server.py"
+BENCH = REPO / "bench" / "bench_server.py"
 
 
 @pytest.fixture(scope="module")

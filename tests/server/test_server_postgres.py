@@ -13,8 +13,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from _sync_helpers import server_bin
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support import ASSETS
+from support.sync import server_bin
 
 from dynadesk.errors import AlreadyExistsError, ConfigError, StoreError
 from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, public_raw
@@ -158,7 +159,7 @@ def test_a_database_recorded_by_sqlite_utils_migrations_upgrades_in_place(tmp_pa
     """tests/data/server_db_m003.sql: a database the sqlite-utils Migrations code made (one key, dataset, bundle)."""
     path = tmp_path / "m003.db"
     conn = sqlite3.connect(path)
-    conn.executescript((Path(__file__).parent / "data" / "server_db_m003.sql").read_text(encoding="utf-8"))
+    conn.executescript((ASSETS / "server_db_m003.sql").read_text(encoding="utf-8"))
     conn.close()
     db = ServerDB(path)
     assert db.applied_migrations()[:3] == ["m001_tables", "m002_config_version", "m003_roles_times_versions"]
@@ -286,7 +287,7 @@ def test_a_database_outage_is_a_503_with_retry_after_and_the_board_answers_again
 
 def _signed_bundles(tmp_path: Path, n: int) -> tuple[Ed25519PrivateKey, list[CheckedBundle]]:
     """``n`` real signed bundles (log verify re-reads every entry's stored bytes), as an upload stores them."""
-    from _sync_helpers import make_run, workspace_with_key
+    from support.sync import make_run, workspace_with_key
 
     from dynadesk.sync.board import board_metrics
     from dynadesk.sync.create import build_payload

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import requests
-from _sync_helpers import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
+from support.sync import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 import requests
-from _sync_helpers import stop_server
-from test_sync_adversarial import Board
+from support.sync import stop_server
+from test_server_adversarial import Board
 
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import envelope_bytes

@@ -6,9 +6,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from support import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SYNC = REPO / "sync"
 
 

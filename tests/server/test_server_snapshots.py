@@ -9,9 +9,9 @@ import json
 
 import pytest
 import requests
-from _interval_runs import bundle_with, right, wrong
-from _sync_helpers import free_port, start_server, stop_server, workspace_with_key
 from click.testing import CliRunner
+from support.intervals import bundle_with, right, wrong
+from support.sync import free_port, start_server, stop_server, workspace_with_key
 
 from dynadesk.cli import cli
 from dynadesk.errors import SignatureError, SnapshotError

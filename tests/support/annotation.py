@@ -16,7 +16,7 @@ NLI_LABELS = ["entailment", "neutral", "contradiction"]
 
 def build_tiny_models(root: Path) -> dict[str, Path]:
     """Tiny randomly initialised BERT folders (real transformers loading and forward pass)."""
-    from tiny_models import make_tiny_classifier, make_tiny_qa
+    from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
     root = Path(root)
     return {

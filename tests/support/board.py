@@ -1,7 +1,7 @@
 """A served public board with two submitters, two hardware classes and both runners (real server, real bundles).
 
 Used by the board page tests (tests/test_sync_browser.py, tests/test_board_page*.py) and
-packaging/board_screenshots.py's fallback; the runs are like tests/_sync_helpers.make_run's, but
+packaging/board_screenshots.py's fallback; the runs are like tests/support/sync.make_run's, but
 each chooses its runner, sandbox flag and machine, which is what the board filters on.
 """
 
@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _sync_helpers import (
+from dynadesk.store.evaluations import MetricValue, WorkerSettings
+from dynadesk.sync.client import sync_queue
+from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format.keys import key_info
+from dynadesk.sync.server.admin import import_workspace_datasets
+from dynadesk.sync.server.db import ServerDB
+from support.sync import (
     NO_LIMITS,
     TEST_SETS,
     ensure_datasets,
@@ -26,13 +32,6 @@ from _sync_helpers import (
     workspace_with_key,
     write_run_folder,
 )
-
-from dynadesk.store.evaluations import MetricValue, WorkerSettings
-from dynadesk.sync.client import sync_queue
-from dynadesk.sync.create import create_bundle
-from dynadesk.sync.format.keys import key_info
-from dynadesk.sync.server.admin import import_workspace_datasets
-from dynadesk.sync.server.db import ServerDB
 
 LABELS = ("negative", "neutral", "positive")
 SMALL = {"cpu_model": "Test CPU 2000", "cores": 2, "memory_limit_gib": 4, "gpus": "none", "runtime": "cpu"}
@@ -126,7 +125,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 def chromium() -> Iterator[Any]:
     """Headless Debian chromium through Playwright (a fixture body: missing pieces fail in CI, else skip)."""
-    from conftest import missing
+    from support import missing
 
     try:
         from playwright.sync_api import sync_playwright

@@ -12,13 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tiny_models import make_tiny_classifier
-
 from dynadesk.datasets import dataset_digest
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runners import Limits
+from support.tiny_models import make_tiny_classifier
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the
 # debootstrap tarball and, when the inputs are unchanged, the image itself.
 IMAGE_CACHE = Path(os.environ.get("DYNADESK_TEST_CACHE", Path.home() / ".cache" / "dynadesk-test")) / "images"

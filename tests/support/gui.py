@@ -1,4 +1,4 @@
-"""Helpers shared by the tests/test_gui_*.py files: a real window on a workspace in tmp_path."""
+"""Helpers shared by the app's tests (tests/gui/ and other areas' app tests): a real window on a workspace."""
 
 from __future__ import annotations
 
@@ -64,3 +64,49 @@ def majority_model(folder: Path, task: str = "sentiment", counts: dict | None = 
     (folder / "dynadesk-model.json").write_text(json.dumps({"task": task, "kind": "majority", "labels": list(labels),
                                                             "inputs": list(inputs)}))
     return folder
+
+
+# --- the annotation flow through the app's widgets (the GUI's and the task tests')
+
+
+def open_round(qtbot, window, task: str) -> None:
+    from PySide6.QtCore import Qt
+
+    page = window.show_page("rounds")
+    page.select_task(task)
+    page.model_list.item(0).setCheckState(Qt.CheckState.Checked)
+    qtbot.mouseClick(page.new_round_button, Qt.MouseButton.LeftButton)
+    assert page.banner.kind == "ok", page.banner.text()
+
+
+def switch_annotator(window, name: str) -> None:
+    combo = window.annotator_combo
+    combo.setCurrentIndex(combo.findData(name))
+    combo.activated.emit(combo.currentIndex())
+    assert window.annotator_label.text() == f"Annotator: {name}"
+
+
+def submit_example(qtbot, page) -> object:
+    from PySide6.QtCore import Qt
+
+    with qtbot.waitSignal(page._svc.submitted, timeout=60_000) as blocker:
+        qtbot.keyClick(page.focusWidget() or page, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    return blocker.args[0]
+
+
+def round_row(window, task: str) -> list[str]:
+    rounds = window.show_page("rounds")
+    rounds.select_task(task)
+    t = rounds.rounds_table
+    return [t.item(0, c).text() for c in range(t.columnCount())]
+
+
+def select_text(edit, text: str) -> None:
+    """Select ``text`` inside a QPlainTextEdit as a mouse drag would."""
+    from PySide6.QtGui import QTextCursor
+
+    start = edit.toPlainText().index(text)
+    cursor = edit.textCursor()
+    cursor.setPosition(start)
+    cursor.setPosition(start + len(text), QTextCursor.MoveMode.KeepAnchor)
+    edit.setTextCursor(cursor)

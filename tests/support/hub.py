@@ -33,10 +33,9 @@ def free_port() -> int:
 
 def build_workspace(home: Path, models_root: Path) -> dict[str, Any]:
     """Tiny sentiment and QA models registered, a sentiment round and a QA round (with a context pool) open."""
-    from annotation_support import build_tiny_models, register
-
     from dynadesk import annotation as ann
     from dynadesk.workspace import Workspace
+    from support.annotation import build_tiny_models, register
 
     models = build_tiny_models(models_root)
     store = Workspace(home).open_store()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import hashlib
 
-from _sync_helpers import LABELS, make_run
-
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
 from dynadesk.sync.create import create_bundle
+from support.sync import LABELS, make_run
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": list(LABELS)}
 SIZE = 30
@@ -30,7 +29,7 @@ def wrong(golds: list[str]) -> list[str]:
 def bundle_with(ws, store, model: str, predict, throughput: float = 900.0, data=data_digest):
     """A bundle of a run whose perf on each test set is the macro-F1 of ``predict(golds)``, with its intervals and
     compact outcomes as the host's bootstrap stores them (``data(name)`` is the data file digest)."""
-    from _sync_helpers import ensure_datasets
+    from support.sync import ensure_datasets
 
     ensure_datasets(store, size=SIZE)
     ev = make_run(store, ws.runs_dir, model=model, throughput=throughput, predict=predict)

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _sync_helpers import free_port
-from conftest import missing
+from support import missing
+from support.sync import free_port
 
 DYNADESK = [sys.executable, "-c", "from dynadesk.cli import main; main()"]
 PASSWORD = "queue-test-secret"
@@ -174,10 +174,9 @@ def wait_for(what: str, until, timeout: float = 180.0, poll: float = 0.2):
 def majority_workspace(store, tmp_path: Path, size: int = 12, perturbed: bool = True) -> str:
     """A registered majority baseline and a test set of ``size`` examples (with its perturbation sets unless not
     ``perturbed``): real jobs, a few seconds each in Docker, no torch at set-up. Returns the model's name."""
-    from eval_support import LABELS, add_test_set
-
     from dynadesk.models.bow import write_majority
     from dynadesk.models.registry import register_model
+    from support.eval import LABELS, add_test_set
 
     folder = tmp_path / "models" / "maj"
     write_majority(folder, "sentiment", LABELS, ["statement"], ["positive", "negative", "positive"])

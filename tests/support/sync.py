@@ -154,6 +154,13 @@ def server_bin() -> str:
     return str(Path(sys.executable).with_name("dynadesk-server"))
 
 
+def admin(db: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    """``dynadesk-server ARGS --db DB`` as the operator types it; asserts it succeeded (or failed, ``ok=False``)."""
+    res = subprocess.run([server_bin(), *args, "--db", str(db)], capture_output=True, text=True, timeout=60)
+    assert (res.returncode == 0) == ok, res.stdout + res.stderr
+    return res
+
+
 NO_LIMITS = ("--address-rate", "1000000/1000000", "--key-rate", "1000000/1000000")
 
 

@@ -6,7 +6,7 @@ tokenizer files, dynadesk-model.json) that go through the real loading code
 and a real forward pass in a fraction of a second. Predictions are
 deterministic for a given seed but carry no meaning.
 
-    from tiny_models import make_tiny_classifier, make_tiny_qa
+    from support.tiny_models import make_tiny_classifier, make_tiny_qa
     make_tiny_classifier(tmp_path / "nli", ["entailment", "neutral", "contradiction"], task="nli")
     make_tiny_qa(tmp_path / "qa")
 """

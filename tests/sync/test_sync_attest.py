@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import requests
-from _sync_helpers import free_port, server_bin, start_server, stop_server
 from click.testing import CliRunner
-from eval_support import LABELS, add_test_set, run_request, setup_workspace
-from tiny_models import make_tiny_classifier
+from support.eval import LABELS, add_test_set, run_request, setup_workspace
+from support.sync import free_port, server_bin, start_server, stop_server
+from support.tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
 from dynadesk.sync.format.attestation import sign_attestation

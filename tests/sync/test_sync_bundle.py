@@ -7,9 +7,9 @@ import json
 import random
 
 import pytest
-from _sync_helpers import IMAGE_EPOCH, PREDICTIONS_PER_RUN, SET_SIZE, make_run, predictions_file, workspace_with_key
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.sync import IMAGE_EPOCH, PREDICTIONS_PER_RUN, SET_SIZE, make_run, predictions_file, workspace_with_key
 
 from dynadesk.canonical import canonical_bytes, file_sha256
 from dynadesk.cli import cli

@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _sync_helpers import ensure_datasets, make_run, stored_model, workspace_with_key
+from support import ASSETS
+from support.sync import ensure_datasets, make_run, stored_model, workspace_with_key
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
@@ -25,7 +26,7 @@ from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.envelope import load_and_verify, parse_bundle, sign_payload, verify_bundle
 from dynadesk.sync.format.schema import check_payload
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = ASSETS
 OLD = FIXTURES / "bundle_v1.json"
 
 

@@ -7,7 +7,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from _sync_helpers import free_port, make_run, workspace_with_key
+from support.sync import free_port, make_run, workspace_with_key
 
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
 from dynadesk.sync.client import SyncClient, sync_queue

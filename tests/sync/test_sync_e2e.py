@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 import requests
-from _sync_helpers import free_port, make_run, server_bin, start_server, stop_server
 from click.testing import CliRunner
+from support.sync import free_port, make_run, server_bin, start_server, stop_server
 
 from dynadesk.cli import cli
 from dynadesk.sync.client import SyncClient, sync_queue

@@ -6,7 +6,7 @@ import copy
 import json
 
 import pytest
-from _sync_helpers import make_run, workspace_with_key
+from support.sync import make_run, workspace_with_key
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, SignatureError

@@ -14,25 +14,18 @@ from pathlib import Path
 
 import pytest
 import requests
-from _board_helpers import chromium
-from _sync_helpers import free_port, start_server, stop_server
 from click.testing import CliRunner
-from eval_support import IMAGE_CACHE, run_request
-from test_tasks_server import LABELS, admin
+from support.eval import IMAGE_CACHE, run_request
+from support.sync import admin, free_port, start_server, stop_server
+from support.tiny_models import make_tiny_classifier
+from test_tasks_server import LABELS
 from test_tasks_workspace import EMOTION
-from tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
 from dynadesk.models.registry import register_model
 from dynadesk.orchestration.evaluate import default_limits, evaluate
 from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
-
-
-@pytest.fixture
-def browser():
-    yield from chromium()
-
 
 WORDS = "she is so happy he was sad angry her brother afraid his mother scared what a day great awful".split()
 
@@ -72,9 +65,8 @@ def _register_tiny(home: Path, tmp_path: Path) -> None:
 def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
     """Create two examples against the tiny model (one fooling it, one not) with the form's label buttons and
     keys, validate both as an owner, and read the round's statistics: all through the app's widgets."""
-    from gui_support import make_window
     from PySide6.QtCore import Qt
-    from test_gui_task_flows import _open_round, _round_row, _submit, _switch_annotator
+    from support.gui import make_window, open_round, round_row, submit_example, switch_annotator
 
     from dynadesk.models.live import predict_live
 
@@ -90,7 +82,7 @@ def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
     ann.add_annotator("alice")
     ann.add_annotator("olga", role="owner")  # an owner's vote decides at once
     try:
-        _open_round(qtbot, window, "emotion")
+        open_round(qtbot, window, "emotion")
         page = window.show_page("annotate")
         page.select_task("emotion")
         assert list(page.inputs) == ["statement"]
@@ -102,9 +94,9 @@ def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
             key = Qt.Key(Qt.Key.Key_1 + LABELS.index(target))
             qtbot.keyClick(page.focusWidget(), key, Qt.KeyboardModifier.ControlModifier)
             assert page.target_group.checkedButton().property("label") == target
-            ex = _submit(qtbot, page)
+            ex = submit_example(qtbot, page)
             assert (ex.target, ex.fooled) == (target, fooled)
-        _switch_annotator(window, "olga")
+        switch_annotator(window, "olga")
         val = window.show_page("validate")
         val.select_task("emotion")
         assert val.progress_label.text() == "0 done · 2 left"
@@ -113,7 +105,7 @@ def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
         assert val.banner.kind == "ok", val.banner.text()
         qtbot.keyClick(val, Qt.Key.Key_C)
         assert val.progress_label.text() == "2 done · 0 left"
-        row = _round_row(window, "emotion")
+        row = round_row(window, "emotion")
         assert row[3:8] == ["2", "1", "1", "50.0%", "50.0%"], row  # as for a bundled task
     finally:
         window.close()

@@ -1,19 +1,18 @@
 """A workspace task on a real server: registered by file, its bundles accepted only under its digest.
 
 A real `dynadesk-server` process on loopback; the workspace's emotion task, data and a succeeded run
-(the run row is built as tests/_sync_helpers.py builds them, for the five-label task).
+(the run row is built as tests/support/sync.py builds them, for the five-label task).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 import requests
-from _sync_helpers import free_port, server_bin, start_server, stop_server
 from click.testing import CliRunner
+from support.sync import admin, free_port, start_server, stop_server
 from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
@@ -24,12 +23,6 @@ from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
 
 LABELS = ("joy", "sadness", "anger", "fear", "surprise")
-
-
-def admin(db: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    res = subprocess.run([server_bin(), *args, "--db", str(db)], capture_output=True, text=True, timeout=60)
-    assert (res.returncode == 0) == ok, res.stdout + res.stderr
-    return res
 
 
 def _emotion_run_folder(run_dir: Path, model, examples: list[dict]) -> list[dict]:

@@ -28,7 +28,7 @@ def _span_task(home: Path, tmp_path: Path) -> CliRunner:
 
 def _register_base(home: Path, tmp_path: Path, name: str) -> None:
     """A tiny random QA model registered for the span task: its manifest is built from the task (note, question)."""
-    from tiny_models import make_tiny_qa
+    from support.tiny_models import make_tiny_qa
 
     from dynadesk.models import register_model
 
@@ -77,9 +77,8 @@ def test_models_train_fine_tunes_a_workspace_span_task(tmp_path: Path) -> None:
 
 @pytest.mark.qt
 def test_the_apps_span_selector_annotates_a_workspace_span_task(require_qt, qtbot, tmp_path: Path) -> None:
-    from gui_support import make_window
     from PySide6.QtCore import Qt
-    from test_gui_task_flows import _open_round, _round_row, _select, _submit, _switch_annotator
+    from support.gui import make_window, open_round, round_row, select_text, submit_example, switch_annotator
 
     home = tmp_path / "ws"
     _span_task(home, tmp_path)
@@ -89,7 +88,7 @@ def test_the_apps_span_selector_annotates_a_workspace_span_task(require_qt, qtbo
     ann.add_annotator("alice")
     ann.add_annotator("olga", role="owner")
     try:
-        _open_round(qtbot, window, "clinic_qa")
+        open_round(qtbot, window, "clinic_qa")
         page = window.show_page("annotate")
         page.select_task("clinic_qa")
         assert list(page.inputs) == ["note", "question"]  # the task's own fields, the context first
@@ -103,13 +102,13 @@ def test_the_apps_span_selector_annotates_a_workspace_span_task(require_qt, qtbo
         page.answer_edit.setText("aspirin")  # not a span of the note: refused before the model is asked
         qtbot.keyClick(question, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
         assert page.banner.kind == "error" and "not a substring" in page.banner.text()
-        _select(note, "ibuprofen twice daily")
+        select_text(note, "ibuprofen twice daily")
         qtbot.keyClick(note, Qt.Key.Key_U, Qt.KeyboardModifier.ControlModifier)
         assert page.answer_edit.text() == "ibuprofen twice daily"
         question.setFocus()
-        ex = _submit(qtbot, page)
+        ex = submit_example(qtbot, page)
         assert ex.target == "ibuprofen twice daily" and ex.inputs == {"note": text, "question": QUESTION}
-        _switch_annotator(window, "olga")
+        switch_annotator(window, "olga")
         val = window.show_page("validate")
         val.select_task("clinic_qa")
         assert val.current.uid == ex.uid and val.use_selection_button.isVisible()
@@ -117,7 +116,7 @@ def test_the_apps_span_selector_annotates_a_workspace_span_task(require_qt, qtbo
         val.setFocus()
         qtbot.keyClick(val, Qt.Key.Key_C)
         assert val.banner.kind == "ok", val.banner.text()
-        row = _round_row(window, "clinic_qa")
+        row = round_row(window, "clinic_qa")
         assert row[3] == "1", row  # collected 1
     finally:
         window.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from support import REPO
 
 from dynadesk.cli import cli
 from dynadesk.errors import ConfigError, NotFoundError
@@ -175,6 +176,6 @@ def test_every_problem_is_named_at_once() -> None:
 
 
 def test_docs_schema_table_matches_the_code() -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "tasks.md").read_text()
+    docs = (REPO / "docs" / "tasks.md").read_text()
     for path, kind, required, what in TASK_FILE_SCHEMA:
         assert f"| `{path}` | {kind} | {required} | {what} |" in docs, path

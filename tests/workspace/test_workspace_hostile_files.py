@@ -108,7 +108,7 @@ def test_names_are_validated_where_they_enter(tmp_path: Path, bad: str) -> None:
         st.datasets.add(bad, "sentiment", "test", examples, dataset_digest(examples), {"positive": 1})
     with pytest.raises(ValidationError, match="name"):
         ann.add_annotator(st, bad)
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     folder = make_tiny_classifier(tmp_path / "m", ["negative", "neutral", "positive"], task="sentiment")
     from dynadesk.models.registry import register_model
@@ -129,7 +129,7 @@ FORMULAS = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB"]
 
 
 def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None:
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk import annotation as ann
     from dynadesk.models import register_model
@@ -178,7 +178,7 @@ def test_bundles_and_server_bodies_refuse_deep_json_naming_the_limit(tmp_path: P
 
 
 def test_deep_manifest_and_context_pool_are_refused(tmp_path: Path) -> None:
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     from dynadesk import annotation as ann
     from dynadesk.errors import ModelError

@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner
-from eval_support import LABELS, add_test_set
-from tiny_models import make_tiny_classifier
+from support.eval import LABELS, add_test_set
+from support.tiny_models import make_tiny_classifier
 
 from dynadesk.workspace import Workspace
 

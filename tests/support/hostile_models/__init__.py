@@ -27,7 +27,7 @@ BEHAVIOURS = ("network", "write_model", "fork_bomb", "memory", "hang", "symlink_
 
 def make_hostile_model(path: Path, behaviour: str, target: str | None = None) -> Path:
     """A registered-able tiny sentiment model whose code does ``behaviour`` (``target``: a host path it aims at)."""
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown behaviour {behaviour!r}")

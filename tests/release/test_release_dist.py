@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 BINARY = REPO / "dist" / "dynadesk" / "dynadesk"
 
 
@@ -30,7 +30,7 @@ def test_ci_builds_the_dist_after_the_suite_and_smoke_tests_it() -> None:
              if line and not line.startswith(("#", "set ", "cd ", "export "))]
     assert steps[0] == "make lint"
     assert steps[1].startswith("make test") and "test_frozen_binary_passes_smoke" in steps[1]
-    assert steps[2:] == ["make dist", ".venv/bin/python -m pytest -q tests/test_dist.py"]
+    assert steps[2:] == ["make dist", ".venv/bin/python -m pytest -q tests/release/test_release_dist.py"]
     make_test = next(b for b in (REPO / "Makefile").read_text().split("\n\n") if b.startswith("test:"))
     assert "dist" not in make_test  # the ~7-minute build stays out of make test (30-minute budget)
 

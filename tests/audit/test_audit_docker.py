@@ -35,7 +35,7 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     assert bundle.payload["runner"] == {"kind": "docker", "sandboxed": True}
 
     report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
-    # deterministic fields must reproduce; measured ones may differ with noise (tests/test_audit_measured.py)
+    # deterministic fields must reproduce; measured ones may differ with noise (tests/audit/test_audit_measured.py)
     assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     image = report.get("evaluator.image_digest")
     assert image.verdict == IDENTICAL and image.actual == evaluator_image.image_id

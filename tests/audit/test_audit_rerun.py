@@ -59,7 +59,7 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     ws, store, run, bundle, path = made
     report = audited
     # measured claims on a tiny model over short windows can differ (noise in either run): only the
-    # deterministic part must reproduce here; tests/test_audit_measured.py judges measured claims
+    # deterministic part must reproduce here; tests/audit/test_audit_measured.py judges measured claims
     assert not report.failures and not report.incomplete and report.rerun_id not in (None, run.id)
     rerun = store.evaluations.get(report.rerun_id)
     assert rerun.status == "succeeded" and rerun.worker.batch_size == 8 and rerun.worker.seed == 0

@@ -1,6 +1,6 @@
 """The typed run record: the store's migration of the old settings bag, the typed fields, named transitions.
 
-``fixtures/workspace_before_run_record.sql`` is a workspace database written by the code before
+``assets/workspace_before_run_record.sql`` is a workspace database written by the code before
 ``m005_run_record`` (``sqlite3 .dump``): a local run, a Docker run with an image build, a queued run
 collected from a worker, a run recorded before requests, and one whose flat settings cannot be replayed
 (and hold a key no release wrote). Real SQLite files throughout.

@@ -387,7 +387,7 @@ def test_runs_and_bundles_show_how_memory_was_measured():
 def test_inherited_allocator_settings_void_the_fixed_definition():
     """A worker started with ``MALLOC_*`` / ``GLIBC_TUNABLES`` (a user's shell, a hand-started worker) would
     measure memory under another allocator: it must not claim the fixed definition. (The local runner removes
-    them from what it passes on: tests/test_measure_runners.py runs it with one set.)"""
+    them from what it passes on: tests/measure/test_measure_runners.py runs it with one set.)"""
     code = ("import json; from dynadesk.evaluator import allocator; print(json.dumps(allocator.fix_malloc()))")
     env = dict(os.environ, MALLOC_ARENA_MAX="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)

@@ -79,7 +79,7 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
             qtbot.mouseClick(page.rerun_button, Qt.MouseButton.LeftButton)
             assert page.cancel_button.isEnabled() and not page.rerun_button.isEnabled()
     report = got.args[0]
-    # deterministic fields must reproduce; noise may make a measured claim differ (tests/test_audit_measured.py)
+    # deterministic fields must reproduce; noise may make a measured claim differ (tests/audit/test_audit_measured.py)
     assert not report.failures and not report.incomplete and report.rerun_id not in (None, run.id)
     assert services.ws.store.evaluations.get(report.rerun_id).status == "succeeded"
     table = rows(page)

@@ -1,6 +1,6 @@
 """The LAN hub at the HTTP level (issue 37): invites, sessions, roles, CSRF, rate limits, expiry, revocation,
 request ids, micro-batching and a slow model, on a real hub (uvicorn on loopback) over a real workspace with
-tiny real models. No browser: tests/test_hub_browser.py drives the page."""
+tiny real models. No browser: tests/hub/test_hub_browser.py drives the page."""
 
 from __future__ import annotations
 

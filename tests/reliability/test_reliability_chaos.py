@@ -7,7 +7,7 @@ Two clients stream signed bundles at a real ``dynadesk-server``; mid-stream the 
 upload a client saw acknowledged is stored exactly once, the log chains exactly the stored bytes and
 verifies against the server's key, the server answered the outage with 503s (retryable, never a 400 that
 would tell the sync queue to give up), and re-sending everything adds exactly the missing bundles.
-(kill -9 of the server process itself mid-upload: tests/test_reliability_sync.py.)
+(kill -9 of the server process itself mid-upload: tests/reliability/test_reliability_sync.py.)
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ process takes valid, duplicate and invalid bundles from several clients for a bo
 every valid bundle sent is stored exactly once, nothing invalid is stored, duplicates are replays, there
 was no 5xx, and the transparency log verifies. The driver and the checks live in bench/bench_load.py
 (which also reports latency and throughput); here they run at a small size, and the check is shown to
-catch a broken store (tests/test_bench_smoke.py runs the benchmark itself). ``pytest --long``: 8 clients
+catch a broken store (tests/bench/test_bench_smoke.py runs the benchmark itself). ``pytest --long``: 8 clients
 for 30 s.
 """
 

@@ -8,7 +8,7 @@
 * hypothesis makes structure-aware mutations of a real signed bundle (replace / delete / add any field,
   re-signed or not): parsing and verification only ever raise :class:`BundleError` naming the payload
   field, and a re-signed payload that parses round-trips exactly. (Random byte flips, random JSON bodies
-  and the per-field tamper tests are in tests/test_sync_bundle.py and tests/test_sync_server.py.)
+  and the per-field tamper tests are in tests/sync/test_sync_bundle.py and tests/server/test_server_app.py.)
 * ``/docs`` works offline: Swagger UI comes from this server, no external URL is referenced, and a
   headless chromium renders every operation without a request leaving the server.
 

@@ -119,7 +119,7 @@ def _sample(store, results) -> list[dict]:
 
 
 def test_reviewed_sample_is_reproduced(bundled):
-    """tests/fixtures/perturb_sample.jsonl was read by a person; any change to a suite shows here."""
+    """tests/assets/perturb_sample.jsonl was read by a person; any change to a suite shows here."""
     _, store, results = bundled
     got = _sample(store, results)
     want = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]

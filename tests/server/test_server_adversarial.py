@@ -284,7 +284,7 @@ def test_an_address_flooding_uploads_gets_429_with_retry_after(tmp_path):
         honest = b.bundle("Lab A", "bert")
         assert b.post(honest.raw).status_code == 201
         codes = [b.post(b"{}").status_code for _ in range(8)]
-        # the signed upload above was charged to Lab A's key, not to the address (tests/test_sync_adversarial_limits.py)
+        # the signed upload above was charged to Lab A's key, not to the address (test_server_rate_limits.py)
         assert codes[:5] == [400] * 5 and set(codes[5:]) == {429}, codes
         r = b.post(b"{}")
         assert r.status_code == 429 and r.json()["error"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1

@@ -33,7 +33,7 @@ class Env:
         info = key_info(self.ws.keys_dir)
         self.fingerprint = info.fingerprint
         self.admin.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-        # tests/test_sync_adversarial.py tests the limits
+        # tests/server/test_server_adversarial.py tests the limits
         self.app = create_app(self.db_path, tmp_path / "server.key", limits=UNLIMITED)
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self.n = 0

@@ -203,7 +203,7 @@ def test_wal_stays_bounded_under_a_steady_stream_of_commits(tmp_path):
 
 
 def test_a_database_made_by_the_old_server_code_upgrades_and_keeps_serving(tmp_path):
-    """tests/data/server_db_v2.sql is the dump of a database the previous server code (own migration
+    """tests/assets/server_db_v2.sql is the dump of a database the previous server code (own migration
     counter, meta.schema_version = 2) made: one key, two datasets, one accepted bundle."""
 
     from dynadesk.sync.format.envelope import parse_bundle

@@ -156,7 +156,7 @@ def test_migrate_db_cli_reports_and_refuses_a_non_empty_target(tmp_path, postgre
 
 
 def test_a_database_recorded_by_sqlite_utils_migrations_upgrades_in_place(tmp_path):
-    """tests/data/server_db_m003.sql: a database the sqlite-utils Migrations code made (one key, dataset, bundle)."""
+    """tests/assets/server_db_m003.sql: a database the sqlite-utils Migrations code made (one key, dataset, bundle)."""
     path = tmp_path / "m003.db"
     conn = sqlite3.connect(path)
     conn.executescript((ASSETS / "server_db_m003.sql").read_text(encoding="utf-8"))

@@ -1,7 +1,7 @@
 """The server's shape: one upload route per document, one place that maps errors to HTTP statuses.
 
 (The bundle format's independence and the absence of cycles in sync/ are import-linter contracts:
-.importlinter, checked by tests/test_architecture.py and ``make lint``.)
+.importlinter, checked by tests/architecture/test_architecture.py and ``make lint``.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers shared by tests/test_annotation_*.py: workspaces in tmp_path with tiny real models."""
+"""Helpers shared by tests/annotation/: workspaces in tmp_path with tiny real models."""
 
 from __future__ import annotations
 

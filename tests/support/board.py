@@ -1,6 +1,6 @@
 """A served public board with two submitters, two hardware classes and both runners (real server, real bundles).
 
-Used by the board page tests (tests/test_sync_browser.py, tests/test_board_page*.py) and
+Used by the board page tests (tests/server/test_server_board_*.py) and
 packaging/board_screenshots.py's fallback; the runs are like tests/support/sync.make_run's, but
 each chooses its runner, sandbox flag and machine, which is what the board filters on.
 """

@@ -1,4 +1,4 @@
-"""Helpers shared by tests/test_hub_*.py: a workspace with tiny real models and open sentiment and QA rounds,
+"""Helpers shared by tests/hub/: a workspace with tiny real models and open sentiment and QA rounds,
 a real hub (uvicorn in a thread, or ``dynadesk hub serve`` as a subprocess) on a free loopback port."""
 
 from __future__ import annotations

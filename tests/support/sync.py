@@ -166,7 +166,7 @@ NO_LIMITS = ("--address-rate", "1000000/1000000", "--key-rate", "1000000/1000000
 
 def start_server(db: Path, port: int, limits: tuple[str, ...] = NO_LIMITS) -> subprocess.Popen:
     """Run ``dynadesk-server serve`` as a real process and wait until it answers (rate limits off unless given:
-    tests/test_sync_adversarial.py tests them)."""
+    tests/server/test_server_adversarial.py tests them)."""
     proc = subprocess.Popen([server_bin(), "serve", "--db", str(db), "--port", str(port), *limits],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ))
     deadline = time.monotonic() + 30

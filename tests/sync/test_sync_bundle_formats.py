@@ -1,8 +1,8 @@
 """Bundle format versions: version 2 signs the run's typed fields, each schema-checked; version 1 still reads.
 
-``fixtures/bundle_v1.json`` is a version-1 bundle written by the code before the typed run record
+``assets/bundle_v1.json`` is a version-1 bundle written by the code before the typed run record
 (``make_run``'s run with the flat ``settings`` object a Docker run recorded, its request inside it), and
-``fixtures/bundle_v1_predictions.jsonl`` the predictions it commits to. It must still parse, verify and
+``assets/bundle_v1_predictions.jsonl`` the predictions it commits to. It must still parse, verify and
 audit: against a stored run it compares field by field, and its request is replayed by an audit re-run.
 """
 

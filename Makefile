@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv system-deps docker demo test test-long lint bench gui dist screenshots board-screenshots clean
+.PHONY: venv system-deps docker demo test test-fast test-long lint bench gui dist screenshots board-screenshots clean
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ demo: venv
 
 test: venv docker
 	@$(VENV)/bin/pytest -q --durations=25 $(PYTEST_ARGS)
+
+# the inner loop: no Docker, PostgreSQL, Redis or browser (DEVELOPERS.md, "Tests")
+test-fast: venv
+	@$(VENV)/bin/pytest -q -m "not integration" $(PYTEST_ARGS)
 
 test-long: venv docker
 	@$(VENV)/bin/pytest -q --long $(PYTEST_ARGS)

@@ -2,7 +2,7 @@
 
     python bench/bench_annotation.py [--quick]
 
-Creates a workspace in a temp folder with a tiny real BERT classifier (tests/tiny_models.py)
+Creates a workspace in a temp folder with a tiny real BERT classifier (tests/support/tiny_models.py)
 and measures: create (submit_example) p50 vs the bare live prediction it wraps (the
 overhead is the store + HMAC + commit); validate p50; round statistics, HMAC verify,
 pack and merge on N examples with 3 votes each. ``--quick`` uses N = 200 (else 2,000).
@@ -35,7 +35,7 @@ def _ms(samples: list[float]) -> float:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from tiny_models import make_tiny_classifier
+    from support.tiny_models import make_tiny_classifier
 
     n = 200 if quick else 2000
     tmp = Path(tempfile.mkdtemp(prefix="bench-annotation-"))

@@ -61,7 +61,7 @@ def pick_model(quick: bool, explicit: str | None, tmp: Path) -> tuple[Path, str]
     if explicit:
         return Path(explicit), f"model folder {explicit}"
     if quick:
-        from tiny_models import make_tiny_classifier
+        from support.tiny_models import make_tiny_classifier
 
         return make_tiny_classifier(tmp / "tiny", LABELS, task="sentiment", seed=1), "a tiny BERT (--quick)"
     demo_db = Workspace(resolve_home(None)).db_path

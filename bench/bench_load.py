@@ -11,7 +11,7 @@ sequentially in the same run.
 
     python bench/bench_load.py [--quick] [--clients 4] [--seconds 10] [--workers 1]
 
-``tests/test_reliability_load.py`` runs :func:`drive` and :func:`check` at a small size.
+``tests/reliability/test_reliability_load.py`` runs :func:`drive` and :func:`check` at a small size.
 """
 
 from __future__ import annotations

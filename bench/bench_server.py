@@ -24,7 +24,7 @@ hours. ``--stored N`` (or ``DYNADESK_BENCH_SERVER_STORED=N make bench``) picks t
 ``--stored 1000000 --backend postgresql`` for the 1M-bundle board.
 
 Both backends are measured: SQLite (a file) and PostgreSQL (a local cluster this benchmark starts in a
-temp folder, tests/_pg.py). ``--backend sqlite|postgresql`` runs one.
+temp folder, tests/support/pg.py). ``--backend sqlite|postgresql`` runs one.
 
     python bench/bench_server.py [--quick] [--stored N] [--backend both] [--rounds R] [--workers W]
 """
@@ -386,10 +386,10 @@ def _rows(m: dict[str, list[dict]], backend: str, where: str, ceiling: float, t_
 
 
 def _postgres():
-    """A local PostgreSQL for the benchmark (tests/_pg.py): durable pages, commits acknowledged before their WAL
+    """A local PostgreSQL for the benchmark (tests/support/pg.py): durable pages, commits acknowledged before their WAL
     is flushed (``synchronous_commit=off``), which is what SQLite's ``synchronous=NORMAL`` WAL mode does too."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _pg import Cluster, pg_bin
+    from support.pg import Cluster, pg_bin
 
     if pg_bin() is None:
         return None

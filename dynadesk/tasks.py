@@ -317,7 +317,7 @@ def task_digest(task: Task) -> str:
 
 
 # The task file's fields: (path, type, required, what). docs/tasks.md's schema table is generated
-# from this list (tests/test_tasks_workspace.py checks that the two agree).
+# from this list (tests/tasks/test_tasks_workspace.py checks that the two agree).
 TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("name", "identifier", "yes", "the task's name; must not be a bundled task's name"),
     ("title", "string", "no", "a display title (default: the name)"),

@@ -1,7 +1,7 @@
 """Writes docs/cli.md from the click command trees of ``dynadesk`` and ``dynadesk-server``.
 
 The reference is generated, not written by hand, so it cannot fall behind the code:
-``tests/test_cli_docs.py`` fails when the committed file differs from what this prints.
+``tests/cli/test_cli_docs.py`` fails when the committed file differs from what this prints.
 Run ``python packaging/gen_cli_docs.py`` after changing a command, an option or a help text.
 """
 
@@ -20,7 +20,7 @@ WIDTH = 100  # fixed, so the text does not depend on the terminal
 HEADER = """# Command-line reference
 
 Generated from the code by `python packaging/gen_cli_docs.py`; do not edit by hand
-(`tests/test_cli_docs.py` fails when this file and the commands disagree).
+(`tests/cli/test_cli_docs.py` fails when this file and the commands disagree).
 Every command also prints this text with `--help`.
 """
 

@@ -1,4 +1,10 @@
-"""Shared fixtures. Offline everywhere; Qt offscreen; Docker and Qt fail (not skip) in CI."""
+"""Fixtures every area shares. Offline everywhere; Qt offscreen; Docker and Qt fail (not skip) in CI.
+
+The suite's layout (DEVELOPERS.md, "Tests"): ``tests/<area>/test_<area>_<topic>.py``, an area's own fixtures in
+``tests/<area>/conftest.py``, shared helpers in the ``support`` package (``tests/support/``), static inputs in
+``tests/assets/``. Here: the workspace fixtures, the real services (Docker and the evaluator image, PostgreSQL,
+redis-server, headless chromium) and the ``integration`` marker that every test using one of them gets.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest
+from support import missing
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# A test that uses one of these fixtures talks to a real service the suite starts (or the shared Docker daemon):
+# it is marked ``integration``, so ``pytest -m "not integration"`` is the fast inner loop.
+INTEGRATION_FIXTURES = frozenset({"docker_client", "evaluator_image", "postgres", "pg_url", "redis_server", "browser"})
+INTEGRATION_MARKERS = frozenset({"docker", "browser"})
 
 
 def pytest_addoption(parser):
@@ -25,26 +35,28 @@ def pytest_configure(config):
         os.environ["DYNADESK_LONG"] = "1"
 
 
-def fuzz_examples(normal: int, long: int) -> int:
-    """How many generated cases a fuzz test runs: small in make test, large with --long."""
-    return long if os.environ.get("DYNADESK_LONG") == "1" else normal
+def _uses_a_service(item) -> bool:
+    """Docker, PostgreSQL, Redis or a browser: by fixture, by marker, or a backend parameter named postgresql
+    (fixtures such as ``db_target`` take the PostgreSQL database with ``request.getfixturevalue``)."""
+    if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    if any(item.get_closest_marker(name) is not None for name in INTEGRATION_MARKERS):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgresql" in callspec.params.values()
 
 
 def pytest_collection_modifyitems(config, items):
+    integration = pytest.mark.integration
+    for item in items:
+        if item.get_closest_marker("integration") is None and _uses_a_service(item):
+            item.add_marker(integration)
     if config.getoption("--long"):
         return
     skip_long = pytest.mark.skip(reason="slow suite: run with --long")
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip_long)
-
-
-def missing(what: str, how: str):
-    """Skip locally, fail in CI: a feature's test never silently passes in CI."""
-    msg = f"{what} is not available: {how}"
-    if IN_CI:
-        pytest.fail(msg)
-    pytest.skip(msg)
 
 
 @pytest.fixture
@@ -94,11 +106,11 @@ def require_debootstrap():
 # --- PostgreSQL for the server tests (issue 23): one cluster per session, one database per test -----------
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL server in a temp folder (tests/_pg.py), stopped and removed when the session ends.
+    """A real PostgreSQL server in a temp folder (tests/support/pg.py), stopped and removed when the session ends.
     Not under pytest's tmp_path: that is private to root, and the server runs as the postgres user."""
     import tempfile
 
-    from _pg import Cluster, pg_bin
+    from support.pg import Cluster, pg_bin
 
     if pg_bin() is None:
         missing("PostgreSQL (initdb, pg_ctl)", "run packaging/system_deps.sh (Debian package postgresql)")
@@ -122,3 +134,31 @@ def db_target(request, tmp_path):
         return tmp_path / "server.db"
     return request.getfixturevalue("pg_url")
 # --- end PostgreSQL ---------------------------------------------------------------------------------------
+
+
+# --- the evaluator image, redis-server and headless chromium ------------------------------------------------
+@pytest.fixture(scope="session")
+def evaluator_image(docker_client, require_debootstrap):
+    """The offline-built evaluator image, built (or found by its input digest in the repo's cache) once a session;
+    tests run it by Id, so a re-tag cannot swap it."""
+    from support.eval import IMAGE_CACHE
+
+    from dynadesk.orchestration.image import build_image
+
+    return build_image(IMAGE_CACHE, client=docker_client)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A password-protected redis-server of this test's own (a fresh broker: jobs and leases never carry over)."""
+    from support.queue import serve_redis
+
+    yield from serve_redis(tmp_path)
+
+
+@pytest.fixture
+def browser():
+    """Headless Debian chromium through Playwright (missing pieces skip locally, fail in CI)."""
+    from support.board import chromium
+
+    yield from chromium()

@@ -17,7 +17,7 @@ ensure_ascii=False)`` differ only in:
 
 Whenever the fast bytes differ from the input, rfc8785 decides. String escaping
 (``\\"``, ``\\\\``, ``\\b\\f\\n\\r\\t``, ``\\u00xx`` for other controls,
-nothing else) is the same in both. ``tests/test_sync_jcs.py`` checks the
+nothing else) is the same in both. ``tests/sync/test_sync_jcs.py`` checks the
 equivalence against ``rfc8785`` with hypothesis.
 """
 

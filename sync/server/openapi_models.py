@@ -3,13 +3,13 @@
 These models only *describe* the answers (``responses=`` on each route, ``response_model=None``), so
 reads pay no re-validation and a field added to an answer is never filtered out. The suite holds the
 description to the truth: schemathesis checks every answer of every operation against it, status code,
-body and headers (tests/test_reliability_server.py). Objects allow extra fields (an answer may grow);
+body and headers (tests/reliability/test_reliability_server.py). Objects allow extra fields (an answer may grow);
 the fields named here are required and typed.
 
 To describe a new route: give it ``response_model=None`` and ``responses=answers(OkModel, 400, 404, ...)``
 listing its success model and every refusal code it can give (the mapping is
 :mod:`dynadesk.sync.server.errors`; 422 for a route with typed parameters, 503 for any route that reads
-the database), and add it to ``OPERATIONS`` in tests/test_reliability_server.py.
+the database), and add it to ``OPERATIONS`` in tests/reliability/test_reliability_server.py.
 """
 
 from __future__ import annotations

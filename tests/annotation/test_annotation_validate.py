@@ -1,0 +1,114 @@
+"""Validation rules, verified status and the serving order of the queue."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from support.annotation import make_example, open_store, sentiment_round
+
+from dynadesk import annotation as ann
+from dynadesk.errors import AnnotationError, ValidationError
+
+
+@pytest.fixture
+def st(tmp_path, models):
+    s = open_store(tmp_path / "ws")
+    sentiment_round(s, models, people=[(n, "annotator") for n in ("w1", "w2", "v1", "v2", "v3", "v4")]
+                    + [("boss", "owner")])
+    yield s
+    s.close()
+
+
+def test_no_self_validation_no_double_vote(st):
+    ex = make_example(st, "w1", "the food was good", fooled=True)
+    with pytest.raises(AnnotationError, match="'w1' wrote example"):
+        ann.validate(st, ex.uid, "w1", "correct")
+    ann.validate(st, ex.uid, "v1", "correct")
+    with pytest.raises(AnnotationError, match="already validated"):
+        ann.validate(st, ex.uid, "v1", "incorrect", label="neutral")
+    # the database refuses them as well, whatever the caller
+    for who in ("w1", "v1"):
+        with pytest.raises(sqlite3.IntegrityError):
+            st.db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, origin, created_at)"
+                          " VALUES (?, ?, ?, 'correct', 'x', 'now')", [f"manual-{who}", ex.uid, who])
+    assert len(st.annotation.get_example(ex.uid).validations) == 1
+
+
+def test_verdict_arguments_are_checked(st):
+    ex = make_example(st, "w1", "it was ok", fooled=True)
+    with pytest.raises(ValidationError, match="needs the corrected label"):
+        ann.validate(st, ex.uid, "v1", "incorrect")
+    with pytest.raises(ValidationError, match="equals the example's own target"):
+        ann.validate(st, ex.uid, "v1", "incorrect", label=ex.target)
+    with pytest.raises(ValidationError, match="not one of the task's labels"):
+        ann.validate(st, ex.uid, "v1", "incorrect", label="joyful")
+    with pytest.raises(ValidationError, match="needs a reason"):
+        ann.validate(st, ex.uid, "v1", "flagged")
+    with pytest.raises(ValidationError, match="only an 'incorrect' verdict"):
+        ann.validate(st, ex.uid, "v1", "correct", label="neutral")
+    with pytest.raises(ValidationError, match="verdict 'maybe'"):
+        ann.validate(st, ex.uid, "v1", "maybe")
+    assert st.annotation.get_example(ex.uid).validations == []
+    other = next(lab for lab in ("negative", "neutral", "positive") if lab != ex.target)
+    v, status = ann.validate(st, ex.uid, "v1", "incorrect", label=other)
+    assert (v.label, status.incorrect, status.status) == (other, 1, "unverified")
+
+
+def test_verified_fooled_and_not_correct_at_votes_needed(st):
+    fooled = make_example(st, "w1", "great film", fooled=True)
+    plain = make_example(st, "w1", "bad film", fooled=False)
+    bad = make_example(st, "w2", "a story", fooled=True)
+    for who in ("v1", "v2"):
+        assert ann.validate(st, fooled.uid, who, "correct")[1].status == "unverified"
+    _, s = ann.validate(st, fooled.uid, "v3", "correct")  # votes_needed = 3 for sentiment
+    assert (s.status, s.verified_fooled, s.decided_by) == ("verified-correct", True, "votes")
+    for who in ("v1", "v2", "v3"):
+        _, s = ann.validate(st, plain.uid, who, "correct")
+    assert (s.status, s.verified_fooled) == ("verified-correct", False)  # correct but did not fool the model
+    ann.validate(st, bad.uid, "v1", "flagged", reason="not English")
+    ann.validate(st, bad.uid, "v2", "correct")
+    other = next(lab for lab in ("negative", "neutral") if lab != bad.target)
+    ann.validate(st, bad.uid, "v3", "incorrect", label=other)
+    _, s = ann.validate(st, bad.uid, "v4", "flagged", reason="spam")
+    assert (s.status, s.correct, s.incorrect, s.flagged) == ("verified-not-correct", 1, 1, 2)
+    # a later contrary vote does not undo a decision reached earlier
+    _, s = ann.validate(st, bad.uid, "w1", "correct")
+    assert s.status == "verified-not-correct"
+
+
+def test_owner_vote_decides(st):
+    a = make_example(st, "w1", "loved it", fooled=True)
+    b = make_example(st, "w1", "hated it", fooled=True)
+    _, s = ann.validate(st, a.uid, "boss", "correct")
+    assert (s.status, s.verified_fooled, s.decided_by) == ("verified-correct", True, "boss")
+    _, s = ann.validate(st, b.uid, "boss", "flagged", reason="offensive")
+    assert (s.status, s.verified_fooled) == ("verified-not-correct", False)
+
+
+def test_queue_order_fooled_first_fewest_votes_seeded(st):
+    fooled = [make_example(st, "w1", f"fooled text {i}", fooled=True) for i in range(6)]
+    plain = [make_example(st, "w2", f"plain text {i}", fooled=False) for i in range(3)]
+    ann.validate(st, fooled[0].uid, "v2", "correct")
+    ann.validate(st, fooled[1].uid, "v2", "correct")
+    ann.validate(st, fooled[1].uid, "v3", "correct")
+    q = ann.validation_queue(st, "sentiment", "v1", seed=7, limit=None)
+    assert len(q) == 9
+    assert [ex.fooled for ex in q] == [True] * 6 + [False] * 3
+    votes = [len(ex.validations) for ex in q[:6]]
+    assert votes == sorted(votes) and q[4].uid == fooled[0].uid and q[5].uid == fooled[1].uid
+    # seeded: the same seed gives the same order, another seed shuffles the ties
+    assert [e.uid for e in ann.validation_queue(st, "sentiment", "v1", seed=7, limit=None)] == [e.uid for e in q]
+    orders = {tuple(e.uid for e in ann.validation_queue(st, "sentiment", "v1", seed=s, limit=4)) for s in range(6)}
+    assert len(orders) > 1
+    # own examples, examples already voted on and decided examples are not served
+    assert all(ex.annotator != "w1" for ex in ann.validation_queue(st, "sentiment", "w1", limit=None))
+    assert fooled[0].uid not in {e.uid for e in ann.validation_queue(st, "sentiment", "v2", limit=None)}
+    ann.validate(st, fooled[2].uid, "boss", "correct")
+    assert fooled[2].uid not in {e.uid for e in ann.validation_queue(st, "sentiment", "v1", limit=None)}
+    nxt = ann.next_to_validate(st, "sentiment", "v1", seed=7)
+    assert nxt.uid == ann.validation_queue(st, "sentiment", "v1", seed=7)[0].uid
+    for ex in plain + fooled:
+        if ex.annotator != "v4" and ex.uid != fooled[2].uid:
+            ann.validate(st, ex.uid, "v4", "correct")
+    assert ann.next_to_validate(st, "sentiment", "v4") is None

@@ -1,0 +1,157 @@
+"""Audits judge measured fields: against the auditor's re-measurement, with capped tolerances,
+within one hardware class; real signed bundles and real SQLite workspaces, no mocks."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.sync import LABELS, make_run, workspace_with_key
+from support.tiny_models import make_tiny_classifier
+
+from dynadesk.cli import cli
+from dynadesk.sync.create import create_bundle
+from dynadesk.sync.format import keys as K
+from dynadesk.sync.format.envelope import sign_payload
+
+WIDEST = 10  # the largest relative tolerance a bundle's schema accepts
+
+
+@pytest.fixture
+def made(home, tmp_path):
+    from dynadesk.models.registry import register_model
+
+    ws, store = workspace_with_key(home)
+    folder = make_tiny_classifier(tmp_path / "m" / "tiny", list(LABELS), task="sentiment")
+    register_model(store, shutil.copytree(folder, tmp_path / "tiny"), "sentiment", name="tiny")
+    run = make_run(store, ws.runs_dir, model="tiny")
+    bundle = create_bundle(ws, store, run)
+    yield ws, store, run, bundle, tmp_path
+    store.close()
+
+
+def _forge(payload: dict, tmp_path, name: str = "forged.json") -> str:
+    """Sign an edited payload with a fresh key (as its submitter may) and write it to a file."""
+    key = Ed25519PrivateKey.generate()
+    payload = copy.deepcopy(payload)
+    payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
+    path = tmp_path / name
+    path.write_bytes(sign_payload(payload, key).raw)
+    return str(path)
+
+
+def _inflate(payload: dict) -> dict:
+    p = copy.deepcopy(payload)
+    for m in p["metrics"]:
+        if m["metric"].startswith("throughput"):
+            m["value"] *= 1000
+        elif m["metric"].startswith("latency") or m["metric"] == "memory":
+            m["value"] /= 1000
+    p["tolerances"] = {m: {"relative": WIDEST} for m in p["tolerances"]}
+    return p
+
+
+def _audit(ws, path: str, run: int, *extra: str):
+    return CliRunner().invoke(cli, ["--home", str(ws.home), "audit", path, "--against", str(run), *extra])
+
+
+def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_reproduced(made):
+    ws, _store, run, bundle, tmp = made
+    res = _audit(ws, _forge(_inflate(bundle.payload), tmp), run)
+    assert res.exit_code != 0, res.output
+    from dynadesk.cli.audit_cmd import EXIT_DIFFERS, EXIT_MEASURED
+
+    assert res.exit_code == EXIT_MEASURED != EXIT_DIFFERS
+    verdict = res.output.split("VERDICT\n", 1)[1].splitlines()
+    assert verdict[0].startswith("MEASURED CLAIMS NOT REPRODUCED") and "measured claims not reproduced" in \
+        verdict[0].lower()
+    assert "metrics[(run)].throughput" in verdict[0] and "metrics[(run)].memory" in verdict[0]
+    doc = json.loads(_audit(ws, _forge(_inflate(bundle.payload), tmp), run, "--json").output)
+    throughput = next(c for c in doc["checks"] if c["field"] == "metrics[(run)].throughput")
+    assert throughput["verdict"] == "differs" and throughput["tolerance"] == 0.5  # capped from 10
+    assert "capped" in throughput["note"] and doc["verdict"].lower().startswith("measured claims not reproduced")
+
+
+def test_honest_claims_pass_and_a_deterministic_edit_keeps_its_own_exit_code(made):
+    ws, _store, run, bundle, tmp = made
+    res = _audit(ws, _forge(bundle.payload, tmp, "honest.json"), run)
+    assert res.exit_code == 0, res.output
+    assert res.output.split("VERDICT\n", 1)[1].startswith("OK")
+    p = copy.deepcopy(bundle.payload)
+    next(m for m in p["metrics"] if m["metric"] == "perf")["value"] += 1
+    res = _audit(ws, _forge(_inflate(p), tmp, "both.json"), run)
+    from dynadesk.cli.audit_cmd import EXIT_DIFFERS
+
+    assert res.exit_code == EXIT_DIFFERS, res.output  # a deterministic failure outranks a measured one
+    lines = res.output.split("VERDICT\n", 1)[1].splitlines()
+    assert lines[0].startswith("FAILED") and any("MEASURED CLAIMS NOT REPRODUCED" in x for x in lines)
+
+
+def test_measured_fields_of_another_hardware_class_are_not_comparable(made):
+    ws, _store, run, bundle, tmp = made
+    p = _inflate(bundle.payload)
+    p["environment"] = {**p["environment"], "cpu_model": "Another CPU 9000", "threads": 64}
+    res = _audit(ws, _forge(p, tmp, "other-class.json"), run)
+    assert res.exit_code == 0, res.output
+    first = res.output.split("VERDICT\n", 1)[1].splitlines()[0]
+    assert "not comparable" in first and "another hardware class" in first and "Another CPU 9000" in first
+    doc = json.loads(_audit(ws, _forge(p, tmp, "other-class.json"), run, "--json").output)
+    measured = [c for c in doc["checks"] if c["kind"] == "measured" and c["expected"] is not None]
+    assert measured and all(c["verdict"] == "not comparable" for c in measured)
+
+
+def test_declared_tolerances_are_capped_and_judged_against_the_remeasurement():
+    from dynadesk.audit.compare import compare_metric
+    from dynadesk.audit.report import DIFFERS, WITHIN
+    from dynadesk.audit.tolerances import POLICY_MAX
+
+    m = {"dataset": "", "metric": "throughput", "value": 150.0, "unit": "examples/s", "deterministic": False}
+    payload = {"tolerances": {"throughput": {"relative": WIDEST}}, "metrics": []}
+    c = compare_metric(payload, m, 100.0, "", "run 9")
+    assert c.tolerance == POLICY_MAX["throughput"] and c.verdict == WITHIN  # |150 - 100| <= 0.5 * 100
+    c = compare_metric(payload, dict(m, value=151.0), 100.0, "", "run 9")
+    assert c.verdict == DIFFERS and c.unreproduced and not c.fails  # relative to the auditor's 100, not the claimed 151
+    tight = {"tolerances": {"throughput": {"relative": 0.1}}, "metrics": []}
+    assert compare_metric(tight, dict(m, value=111.0), 100.0, "", "run 9").verdict == DIFFERS
+
+
+def test_bundle_show_names_the_hardware_class_and_the_measurement_state(made):
+    ws, _store, run, bundle, tmp = made
+    p = copy.deepcopy(bundle.payload)
+    p["environment"] = {**p["environment"], "hardware": {"cpu_model": "Test CPU", "cores": 2, "memory_limit_gib": 4,
+                                                         "gpus": "none", "runtime": "cpu"},
+                        "measurement": {"noisy": True, "noisy_measurements": ["set0 batch1: trials spread 40.0%"],
+                                        "latency_too_few_samples": ["p99"]}}
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "bundle", "show", _forge(p, tmp, "shown.json")])
+    assert res.exit_code == 0, res.output
+    assert "hardware class: Test CPU, 2 cores, 4 GiB, no GPU, cpu" in res.output
+    assert "measurement: NOISY - set0 batch1: trials spread 40.0%" in res.output and "latency p99" in res.output
+
+
+def test_a_latency_percentile_resting_on_too_few_samples_in_the_remeasurement_is_not_comparable():
+    from dynadesk.audit.compare import RunResults, compare_results
+    from dynadesk.audit.report import DIFFERS, NOT_COMPARABLE
+
+    env = {"hardware_class": "cpu=Test;cores=2;memory=4GiB;gpus=none;runtime=cpu",
+           "measurement": {"noisy": False, "latency_too_few_samples": ["p99"]}}
+    results = RunResults("sha256:x", "root", 3, "sha256:l", {("", "latency_p99_ms"): 1.0, ("", "latency_p50_ms"): 1.0,
+                                                             ("", "throughput"): 100.0}, env, "run 9")
+    metric = {"dataset": "", "unit": "ms", "deterministic": False}
+    payload = {"predictions": {"digest": "sha256:x", "merkle_root": "root", "count": 3}, "environment": env,
+               "tolerances": {}, "metrics": [dict(metric, metric="latency_p99_ms", value=9.0),
+                                             dict(metric, metric="latency_p50_ms", value=9.0),
+                                             dict(metric, metric="throughput", value=900.0, unit="examples/s")]}
+    checks = {c.field: c for c in compare_results(payload, results)}
+    p99 = checks["metrics[(run)].latency_p99_ms"]
+    assert p99.verdict == NOT_COMPARABLE and "too few samples" in p99.note
+    # what rests on enough samples is still judged, and a claim cannot opt out: only the auditor's count decides
+    assert checks["metrics[(run)].latency_p50_ms"].verdict == DIFFERS
+    assert checks["metrics[(run)].throughput"].verdict == DIFFERS
+    payload["environment"] = {**env, "measurement": {"noisy": False, "latency_too_few_samples": ["p50", "p99"]}}
+    results.environment = {**env, "measurement": {"noisy": False, "latency_too_few_samples": []}}
+    checks = {c.field: c for c in compare_results(payload, results)}
+    assert checks["metrics[(run)].latency_p99_ms"].verdict == DIFFERS

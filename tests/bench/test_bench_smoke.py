@@ -1,0 +1,37 @@
+"""`make bench` smoke run: every benchmark still runs (quick sizes) and fills every row.
+
+Speed goals are judged by `make bench` on a quiet machine, not here: this only proves
+that each benchmark runs end to end and reports a value, a goal or baseline, and a ratio
+where it has one.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from support import REPO
+
+BENCHES = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
+
+
+def test_every_area_has_a_benchmark():
+    assert {"dynascore", "eval", "gui", "models", "server", "load"} <= set(BENCHES)
+
+
+@pytest.mark.parametrize("name", BENCHES)
+def test_benchmark_runs_quick_and_fills_its_rows(name, tmp_path, docker_client):
+    out = tmp_path / "rows.json"
+    # the server bench's quick size (5,000 stored bundles per backend) is for `make bench --quick`; here it only
+    # has to run end to end
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "QT_QPA_PLATFORM": "offscreen", "DYNADESK_BENCH_SERVER_STORED": "1000"}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "run_all.py"), "--quick", "--only", name,
+                           "--json", str(out)], cwd=REPO, capture_output=True, text=True, env=env, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert rows, f"bench_{name} reported no rows"
+    for row in rows:
+        assert row["measure"] != "FAILED", row
+        assert isinstance(row["value"], (int, float)), row
+        assert row.get("unit") is not None and (row.get("goal") or row.get("baseline")), row

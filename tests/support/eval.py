@@ -1,0 +1,88 @@
+"""Shared set-up for the evaluation tests: a registered tiny model, test sets with
+robustness/fairness perturbation sets stored the way dynadesk.scoring.perturb stores them,
+and the once-per-session evaluator image (cached by input digest outside tmp)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dynadesk.datasets import dataset_digest
+from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
+from dynadesk.orchestration.runners import Limits
+from support.tiny_models import make_tiny_classifier
+
+REPO = Path(__file__).resolve().parents[2]
+# Outside the checkout, so a fresh clone on the same machine (CI) reuses the wheelhouse, the
+# debootstrap tarball and, when the inputs are unchanged, the image itself.
+IMAGE_CACHE = Path(os.environ.get("DYNADESK_TEST_CACHE", Path.home() / ".cache" / "dynadesk-test")) / "images"
+LABELS = ["negative", "neutral", "positive"]
+WORDS = "the movie film book food was good bad great terrible awful love hate really very not ok".split()
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    out = []
+    for i in range(n):
+        h = hashlib.sha256(f"{seed}-{i}".encode()).digest()
+        out.append(" ".join(WORDS[b % len(WORDS)] for b in h[: 4 + h[0] % 8]))
+    return out
+
+
+def add_test_set(store, name: str, n: int, seed: int, perturbed: bool = True) -> None:
+    """A sentiment test set plus one robustness and one fairness set derived from it."""
+    examples = [{"id": f"{name}-{i}", "statement": s, "label": LABELS[i % 3]} for i, s in enumerate(sentences(n, seed))]
+    counts = {lab: sum(1 for e in examples if e["label"] == lab) for lab in LABELS}
+    store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts)
+    if not perturbed:
+        return
+    for kind, suite, change in (("robustness", "case", str.upper), ("fairness", "gender_words",
+                                                                    lambda s: s.replace("the", "her"))):
+        derived = [{"id": f"{e['id']}~{suite}", "statement": change(e["statement"]), "label": e["label"],
+                    "metadata": {"source_id": e["id"]}} for e in examples]
+        store.datasets.add(f"{name}~{suite}", "sentiment", "test", derived, dataset_digest(derived), counts,
+                           derived_from=name, derivation={"suite": suite, "kind": kind, "seed": 0, "version": 1})
+
+
+def setup_workspace(store, tmp_path: Path, sizes=(24, 16), model_name: str = "tiny") -> str:
+    from dynadesk.models.registry import register_model
+
+    folder = make_tiny_classifier(tmp_path / "models" / model_name, LABELS, task="sentiment")
+    register_model(store, folder, "sentiment", name=model_name)
+    for i, n in enumerate(sizes):
+        add_test_set(store, f"set{i}-test", n, seed=i)
+    return model_name
+
+
+def metric(record, name: str, dataset: str = "") -> float:
+    for m in record.metrics:
+        if m.metric == name and m.dataset == dataset:
+            return m.value
+    raise KeyError(f"run {record.id} has no metric {name!r} for dataset {dataset!r}")
+
+
+def predictions_bytes(record) -> bytes:
+    return (Path(record.run_dir) / "out" / "predictions.jsonl").read_bytes()
+
+
+def deterministic_metrics(record) -> dict:
+    return {(m.dataset, m.metric): m.value for m in record.metrics if m.deterministic}
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def run_request(model: str, datasets: Sequence[str] = (), *, runner: str = "local", limits: Limits | None = None,
+                image: str | None = None, gpus: str | None = None, purpose: str = "evaluation",
+                **settings: Any) -> RunRequest:
+    """A :class:`RunRequest` as the tests write it: settings (batch_size, seed, latency_samples ...) by keyword."""
+    limits = limits or default_limits()
+    if gpus is not None:
+        limits = replace(limits, gpus=gpus)
+    return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
+                      settings=RunSettings(**settings), purpose=purpose)

@@ -1,0 +1,181 @@
+"""Workspace tasks: `dynadesk tasks add FILE.yaml` validates, stores and exposes a lab's own task.
+
+Each malformed file is refused whole with a line naming the problem and its line, and nothing is
+stored; a stored task is seen by every `get_task` lookup; `tasks remove` refuses while data uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from support import REPO
+
+from dynadesk.cli import cli
+from dynadesk.errors import ConfigError, NotFoundError
+from dynadesk.store import Store
+from dynadesk.tasks import TASK_FILE_SCHEMA, get_task, load_tasks, parse_task_text, task_digest
+from dynadesk.workspace import open_workspace
+
+EMOTION = """\
+name: emotion
+title: Five-way emotion
+description: Which emotion does the sentence express?
+inputs:
+  - name: statement
+    description: the sentence
+output:
+  kind: label
+  labels: [joy, sadness, anger, fear, surprise]
+metric: macro_f1
+secondary_metrics: [accuracy]
+fooled_rule:
+  kind: label_mismatch
+perturbations:
+  fields: [statement]
+  robustness: [case, typos]
+  fairness: [gender]
+validation:
+  votes_needed: 2
+"""
+
+SPAN = """\
+name: clinic_qa
+inputs:
+  - name: note
+    is_context: true
+  - name: question
+output:
+  kind: span
+  span_of: note
+metric: squad_f1
+fooled_rule:
+  kind: answer_f1_below
+  threshold: 0.4
+"""
+
+
+def _cli(home: Path, *args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, ["--home", str(home), *args])
+    return res.exit_code, res.output + (str(res.exception) if res.exception else "")
+
+
+def _file(tmp_path: Path, text: str, name: str = "task.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _stored(home: Path) -> list[str]:
+    store = open_workspace(home)[1]
+    try:
+        return sorted(store.tasks.all())
+    finally:
+        store.close()
+
+
+def test_add_show_list_and_lookup_everywhere(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    code, out = _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))
+    assert code == 0, out
+    digest = task_digest(parse_task_text(EMOTION, "x"))
+    assert digest in out and digest.startswith("sha256:")
+    code, out = _cli(home, "tasks", "show", "emotion")
+    assert code == 0 and f"digest {digest}" in out and "joy, sadness, anger, fear, surprise" in out
+    code, out = _cli(home, "tasks", "list", "--json")
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["emotion"]["defined"] == "workspace" and rows["nli"]["defined"] == "bundled"
+    assert len(rows) == 5
+    # the single place tasks are resolved sees it while the store is open, and not after it closes
+    store = Store.open(home / "dynadesk.db")
+    assert get_task("emotion").labels == ("joy", "sadness", "anger", "fear", "surprise")
+    assert get_task("emotion").votes_needed == 2
+    store.close()
+    with pytest.raises(NotFoundError):
+        get_task("emotion")
+    assert set(load_tasks()) == {"nli", "sentiment", "hate_speech", "qa"}
+
+
+def test_span_task_over_any_context_field(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    code, out = _cli(home, "tasks", "add", str(_file(tmp_path, SPAN)))
+    assert code == 0, out
+    store = Store.open(home / "dynadesk.db")
+    try:
+        t = get_task("clinic_qa")
+        assert t.output_kind == "span" and t.span_of == "note" and t.context_field == "note"
+    finally:
+        store.close()
+
+
+def test_remove_refuses_while_data_uses_the_task(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+    data = tmp_path / "emo.jsonl"
+    data.write_text("".join(json.dumps({"uid": f"e{i}", "statement": f"s {i}", "label": lab}) + "\n"
+                            for i, lab in enumerate(["joy", "anger", "fear", "surprise", "sadness"])))
+    code, out = _cli(home, "data", "import", str(data), "--task", "emotion", "--name", "emo")
+    assert code == 0, out
+    code, out = _cli(home, "tasks", "remove", "emotion")
+    assert code != 0 and "in use" in out and "1 dataset(s)" in out
+    assert _stored(home) == ["emotion"]
+    code, out = _cli(home, "data", "show", "emo", "--json")
+    assert code == 0 and json.loads(out)["task"] == "emotion"
+
+
+def test_remove_an_unused_task(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+    code, out = _cli(home, "tasks", "remove", "emotion")
+    assert code == 0, out
+    assert _stored(home) == []
+
+
+def test_a_second_add_under_the_same_name_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+    other = EMOTION.replace("surprise]", "disgust]")
+    code, out = _cli(home, "tasks", "add", str(_file(tmp_path, other, "b.yaml")))
+    assert code != 0 and "already in this workspace" in out
+
+
+MALFORMED = {
+    "missing field": (EMOTION.replace("metric: macro_f1\n", ""), r":\d+: missing field 'metric'"),
+    "unknown metric": (EMOTION.replace("metric: macro_f1", "metric: bleu"),
+                       r":10: field 'metric' is 'bleu', not a registered metric"),
+    "one label": (EMOTION.replace("[joy, sadness, anger, fear, surprise]", "[joy]"),
+                  r":9: output.labels must list at least two labels, got 1"),
+    "span over a non-input": (SPAN.replace("span_of: note", "span_of: passage"),
+                              r":8: output.span_of names 'passage', which is not an input"),
+    "duplicate labels": (EMOTION.replace("fear, surprise]", "fear, joy]"),
+                         r":9: output.labels has duplicate labels: joy"),
+    "shadows a bundled task": (EMOTION.replace("name: emotion", "name: sentiment"),
+                               r":1: field 'name' is 'sentiment', which shadows the bundled task"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_task_files_are_refused_naming_the_problem_and_nothing_is_stored(tmp_path: Path, case: str) -> None:
+    text, pattern = MALFORMED[case]
+    home = tmp_path / "ws"
+    path = _file(tmp_path, text)
+    code, out = _cli(home, "tasks", "add", str(path))
+    assert code != 0
+    assert re.search(re.escape(str(path)) + pattern, out), out
+    assert _stored(home) == []
+
+
+def test_every_problem_is_named_at_once() -> None:
+    text = EMOTION.replace("metric: macro_f1", "metric: bleu").replace("[joy, sadness, anger, fear, surprise]", "[joy]")
+    with pytest.raises(ConfigError) as err:
+        parse_task_text(text, "f.yaml")
+    assert "f.yaml:10: field 'metric'" in str(err.value) and "f.yaml:9: output.labels" in str(err.value)
+
+
+def test_docs_schema_table_matches_the_code() -> None:
+    docs = (REPO / "docs" / "tasks.md").read_text()
+    for path, kind, required, what in TASK_FILE_SCHEMA:
+        assert f"| `{path}` | {kind} | {required} | {what} |" in docs, path

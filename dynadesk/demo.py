@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.progress import render_progress
 from dynadesk.tasks import load_tasks
 
 if TYPE_CHECKING:
+    from dynadesk.progress import ProgressEvent, ProgressFn
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
@@ -122,15 +124,14 @@ def reusable_run(store: Store, model: str, runner: str, image_id: str | None) ->
     return next((rid for rid in matches if rid in bundled), min(matches))
 
 
-def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> Callable[[dict[str, Any]], None]:
-    """An evaluation progress callback printing at most one line per ``every_s`` seconds."""
+def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> ProgressFn:
+    """An evaluation progress callback printing at most one counted line per ``every_s`` seconds."""
     last = [0.0]
 
-    def progress(ev: dict[str, Any]) -> None:
-        done, total = ev.get("overall_done"), ev.get("overall_total")
-        if done is not None and total and time.monotonic() - last[0] > every_s:
+    def progress(ev: ProgressEvent) -> None:
+        if ev.done is not None and ev.total and time.monotonic() - last[0] > every_s:
             last[0] = time.monotonic()
-            step.note(f"  {label}: {ev.get('phase', '')} {done}/{total} ({100 * done / total:.0f}%)")
+            step.note(f"  {label}: {render_progress(ev)}")
 
     return progress
 

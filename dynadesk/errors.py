@@ -63,6 +63,10 @@ class EvaluationError(DynaDeskError):
         super().__init__(message)
 
 
+class Cancelled(DynaDeskError):
+    """Long work stopped because its :class:`~dynadesk.cancel.CancelToken` was cancelled."""
+
+
 class AnnotationError(DynaDeskError):
     """An annotation action is not allowed (own example, second vote, ...)."""
 

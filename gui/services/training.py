@@ -52,7 +52,7 @@ class TrainingService(QObject):
             store = ws.open_store()
             try:
                 return train_model(store, ws.workspace.models_dir, request, resume=resume,
-                                   progress=ctx.progress, cancel=lambda: ctx.cancelled)
+                                   progress=ctx.progress, cancel=ctx.cancel)
             except TrainingCancelled as exc:
                 ctx.log(str(exc))
                 raise Cancelled() from exc

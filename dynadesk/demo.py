@@ -264,7 +264,8 @@ def server_cmd(*args: str) -> list[str]:
 
 
 def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[Any], str, Path]:
-    import requests
+    from dynadesk.errors import SyncError
+    from dynadesk.sync.client import SyncClient
 
     db = Path(workspace.home) / "server" / "board.db"
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -295,9 +296,9 @@ def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[An
             err = server.stderr.read()[-800:] if server.stderr else ""
             raise DynaDeskError(f"the leaderboard server exited: {err}")
         try:
-            requests.get(url + "/api/tasks", timeout=1).raise_for_status()
+            SyncClient(url, retries=0, timeout=1).get_json("/api/tasks")
             break
-        except requests.RequestException:
+        except SyncError:
             time.sleep(0.3)
     else:
         server.kill()
@@ -307,16 +308,14 @@ def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[An
 
 
 def sync_and_show(store: Store, url: str, step: Steps) -> None:
-    import requests
-
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client import SyncClient, sync_queue
 
     report = sync_queue(store, url)
     if not report.ok:
         raise DynaDeskError(f"sync failed: {report.error}")
     step.note(f"sync: {len(report.sent)} sent, {len(report.already)} already on the server, "
               f"{len(report.rejected)} rejected {report.rejected or ''}")
-    board = requests.get(f"{url}/api/leaderboard/{TASK}", timeout=10).json()
+    board = SyncClient(url).get_json(f"/api/leaderboard/{TASK}", expect=dict)
     for r in board.get("rows", []):
         step.note(f"board: #{r['rank']} {r['model']} Dynascore {r['dynascore']:.2f} (bundle {r['bundle_url']})")
     if not board.get("rows"):

@@ -137,6 +137,15 @@ class ServerUnavailable(SyncError):
     """The leaderboard server could not be reached (after retries); queued bundles stay queued."""
 
 
+class ServerAnswerError(SyncError):
+    """The server answered, but not as its protocol says: an unexpected status, a body that is not JSON,
+    or a missing or mistyped field. The message names the URL (and the field)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        self.status = status
+        super().__init__(message)
+
+
 class UploadRejected(SyncError):
     """The server refused a bundle; ``code`` and ``status`` carry its reason."""
 

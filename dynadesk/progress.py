@@ -37,9 +37,12 @@ class ProgressEvent:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> ProgressEvent:
+    def from_dict(cls, raw: object) -> ProgressEvent:
         """An event as the evaluator prints it or a job's heartbeat stores it (unknown keys kept in ``detail``,
-        counts that are not non-negative integers dropped: the worker is not trusted)."""
+        counts that are not non-negative integers dropped, anything but an object an empty event: the worker
+        is not trusted)."""
+        if not isinstance(raw, Mapping):
+            raw = {}
         dataset = raw.get("dataset")
         return cls(phase=str(raw.get("phase") or ""),
                    done=_count(raw.get("overall_done")), total=_count(raw.get("overall_total")),

@@ -56,6 +56,7 @@ def test_an_event_round_trips_through_the_stored_form():
     assert ProgressEvent.from_dict(event.to_dict()) == event
     assert ProgressEvent.from_dict({"phase": "predict", "overall_done": 2, "overall_total": 6}).to_dict() == \
         {"phase": "predict", "overall_done": 2, "overall_total": 6}
+    assert ProgressEvent.from_dict([1, 2]) == ProgressEvent("")  # a job's stored progress is not trusted either
 
 
 def test_a_cancel_token_is_seen_once_asked_and_rearms():

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from dynadesk.progress import ProgressFn
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
-    pass
 
 __all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "finish_run", "make_runner",
            "recover_stale", "request_of", "resume", "select_datasets"]

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
 from dynadesk.formats import Mapping, read_examples
 from dynadesk.formats.squad import UNANSWERABLE
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 SPLITS = ("train", "dev", "test", "other")
 EXPORT_FORMATS = ("jsonl", "csv")
@@ -31,7 +34,7 @@ class ImportOutcome:
                 "dropped": dict(self.dropped)}
 
 
-def import_file(store: Any, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
+def import_file(store: Store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
                 fmt: str | None = None, replace: bool = False, mapping: Mapping | None = None) -> ImportOutcome:
     """Validate a whole file in any supported format and store it; nothing is stored if any row is bad."""
     task = get_task(task_name)
@@ -46,13 +49,13 @@ def import_file(store: Any, task_name: str, path: str | Path, name: str | None =
     return ImportOutcome(summary, result.format, result.detected, result.dropped)
 
 
-def import_dataset(store: Any, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
+def import_dataset(store: Store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
                    fmt: str | None = None, replace: bool = False) -> DatasetSummary:
     """:func:`import_file` returning only the stored summary."""
     return import_file(store, task_name, path, name=name, split=split, fmt=fmt, replace=replace).summary
 
 
-def export_dataset(store: Any, name: str, out: str | Path | IO[str], fmt: str | None = None) -> int:
+def export_dataset(store: Store, name: str, out: str | Path | IO[str], fmt: str | None = None) -> int:
     """Write a dataset as JSONL or CSV; re-importing it gives the same digest."""
     summary = store.datasets.get(name)
     task = get_task(summary.task)

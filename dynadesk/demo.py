@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.progress import render_progress
 from dynadesk.tasks import load_tasks
 
 if TYPE_CHECKING:
+    from dynadesk.progress import ProgressEvent, ProgressFn
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
@@ -122,15 +124,14 @@ def reusable_run(store: Store, model: str, runner: str, image_id: str | None) ->
     return next((rid for rid in matches if rid in bundled), min(matches))
 
 
-def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> Callable[[dict[str, Any]], None]:
-    """An evaluation progress callback printing at most one line per ``every_s`` seconds."""
+def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> ProgressFn:
+    """An evaluation progress callback printing at most one counted line per ``every_s`` seconds."""
     last = [0.0]
 
-    def progress(ev: dict[str, Any]) -> None:
-        done, total = ev.get("overall_done"), ev.get("overall_total")
-        if done is not None and total and time.monotonic() - last[0] > every_s:
+    def progress(ev: ProgressEvent) -> None:
+        if ev.done is not None and ev.total and time.monotonic() - last[0] > every_s:
             last[0] = time.monotonic()
-            step.note(f"  {label}: {ev.get('phase', '')} {done}/{total} ({100 * done / total:.0f}%)")
+            step.note(f"  {label}: {render_progress(ev)}")
 
     return progress
 
@@ -263,7 +264,8 @@ def server_cmd(*args: str) -> list[str]:
 
 
 def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[Any], str, Path]:
-    import requests
+    from dynadesk.errors import SyncError
+    from dynadesk.sync.client import SyncClient
 
     db = Path(workspace.home) / "server" / "board.db"
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -294,9 +296,9 @@ def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[An
             err = server.stderr.read()[-800:] if server.stderr else ""
             raise DynaDeskError(f"the leaderboard server exited: {err}")
         try:
-            requests.get(url + "/api/tasks", timeout=1).raise_for_status()
+            SyncClient(url, retries=0, timeout=1).get_json("/api/tasks")
             break
-        except requests.RequestException:
+        except SyncError:
             time.sleep(0.3)
     else:
         server.kill()
@@ -306,16 +308,14 @@ def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[An
 
 
 def sync_and_show(store: Store, url: str, step: Steps) -> None:
-    import requests
-
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client import SyncClient, sync_queue
 
     report = sync_queue(store, url)
     if not report.ok:
         raise DynaDeskError(f"sync failed: {report.error}")
     step.note(f"sync: {len(report.sent)} sent, {len(report.already)} already on the server, "
               f"{len(report.rejected)} rejected {report.rejected or ''}")
-    board = requests.get(f"{url}/api/leaderboard/{TASK}", timeout=10).json()
+    board = SyncClient(url).get_json(f"/api/leaderboard/{TASK}", expect=dict)
     for r in board.get("rows", []):
         step.note(f"board: #{r['rank']} {r['model']} Dynascore {r['dynascore']:.2f} (bundle {r['bundle_url']})")
     if not board.get("rows"):

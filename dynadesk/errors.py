@@ -63,6 +63,10 @@ class EvaluationError(DynaDeskError):
         super().__init__(message)
 
 
+class Cancelled(DynaDeskError):
+    """Long work stopped because its :class:`~dynadesk.cancel.CancelToken` was cancelled."""
+
+
 class AnnotationError(DynaDeskError):
     """An annotation action is not allowed (own example, second vote, ...)."""
 
@@ -131,6 +135,15 @@ class LogIntegrityError(BundleError):
 
 class ServerUnavailable(SyncError):
     """The leaderboard server could not be reached (after retries); queued bundles stay queued."""
+
+
+class ServerAnswerError(SyncError):
+    """The server answered, but not as its protocol says: an unexpected status, a body that is not JSON,
+    or a missing or mistyped field. The message names the URL (and the field)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        self.status = status
+        super().__init__(message)
 
 
 class UploadRejected(SyncError):

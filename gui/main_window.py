@@ -128,11 +128,7 @@ class MainWindow(QMainWindow):
         self.annotator_combo.setObjectName("annotatorCombo")
         tb.addWidget(self.annotator_combo)
         self.addToolBar(tb)
-        ann = self.services.extra.get("annotation")
-        if ann is None:
-            self.annotator_combo.addItem("(annotation not available yet)")
-            self.annotator_combo.setEnabled(False)
-            return
+        ann = self.services.annotation
         add = QAction("New annotator…", self)
         add.triggered.connect(self._new_annotator)
         tb.addAction(add)
@@ -150,7 +146,7 @@ class MainWindow(QMainWindow):
         name, ok = QInputDialog.getText(self, "New annotator", "Name (letters, digits, _ . @ -):")
         if not ok or not name.strip():
             return
-        ann = self.services.extra["annotation"]
+        ann = self.services.annotation
         try:
             ann.add_annotator(name.strip())
             ann.set_active(name.strip())
@@ -158,7 +154,7 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "New annotator", str(exc))
 
     def _fill_annotators(self) -> None:
-        ann = self.services.extra["annotation"]
+        ann = self.services.annotation
         self.annotator_combo.blockSignals(True)
         self.annotator_combo.clear()
         for name in ann.annotator_names():

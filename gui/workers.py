@@ -10,18 +10,16 @@ to the user, never swallowed; any other exception arrives with its traceback.
 
 from __future__ import annotations
 
-import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from dynadesk.errors import DynaDeskError
+from dynadesk.cancel import CancelToken
+from dynadesk.errors import Cancelled, DynaDeskError
 
-
-class Cancelled(Exception):
-    """Raised inside a worker function by :meth:`WorkContext.check` once cancel was asked."""
+__all__ = ["Cancelled", "WorkContext", "Worker", "relay_signals", "start"]
 
 
 class WorkerSignals(QObject):
@@ -36,29 +34,29 @@ class WorkerSignals(QObject):
 class WorkContext:
     """Handed to the worker function: progress, log lines and the cancel flag."""
 
-    def __init__(self, signals: WorkerSignals, cancel_event: threading.Event):
+    def __init__(self, signals: WorkerSignals, cancel: CancelToken):
         self._signals = signals
-        self.cancel_event = cancel_event
+        self.cancel = cancel  # handed on to the library call the job makes (evaluate, audit, train ...)
 
     @property
     def cancelled(self) -> bool:
-        return self.cancel_event.is_set()
+        return self.cancel.cancelled()
 
     def check(self) -> None:
-        if self.cancel_event.is_set():
-            raise Cancelled()
+        """Raise :class:`~dynadesk.errors.Cancelled` (reported as ``cancelled``) once cancel was asked."""
+        self.cancel.raise_if_cancelled()
 
     def progress(self, done: int, total: int, message: str = "") -> None:
         try:
             self._signals.progress.emit(int(done), int(total), message)
         except RuntimeError:  # application gone
-            self.cancel_event.set()
+            self.cancel.cancel()
 
     def log(self, line: str) -> None:
         try:
             self._signals.log.emit(line)
         except RuntimeError:
-            self.cancel_event.set()
+            self.cancel.cancel()
 
 
 class Worker(QRunnable):
@@ -68,12 +66,12 @@ class Worker(QRunnable):
         super().__init__()
         self.setAutoDelete(False)  # the owner keeps a reference until ``done``
         self.signals = WorkerSignals()
-        self._cancel = threading.Event()
+        self._cancel = CancelToken()
         self._fn, self._args, self._kwargs = fn, args, kwargs
         self.running = False
 
     def cancel(self) -> None:
-        self._cancel.set()
+        self._cancel.cancel()
 
     def run(self) -> None:
         self.running = True
@@ -87,7 +85,7 @@ class Worker(QRunnable):
         except Exception as exc:  # noqa: BLE001 - reported to the user with its traceback
             self._emit("failed", f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
         else:
-            if self._cancel.is_set():
+            if self._cancel.cancelled():
                 self._emit("cancelled")
             else:
                 self._emit("finished", result)

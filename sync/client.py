@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
-from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
+from dynadesk.errors import ServerAnswerError, ServerUnavailable, SyncError, UploadRejected
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -37,6 +37,26 @@ def _describe(exc: requests.RequestException, timeout: float) -> str:
 
 
 MAX_RETRY_AFTER_S = 60.0
+SNIPPET = 200  # characters of an unexpected body quoted in an error
+
+
+def _snippet(resp: requests.Response) -> str:
+    text = " ".join(resp.text[:SNIPPET].split())
+    return text + ("…" if len(resp.text) > SNIPPET else "")
+
+
+def answer_field(doc: Any, name: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``doc[name]`` (a dotted ``name`` walks nested objects) when it is a ``kind``; else a
+    :class:`ServerAnswerError` naming ``where`` (the URL) and the field. ``bool`` never passes for ``int``."""
+    value = doc
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ServerAnswerError(f"{where}: the answer has no field '{name}'")
+        value = value[part]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        shown = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ServerAnswerError(f"{where}: field '{name}' is {type(value).__name__}, not {shown}")
+    return value
 
 
 def _retry_after(header: str | None) -> float:
@@ -79,26 +99,60 @@ class SyncClient:
             return resp
         raise ServerUnavailable(f"cannot reach {url} after {self.retries + 1} attempt(s): {last}")
 
+    def _decode(self, resp: requests.Response, where: str) -> Any:
+        """The JSON body, or a :class:`ServerAnswerError` naming ``where``, the status and the content type."""
+        try:
+            return resp.json()
+        except ValueError:
+            ctype = resp.headers.get("Content-Type") or "no Content-Type"
+            raise ServerAnswerError(f"{where}: HTTP {resp.status_code}, the answer is not JSON ({ctype}): "
+                                    f"{_snippet(resp)}", resp.status_code) from None
+
     def upload(self, bundle_id: str, raw: bytes, path: str = "/api/bundles") -> dict[str, Any]:
         """Send one bundle (or, with ``path="/api/attestations"``, one attestation); returns the server's
         answer, raises UploadRejected or ServerUnavailable."""
         resp = self._request("POST", path, data=raw, headers={"Content-Type": "application/json"})
-        try:
-            body = resp.json()
-        except ValueError:
-            body = {"error": "bad_response", "detail": resp.text[:500]}
+        where = f"POST {self.base_url}{path}"
+        if resp.status_code in (200, 201, 409):  # accepted, or a replay: the answer must say which
+            body = self._decode(resp, where)
+            if not isinstance(body, dict):
+                raise ServerAnswerError(f"{where}: HTTP {resp.status_code}, the answer is not a JSON object: "
+                                        f"{_snippet(resp)}", resp.status_code)
+        else:
+            try:
+                body = resp.json()
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                body = {"error": "bad_response", "detail": resp.text[:500]}
         if resp.status_code in (200, 201):
             return dict(body)
-        if resp.status_code == 409 and body.get("error") == "replay" and bundle_id in body.get("detail", ""):
+        if resp.status_code == 409 and body.get("error") == "replay" and bundle_id in str(body.get("detail", "")):
             return {"status": "already_accepted", **body}
         raise UploadRejected(f"{body.get('error', 'rejected')}: {body.get('detail', resp.text[:500])}",
                              code=str(body.get("error", "rejected")), status=resp.status_code)
 
-    def get_json(self, path: str) -> Any:
-        resp = self._request("GET", path)
+    def get_json(self, path: str, expect: type = object) -> Any:
+        """The JSON answer to ``GET path``; anything but a 200 with JSON of type ``expect`` is a
+        :class:`ServerAnswerError` naming the URL (:class:`ServerUnavailable` when it cannot be reached)."""
+        resp = self.get_ok("GET", path)
+        where = f"GET {self.base_url}{path}"
+        body = self._decode(resp, where)
+        if not isinstance(body, expect):
+            raise ServerAnswerError(f"{where}: the answer is {type(body).__name__}, not "
+                                    f"{'a JSON object' if expect is dict else expect.__name__}")
+        return body
+
+    def get_bytes(self, path: str) -> bytes:
+        """The exact bytes of a 200 answer to ``GET path`` (e.g. a stored bundle), with the same errors."""
+        return self.get_ok("GET", path).content
+
+    def get_ok(self, method: str, path: str) -> requests.Response:
+        resp = self._request(method, path)
         if resp.status_code != 200:
-            raise SyncError(f"GET {path}: HTTP {resp.status_code}: {resp.text[:300]}")
-        return resp.json()
+            raise ServerAnswerError(f"{method} {self.base_url}{path}: HTTP {resp.status_code}: {_snippet(resp)}",
+                                    resp.status_code)
+        return resp
 
 
 @dataclass
@@ -138,7 +192,7 @@ def sync_queue(store: Store, server: str | None = None, client: SyncClient | Non
     for i, row in enumerate(pending):
         try:
             answer = client.upload(row.id, store.bundles.raw(row.id))
-        except ServerUnavailable as exc:
+        except (ServerUnavailable, ServerAnswerError) as exc:  # kept queued: sent again on the next sync
             store.bundles.mark_failed_attempt(row.id, client.base_url, str(exc))
             report.error = str(exc)
             report.still_queued = [r.id for r in pending[i:]]
@@ -167,7 +221,7 @@ def _sync_attestations(store: Store, client: SyncClient, report: SyncReport,
     for i, row in enumerate(pending):
         try:
             answer = client.upload(row.id, store.bundles.attestation_raw(row.id), "/api/attestations")
-        except ServerUnavailable as exc:
+        except (ServerUnavailable, ServerAnswerError) as exc:
             store.bundles.mark_attestation(row.id, client.base_url, failed=str(exc))
             report.error = str(exc)
             report.still_queued += [r.id for r in pending[i:]]
@@ -202,10 +256,9 @@ def check_log(store: Store, server: str | None = None, client: SyncClient | None
 
     url = resolve_server(store, server)
     client = client or SyncClient(url)
-    first = client.get_json(f"/api/log?start=1&limit={page}")
-    head, entries = first["head"], list(first["entries"])
+    head, entries = _log_page(client, 1, page, with_head=True)
     while len(entries) < head["size"]:
-        more = client.get_json(f"/api/log?start={len(entries) + 1}&limit={page}")["entries"]
+        _, more = _log_page(client, len(entries) + 1, page)
         if not more:
             break
         entries.extend(more)
@@ -222,6 +275,22 @@ def check_log(store: Store, server: str | None = None, client: SyncClient | None
                                               "size": head["size"], "hash": head["hash"]}))
     return {"server": client.base_url, "size": head["size"], "head": head["hash"],
             "previous_size": seen["size"] if seen else None, "key_fingerprint": head.get("key_fingerprint")}
+
+
+def _log_page(client: SyncClient, start: int, limit: int, with_head: bool = False
+              ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One page of the log (its signed head, checked for the fields read here, when ``with_head``)."""
+    path = f"/api/log?start={start}&limit={limit}"
+    where = f"GET {client.base_url}{path}"
+    doc = client.get_json(path, expect=dict)
+    entries = answer_field(doc, "entries", list, where)
+    head: dict[str, Any] = {}
+    if with_head:
+        head = answer_field(doc, "head", dict, where)
+        answer_field(doc, "head.size", int, where)
+        for name in ("head.hash", "head.public_key"):
+            answer_field(doc, name, str, where)
+    return head, entries
 
 
 EVIDENCE_FORMAT = "dynadesk-snapshot-evidence"
@@ -243,7 +312,7 @@ def snapshot_evidence(source: str, client: SyncClient | None = None) -> dict[str
 
     if source.startswith(("http://", "https://")):
         base, snapshot_id = _snapshot_url(source)
-        return dict((client or SyncClient(base)).get_json(f"/api/snapshots/{snapshot_id}/evidence"))
+        return dict((client or SyncClient(base)).get_json(f"/api/snapshots/{snapshot_id}/evidence", expect=dict))
     path = Path(source)
     if not path.is_file():
         raise SyncError(f"{source}: neither a snapshot link nor a file")

@@ -109,7 +109,7 @@ def check_output(task: Task, model: str, output: Any) -> dict[str, Any]:
     return dict(output)
 
 
-def choose_target(store: Any, rnd: Any, annotator: str) -> str:
+def choose_target(store: Store, rnd: Any, annotator: str) -> str:
     """The model that answers the annotator's next example: with several targets, one at random, seeded by
     (task, round, annotator, how many examples the annotator wrote in the round), so a rerun replays it."""
     if len(rnd.models) == 1:
@@ -118,7 +118,7 @@ def choose_target(store: Any, rnd: Any, annotator: str) -> str:
     return str(random.Random(f"{rnd.task}:{rnd.number}:{annotator}:{n}").choice(rnd.models).name)
 
 
-def submit_example(store: Any, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
+def submit_example(store: Store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
                    model: str | None = None, context_id: str | None = None, explanation: str = "",
                    time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
     """Ask the round's target model, decide whether it was fooled, and store the signed example.

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.validate import example_status
 from dynadesk.errors import ValidationError
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ def _golds(task: Task, ex: dict[str, Any]) -> list[Any]:
     return task.kind.golds(ex[task.gold_field])
 
 
-def _trained_ids(store: Any, models: Sequence[Any]) -> set[str]:
+def _trained_ids(store: Store, models: Sequence[Any]) -> set[str]:
     ids: set[str] = set()
     for rec in models:
         for src in (rec.manifest.get("lineage") or {}).get("train", []):
@@ -58,7 +61,7 @@ def _trained_ids(store: Any, models: Sequence[Any]) -> set[str]:
     return ids
 
 
-def round_report(store: Any, task_name: str, models: Sequence[str] | None = None,
+def round_report(store: Store, task_name: str, models: Sequence[str] | None = None,
                  test_sets: Sequence[str] | None = None, batch_size: int = 32) -> RoundReport:
     """Error rates of ``models`` (default: every registered model of the task) per round and test set."""
     from dynadesk.models import default_predictor

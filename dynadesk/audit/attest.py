@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.compare import HARDWARE_KEYS
 from dynadesk.audit.report import ENVIRONMENT, AuditReport
@@ -22,6 +22,10 @@ from dynadesk.sync.format.attestation import Attestation, derived_verdict, sign_
 from dynadesk.sync.format.envelope import parse_bundle
 from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key
 from dynadesk.sync.format.timestamps import utc_now_text
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def hardware_class(env: dict[str, Any]) -> str:
     return "; ".join(parts)[:256] or "unknown"
 
 
-def refuse_own_bundle(workspace: Any, bundle_raw: bytes) -> str:
+def refuse_own_bundle(workspace: Workspace, bundle_raw: bytes) -> str:
     """The workspace key's fingerprint; :class:`AuditError` when that key signed the bundle (checked first)."""
     bundle = parse_bundle(bundle_raw, "audited bundle")
     info = key_info(workspace.keys_dir)
@@ -70,7 +74,7 @@ def refuse_own_bundle(workspace: Any, bundle_raw: bytes) -> str:
     return info.fingerprint
 
 
-def attest(store: Any, workspace: Any, report: AuditReport, bundle_raw: bytes, passphrase: str | None = None,
+def attest(store: Store, workspace: Workspace, report: AuditReport, bundle_raw: bytes, passphrase: str | None = None,
            now: datetime | None = None) -> Attestation:
     """Sign the verdict of ``report`` (an audit of ``bundle_raw`` with a re-run) and queue it for sync."""
     fingerprint = refuse_own_bundle(workspace, bundle_raw)

@@ -7,8 +7,6 @@ in the returned :class:`~dynadesk.audit.report.AuditReport`.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +17,9 @@ from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, 
 from dynadesk.errors import AuditError, BundleError
 
 if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.orchestration.daemon import DockerClient
+    from dynadesk.progress import ProgressFn
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
@@ -54,12 +55,12 @@ def host_recomputation(record: Any) -> Check | None:
 def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str = "bundle",
                  model_path: str | Path | None = None,
                  rerun: bool = False, runner: str | None = None, against: int | None = None,
-                 server: str | None = None, server_key: bytes | None = None, client: Any = None,
-                 progress: Callable[[dict[str, Any]], None] | None = None,
-                 cancel: threading.Event | None = None) -> AuditReport:
+                 server: str | None = None, server_key: bytes | None = None, client: DockerClient | None = None,
+                 progress: ProgressFn | None = None,
+                 cancel: CancelToken | None = None) -> AuditReport:
     """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead.
 
-    ``cancel`` (a :class:`threading.Event`) stops a re-run; the report is then ``incomplete``."""
+    cancelling ``cancel`` stops a re-run; the report is then ``incomplete``."""
     from dynadesk.sync.format.envelope import parse_bundle
 
     bundle = parse_bundle(raw, where)

@@ -14,6 +14,7 @@ from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, INPUT, NOT_CO
 from dynadesk.errors import DynaDeskError, ModelError, NotFoundError
 
 if TYPE_CHECKING:
+    from dynadesk.orchestration.daemon import DockerClient
     from dynadesk.store import Store
 
 DEFAULT_DATA_PREFIX = "vader-"  # datasets the bundled recipe recreates
@@ -127,7 +128,7 @@ def rebuild_hint(version: str | None, evaluator: dict[str, Any] | None = None) -
             "which is baked into the image config: without the same --epoch the Id differs) and compare the Id")
 
 
-def check_image(payload: dict[str, Any], client: Any = None) -> Check:
+def check_image(payload: dict[str, Any], client: DockerClient | None = None) -> Check:
     """Is the evaluator image with the recorded Id in Docker; if not, which Id does the local one have?"""
     from dynadesk.orchestration.daemon import docker_client, has_image, image_id_of
     from dynadesk.orchestration.image import image_tag

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dynadesk.orchestration.daemon import DockerClient
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
@@ -93,7 +94,7 @@ def _fields(r: RunResults) -> dict[str, Any]:
 
 
 def preflight(store: Store, workspace: Workspace, evaluation_id: int, *, runner: Runner | None = None,
-              client: Any = None,
+              client: DockerClient | None = None,
               repeats: int = REPEATS,
               step: StepFn | None = None, keep: bool = False) -> PreflightReport:
     """Repeat the run's deterministic part and compare field by field (see the module docstring)."""

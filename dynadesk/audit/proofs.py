@@ -48,7 +48,7 @@ def find_predictions(store: Store, payload: dict[str, Any]) -> Path:
                                  "made in the submitter's workspace, which holds the run's predictions")
 
 
-def prove_example(store: Any, payload: dict[str, Any], example_id: str,
+def prove_example(store: Store, payload: dict[str, Any], example_id: str,
                   dataset: str | None = None) -> Any:
     """An :class:`~dynadesk.sync.format.merkle.InclusionProof` for one example's prediction."""
     from dynadesk.sync.format.merkle import prove, read_predictions

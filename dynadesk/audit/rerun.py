@@ -7,11 +7,12 @@ in the recorded image (looked up by its Id) or with the local runner when asked.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.orchestration.daemon import DockerClient
+    from dynadesk.progress import ProgressFn
     from dynadesk.store import Store
     from dynadesk.store.evaluations import EvaluationRecord
     from dynadesk.workspace import Workspace
@@ -62,11 +63,11 @@ def model_for_rerun(store: Store, payload: dict[str, Any], loc: ModelLocation) -
 
 
 def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
-          client: Any = None, progress: Callable[[dict[str, Any]], None] | None = None,
-          cancel: threading.Event | None = None) -> EvaluationRecord:
+          client: DockerClient | None = None, progress: ProgressFn | None = None,
+          cancel: CancelToken | None = None) -> EvaluationRecord:
     """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done.
 
-    ``cancel`` (a :class:`threading.Event`) stops the re-run; the run is stored ``cancelled``."""
+    cancelling ``cancel`` stops the re-run; the run is stored ``cancelled``."""
     from dynadesk.orchestration.evaluate import evaluate
 
     kind = runner or payload["runner"]["kind"]
@@ -90,7 +91,8 @@ def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: Mode
     return record
 
 
-def _require_image(image: str, version: str | None, client: Any, evaluator: dict[str, Any] | None = None) -> None:
+def _require_image(image: str, version: str | None, client: DockerClient | None,
+                   evaluator: dict[str, Any] | None = None) -> None:
     from dynadesk.orchestration.daemon import docker_client, has_image
 
     try:

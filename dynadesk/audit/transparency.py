@@ -11,7 +11,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.report import DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, Check
-from dynadesk.errors import BundleError, SyncError
+from dynadesk.errors import BundleError, ServerAnswerError, ServerUnavailable, SyncError
 
 if TYPE_CHECKING:
     from dynadesk.sync.client import SyncClient
@@ -22,13 +22,14 @@ PAGE = 10000
 
 def fetch_log(client: SyncClient) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """All log entries and the signed head of the last page (entries beyond the head are dropped)."""
+    from dynadesk.sync.client import answer_field
+
     entries: list[dict[str, Any]] = []
     head: dict[str, Any] = {}
     while True:
-        page = client.get_json(f"/api/log?start={len(entries) + 1}&limit={PAGE}")
-        if not isinstance(page, dict) or not isinstance(page.get("entries"), list):
-            raise SyncError("GET /api/log did not answer {entries, head}")
-        entries += page["entries"]
+        path = f"/api/log?start={len(entries) + 1}&limit={PAGE}"
+        page = client.get_json(path, expect=dict)
+        entries += answer_field(page, "entries", list, f"GET {client.base_url}{path}")
         head = page.get("head") or {}
         size: int = head["size"] if isinstance(head.get("size"), int) else 0
         if len(page["entries"]) < PAGE or len(entries) >= size:
@@ -45,7 +46,7 @@ def check_transparency(bundle: Bundle, server_url: str, server_key: bytes | None
     try:
         entries, head = fetch_log(client)
         if server_key is None:
-            key = client.get_json("/api/server-key")
+            key = client.get_json("/api/server-key", expect=dict)
             server_key_note = f"server key {key.get('fingerprint')} as the server states it (pin it with --server-key)"
         else:
             server_key_note = "server key pinned by the auditor"
@@ -66,15 +67,14 @@ def check_transparency(bundle: Bundle, server_url: str, server_key: bytes | None
     checks.append(Check("transparency.entry", INTEGRITY, IDENTICAL if entry["bundle_sha256"] == sha else DIFFERS,
                         sha, entry["bundle_sha256"], f"log entry #{entry['seq']}, received {entry['received_at']}"))
     try:
-        resp = client.session.get(f"{client.base_url}/api/bundles/{bundle.id}", timeout=client.timeout)
-    except Exception as exc:  # noqa: BLE001 - requests raises its own types
-        checks.append(Check("transparency.server_copy", INTEGRITY, NOT_COMPARABLE, sha, None, str(exc)[:200]))
+        served = client.get_bytes(f"/api/bundles/{bundle.id}")
+    except ServerUnavailable as exc:
+        checks.append(Check("transparency.server_copy", INTEGRITY, NOT_COMPARABLE, sha, None, str(exc)[:300]))
         return checks
-    if resp.status_code != 200:
-        checks.append(Check("transparency.server_copy", INTEGRITY, DIFFERS, sha, None,
-                            f"GET /api/bundles/{{id}} answered HTTP {resp.status_code}: {resp.text[:200]}"))
+    except ServerAnswerError as exc:  # it answered, but not with the bundle
+        checks.append(Check("transparency.server_copy", INTEGRITY, DIFFERS, sha, None, str(exc)[:300]))
         return checks
-    served_sha = hashlib.sha256(resp.content).hexdigest()
+    served_sha = hashlib.sha256(served).hexdigest()
     checks.append(Check("transparency.server_copy", INTEGRITY, IDENTICAL if served_sha == sha else DIFFERS, sha,
                         served_sha, "GET /api/bundles/{id} returns these exact bytes" if served_sha == sha else
                         "the server hands out other bytes for this bundle id"))

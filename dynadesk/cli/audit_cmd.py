@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+
+if TYPE_CHECKING:
+    from dynadesk.progress import ProgressEvent
 
 EXIT_DIFFERS = 1
 EXIT_INCOMPLETE = 3
@@ -117,10 +120,10 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
 
 
 def _progress():
-    shown = {"phase": None}
+    shown: dict[str, str | None] = {"phase": None}
 
-    def event(ev: dict) -> None:
-        phase = ev.get("phase")
+    def event(ev: ProgressEvent) -> None:
+        phase = ev.phase
         if phase != shown["phase"]:
             shown["phase"] = phase
             click.echo(f"re-run: {phase}", err=True)

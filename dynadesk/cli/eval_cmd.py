@@ -10,6 +10,7 @@ import click
 from dynadesk import defaults
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.orchestration.evaluate import failure_line
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30
@@ -22,21 +23,20 @@ class _Bar:
         self.enabled = enabled
         self.bar: Any = None
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: ProgressEvent) -> None:
         if not self.enabled:
             return
         from tqdm import tqdm
 
-        phase = event.get("phase")
-        if phase == "predict":
+        phase = event.phase
+        if phase == "predict" and event.done is not None and event.total:
             if self.bar is None:
-                self.bar = tqdm(total=event["overall_total"], unit="ex", desc="predict",
+                self.bar = tqdm(total=event.total, unit="ex", desc="predict",
                                 file=click.get_text_stream("stderr"), dynamic_ncols=True)  # type: ignore[operator]
-            self.bar.set_postfix_str(event.get("dataset", ""), refresh=False)
-            self.bar.update(event["overall_done"] - self.bar.n)
+            self.bar.set_postfix_str(event.dataset or "", refresh=False)
+            self.bar.update(event.done - self.bar.n)
         elif phase == "cleaned":
-            click.echo(f"removed from the run folder before resuming: {', '.join(event.get('removed', []))}",
-                       err=True)
+            click.echo(event.message, err=True)
         elif phase in ("load", "metrics", "profile"):
             if self.bar is not None:
                 self.bar.set_description(phase)

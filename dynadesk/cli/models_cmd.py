@@ -252,6 +252,7 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
     """Fine-tune the next round's target model (offline, seeded, early-stopped on --dev) and register NAME
     with its lineage. Ctrl+C saves a checkpoint; run the same command with --resume to continue."""
     from dynadesk.models.train import TrainConfig, TrainRequest, TrainSource, train_model
+    from dynadesk.progress import ProgressEvent
 
     request = TrainRequest(task=task_name, name=name, base=base,
                            train=tuple(TrainSource(*_source(s)) for s in sources), dev=dev,
@@ -259,21 +260,23 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
                                               seed=seed, eval_every=eval_every, patience=patience))
     bars = _StepBars()
 
-    def progress(step: int, total: int, message: str) -> None:
-        bars(f"training {name}", step, total)
-        bars.postfix(message)
+    def progress(event: ProgressEvent) -> None:
+        bars(f"training {name}", event.done or 0, event.total or 0)
+        bars.postfix(event.message)
 
     import signal
 
-    stop = {"asked": False}
+    from dynadesk.cancel import CancelToken
+
+    stop = CancelToken()
 
     def ask_stop(_signum: int, _frame: object) -> None:
-        stop["asked"] = True  # the loop saves its checkpoint before the next step and stops
+        stop.cancel()  # the loop saves its checkpoint before the next step and stops
 
     previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         result = train_model(app.store, app.workspace.models_dir, request, resume=resume, progress=progress,
-                             cancel=lambda: stop["asked"])
+                             cancel=stop)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.queue.broker import ENV_VAR
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 broker_option = click.option("--broker", envvar=ENV_VAR, default=None, metavar="URL",
                              help=f"Redis broker, redis://:PASSWORD@HOST:6379/0 (or ${ENV_VAR}).")
@@ -74,6 +77,7 @@ def _age(stamp: float | None) -> str:
 @json_option
 def jobs_list(broker, limit, as_json):
     """List jobs, newest first; a running job whose worker stopped renewing its lease shows as 'stuck'."""
+    from dynadesk.progress import ProgressEvent, render_progress
     from dynadesk.queue import jobs as store
     from dynadesk.queue.broker import translated
 
@@ -88,7 +92,7 @@ def jobs_list(broker, limit, as_json):
         p = v.progress
         rows.append([v.id, v.run_id, v.model, v.shown_state, v.attempt, v.worker or v.requeued_from,
                      _age(v.heartbeat) if v.state == "running" else "",
-                     f"{p.get('overall_done')}/{p.get('overall_total')}" if p.get("overall_total") else ""])
+                     render_progress(ProgressEvent.from_dict(p)) if v.state == "running" else ""])
     echo_table(["job", "run", "model", "state", "attempt", "worker", "heartbeat", "progress"], rows)
 
 
@@ -186,7 +190,7 @@ def jobs_collect(app, job_ids, broker, wait, as_json):
     report(records, as_json)
 
 
-def queued_jobs(store: Any) -> list[str]:
+def queued_jobs(store: Store) -> list[str]:
     """Job ids of this workspace's runs still 'queued' on a broker."""
     out = []
     for record in store.evaluations.list(status="queued", limit=100000):

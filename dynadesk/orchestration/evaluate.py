@@ -2,9 +2,9 @@
 
 :func:`evaluate` takes one :class:`~dynadesk.orchestration.request.RunRequest`
 and :func:`resume` a run id; both are the library API the CLI, the GUI, the demo
-and the audit call. Both accept ``progress(event: dict)`` (worker events such as
-``{"phase": "predict", "overall_done": n, "overall_total": N}``) and a
-``cancel`` :class:`threading.Event`; setting it stops the run (status
+and the audit call. Both accept ``progress(event)`` (a :class:`~dynadesk.progress.ProgressEvent`:
+the worker's phases with the examples done of the run's total) and a
+``cancel`` :class:`~dynadesk.cancel.CancelToken`; cancelling it stops the run (status
 ``cancelled``). Ctrl-C marks the run ``interrupted``; a crash leaves it
 ``running`` with a dead pid, which the next call marks ``interrupted``.
 Either can be finished with :func:`resume`, which replays the stored request and
@@ -19,8 +19,6 @@ import contextlib
 import json
 import os
 import socket
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,21 +38,25 @@ from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits
 from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
-    pass
+    from dynadesk.cancel import CancelToken
+    from dynadesk.orchestration.daemon import DockerClient
+    from dynadesk.progress import ProgressFn
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
 
 __all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "finish_run", "make_runner",
            "recover_stale", "request_of", "resume", "select_datasets"]
 
-ProgressFn = Callable[[dict[str, Any]], None]
 MAX_DB_LOG = 1 << 20
 
 
-def make_runner(request: RunRequest, client: Any = None) -> Runner:
+def make_runner(request: RunRequest, client: DockerClient | None = None) -> Runner:
     """The runner a request names (``docker`` in its image, default: this evaluator version's tag)."""
     if request.runner == "docker":
         from dynadesk.orchestration.image import image_tag
@@ -73,13 +75,13 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def recover_stale(store: Any) -> list[int]:
+def recover_stale(store: Store) -> list[int]:
     """Mark this host's runs whose process died as interrupted (resumable)."""
     ids: list[int] = store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
     return ids
 
 
-def select_datasets(store: Any, task: Any, names: tuple[str, ...] | list[str] | None) -> list[Any]:
+def select_datasets(store: Store, task: Any, names: tuple[str, ...] | list[str] | None) -> list[Any]:
     """The test sets to run: the named ones, or every test-split dataset of the task."""
     if names:
         chosen = []
@@ -106,7 +108,7 @@ def _write_dataset(path: Path, examples: list[dict[str, Any]]) -> str:
     return sha256_no_follow(path).split(":", 1)[1]
 
 
-def prepare(store: Any, folder: RunFolder, model: Any, task: Any, datasets: list[Any], settings: Settings) -> None:
+def prepare(store: Store, folder: RunFolder, model: Any, task: Any, datasets: list[Any], settings: Settings) -> None:
     """Write the run folder's spec and data (see :class:`RunFolder` for the layout)."""
     folder.create()
     entries: list[DatasetSpec] = []
@@ -143,7 +145,7 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     return settings
 
 
-def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> tuple[int, RunFolder, Any]:
+def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Runner) -> tuple[int, RunFolder, Any]:
     """The run record (``queued``) and its prepared folder for ``request`` on ``run``: (run id, folder, model).
 
     The one start of every run, local or queued to another machine's worker: the model's files checked
@@ -175,8 +177,9 @@ def create_run(store: Any, workspace: Any, request: RunRequest, run: Runner) -> 
     return run_id, folder, model
 
 
-def evaluate(store: Any, workspace: Any, request: RunRequest, *, runner: Runner | None = None, client: Any = None,
-             progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
+def evaluate(store: Store, workspace: Workspace, request: RunRequest, *, runner: Runner | None = None,
+             client: DockerClient | None = None, progress: ProgressFn | None = None,
+             cancel: CancelToken | None = None) -> EvaluationRecord:
     """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests)."""
     recover_stale(store)
     run = runner or make_runner(request, client)
@@ -197,8 +200,9 @@ def request_of(record: EvaluationRecord) -> RunRequest:
                       "seed, latency samples, warm-up or limits): the run cannot be repeated exactly")
 
 
-def resume(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = None, client: Any = None,
-           progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> EvaluationRecord:
+def resume(store: Store, workspace: Workspace, run_id: int, *, runner: Runner | None = None,
+           client: DockerClient | None = None, progress: ProgressFn | None = None,
+           cancel: CancelToken | None = None) -> EvaluationRecord:
     """Finish an interrupted, cancelled or failed run by replaying its stored request: datasets already
     predicted are kept. Links and files the worker never writes are first removed from ``out/`` (and named)."""
     recover_stale(store)
@@ -217,17 +221,18 @@ def resume(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = N
     run.check_ready()
     removed = folder.remove_strays()
     if removed and progress:
-        progress({"phase": "cleaned", "run": run_id, "removed": removed})
+        progress(ProgressEvent("cleaned", run=run_id, message="removed from the run folder before resuming: "
+                               + ", ".join(removed), detail={"removed": removed}))
     return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir),
                     notes=[f"removed from out/ before resuming (links or files the worker never writes): "
                            f"{', '.join(removed)}"] if removed else [])
 
 
-def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress: ProgressFn | None,
-             cancel: threading.Event | None, images_dir: Path, notes: list[str] | None = None) -> EvaluationRecord:
+def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progress: ProgressFn | None,
+             cancel: CancelToken | None, images_dir: Path, notes: list[str] | None = None) -> EvaluationRecord:
     record = store.evaluations.get(run_id)
     model_dir = Path(store.models.get_by_id(record.model_id).path)
-    folder = RunFolder(Path(record.run_dir))
+    folder = RunFolder.stored(record.run_dir, run_id)
     folder.out_dir.mkdir(exist_ok=True)
     image_id = run.image_id()
     build = image_build(images_dir, image_id) if image_id else None  # what rebuilds this Id (signed in the bundle)
@@ -239,7 +244,7 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
                                      error=f"model folder {model_dir} is missing")
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
     if progress:
-        progress({"phase": "start", "run": run_id})
+        progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
     try:
         outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
@@ -253,7 +258,7 @@ def _execute(store: Any, run_id: int, run: Runner, request: RunRequest, progress
     return finish_run(store, run_id, folder, outcome, log)
 
 
-def finish_run(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
+def finish_run(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
     """The one end of every run that got as far as its worker, local or a queue worker's: the log kept in the run
     folder; a failed or cancelled outcome recorded as such; a finished one's results checked and stored
     (:func:`store_results`); a full disk fails the run naming it (:func:`_disk_full`)."""
@@ -268,14 +273,14 @@ def finish_run(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, 
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
         store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
                                      log=log[-MAX_DB_LOG:], finished_at=now_iso())
-        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+        return store.evaluations.get(run_id)
     return store_results(store, run_id, folder, outcome, log)
 
 
 DISK_FULL = "No space left on device"
 
 
-def _disk_full(store: Any, run_id: int, folder: RunFolder, what: str, log: str) -> None:
+def _disk_full(store: Store, run_id: int, folder: RunFolder, what: str, log: str) -> None:
     """The run's outputs could not be written (the disk is full): its half-written outputs are removed (which
     also frees room for the record), the run is marked failed, and an :class:`EvaluationError` names it."""
     why = (f"run {run_id} could not write its results to {folder.out_dir} ({what}): the disk is full; its partial"
@@ -290,7 +295,7 @@ def _disk_full(store: Any, run_id: int, folder: RunFolder, what: str, log: str) 
     raise EvaluationError(why, verdict="error")
 
 
-def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
+def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
     try:
         strays = folder.strays()
         if strays:
@@ -317,11 +322,11 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
                                      if exc.verdict == "mismatch" else f"the worker's results are past what the "
                                      f"host observed of the run: {exc}",
                                      log=log[-MAX_DB_LOG:])
-        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+        return store.evaluations.get(run_id)
     except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
-        return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+        return store.evaluations.get(run_id)
     profile["notes"] = metrics.get("notes", [])
     profile["tags"] = metrics["tags"]  # equal to the host's own (verified_rows)
     profile["host_bounds"] = bounded  # what the host observed of the run, and the bounds it checked
@@ -330,7 +335,7 @@ def store_results(store: Any, run_id: int, folder: RunFolder, outcome: RunOutcom
     store.evaluations.set_metrics(run_id, values, status="succeeded", verdict="ok", predictions_digest=digest,
                                   profile=profile, environment=environment, log=log[-MAX_DB_LOG:],
                                   finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
-    return store.evaluations.get(run_id)  # type: ignore[no-any-return]
+    return store.evaluations.get(run_id)
 
 
 def spec_test_sets(folder: RunFolder) -> list[str]:

@@ -56,6 +56,13 @@ class RunFolder:
     def of_run(cls, runs_dir: Path, run_id: int) -> RunFolder:
         return cls(Path(runs_dir) / str(run_id))
 
+    @classmethod
+    def stored(cls, run_dir: str | None, run_id: int) -> RunFolder:
+        """The folder a stored run names; a run row without one (a hand-made row) is a clear error, not a TypeError."""
+        if not run_dir:
+            raise RunFolderError(f"run {run_id} has no run folder recorded in the workspace database")
+        return cls(Path(run_dir))
+
     @property
     def spec_dir(self) -> Path:
         return self.root / "spec"

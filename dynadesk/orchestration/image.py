@@ -38,11 +38,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import ImageBuildError
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
+
+if TYPE_CHECKING:
+    from dynadesk.orchestration.daemon import DockerClient
 
 RECIPE_VERSION = 2
 REPOSITORY = "dynadesk-evaluator"
@@ -419,7 +422,8 @@ def build_inputs(cache: Path, image_id: str | None) -> dict[str, Any] | None:
 
 
 def build_image(cache: Path, *, epoch: int | None = None, force: bool = False, compile_bytecode: bool = True,
-                tarball: Path | None = None, client: Any = None, step: StepFn | None = None) -> ImageRecord:
+                tarball: Path | None = None, client: DockerClient | None = None,
+                step: StepFn | None = None) -> ImageRecord:
     """Build (or reuse) the evaluator image for this checkout and load it into Docker.
 
     Needs root (debootstrap, chroot, bind mounts) and a Docker daemon. ``cache`` keeps
@@ -459,8 +463,8 @@ def _exclusive(path: Path, step: StepFn) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_bytecode: bool, tarball: Path | None,
-           step: StepFn) -> ImageRecord:
+def _build(cache: Path, client: DockerClient, epoch: int | None, force: bool, compile_bytecode: bool,
+           tarball: Path | None, step: StepFn) -> ImageRecord:
     started = time.monotonic()
     (cache / "images").mkdir(exist_ok=True)
     log = cache / "build.log"
@@ -524,7 +528,7 @@ def _build(cache: Path, client: Any, epoch: int | None, force: bool, compile_byt
     return record
 
 
-def _has_image(client: Any, image_id: str) -> bool:
+def _has_image(client: DockerClient, image_id: str) -> bool:
     import docker
 
     try:
@@ -533,12 +537,12 @@ def _has_image(client: Any, image_id: str) -> bool:
         return False
 
 
-def _tag(client: Any, image_id: str, tag: str) -> None:
+def _tag(client: DockerClient, image_id: str, tag: str) -> None:
     repo, _, name = tag.partition(":")
     client.images.get(image_id).tag(repo, name)
 
 
-def _load(client: Any, archive: Path, image_id: str, tag: str) -> None:
+def _load(client: DockerClient, archive: Path, image_id: str, tag: str) -> None:
     import docker
 
     try:

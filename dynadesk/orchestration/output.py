@@ -13,12 +13,12 @@ import json
 import queue
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from dynadesk.evaluator.schema import PROGRESS_PREFIX, WINDOW_PREFIX
+from dynadesk.progress import ProgressEvent, ProgressFn
 
-ProgressFn = Callable[[dict[str, Any]], None]
 MAX_LOG_BYTES = 4 << 20
 MAX_LINE_BYTES = 64 << 10
 TAIL_LINES = 2000
@@ -36,7 +36,7 @@ class WorkerOutput:
 
     def __init__(self, progress: ProgressFn | None):
         self.progress = progress
-        self.events: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+        self.events: queue.SimpleQueue[ProgressEvent] = queue.SimpleQueue()
         self.head: list[str] = []
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.head_bytes = 0
@@ -92,9 +92,11 @@ class WorkerOutput:
             return
         elif text.startswith(PROGRESS_PREFIX):
             try:
-                self.events.put(json.loads(text[len(PROGRESS_PREFIX):]))
+                raw = json.loads(text[len(PROGRESS_PREFIX):])
             except ValueError:
-                pass
+                raw = None
+            if isinstance(raw, dict):
+                self.events.put(ProgressEvent.from_dict(raw))
             return
         self.line(text)
 

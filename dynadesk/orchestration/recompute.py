@@ -26,13 +26,12 @@ from dynadesk.errors import EvaluationError
 from dynadesk.evaluator import metrics as M
 from dynadesk.evaluator.schema import (
     METRIC_UNITS,
-    PREDICTIONS_FILE,
-    SPEC_FILE,
     DatasetSpec,
     Spec,
     SpecError,
     metric_row,
 )
+from dynadesk.orchestration.folder import RunFolder
 
 __all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "check_worker_tags", "has_spec", "host_rows",
            "read_predictions", "recompute", "stored_rows_checked", "tag_rows", "verified_rows"]
@@ -260,7 +259,7 @@ def verified_rows(spec_file: Path, data_dir: Path, predictions_file: Path,
 
 def has_spec(run_dir: str | Path | None) -> bool:
     """Whether ``run_dir`` is an orchestration run folder (``spec/spec.json``), which the host can re-score."""
-    return bool(run_dir) and (Path(str(run_dir)) / "spec" / SPEC_FILE).is_file()
+    return bool(run_dir) and RunFolder(Path(str(run_dir))).spec_file.is_file()
 
 
 def stored_rows_checked(run_dir: str | Path | None, stored: Sequence[Mapping[str, Any]],
@@ -273,8 +272,8 @@ def stored_rows_checked(run_dir: str | Path | None, stored: Sequence[Mapping[str
     stored: there is nothing to recompute from."""
     if not has_spec(run_dir):
         return [dict(r) for r in stored]
-    root = Path(str(run_dir))
-    host, _notes = recompute(root / "spec" / SPEC_FILE, root / "data", root / "out" / PREDICTIONS_FILE)
+    folder = RunFolder(Path(str(run_dir)))
+    host, _notes = recompute(folder.spec_file, folder.data_dir, folder.predictions_file)
     check_worker_rows(host, stored, who=who)
     mine = {_key(r): r for r in host}
     return [dict(mine.get(_key(r), r)) for r in stored]

@@ -16,19 +16,25 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import EvaluationError, RunFolderError
 from dynadesk.evaluator.schema import PARTS_DIR, evaluator_version
 from dynadesk.evaluator.timing import LATENCY_METRICS
-from dynadesk.orchestration.evaluate import ProgressFn, _execute, create_run, make_runner, recover_stale, request_of
+from dynadesk.orchestration.evaluate import _execute, create_run, make_runner, recover_stale, request_of
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
 from dynadesk.orchestration.runners import Runner
 from dynadesk.scoring.leaderboard import noisy_in_environment
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
+
+if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.orchestration.daemon import DockerClient
+    from dynadesk.progress import ProgressFn
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
 
 TIMED_METRICS = frozenset({"throughput", "throughput_batched", *LATENCY_METRICS})
 """The figures the timed windows give (dynadesk.evaluator.timing); everything else is kept or recomputed."""
@@ -105,7 +111,7 @@ def differences(old: EvaluationRecord, new: EvaluationRecord) -> list[str]:
     return out
 
 
-def _keep_untimed(store: Any, old: EvaluationRecord, new: EvaluationRecord) -> EvaluationRecord:
+def _keep_untimed(store: Store, old: EvaluationRecord, new: EvaluationRecord) -> EvaluationRecord:
     """The new run's measured figures: its own timed windows, the old run's memory (not re-taken)."""
     kept = [m for m in old.metrics if not m.deterministic and m.metric not in TIMED_METRICS]
     values = [m for m in new.metrics if m.deterministic or m.metric in TIMED_METRICS] + kept
@@ -118,11 +124,12 @@ def _keep_untimed(store: Any, old: EvaluationRecord, new: EvaluationRecord) -> E
                                     " (its peak includes the prediction pass, which this run reused)"}
     store.evaluations.set_metrics(new.id, [MetricValue(m.dataset, m.metric, m.value, m.unit, m.deterministic)
                                            for m in values], profile=profile)
-    return store.evaluations.get(new.id)  # type: ignore[no-any-return]
+    return store.evaluations.get(new.id)
 
 
-def remeasure(store: Any, workspace: Any, run_id: int, *, runner: Runner | None = None, client: Any = None,
-              progress: ProgressFn | None = None, cancel: threading.Event | None = None) -> Remeasured:
+def remeasure(store: Store, workspace: Workspace, run_id: int, *, runner: Runner | None = None,
+              client: DockerClient | None = None, progress: ProgressFn | None = None,
+              cancel: CancelToken | None = None) -> Remeasured:
     """Re-take run ``run_id``'s timed windows as a new run (see the module docstring)."""
     recover_stale(store)
     old = store.evaluations.get(run_id)

@@ -32,13 +32,15 @@ import threading
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError, DockerUnavailable, EvaluationError, RunFolderError
 from dynadesk.evaluator.allocator import environment_overrides
 from dynadesk.orchestration.daemon import (
     NO_DAEMON_FIX,
+    DockerClient,
+    DockerContainer,
     docker_client,
     first_line,
     has_image,
@@ -55,7 +57,11 @@ from dynadesk.orchestration.folder import (
     tree_bytes,
 )
 from dynadesk.orchestration.observe import MemoryWatch, NoMemoryWatch, container_cgroup, local_memory, observations
-from dynadesk.orchestration.output import ProgressFn, WorkerOutput, log_tail
+from dynadesk.orchestration.output import WorkerOutput, log_tail
+
+if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.progress import ProgressFn
 
 __all__ = ["DockerRunner", "Limits", "LocalRunner", "RunOutcome", "RunPaths", "Runner"]
 
@@ -133,12 +139,12 @@ def _disk_message(limits: Limits) -> str:
 class _Watch:
     """The checks of a run's poll loop: cancel, wall-clock timeout, /out size."""
 
-    def __init__(self, paths: RunPaths, limits: Limits, cancel: threading.Event | None):
+    def __init__(self, paths: RunPaths, limits: Limits, cancel: CancelToken | None):
         self.paths, self.limits, self.cancel = paths, limits, cancel
         self.start = time.monotonic()
 
     def verdict(self) -> str | None:
-        if self.cancel is not None and self.cancel.is_set():
+        if self.cancel is not None and self.cancel.cancelled():
             return "cancelled"
         if time.monotonic() - self.start > self.limits.timeout_s:
             return "timeout"
@@ -158,7 +164,7 @@ class Runner(abc.ABC):
 
     @abc.abstractmethod
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
-            cancel: threading.Event | None = None) -> RunOutcome:
+            cancel: CancelToken | None = None) -> RunOutcome:
         """Run the worker on ``paths`` under ``limits``; never raises for a failed run (see RunOutcome)."""
 
     def check_ready(self) -> None:  # noqa: B027 - a no-op hook: runners with nothing to check keep it
@@ -197,7 +203,7 @@ class LocalRunner(Runner):
         return [self.python, "-m", "dynadesk.evaluator", *args]
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
-            cancel: threading.Event | None = None) -> RunOutcome:
+            cancel: CancelToken | None = None) -> RunOutcome:
         inherited = set(environment_overrides())  # the worker fixes malloc itself; these would void it
         env = {k: v for k, v in os.environ.items() if k not in inherited}
         env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
@@ -278,7 +284,7 @@ IN_SANDBOX_GRACE_S = 5
 """Seconds past its wall-clock limit at which a container stops itself, should nobody be left to stop it."""
 
 
-def remove_leftover_containers(under: Path, client: Any = None) -> int:
+def remove_leftover_containers(under: Path, client: DockerClient | None = None) -> int:
     """Remove the evaluation containers (running or not) whose run folder is under ``under``: what a killed
     process of this workspace left behind. Returns how many; Docker's errors become :class:`DockerUnavailable`."""
     root = str(Path(under).resolve())
@@ -300,12 +306,12 @@ class DockerRunner(Runner):
     name = "docker"
     sandboxed = True
 
-    def __init__(self, image: str, client: Any = None):
+    def __init__(self, image: str, client: DockerClient | None = None):
         self.image = image
         self._client = client
 
     @property
-    def client(self) -> Any:
+    def client(self) -> DockerClient:
         if self._client is None:
             self._client = docker_client()
         return self._client
@@ -399,7 +405,7 @@ class DockerRunner(Runner):
         return opts
 
     def run(self, paths: RunPaths, limits: Limits, progress: ProgressFn | None = None,
-            cancel: threading.Event | None = None) -> RunOutcome:
+            cancel: CancelToken | None = None) -> RunOutcome:
         import docker
 
         if not has_image(self.client, self.image):
@@ -423,7 +429,7 @@ class DockerRunner(Runner):
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
-    def _run_container(self, container: Any, paths: RunPaths, limits: Limits, out: WorkerOutput,
+    def _run_container(self, container: DockerContainer, paths: RunPaths, limits: Limits, out: WorkerOutput,
                        watch: _Watch) -> RunOutcome:
         import docker
 
@@ -488,7 +494,7 @@ def _refused(exc: Exception, limits: Limits, seconds: float) -> RunOutcome:
     return RunOutcome("error", None, "", seconds, f"Docker refused the container: {text}")
 
 
-def _remove(container: Any) -> None:
+def _remove(container: DockerContainer) -> None:
     try:
         container.remove(force=True)
     except transport_errors():  # already gone, or the daemon with it

@@ -10,10 +10,46 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from dynadesk.errors import BrokerUnavailable, QueueError
+
+
+class RedisClient(Protocol):
+    """What DynaDesk uses of a redis client (:func:`connect` makes one): the typed seam handed to the job,
+    blob and worker modules. Only these calls are used; replies are bytes, or what the Lua script returns."""
+
+    def ping(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+    def get(self, name: str, /) -> Any: ...
+
+    def set(self, name: str, value: str | bytes, /, ex: int | None = None, px: int | None = None) -> Any: ...
+
+    def exists(self, *names: str) -> Any: ...
+
+    def expire(self, name: str, time: int, /) -> Any: ...
+
+    def hget(self, name: str, key: str, /) -> Any: ...
+
+    def hgetall(self, name: str, /) -> Any: ...
+
+    def hset(self, name: str, /, *, mapping: dict[Any, Any]) -> Any: ...
+
+    def smembers(self, name: str, /) -> Any: ...
+
+    def zadd(self, name: str, mapping: dict[Any, Any], /) -> Any: ...
+
+    def zrem(self, name: str, /, *values: str) -> Any: ...
+
+    def zrevrange(self, name: str, start: int, end: int, /) -> Any: ...
+
+    def scan_iter(self, match: str | None = None, count: int | None = None) -> Iterator[Any]: ...
+
+    def eval(self, script: str, numkeys: int, /, *keys_and_args: str) -> Any: ...
+
 
 PREFIX = "dynadesk:"
 SCHEMES = ("redis", "rediss")
@@ -76,7 +112,7 @@ def translated(broker: BrokerURL) -> Iterator[None]:
                                 "check the host, port and firewall") from None
 
 
-def connect(broker: BrokerURL, timeout: float = 10.0) -> Any:
+def connect(broker: BrokerURL, timeout: float = 10.0) -> RedisClient:
     """A redis client for ``broker``, pinged now so a wrong password or host fails here."""
     import redis
 

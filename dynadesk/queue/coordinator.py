@@ -21,18 +21,25 @@ import shutil
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import BrokerUnavailable, NotFoundError, QueueError
+from dynadesk.progress import ProgressEvent, render_progress
 from dynadesk.queue import jobs
-from dynadesk.queue.broker import BrokerURL, connect, translated
+from dynadesk.queue.broker import BrokerURL, RedisClient, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
 from dynadesk.store.evaluations import ImageBuild, QueuePlacement
 
-ProgressFn = Callable[[jobs.JobView], None]
+if TYPE_CHECKING:
+    from dynadesk.cancel import CancelToken
+    from dynadesk.progress import ProgressFn
+    from dynadesk.store import Store
+    from dynadesk.workspace import Workspace
+
+JobWatch = Callable[[jobs.JobView], None]  # told each change of a job the coordinator waits on
 
 
 @dataclass
@@ -40,7 +47,7 @@ class Queue:
     """A broker connection and its Celery app, opened once for a command."""
 
     broker: BrokerURL
-    client: Any
+    client: RedisClient
     app: Any
 
     @classmethod
@@ -60,12 +67,12 @@ class Queue:
         return reaped
 
 
-def workspace_id(workspace: Any) -> str:
+def workspace_id(workspace: Workspace) -> str:
     """Which workspace owns a job: results are collected only into the workspace that queued it."""
     return f"{socket.gethostname()}:{Path(workspace.home).resolve()}"
 
 
-def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str, int]:
+def enqueue(store: Store, workspace: Workspace, queue: Queue, request: Any) -> tuple[str, int]:
     """Create the run (``queued``) and its folder, put its inputs on the broker, send the job: (job id, run id)."""
     from dynadesk.orchestration.evaluate import create_run, make_runner
 
@@ -73,7 +80,7 @@ def enqueue(store: Any, workspace: Any, queue: Queue, request: Any) -> tuple[str
     return send_run(store, workspace, queue, run_id, folder, model, request), run_id
 
 
-def send_run(store: Any, workspace: Any, queue: Queue, run_id: int, folder: Any, model: Any, request: Any,
+def send_run(store: Store, workspace: Workspace, queue: Queue, run_id: int, folder: Any, model: Any, request: Any,
              why: str = "") -> str:
     """Put a queued run's inputs on the broker and send its job; the job id (``why``: why it is sent again)."""
     from dynadesk.evaluator.schema import evaluator_version
@@ -93,8 +100,8 @@ def send_run(store: Any, workspace: Any, queue: Queue, run_id: int, folder: Any,
     return job_id
 
 
-def collect(store: Any, workspace: Any, queue: Queue, job_ids: list[str], *, wait: bool = True,
-            progress: ProgressFn | None = None, poll_s: float = 1.0, timeout_s: float | None = None) -> list[Any]:
+def collect(store: Store, workspace: Workspace, queue: Queue, job_ids: list[str], *, wait: bool = True,
+            progress: JobWatch | None = None, poll_s: float = 1.0, timeout_s: float | None = None) -> list[Any]:
     """Store every finished job of ``job_ids`` as its run; with ``wait``, until all are final (re-queuing the jobs
     of dead workers meanwhile). Returns the runs collected now."""
     pending = list(dict.fromkeys(job_ids))
@@ -125,8 +132,8 @@ BROKER_OUTAGE_S = 300.0
 """How long a waiting :func:`collect` rides out an unreachable broker before it gives up (then it raises)."""
 
 
-def _collect_once(store: Any, workspace: Any, queue: Queue, pending: list[str], done: list[Any],
-                  seen: dict[str, tuple[str, Any]], progress: ProgressFn | None) -> None:
+def _collect_once(store: Store, workspace: Workspace, queue: Queue, pending: list[str], done: list[Any],
+                  seen: dict[str, tuple[str, Any]], progress: JobWatch | None) -> None:
     """One pass over the pending jobs: re-queue dead workers' jobs, store each final one (removed from
     ``pending``). A broker error part-way leaves the rest pending; a stored run is never written again."""
     queue.requeue_expired()
@@ -157,7 +164,7 @@ def _collect_once(store: Any, workspace: Any, queue: Queue, pending: list[str], 
             pending.remove(job_id)
 
 
-def requeue_lost_job(store: Any, workspace: Any, queue: Queue, job_id: str) -> str | None:
+def requeue_lost_job(store: Store, workspace: Workspace, queue: Queue, job_id: str) -> str | None:
     """A job this workspace queued is gone from the broker (it lost its data: restarted without persistence, or
     the record expired). Its run, if still ``queued``, is sent again as a new job from the run's own folder and
     request, the new job saying why; the new job's id (None: the run was stored already). A worker still running
@@ -173,13 +180,13 @@ def requeue_lost_job(store: Any, workspace: Any, queue: Queue, job_id: str) -> s
         request = RunRequest.from_dict(record.request)
         why = (f"job {job_id} of run {record.id} was gone from broker {queue.broker.shown} (the broker lost its "
                "data: restarted without persistence? docs/operators.md recommends appendonly yes); sent again")
-        return send_run(store, workspace, queue, record.id, RunFolder(Path(record.run_dir)),
+        return send_run(store, workspace, queue, record.id, RunFolder.stored(record.run_dir, record.id),
                         store.models.get(request.model), request, why=why)
     raise QueueError(f"no job '{job_id}' on broker {queue.broker.shown} and no queued run of this workspace names it"
                      " (see 'dynadesk jobs list')")
 
 
-def refuse_unsigned(store: Any, queue: Queue, view: jobs.JobView) -> str:
+def refuse_unsigned(store: Store, queue: Queue, view: jobs.JobView) -> str:
     """Why this final job's result is not a trusted worker's, after queuing the job again ('' when it is)."""
     from dynadesk.queue.identity import ResultRefused, verify
 
@@ -201,7 +208,7 @@ def refuse_unsigned(store: Any, queue: Queue, view: jobs.JobView) -> str:
     return why
 
 
-def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -> Any:
+def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.JobView) -> Any:
     """Write a final job into its run, once; None when the run was already stored (or is not ours)."""
     from dynadesk.orchestration.evaluate import finish_run  # the local runs' one end
     from dynadesk.orchestration.folder import RunFolder
@@ -222,7 +229,7 @@ def store_result(store: Any, workspace: Any, queue: Queue, view: jobs.JobView) -
                                      error=f"job {view.id} on worker {result.get('worker') or '?'}: "
                                            f"{result.get('error', 'no result')}")
         return store.evaluations.get(view.run_id)
-    folder = RunFolder(Path(record.run_dir))
+    folder = RunFolder.stored(record.run_dir, record.id)
     folder.out_dir.mkdir(exist_ok=True)
     cache = BlobCache(Path(workspace.cache_dir) / "queue")
     with translated(queue.broker):
@@ -258,35 +265,35 @@ def worker_key_of(result: dict[str, Any]) -> str | None:
 
 def describe_progress(view: jobs.JobView) -> str:
     """One line per change of a job, for the waiting coordinator's stderr."""
-    p = view.progress if view.state == "running" else {}
+    shown = render_progress(ProgressEvent.from_dict(view.progress)) if view.state == "running" else ""
     where = f" on {view.worker}" if view.worker else ""
-    count = f" {p.get('phase', '')} {p.get('overall_done', '')}/{p.get('overall_total', '')}" \
-        if p.get("overall_total") else (f" {p['phase']}" if p.get("phase") else "")
-    return f"job {view.id} (run {view.run_id}, attempt {view.attempt}): {view.shown_state}{where}{count}"
+    return f"job {view.id} (run {view.run_id}, attempt {view.attempt}): {view.shown_state}{where}" + \
+        (f" {shown}" if shown else "")
 
 
 
-def run_queued(store: Any, workspace: Any, broker: BrokerURL, request: Any, *,
-               progress: Callable[[dict[str, Any]], None] | None = None, cancel: Any = None,
+def run_queued(store: Store, workspace: Workspace, broker: BrokerURL, request: Any, *,
+               progress: ProgressFn | None = None, cancel: CancelToken | None = None,
                poll_s: float = 1.0) -> Any:
     """Queue ``request`` as one job and wait for its run, like :func:`~dynadesk.orchestration.evaluate.evaluate`
-    (the app's Evaluate page with a broker): progress events as a local run sends them, ``cancel`` (a
-    :class:`threading.Event`) cancels the job wherever it runs."""
+    (the app's Evaluate page with a broker): progress events as a local run sends them; cancelling ``cancel``
+    cancels the job wherever it runs."""
     queue = Queue.open(broker)
     job_id, run_id = enqueue(store, workspace, queue, request)
     if progress:
-        progress({"phase": "start", "run": run_id})
+        progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
     cancelled = False
     while True:
-        if cancel is not None and cancel.is_set() and not cancelled:
+        if cancel is not None and cancel.cancelled() and not cancelled:
             with translated(broker):
                 jobs.cancel(queue.client, job_id)
             cancelled = True
 
         def relay(view: jobs.JobView) -> None:
             if progress:
-                progress({**view.progress, "phase": view.progress.get("phase", view.shown_state),
-                          "job": view.id, "worker": view.worker})
+                event = ProgressEvent.from_dict(view.progress)
+                progress(replace(event, phase=event.phase or view.shown_state,
+                                 detail={**event.detail, "job": view.id, "worker": view.worker}))
         done = collect(store, workspace, queue, [job_id], wait=False, progress=relay)
         if done:
             return done[0]

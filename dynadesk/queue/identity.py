@@ -15,11 +15,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import DynaDeskError, QueueError
 from dynadesk.sync.format import keys
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 KEY_DIR = "worker-key"
 PRIVATE = "worker.key"
@@ -79,7 +82,7 @@ def read_public_keyfile(path: Path) -> tuple[str, str]:
     return keys.fingerprint(raw), raw.hex()
 
 
-def verify(store: Any, result: dict[str, Any], *, job: str, attempt: int, lease: str,
+def verify(store: Store, result: dict[str, Any], *, job: str, attempt: int, lease: str,
            request: dict[str, Any]) -> str:
     """The fingerprint of the trusted key that signed ``result`` for this job's lease; :class:`ResultRefused`
     saying why not."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.errors import NotFoundError, QueueError
-from dynadesk.queue.broker import key
+from dynadesk.queue.broker import RedisClient, key
 
 STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL = ("succeeded", "failed", "cancelled")
@@ -120,7 +120,7 @@ RUNNING_SET = key("running")
 ALL_JOBS = key("jobs")
 
 
-def new_job(client: Any, payload: dict[str, Any], run_id: int, workspace: str, requeued_why: str = "") -> str:
+def new_job(client: RedisClient, payload: dict[str, Any], run_id: int, workspace: str, requeued_why: str = "") -> str:
     """Record a queued job (attempt 0) and return its id; the caller then sends its Celery message."""
     job_id = uuid.uuid4().hex[:12]
     now = time.time()
@@ -133,7 +133,7 @@ def new_job(client: Any, payload: dict[str, Any], run_id: int, workspace: str, r
     return job_id
 
 
-def claim(client: Any, job_id: str, attempt: int, worker: str, lease_s: float, secret: str) -> str:
+def claim(client: RedisClient, job_id: str, attempt: int, worker: str, lease_s: float, secret: str) -> str:
     """``claimed``, or why not: ``stale`` / ``running`` / ``cancelled`` / a final state / ``missing``.
 
     ``worker`` is only shown (``jobs list``); the lease is held by ``secret``, drawn for this claim."""
@@ -142,14 +142,14 @@ def claim(client: Any, job_id: str, attempt: int, worker: str, lease_s: float, s
     return _text(out)
 
 
-def heartbeat(client: Any, job_id: str, secret: str, lease_s: float, progress: dict[str, Any] | None) -> str:
+def heartbeat(client: RedisClient, job_id: str, secret: str, lease_s: float, progress: dict[str, Any] | None) -> str:
     """Renew the lease; ``ok``, ``cancel`` (someone asked to cancel) or ``lost`` (the lease is gone)."""
     out = client.eval(HEARTBEAT, 2, _job_key(job_id), _lease_key(job_id), secret, str(int(lease_s * 1000)),
                       str(time.time()), json.dumps(progress) if progress else "")
     return _text(out)
 
 
-def finish(client: Any, job_id: str, secret: str, state: str, result: dict[str, Any]) -> bool:
+def finish(client: RedisClient, job_id: str, secret: str, state: str, result: dict[str, Any]) -> bool:
     """Record the result while still holding the lease; False when the lease was lost (result discarded)."""
     if state not in FINAL:
         raise QueueError(f"a job finishes as one of {', '.join(FINAL)}, not '{state}'")
@@ -158,7 +158,7 @@ def finish(client: Any, job_id: str, secret: str, state: str, result: dict[str, 
     return _text(out) == "ok"
 
 
-def reap(client: Any) -> list[tuple[str, int]]:
+def reap(client: RedisClient) -> list[tuple[str, int]]:
     """Re-queue every running job whose lease expired; returns (job, new attempt) to send messages for."""
     out = []
     for raw in client.smembers(RUNNING_SET):
@@ -169,12 +169,12 @@ def reap(client: Any) -> list[tuple[str, int]]:
     return out
 
 
-def requeue(client: Any, job_id: str, why: str) -> int:
+def requeue(client: RedisClient, job_id: str, why: str) -> int:
     """Put a finished job whose result was refused back in the queue; its new attempt (0: it was not final)."""
     return int(client.eval(REQUEUE, 2, _job_key(job_id), _lease_key(job_id), why[:500]))
 
 
-def cancel(client: Any, job_id: str) -> str:
+def cancel(client: RedisClient, job_id: str) -> str:
     """Ask for a job to stop: a queued one is cancelled now; a running one by its worker's next heartbeat."""
     out = _text(client.eval(CANCEL, 1, _job_key(job_id), str(time.time())))
     if out == "missing":
@@ -182,7 +182,7 @@ def cancel(client: Any, job_id: str) -> str:
     return out
 
 
-def payload(client: Any, job_id: str) -> dict[str, Any]:
+def payload(client: RedisClient, job_id: str) -> dict[str, Any]:
     raw = client.hget(_job_key(job_id), "payload")
     if raw is None:
         raise NotFoundError(f"no job '{job_id}' on this broker")
@@ -224,7 +224,7 @@ class JobView:
                 "requeued_why": self.requeued_why}
 
 
-def view(client: Any, job_id: str) -> JobView:
+def view(client: RedisClient, job_id: str) -> JobView:
     data = {_text(k): _text(v) for k, v in client.hgetall(_job_key(job_id)).items()}
     if not data:
         raise NotFoundError(f"no job '{job_id}' on this broker (see 'dynadesk jobs list')")
@@ -240,7 +240,7 @@ def view(client: Any, job_id: str) -> JobView:
         requeued_why=data.get("requeued_why", ""))
 
 
-def list_jobs(client: Any, limit: int = 100) -> list[JobView]:
+def list_jobs(client: RedisClient, limit: int = 100) -> list[JobView]:
     """The newest ``limit`` jobs, newest first (expired records are dropped from the index)."""
     out = []
     for raw in client.zrevrange(ALL_JOBS, 0, limit - 1):
@@ -256,7 +256,7 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def list_workers(client: Any) -> list[dict[str, Any]]:
+def list_workers(client: RedisClient) -> list[dict[str, Any]]:
     """The workers that announced themselves within their last three leases (name, host, job, seen ...)."""
     out = []
     for raw in client.scan_iter(match=key("worker", "*"), count=500):

@@ -14,17 +14,16 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import TransferError
-from dynadesk.queue.broker import key
+from dynadesk.queue.broker import RedisClient, key
 
 CHUNK = 8 << 20
 BLOB_TTL_S = 14 * 86400  # blobs outlive any job that names them; an unused one expires by itself
 
 
-def put_file(client: Any, path: Path) -> str:
+def put_file(client: RedisClient, path: Path) -> str:
     """Store ``path`` as a blob (skipped when the broker already has it); returns its sha256 hex."""
     hexd = file_sha256(path)
     meta = key("blob", hexd)
@@ -42,7 +41,7 @@ def put_file(client: Any, path: Path) -> str:
     return hexd
 
 
-def put_tree(client: Any, files: list[tuple[str, Path]]) -> list[list[str]]:
+def put_tree(client: RedisClient, files: list[tuple[str, Path]]) -> list[list[str]]:
     """Store each (relative path, file) and return the ``[[path, sha256], ...]`` list a job carries."""
     return [[rel, put_file(client, path)] for rel, path in files]
 
@@ -55,7 +54,7 @@ class BlobCache:
         (self.root / "blobs").mkdir(parents=True, exist_ok=True)
         (self.root / "models").mkdir(parents=True, exist_ok=True)
 
-    def blob(self, client: Any, hexd: str) -> Path:
+    def blob(self, client: RedisClient, hexd: str) -> Path:
         """The cached blob ``hexd``, fetched from the broker and verified when not cached yet."""
         if len(hexd) != 64 or any(c not in "0123456789abcdef" for c in hexd):
             raise TransferError(f"'{hexd}' is not a sha256 digest")
@@ -87,7 +86,7 @@ class BlobCache:
                 os.unlink(tmp)
         return target
 
-    def model(self, client: Any, files: list[list[str]], digest: str) -> Path:
+    def model(self, client: RedisClient, files: list[list[str]], digest: str) -> Path:
         """The model folder with these files, rebuilt in the cache; its tree digest must be ``digest``."""
         from dynadesk.errors import ModelError
         from dynadesk.models.registry import tree_digest

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dynadesk.cancel import CancelToken
 from dynadesk.errors import BrokerUnavailable, DynaDeskError, QueueError
+from dynadesk.progress import ProgressEvent
 from dynadesk.queue import identity, jobs
 from dynadesk.queue.broker import BrokerURL, connect, key, refuse_anonymous, translated
 from dynadesk.queue.tasks import QUEUE, TASK, make_app, send_job
@@ -108,7 +110,7 @@ class Worker:
                 _log(f"{config.name}: removed {removed} evaluation container(s) a previous run of this worker left")
         self.job: str | None = None
         self.progress: dict[str, Any] = {}
-        self.cancel = threading.Event()
+        self.cancel = CancelToken()
         self.hardware_class = ""
         self.request: Any = None
         self._stop = threading.Event()
@@ -156,9 +158,9 @@ class Worker:
             if job is not None:
                 answer = jobs.heartbeat(self.client, job, self.secret, self.config.lease_s, self.progress)
                 if answer in ("cancel", "lost"):
-                    if not self.cancel.is_set():
+                    if not self.cancel.cancelled():
                         _log(f"job {job}: {'cancel requested' if answer == 'cancel' else 'lease lost'}; stopping")
-                    self.cancel.set()
+                    self.cancel.cancel()
             for job_id, attempt in jobs.reap(self.client):
                 _log(f"job {job_id}: its worker stopped renewing the lease; queued again (attempt {attempt})")
                 send_job(self.app, job_id, attempt)
@@ -177,7 +179,7 @@ class Worker:
         if got != "claimed":
             _log(f"job {job_id} attempt {attempt}: not run ({got})")
             return f"skipped: {got}"
-        self.cancel.clear()
+        self.cancel.reset()
         self.progress = {}
         self.request = None
         self.secret = secret
@@ -297,10 +299,9 @@ class Worker:
 
         return image_build(Workspace(self.config.home).images_dir, image_id) if image_id else None
 
-    def _progress(self, event: dict[str, Any]) -> None:
-        if event.get("phase") in ("load", "predict", "metrics", "profile"):
-            self.progress = {k: event[k] for k in ("phase", "overall_done", "overall_total", "dataset")
-                             if k in event}
+    def _progress(self, event: ProgressEvent) -> None:
+        if event.phase in ("load", "predict", "metrics", "profile"):
+            self.progress = ProgressEvent(event.phase, event.done, event.total, event.dataset).to_dict()
 
     def stop(self) -> None:
         self._stop.set()

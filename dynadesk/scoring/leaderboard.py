@@ -29,6 +29,7 @@ from dynadesk.scoring.dynascore import (
 from dynadesk.store.evaluations import EvaluationRecord
 
 if TYPE_CHECKING:
+    from dynadesk.store import Store
     from dynadesk.store.evaluations import EvaluationRepo
 
 
@@ -311,7 +312,7 @@ def local_board(store: RunStore, task: str,
     return LocalBoard(task, runs), chosen, classes
 
 
-def label_suite_sets(board: Leaderboard, store: Any,
+def label_suite_sets(board: Leaderboard, store: Store,
                      records: dict[str, EvaluationRecord] | None = None) -> Leaderboard:
     """Say on every row which robustness suite set its test sets were perturbed with (DynaDesk's own, the
     default, or the reference's ``dynaboard-augly``); a note when the board mixes them (not comparable).
@@ -343,7 +344,7 @@ def label_suite_sets(board: Leaderboard, store: Any,
     return board
 
 
-def build_leaderboard(store: RunStore, task: str, weights: dict[str, float] | None = None,
+def build_leaderboard(store: Store, task: str, weights: dict[str, float] | None = None,
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
                       hardware_class: str | None = None, amrs_mode: str = "dynaboard",

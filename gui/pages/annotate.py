@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dynadesk.annotation.create import Context
+    from dynadesk.gui.services.context import Services
 
 import html
-from typing import Any
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -449,5 +449,5 @@ class AnnotatePage(Page):
         self._tick.stop()
 
 
-def make(services: Any, parent: QWidget | None = None) -> AnnotatePage:
-    return AnnotatePage(services.extra["annotation"], services.data, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> AnnotatePage:
+    return AnnotatePage(services.annotation, services.data, parent=parent)

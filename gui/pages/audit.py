@@ -5,6 +5,7 @@ comparable), through :class:`~dynadesk.gui.services.audit.AuditService` on a poo
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -24,6 +25,9 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 # Verdict -> cell colour (background, text); the names are those of dynadesk.audit.report.
 VERDICT_COLOURS = {
@@ -262,8 +266,8 @@ class AuditPage(Page):
         self._sync_buttons()
 
 
-def make(services, parent: QWidget | None = None) -> AuditPage:
-    return AuditPage(services.extra["bundles"], services.extra.get("audit"), parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> AuditPage:
+    return AuditPage(services.bundles, services.audit, parent=parent)
 
 
 def verdict_headline(report) -> tuple[str, str]:

@@ -4,7 +4,7 @@ messages, sync to the leaderboard server, and the workspace key's fingerprint.""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -24,6 +24,9 @@ from dynadesk.gui.pages.keys_panel import KeysPanel
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 
 class BundlesPage(Page):
@@ -193,5 +196,5 @@ class BundlesPage(Page):
             self.banner.error(str(exc))
 
 
-def make(services, parent: QWidget | None = None) -> BundlesPage:
-    return BundlesPage(services.extra["bundles"], services.settings, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> BundlesPage:
+    return BundlesPage(services.bundles, services.settings, parent=parent)

@@ -4,7 +4,7 @@ Past runs are listed with status and failure verdicts; a failed or cancelled run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -37,6 +37,9 @@ from dynadesk.gui.services.settings import AppSettings
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.store.evaluations import EvaluationRecord
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 GIB = 1 << 30
 
@@ -410,13 +413,5 @@ class EvaluatePage(Page):
         self._svc.cancel()
 
 
-def make(services, parent: QWidget | None = None) -> EvaluatePage:
-    from dynadesk.gui.services.models import ModelsService
-
-    ev = services.extra.get("evaluation")
-    if ev is None:
-        ev = services.extra["evaluation"] = EvaluationService(services.ws)
-    models = services.extra.get("models")
-    if models is None:
-        models = services.extra["models"] = ModelsService(services.ws)
-    return EvaluatePage(ev, models, services.data, services.settings, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> EvaluatePage:
+    return EvaluatePage(services.evaluation, services.models, services.data, services.settings, parent=parent)

@@ -4,6 +4,8 @@ The page polls the store on a timer while it is shown; each read runs on a worke
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
@@ -21,6 +23,9 @@ from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.hub import HubService
 from dynadesk.store.hub import HUB_ROLES
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 POLL_MS = 2000
 
@@ -142,8 +147,5 @@ class HubPage(Page):
         self._svc.refresh()
 
 
-def make(services, parent: QWidget | None = None) -> HubPage:
-    svc = services.extra.get("hub")
-    if svc is None:
-        svc = services.extra["hub"] = HubService(services.ws)
-    return HubPage(svc, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> HubPage:
+    return HubPage(services.hub, parent=parent)

@@ -5,7 +5,7 @@ orders of magnitude), a Dynascore breakdown per model, a rank-stability chart an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QAction
@@ -37,6 +37,9 @@ from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 STEPS = 2  # slider ticks per weight unit: 0, 0.5, …, 5
 FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
@@ -467,8 +470,5 @@ def _scrolled(chart: QWidget) -> QScrollArea:
     return area
 
 
-def make(services: Any, parent: QWidget | None = None) -> LeaderboardPage:
-    svc = services.extra.get("leaderboard")
-    if svc is None:
-        svc = services.extra["leaderboard"] = LeaderboardService(services.ws)
-    return LeaderboardPage(svc, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> LeaderboardPage:
+    return LeaderboardPage(services.leaderboard, parent=parent)

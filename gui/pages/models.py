@@ -4,7 +4,7 @@ draws the class probabilities as bars."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
@@ -31,6 +31,9 @@ from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService, parse_labels
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 DEBOUNCE_MS = 250
 AUTO_KIND = "auto"
@@ -275,8 +278,5 @@ class ModelsPage(Page):
         self.banner.show_message(f"Removed '{name}' from the registry", "ok")
 
 
-def make(services, parent: QWidget | None = None) -> ModelsPage:
-    svc = services.extra.get("models")
-    if svc is None:
-        svc = services.extra["models"] = ModelsService(services.ws)
-    return ModelsPage(svc, services.data, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> ModelsPage:
+    return ModelsPage(services.models, services.data, parent=parent)

@@ -3,7 +3,7 @@ round against target models; export a round's data or register it as a dataset."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -28,6 +28,9 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 
 def pct(x: float | None) -> str:
@@ -277,5 +280,5 @@ class RoundsPage(Page):
         self.banner.show_message(f"Registered {summary.size} examples as dataset '{summary.name}'", "ok")
 
 
-def make(services, parent: QWidget | None = None) -> RoundsPage:
-    return RoundsPage(services.extra["annotation"], services.data, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> RoundsPage:
+    return RoundsPage(services.annotation, services.data, parent=parent)

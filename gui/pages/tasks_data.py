@@ -3,6 +3,8 @@ distribution, and import with a per-line error report (nothing stored if any lin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -25,6 +27,9 @@ from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService, ImportOutcome
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 
 class TasksDataPage(Page):
@@ -224,5 +229,5 @@ class TasksDataPage(Page):
         self.problems.addItems(outcome.problems)
 
 
-def make(services, parent: QWidget | None = None) -> TasksDataPage:
+def make(services: Services, parent: QWidget | None = None) -> TasksDataPage:
     return TasksDataPage(services.data, parent=parent)

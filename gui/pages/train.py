@@ -5,7 +5,7 @@ model is registered with its lineage and can be a target of the next round."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -27,6 +27,9 @@ from PySide6.QtWidgets import (
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.training import TrainingService
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 MINILM = "minilm"
 
@@ -213,5 +216,5 @@ class TrainPage(Page):
         self.status.setText(self.status.text() + " · cancelled: the checkpoint is kept, Resume continues")
 
 
-def make(services: Any, parent: QWidget | None = None) -> TrainPage:
-    return TrainPage(services.extra["training"], services.data, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> TrainPage:
+    return TrainPage(services.training, services.data, parent=parent)

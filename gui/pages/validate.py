@@ -5,7 +5,7 @@ F flag (with a reason), S skip. Progress through the queue is shown."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -26,6 +26,9 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.context import Services
 
 
 class ValidatePage(Page):
@@ -242,5 +245,5 @@ class ValidatePage(Page):
             self._show()
 
 
-def make(services: Any, parent: QWidget | None = None) -> ValidatePage:
-    return ValidatePage(services.extra["annotation"], services.data, parent=parent)
+def make(services: Services, parent: QWidget | None = None) -> ValidatePage:
+    return ValidatePage(services.annotation, services.data, parent=parent)

@@ -5,7 +5,7 @@ worker; everything else is a quick query on the UI thread's connection."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -13,6 +13,9 @@ import dynadesk.annotation as ann
 from dynadesk.errors import NotFoundError
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.annotation import AnnotatedExample, Round
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 
 class AnnotationService(QObject):
@@ -94,7 +97,7 @@ class AnnotationService(QObject):
             self.warm_model(model.name)
 
     def warm_model(self, name: str) -> None:
-        def job(store: Any, model_name: str) -> tuple[str, str | None]:
+        def job(store: Store, model_name: str) -> tuple[str, str | None]:
             from dynadesk.errors import DynaDeskError
             from dynadesk.models import default_predictor
 
@@ -118,7 +121,7 @@ class AnnotationService(QObject):
     def report(self, task: str, test_sets: list[str] | None = None) -> None:
         """The round-over-round report (every model's error per round, and on ``test_sets``) on a worker:
         it runs every model over the examples, so never on the UI thread."""
-        def job(store: Any) -> tuple[str, Any, str | None]:
+        def job(store: Store) -> tuple[str, Any, str | None]:
             from dynadesk.annotation.report import round_report
             from dynadesk.errors import DynaDeskError
 

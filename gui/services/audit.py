@@ -1,7 +1,7 @@
 """Audits over :mod:`dynadesk.audit`: check a bundle's inputs, or re-run it and compare field by field.
 
 Both run on a pool worker with their own store connection. A re-run's worker
-events become ``progress``/``log`` signals and ``cancel()`` sets the event the
+events become ``progress``/``log`` signals and ``cancel()`` cancels the token the
 runner polls, so the re-run stops (stored ``cancelled``) and the audit ends
 ``cancelled``.
 """
@@ -9,14 +9,13 @@ runner polls, so the re-run stops (stored ``cancelled``) and the audit ends
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.services.evaluation import describe_event
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
+from dynadesk.progress import ProgressEvent, render_progress
 
 
 class AuditService(QObject):
@@ -56,18 +55,16 @@ class AuditService(QObject):
                                               ": checking the inputs it names"))
             ctx.progress(0, 0, "checking the signature and inputs")
 
-            def on_event(event: dict[str, Any]) -> None:
-                done = int(event.get("overall_done", event.get("done", 0)) or 0)
-                total = int(event.get("overall_total", event.get("total", 0)) or 0)
-                text = describe_event(event)
-                ctx.progress(done, total, f"re-run: {text}")
+            def on_event(event: ProgressEvent) -> None:
+                text = render_progress(event)
+                ctx.progress(event.done or 0, event.total or 0, f"re-run: {text}")
                 ctx.log(text)
 
             store = ws.open_store()
             try:
                 report = audit_bundle(store, ws.workspace, raw, where=str(p), model_path=model_path or None,
                                       rerun=rerun, runner=runner or None, server=server or None,
-                                      progress=on_event, cancel=ctx.cancel_event)
+                                      progress=on_event, cancel=ctx.cancel)
             finally:
                 store.close()
             ctx.log(f"== {report.verdict_lines()[0]}: " +

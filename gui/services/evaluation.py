@@ -1,16 +1,15 @@
 """Evaluation runs over :mod:`dynadesk.orchestration.evaluate`, on a ``QThreadPool`` worker.
 
-One job evaluates the chosen models one after another; the worker's progress
-events become ``progress``/``log`` signals, and ``cancel()`` sets the event the
-runner polls, so the run stops and is stored as ``cancelled``. The run list is read on a pool
-thread too (:meth:`EvaluationService.load_runs`); only the newest read lands (``runsLoaded``).
+One job evaluates the chosen models one after another; the worker's progress events
+(:class:`~dynadesk.progress.ProgressEvent`) become ``progress``/``log`` signals, written by the one
+renderer the CLI uses; ``cancel()`` cancels the token the runner polls, so the run stops and is stored
+as ``cancelled``. The run list is read on a pool thread too (:meth:`EvaluationService.load_runs`); only
+the newest read lands (``runsLoaded``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -18,20 +17,8 @@ from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
 from dynadesk.orchestration.evaluate import evaluate, failure_line, resume
 from dynadesk.orchestration.request import RunRequest
+from dynadesk.progress import ProgressEvent, render_progress
 from dynadesk.store.evaluations import EvaluationRecord
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    phase = event.get("phase", "?")
-    if phase == "predict":
-        return f"predict {event.get('dataset', '')}: {event.get('done', 0)}/{event.get('total', 0)}"
-    if phase == "saved":
-        return f"saved {event.get('examples', 0)} predictions for {event.get('dataset', '')} (kept on resume)"
-    if phase == "cleaned":
-        return f"removed from the run folder before resuming: {', '.join(event.get('removed', []))}"
-    if phase == "start":
-        return f"run {event.get('run')} started"
-    return phase + ("" if len(event) == 1 else " " + json.dumps({k: v for k, v in event.items() if k != "phase"}))
 
 
 class EvaluationService(QObject):
@@ -96,7 +83,7 @@ class EvaluationService(QObject):
     def start(self, requests: list[RunRequest]) -> Worker:
         """Evaluate each request on a pool thread, one after another; see the class signals."""
         return self._start([(r.model, lambda store, on_event, ctx, r=r: evaluate(
-            store, self._ws.workspace, r, progress=on_event, cancel=ctx.cancel_event)) for r in requests])
+            store, self._ws.workspace, r, progress=on_event, cancel=ctx.cancel)) for r in requests])
 
     def start_queued(self, requests: list[RunRequest], broker_url: str) -> Worker:
         """Queue each request on a Redis broker for 'dynadesk worker' machines and wait for its run (docs/queue.md);
@@ -106,12 +93,12 @@ class EvaluationService(QObject):
 
         broker = parse_broker(broker_url)  # a URL without a password is refused before anything starts
         return self._start([(r.model, lambda store, on_event, ctx, r=r: run_queued(
-            store, self._ws.workspace, broker, r, progress=on_event, cancel=ctx.cancel_event)) for r in requests])
+            store, self._ws.workspace, broker, r, progress=on_event, cancel=ctx.cancel)) for r in requests])
 
     def resume(self, run_id: int) -> Worker:
         """Finish a stored run by replaying its stored request (nothing is re-asked)."""
         return self._start([(f"run {run_id}", lambda store, on_event, ctx: resume(
-            store, self._ws.workspace, run_id, progress=on_event, cancel=ctx.cancel_event))])
+            store, self._ws.workspace, run_id, progress=on_event, cancel=ctx.cancel))])
 
     def _start(self, jobs: list[tuple[str, Callable[..., EvaluationRecord]]]) -> Worker:
         if self._worker is not None:
@@ -126,13 +113,12 @@ class EvaluationService(QObject):
                     ctx.check()
                     ctx.log(f"== {label} ({i + 1}/{len(jobs)})")
 
-                    def on_event(event: dict[str, Any], label: str = label) -> None:
-                        if event.get("phase") == "start":
-                            self.runCreated.emit(int(event.get("run", 0)))
-                        done = int(event.get("overall_done", event.get("done", 0)) or 0)
-                        total = int(event.get("overall_total", event.get("total", 0)) or 0)
-                        ctx.progress(done, total, f"{label}: {describe_event(event)}")
-                        ctx.log(describe_event(event))
+                    def on_event(event: ProgressEvent, label: str = label) -> None:
+                        if event.phase == "start" and event.run is not None:
+                            self.runCreated.emit(event.run)
+                        text = render_progress(event)
+                        ctx.progress(event.done or 0, event.total or 0, f"{label}: {text}")
+                        ctx.log(text)
 
                     rec = run(store, on_event, ctx)
                     if rec.status != "succeeded":

@@ -4,12 +4,15 @@ prediction for the "try it" panel. Torch loads only when a model is first used."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.models import ModelRecord
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 
 def parse_labels(text: str) -> list[str] | None:
@@ -45,7 +48,7 @@ class ModelsService(QObject):
                  kind: str | None = None, labels: Sequence[str] | None = None, allow_pickle: bool = False) -> None:
         """Hash and register ``path`` on a worker (the CLI's checks: same function, same options);
         ``registered`` or ``registerFailed`` follows."""
-        def job(store: Any) -> ModelRecord:
+        def job(store: Store) -> ModelRecord:
             from dynadesk.models import register_model
 
             return register_model(store, path, task, name=name or None, kind=kind,
@@ -84,7 +87,7 @@ class ModelsService(QObject):
 
     def warm(self, model: str) -> None:
         """Load ``model`` in the background so the first prediction does not stall the page."""
-        def job(store: Any, name: str) -> tuple[str, str | None]:
+        def job(store: Store, name: str) -> tuple[str, str | None]:
             from dynadesk.errors import DynaDeskError
             from dynadesk.models import default_predictor
 

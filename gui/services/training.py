@@ -52,7 +52,8 @@ class TrainingService(QObject):
             store = ws.open_store()
             try:
                 return train_model(store, ws.workspace.models_dir, request, resume=resume,
-                                   progress=ctx.progress, cancel=lambda: ctx.cancelled)
+                                   progress=lambda e: ctx.progress(e.done or 0, e.total or 0, e.message),
+                                   cancel=ctx.cancel)
             except TrainingCancelled as exc:
                 ctx.log(str(exc))
                 raise Cancelled() from exc

@@ -76,6 +76,11 @@ def verify_log(entries: list[dict[str, Any]], head: dict[str, Any], server_publi
     verify_head(head, server_public_key)
     prev = GENESIS
     for i, e in enumerate(entries, 1):
+        if not isinstance(e, dict):
+            raise LogIntegrityError(f"log entry {i}: not an object")
+        missing = [k for k in ("bundle_id", "bundle_sha256", "received_at") if not isinstance(e.get(k), str)]
+        if missing:
+            raise LogIntegrityError(f"log entry {i}: field(s) {', '.join(missing)} missing or not text")
         if e.get("seq") != i:
             raise LogIntegrityError(f"log entry {i}: sequence number {e.get('seq')!r} (an entry is missing)")
         if e.get("prev_hash") != prev:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
 from support.eval import add_test_set, deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
+from dynadesk.cancel import CancelToken
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
 from dynadesk.workspace import Workspace
@@ -56,8 +56,8 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
     assert len(rows) == 3 * (24 + 16)  # each test set plus its two perturbation sets
     assert set(rows[0]["prediction"]["probs"]) == {"negative", "neutral", "positive"}
     assert rec.predictions_digest.startswith("sha256:")
-    overall = [e for e in events if e.get("phase") == "predict"]
-    assert overall[-1]["overall_done"] == overall[-1]["overall_total"] == 120
+    overall = [e for e in events if e.phase == "predict"]
+    assert overall[-1].done == overall[-1].total == 120
     assert "model 'tiny' loaded" in rec.log
 
 
@@ -73,12 +73,12 @@ def test_two_runs_give_byte_identical_predictions(store, ws):
 def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
     # a large last dataset, so the work left after the cancel takes far longer than the cancel does
     add_test_set(store, "set2-test", 600, seed=2)
-    cancel = threading.Event()
+    cancel = CancelToken()
 
     def progress(event):
         # "saved" comes after the dataset's part and marker are on disk, so cancelling here cannot race them
-        if event.get("phase") == "saved" and event["dataset"] == "set0-test~case":
-            cancel.set()
+        if event.phase == "saved" and event.dataset == "set0-test~case":
+            cancel.cancel()
 
     rec = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0),
                    progress=progress, cancel=cancel)
@@ -90,7 +90,7 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
     events = []
     done = resume(store, ws, rec.id, progress=events.append)
     assert done.id == rec.id and done.status == "succeeded", done.error
-    assert {e["dataset"] for e in events if e.get("resumed")} == finished  # only the missing ones were rerun
+    assert {e.dataset for e in events if e.resumed} == finished  # only the missing ones were rerun
     assert set(done.profile["resumed_datasets"]) == finished
     fresh = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=4, warmup=0))
     assert predictions_bytes(done) == predictions_bytes(fresh)
@@ -100,7 +100,7 @@ def test_cancel_then_resume_finishes_only_what_is_missing(store, ws):
 
 def test_ctrl_c_marks_interrupted_and_kills_worker(store, ws):
     def progress(event):
-        if event.get("phase") == "predict":
+        if event.phase == "predict":
             raise KeyboardInterrupt  # what Ctrl-C raises in the thread that runs the evaluation
 
     with pytest.raises(KeyboardInterrupt):
@@ -173,8 +173,8 @@ def test_bad_inputs_get_clear_errors(store, ws, tmp_path):
 
 
 def test_tampered_data_file_fails_with_named_dataset(store, ws):
-    cancel = threading.Event()
-    cancel.set()  # stop at once: we only want the prepared run folder
+    cancel = CancelToken()
+    cancel.cancel()  # stop at once: we only want the prepared run folder
     rec = evaluate(store, ws, run_request("tiny", ["set1-test"], runner="local"), cancel=cancel)
     data = Path(rec.run_dir) / "data" / "d000.jsonl"
     data.write_text(data.read_text().replace("set1-test-0", "set1-test-X"))

@@ -14,6 +14,7 @@ from support.eval import add_test_set, run_request, setup_workspace
 
 from dynadesk.orchestration.evaluate import default_limits, evaluate, resume
 from dynadesk.orchestration.folder import RunFolder
+from dynadesk.progress import ProgressEvent
 from dynadesk.workspace import Workspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may build the image
@@ -70,12 +71,12 @@ def test_links_planted_in_out_are_removed_and_never_chowned_on_resume_as_root(st
     assert (rec.status, rec.verdict) == ("failed", "error") and "HOSTILE symlink_out" in rec.error
     folder = RunFolder(Path(rec.run_dir))
     assert (folder.out_dir / "evil-link").is_symlink()
-    events: list[dict] = []
+    events: list[ProgressEvent] = []
     done = resume(store, ws, rec.id, client=docker_client, progress=events.append)  # the product runner, as root
     assert victim.stat().st_uid == 0 and victim.stat().st_gid == 0 and victim.read_text() == "root's file"
     assert done.status == "succeeded", done.error
-    cleaned = [e for e in events if e.get("phase") == "cleaned"]
-    assert cleaned and cleaned[0]["removed"] == ["evil-link", "parts/d000.jsonl.evil"]
+    cleaned = [e for e in events if e.phase == "cleaned"]
+    assert cleaned and cleaned[0].detail["removed"] == ["evil-link", "parts/d000.jsonl.evil"]
     assert "removed from out/ before resuming" in done.log and "evil-link" in done.log
     assert not (folder.out_dir / "evil-link").exists() and not (folder.out_dir / "evil-link").is_symlink()
 

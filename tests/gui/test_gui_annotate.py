@@ -20,7 +20,7 @@ def gui(require_qt, qtbot, tmp_path):
     register_model(st, majority_model(tmp_path / "maj"), "sentiment", name="maj")
     st.close()
     services, window = make_window(qtbot, tmp_path, home)
-    ann = services.extra["annotation"]
+    ann = services.annotation
     ann.add_annotator("alice")
     ann.add_annotator("bob")
     yield services, window
@@ -50,7 +50,7 @@ def _write_example(qtbot, page, text: str, label_key: Qt.Key):
 
 def test_annotate_three_with_keyboard_then_validate_and_see_stats(gui, qtbot):
     services, window = gui
-    ann = services.extra["annotation"]
+    ann = services.annotation
     assert window.annotator_label.text() == "Annotator: alice"
     rounds = _open_round(qtbot, window)
     assert rounds.rounds_table.rowCount() == 1

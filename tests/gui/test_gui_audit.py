@@ -53,7 +53,7 @@ def rows(page) -> dict[str, list[str]]:
 
 def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     services, window, run, bundle, path = gui
-    svc = services.extra["audit"]
+    svc = services.audit
     page = window.show_page("audit")
     assert page.rerun_available and not page.check_button.isEnabled()  # no file chosen yet
     page.path_edit.setText(str(path))
@@ -116,7 +116,7 @@ def test_a_forged_metric_differs_after_a_rerun_and_a_rerun_can_be_cancelled(gui,
     from dynadesk.sync.format.envelope import sign_payload
 
     services, window, run, bundle, path = gui
-    svc = services.extra["audit"]
+    svc = services.audit
     payload = copy.deepcopy(bundle.payload)
     target = next(m for m in payload["metrics"] if m["metric"] == "perf" and m["dataset"] == "set1-test")
     target["value"] = math.nextafter(target["value"], math.inf)

@@ -30,7 +30,7 @@ def test_key_bundle_queue_sync_and_audit(gui, qtbot, tmp_path):
     from support.sync import free_port
 
     services, window, run_id = gui
-    svc = services.extra["bundles"]
+    svc = services.bundles
     page = window.show_page("bundles")
     assert "no signing key yet" in page.keys.fingerprint.text()
     assert page.run_combo.currentData() == run_id
@@ -84,8 +84,8 @@ def test_settings_page_manages_the_key(gui, qtbot):
     panel = page.keys_panel
     qtbot.keyClicks(panel.passphrase, "s3cret")
     qtbot.mouseClick(panel.create_button, Qt.MouseButton.LeftButton)
-    info = services.extra["bundles"].key_info()
+    info = services.bundles.key_info()
     assert info.encrypted and info.fingerprint in panel.fingerprint.text()
     qtbot.mouseClick(panel.create_button, Qt.MouseButton.LeftButton)  # replacing needs the box ticked
     assert page.banner.kind == "error" and "already exists" in page.banner.text()
-    assert services.extra["bundles"].key_info().fingerprint == info.fingerprint
+    assert services.bundles.key_info().fingerprint == info.fingerprint

@@ -60,7 +60,7 @@ def test_selected_model_loads_in_the_background_and_says_so(gui, qtbot):
 
 def test_annotate_page_loads_round_models_and_ignores_answers_for_another_task(gui, qtbot):
     services, window = gui
-    ann = services.extra["annotation"]
+    ann = services.annotation
     ann.add_annotator("alice")
     rounds = window.show_page("rounds")
     rounds.select_task("sentiment")

@@ -44,7 +44,7 @@ def _app(qtbot, tmp_path: Path, task: str, folder: Path):
     register_model(st, folder, task, name=f"{task}-model")
     st.close()
     services, window = make_window(qtbot, tmp_path, home)
-    ann = services.extra["annotation"]
+    ann = services.annotation
     ann.add_annotator("alice")
     ann.add_annotator("olga", role="owner")  # an owner's vote decides at once
     return services, window

@@ -88,7 +88,7 @@ def test_rounds_page_charts_the_report(require_qt, qtbot, tmp_path):
     try:
         page = window.show_page("rounds")
         page.select_task("sentiment")
-        with qtbot.waitSignal(services.extra["annotation"].reportReady, timeout=30_000):
+        with qtbot.waitSignal(services.annotation.reportReady, timeout=30_000):
             page.chart_mode.setCurrentIndex(2)
         assert dict(page.chart.rows()) == {"says-negative · round 1 (n=3)": 1.0, "says-positive · round 1 (n=3)": 0.0}
     finally:

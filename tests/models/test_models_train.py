@@ -73,11 +73,11 @@ def test_train_registers_the_best_checkpoint_with_its_lineage(ws):
     from dynadesk.models.train import train_model
 
     workspace, store = ws
-    seen: list[tuple[int, int, str]] = []
-    result = train_model(store, workspace.models_dir, _request("tiny-r2"), progress=lambda *a: seen.append(a))
+    seen = []
+    result = train_model(store, workspace.models_dir, _request("tiny-r2"), progress=seen.append)
     total = 2 * -(-(24 + 6) // 4)  # two epochs of 24 + half of 12 examples, in batches of 4
-    assert result.steps == total and seen[-1][1] == total
-    assert any("dev macro_f1" in m for _s, _t, m in seen)
+    assert result.steps == total and seen[-1].total == total and seen[-1].phase == "train"
+    assert any("dev macro_f1" in e.message for e in seen)
     rec = store.models.get("tiny-r2")
     lineage = rec.manifest["lineage"]
     assert lineage["base"] == {"name": "tiny-base", "digest": store.models.get("tiny-base").digest}
@@ -95,19 +95,20 @@ def test_train_registers_the_best_checkpoint_with_its_lineage(ws):
 
 
 def test_cancel_then_resume_gives_the_uninterrupted_model(ws):
+    from dynadesk.cancel import CancelToken
     from dynadesk.errors import ModelError
     from dynadesk.models.train import TrainingCancelled, train_model, work_dir
 
     workspace, store = ws
     straight = train_model(store, workspace.models_dir, _request("straight"))
-    steps = {"n": 0}
+    cancel = CancelToken()
 
-    def cancel_after_five() -> bool:
-        steps["n"] += 1
-        return steps["n"] > 5
+    def cancel_after_five(event) -> None:
+        if event.done == 5:
+            cancel.cancel()  # the loop checks the token before the next step
 
     with pytest.raises(TrainingCancelled, match="cancelled at step 5"):
-        train_model(store, workspace.models_dir, _request("resumed"), cancel=cancel_after_five)
+        train_model(store, workspace.models_dir, _request("resumed"), progress=cancel_after_five, cancel=cancel)
     assert not store.models.exists("resumed")
     assert (work_dir(workspace.models_dir, "resumed") / "checkpoint" / "trainer_state.json").exists()
     with pytest.raises(ModelError, match="different training request"):

@@ -78,7 +78,7 @@ def _annotate_in_the_app(qtbot, tmp_path: Path, home: Path) -> None:
         store.close()
     targets = [next(lab for lab in LABELS if lab != predicted[0]), predicted[1]]
     services, window = make_window(qtbot, tmp_path, home)
-    ann = services.extra["annotation"]
+    ann = services.annotation
     ann.add_annotator("alice")
     ann.add_annotator("olga", role="owner")  # an owner's vote decides at once
     try:

@@ -84,7 +84,7 @@ def test_the_apps_span_selector_annotates_a_workspace_span_task(require_qt, qtbo
     _span_task(home, tmp_path)
     _register_base(home, tmp_path, "clinic-model")
     services, window = make_window(qtbot, tmp_path, home)
-    ann = services.extra["annotation"]
+    ann = services.annotation
     ann.add_annotator("alice")
     ann.add_annotator("olga", role="owner")
     try:

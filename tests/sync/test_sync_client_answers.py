@@ -14,7 +14,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from _sync_helpers import make_run, workspace_with_key
+from support.sync import make_run, workspace_with_key
 
 from dynadesk.audit.report import NOT_COMPARABLE
 from dynadesk.audit.transparency import check_transparency

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.tasks import load_tasks
 
 if TYPE_CHECKING:
@@ -84,11 +85,12 @@ def show_default_datasets(store: Store, names: list[str], echo: Echo) -> None:
 
 
 def choose_runner(requested: str, step: Steps) -> str:
-    """Docker when a daemon answers (and we can build or already have the image), else local."""
+    """Docker when a daemon answers (and we can build or already have the image), else local; another registered
+    runner when named."""
     from dynadesk.orchestration.daemon import daemon_status
 
-    if requested == "local":
-        return "local"
+    if requested not in ("auto", "docker"):
+        return requested
     status = daemon_status()
     if status.ok:
         return "docker"
@@ -115,7 +117,7 @@ def reusable_run(store: Store, model: str, runner: str, image_id: str | None) ->
     """
     matches = [r.id for r in store.evaluations.list(task=TASK, model=model, status="succeeded")
                if r.purpose == "evaluation" and sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner
-               and (runner != "docker" or r.image_id == image_id)]
+               and (not runner_spec(runner).uses_image or r.image_id == image_id)]
     if not matches:
         return None
     bundled = {b.evaluation_id for b in store.bundles.list()}
@@ -373,7 +375,7 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
 
     steps.start("Evaluator sandbox")
     state.runner = choose_runner(runner, steps)
-    if state.runner == "docker":
+    if runner_spec(state.runner).uses_image:
         state.image_id = ensure_image(workspace, steps)
 
     steps.start("Robustness and fairness suites for the four test sets")

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.errors import EvaluationError, RunFolderError
+from dynadesk.evaluator.metric_registry import timed_metrics
 from dynadesk.evaluator.schema import PARTS_DIR, evaluator_version
-from dynadesk.evaluator.timing import LATENCY_METRICS
 from dynadesk.orchestration.evaluate import ProgressFn, _execute, create_run, make_runner, recover_stale, request_of
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
 from dynadesk.orchestration.runner_registry import runner_spec
@@ -31,7 +31,7 @@ from dynadesk.orchestration.runners import Runner
 from dynadesk.scoring.leaderboard import noisy_in_environment
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
 
-TIMED_METRICS = frozenset({"throughput", "throughput_batched", *LATENCY_METRICS})
+TIMED_METRICS = timed_metrics()
 """The figures the timed windows give (dynadesk.evaluator.timing); everything else is kept or recomputed."""
 MAX_PART_BYTES = 1 << 31
 

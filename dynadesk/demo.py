@@ -188,10 +188,11 @@ def print_intervals(board: Any, echo: Echo) -> None:
 
 
 def print_leaderboard(store: Store, echo: Echo) -> str:
+    from dynadesk.scoring.dynascore import default_metrics
     from dynadesk.scoring.leaderboard import build_leaderboard
 
     board = build_leaderboard(store, TASK)
-    shown = ["perf", "throughput", "memory", "robustness", "fairness"]
+    shown = list(default_metrics())  # the Dynascore's metrics (the metric registry's defaults), in column order
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
     rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
         "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}") for m in shown]

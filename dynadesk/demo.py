@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.progress import render_progress
+from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.tasks import load_tasks
 
 if TYPE_CHECKING:
@@ -86,11 +87,12 @@ def show_default_datasets(store: Store, names: list[str], echo: Echo) -> None:
 
 
 def choose_runner(requested: str, step: Steps) -> str:
-    """Docker when a daemon answers (and we can build or already have the image), else local."""
+    """Docker when a daemon answers (and we can build or already have the image), else local; another registered
+    runner when named."""
     from dynadesk.orchestration.daemon import daemon_status
 
-    if requested == "local":
-        return "local"
+    if requested not in ("auto", "docker"):
+        return requested
     status = daemon_status()
     if status.ok:
         return "docker"
@@ -117,7 +119,7 @@ def reusable_run(store: Store, model: str, runner: str, image_id: str | None) ->
     """
     matches = [r.id for r in store.evaluations.list(task=TASK, model=model, status="succeeded")
                if r.purpose == "evaluation" and sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner
-               and (runner != "docker" or r.image_id == image_id)]
+               and (not runner_spec(runner).uses_image or r.image_id == image_id)]
     if not matches:
         return None
     bundled = {b.evaluation_id for b in store.bundles.list()}
@@ -187,10 +189,11 @@ def print_intervals(board: Any, echo: Echo) -> None:
 
 
 def print_leaderboard(store: Store, echo: Echo) -> str:
+    from dynadesk.scoring.dynascore import default_metrics
     from dynadesk.scoring.leaderboard import build_leaderboard
 
     board = build_leaderboard(store, TASK)
-    shown = ["perf", "throughput", "memory", "robustness", "fairness"]
+    shown = list(default_metrics())  # the Dynascore's metrics (the metric registry's defaults), in column order
     headers = ["rank", "model", "Dynascore"] + [f"{m} ({board.units.get(m, '')})" for m in shown]
     rows = [[str(r.rank), r.model + (" *" if r.noisy else ""), f"{r.dynascore:.2f}"] + [
         "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}") for m in shown]
@@ -373,7 +376,7 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
 
     steps.start("Evaluator sandbox")
     state.runner = choose_runner(runner, steps)
-    if state.runner == "docker":
+    if runner_spec(state.runner).uses_image:
         state.image_id = ensure_image(workspace, steps)
 
     steps.start("Robustness and fairness suites for the four test sets")

@@ -17,7 +17,14 @@ from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
 
-METRICS = tuple(dict.fromkeys(m for k in KINDS.values() for m in k.metrics))
+
+def metric_names() -> tuple[str, ...]:
+    """The task metrics a task file may choose: every output kind's (the metric registry says how each is
+    computed); read at each check, so a metric or kind registered at run time counts."""
+    return tuple(dict.fromkeys(m for k in KINDS.values() for m in k.metrics))
+
+
+METRICS = metric_names()  # as at import; the checks call metric_names()
 OUTPUT_KINDS = tuple(KINDS)
 FOOLED_RULES = tuple(_FOOLED_TESTS)
 ROBUSTNESS_SUITES = ("case", "contractions", "punctuation", "whitespace", "zero_width", "homoglyphs", "typos",
@@ -175,9 +182,9 @@ def parse_task(raw: Any, source: str) -> Task:
         if span_of not in names:
             raise ConfigError(f"{source}: output.span_of names '{span_of}', which is not an input")
     metric = _need(raw, "metric", str, source)
-    if metric not in METRICS:
-        raise ConfigError(f"{source}: field 'metric' must be one of {', '.join(METRICS)}, got '{metric}'")
-    for m in (metric, *_str_list(raw, "secondary_metrics", source, METRICS)):
+    if metric not in metric_names():
+        raise ConfigError(f"{source}: field 'metric' must be one of {', '.join(metric_names())}, got '{metric}'")
+    for m in (metric, *_str_list(raw, "secondary_metrics", source, metric_names())):
         if m not in out_kind.metrics:
             raise ConfigError(f"{source}: metric '{m}' does not apply to a {kind} task "
                               f"(use {', '.join(out_kind.metrics)})")
@@ -208,7 +215,7 @@ def parse_task(raw: Any, source: str) -> Task:
         output_kind=kind,
         labels=labels,
         metric=metric,
-        secondary_metrics=_str_list(raw, "secondary_metrics", source, METRICS),
+        secondary_metrics=_str_list(raw, "secondary_metrics", source, metric_names()),
         multi_gold=bool(output.get("multi_gold", False)),
         span_of=span_of,
         fooled_rule=FooledRule(rule_kind, float(threshold) if threshold is not None else None),
@@ -331,8 +338,8 @@ TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("output.labels", "list of strings", "label tasks", "at least two distinct labels"),
     ("output.span_of", "string", "span tasks", "the input field the answer span is taken from"),
     ("output.multi_gold", "boolean", "no", "examples may carry several gold answers"),
-    ("metric", "string", "yes", "one of: " + ", ".join(METRICS)),
-    ("secondary_metrics", "list of strings", "no", "more metrics reported, from: " + ", ".join(METRICS)),
+    ("metric", "string", "yes", "one of: " + ", ".join(metric_names())),
+    ("secondary_metrics", "list of strings", "no", "more metrics reported, from: " + ", ".join(metric_names())),
     ("fooled_rule", "mapping", "yes", "when annotation counts the model as fooled"),
     ("fooled_rule.kind", "string", "yes", "one of: " + ", ".join(FOOLED_RULES)),
     ("fooled_rule.threshold", "number in (0, 1]", "answer_f1_below", "the answer F1 below which it is fooled"),
@@ -417,8 +424,9 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 out.append((("output", "span_of"),
                             f"output.span_of names '{span_of}', which is not an input (inputs: {', '.join(names)})"))
     metric = raw.get("metric")
-    if "metric" in raw and metric not in METRICS:
-        out.append((("metric",), f"field 'metric' is {metric!r}, not a registered metric ({', '.join(METRICS)})"))
+    if "metric" in raw and metric not in metric_names():
+        out.append((("metric",), f"field 'metric' is {metric!r}, not a registered metric "
+                                 f"({', '.join(metric_names())})"))
     rule = raw.get("fooled_rule")
     if "fooled_rule" in raw:
         if not isinstance(rule, dict) or rule.get("kind") not in _FOOLED_TESTS:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dynadesk.evaluator.answers import (  # re-exported: the SQuAD scores are metrics too
@@ -45,6 +46,7 @@ from dynadesk.evaluator.answers import (  # re-exported: the SQuAD scores are me
     token_f1,
 )
 from dynadesk.evaluator.kinds import KINDS, kind_of
+from dynadesk.evaluator.metric_registry import METRICS, Compute, register_metric
 
 LABEL_METRICS = KINDS["label"].metrics
 SPAN_METRICS = KINDS["span"].metrics
@@ -165,17 +167,28 @@ def _gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str) -> An
 
 
 def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], golds: Sequence[Any]) -> float:
-    """One named metric over aligned prediction strings and golds (0-100)."""
+    """One named task metric over aligned prediction strings and golds, computed as the metric registry says."""
     _check_lengths(preds, golds)
-    if metric == "accuracy":
-        return accuracy(preds, golds)
-    if metric == "macro_f1":
-        return macro_f1(preds, golds, task.get("labels") or None)
-    if metric in SPAN_METRICS:
+    d = METRICS.get(metric)
+    if d is None or d.compute is None:
+        known = [m.name for m in METRICS.values() if m.compute is not None]
+        raise MetricError(f"unknown metric '{metric}' (known: {', '.join(known)})")
+    return d.compute(task, preds, golds)
+
+
+def _span_metric(metric: str) -> Compute:
+    def compute(task: Mapping[str, Any], preds: Sequence[str], golds: Sequence[Any]) -> float:
         if not preds:
             return 0.0
-        return sum(_span_score(metric, p, g) for p, g in zip(preds, golds)) / len(preds)
-    raise MetricError(f"unknown metric '{metric}' (known: {', '.join(LABEL_METRICS + SPAN_METRICS)})")
+        return sum(_span_score(metric, p, g) for p, g in zip(preds, golds, strict=True)) / len(preds)
+    return compute
+
+
+# the built-in task metrics' functions, attached to their registry entries
+for _name, _fn in {"accuracy": lambda _t, p, g: accuracy(p, g),
+                   "macro_f1": lambda t, p, g: macro_f1(p, g, t.get("labels") or None),
+                   "squad_f1": _span_metric("squad_f1"), "exact_match": _span_metric("exact_match")}.items():
+    register_metric(replace(METRICS[_name], compute=_fn))
 
 
 def _aligned(task: Mapping[str, Any], predictions: Sequence[Any], examples: Sequence[Mapping[str, Any]]

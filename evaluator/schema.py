@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
+
+from dynadesk.evaluator.metric_registry import UnitsView
 
 _T = TypeVar("_T")
 
@@ -33,27 +36,8 @@ WINDOW_PREFIX = "@@dynadesk-window "
 ROLES = ("test", "perturbation")
 PERTURBATION_KINDS = ("robustness", "fairness")
 
-# Metric name -> (unit, deterministic). DEVELOPERS.md fixes these names.
-METRIC_UNITS: dict[str, tuple[str, bool]] = {
-    "perf": ("score", True),
-    "accuracy": ("score", True),
-    "macro_f1": ("score", True),
-    "squad_f1": ("score", True),
-    "exact_match": ("score", True),
-    "robustness": ("score", True),
-    "fairness": ("score", True),
-    "robustness_sources": ("examples", True),
-    "fairness_sources": ("examples", True),
-    "robustness_low_confidence": ("flag", True),
-    "fairness_low_confidence": ("flag", True),
-    "throughput": ("examples/s", False),
-    "throughput_batched": ("examples/s", False),
-    "latency_p50_ms": ("ms", False),
-    "latency_p90_ms": ("ms", False),
-    "latency_p99_ms": ("ms", False),
-    "memory": ("GiB", False),
-    "gpu_memory": ("GiB", False),
-}
+# Metric name -> (unit, deterministic), a live view of the metric registry (evaluator/metric_registry.py).
+METRIC_UNITS: Mapping[str, tuple[str, bool]] = UnitsView()
 
 
 class SpecError(ValueError):

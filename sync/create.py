@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import BundleError, DigestMismatch, NotFoundError
+from dynadesk.evaluator.metric_registry import tolerances
 from dynadesk.orchestration.folder import RunFolder
 from dynadesk.sync.format.merkle import read_predictions
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -96,7 +97,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},
         "evaluation_id": ev.id,
-        "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic]),
+        "tolerances": declare([m.metric for m in ev.metrics if not m.deterministic], tolerances()),
         "task_digest": task_digest(get_task(ev.task)),  # which definition of the task these scores are for
         **({"request": ev.request} if ev.request else {}),  # what an audit re-run replays
         **signed_intervals(ev.profile),

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
 from dynadesk.audit.intervals import compare_intervals
-from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE, AuditReport, Check
+from dynadesk.audit.report import (
+    DETERMINISTIC,
+    DIFFERS,
+    ENVIRONMENT,
+    IDENTICAL,
+    INTEGRITY,
+    NOT_COMPARABLE,
+    AuditReport,
+    Check,
+)
 from dynadesk.errors import AuditError, BundleError
 
 if TYPE_CHECKING:
@@ -33,6 +42,24 @@ def signature_check(bundle: Any) -> Check:
     return Check("signature", INTEGRITY, IDENTICAL, bundle.key_fingerprint, bundle.key_fingerprint,
                  "Ed25519 over the RFC 8785 payload verifies with the carried key (this says who signed, "
                  "not that the signer is trusted: use --server or compare the fingerprint)")
+
+
+def runner_check(payload: dict[str, Any]) -> Check:
+    """The bundle's runner against this installation's runner registry: the format (a leaf) checks only the name's
+    form, so here a sandbox claim the named runner cannot make fails, and a runner not registered here is said."""
+    from dynadesk.orchestration.runner_registry import RUNNERS
+
+    kind, claimed = payload["runner"]["kind"], bool(payload["runner"]["sandboxed"])
+    spec = RUNNERS.get(kind)
+    if spec is None:
+        return Check("runner", ENVIRONMENT, NOT_COMPARABLE, claimed, None,
+                     f"runner '{kind}' is not registered here (known: {', '.join(RUNNERS)}): its sandbox claim "
+                     "cannot be checked and a re-run needs that runner")
+    if spec.sandboxed != claimed:
+        return Check("runner", INTEGRITY, DIFFERS, claimed, spec.sandboxed,
+                     f"the bundle says its '{kind}' run was {'sandboxed' if claimed else 'not sandboxed'}, but the "
+                     f"{kind} runner is {'sandboxed' if spec.sandboxed else 'not sandboxed'}")
+    return Check("runner", ENVIRONMENT, IDENTICAL, claimed, spec.sandboxed, spec.plain_label)
 
 
 def host_recomputation(record: Any) -> Check | None:
@@ -80,7 +107,7 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
     if p.get("worker"):
         report.notes.append(f"evaluated by queue worker {p['worker']['name']} (worker key "
                             f"{p['worker']['key_fingerprint']})")
-    report.add(model_check, *inputs.check_datasets(store, p), inputs.check_evaluator_code(p))
+    report.add(runner_check(p), model_check, *inputs.check_datasets(store, p), inputs.check_evaluator_code(p))
     report.add(inputs.check_image(p, client))
     record = None
     if against is not None:

@@ -28,6 +28,7 @@ from dynadesk.audit.report import (
     Check,
 )
 from dynadesk.canonical import digest, file_sha256
+from dynadesk.evaluator.metric_registry import load_independent
 from dynadesk.evaluator.schema import METRIC_UNITS
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ def hardware_difference(expected_env: dict[str, Any], actual_env: dict[str, Any]
            f"here: {hardware_class_label(actual_env)})"
 
 
-LOAD_INDEPENDENT = frozenset({"memory", "gpu_memory"})
+LOAD_INDEPENDENT = load_independent()
 """Measured metrics that competing CPU load does not move: judged even when the re-measurement was noisy."""
 
 

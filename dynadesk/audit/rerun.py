@@ -24,6 +24,7 @@ from typing import Any
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, ConfigError, DynaDeskError
 from dynadesk.orchestration.request import RunRequest, legacy_request
+from dynadesk.orchestration.runner_registry import runner_spec
 
 
 def recorded_request(payload: dict[str, Any], model_name: str, runner: str, image: str | None) -> RunRequest:
@@ -71,8 +72,12 @@ def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: Mode
     from dynadesk.orchestration.evaluate import evaluate
 
     kind = runner or payload["runner"]["kind"]
-    image = payload["evaluator"]["image_digest"] if kind == "docker" else None
-    if kind == "docker" and image is not None:
+    try:
+        uses_image = runner_spec(kind).uses_image
+    except ConfigError as exc:
+        raise AuditError(f"cannot re-run here: {exc}") from exc
+    image = payload["evaluator"]["image_digest"] if uses_image else None
+    if uses_image and image is not None:
         _require_image(image, payload["evaluator"]["version"], client, payload["evaluator"])
     names = [d["name"] for d in payload["datasets"]]
     missing = [n for n in names if not store.datasets.exists(n)]

@@ -17,8 +17,19 @@ from __future__ import annotations
 
 from typing import Any
 
-# The format's part (field name, defaults, shape check) lives with the bundle format.
-from dynadesk.sync.format.tolerances import DEFAULTS, FALLBACK, FIELD, MAX_ENTRIES, check_tolerances, declare
+from dynadesk.evaluator.metric_registry import tolerances
+
+# The format's part (field name, shape check) lives with the bundle format; the defaults are the metric registry's.
+from dynadesk.sync.format.tolerances import FALLBACK, FIELD, MAX_ENTRIES, check_tolerances
+from dynadesk.sync.format.tolerances import declare as _declare
+
+DEFAULTS: dict[str, float] = tolerances()
+
+
+def declare(measured_metrics: list[str]) -> dict[str, dict[str, float]]:
+    """The ``tolerances`` map a new bundle signs, with the metric registry's defaults."""
+    return _declare(measured_metrics, tolerances())
+
 
 __all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "POLICY_MAX", "check_tolerances", "declare",
            "relative_change",

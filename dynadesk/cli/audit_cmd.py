@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.cli.common import RegistryChoice, echo_json, echo_table, json_option, pass_app
+from dynadesk.orchestration.runner_registry import runner_names
 
 if TYPE_CHECKING:
     from dynadesk.progress import ProgressEvent
@@ -66,7 +67,7 @@ def print_report(report) -> None:
 @click.option("--model", "model_path", type=click.Path(exists=True, file_okay=False),
               help="The model folder to check (default: the workspace's model of the bundle's name).")
 @click.option("--rerun", is_flag=True, help="Evaluate again with the recorded settings and seeds, then compare.")
-@click.option("--runner", type=click.Choice(["docker", "local"]), help="Re-run here (default: the recorded runner).")
+@click.option("--runner", type=RegistryChoice(runner_names), help="Re-run here (default: the recorded runner).")
 @click.option("--against", type=int, metavar="RUN", help="Compare with an existing run instead of re-running.")
 @click.option("--server", help="Also check the bundle is in this leaderboard server's transparency log.")
 @click.option("--server-key", help="The server's log-signing public key (64 hex digits) to pin.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import click
@@ -77,3 +78,21 @@ def key_passphrase(prompt: bool, confirm: bool = False) -> str | None:
     if prompt:
         return click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm)
     return None
+
+
+class RegistryChoice(click.Choice[str]):
+    """A ``click.Choice`` over a registry (runners, data formats), read each time the option is parsed or its help
+    shown, so an entry registered after this module was imported is offered too."""
+
+    def __init__(self, names: Callable[[], Iterable[str]], extra: Sequence[str] = ()) -> None:
+        self._names = names
+        self._extra = tuple(extra)
+        super().__init__(())
+
+    @property  # click.Choice keeps a fixed tuple; this one reads the registry
+    def choices(self) -> tuple[str, ...]:
+        return (*self._extra, *self._names())
+
+    @choices.setter
+    def choices(self, _value: Any) -> None:
+        """click.Choice.__init__ assigns the tuple; the registry stays the source."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.cli.common import RegistryChoice, echo_json, echo_table, json_option, pass_app
 from dynadesk.data import EXPORT_FORMATS, SPLITS, export_dataset, import_file
 from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
@@ -22,7 +22,7 @@ def data() -> None:
 @click.option("--task", "task_name", required=True, help="Task whose schema the file follows (dynadesk tasks show).")
 @click.option("--name", help="Dataset name (default: the file name without extension).")
 @click.option("--split", type=click.Choice(SPLITS), default="test", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(list(FORMATS)),
+@click.option("--format", "fmt", type=RegistryChoice(lambda: FORMATS),
               help="Default: detected from the extension and the first record (and stated in the output).")
 @click.option("--map", "field_map", multiple=True, metavar="TASK_FIELD=SOURCE_FIELD",
               help="Read a source field as a task field (repeatable), e.g. --map statement=tweet.")

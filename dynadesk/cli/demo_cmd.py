@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from dynadesk.cli.common import pass_app
+from dynadesk.cli.common import RegistryChoice, pass_app
+from dynadesk.orchestration.runner_registry import runner_names
 
 
 @click.command()
-@click.option("--runner", type=click.Choice(["auto", "docker", "local"]), default="auto", show_default=True,
+@click.option("--runner", type=RegistryChoice(runner_names, extra=("auto",)), default="auto", show_default=True,
               help="auto: Docker when a daemon answers, otherwise the local (not sandboxed) runner.")
 @click.option("--reaudit", is_flag=True, help="Re-run the audit even if this bundle was audited before.")
 @pass_app

@@ -20,69 +20,77 @@ from dynadesk.formats.base import (
 )
 from dynadesk.formats.delimited import (
     csv_sample,
-    header,
     read_csv_rows,
     read_tsv_rows,
     tsv_sample,
 )
+from dynadesk.formats.detect import Sniff
 from dynadesk.formats.dynabench import DYNASENT_KEYS, convert_dynabench, convert_dynasent
 from dynadesk.formats.dynahate import convert_dynahate, is_dynahate, read_dynahate_rows
 from dynadesk.formats.hf import convert_hf, convert_hf_v2, read_parquet_rows
-from dynadesk.formats.jsonl import first_object, read_jsonl_rows
+from dynadesk.formats.jsonl import read_jsonl_rows
 from dynadesk.formats.snli import convert_snli, read_snli_tsv_rows
 from dynadesk.formats.squad import convert_squad, convert_squad_v2, is_squad, read_squad_rows
 from dynadesk.tasks import Task
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("jsonl", "DynaDesk JSON lines", read_jsonl_rows, convert_native),
-    Format("csv", "CSV with a header", read_csv_rows, convert_native, sample=csv_sample),
-    Format("tsv", "TSV with a header", read_tsv_rows, convert_native, sample=tsv_sample),
-    Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench),
-    Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,
-           ("sentiment",), pre_labels=True),
-    Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",)),
-    Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",)),
-    Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",)),
-    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",), convert_v2=convert_squad_v2),
-    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf, convert_v2=convert_hf_v2),
-    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf, convert_v2=convert_hf_v2),
-)}
-
 _SNLI_KEYS = {"sentence1", "sentence2", "gold_label"}
 _DYNABENCH_INPUTS = {"hypothesis", "statement", "question"}
 
-__all__ = ["FORMATS", "Format", "Mapping", "ReadResult", "detect_format", "parse_pairs",
-           "read_examples"]
+
+def _hf_row(s: Sniff) -> bool:
+    first = s.first if isinstance(s.first, dict) else {}
+    return isinstance(first.get("answers"), dict) or "premise" in s.keys or isinstance(first.get("label"), int)
 
 
-def _detect_jsonl(path: Path) -> str:
-    obj = first_object(path)
-    if not isinstance(obj, dict):
-        return "jsonl"
-    keys = set(obj)
-    if _SNLI_KEYS <= keys:
-        return "snli"
-    if DYNASENT_KEYS <= keys:
-        return "dynasent"
-    if "uid" in keys and keys & _DYNABENCH_INPUTS:
-        return "dynabench"
-    if isinstance(obj.get("answers"), dict) or "premise" in keys or isinstance(obj.get("label"), int):
-        return "hf"
-    return "jsonl"
+# The format registry: name -> Format (title, reader, converter, detect hook). The CLI's --format choices, the
+# app's format box, `dynadesk tasks schema` and detection all read it. Detection asks each hook in detect_order:
+# the specific formats first, then the generic ones (csv, tsv by suffix; jsonl for anything else).
+FORMATS: dict[str, Format] = {}
+
+
+def register_format(fmt: Format) -> Format:
+    """Add (or replace) a data format; ``dynadesk data import`` detects and reads it from now on."""
+    FORMATS[fmt.name] = fmt
+    return fmt
+
+
+for _fmt in (
+    Format("jsonl", "DynaDesk JSON lines", read_jsonl_rows, convert_native, detect=lambda s: True, detect_order=9),
+    Format("csv", "CSV with a header", read_csv_rows, convert_native, sample=csv_sample,
+           detect=lambda s: s.suffix == ".csv", detect_order=5),
+    Format("tsv", "TSV with a header", read_tsv_rows, convert_native, sample=tsv_sample,
+           detect=lambda s: s.suffix in (".tsv", ".txt"), detect_order=5),
+    Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench,
+           detect=lambda s: "uid" in s.keys and bool(s.keys & _DYNABENCH_INPUTS), detect_order=3),
+    Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,
+           ("sentiment",), pre_labels=True, detect=lambda s: DYNASENT_KEYS <= s.keys, detect_order=2),
+    Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",),
+           detect=lambda s: s.suffix == ".csv" and is_dynahate(s.path)),
+    Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",),
+           detect=lambda s: _SNLI_KEYS <= s.keys, detect_order=1),
+    Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",),
+           detect=lambda s: s.suffix in (".tsv", ".txt") and _SNLI_KEYS <= set(s.columns("\t"))),
+    Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",), convert_v2=convert_squad_v2,
+           detect=lambda s: s.suffix == ".json" and is_squad(s.path)),
+    Format("hf", "Hugging Face datasets JSON lines", read_jsonl_rows, convert_hf, convert_v2=convert_hf_v2,
+           detect=_hf_row, detect_order=4),
+    Format("hf-parquet", "Hugging Face datasets Parquet", read_parquet_rows, convert_hf, convert_v2=convert_hf_v2,
+           detect=lambda s: s.suffix == ".parquet"),
+):
+    register_format(_fmt)
+
+__all__ = ["FORMATS", "Format", "Mapping", "ReadResult", "Sniff", "detect_format", "parse_pairs", "read_examples",
+           "register_format"]
 
 
 def detect_format(path: Path) -> str:
-    """The format name of ``path``, from its extension and its first record."""
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        return "hf-parquet"
-    if suffix == ".csv":
-        return "dynahate" if is_dynahate(path) else "csv"
-    if suffix in (".tsv", ".txt"):
-        return "snli-tsv" if _SNLI_KEYS <= set(header(path, "\t")) else "tsv"
-    if suffix == ".json" and is_squad(path):
-        return "squad"
-    return _detect_jsonl(path)
+    """The format name of ``path``: the first format whose detect hook says yes, in the registry's detect order."""
+    sniff = Sniff(path)
+    for fmt in sorted(FORMATS.values(), key=lambda f: f.detect_order):
+        if fmt.detect is not None and fmt.detect(sniff):
+            return fmt.name
+    raise ValidationError(f"{path}: no data format recognises this file (use --format; formats: "
+                          f"{', '.join(FORMATS)})")
 
 
 def read_examples(task: Task, path: str | Path, fmt: str | None = None,

@@ -66,6 +66,8 @@ class Format:
     sample: Callable[[Path], dict[str, str]] | None = None  # a table's header (+ first row), checked once
     pre_labels: bool = False  # --label-map applies before convert, so a drop rule sees the mapped label
     convert_v2: Converter | None = None  # the convert of --squad-v2 (formats that carry unanswerable questions)
+    detect: Callable[[Any], bool] | None = None  # Sniff -> whether a file is in this format (formats/detect.py)
+    detect_order: int = 0  # hooks are asked lowest first (then in registration order); generic formats come last
 
 
 @dataclass

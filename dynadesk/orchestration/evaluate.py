@@ -36,8 +36,9 @@ from dynadesk.evaluator.schema import (
 from dynadesk.orchestration.bounds import check_measured
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
-from dynadesk.orchestration.request import RUNNERS, RunRequest, default_limits
-from dynadesk.orchestration.runners import DockerRunner, LocalRunner, Runner, RunOutcome
+from dynadesk.orchestration.request import RunRequest, default_limits
+from dynadesk.orchestration.runner_registry import RUNNERS, runner_class
+from dynadesk.orchestration.runners import Runner, RunOutcome
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
@@ -57,12 +58,12 @@ MAX_DB_LOG = 1 << 20
 
 
 def make_runner(request: RunRequest, client: DockerClient | None = None) -> Runner:
-    """The runner a request names (``docker`` in its image, default: this evaluator version's tag)."""
-    if request.runner == "docker":
-        from dynadesk.orchestration.image import image_tag
-
-        return DockerRunner(request.image or image_tag(), client=client)
-    return LocalRunner()
+    """The runner a request names, from the runner registry (``docker`` in its image, default: this evaluator
+    version's tag)."""
+    cls = runner_class(request.runner)
+    if not (isinstance(cls, type) and issubclass(cls, Runner)):
+        raise ConfigError(f"runner '{request.runner}': {cls!r} is not a Runner")
+    return cls.for_request(request, client)
 
 
 def _alive(pid: int) -> bool:

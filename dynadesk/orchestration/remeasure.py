@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import EvaluationError, RunFolderError
+from dynadesk.evaluator.metric_registry import timed_metrics
 from dynadesk.evaluator.schema import PARTS_DIR, evaluator_version
-from dynadesk.evaluator.timing import LATENCY_METRICS
 from dynadesk.orchestration.evaluate import _execute, create_run, make_runner, recover_stale, request_of
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
+from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.orchestration.runners import Runner
 from dynadesk.scoring.leaderboard import noisy_in_environment
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
-TIMED_METRICS = frozenset({"throughput", "throughput_batched", *LATENCY_METRICS})
+TIMED_METRICS = timed_metrics()
 """The figures the timed windows give (dynadesk.evaluator.timing); everything else is kept or recomputed."""
 MAX_PART_BYTES = 1 << 31
 
@@ -140,7 +141,7 @@ def remeasure(store: Store, workspace: Workspace, run_id: int, *, runner: Runner
     if old_folder is None or not old_folder.has_spec():
         raise RunFolderError(f"run {run_id} has no run folder with a spec: nothing to re-measure with")
     request = request_of(old)
-    if request.runner == "docker" and old.image_id:
+    if runner_spec(request.runner).uses_image and old.image_id:
         request = replace(request, image=old.image_id)  # the very image, by Id, not the tag it had
     run = runner or make_runner(request, client)
     run.check_ready()

@@ -16,9 +16,9 @@ from typing import Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError
+from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.orchestration.runners import Limits
 
-RUNNERS = ("docker", "local")
 # evaluation: a board entry; audit: an auditor's re-run; preflight: a determinism check; bench: a benchmark
 PURPOSES = ("evaluation", "audit", "preflight", "bench")
 
@@ -94,8 +94,7 @@ class RunRequest:
             raise ConfigError(f"request.model must be a model name, got {self.model!r}")
         if not isinstance(self.datasets, tuple) or not all(isinstance(d, str) and d for d in self.datasets):
             raise ConfigError(f"request.datasets must be a tuple of dataset names, got {self.datasets!r}")
-        if self.runner not in RUNNERS:
-            raise ConfigError(f"unknown runner '{self.runner}' (use one of {', '.join(RUNNERS)})")
+        runner_spec(self.runner)  # ConfigError naming the registered runners
         if self.purpose not in PURPOSES:
             raise ConfigError(f"unknown run purpose '{self.purpose}' (use one of {', '.join(PURPOSES)})")
         if self.image is not None and (not isinstance(self.image, str) or not self.image):

@@ -167,6 +167,11 @@ class Runner(abc.ABC):
             cancel: CancelToken | None = None) -> RunOutcome:
         """Run the worker on ``paths`` under ``limits``; never raises for a failed run (see RunOutcome)."""
 
+    @classmethod
+    def for_request(cls, request: Any, client: Any = None) -> Runner:
+        """The runner for ``request`` (a :class:`RunRequest`); make_runner calls it for the registered class."""
+        return cls()
+
     def check_ready(self) -> None:  # noqa: B027 - a no-op hook: runners with nothing to check keep it
         """Raise a library error now when this runner cannot start (before a run record is made)."""
 
@@ -309,6 +314,13 @@ class DockerRunner(Runner):
     def __init__(self, image: str, client: DockerClient | None = None):
         self.image = image
         self._client = client
+
+    @classmethod
+    def for_request(cls, request: Any, client: Any = None) -> Runner:
+        """In the request's image, default: this evaluator version's tag."""
+        from dynadesk.orchestration.image import image_tag
+
+        return cls(request.image or image_tag(), client=client)
 
     @property
     def client(self) -> DockerClient:

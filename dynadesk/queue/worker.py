@@ -220,6 +220,7 @@ class Worker:
         from dynadesk.evaluator.schema import ENVIRONMENT_FILE, evaluator_version
         from dynadesk.orchestration.folder import OUT_FILES, RunFolder
         from dynadesk.orchestration.request import RunRequest
+        from dynadesk.orchestration.runner_registry import runner_spec
 
         with translated(self.config.broker):
             payload = jobs.payload(self.client, job_id)
@@ -244,7 +245,7 @@ class Worker:
                 model_dir = self.cache.model(self.client, payload["model"]["files"], payload["model"]["digest"])
             folder.open_inputs()
             image_id = runner.image_id()
-            if request.runner == "docker" and image_id != self.image_id:
+            if runner_spec(request.runner).uses_image and image_id != self.image_id:
                 return "failed", {"verdict": "refused", "error": (
                     f"the image {runner.describe().get('image')} now has Id {image_id}, not {self.image_id} as at "
                     "start; restart the worker")}
@@ -282,16 +283,22 @@ class Worker:
             shutil.rmtree(folder.root, ignore_errors=True)
 
     def _runner(self, request: Any) -> Any:
-        from dynadesk.orchestration.runners import DockerRunner, LocalRunner
+        from dataclasses import replace
 
-        if request.runner == "local":
+        from dynadesk.orchestration.evaluate import make_runner
+        from dynadesk.orchestration.runner_registry import runner_spec
+
+        spec = runner_spec(request.runner)
+        if not spec.sandboxed:
             if not self.config.allow_unsandboxed:
                 raise QueueError(f"worker {self.config.name} runs only sandboxed jobs (--runner docker); start it "
-                                 "with --allow-unsandboxed to take --runner local jobs")
-            return LocalRunner()
-        if self.image is None:
-            raise QueueError(f"worker {self.config.name} has no Docker here; it takes only --runner local jobs")
-        return DockerRunner(request.image or self.image)
+                                 f"with --allow-unsandboxed to take --runner {spec.name} jobs")
+            return make_runner(request)
+        if spec.uses_image:
+            if self.image is None:
+                raise QueueError(f"worker {self.config.name} has no Docker here; it takes only --runner local jobs")
+            return make_runner(replace(request, image=request.image or self.image))
+        return make_runner(request)
 
     def _image_build(self, image_id: str | None) -> dict[str, Any] | None:
         from dynadesk.orchestration.evaluate import image_build

@@ -33,11 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dynadesk.evaluator.metric_registry import METRICS
+
 AMRS_MODES = ("dynaboard", "robust")
 # The runner tolerances of docs/measurement.md, as bundles declare them (sync.format.tolerances.DEFAULTS;
 # a test holds them equal): the relative difference two runs of one model may show.
-RUNNER_TOLERANCE: dict[str, float] = {"memory": 0.25, "gpu_memory": 0.25, "throughput": 0.5,
-                                      "throughput_batched": 0.5}
+RUNNER_TOLERANCE: dict[str, float] = {d.name: d.tolerance for d in METRICS.values()
+                                      if d.noise_floor and d.tolerance is not None}
 FLOORED = tuple(RUNNER_TOLERANCE)
 MAX_PAIR_SHARE = 0.5
 MIN_PAIRS_OVER_FLOOR = 2
@@ -74,7 +76,7 @@ class RateCheck:
 
 
 # Metrics whose floor is the runs' own trial spread (the timed windows' (max - min) / median), not a fixed tolerance.
-SPREAD_FLOORED = ("throughput", "throughput_batched")
+SPREAD_FLOORED = tuple(d.name for d in METRICS.values() if d.trial_spread)
 # metric -> model -> the run's relative trial spread of that metric
 Spreads = Mapping[str, Mapping[str, float]]
 

@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 
 from dynadesk.errors import ValidationError
+from dynadesk.evaluator.metric_registry import dynascore_defaults
 
 PERF = "perf"
 DEFAULT_MEMORY_BUDGET_GIB = 16.0
@@ -84,14 +85,10 @@ class MetricSpec:
 
 
 def default_metrics(memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> dict[str, MetricSpec]:
-    """Dynaboard's defaults: performance 4, every other metric 1; memory is memory saved."""
-    return {
-        "perf": MetricSpec(1.0, 0.0, 4.0),
-        "throughput": MetricSpec(1.0, 0.0, 1.0),
-        "memory": MetricSpec(-1.0, float(memory_budget_gib), 1.0),
-        "robustness": MetricSpec(1.0, 0.0, 1.0),
-        "fairness": MetricSpec(1.0, 0.0, 1.0),
-    }
+    """Dynaboard's defaults (performance 4, every other metric 1; memory is memory saved), from the metric
+    registry's Dynascore defaults."""
+    return {d.name: MetricSpec(s.direction, float(memory_budget_gib) if s.budget_offset else s.offset, s.weight)
+            for d in dynascore_defaults() if (s := d.dynascore) is not None}
 
 
 @dataclass

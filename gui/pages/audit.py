@@ -25,6 +25,7 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
+from dynadesk.orchestration.runner_registry import RUNNERS
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -37,7 +38,9 @@ VERDICT_COLOURS = {
     "not comparable": ("#eceff1", "#37474f"),
 }
 CHECK_COLUMNS = ["field", "kind", "verdict", "expected", "actual", "tolerance", "note"]
-RUNNERS = [("as recorded", None), ("docker (sandboxed)", "docker"), ("local (not sandboxed)", "local")]
+def runner_choices() -> list[tuple[str, str | None]]:
+    """The re-run box: the recorded runner, or any registered one (read when the page is made)."""
+    return [("as recorded", None), *((s.plain_label, s.name) for s in RUNNERS.values())]
 
 
 def cell(value) -> str:
@@ -93,7 +96,7 @@ class AuditPage(Page):
         row.addWidget(self.model_edit, 1)
         row.addWidget(QLabel("Runner:"))
         self.runner_combo = QComboBox()
-        for label, value in RUNNERS:
+        for label, value in runner_choices():
             self.runner_combo.addItem(label, value)
         row.addWidget(self.runner_combo)
         self.check_button = QPushButton("Check inputs")

@@ -36,6 +36,7 @@ from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
+from dynadesk.orchestration.runner_registry import RUNNERS
 from dynadesk.store.evaluations import EvaluationRecord
 
 if TYPE_CHECKING:
@@ -88,8 +89,8 @@ class EvaluatePage(Page):
         box = QGroupBox("Runner and limits")
         f = QFormLayout(box)
         self.runner = QComboBox()
-        self.runner.addItem("Docker sandbox", "docker")
-        self.runner.addItem("Local subprocess (no sandbox)", "local")
+        for spec in RUNNERS.values():
+            self.runner.addItem(spec.label, spec.name)
         self.runner.setCurrentIndex(max(0, self.runner.findData(settings.get("runner"))))
         f.addRow("Runner", self.runner)
         self.cpus = QDoubleSpinBox()

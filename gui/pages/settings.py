@@ -23,6 +23,7 @@ from dynadesk.gui.pages.base import Page
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.orchestration.runner_registry import runner_names
 
 
 class SettingsPage(Page):
@@ -71,7 +72,7 @@ class SettingsPage(Page):
         self.batch = self._spin(QSpinBox(), 1, 4096, "limits/batch_size", "")
         lf.addRow("Batch size", self.batch)
         self.runner = QComboBox()
-        self.runner.addItems(["docker", "local"])
+        self.runner.addItems(list(runner_names()))
         self.runner.setCurrentText(settings.get("runner"))
         self.runner.currentTextChanged.connect(lambda t: self._save("runner", t))
         lf.addRow("Runner", self.runner)

@@ -5,7 +5,7 @@ Same envelope as a bundle (RFC 8785 bytes, Ed25519 over the payload bytes), anot
     {"format": "dynadesk-attestation", "version": 1,
      "payload": {"bundle_id": <64 hex>, "created_at": <UTC time>, "auditor": {"key_fingerprint": "sha256:..."},
                  "verdict": "reproduced" | "disputed", "fields": {<field>: <field verdict>, ...},
-                 "hardware_class": <text>, "evaluator_image": <image Id> | null, "runner": "docker" | "local"},
+                 "hardware_class": <text>, "evaluator_image": <image Id> | null, "runner": <runner name>},
      "signature": {...}}
 
 The verdict follows from the fields (:func:`derived_verdict`): "disputed" when any field "differs"
@@ -29,7 +29,7 @@ from dynadesk.errors import BundleFormatError, FingerprintMismatch
 from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import Envelope, envelope_bytes, parse_document, require_canonical
-from dynadesk.sync.format.schema import DIGEST, HEX64, RUNNER_KINDS, obj, text, timestamp
+from dynadesk.sync.format.schema import DIGEST, HEX64, RUNNER_NAME, obj, text, timestamp
 
 FORMAT = "dynadesk-attestation"
 VERDICTS = ("reproduced", "disputed")
@@ -116,8 +116,7 @@ def check_attestation_payload(p: Any) -> None:
     text(p["hardware_class"], f"{w}.hardware_class", max_len=256)
     if p["evaluator_image"] is not None:
         text(p["evaluator_image"], f"{w}.evaluator_image")
-    if p["runner"] not in RUNNER_KINDS:
-        raise BundleFormatError(f"{w}.runner: must be one of {', '.join(RUNNER_KINDS)}, got {p['runner']!r:.40}")
+    text(p["runner"], f"{w}.runner", RUNNER_NAME, max_len=32)
 
 
 def parse_attestation(raw: bytes, where: str = "attestation") -> Attestation:

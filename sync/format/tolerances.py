@@ -11,23 +11,22 @@ applies a tolerance lives in :mod:`dynadesk.audit.tolerances`; this module is th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from dynadesk.errors import BundleFormatError
 
 FIELD = "tolerances"
-DEFAULTS: dict[str, float] = {
-    "throughput": 0.5, "throughput_batched": 0.5,
-    "latency_p50_ms": 0.5, "latency_p90_ms": 0.5, "latency_p99_ms": 0.5,
-    "memory": 0.25, "gpu_memory": 0.25,
-}
+# The defaults per metric are the metric registry's (dynadesk.evaluator.metric_registry.tolerances()): a leaf
+# cannot import it, so the bundle's maker hands them to declare().
 FALLBACK = 0.5  # a measured metric with no declared and no default tolerance
 MAX_ENTRIES = 64
 
 
-def declare(measured_metrics: list[str]) -> dict[str, dict[str, float]]:
-    """The ``tolerances`` map a new bundle signs: a default for each measured metric it carries."""
-    return {m: {"relative": DEFAULTS.get(m, FALLBACK)} for m in sorted(set(measured_metrics))}
+def declare(measured_metrics: list[str], defaults: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """The ``tolerances`` map a new bundle signs: the default (``defaults``, the metric registry's) of each
+    measured metric it carries."""
+    return {m: {"relative": defaults.get(m, FALLBACK)} for m in sorted(set(measured_metrics))}
 
 
 def check_tolerances(value: Any, where: str = "payload.tolerances") -> dict[str, dict[str, float]]:

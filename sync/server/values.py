@@ -1,7 +1,7 @@
 """Every metric of an upload against the task's metric registry: name, unit, finite, in range.
 
-The registry is the evaluator's metric table (:data:`dynadesk.evaluator.schema.METRIC_UNITS`,
-name -> unit) narrowed to the task (its own score metrics, plus the shared ones), with a
+The registry is the metric registry (:mod:`dynadesk.evaluator.metric_registry`: name -> unit, scope)
+narrowed to the task (its own score metrics, plus the shared ones), with a
 range per unit. A value outside it is refused with a 422 naming the field; the units a board
 shows come from here, never from a submitter's bundle.
 """
@@ -13,21 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.errors import MetricValueError
+from dynadesk.evaluator.metric_registry import UNIT_RANGES, shared_metrics
 from dynadesk.evaluator.schema import METRIC_UNITS
 from dynadesk.tasks import Task
 
-# unit -> (lowest, highest) a real run can produce; measured values must also be > 0
-RANGES: dict[str, tuple[float, float]] = {
-    "score": (0.0, 100.0),
-    "examples/s": (0.0, 1e7),
-    "ms": (0.0, 3.6e6),
-    "GiB": (0.0, 4096.0),
-    "examples": (0.0, 1e9),  # how many source examples a robustness/fairness value rests on
-    "flag": (0.0, 1.0),  # 1 = low confidence
-}
-SHARED = ("perf", "robustness", "fairness", "throughput", "throughput_batched", "latency_p50_ms", "latency_p90_ms",
-          "latency_p99_ms", "memory", "gpu_memory", "robustness_sources", "fairness_sources",
-          "robustness_low_confidence", "fairness_low_confidence")
+# unit -> (lowest, highest) a real run can produce; measured values must also be > 0 (the metric registry's)
+RANGES = UNIT_RANGES
 
 
 @dataclass(frozen=True)
@@ -40,7 +31,7 @@ class MetricRule:
 
 def registry(task: Task) -> dict[str, MetricRule]:
     """The metrics a bundle of ``task`` may carry."""
-    names = [*SHARED, task.metric, *task.secondary_metrics]
+    names = [*shared_metrics(), task.metric, *task.secondary_metrics]
     out = {}
     for name in names:
         unit, deterministic = METRIC_UNITS[name]

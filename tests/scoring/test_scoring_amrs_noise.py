@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from dynadesk.audit.tolerances import DEFAULTS  # what bundles declare: the metric registry's tolerances
 from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.amrs_noise import RUNNER_TOLERANCE, check_rate
 from dynadesk.scoring.board import ScoreBoard
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import MetricValue
-from dynadesk.sync.format.tolerances import DEFAULTS
 
 UNIT = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
         "memory": "GiB"}
@@ -106,6 +106,7 @@ def test_check_rate_counts_pairs_and_share():
 
 def test_floors_are_the_documented_runner_tolerances():
     assert RUNNER_TOLERANCE == {m: DEFAULTS[m] for m in RUNNER_TOLERANCE}
+    assert RUNNER_TOLERANCE == {"throughput": 0.5, "throughput_batched": 0.5, "memory": 0.25, "gpu_memory": 0.25}
 
 
 def test_throughput_floor_is_each_runs_trial_spread():

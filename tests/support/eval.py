@@ -33,28 +33,29 @@ def sentences(n: int, seed: int) -> list[str]:
     return out
 
 
-def add_test_set(store, name: str, n: int, seed: int, perturbed: bool = True) -> None:
-    """A sentiment test set plus one robustness and one fairness set derived from it."""
+def add_test_set(store, name: str, n: int, seed: int, perturbed: bool = True, task: str = "sentiment") -> None:
+    """A sentiment test set plus one robustness and one fairness set derived from it (``task``: a task with the
+    sentiment task's input and labels)."""
     examples = [{"id": f"{name}-{i}", "statement": s, "label": LABELS[i % 3]} for i, s in enumerate(sentences(n, seed))]
     counts = {lab: sum(1 for e in examples if e["label"] == lab) for lab in LABELS}
-    store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts)
+    store.datasets.add(name, task, "test", examples, dataset_digest(examples), counts)
     if not perturbed:
         return
     for kind, suite, change in (("robustness", "case", str.upper), ("fairness", "gender_words",
                                                                     lambda s: s.replace("the", "her"))):
         derived = [{"id": f"{e['id']}~{suite}", "statement": change(e["statement"]), "label": e["label"],
                     "metadata": {"source_id": e["id"]}} for e in examples]
-        store.datasets.add(f"{name}~{suite}", "sentiment", "test", derived, dataset_digest(derived), counts,
+        store.datasets.add(f"{name}~{suite}", task, "test", derived, dataset_digest(derived), counts,
                            derived_from=name, derivation={"suite": suite, "kind": kind, "seed": 0, "version": 1})
 
 
-def setup_workspace(store, tmp_path: Path, sizes=(24, 16), model_name: str = "tiny") -> str:
+def setup_workspace(store, tmp_path: Path, sizes=(24, 16), model_name: str = "tiny", task: str = "sentiment") -> str:
     from dynadesk.models.registry import register_model
 
-    folder = make_tiny_classifier(tmp_path / "models" / model_name, LABELS, task="sentiment")
-    register_model(store, folder, "sentiment", name=model_name)
+    folder = make_tiny_classifier(tmp_path / "models" / model_name, LABELS, task=task)
+    register_model(store, folder, task, name=model_name)
     for i, n in enumerate(sizes):
-        add_test_set(store, f"set{i}-test", n, seed=i)
+        add_test_set(store, f"set{i}-test", n, seed=i, task=task)
     return model_name
 
 

@@ -161,7 +161,7 @@ def test_claiming_another_fingerprint_is_a_fingerprint_mismatch(made):
 @pytest.mark.parametrize("mutate, message", [
     (lambda p: p["datasets"][0].update(size=-1), r"datasets\[0\].size"),
     (lambda p: p.update(created_at="yesterday"), "created_at"),
-    (lambda p: p["runner"].update(kind="vm"), "runner.kind"),
+    (lambda p: p["runner"].update(kind="Virtual Machine"), "runner.kind: has the wrong form"),  # any name of the form
     (lambda p: p["metrics"].append(dict(p["metrics"][0])), "repeats metric"),
     (lambda p: p["predictions"].update(merkle_root="XYZ"), "merkle_root"),
     (lambda p: p["evaluator"].update(source_date_epoch="yesterday"), "evaluator.source_date_epoch"),

@@ -121,7 +121,7 @@ BAD_FIELDS = [
     (("request", "limits", "cpus"), -1, "payload.request.limits.cpus: must be a number above 0"),
     (("request", "limits", "swap"), 1, "payload.request.limits: unknown field(s) swap"),
     (("request", "settings", "batch_size"), 0, "payload.request.settings.batch_size: must be an integer >= 1"),
-    (("request", "runner"), "cloud", "payload.request.runner: must be one of docker, local"),
+    (("request", "runner"), "Cloud Run", "payload.request.runner: has the wrong form"),
     (("request", "purpose"), "board", "payload.request.purpose: must be one of"),
     (("request", "datasets"), "all", "payload.request.datasets: must be a list"),
     (("worker_settings", "device"), "tpu", "payload.worker_settings.device: must be 'cpu' or 'cuda'"),

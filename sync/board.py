@@ -133,11 +133,13 @@ class PreparedBoard:
     rows: dict[str, dict[str, Any]]    # label -> stored row
     units: dict[str, str]
     board: ScoreBoard
+    # metric -> label -> the run's signed trial spread: the floor the AMRS noise note judges throughput by
+    spreads: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
-def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
+def prepare(rows: list[dict[str, Any]], spreads: Mapping[str, Mapping[str, float]] | None = None) -> PreparedBoard:
     """Label rows (model name, plus the submitter where two submitters share a name), collect units, build the
-    scoring board."""
+    scoring board. ``spreads``: metric -> label -> the run's trial spread (:func:`board_facts.spreads_of`)."""
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["model"]] = counts.get(r["model"], 0) + 1
@@ -147,7 +149,7 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
         for name, slot in r["metrics"].items():
             units.setdefault(name, slot["unit"])
     tables = {k: {name: slot["values"] for name, slot in r["metrics"].items()} for k, r in by_label.items()}
-    return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS))
+    return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS), dict(spreads or {}))
 
 
 RANK_CACHE = 64  # rank intervals kept per prepared board (one per weight setting asked for)
@@ -256,7 +258,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
-                               known_datasets=[d["name"] for d in datasets], reference=reference)
+                               known_datasets=[d["name"] for d in datasets], reference=reference,
+                               spreads=board.spreads)
     stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():

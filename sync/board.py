@@ -17,6 +17,7 @@ from dynadesk.errors import ValidationError
 from dynadesk.scoring import bootstrap as _bootstrap
 from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
+from dynadesk.scoring.rank_basis import RankBasis, first_width
 from dynadesk.sync.board_facts import RowFilter
 
 BOARD_METRICS = SCORE_METRICS
@@ -181,6 +182,7 @@ class BoardIntervals:
     pairs: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None] = field(default_factory=dict)
     ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
     pages: OrderedDict[Hashable, list[dict[str, Any]]] = field(default_factory=OrderedDict)
+    bases: dict[int, RankBasis] = field(default_factory=dict)  # resample count -> the rows' rank basis
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
@@ -198,15 +200,28 @@ class BoardIntervals:
 
     def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
                        dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+        """The rows' rank intervals at this weight setting (``bootstrap.rank_intervals``' values), from the board's
+        kept :class:`RankBasis`: a new weight setting costs a few vectorised operations, not a bootstrap loop."""
         found: dict[str, list[int]] | None = self._cached(self.ranks, key)
         if found is None:
             names = scored.names
-            perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
-            got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
-                                            dataset_weights, scored.weights.get("perf", 0.0))
+            width = first_width([self.resampled.get(n, {}) for n in names])
+            got = None if len(names) < 2 or width is None else self._basis(width, board).intervals(
+                names, scored.scores.tolist(), dataset_weights, scored.weights.get("perf", 0.0))
             found = dict(zip(names, got or []))
             self._keep(self.ranks, key, found)
         return found
+
+    def _basis(self, width: int, board: PreparedBoard) -> RankBasis:
+        """The weight-free part of the rank intervals of every row of ``board`` (built once per resample count)."""
+        with self.lock:
+            found = self.bases.get(width)
+            if found is None:
+                names = list(board.rows)
+                found = RankBasis.build(names, [board.rows[n]["metrics"].get("perf", {}).get("values", {})
+                                                for n in names], [self.resampled.get(n, {}) for n in names], width)
+                self.bases[width] = found
+            return found
 
     def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
                  key: Hashable, dataset_weights: Mapping[str, float]) -> None:

@@ -183,6 +183,8 @@ class BoardIntervals:
     ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
     pages: OrderedDict[Hashable, list[dict[str, Any]]] = field(default_factory=OrderedDict)
     bases: dict[int, RankBasis] = field(default_factory=dict)  # resample count -> the rows' rank basis
+    shown: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # row -> its rounded intervals
+    shown_pairs: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
@@ -248,12 +250,34 @@ class BoardIntervals:
             after = scored.names[i + 1] if i + 1 < len(scored.names) else None
             shown = self.labels.get(after, after) if after else None
             found, tied = tests.get(name, ({}, False))
-            out.append({"intervals": {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
-                                      for d, iv in self.intervals.get(name, {}).items()},
-                        "paired_next": {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": shown}
-                                        for d, t in found.items()},
+            out.append({"intervals": self._shown_intervals(name),
+                        "paired_next": self._shown_pair(name, after, shown, found),
                         "tied_with": shown if tied else None, "rank_interval": ranks.get(name)})
         return out
+
+    def _shown_intervals(self, name: str) -> dict[str, dict[str, Any]]:
+        """A row's intervals as answers show them (rounded), worked out once per row: no weight changes them."""
+        with self.lock:
+            found = self.shown.get(name)
+        if found is None:
+            found = {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
+                     for d, iv in self.intervals.get(name, {}).items()}
+            with self.lock:
+                self.shown[name] = found
+        return found
+
+    def _shown_pair(self, name: str, after: str | None, label: str | None,
+                    tests: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """A row's paired tests against the next row as answers show them, kept per pair (a new weight setting
+        mostly reorders rows whose pairs were shown before)."""
+        key = (name, after)
+        with self.lock:
+            found = self.shown_pairs.get(key)
+        if found is None:
+            found = {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": label} for d, t in tests.items()}
+            with self.lock:
+                self.shown_pairs[key] = found
+        return found
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],

@@ -41,6 +41,9 @@ class RankBasis:
     perf_sets: list[list[str]]     # per row: the test sets it has a measured task metric on, in its order
     slot_sets: list[list[str]]     # per row: the test sets that move it, in its resamples' order
     diffs: npt.NDArray[np.float64]  # slots x width x rows: resampled minus measured task metric (0 if none)
+    datasets: list[str]             # every test set named, sorted; the codes below index it
+    perf_codes: npt.NDArray[np.int64]  # rows x most test sets: each row's perf_sets as codes, -1 after the last
+    slot_codes: npt.NDArray[np.int64]  # slots x rows: each row's slot_sets as codes, -1 after the last
 
     @classmethod
     def build(cls, names: Sequence[Any], perf: Sequence[Mapping[str, float]],
@@ -60,20 +63,27 @@ class RankBasis:
         for i, col in enumerate(columns):
             for s, v in enumerate(col):
                 diffs[s, :, i] = v
-        return cls(list(names), {n: i for i, n in enumerate(names)}, width, perf_sets, slot_sets, diffs)
+        datasets = sorted({d for ds in perf_sets for d in ds} | {d for ds in slot_sets for d in ds})
+        code = {d: k for k, d in enumerate(datasets)}  # -1 (padding) picks the weight 0 appended at the end
+        perf_codes = np.full((len(columns), max((len(x) for x in perf_sets), default=0)), -1, dtype=np.int64)
+        slot_codes = np.full((depth, len(columns)), -1, dtype=np.int64)
+        for i, (ps, ss) in enumerate(zip(perf_sets, slot_sets)):
+            perf_codes[i, :len(ps)] = [code[d] for d in ps]
+            slot_codes[:len(ss), i] = [code[d] for d in ss]
+        return cls(list(names), {n: i for i, n in enumerate(names)}, width, perf_sets, slot_sets, diffs,
+                   datasets, perf_codes, slot_codes)
 
     def weights(self, rows: Sequence[int], dataset_weights: Mapping[str, float]) -> npt.NDArray[np.float64]:
-        """``slots x len(rows)``: each slot's share of its row's dataset-weighted mean (0 where it does not move)."""
-        out = np.zeros((self.diffs.shape[0], len(rows)))
-        for j, i in enumerate(rows):
-            total = sum(float(dataset_weights.get(d, 1.0)) for d in self.perf_sets[i])
-            if not total:
-                continue
-            for s, d in enumerate(self.slot_sets[i]):
-                w = float(dataset_weights.get(d, 1.0))
-                if w:
-                    out[s, j] = w / total
-        return out
+        """``slots x len(rows)``: each slot's share of its row's dataset-weighted mean (0 where it does not move):
+        the weight over the sum of the row's test sets' weights, added in the row's order as ``sum`` adds them."""
+        by_code = np.array([float(dataset_weights.get(d, 1.0)) for d in self.datasets] + [0.0])
+        totals = np.zeros(len(self.names))
+        for column in self.perf_codes.T:  # one test set at a time, in each row's order: the same additions
+            totals = totals + by_code[column]
+        share = by_code[self.slot_codes]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where((share != 0) & (totals != 0), share / totals, 0.0)
+        return np.asarray(out[:, rows], dtype=np.float64)
 
     def intervals(self, names: Sequence[Any], dynascores: Sequence[float], dataset_weights: Mapping[str, float],
                   perf_weight: float) -> list[list[int]]:

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from dynadesk.scoring.dynascore import _RANK_TOL
 
-if TYPE_CHECKING:
-    from dynadesk.scoring.bootstrap import Resampled
+
+class Resampled(Protocol):
+    """What a basis reads of ``bootstrap.Resampled`` (not imported: bootstrap builds bases, module cycle)."""
+
+    @property
+    def values(self) -> npt.NDArray[np.float64]: ...
 
 LOW_Q, HIGH_Q = 2.5, 97.5  # the central 95% of a row's ranks: the lower and higher order statistics
 

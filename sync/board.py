@@ -17,6 +17,7 @@ from dynadesk.errors import ValidationError
 from dynadesk.scoring import bootstrap as _bootstrap
 from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
+from dynadesk.scoring.rank_basis import RankBasis, first_width
 from dynadesk.sync.board_facts import RowFilter
 
 BOARD_METRICS = SCORE_METRICS
@@ -133,11 +134,13 @@ class PreparedBoard:
     rows: dict[str, dict[str, Any]]    # label -> stored row
     units: dict[str, str]
     board: ScoreBoard
+    # metric -> label -> the run's signed trial spread: the floor the AMRS noise note judges throughput by
+    spreads: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
 
-def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
+def prepare(rows: list[dict[str, Any]], spreads: Mapping[str, Mapping[str, float]] | None = None) -> PreparedBoard:
     """Label rows (model name, plus the submitter where two submitters share a name), collect units, build the
-    scoring board."""
+    scoring board. ``spreads``: metric -> label -> the run's trial spread (:func:`board_facts.spreads_of`)."""
     counts: dict[str, int] = {}
     for r in rows:
         counts[r["model"]] = counts.get(r["model"], 0) + 1
@@ -147,7 +150,7 @@ def prepare(rows: list[dict[str, Any]]) -> PreparedBoard:
         for name, slot in r["metrics"].items():
             units.setdefault(name, slot["unit"])
     tables = {k: {name: slot["values"] for name, slot in r["metrics"].items()} for k, r in by_label.items()}
-    return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS))
+    return PreparedBoard(by_label, units, ScoreBoard.from_tables(tables, BOARD_METRICS), dict(spreads or {}))
 
 
 RANK_CACHE = 64  # rank intervals kept per prepared board (one per weight setting asked for)
@@ -179,6 +182,9 @@ class BoardIntervals:
     pairs: dict[tuple[Hashable, Hashable, str], dict[str, Any] | None] = field(default_factory=dict)
     ranks: OrderedDict[Hashable, dict[str, list[int]]] = field(default_factory=OrderedDict)
     pages: OrderedDict[Hashable, list[dict[str, Any]]] = field(default_factory=OrderedDict)
+    bases: dict[int, RankBasis] = field(default_factory=dict)  # resample count -> the rows' rank basis
+    shown: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # row -> its rounded intervals
+    shown_pairs: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
@@ -196,15 +202,28 @@ class BoardIntervals:
 
     def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
                        dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+        """The rows' rank intervals at this weight setting (``bootstrap.rank_intervals``' values), from the board's
+        kept :class:`RankBasis`: a new weight setting costs a few vectorised operations, not a bootstrap loop."""
         found: dict[str, list[int]] | None = self._cached(self.ranks, key)
         if found is None:
             names = scored.names
-            perf = [board.rows[n]["metrics"].get("perf", {}).get("values", {}) for n in names]
-            got = _bootstrap.rank_intervals(scored.scores.tolist(), perf, [self.resampled.get(n, {}) for n in names],
-                                            dataset_weights, scored.weights.get("perf", 0.0))
+            width = first_width([self.resampled.get(n, {}) for n in names])
+            got = None if len(names) < 2 or width is None else self._basis(width, board).intervals(
+                names, scored.scores.tolist(), dataset_weights, scored.weights.get("perf", 0.0))
             found = dict(zip(names, got or []))
             self._keep(self.ranks, key, found)
         return found
+
+    def _basis(self, width: int, board: PreparedBoard) -> RankBasis:
+        """The weight-free part of the rank intervals of every row of ``board`` (built once per resample count)."""
+        with self.lock:
+            found = self.bases.get(width)
+            if found is None:
+                names = list(board.rows)
+                found = RankBasis.build(names, [board.rows[n]["metrics"].get("perf", {}).get("values", {})
+                                                for n in names], [self.resampled.get(n, {}) for n in names], width)
+                self.bases[width] = found
+            return found
 
     def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
                  key: Hashable, dataset_weights: Mapping[str, float]) -> None:
@@ -231,12 +250,34 @@ class BoardIntervals:
             after = scored.names[i + 1] if i + 1 < len(scored.names) else None
             shown = self.labels.get(after, after) if after else None
             found, tied = tests.get(name, ({}, False))
-            out.append({"intervals": {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
-                                      for d, iv in self.intervals.get(name, {}).items()},
-                        "paired_next": {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": shown}
-                                        for d, t in found.items()},
+            out.append({"intervals": self._shown_intervals(name),
+                        "paired_next": self._shown_pair(name, after, shown, found),
                         "tied_with": shown if tied else None, "rank_interval": ranks.get(name)})
         return out
+
+    def _shown_intervals(self, name: str) -> dict[str, dict[str, Any]]:
+        """A row's intervals as answers show them (rounded), worked out once per row: no weight changes them."""
+        with self.lock:
+            found = self.shown.get(name)
+        if found is None:
+            found = {d: {"low": _short(iv["low"]), "high": _short(iv["high"])}
+                     for d, iv in self.intervals.get(name, {}).items()}
+            with self.lock:
+                self.shown[name] = found
+        return found
+
+    def _shown_pair(self, name: str, after: str | None, label: str | None,
+                    tests: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """A row's paired tests against the next row as answers show them, kept per pair (a new weight setting
+        mostly reorders rows whose pairs were shown before)."""
+        key = (name, after)
+        with self.lock:
+            found = self.shown_pairs.get(key)
+        if found is None:
+            found = {d: {**{k: _short(t[k]) for k in PAIR_FIELDS}, "with": label} for d, t in tests.items()}
+            with self.lock:
+                self.shown_pairs[key] = found
+        return found
 
 
 def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
@@ -256,7 +297,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
-                               known_datasets=[d["name"] for d in datasets], reference=reference)
+                               known_datasets=[d["name"] for d in datasets], reference=reference,
+                               spreads=board.spreads)
     stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():

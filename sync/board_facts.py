@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
+from dynadesk.scoring.amrs_noise import run_spreads
 from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
-           "payload_of"]
+           "payload_of", "spreads_of"]
 
 
 def payload_of(raw: bytes) -> dict[str, Any]:
@@ -38,6 +39,9 @@ class RowFacts:
     robustness_suites: tuple[str, ...] = ()   # the suite set(s) its robustness rests on (dynadesk, dynaboard-augly)
     coverage: tuple[tuple[str, int, bool], ...] = ()  # (robustness|fairness, source examples changed, low confidence)
     noisy: tuple[str, ...] = ()  # why the signed measurement summary flags the timed figures noisy; () if quiet
+    # (metric, relative trial spread) from the signed measurement summary: throughput's measurement floor
+    # (the local board's rule, scoring.amrs_noise.run_spreads); () when the run recorded none
+    spreads: tuple[tuple[str, float], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
@@ -73,7 +77,24 @@ def facts_of(payload: dict[str, Any]) -> RowFacts:
                     runner.get("sandboxed") is True,
                     tuple(str(d.get("name")) for d in datasets if d.get("answerable_only") is True),
                     tuple(sorted({str(s) for d in datasets for s in d.get("robustness_suites") or []})),
-                    coverage_of(payload), tuple(noisy_in_environment(env)))
+                    coverage_of(payload), tuple(noisy_in_environment(env)), spreads_in(env))
+
+
+def spreads_in(environment: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The signed ``environment.measurement`` summary's trial spread per throughput metric (the local board's rule,
+    :func:`dynadesk.scoring.amrs_noise.run_spreads`); () when the run recorded none."""
+    summary = environment.get("measurement")
+    return tuple(sorted(run_spreads(summary if isinstance(summary, dict) else None).items()))
+
+
+def spreads_of(facts: Mapping[str, RowFacts]) -> dict[str, dict[str, float]]:
+    """metric -> row label -> its run's trial spread (``ScoreBoard.score(spreads=...)``, as the local board's
+    ``LocalBoard.spreads``), for rows labelled as the board ranks them."""
+    out: dict[str, dict[str, float]] = {}
+    for label, f in facts.items():
+        for metric, value in f.spreads:
+            out.setdefault(metric, {})[label] = value
+    return out
 
 
 class FactsCache:

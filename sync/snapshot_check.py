@@ -133,12 +133,14 @@ def _account(p: dict[str, Any], latest: dict[tuple[str, str], tuple[Any, int]]) 
 
 
 def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
+    from dynadesk.sync.board_facts import facts_of, spreads_of
     from dynadesk.sync.board_stats import bundle_stats
 
     stated = {str(r["bundle_id"]): r for r in [*p["rows"], *p["left_off"]]}
-    rows, intervals, resampled = [], {}, {}
+    rows, intervals, resampled, facts = [], {}, {}, {}
     for bid, (b, seq) in scored.items():
         rid = row_id(b.model_name, b.key_fingerprint)
+        facts[rid] = facts_of(b.payload)
         rows.append({"model": rid, "model_name": b.model_name, "submitter": stated[bid].get("submitter", ""),
                      "key_fingerprint": b.key_fingerprint, "bundle_id": bid, "created_at": b.payload["created_at"],
                      "model_digest": b.payload["model"]["digest"],
@@ -151,7 +153,7 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
             if want.get("log_seq") != seq or want.get("bundle_sha256") != hashlib.sha256(b.raw).hexdigest():
                 raise SnapshotError(f"row {rid!r:.80}: log_seq/bundle_sha256 are not its bundle's log entry {seq}")
     q = p["query"]
-    prep = _board.prepare(rows)
+    prep = _board.prepare(rows, spreads_of(facts))
     bi = _board.BoardIntervals(intervals, resampled)
     got: dict[str, dict[str, Any]] = {}
     left: dict[str, str] = {}

@@ -45,8 +45,8 @@ CHUNK_DRAWS = 2_000_000  # example indices drawn at once: memory stays bounded w
 
 __all__ = ["ALPHA", "LEVEL", "METHOD", "RESAMPLES", "Outcomes", "Resampled", "board_seed", "decode_outcomes",
            "derive_seed", "encode_outcomes", "interval", "neighbour_tests", "outcomes", "pair_seed", "paired",
-           "paired_resampled", "rank_intervals", "resample_indices", "resampled_statistic", "run_bootstrap",
-           "run_intervals"]
+           "paired_many", "paired_resampled", "rank_intervals", "resample_indices", "resampled_statistic",
+           "run_bootstrap", "run_intervals"]
 
 
 def derive_seed(*parts: str) -> int:
@@ -338,19 +338,46 @@ def neighbour_tests(order: Sequence[Any], resampled: Mapping[Any, Mapping[str, R
     ``order`` on every test set both carry, and whether it is *tied* with it (tied on every one of them, and at
     least one). ``cache`` keeps a pair's test (runs and bundles never change)."""
     out: dict[Any, tuple[dict[str, dict[str, Any]], bool]] = {}
-    for i in (range(len(order)) if rows is None else rows):
-        if i + 1 >= len(order):
-            continue
+    positions = [i for i in (range(len(order)) if rows is None else rows) if i + 1 < len(order)]
+    new: dict[tuple[Any, Any, str], tuple[Resampled, Resampled]] = {}
+    for i in positions:
+        ra, rb = resampled.get(order[i]) or {}, resampled.get(order[i + 1]) or {}
+        for name in set(ra) & set(rb):
+            if (order[i], order[i + 1], name) not in cache:
+                new[(order[i], order[i + 1], name)] = (ra[name], rb[name])
+    cache.update(zip(new, paired_many(list(new.values()))))  # a new order's pairs at once (a weight change)
+    for i in positions:
         a, b = order[i], order[i + 1]
-        ra, rb = resampled.get(a) or {}, resampled.get(b) or {}
         tests: dict[str, dict[str, Any]] = {}
-        for name in sorted(set(ra) & set(rb)):
-            key = (a, b, name)
-            if key not in cache:
-                cache[key] = paired_resampled(ra[name], rb[name])
-            if cache[key] is not None:
-                tests[name] = cache[key]  # type: ignore[assignment]
+        for name in sorted(set(resampled.get(a) or {}) & set(resampled.get(b) or {})):
+            found = cache[(a, b, name)]
+            if found is not None:
+                tests[name] = found
         out[a] = (tests, bool(tests) and all(t["tied"] for t in tests.values()))
+    return out
+
+
+def paired_many(pairs: Sequence[tuple[Resampled, Resampled]]) -> list[dict[str, Any] | None]:
+    """:func:`paired_resampled` of many pairs, the same values, their percentiles taken in one call per resample
+    count (a board whose order changed tests its new neighbours at once)."""
+    out: list[dict[str, Any] | None] = [None] * len(pairs)
+    groups: dict[int, list[int]] = {}
+    for k, (a, b) in enumerate(pairs):
+        if a.data_sha256 == b.data_sha256 and a.metric == b.metric and a.values.shape == b.values.shape:
+            groups.setdefault(a.values.shape[0], []).append(k)
+    tail = (100.0 - LEVEL) / 2
+    for ks in groups.values():
+        deltas = np.stack([pairs[k][0].values - pairs[k][1].values for k in ks])
+        lows, highs = np.percentile(deltas, [tail, 100.0 - tail], axis=1)
+        at_most, at_least = np.mean(deltas <= 0, axis=1), np.mean(deltas >= 0, axis=1)
+        for j, k in enumerate(ks):
+            a, b = pairs[k]
+            observed = a.observed - b.observed
+            far = float(at_most[j]) if observed > 0 else float(at_least[j]) if observed < 0 else 0.5
+            low, high = float(lows[j]), float(highs[j])
+            out[k] = {"delta": observed, "low": low, "high": high, "p_value": min(1.0, 2 * far),
+                      "tied": bool(low <= 0.0 <= high), "level": LEVEL, "resamples": int(deltas.shape[1]),
+                      "seed": f"{board_seed(a.data_sha256, a.metric):016x}"}
     return out
 
 
@@ -360,24 +387,13 @@ def rank_intervals(dynascores: Sequence[float], perf: Sequence[Mapping[str, floa
     """Each row's Dynascore rank interval: the central 95% of its competition rank over the shared resamples,
     every row's task metric recomputed per dataset and averaged with the dataset weights, its Dynascore moved by
     ``perf_weight`` (normalised) times the change, measured metrics and exchange rates held fixed. A row without
-    outcomes for a dataset keeps its measured perf there. None when fewer than two rows or no row has outcomes."""
-    from dynadesk.scoring.dynascore import _ranks_2d
+    outcomes for a dataset keeps its measured perf there. None when fewer than two rows or no row has outcomes.
+    (:class:`~dynadesk.scoring.rank_basis.RankBasis` does the work; a board that ranks often keeps its basis.)"""
+    from dynadesk.scoring.rank_basis import RankBasis, first_width
 
     n = len(dynascores)
-    if n < 2 or not any(resampled):
+    width = first_width(resampled)
+    if n < 2 or width is None:
         return None
-    width = next(v.values.shape[0] for r in resampled for v in r.values())
-    shifts = np.zeros((n, width))
-    for i in range(n):
-        values = {d: v for d, v in perf[i].items() if d}
-        weights = {d: float(dataset_weights.get(d, 1.0)) for d in values}
-        total = sum(weights.values())
-        if not total:
-            continue
-        for name, r in resampled[i].items():
-            if name in values and r.values.shape[0] == width and weights[name]:
-                shifts[i] += weights[name] / total * (r.values - values[name])
-    ranks = _ranks_2d(np.asarray(dynascores, dtype=float)[:, None] + perf_weight * shifts)
-    lows = np.percentile(ranks, 2.5, axis=1, method="lower")
-    highs = np.percentile(ranks, 97.5, axis=1, method="higher")
-    return [[int(lo), int(hi)] for lo, hi in zip(lows, highs)]
+    rows = list(range(n))
+    return RankBasis.build(rows, perf, resampled, width).intervals(rows, dynascores, dataset_weights, perf_weight)

@@ -53,6 +53,19 @@ class Tx:
             return self.raw.execute(self.dialect.sql(sql), params)  # type: ignore[no-any-return]
         return self.raw.execute(sql)  # type: ignore[no-any-return]  # psycopg: no placeholders, no %% escaping
 
+    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+        """Several writes to different tables whose results nobody reads, as one statement on PostgreSQL (each a
+        data-modifying ``WITH`` part: one round trip and one parse, not one per write; they share a snapshot and
+        foreign keys are checked at the statement's end), one after another on SQLite. The same statements, so
+        the same rows, on both."""
+        if not self.dialect.postgres or len(statements) < 2:
+            for sql, params in statements:
+                self.execute(sql, params)
+            return
+        parts = [f"w{i} AS ({sql})" for i, (sql, _) in enumerate(statements[:-1])]
+        sql = f"WITH {', '.join(parts)} {statements[-1][0]}"
+        self.execute(sql, [p for _, params in statements for p in params])
+
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if self.dialect.postgres:
             with self.raw.cursor() as cur:

@@ -19,7 +19,7 @@ from typing import Any
 from dynadesk.errors import NotFoundError
 from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
-from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts
+from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache
 from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import reference as _reference
@@ -78,7 +78,8 @@ class BoardView:
         ref_rows, ref_rule = _reference.reference_rows(keyed, pinned)
         shown = _rows.labels(_rows.identified(stored))  # look-alikes anywhere on the task's board are qualified
         prepared = _Prepared({r["model"]: r for r in keyed}, {r["model"]: shown[r["model"]] for r in keyed},
-                             _board.prepare(keyed),
+                             _board.prepare(keyed, spreads_of({r["model"]: self.facts.get(r["bundle_id"])
+                                                               for r in keyed})),
                              self._units(task, kept),
                              frozenset(d for r in kept for slot in r["metrics"].values() for d in slot["values"] if d),
                              sorted({n for r in kept for n, slot in r["metrics"].items() if not slot["deterministic"]}),

@@ -196,8 +196,14 @@ class ServerDB:
                                      " ORDER BY task, name, version", [task, task]).fetchall()
         return [dict(zip(cols, r)) for r in rows]
 
-    def upload_config(self) -> UploadConfig:
-        """Keys and datasets for checking an upload, cached until any of them changes in any process."""
+    def upload_config(self, revalidate: bool = True) -> UploadConfig:
+        """Keys and datasets for checking an upload, cached until any of them changes in any process.
+        ``revalidate=False``: the cached copy without asking the database whether it changed (on PostgreSQL that
+        question is a round trip), for a caller whose answer the upload's own check repeats (``verified_signer``)."""
+        if not revalidate:
+            cached = self._config
+            if cached is not None:
+                return cached[2]
         return self.upload_state("")[0]
 
     def upload_state(self, fingerprint: str) -> tuple[UploadConfig, int]:
@@ -291,48 +297,68 @@ class ServerDB:
     def _append_log(c: Tx, entry_hash_fn: EntryHash, doc_id: str, sha256: str,
                     kind: str) -> tuple[int, str, str]:
         """Append one log entry; ``(seq, entry_hash, received_at)``."""
-        received = utc_now_text()
         last = c.execute("SELECT seq, entry_hash FROM log ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (last[0] + 1, last[1]) if last else (1, "0" * 64)
-        entry = entry_hash_fn(seq, doc_id, sha256, received, prev)
-        c.execute("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash, entry_hash, kind)"
-                  " VALUES (?,?,?,?,?,?,?)", [seq, doc_id, sha256, received, prev, entry, kind])
+        (seq, entry, received), insert = ServerDB._log_entry(entry_hash_fn, doc_id, sha256, kind, last)
+        c.execute(*insert)
         return seq, entry, received
+
+    @staticmethod
+    def _log_entry(entry_hash_fn: EntryHash, doc_id: str, sha256: str, kind: str, last: Any
+                   ) -> tuple[tuple[int, str, str], tuple[str, list[Any]]]:
+        """The next log entry after ``last`` (the head's seq and entry hash; None or (None, None) when the log is
+        empty): ``((seq, entry_hash, received_at), its INSERT)``."""
+        received = utc_now_text()
+        seq, prev = (int(last[0]) + 1, str(last[1])) if last and last[0] is not None else (1, "0" * 64)
+        entry = entry_hash_fn(seq, doc_id, sha256, received, prev)
+        return (seq, entry, received), ("INSERT INTO log(seq, bundle_id, bundle_sha256, received_at, prev_hash,"
+                                        " entry_hash, kind) VALUES (?,?,?,?,?,?,?)",
+                                        [seq, doc_id, sha256, received, prev, entry, kind])
 
     @classmethod
     def _accept(cls, c: Tx, entry_hash_fn: EntryHash, b: CheckedBundle) -> dict[str, Any]:
+        """One upload's statements: a read (stored already? the log's head), then every write at once
+        (:meth:`Tx.write_all`: on PostgreSQL one statement)."""
         bundle_id = b.bundle_id
-        dup = c.execute("SELECT received_at FROM bundles WHERE id = ?", [bundle_id]).fetchone()
+        dup, *head = c.execute("SELECT (SELECT received_at FROM bundles WHERE id = ?), head.seq, head.entry_hash"
+                               " FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT seq, entry_hash FROM log"
+                               " ORDER BY seq DESC LIMIT 1) AS head ON 1 = 1", [bundle_id]).fetchone()
         if dup:
-            raise ReplayError(f"bundle {bundle_id} was already accepted at {dup[0]}")
-        seq, entry, received = cls._append_log(c, entry_hash_fn, bundle_id, b.bundle_sha256, "bundle")
-        c.execute("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
-                  " received_at, raw, created_us, results_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                  [seq, bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint, b.created_at, received,
-                   b.raw, b.created_us, b.results_key or None])
-        c.execute("INSERT INTO key_usage(fingerprint, bundles, stored_bytes) VALUES (?, 1, ?) ON CONFLICT(fingerprint)"
-                  " DO UPDATE SET bundles = key_usage.bundles + 1,"
-                  " stored_bytes = key_usage.stored_bytes + excluded.stored_bytes", [b.key_fingerprint, len(b.raw)])
+            raise ReplayError(f"bundle {bundle_id} was already accepted at {dup}")
+        (seq, entry, received), log_insert = cls._log_entry(entry_hash_fn, bundle_id, b.bundle_sha256, "bundle",
+                                                            head)
+        writes = [log_insert,
+                  ("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
+                   " received_at, raw, created_us, results_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   [seq, bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint, b.created_at, received,
+                    b.raw, b.created_us, b.results_key or None]),
+                  ("INSERT INTO key_usage(fingerprint, bundles, stored_bytes) VALUES (?, 1, ?) ON CONFLICT(fingerprint)"
+                   " DO UPDATE SET bundles = key_usage.bundles + 1,"
+                   " stored_bytes = key_usage.stored_bytes + excluded.stored_bytes", [b.key_fingerprint, len(b.raw)])]
         if b.stats is not None:  # intervals, outcomes and shared resamples, worked out once (board_stats)
-            c.execute("INSERT INTO bundle_intervals(bundle_id, intervals, outcomes, resampled) VALUES (?,?,?,?)",
-                      [bundle_id, json.dumps(b.stats["intervals"]), json.dumps(b.stats["outcomes"]),
-                       json.dumps(b.stats["resampled"])])
-        cls._upsert_board(c, b)
+            writes.append(("INSERT INTO bundle_intervals(bundle_id, intervals, outcomes, resampled) VALUES (?,?,?,?)",
+                           [bundle_id, json.dumps(b.stats["intervals"]), json.dumps(b.stats["outcomes"]),
+                            json.dumps(b.stats["resampled"])]))
+        writes.append(cls._board_upsert(b))
+        c.write_all(writes)
         return {"bundle_id": bundle_id, "seq": seq, "entry_hash": entry, "received_at": received}
 
     @staticmethod
-    def _upsert_board(c: Tx, b: CheckedBundle) -> None:
+    def _board_upsert(b: CheckedBundle) -> tuple[str, list[Any]]:
         # A row belongs to (task, model, submitter key): no other key's upload can touch it. Within it, the
         # bundle created latest (as a time, not as text) wins, whatever order the uploads arrive in.
-        c.execute("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
-                  " metrics, created_us, datasets) VALUES (?,?,?,?,?,?,?,?,?)"
-                  " ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
-                  " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
-                  " model_digest = excluded.model_digest, metrics = excluded.metrics,"
-                  " created_us = excluded.created_us, datasets = excluded.datasets"
-                  " WHERE excluded.created_us >= board.created_us",
-                  [b.task, b.model_name, b.key_fingerprint, b.bundle_id, b.created_at, b.model_digest,
-                   json.dumps(b.metrics), b.created_us, json.dumps(b.datasets)])
+        return ("INSERT INTO board(task, model_name, key_fingerprint, bundle_id, created_at, model_digest,"
+                " metrics, created_us, datasets) VALUES (?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(task, model_name, key_fingerprint) DO UPDATE SET"
+                " bundle_id = excluded.bundle_id, created_at = excluded.created_at,"
+                " model_digest = excluded.model_digest, metrics = excluded.metrics,"
+                " created_us = excluded.created_us, datasets = excluded.datasets"
+                " WHERE excluded.created_us >= board.created_us",
+                [b.task, b.model_name, b.key_fingerprint, b.bundle_id, b.created_at, b.model_digest,
+                 json.dumps(b.metrics), b.created_us, json.dumps(b.datasets)])
+
+    @classmethod
+    def _upsert_board(cls, c: Tx, b: CheckedBundle) -> None:
+        c.execute(*cls._board_upsert(b))
 
     def accept_attestation(self, a: CheckedAttestation, entry_hash_fn: EntryHash) -> dict[str, Any]:
         """Store a verified attestation and append it to the log, atomically."""

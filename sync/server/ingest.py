@@ -106,10 +106,13 @@ def verified_signer(db: ServerDB, raw: bytes, fmt: str = FORMAT) -> KeyRow | Non
 
     Steps 1-3 only (a regular-expression frame, a key lookup, one Ed25519 check), never raising: the app
     charges a request with no such key to its address's bucket and leaves a signed one to its key's
-    (:mod:`dynadesk.sync.server.limits`), so anonymous traffic cannot spend a registered key's uploads."""
+    (:mod:`dynadesk.sync.server.limits`), so anonymous traffic cannot spend a registered key's uploads. The keys
+    are the process's cached copy, not re-read (on PostgreSQL a round trip per upload): the upload's own check
+    (:func:`check_upload`) re-reads them, so a key revoked in another process is refused at once, and at most
+    that one request was charged to the revoked key's bucket rather than its address's."""
     try:
         env = split_envelope(raw, "upload", fmt)
-        key = _registered_key(db.upload_config(), env, "upload")
+        key = _registered_key(db.upload_config(revalidate=False), env, "upload")
         env.verify("upload")
     except DynaDeskError:
         return None

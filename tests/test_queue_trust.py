@@ -69,7 +69,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
     refused too; once its key is trusted, its run is stored and names that key."""
     model = majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
-    request = run_request(model, runner="local")
+    request = run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S)
     honest = evaluate(store, ws, request)
     assert honest.status == "succeeded", honest.error
     queue = Queue.open(parse_broker(redis_server.url))
@@ -114,7 +114,7 @@ def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     client = queue.client
-    job, run_id = enqueue(store, ws, queue, run_request("maj", runner="local"))
+    job, run_id = enqueue(store, ws, queue, run_request("maj", runner="local", min_seconds=MEASURED_WINDOW_S))
     key = load_or_create(tmp_path / "box")
     pub = tmp_path / "box" / "worker-key" / "worker.pub"
     assert run_cli("jobs", "trust-worker", str(pub), "--label", "box", home=home).stdout.startswith(
@@ -200,8 +200,9 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     huge = replace(default_limits(), memory_bytes=4 << 40, pids=100_000, tmpfs_bytes=4 << 40, timeout_s=7 * 86400.0)
-    big, big_run = enqueue(store, ws, queue, run_request(model, runner="local", limits=huge))
-    bad, bad_run = enqueue(store, ws, queue, run_request(model, runner="local"))
+    big, big_run = enqueue(store, ws, queue, run_request(model, runner="local", limits=huge,
+                                                         min_seconds=MEASURED_WINDOW_S))
+    bad, bad_run = enqueue(store, ws, queue, run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S))
     payload = jobs.payload(queue.client, bad)
     payload["model"]["digest"] = "sha256:../../../DIR"
     queue.client.hset(f"dynadesk:job:{bad}", "payload", json.dumps(payload))

@@ -11,6 +11,9 @@ bare loop (tokenize once, sort by token count, pad per batch, inference_mode, sa
 and >= 2x transformers.pipeline (examples/s, batch size 32, MiniLM-L6 classifier; medians
 of interleaved repeats, paired ratios); the seconds the measurement protocol adds to an
 evaluation; Docker wall time <= 1.10x local + 3 s start-up.
+
+``DYNADESK_BENCH_SMOKE=1`` (the suite's smoke run, tests/test_bench_smoke.py) shrinks ``--quick`` further: every
+row is still measured and filled, on 64 texts, 2 repeats, one allocator pair and a 32-text Docker pair.
 """
 
 from __future__ import annotations
@@ -338,7 +341,8 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
     folder = Path(model) if model else minilm_folder()
     # a paired ratio moves by ~5 % between runs on this shared VM (evaluator / pipeline: 2.073x, then 1.904x
     # with 5 repeats), so the full bench takes 12 (three of each rotation of the four loops)
-    n, repeats = (256, 4) if quick else (1024, 12)
+    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # proves the bench runs; its figures mean little
+    n, repeats = (64, 2) if smoke else (256, 4) if quick else (1024, 12)
     data = texts(n) if synthetic else vader_test_texts(n)
     r = loops(folder, data, batch=32, repeats=repeats)
     rates = r["rates"]
@@ -377,7 +381,8 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
                                  f"times 4 test sets per model{'; measured noisy' if r['noisy'][window] else ''}",
                      "ratio": round(seconds / r["predict_s"], 3), "ok": None})
     # half the texts per pass (the same mix of lengths), so that 8 pairs of fresh processes fit the bench
-    cost = allocator_cost(folder, data[: n // 2], pairs=2 if quick else 8, repeats=3 if quick else 5)
+    cost = allocator_cost(folder, data[: n // 2], pairs=1 if smoke else 2 if quick else 8,
+                          repeats=1 if smoke else 3 if quick else 5)
     mem = {m: ", ".join(f"{v:.0f}" for v in vs) for m, vs in cost["memory"].items()}
     mib = {k: cost["malloc"][k] >> 20 for k in ("mmap_threshold_bytes", "timing_mmap_threshold_bytes")}
     pred, timed = cost["predicting"], cost["timing"]
@@ -399,7 +404,7 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
                  "baseline": f"paired loop ratio {vs_pipe:.3f} x timed windows' allocator ratio {timed['ratio']:.3f}",
                  "ratio": round(combined, 3), "ok": combined >= 2})
     if docker:
-        walls = docker_vs_local(folder, 128 if quick else 512, pairs=1 if quick else 3)
+        walls = docker_vs_local(folder, 32 if smoke else 128 if quick else 512, pairs=1 if quick else 3)
         ratio = walls["ratio"]  # median of the paired ratios
         rows.append({"measure": "docker run wall time (same job)", "value": round(walls["docker"], 2), "unit": "s",
                      "goal": f"<= 1.10x local + 3 s = {1.10 * walls['local'] + 3:.2f} s",

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.eval import LABELS, add_test_set, metric, run_request, setup_workspace
+from support.eval import LABELS, MEASURED_WINDOW_S, add_test_set, metric, run_request, setup_workspace
 
 from dynadesk.datasets import dataset_digest
 from dynadesk.orchestration.bounds import (
@@ -180,7 +180,8 @@ def test_a_forged_measured_figure_from_inside_the_container_fails_the_run(home, 
     add_test_set(store, "small-test", 6, seed=7, perturbed=False)
     register_model(store, make_hostile_model(tmp_path / behaviour, behaviour), "sentiment", name=behaviour)
     request = run_request(behaviour, ["small-test"], runner="docker", image=evaluator_image.image_id,
-                          limits=default_limits(cpus=1.0, timeout_s=300), latency_samples=2, warmup=0)
+                          limits=default_limits(cpus=1.0, timeout_s=300), latency_samples=2, warmup=0,
+                          min_seconds=MEASURED_WINDOW_S)
     rec = evaluate(store, Workspace(home), request,
                    runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
     assert "HOSTILE: rewrote the measured figures" in (rec.log or "")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support.eval import (
     IMAGE_CACHE,
+    MEASURED_WINDOW_S,
     add_test_set,
     deterministic_metrics,
     metric,
@@ -44,7 +45,7 @@ def _leftover_containers(client, ws) -> list:
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
     a = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
-                                        latency_samples=16), client=docker_client)
+                                        latency_samples=16, min_seconds=MEASURED_WINDOW_S), client=docker_client)
     assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
     assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
     for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from support.eval import add_test_set, run_request
+from support.eval import MEASURED_WINDOW_S, add_test_set, run_request
 from support.tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
@@ -41,7 +41,8 @@ def bench(tmp_path_factory):
 def _evaluate(ws, store):
     from dynadesk.orchestration.evaluate import evaluate
 
-    rec = evaluate(store, ws, run_request("tiny", ["quiet-test"], batch_size=8, latency_samples=8, warmup=1))
+    rec = evaluate(store, ws, run_request("tiny", ["quiet-test"], batch_size=8, latency_samples=8, warmup=1,
+                                               min_seconds=MEASURED_WINDOW_S))
     assert rec.status == "succeeded", rec.error
     return rec
 

@@ -10,7 +10,7 @@ import sys
 import warnings
 
 import pytest
-from support.eval import add_test_set, run_request, setup_workspace
+from support.eval import MEASURED_WINDOW_S, add_test_set, run_request, setup_workspace
 
 from dynadesk.audit import tolerances
 from dynadesk.evaluator import profiling
@@ -44,8 +44,10 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
     monkeypatch.setenv("MALLOC_ARENA_MAX", "1")  # a user's shell setting: the local runner must not pass it on
     for _ in range(PAIRS):
         docker = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="docker",
-                                                 image=evaluator_image.image_id, limits=limits), client=docker_client)
-        local = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="local", limits=limits))
+                                                 image=evaluator_image.image_id, limits=limits,
+                                                 min_seconds=MEASURED_WINDOW_S), client=docker_client)
+        local = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="local", limits=limits,
+                                                min_seconds=MEASURED_WINDOW_S))
         assert docker.status == local.status == "succeeded", (docker.error, local.error)
         a, b = _measured(docker), _measured(local)
         rss = [r.profile["memory"]["rss_peak_bytes"] / 2**30 for r in (docker, local)]

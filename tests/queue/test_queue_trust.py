@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.eval import LABELS, add_test_set, run_request
+from support.eval import LABELS, MEASURED_WINDOW_S, add_test_set, run_request
 from support.queue import (
     DYNADESK,
     job_states,
@@ -63,7 +63,7 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
     refused too; once its key is trusted, its run is stored and names that key."""
     model = majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
-    request = run_request(model, runner="local")
+    request = run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S)
     honest = evaluate(store, ws, request)
     assert honest.status == "succeeded", honest.error
     queue = Queue.open(parse_broker(redis_server.url))
@@ -108,7 +108,7 @@ def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     client = queue.client
-    job, run_id = enqueue(store, ws, queue, run_request("maj", runner="local"))
+    job, run_id = enqueue(store, ws, queue, run_request("maj", runner="local", min_seconds=MEASURED_WINDOW_S))
     key = load_or_create(tmp_path / "box")
     pub = tmp_path / "box" / "worker-key" / "worker.pub"
     assert run_cli("jobs", "trust-worker", str(pub), "--label", "box", home=home).stdout.startswith(
@@ -194,8 +194,9 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
     huge = replace(default_limits(), memory_bytes=4 << 40, pids=100_000, tmpfs_bytes=4 << 40, timeout_s=7 * 86400.0)
-    big, big_run = enqueue(store, ws, queue, run_request(model, runner="local", limits=huge))
-    bad, bad_run = enqueue(store, ws, queue, run_request(model, runner="local"))
+    big, big_run = enqueue(store, ws, queue, run_request(model, runner="local", limits=huge,
+                                                         min_seconds=MEASURED_WINDOW_S))
+    bad, bad_run = enqueue(store, ws, queue, run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S))
     payload = jobs.payload(queue.client, bad)
     payload["model"]["digest"] = "sha256:../../../DIR"
     queue.client.hset(f"dynadesk:job:{bad}", "payload", json.dumps(payload))
@@ -279,7 +280,8 @@ def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args
     add_test_set(store, "set0-test", 12, seed=0)
     queue = Queue.open(parse_broker(redis_server.url))
     limits = default_limits(cpus=1.0, memory_bytes=2 << 30, timeout_s=600)
-    job, run_id = enqueue(store, ws, queue, run_request("bow", runner=runner, limits=limits))
+    request = run_request("bow", runner=runner, limits=limits, min_seconds=MEASURED_WINDOW_S)  # its bounds are judged
+    job, run_id = enqueue(store, ws, queue, request)
     worker = start_worker(redis_server, tmp_path / "w1", "w1", *worker_args, lease=3.0)
     fpr = trust(store, worker)
     try:

@@ -12,7 +12,7 @@ import os
 import time
 
 import pytest
-from support.eval import run_request
+from support.eval import MEASURED_WINDOW_S, run_request
 from support.queue import (
     job_states,
     majority_workspace,
@@ -46,7 +46,8 @@ def test_six_jobs_split_over_two_workers_and_a_killed_workers_job_runs_once_else
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         request = run_request(model, runner="docker", batch_size=4, latency_samples=2, warmup=0,
-                              limits=default_limits(cpus=1.0, memory_bytes=2 << 30, timeout_s=600))
+                              limits=default_limits(cpus=1.0, memory_bytes=2 << 30, timeout_s=600),
+                              min_seconds=MEASURED_WINDOW_S)
         ids = [enqueue(store, ws, queue, request)[0] for _ in range(6)]
 
         def w1_busy_after_one_done():
@@ -102,7 +103,7 @@ def test_cancel_reaches_a_running_job_on_another_machine(redis_server, store, ho
     trust(store, worker)
     try:
         queue = Queue.open(parse_broker(redis_server.url))
-        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
+        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S))
         wait("the job to start", lambda: job_states(redis_server)[job]["state"] == "running", timeout=60, poll=0.05)
         proc = run_cli("jobs", "cancel", job, "--broker", redis_server.url, home=home)
         assert proc.stdout.strip() == f"job {job}: cancel requested (running)"
@@ -132,7 +133,7 @@ def test_a_frozen_worker_loses_its_job_and_its_late_result_is_discarded(redis_se
         trust(store, w)
     try:
         queue = Queue.open(parse_broker(redis_server.url))
-        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local"))
+        job, run_id = enqueue(store, ws, queue, run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S))
         holder = wait("the job to start", lambda: job_states(redis_server)[job]["worker"], timeout=60, poll=0.05)
         frozen = next(w for w in workers if w.name == holder)
         other = next(w for w in workers if w.name != holder)

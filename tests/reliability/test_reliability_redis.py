@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from support.eval import run_request
+from support.eval import MEASURED_WINDOW_S, run_request
 from support.queue import PASSWORD, job_states, majority_workspace, start_redis, start_worker, trust, wait_for
 from support.sync import free_port
 
@@ -76,7 +76,8 @@ def test_redis_crash_mid_job_with_aof_loses_nothing_and_runs_each_job_once(store
     trust(store, worker)
     try:
         queue = Queue.open(parse_broker(server.url))
-        ids = [enqueue(store, ws, queue, run_request(model, runner="local"))[0] for _ in range(3)]
+        request = run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S)  # long enough to be caught running
+        ids = [enqueue(store, ws, queue, request)[0] for _ in range(3)]
         collector = Collector(store, ws, queue, ids)
         collector.start()
         wait("the first job to run", lambda: any(s["state"] == "running" for s in job_states(server).values()))
@@ -118,7 +119,8 @@ def test_redis_crash_without_persistence_requeues_the_lost_jobs_and_says_why(sto
     trust(store, worker)
     try:
         queue = Queue.open(parse_broker(server.url))
-        queued = [enqueue(store, ws, queue, run_request(model, runner="local")) for _ in range(2)]
+        request = run_request(model, runner="local", min_seconds=MEASURED_WINDOW_S)  # long enough to be caught running
+        queued = [enqueue(store, ws, queue, request) for _ in range(2)]
         ids = [job for job, _ in queued]
         collector = Collector(store, ws, queue, ids)
         collector.start()

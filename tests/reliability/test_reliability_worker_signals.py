@@ -16,7 +16,7 @@ import time
 from datetime import datetime
 
 import pytest
-from support.eval import run_request
+from support.eval import MEASURED_WINDOW_S, run_request
 from support.queue import job_states, majority_workspace, remove_containers, start_worker, trust, wait_for
 
 from dynadesk.orchestration.evaluate import default_limits
@@ -52,7 +52,8 @@ def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(
     try:
         queue = Queue.open(parse_broker(redis_server.url))
         job, run_id = enqueue(store, ws, queue, run_request(model, runner="docker", latency_samples=2, warmup=0,
-                                                            limits=default_limits(cpus=1.0, timeout_s=600)))
+                                                            limits=default_limits(cpus=1.0, timeout_s=600),
+                                                            min_seconds=MEASURED_WINDOW_S))
         wait("the job's container", lambda: containers_of(docker_client, worker.home))
         assert job_states(redis_server)[job]["state"] == "running"
         os.killpg(worker.proc.pid, signal.SIGTERM)

@@ -78,10 +78,20 @@ def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+# Timed windows of a test run: the evaluator's own default (0.1 s), not the product's 0.5 s. Each test set's timing
+# takes trials x window per mode per attempt (docs/measurement.md), so 0.5 s costs a two-set run >= 6 s of fixed wall
+# time, and up to three times that when the suite's own load makes it noisy. Tests that judge the measured figures or
+# the host's bounds on them ask for MEASURED_WINDOW_S.
+TEST_WINDOW_S = 0.1
+MEASURED_WINDOW_S = RunSettings().min_seconds
+
+
 def run_request(model: str, datasets: Sequence[str] = (), *, runner: str = "local", limits: Limits | None = None,
                 image: str | None = None, gpus: str | None = None, purpose: str = "evaluation",
                 **settings: Any) -> RunRequest:
-    """A :class:`RunRequest` as the tests write it: settings (batch_size, seed, latency_samples ...) by keyword."""
+    """A :class:`RunRequest` as the tests write it: settings (batch_size, seed, latency_samples ...) by keyword;
+    timed windows of TEST_WINDOW_S unless ``min_seconds`` is given."""
+    settings.setdefault("min_seconds", TEST_WINDOW_S)
     limits = limits or default_limits()
     if gpus is not None:
         limits = replace(limits, gpus=gpus)

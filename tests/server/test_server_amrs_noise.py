@@ -11,8 +11,8 @@ declared 50 % tolerance (what the server used before) would count two of the thr
 from __future__ import annotations
 
 import pytest
-from _sync_helpers import make_run, workspace_with_key
 from fastapi.testclient import TestClient
+from support.sync import make_run, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.sync.create import create_bundle

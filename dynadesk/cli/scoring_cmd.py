@@ -227,9 +227,12 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                    "default: DynaDesk's suites.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--replace", is_flag=True, help="Regenerate a derived dataset whose content differs.")
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="Perturb a seeded sample of this many examples of DATASET (docs/perturbations.md "
+                   "\"Sized suites\"; what 'dynadesk demo' uses); default: every example.")
 @json_option
 @pass_app
-def perturb(app, dataset, suites, suite_set, seed, replace, as_json) -> None:
+def perturb(app, dataset, suites, suite_set, seed, replace, sample, as_json) -> None:
     """Generate the robustness and fairness suites of DATASET as derived datasets."""
     from dynadesk.scoring.perturb import SUITE_SETS, generate_suites, task_suites
     from dynadesk.tasks import get_task
@@ -243,7 +246,7 @@ def perturb(app, dataset, suites, suite_set, seed, replace, as_json) -> None:
             bar.update(1, suite)
 
         results = generate_suites(app.store, dataset, suites or None, seed, replace, progress=step,
-                                  suite_set=suite_set)
+                                  suite_set=suite_set, sample=sample)
     if as_json:
         echo_json([r.to_dict() for r in results])
         return

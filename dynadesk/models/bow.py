@@ -53,7 +53,25 @@ def train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inpu
                        examples: Sequence[dict[str, Any]], *, dim: int = 64, epochs: int = 6,
                        batch_size: int = 64, lr: float = 0.02, seed: int = 13,
                        steps: Steps | None = None) -> dict[str, Any]:
-    """Train an EmbeddingBag + linear classifier with a fixed seed; write safetensors + vocab + manifest."""
+    """Train an EmbeddingBag + linear classifier with a fixed seed; write safetensors + vocab + manifest.
+
+    On one thread: each step is a few small tensors, where a second intra-op thread costs more in
+    synchronisation than it saves (measured on 2 cores under load: 17 CPU ms a step on one thread, 114 on two;
+    issue 39)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train_bag_of_words(folder, task_name, labels, inputs, examples, dim=dim, epochs=epochs,
+                                   batch_size=batch_size, lr=lr, seed=seed, steps=steps)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
+                        examples: Sequence[dict[str, Any]], *, dim: int, epochs: int, batch_size: int, lr: float,
+                        seed: int, steps: Steps | None) -> dict[str, Any]:
     import torch
     from safetensors.torch import save_file
 

@@ -222,3 +222,25 @@ def observations(marks: list[tuple[float, dict[str, Any]]], dropped: int, memory
     if dropped:
         problems.append(f"{dropped} window edges beyond the first {len(marks)} were not kept")
     return {"windows": windows, "window_problems": problems[:20], "memory": memory.report()}
+
+
+# ---------------------------------------------------------------- CPU spent in containers (for timing reports)
+
+#: CPU seconds used by the containers this process ran (cgroup ``cpuacct``), summed as each one ends: the
+#: demo prints it per step, since a container's CPU is the daemon's child's, not ours (``os.times`` misses it).
+CONTAINER_CPU_SECONDS = [0.0]
+
+
+def container_cpu_seconds(container_id: str, root: Path = CGROUP_ROOT) -> float | None:
+    """The CPU seconds a container has used so far (cgroup v1 ``cpuacct.usage``, v2 ``cpu.stat``), or None."""
+    for path in (root / "cpuacct" / "docker" / container_id / "cpuacct.usage",
+                 root / "cpuacct" / "system.slice" / f"docker-{container_id}.scope" / "cpuacct.usage"):
+        ns = _int_file(path)
+        if ns is not None:
+            return ns / 1e9
+    for path in (root / "system.slice" / f"docker-{container_id}.scope" / "cpu.stat",
+                 root / "docker" / container_id / "cpu.stat"):
+        us = _stat_value(path, ("usage_usec",))
+        if us is not None:
+            return us / 1e6
+    return None

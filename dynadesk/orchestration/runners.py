@@ -56,7 +56,15 @@ from dynadesk.orchestration.folder import (
     read_no_follow,
     tree_bytes,
 )
-from dynadesk.orchestration.observe import MemoryWatch, NoMemoryWatch, container_cgroup, local_memory, observations
+from dynadesk.orchestration.observe import (
+    CONTAINER_CPU_SECONDS,
+    MemoryWatch,
+    NoMemoryWatch,
+    container_cgroup,
+    container_cpu_seconds,
+    local_memory,
+    observations,
+)
 from dynadesk.orchestration.output import WorkerOutput, log_tail
 
 if TYPE_CHECKING:
@@ -457,9 +465,11 @@ class DockerRunner(Runner):
             container.reload()
             memory: MemoryWatch = container_cgroup(container.id, container.attrs.get("State", {}).get("Pid")) or \
                 NoMemoryWatch("the container's memory cgroup is not readable from this host")
+            cpu_seen = 0.0
             while True:
                 out.drain()
                 memory.sample(before_windows=not out.window_marks)
+                cpu_seen = container_cpu_seconds(container.id) or cpu_seen
                 container.reload()
                 if container.status in ("exited", "dead"):
                     break
@@ -471,6 +481,7 @@ class DockerRunner(Runner):
                 time.sleep(POLL_S)
             reader.join(timeout=30)
             out.drain()
+            CONTAINER_CPU_SECONDS[0] += container_cpu_seconds(container.id) or cpu_seen
             container.reload()
             state = container.attrs.get("State", {})
         except transport_errors() as exc:

@@ -66,7 +66,7 @@ class SuiteResult:
     suite: str
     kind: str
     name: str          # derived dataset name
-    status: str        # created | replaced | upgraded (older suite version) | unchanged | empty | retired
+    status: str        # created | replaced | upgraded (older suite version) | resized | unchanged | empty | retired
     size: int          # source examples the suite changed (one perturbed copy each)
     dropped: int       # source examples it left unchanged
     digest: str | None
@@ -141,6 +141,17 @@ def perturb_examples(task: Task, examples: Iterable[dict[str, Any]], suite: str,
     return out, dropped
 
 
+def sample_sources(examples: list[dict[str, Any]], size: int | None, seed: int) -> list[dict[str, Any]]:
+    """The source examples a sized suite perturbs: all when ``size`` is None or the set is no larger, else the
+    ``size`` examples whose ``sha256(f"{seed}|{id}")`` is lowest, in dataset order (a pure function of the ids
+    and the seed, independent of example order; docs/perturbations.md "Sized suites")."""
+    if size is None or len(examples) <= size:
+        return list(examples)
+    keep = set(sorted(range(len(examples)),
+                      key=lambda i: hashlib.sha256(f"{seed}|{examples[i]['id']}".encode()).hexdigest())[:size])
+    return [ex for i, ex in enumerate(examples) if i in keep]
+
+
 def task_suites(task: Task) -> list[str]:
     """The suites a task asks for (its YAML), or every suite of the default set when it names none."""
     named = [*task.robustness_suites, *task.fairness_suites]
@@ -149,13 +160,15 @@ def task_suites(task: Task) -> list[str]:
 
 def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = None, seed: int = 0,
                     replace: bool = False, progress: Callable[[str], None] | None = None,
-                    suite_set: str | None = None) -> list[SuiteResult]:
+                    suite_set: str | None = None, sample: int | None = None) -> list[SuiteResult]:
     """Create (or confirm) one derived dataset per suite; see the module docstring.
 
     A derived dataset that already exists with the same digest is left as it is
-    (``unchanged``); one an older suite version made is regenerated (``upgraded``), and one
-    of a suite that no longer exists is removed (``retired``); any other difference (an edited
-    source) is an error unless ``replace``. A suite that changes no example stores nothing (``empty``).
+    (``unchanged``); one an older suite version made is regenerated (``upgraded``), one made with another
+    ``sample`` size is regenerated (``resized``), and one of a suite that no longer exists is removed
+    (``retired``); any other difference (an edited source) is an error unless ``replace``. A suite that changes
+    no example stores nothing (``empty``). ``sample``: perturb only that many source examples, chosen by
+    :func:`sample_sources` (None: every example).
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValidationError(f"seed must be a non-negative integer, got {seed!r}")
@@ -173,12 +186,15 @@ def generate_suites(store: Store, dataset: str, suites: Iterable[str] | None = N
     if unknown:
         raise ValidationError(f"unknown perturbation suite(s) {', '.join(unknown)} (known: {', '.join(SUITES)})")
     _check_one_set(store, dataset, suites)
-    examples = store.datasets.examples(dataset)
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
+        raise ValidationError(f"sample must be a positive number of examples, got {sample!r}")
+    examples = sample_sources(store.datasets.examples(dataset), sample, seed)
+    size = sample if sample is not None and sample < source.size else None  # None: the whole set
     results = _retire_stale(store, source, seed)
     for suite in dict.fromkeys(suites):
         if progress:
             progress(suite)
-        results.append(_one_suite(store, task, source, examples, suite, seed, replace))
+        results.append(_one_suite(store, task, source, examples, suite, seed, replace, size))
     return results
 
 
@@ -218,27 +234,38 @@ def _retire_stale(store: Store, source: DatasetSummary, seed: int) -> list[Suite
     return out
 
 
+def _resized(derivation: dict[str, Any] | None, sample: int | None) -> bool:
+    """These suites' own output (current version) made from another number of source examples."""
+    der = derivation or {}
+    return der.get("version") == VERSION and der.get("sample") != sample
+
+
 def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[dict[str, Any]], suite: str, seed: int,
-               replace: bool) -> SuiteResult:
+               replace: bool, sample: int | None = None) -> SuiteResult:
     name = derived_name(source.name, suite, seed)
     kind = SUITES[suite]
     perturbed, dropped = perturb_examples(task, examples, suite, seed)
     if not perturbed:
-        if store.datasets.exists(name) and _is_stale(store.datasets.get(name).derivation):
-            store.datasets.remove(name)  # an older version changed some examples; this one none
+        if store.datasets.exists(name) and (_is_stale(store.datasets.get(name).derivation)
+                                            or _resized(store.datasets.get(name).derivation, sample)):
+            store.datasets.remove(name)  # an older version (or size) changed some examples; this one none
         return SuiteResult(suite, kind, name, "empty", 0, dropped, None)
     digest = dataset_digest(perturbed)
     status = "created"
     if store.datasets.exists(name):
         existing = store.datasets.get(name)
-        if existing.digest == digest:
+        resized = _resized(existing.derivation, sample)
+        if existing.digest == digest and not resized:
             return SuiteResult(suite, kind, name, "unchanged", existing.size, dropped, digest)
-        if not replace and not _is_stale(existing.derivation):
+        if not replace and not _is_stale(existing.derivation) and not resized:
             raise AlreadyExistsError(f"derived dataset '{name}' exists with different content "
                                      f"({existing.digest[:19]} vs {digest[:19]}); use --replace to regenerate it")
-        status = "replaced" if replace or not _is_stale(existing.derivation) else "upgraded"
+        status = ("replaced" if replace else "resized" if resized else
+                  "upgraded" if _is_stale(existing.derivation) else "replaced")
     derivation = {"suite": suite, "kind": kind, "seed": seed, "version": VERSION, "source_digest": source.digest,
                   "perturbed": len(perturbed), "dropped": dropped}
+    if sample is not None:
+        derivation["sample"] = sample  # sized suite: perturbed + dropped = sample, of the source's size
     if suite_set_of(suite) == SUITE_SET:
         derivation["suite_set"] = SUITE_SET  # DynaDesk's own suites are the default set, named by absence
     store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),

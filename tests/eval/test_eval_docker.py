@@ -43,10 +43,15 @@ def _leftover_containers(client, ws) -> list:
 
 
 def test_docker_run_is_sandboxed_deterministic_and_matches_local(store, ws, evaluator_image, docker_client):
+    from dynadesk.orchestration.observe import CONTAINER_CPU_SECONDS
+
     limits = default_limits(cpus=2.0, memory_bytes=2 << 30, timeout_s=600)
+    cpu_before = CONTAINER_CPU_SECONDS[0]
     a = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, limits=limits,
                                         latency_samples=16, min_seconds=MEASURED_WINDOW_S), client=docker_client)
     assert a.status == "succeeded", f"{a.error}\n{a.log[-3000:]}"
+    # the container's CPU as its cgroup counted it (the demo's per-step figures): at least the worker's start-up
+    assert 0.3 < CONTAINER_CPU_SECONDS[0] - cpu_before < 2.0 * a.profile["wall_seconds"] + 1
     assert a.runner == "docker" and a.sandboxed and a.image_id == evaluator_image.image_id
     for name in ("perf", "macro_f1", "robustness", "fairness", "throughput", "throughput_batched",
                  "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "memory"):

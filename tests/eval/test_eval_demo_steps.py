@@ -1,0 +1,79 @@
+"""The demo's per-step cost report (issue 39): wall and CPU seconds of the process, its children, its containers
+(the containers' share on a real daemon: tests/test_eval_docker.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dynadesk.demo import BackgroundImage, Steps
+from dynadesk.errors import DynaDeskError
+from dynadesk.orchestration.observe import container_cpu_seconds
+from dynadesk.workspace import Workspace
+
+
+def _burn(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_each_step_reports_its_own_cpu_and_the_table_sums_them():
+    lines: list[str] = []
+    steps = Steps(lines.append, 3)
+    steps.start("in process")
+    _burn(0.3)
+    steps.start("child process")
+    subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                    "while time.process_time() < end: pass"], check=True)
+    steps.start("sleeping")
+    time.sleep(0.3)
+    steps.summary()
+    own, child, idle = steps.times
+    assert own.cpu_self >= 0.28 and own.cpu_children == 0 and own.cpu_containers == 0
+    assert child.cpu_children >= 0.28 and child.cpu_self < 0.25
+    assert idle.wall >= 0.3 and idle.cpu < 0.1
+    assert sum(1 for line in lines if line.strip().startswith(("step 1:", "step 2:", "step 3:"))) == 3
+    total = next(line for line in lines if line.strip().startswith("total"))
+    wall, cpu = (float(x) for x in total.split()[1:3])
+    assert abs(cpu - round(sum(t.cpu for t in steps.times), 1)) <= 0.11 and wall >= 0.9
+    assert any("load average" in line for line in lines)
+
+
+def test_no_cgroup_no_figure(tmp_path):
+    assert container_cpu_seconds("0" * 64, root=tmp_path) is None
+    v1 = tmp_path / "cpuacct" / "docker" / ("a" * 64)
+    v1.mkdir(parents=True)
+    (v1 / "cpuacct.usage").write_text("2500000000\n")
+    assert container_cpu_seconds("a" * 64, root=tmp_path) == 2.5
+
+
+@pytest.mark.docker
+@pytest.mark.timeout(1800)  # builds the evaluator tests' image when their cache lacks it
+def test_the_image_prepared_in_the_background_is_the_evaluator_image(tmp_path, docker_client, require_debootstrap):
+    from support.eval import IMAGE_CACHE
+
+    from dynadesk.orchestration.image import build_image
+
+    expected = build_image(IMAGE_CACHE, client=docker_client)  # the evaluator tests' cached build
+    home = tmp_path / "ws"
+    home.mkdir()
+    (home / "images").symlink_to(IMAGE_CACHE)
+    lines: list[str] = []
+    steps = Steps(lines.append, 1)
+    steps.start("Evaluator sandbox")
+    assert BackgroundImage(Workspace(home)).wait(steps) == expected.image_id
+    assert any("reused (inputs unchanged)" in line and expected.image_id in line for line in lines)
+
+
+def test_a_failed_background_build_is_raised_in_the_demo(tmp_path):
+    home = tmp_path / "ws"
+    home.mkdir()
+    (home / "images").write_text("a file where the image cache folder should be\n")
+    steps = Steps(lambda line: None, 1)
+    steps.start("Evaluator sandbox")
+    with pytest.raises((DynaDeskError, OSError)):
+        BackgroundImage(Workspace(home)).wait(steps)

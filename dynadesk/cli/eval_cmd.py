@@ -10,8 +10,8 @@ import click
 from dynadesk import defaults
 from dynadesk.cli.common import RegistryChoice, echo_json, echo_table, json_option, pass_app
 from dynadesk.orchestration.evaluate import failure_line
-from dynadesk.progress import ProgressEvent
 from dynadesk.orchestration.runner_registry import runner_help, runner_names
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.evaluations import EvaluationRecord
 
 GIB = 1 << 30

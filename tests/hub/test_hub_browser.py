@@ -273,3 +273,35 @@ def test_three_annotators_and_a_validator_work_a_round_in_the_browser(hub, brows
         assert not [e for e in st.annotation.examples("sentiment") if "revoked" in e.inputs["statement"]]
     finally:
         st.close()
+
+
+def test_a_late_answer_to_the_pages_first_session_check_does_not_sign_out_a_fresh_sign_in(hub, browser):
+    """The page asks ``/api/me`` as it loads (no cookie yet: 401). Under load that answer can arrive after the
+    person has already signed in; it must not sign them out again (seen hiding "Signed in as" in a CI run)."""
+    context = browser.new_context()
+    page = context.new_page()
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:  # the first check's real answer (401) is held back; later ones pass
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))
+
+    page.route("**/api/me", hold_the_first)
+    page.goto(hub["url"] + "/")
+    for _ in range(100):  # the handler runs as the page loads (its fetch takes a moment)
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the page did not check its session on load"
+    page.fill("#code", invite(hub["home"], "dee", "annotator"))
+    page.click("#signin-button")
+    page.wait_for_selector("#who:not([hidden])")
+    route, answer = held[0]
+    assert answer.status == 401
+    route.fulfill(response=answer)  # now the stale 401 arrives
+    page.wait_for_timeout(500)
+    assert page.is_visible("#who") and page.text_content("#who") == "Signed in as dee (annotator)"
+    assert page.is_visible("#app")
+    context.close()

@@ -82,6 +82,7 @@ def test_disk_full_during_a_pack_merge_is_a_clear_error_and_writes_nothing(tmp_p
 
 def test_disk_full_during_an_evaluation_fails_the_run_clearly_and_keeps_the_database(tmp_path):
     from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.progress import ProgressEvent
 
     with small_disk(tmp_path / "disk", "24m") as disk:
         ws = Workspace(disk / "ws").ensure()
@@ -121,8 +122,8 @@ def test_disk_full_during_the_workers_own_writes_fails_the_run_naming_it_and_lea
             setup_workspace(store, tmp_path / "outside", sizes=(400, 400))
             filled: list[Path] = []
 
-            def fill_when_predicting(event: dict) -> None:
-                if event.get("phase") == "predict" and not filled:
+            def fill_when_predicting(event: ProgressEvent) -> None:
+                if event.phase == "predict" and not filled:
                     filled.append(fill(disk, leave=8 * 1024))
 
             with pytest.raises(DynaDeskError) as err:

@@ -33,13 +33,14 @@ async function api(method, path, body) {
     headers["Content-Type"] = "application/json";
     if (state.me) headers["X-CSRF-Token"] = state.me.csrf;
   }
+  const asked = state.me;  // the session this request was made in: a late 401 for an older one changes nothing
   const resp = await fetch(path, { method, headers, credentials: "same-origin",
                                    body: body === undefined ? undefined : JSON.stringify(body) });
   let data = null;
   try { data = await resp.json(); } catch (e) { data = null; }
   if (!resp.ok) {
     const err = new ApiError(resp.status, data);
-    if (resp.status === 401 && path !== "/api/signin") signedOut(err.message);
+    if (resp.status === 401 && path !== "/api/signin" && state.me === asked) signedOut(err.message);
     throw err;
   }
   return data;
@@ -350,5 +351,5 @@ function wire() {
 
 document.addEventListener("DOMContentLoaded", async () => {
   wire();
-  try { await signedIn(await api("GET", "/api/me")); } catch (e) { signedOut(""); }
+  try { await signedIn(await api("GET", "/api/me")); } catch (e) { if (!state.me) signedOut(""); }
 });

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support import ASSETS
-from support.eval import run_request, setup_workspace
+from support.eval import signed_local_run
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
@@ -30,21 +30,7 @@ NOISE = ASSETS / "audit_noise"
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """A workspace with a key, a local evaluation of a tiny model and its signed bundle."""
-    from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.format.keys import generate_key
-    from dynadesk.workspace import Workspace
-
-    tmp = tmp_path_factory.mktemp("audit")
-    ws = Workspace(tmp / "ws").ensure()
-    store = ws.open_store()
-    generate_key(ws.keys_dir)
-    setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
-    assert run.status == "succeeded", run.error
-    bundle = create_bundle(ws, store, run.id)
-    path = tmp / "bundle.json"
-    path.write_bytes(bundle.raw)
+    ws, store, run, bundle, path = signed_local_run(tmp_path_factory.mktemp("audit"))
     yield ws, store, run, bundle, path
     store.close()
 

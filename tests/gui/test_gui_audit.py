@@ -16,23 +16,9 @@ pytestmark = pytest.mark.qt
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
     """One local evaluation of the tiny model on 16 + 8 examples and its signed bundle (shared: it costs CPU)."""
-    from support.eval import run_request, setup_workspace
+    from support.eval import signed_local_run
 
-    from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
-    from dynadesk.sync.format.keys import generate_key
-    from dynadesk.workspace import Workspace
-
-    tmp = tmp_path_factory.mktemp("gui-audit")
-    ws = Workspace(tmp / "ws").ensure()
-    store = ws.open_store()
-    generate_key(ws.keys_dir)
-    setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
-    assert run.status == "succeeded", run.error
-    bundle = create_bundle(ws, store, run.id)
-    path = tmp / "bundle.json"
-    path.write_bytes(bundle.raw)
+    ws, store, run, bundle, path = signed_local_run(tmp_path_factory.mktemp("gui-audit"))
     store.close()
     return ws, run, bundle, path
 

@@ -21,6 +21,7 @@ from support.eval import run_request, setup_workspace
 
 from dynadesk import annotation as ann
 from dynadesk.errors import DynaDeskError, EvaluationError, StoreError
+from dynadesk.progress import ProgressEvent
 from dynadesk.store import Store
 from dynadesk.workspace import Workspace
 
@@ -82,7 +83,6 @@ def test_disk_full_during_a_pack_merge_is_a_clear_error_and_writes_nothing(tmp_p
 
 def test_disk_full_during_an_evaluation_fails_the_run_clearly_and_keeps_the_database(tmp_path):
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.progress import ProgressEvent
 
     with small_disk(tmp_path / "disk", "24m") as disk:
         ws = Workspace(disk / "ws").ensure()

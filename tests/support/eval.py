@@ -97,3 +97,23 @@ def run_request(model: str, datasets: Sequence[str] = (), *, runner: str = "loca
         limits = replace(limits, gpus=gpus)
     return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
                       settings=RunSettings(**settings), purpose=purpose)
+
+
+def signed_local_run(tmp: Path) -> tuple[Any, Any, Any, Any, Path]:
+    """A workspace with a key, one local evaluation of the tiny model on 16 + 8 examples and its signed bundle
+    written to ``tmp/bundle.json``: ``(workspace, open store, run, bundle, path)``. The caller closes the store."""
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.format.keys import generate_key
+    from dynadesk.workspace import Workspace
+
+    ws = Workspace(tmp / "ws").ensure()
+    store = ws.open_store()
+    generate_key(ws.keys_dir)
+    setup_workspace(store, tmp, sizes=(16, 8))
+    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
+    assert run.status == "succeeded", run.error
+    bundle = create_bundle(ws, store, run.id)
+    path = tmp / "bundle.json"
+    path.write_bytes(bundle.raw)
+    return ws, store, run, bundle, path

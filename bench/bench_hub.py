@@ -165,7 +165,8 @@ def one_run(home: Path, mode: str, users: int, seconds: int, tmp: Path, tag: str
 
 def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs: int | None = None,
         model: str | None = None) -> list[dict]:
-    seconds = seconds or (6 if quick else 60)
+    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # the suite's smoke run: proves it runs
+    seconds = seconds or (3 if smoke else 6 if quick else 60)
     pairs = pairs or (1 if quick else 2)
     tmp = Path(tempfile.mkdtemp(prefix="dynadesk-bench-hub-"))
     try:

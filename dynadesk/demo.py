@@ -48,6 +48,7 @@ class DemoState:
     best_model: str | None = None
     bundle_id: str | None = None
     board_url: str | None = None
+    steps: list[StepTime] = field(default_factory=list)  # each step's wall and CPU seconds (bench_firstrun reads)
 
 
 @dataclass(frozen=True)
@@ -546,6 +547,7 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     steps.start("Audit: re-run the bundle and compare field by field")
     audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
     steps.summary()
+    state.steps = list(steps.times)
     echo("")
     echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
     return state

@@ -56,7 +56,7 @@ def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
     one = Protocol(s.warmup, s.latency_samples, float(s.min_seconds), s.trials, s.noise_retries, threads)
     sample = [[examples[i]] for i in even_sample(len(examples), s.latency_samples)]
     batch1 = measure(worker.predict, sample, one, sync, _labelled(mark, set=name, mode="batch1"))
-    lat = latency(batch1.pop("per_call_ms"))
+    lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
     batches = worker.batches(examples)
     wanted = min(len(batches), math.ceil(s.batched_queries / s.batch_size))
     chosen = [batches[i] for i in even_sample(len(batches), wanted)]
@@ -64,6 +64,7 @@ def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
                     threads)
     batched = measure(worker.predict, chosen, many, sync, _labelled(mark, set=name, mode="batched"))
     batched.pop("per_call_ms")
+    batched.pop("per_trial_ms")
     batched["batch_size"] = s.batch_size
     batch1["batch_size"] = 1
     return {"batch1": batch1, "batched": batched, "latency": lat}
@@ -87,6 +88,8 @@ def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: 
     noisy = [f"{name} {mode}: {'; '.join(m[mode]['noise']['reasons'])}" for name, m in per_set.items()
              for mode in ("batch1", "batched") if m[mode]["noisy"]]
     thin = sorted({p for m in per_set.values() for p in m["latency"]["too_few_samples"]})
+    tails = {p: max(m["latency"]["trial_spread"].get(p, 0.0) for m in per_set.values())
+             for p in ("p50", "p90", "p99")}
     s = worker.spec.settings
     profile = {
         "throughput": {"value": b1, "unit": "examples/s", "batch_size": 1, "aggregate": AGGREGATE,
@@ -102,6 +105,7 @@ def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: 
                         "aggregate": AGGREGATE},
     }
     summary = {"noisy": bool(noisy), "noisy_measurements": noisy, "latency_too_few_samples": thin,
+               "latency_trial_spread": tails,
                "spread": {name: {"throughput": m["batch1"]["spread"], "throughput_batched": m["batched"]["spread"]}
                           for name, m in per_set.items()},
                "protocol": {"trials": s.trials, "min_seconds": s.min_seconds, "warmup": s.warmup,

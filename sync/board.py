@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +158,10 @@ INTERVALS_ABOUT = {"level": _bootstrap.LEVEL, "resamples": _bootstrap.RESAMPLES,
                    "tied": "paired bootstrap of the task metric against the next row on every test set both were"
                            " scored on (same data digest): tied when each 95% interval of the difference contains 0",
                    "rank_interval": "central 95% of the row's rank over the shared resamples, measured metrics and"
-                                    " exchange rates held fixed"}
+                                    " exchange rates held fixed",
+                   "rank_intervals_pending": "true when this answer's weight setting was new to the server: its rank"
+                                             " intervals are being worked out off the request path (rows say"
+                                             " null); ask again to get them"}
 
 
 PAIR_FIELDS = ("delta", "low", "high", "p_value", "tied")  # what an answer says of a paired test
@@ -186,6 +189,8 @@ class BoardIntervals:
     shown: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # row -> its rounded intervals
     shown_pairs: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    defer: Callable[[Callable[[], None]], bool] | None = None  # runs work off the request path (False: not now)
+    pending: set[Hashable] = field(default_factory=set)  # weight settings whose rank intervals are under way
 
     def _cached(self, cache: OrderedDict[Hashable, Any], key: Hashable) -> Any:
         with self.lock:
@@ -201,17 +206,43 @@ class BoardIntervals:
                 cache.popitem(last=False)
 
     def rank_intervals(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
-                       dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+                       dataset_weights: Mapping[str, float], wait: bool = False) -> dict[str, list[int]] | None:
         """The rows' rank intervals at this weight setting (``bootstrap.rank_intervals``' values), from the board's
-        kept :class:`RankBasis`: a new weight setting costs a few vectorised operations, not a bootstrap loop."""
+        kept :class:`RankBasis`: a new weight setting costs a few vectorised operations, not a bootstrap loop.
+
+        With ``defer`` (the server), a setting not seen before is worked out off the request path and None says
+        so: the answer is not held up by it, and the next ask finds it (``wait``, a snapshot and the local board,
+        which has no ``defer``, always wait for it)."""
         found: dict[str, list[int]] | None = self._cached(self.ranks, key)
-        if found is None:
-            names = scored.names
-            width = first_width([self.resampled.get(n, {}) for n in names])
-            got = None if len(names) < 2 or width is None else self._basis(width, board).intervals(
-                names, scored.scores.tolist(), dataset_weights, scored.weights.get("perf", 0.0))
-            found = dict(zip(names, got or []))
-            self._keep(self.ranks, key, found)
+        if found is not None:
+            return found
+        if self.defer is None or wait:
+            return self._work_out_ranks(key, scored, board, dataset_weights)
+        with self.lock:
+            if key in self.pending:
+                return None
+            self.pending.add(key)
+
+        def job() -> None:
+            try:
+                self._work_out_ranks(key, scored, board, dataset_weights)
+            finally:
+                with self.lock:
+                    self.pending.discard(key)
+
+        if not self.defer(job):
+            with self.lock:
+                self.pending.discard(key)
+        return None
+
+    def _work_out_ranks(self, key: Hashable, scored: BoardScore, board: PreparedBoard,
+                        dataset_weights: Mapping[str, float]) -> dict[str, list[int]]:
+        names = scored.names
+        width = first_width([self.resampled.get(n, {}) for n in names])
+        got = None if len(names) < 2 or width is None else self._basis(width, board).intervals(
+            names, scored.scores.tolist(), dataset_weights, scored.weights.get("perf", 0.0))
+        found = dict(zip(names, got or []))
+        self._keep(self.ranks, key, found)
         return found
 
     def _basis(self, width: int, board: PreparedBoard) -> RankBasis:
@@ -226,24 +257,29 @@ class BoardIntervals:
             return found
 
     def annotate(self, rows: list[dict[str, Any]], scored: BoardScore, board: PreparedBoard, offset: int,
-                 key: Hashable, dataset_weights: Mapping[str, float]) -> None:
+                 key: Hashable, dataset_weights: Mapping[str, float], wait: bool = False) -> bool:
         """Each page row's ``intervals`` (low, high by dataset), ``paired_next`` (by dataset: the test against the
         next row, ``with`` its label), ``tied_with`` (the next row's label, when tied) and ``rank_interval`` (None
-        where no row has outcomes); numbers to :data:`DIGITS` decimals (the answer stays small)."""
+        where no row has outcomes, or while it is worked out); numbers to :data:`DIGITS` decimals (the answer stays
+        small). True when the rank intervals are still being worked out (:meth:`rank_intervals`)."""
         page_key = (key, offset, len(rows))
         found: list[dict[str, Any]] | None = self._cached(self.pages, page_key)
+        pending = False
         if found is None:
-            found = self._annotations(scored, board, offset, len(rows), key, dataset_weights)
-            self._keep(self.pages, page_key, found)
+            ranks = self.rank_intervals(key, scored, board, dataset_weights, wait)
+            pending = ranks is None
+            found = self._annotations(scored, offset, len(rows), ranks or {})
+            if not pending:  # a page without its rank intervals is never kept
+                self._keep(self.pages, page_key, found)
         for out, extra in zip(rows, found):
             out.update(extra)
+        return pending
 
-    def _annotations(self, scored: BoardScore, board: PreparedBoard, offset: int, count: int, key: Hashable,
-                     dataset_weights: Mapping[str, float]) -> list[dict[str, Any]]:
+    def _annotations(self, scored: BoardScore, offset: int, count: int,
+                     ranks: Mapping[str, list[int]]) -> list[dict[str, Any]]:
         positions = range(offset, offset + count)
         with self.lock:
             tests = _bootstrap.neighbour_tests(scored.names, self.resampled, self.pairs, positions)
-        ranks = self.rank_intervals(key, scored, board, dataset_weights)
         out = []
         for i in positions:
             name = scored.names[i]
@@ -285,7 +321,7 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                   limit: int = 100, offset: int = 0,
                   memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
                   stability: bool = False, reference: list[str] | None = None,
-                  intervals: BoardIntervals | None = None) -> dict[str, Any]:
+                  intervals: BoardIntervals | None = None, wait_ranks: bool = False) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
@@ -294,7 +330,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     weight varies (:func:`~dynadesk.scoring.dynascore.rank_stability`). ``reference``: the board labels the
     exchange rates are estimated from (default: every row, Dynaboard's definition); the answer's ``reference``
     names the rows that set them. ``intervals`` adds each row's intervals, paired test against the next row,
-    "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`)."""
+    "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`; ``wait_ranks``: never leave the rank
+    intervals pending)."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
                                known_datasets=[d["name"] for d in datasets], reference=reference,
@@ -310,11 +347,12 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                          "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                          "model_digest": r["model_digest"], "created_at": r["created_at"], "bundle_id": r["bundle_id"],
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
+    pending = False
     if intervals is not None:
         key = (tuple(sorted(metric_weights.items())), tuple(sorted(dataset_weights.items())), memory_budget_gib)
-        intervals.annotate(out_rows, scored, board, offset, key, dataset_weights)
+        pending = intervals.annotate(out_rows, scored, board, offset, key, dataset_weights, wait_ranks)
     return {"task": task,
-            **({"intervals": INTERVALS_ABOUT} if intervals is not None else {}),
+            **({"intervals": INTERVALS_ABOUT, "rank_intervals_pending": pending} if intervals is not None else {}),
             "metrics": {k: {"unit": board.units.get(k, ""), "weight": s.weight, "direction": s.direction,
                             "offset": s.offset}
                         for k, s in scored.metrics.items()},

@@ -216,11 +216,28 @@ def thin_percentiles(results: RunResults) -> set[str]:
     return {f"latency_{p}_ms" for p in flagged or [] if isinstance(p, str)}
 
 
+def unstable_percentiles(results: RunResults) -> dict[str, float]:
+    """Latency metrics the re-measurement could not hold within the audit's own tolerance, with their spread.
+
+    Each percentile is taken again over every trial alone: when the trials disagree by more than the policy
+    tolerance (:data:`tolerances.POLICY_MAX`, never the bundle's declared one, which a submitter could set to 0
+    to make every claim unjudgeable), the auditor's figure cannot falsify the claim either way."""
+    summary = results.environment.get("measurement")
+    spreads = summary.get("latency_trial_spread") if isinstance(summary, dict) else None
+    out = {}
+    for p, value in (spreads or {}).items():
+        metric = f"latency_{p}_ms"
+        if isinstance(value, (int, float)) and value > tol.POLICY_MAX.get(metric, tol.FALLBACK):
+            out[metric] = float(value)
+    return out
+
+
 def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]:
     """Every prediction and metric field of the bundle against ``results``; plus values the bundle lacks."""
     hw_note = measured_comparability(payload, results)
     same_class = not hardware_difference(payload.get("environment") or {}, results.environment)
     thin = thin_percentiles(results)
+    unstable = unstable_percentiles(results)
     checks = compare_predictions(payload, results)
     seen = set()
     for m in payload["metrics"]:
@@ -230,6 +247,10 @@ def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]
         if not note and m["metric"] in thin and not METRIC_UNITS.get(m["metric"], (None, None))[1]:
             note = (f"{results.source}'s {m['metric'].split('_')[1]} rests on too few samples "
                     "(fewer than 5 calls above it) to be reproduced")
+        if not note and m["metric"] in unstable:
+            note = (f"{results.source}'s {m['metric'].split('_')[1]} moved {unstable[m['metric']]:.0%} between its "
+                    f"own trials (more than the audit's ±{tol.POLICY_MAX.get(m['metric'], tol.FALLBACK):.0%}): "
+                    "audit again on a quieter machine")
         if not note and m["metric"] == "memory":
             note = memory_definition_difference(payload.get("environment") or {}, results)
         checks.append(compare_metric(payload, m, results.metrics.get(key), note, results.source))

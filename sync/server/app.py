@@ -35,7 +35,7 @@ from dynadesk.sync.format.keys import fingerprint, load_or_create_server_key, pu
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import sign_head
 from dynadesk.sync.server import openapi_models as oa
-from dynadesk.sync.server.board_view import BoardView
+from dynadesk.sync.server.board_view import BoardView, OffRequestPath
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.dialect import is_postgres
 from dynadesk.sync.server.errors import answer_for
@@ -181,6 +181,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
         upload_pool.start()
         yield
         upload_pool.shutdown()  # checks under way finish; their processes end with the app
+        off_path.shutdown()
         if db.checkpointer is not None:  # copy the WAL into the database file before the process ends
             db.checkpointer.stop()
         if db.postgres:  # hand the pooled connections back to the server
@@ -191,7 +192,8 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.db = db
     app.state.upload_pool = upload_pool
-    view = BoardView(db, tasks, rules)
+    off_path = OffRequestPath()
+    view = BoardView(db, tasks, rules, defer=off_path)
 
     def _head() -> dict[str, Any]:
         size, head = db.log_head()

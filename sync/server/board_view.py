@@ -11,8 +11,10 @@ board is kept until the stored board changes (the same list object from ``db.boa
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +30,46 @@ from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.operator_view import OperatorView
 from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
+
+log = logging.getLogger("dynadesk.server")
+
+
+class OffRequestPath:
+    """One background thread for the work a board answer need not wait for (rank intervals at a weight setting
+    never asked before: :meth:`~dynadesk.sync.board.BoardIntervals.rank_intervals`). At most ``limit`` jobs wait;
+    beyond that a job is refused (the answer still says "pending" and a later ask schedules it again), so a
+    flood of new settings costs a bounded queue, never the request threads."""
+
+    def __init__(self, limit: int = 32) -> None:
+        self.limit = limit
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="board-ranks")
+        self._queued = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, job: Callable[[], None]) -> bool:
+        with self._lock:
+            if self._queued >= self.limit:
+                return False
+            self._queued += 1
+
+        def run() -> None:
+            try:
+                job()
+            except Exception:  # a failed job leaves the setting pending: the next ask tries again
+                log.exception("working out rank intervals failed")
+            finally:
+                with self._lock:
+                    self._queued -= 1
+
+        self._pool.submit(run)
+        return True
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Wait until every job queued so far has run (benchmarks and tests)."""
+        self._pool.submit(lambda: None).result(timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass(frozen=True)
@@ -49,8 +91,11 @@ class _Prepared:
 class BoardView:
     """The server's boards: ``answer(task, query)`` is the JSON of ``/api/leaderboard/{task}``."""
 
-    def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]]):
-        self.db, self.tasks, self.rules = db, tasks, rules
+    def __init__(self, db: ServerDB, tasks: Mapping[str, Task], rules: Mapping[str, dict[str, MetricRule]],
+                 defer: Callable[[Callable[[], None]], bool] | None = None):
+        """``defer``: where rank intervals at a new weight setting are worked out off the request path (the
+        serving app's :class:`OffRequestPath`); without it (snapshots, scripts) every answer is complete."""
+        self.db, self.tasks, self.rules, self.defer = db, tasks, rules, defer
         self.facts = FactsCache(db.bundle_raw)
         self.stats = StatsCache(db)
         self._prepared: dict[tuple[Any, ...], tuple[list[dict[str, Any]], _Prepared]] = {}
@@ -93,10 +138,11 @@ class BoardView:
         stats = self.stats.of(r["bundle_id"] for r in keyed)
         return _board.BoardIntervals({r["model"]: stats[r["bundle_id"]].intervals for r in keyed},
                                      {r["model"]: stats[r["bundle_id"]].resampled for r in keyed},
-                                     _rows.labels(keyed))
+                                     _rows.labels(keyed), defer=self.defer)
 
-    def answer(self, task: str, params: Mapping[str, str]) -> dict[str, Any]:
-        """Parse every parameter (a clear ValidationError for a bad one), rank the selected rows, describe them."""
+    def answer(self, task: str, params: Mapping[str, str], wait_ranks: bool = False) -> dict[str, Any]:
+        """Parse every parameter (a clear ValidationError for a bad one), rank the selected rows, describe them
+        (``wait_ranks``: with the rank intervals even at a weight setting new to the server)."""
         spec = self.check_task(task)
         mw, dw = _board.parse_weights(params)
         limit, offset = _board.parse_page(params)
@@ -120,7 +166,7 @@ class BoardView:
                              stored, kept, frozenset(settings.pins))
         datasets = self.db.datasets(task)
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      prep.reference, prep.intervals)
+                                      prep.reference, prep.intervals, wait_ranks)
         left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
                      for rid, why in answer["left_off"].items()]
         if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
@@ -191,7 +237,7 @@ class BoardView:
     def standing(self, task: str, bundle_id: str, hardware_class: str) -> dict[str, Any] | None:
         """The row of ``bundle_id`` on its hardware class's default board (rank, total), or None when the bundle
         is not a board row any more (a newer bundle of the same model and submitter replaced it)."""
-        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000"})
+        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000"}, wait_ranks=True)
         for row in answer["rows"]:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],

@@ -170,6 +170,9 @@ class Leaderboard(_Open):
     notes: list[str]
     hardware_class: str
     filters: dict[str, Any]
+    rank_intervals_pending: bool = Field(
+        False, description="true when the weight setting was new to the server: the rows' rank_interval is null "
+                           "while it is worked out off the request path; ask again to get it")
 
 
 REFUSALS: dict[int, str] = {

@@ -79,7 +79,7 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
     head = view.db.log_head()
     rows, offset = [], 0
     while True:
-        answer = view.answer(task, {**params, "limit": "1000", "offset": str(offset)})
+        answer = view.answer(task, {**params, "limit": "1000", "offset": str(offset)}, wait_ranks=True)
         rows += answer["rows"]
         offset += 1000
         if offset >= answer["total"]:

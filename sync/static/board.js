@@ -261,8 +261,10 @@ function columns(board) {
 function rankIntervalCell(r, td) {
   td.className = "num rank-interval";
   const ri = r.rank_interval;
-  td.textContent = ri ? (ri[0] === ri[1] ? `${ri[0]}` : `${ri[0]}–${ri[1]}`) : "–";
+  const pending = !ri && state.board && state.board.rank_intervals_pending;
+  td.textContent = ri ? (ri[0] === ri[1] ? `${ri[0]}` : `${ri[0]}–${ri[1]}`) : (pending ? "…" : "–");
   if (ri) td.title = `rank ${r.rank}; between ${ri[0]} and ${ri[1]} on 95% of resampled test sets`;
+  else if (pending) td.title = "working out the rank interval at these weights";
 }
 
 function tiedCell(r, td) {
@@ -472,6 +474,8 @@ function panelFor(task) {
   return panel;
 }
 
+const RANK_RETRIES = 8, RANK_RETRY_MS = 100;  // re-asks while rank intervals are pending (100, 200 ... ms apart)
+
 async function refresh(opts = {}) {
   const name = currentTask();
   const task = state.tasks.find(t => t.name === name) || {name, title: name, metric: "?", datasets: []};
@@ -492,7 +496,14 @@ async function refresh(opts = {}) {
   if (opts.controls || !panel.querySelector(".controls").childElementCount) renderControls(panel, body);
   renderBoard(panel, body);
   panel.dataset.loaded = String(token);  // tests and scripts wait on this: the view shown is this answer
+  panel.dataset.ranksPending = String(Boolean(body.rank_intervals_pending));
   if (opts.focus) document.getElementById(opts.focus)?.focus();
+  // a weight setting new to the server: its rank intervals are worked out off the request path; ask again
+  // (unless the reader changed the view meanwhile: a newer ask has a newer token)
+  const tries = opts.tries || 0;
+  if (body.rank_intervals_pending && tries < RANK_RETRIES) {
+    setTimeout(() => { if (token === state.token) refresh({tries: tries + 1}); }, RANK_RETRY_MS * (tries + 1));
+  }
 }
 
 async function main() {

@@ -155,3 +155,36 @@ def test_a_latency_percentile_resting_on_too_few_samples_in_the_remeasurement_is
     results.environment = {**env, "measurement": {"noisy": False, "latency_too_few_samples": []}}
     checks = {c.field: c for c in compare_results(payload, results)}
     assert checks["metrics[(run)].latency_p99_ms"].verdict == DIFFERS
+
+
+def test_a_latency_percentile_the_remeasurement_could_not_hold_is_not_comparable():
+    """A p99 that moved more than the audit's tolerance between the re-measurement's own trials cannot falsify a
+    claim (the CI flake behind this: one scheduler hiccup in a sub-millisecond tail signed "disputed"); a
+    bundle that declares a tight tolerance cannot use the rule to make its claims unjudgeable."""
+    from dynadesk.audit.compare import RunResults, compare_results
+    from dynadesk.audit.report import DIFFERS, NOT_COMPARABLE
+
+    def measured(spread: dict) -> dict:
+        return {"hardware_class": "cpu=Test;cores=2;memory=4GiB;gpus=none;runtime=cpu",
+                "measurement": {"noisy": False, "latency_too_few_samples": [], "latency_trial_spread": spread}}
+
+    metric = {"dataset": "", "unit": "ms", "deterministic": False}
+    payload = {"predictions": {"digest": "sha256:x", "merkle_root": "root", "count": 3},
+               "environment": measured({}), "tolerances": {"latency_p99_ms": {"relative": 0.0}},
+               "metrics": [dict(metric, metric="latency_p99_ms", value=9.0),
+                           dict(metric, metric="latency_p50_ms", value=9.0)]}
+
+    def verdicts(spread: dict) -> dict:
+        values = {("", "latency_p99_ms"): 1.0, ("", "latency_p50_ms"): 1.0}
+        results = RunResults("sha256:x", "root", 3, "sha256:l", values, measured(spread), "run 9")
+        return {c.field: c for c in compare_results(payload, results)}
+
+    checks = verdicts({"p50": 0.05, "p90": 0.2, "p99": 0.8})
+    p99 = checks["metrics[(run)].latency_p99_ms"]
+    assert p99.verdict == NOT_COMPARABLE and "moved 80% between its own trials" in p99.note, p99.note
+    assert checks["metrics[(run)].latency_p50_ms"].verdict == DIFFERS  # held: judged
+    # the bundle's declared tolerance (0 here) does not decide what counts as held: the policy's ±50% does
+    assert verdicts({"p50": 0.05, "p90": 0.2, "p99": 0.3})["metrics[(run)].latency_p99_ms"].verdict == DIFFERS
+    # a claim cannot supply the spread: only the auditor's own re-measurement counts
+    payload["environment"] = measured({"p99": 5.0, "p50": 5.0})
+    assert verdicts({})["metrics[(run)].latency_p99_ms"].verdict == DIFFERS

@@ -13,11 +13,22 @@ import sys
 import pytest
 from support import REPO
 
-BENCHES = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
+ALL = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
+FULL_ONLY = ["firstrun"]  # the demo's first run and the whole suite: minutes by definition, `make bench` only
+BENCHES = [b for b in ALL if b not in FULL_ONLY]
 
 
 def test_every_area_has_a_benchmark():
     assert {"dynascore", "eval", "gui", "models", "server", "load"} <= set(BENCHES)
+
+
+def test_a_full_only_benchmark_says_so_in_quick_runs_and_declares_it():
+    for name in FULL_ONLY:
+        proc = subprocess.run([sys.executable, str(REPO / "bench" / "run_all.py"), "--quick", "--only", name],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and f"bench_{name}.py: full runs only" in proc.stderr, proc.stderr
+    declared = [n for n in ALL if "FULL_ONLY = True" in (REPO / "bench" / f"bench_{n}.py").read_text()]
+    assert declared == FULL_ONLY  # no other benchmark may leave the quick runs
 
 
 @pytest.mark.parametrize("name", BENCHES)

@@ -99,8 +99,16 @@ def test_percentiles_are_nearest_rank_and_timings_bounded():
                                                    threads=1))
     assert calls == [1] * (3 + 2 * 10)  # 3 warm-up calls, then 2 windows of 10 one-example calls
     assert [t["queries"] for t in out["trials"]] == [10, 10] and len(out["per_call_ms"]) == 20
-    lat = measurement.latency(out["per_call_ms"])
+    lat = measurement.latency(out["per_call_ms"], out["per_trial_ms"])
     assert lat["p50_ms"] <= lat["p99_ms"] and lat["too_few_samples"] == ["p90", "p99"]  # 20 samples: 2 above p90
+    assert [len(t) for t in out["per_trial_ms"]] == [10, 10] and set(lat["trial_spread"]) == {"p50", "p90", "p99"}
+
+
+def test_a_latency_tail_that_one_trial_moves_shows_in_its_trial_spread():
+    steady, hiccup = [1.0] * 99 + [1.1], [1.0] * 95 + [9.0] * 5  # the second trial's slowest 5% hit a stall
+    lat = measurement.latency(steady + hiccup, [steady, hiccup])
+    assert lat["trial_spread"]["p50"] == 0.0
+    assert lat["trial_spread"]["p99"] == pytest.approx((9.0 - 1.0) / ((9.0 + 1.0) / 2))  # nearest rank: 99th of 100
 
 
 def test_gpu_probe_never_crashes():

@@ -31,7 +31,7 @@ def wait(what, until, timeout=180.0, poll=0.2):
     return wait_for(what, until, timeout, poll)
 
 WARM_WINDOW_S = 3.0  # how long the test lets a SIGTERMed worker finish before SIGKILL (systemd: TimeoutStopSec)
-TIMEOUT_S = 20  # the long job's own wall-clock limit
+TIMEOUT_S = 10  # the long job's own wall-clock limit (its attempt after the restart runs into it too)
 SLACK_S = 15  # the container's in-sandbox deadline (timeout + 5 s) plus polling and a loaded machine
 
 
@@ -80,7 +80,7 @@ def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_
     again = None
     try:
         queue = Queue.open(parse_broker(redis_server.url))
-        # each of its six timed windows lasts 15 s: left alone the job would run ~90 s, far past its 20 s limit
+        # each of its six timed windows lasts 15 s: left alone the job would run ~90 s, far past its 10 s limit
         request = run_request(model, runner="docker", latency_samples=2, warmup=0, min_seconds=15.0,
                               limits=default_limits(cpus=1.0, timeout_s=TIMEOUT_S))
         job, run_id = enqueue(store, ws, queue, request)

@@ -3,6 +3,8 @@ board page and the model page, on SQLite and on a real PostgreSQL (hand-made cas
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 from support.intervals import bundle_with, right, wrong
@@ -39,10 +41,46 @@ def board(db_target, tmp_path):
     store.close()
 
 
-def _rows(client, **params) -> dict:
+def _ask(client, **params) -> dict:
     resp = client.get("/api/leaderboard/sentiment", params={"hardware_class": "all", **params})
     assert resp.status_code == 200, resp.text
     return resp.json()
+
+
+def _rows(client, **params) -> dict:
+    """The answer once its rank intervals are worked out (a new weight setting's are, off the request path)."""
+    deadline = time.monotonic() + 30
+    while True:
+        answer = _ask(client, **params)
+        if not answer["rank_intervals_pending"]:
+            return answer
+        assert all(r["rank_interval"] is None for r in answer["rows"])
+        assert time.monotonic() < deadline, "rank intervals still pending after 30 s"
+        time.sleep(0.02)
+
+
+def test_a_new_weight_setting_answers_at_once_and_its_rank_intervals_follow(board, db_target, tmp_path):
+    """The first ask at weights the server never saw is not held up by the rank intervals: everything else is
+    there and the answer says they are pending; the next asks get them, equal to an answer that waited."""
+    client, db, ws, store, bundles = board
+    weights = {"weight.perf": "2.5", "dataset.vader-movies-test": "3"}
+    first = _ask(client, **weights)
+    assert first["rank_intervals_pending"] is True and "rank_intervals_pending" in first["intervals"]
+    assert [r["rank_interval"] for r in first["rows"]] == [None] * 3
+    assert first["rows"][0]["tied_with"] == "copy-b" and first["rows"][0]["intervals"]  # the rest is complete
+    settled = _rows(client, **weights)
+    assert [r["rank_interval"] for r in settled["rows"]] == [[1, 1], [1, 1], [3, 3]]
+    assert {k: v for k, v in first.items() if k != "rows" and k != "rank_intervals_pending"} == \
+        {k: v for k, v in settled.items() if k != "rows" and k != "rank_intervals_pending"}
+    from dynadesk.sync.server.board_view import BoardView
+    from dynadesk.sync.server.task_registry import board_tasks
+    from dynadesk.sync.server.values import registry
+
+    tasks = board_tasks(db)
+    waited = BoardView(db, tasks, {n: registry(t) for n, t in tasks.items()}).answer(
+        "sentiment", {"hardware_class": "all", **weights})  # no defer (snapshots, scripts): complete at once
+    assert waited["rank_intervals_pending"] is False
+    assert [r["rank_interval"] for r in waited["rows"]] == [r["rank_interval"] for r in settled["rows"]]
 
 
 def test_identical_predictions_tie_with_zero_width_and_strictly_better_does_not(board):
@@ -131,6 +169,8 @@ def test_the_page_draws_interval_bars_ties_and_rank_intervals(browser, served):
     page = browser.new_page()
     page.goto(served + "/")
     page.wait_for_selector("#board-sentiment tbody tr")
+    # the page asks again while the server works out rank intervals at a weight setting new to it
+    page.wait_for_selector("#task-sentiment[data-ranks-pending='false']", timeout=15_000)
     rows = page.locator("#board-sentiment tbody tr")
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.model)") == ["copy-a", "copy-b", "wrong"]
     tied = page.locator("#board-sentiment tbody td.tied").all_inner_texts()
@@ -144,4 +184,11 @@ def test_the_page_draws_interval_bars_ties_and_rank_intervals(browser, served):
     assert drawn == [[iv["low"], iv["high"]] for _, iv in want] and len(drawn) == 2
     worst = page.locator("#board-sentiment tbody tr[data-model='wrong'] svg.interval").first.get_attribute("aria-label")
     assert worst.startswith("95% interval 0.00–0.00")
+    # a weight setting no one asked for: its first answer comes without rank intervals, and the page asks again
+    before = int(page.get_attribute("#task-sentiment", "data-loaded"))
+    page.eval_on_selector("#w-metric-perf", "el => { el.value = '3.5'; el.dispatchEvent(new Event('input')); }")
+    page.wait_for_function(f"() => Number(document.querySelector('#task-sentiment').dataset.loaded) >= {before + 2}",
+                           timeout=15_000)
+    page.wait_for_selector("#task-sentiment[data-ranks-pending='false']", timeout=15_000)
+    assert page.locator("#board-sentiment tbody td.rank-interval").all_inner_texts() == ["1", "1", "3"]
     page.close()

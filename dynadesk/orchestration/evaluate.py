@@ -244,9 +244,9 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"model folder {model_dir} is missing")
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
-    if progress:
-        progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
     try:
+        if progress:
+            progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
         outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
         store.evaluations.transition(run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),

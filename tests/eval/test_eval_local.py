@@ -273,3 +273,21 @@ def test_every_demo_model_kind_evaluates(store, home, tmp_path, kind):
     assert rec.status == "succeeded", rec.error
     assert 0.0 <= metric(rec, "macro_f1", "set0-test") <= 100.0
     assert len(predictions_bytes(rec).splitlines()) == 3 * 20
+
+
+@pytest.mark.parametrize("fails_at", ["start", "predict"])
+def test_a_progress_callback_that_raises_never_leaves_the_run_running(store, ws, fails_at):
+    """A display that breaks (a closed terminal, a full disk under the log) stops the run; the run is recorded as
+    failed, never left 'running' for recover_stale to guess about."""
+
+    class DisplayBroke(RuntimeError):
+        pass
+
+    def progress(event):
+        if event.phase == fails_at:
+            raise DisplayBroke(f"the display broke at {fails_at}")
+
+    with pytest.raises(DisplayBroke):
+        evaluate(store, ws, run_request("tiny", runner="local", latency_samples=4, warmup=0), progress=progress)
+    (rec,) = store.evaluations.list()
+    assert rec.status == "failed" and f"the display broke at {fails_at}" in rec.error, (rec.status, rec.error)

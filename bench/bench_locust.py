@@ -96,8 +96,9 @@ def _rows(stats: list[dict], workers: int, load: float, where: str) -> list[dict
 
 
 def run(quick: bool = False, users: int = 16, seconds: int | None = None) -> list[dict]:
-    seconds = seconds or (5 if quick else 30)
-    n_stored, models = (2_000, 50) if quick else (20_000, 200)
+    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # the suite's smoke run: proves it runs
+    seconds = seconds or (3 if smoke else 5 if quick else 30)
+    n_stored, models = (500, 20) if smoke else (2_000, 50) if quick else (20_000, 200)
     n_stored = int(os.environ.get("DYNADESK_BENCH_SERVER_STORED", "0")) or n_stored  # the smoke test: 1,000
     n_valid = 400 if quick else 3_000
     cluster = _postgres()

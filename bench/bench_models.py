@@ -69,7 +69,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run(quick: bool = False, home: str | None = None) -> list[dict]:
-    n = 50 if quick else 500
+    n = 20 if quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1" else 50 if quick else 500
     store, where = _workspace(home)
     texts = []
     for source in ("tweets", "movies", "amazon", "nyt"):

@@ -246,7 +246,8 @@ class LocalRunner(Runner):
                 if verdict:
                     self._kill(proc)
                     break
-                time.sleep(POLL_S)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=POLL_S)  # a poll's pause that ends the moment the worker does
             proc.wait()
             reader.join(timeout=30)
             out.drain()
@@ -478,7 +479,10 @@ class DockerRunner(Runner):
                     container.kill()
                     container.wait(timeout=30)
                     break
-                time.sleep(POLL_S)
+                if reader.is_alive():
+                    reader.join(timeout=POLL_S)  # the log stream ends when the container does: no pause past it
+                else:
+                    time.sleep(POLL_S)
             reader.join(timeout=30)
             out.drain()
             CONTAINER_CPU_SECONDS[0] += container_cpu_seconds(container.id) or cpu_seen

@@ -144,7 +144,7 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     def hostile():  # its own connection, as a second window or process would have
         own = ws.open_store()
         try:
-            limits = default_limits(cpus=1.0, timeout_s=30)
+            limits = default_limits(cpus=1.0, timeout_s=20)
             request = run_request("hang", ["small-test"], runner="docker", limits=limits)
             result["hang"] = evaluate(own, ws, request,
                                       runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
@@ -160,7 +160,7 @@ def test_hanging_model_times_out_while_another_run_succeeds(store, ws, tmp_path,
     assert normal.status == "succeeded", normal.error
     hang = result["hang"]
     assert hang.status == "failed" and hang.verdict == "timeout"
-    assert "30 s limit" in hang.error and "HOSTILE hang" in hang.log
+    assert "20 s limit" in hang.error and "HOSTILE hang" in hang.log
     assert not _leftover_containers(docker_client, ws)
 
 

@@ -216,7 +216,9 @@ class BoardIntervals:
         found: dict[str, list[int]] | None = self._cached(self.ranks, key)
         if found is not None:
             return found
-        if self.defer is None or wait:
+        nothing_to_resample = len(scored.names) < 2 or first_width(
+            [self.resampled.get(n, {}) for n in scored.names]) is None  # no outcomes: nothing to wait for
+        if self.defer is None or wait or nothing_to_resample:
             return self._work_out_ranks(key, scored, board, dataset_weights)
         with self.lock:
             if key in self.pending:

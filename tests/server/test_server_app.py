@@ -179,6 +179,8 @@ def test_leaderboard_uses_dynascore_and_weights_rerank(env):
     by_speed = env.client.get("/api/leaderboard/sentiment", params={"weight.perf": 0, "weight.throughput": 5,
                                                                     "weight.robustness": 0,
                                                                     "weight.fairness": 0}).json()
+    # these bundles carry no per-example outcomes: no rank interval to work out, so a new setting is never pending
+    assert by_perf["rank_intervals_pending"] is False and by_perf["rows"][0]["rank_interval"] is None
     assert by_perf["rows"][0]["model"] == "slow-accurate"
     assert by_speed["rows"][0]["model"] == "fast-small"
     row = by_perf["rows"][0]

@@ -77,6 +77,8 @@ def test_a_new_weight_setting_answers_at_once_and_its_rank_intervals_follow(boar
     from dynadesk.sync.server.values import registry
 
     tasks = board_tasks(db)
+    one = _ask(client, **weights, **{"weight.memory": "4"}, limit="1", offset="2")  # a page of one row, new weights
+    assert one["rank_intervals_pending"] is True  # the rank is among every row: still worked out off the path
     waited = BoardView(db, tasks, {n: registry(t) for n, t in tasks.items()}).answer(
         "sentiment", {"hardware_class": "all", **weights})  # no defer (snapshots, scripts): complete at once
     assert waited["rank_intervals_pending"] is False

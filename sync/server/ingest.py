@@ -159,7 +159,8 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     digests = _check_datasets(b, task.name, config)
     return CheckedBundle(b["id"], bytes(raw), b["sha256"], task.name, model_name, b["model"]["digest"],
                          key.fingerprint, b["created_at"], epoch_us(b["created_at"], "payload.created_at"),
-                         digests, board_metrics(b["metrics"]), b["results_key"], b["stats"])
+                         digests, board_metrics(b["metrics"]), b["results_key"], b["stats"],
+                         b["claim_key"], b["predictions_digest"])
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:

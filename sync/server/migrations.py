@@ -205,3 +205,21 @@ def m008_key_usage(c: Tx) -> None:
           " stored_bytes INTEGER NOT NULL)")
     c.execute("INSERT INTO key_usage(fingerprint, bundles, stored_bytes)"
               " SELECT key_fingerprint, COUNT(*), SUM(LENGTH(raw)) FROM bundles GROUP BY key_fingerprint")
+
+
+@migration
+def m009_claims(c: Tx) -> None:
+    """Issue 44: each bundle's claim key (claims.claim_key: a "reproduced" attestation shows only on the exact
+    claim it re-ran) and predictions digest (a dispute follows it); worked out from every stored bundle's bytes."""
+    from dynadesk.sync.server.claims import claim_key
+
+    c.ddl("ALTER TABLE bundles ADD COLUMN claim_key TEXT")
+    c.ddl("ALTER TABLE bundles ADD COLUMN predictions_digest TEXT")
+    for seq, raw in c.execute("SELECT seq, raw FROM bundles").fetchall():
+        try:
+            payload = json.loads(bytes(raw))["payload"]
+            facts: list[str | None] = [claim_key(payload), str(payload["predictions"]["digest"])]
+        except (ValueError, KeyError, TypeError):  # a row no upload could have made (hand-built tests): none
+            facts = [None, None]
+        c.execute("UPDATE bundles SET claim_key = ?, predictions_digest = ? WHERE seq = ?", [*facts, seq])
+    c.ddl("CREATE INDEX bundles_claims ON bundles(claim_key)")

@@ -44,7 +44,7 @@ from dynadesk.sync.server.limits import Limiter
 from dynadesk.sync.server.names import check_model_name
 from dynadesk.sync.server.pool import MAX_ENVIRONMENT_BYTES, MAX_SETTINGS_BYTES, UploadPool, check_document
 from dynadesk.sync.server.task_registry import check_task_digest
-from dynadesk.sync.server.values import MetricRule, check_metrics
+from dynadesk.sync.server.values import MetricRule, check_evidence, check_metrics
 from dynadesk.tasks import Task
 
 __all__ = ["MAX_ENVIRONMENT_BYTES", "MAX_SETTINGS_BYTES", "UploadChecks", "check_upload", "ingest",
@@ -156,6 +156,7 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     model_name = str(b["model"]["name"])
     check_model_name(model_name)
     check_metrics(b["metrics"], checks.rules[task.name], task.name)
+    check_evidence(b["metrics"], b["observed"], b["intervals"], task.metric)
     digests = _check_datasets(b, task.name, config)
     return CheckedBundle(b["id"], bytes(raw), b["sha256"], task.name, model_name, b["model"]["digest"],
                          key.fingerprint, b["created_at"], epoch_us(b["created_at"], "payload.created_at"),

@@ -42,6 +42,7 @@ from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, parse_bundle, split_envelope
 from dynadesk.sync.server.claims import claim_key
 from dynadesk.sync.server.migrations import results_key
+from dynadesk.sync.server.values import observed_outcomes
 
 T = TypeVar("T")
 
@@ -188,7 +189,8 @@ def _bundle_facts(raw: bytes, what: str) -> dict[str, Any]:
             "key_fingerprint": bundle.key_fingerprint, "task": bundle.task, "model": p["model"],
             "created_at": p["created_at"], "task_digest": p.get("task_digest"), "metrics": p["metrics"],
             "datasets": p["datasets"], "results_key": results_key(p), "claim_key": claim_key(p),
-            "predictions_digest": p["predictions"]["digest"],
+            "predictions_digest": p["predictions"]["digest"], "observed": observed_outcomes(p),
+            "intervals": p.get("intervals") or [],
             "stats": bundle_stats(p)}  # intervals, outcomes and shared resamples (issue 36), worked out here too
 
 

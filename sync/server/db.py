@@ -115,6 +115,10 @@ class ServerDB:
             self._config = None
         return self.get_key(fingerprint)
 
+    def forget_config(self) -> None:
+        """Drop this process's cached keys and datasets (after a change made outside these methods)."""
+        self._config = None
+
     def revoke_key(self, fingerprint: str, reason: str = "") -> KeyRow:
         with self.tx() as c:
             cur = c.execute("UPDATE keys SET revoked_at = ?, revoke_reason = ? WHERE fingerprint = ?"

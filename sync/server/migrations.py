@@ -223,3 +223,17 @@ def m009_claims(c: Tx) -> None:
             facts = [None, None]
         c.execute("UPDATE bundles SET claim_key = ?, predictions_digest = ? WHERE seq = ?", [*facts, seq])
     c.ddl("CREATE INDEX bundles_claims ON bundles(claim_key)")
+
+
+@migration
+def m009_key_changes(c: Tx) -> None:
+    """Issue 45, item 4: the operator's key changes as a table (who, what, when: ``dynadesk-server keys events``)
+    and the operator's word that a key without an organisation may attest one submitter key's rows although its
+    name matches that key's name or organisation (``dynadesk-server keys allow-attest``)."""
+    c.ddl("""CREATE TABLE key_events (
+        seq INTEGER PRIMARY KEY, at TEXT NOT NULL, fingerprint TEXT NOT NULL, event TEXT NOT NULL,
+        detail TEXT NOT NULL)""")
+    c.ddl("""CREATE TABLE attest_allowances (
+        auditor_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
+        submitter_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint), allowed_at TEXT NOT NULL,
+        PRIMARY KEY (auditor_fingerprint, submitter_fingerprint))""")

@@ -38,7 +38,7 @@ from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server import migrations
 from dynadesk.sync.server.backend import Executor, Tx
 from dynadesk.sync.server.checkpoint import Checkpointer
-from dynadesk.sync.server.claims import ClaimFacts, attach
+from dynadesk.sync.claims import ClaimFacts, attach
 from dynadesk.sync.server.connect import open_backend
 from dynadesk.sync.server.records import (
     ROLES,

@@ -86,3 +86,31 @@ def test_a_dispute_survives_re_signing_with_another_predictions_digest(badge_boa
     assert again.status_code == 201, again.text
     assert b.row(other.id)["audit"]["state"] == "reproduced by 1"
     assert b.row(renamed.id)["audit"]["state"] == "disputed"
+
+
+def test_the_model_page_notes_appear_when_and_only_when_their_condition_holds(badge_board):
+    import requests
+
+    b = badge_board
+
+    def page(bundle_id: str) -> str:
+        r = requests.get(f"{b.url}/models/{bundle_id}", timeout=30)
+        assert r.status_code == 200
+        return r.text
+
+    not_audited, speaks = "Not audited: no auditor has re-run this exact claim", "speaks for this bundle"
+    identical, follows = "the identical claim, signed at another time", "a dispute follows this model’s results"
+    original = b.payloads["Lab A/roberta"]
+    same = b.upload(b.re_signed(original, "Lab A", name="roberta"), "Lab A")
+    made_up = b.upload(b.re_signed(original, "Lab A", name="roberta-v2", perf=99.0), "Lab A")
+    assert b.attest("Auditor C", b.honest["Lab C/bow"], "disputed",
+                    {**GOOD, "predictions.merkle_root": "differs"}).status_code == 201
+    other = b.upload(b.re_signed(b.payloads["Lab C/bow"], "Lab C", predictions="sha256:" + "7e" * 32), "Lab C")
+    cases = {b.honest["Lab B/bert"]: (speaks,), same.id: (speaks, identical), made_up.id: (not_audited,),
+             b.honest["Lab C/bow"]: (speaks,), other.id: (speaks, follows)}
+    notes = (not_audited, speaks, identical, follows)
+    for bundle_id, shown in cases.items():
+        text = page(bundle_id)
+        for note in notes:
+            assert (note in text) is (note in shown), (bundle_id, note)
+    assert "1 attestation speaks for" in page(other.id)

@@ -34,11 +34,11 @@ from dynadesk.errors import (
     ReplayError,
     SnapshotError,
 )
+from dynadesk.sync.claims import ClaimFacts, attach
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server import migrations
 from dynadesk.sync.server.backend import Executor, Tx
 from dynadesk.sync.server.checkpoint import Checkpointer
-from dynadesk.sync.claims import ClaimFacts, attach
 from dynadesk.sync.server.connect import open_backend
 from dynadesk.sync.server.records import (
     ROLES,
@@ -378,7 +378,8 @@ class ServerDB:
                          " (SELECT claim_key FROM bundles WHERE id = ?))",
                          [a.auditor_fingerprint, a.bundle_id, a.bundle_id]).fetchone():
                 raise AttestationError(f"auditor {a.auditor_fingerprint} has already attested bundle {a.bundle_id}"
-                                       " or the same results (the same claim: every signed field but the time) in another bundle")
+                                       " or the same results (the same claim: every signed field but the time) in"
+                                       " another bundle")
             seq, entry, received = self._append_log(c, entry_hash_fn, a.attestation_id, a.sha256, "attestation")
             c.execute("INSERT INTO attestations(id, seq, bundle_id, auditor_fingerprint, verdict, summary, created_at,"
                       " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",

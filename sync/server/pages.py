@@ -139,7 +139,8 @@ def _of_bundle(a: dict[str, Any], bundle_id: str) -> str:
         return ""
     why = ("the identical claim, signed at another time" if a.get("verdict") == "reproduced"
            else "a dispute follows this model’s results")
-    return f"<br><small class=\"attested-elsewhere\">made on bundle {link('/models/' + other, other[:16] + '…')}: {why}</small>"
+    where = link("/models/" + other, other[:16] + "…")
+    return f"<br><small class=\"attested-elsewhere\">made on bundle {where}: {why}</small>"
 
 
 def _attestations(atts: list[dict[str, Any]], row_class: str, bundle_id: str = "") -> Html:

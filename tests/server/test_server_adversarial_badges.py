@@ -114,3 +114,31 @@ def test_the_model_page_notes_appear_when_and_only_when_their_condition_holds(ba
         for note in notes:
             assert (note in text) is (note in shown), (bundle_id, note)
     assert "1 attestation speaks for" in page(other.id)
+
+
+@pytest.mark.browser
+def test_the_class_banner_names_rows_reproduced_on_another_class_only_when_there_are_some(tmp_path):
+    """Seen first on the old page: "no auditor has re-run a row on it" beside three rows marked "reproduced by 1"
+    (re-run on the auditor's machine class), with nothing saying where they were re-run."""
+    from urllib.parse import quote
+
+    from support.board import chromium
+
+    b = BadgeBoard(tmp_path, tmp_path / "board.db")
+    try:
+        lone = b.upload(b.payload("Lab B", "elsewhere-run", hardware=AUDIT_HW), "Lab B")  # declared, unaudited
+        assert b.row(lone.id)["audit"]["state"] == "not audited"
+        for browser in chromium():
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            for query, shown in (("", "3 rows shown here were reproduced by an auditor on another machine class."),
+                                 (f"?hardware_class={quote(AUDIT_CLASS)}", None)):
+                page.goto(b.url + "/" + query)
+                page.wait_for_selector("#task-sentiment[data-loaded] #board-sentiment tbody tr")
+                status = page.inner_text("#class-status")
+                assert "declared" in status and "no auditor has re-run a row on it." in status
+                assert ("reproduced by an auditor on another machine class" in status) is (shown is not None), status
+                if shown:
+                    assert shown in status
+            page.close()
+    finally:
+        b.close()

@@ -21,7 +21,9 @@ from dynadesk.formats.base import (
 from dynadesk.formats.delimited import (
     csv_sample,
     read_csv_rows,
+    read_csv_rows_unquoted,
     read_tsv_rows,
+    read_tsv_rows_unquoted,
     tsv_sample,
 )
 from dynadesk.formats.detect import Sniff
@@ -57,9 +59,9 @@ def register_format(fmt: Format) -> Format:
 for _fmt in (
     Format("jsonl", "DynaDesk JSON lines", read_jsonl_rows, convert_native, detect=lambda s: True, detect_order=9),
     Format("csv", "CSV with a header", read_csv_rows, convert_native, sample=csv_sample,
-           detect=lambda s: s.suffix == ".csv", detect_order=5),
+           detect=lambda s: s.suffix == ".csv", detect_order=5, read_unquoted=read_csv_rows_unquoted),
     Format("tsv", "TSV with a header", read_tsv_rows, convert_native, sample=tsv_sample,
-           detect=lambda s: s.suffix in (".tsv", ".txt"), detect_order=5),
+           detect=lambda s: s.suffix in (".tsv", ".txt"), detect_order=5, read_unquoted=read_tsv_rows_unquoted),
     Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench,
            detect=lambda s: "uid" in s.keys and bool(s.keys & _DYNABENCH_INPUTS), detect_order=3),
     Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,

@@ -23,6 +23,7 @@ from typing import Any
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metrics import SQUAD_V2_KEY
 from dynadesk.formats.base import Dropped, SourceRow
+from dynadesk.formats.source import read_source_bytes
 from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
@@ -36,7 +37,7 @@ def load_squad(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_SQUAD_BYTES:
         raise ValidationError(f"{path}: over {MAX_SQUAD_BYTES} bytes; split it into smaller files")
     try:
-        doc = loads_bounded(path.read_bytes().decode("utf-8"), str(path))
+        doc = loads_bounded(read_source_bytes(path).decode("utf-8"), str(path))
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:

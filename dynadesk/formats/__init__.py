@@ -28,7 +28,12 @@ from dynadesk.formats.delimited import (
 )
 from dynadesk.formats.detect import Sniff
 from dynadesk.formats.dynabench import DYNASENT_KEYS, convert_dynabench, convert_dynasent
-from dynadesk.formats.dynahate import convert_dynahate, is_dynahate, read_dynahate_rows
+from dynadesk.formats.dynahate import (
+    convert_dynahate,
+    is_dynahate,
+    read_dynahate_rows,
+    read_dynahate_rows_unquoted,
+)
 from dynadesk.formats.hf import convert_hf, convert_hf_v2, read_parquet_rows
 from dynadesk.formats.jsonl import read_jsonl_rows
 from dynadesk.formats.snli import convert_snli, read_snli_tsv_rows
@@ -67,7 +72,7 @@ for _fmt in (
     Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,
            ("sentiment",), pre_labels=True, detect=lambda s: DYNASENT_KEYS <= s.keys, detect_order=2),
     Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",),
-           detect=lambda s: s.suffix == ".csv" and is_dynahate(s.path)),
+           detect=lambda s: s.suffix == ".csv" and is_dynahate(s.path), read_unquoted=read_dynahate_rows_unquoted),
     Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",),
            detect=lambda s: _SNLI_KEYS <= s.keys, detect_order=1),
     Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",),

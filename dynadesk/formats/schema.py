@@ -100,7 +100,7 @@ def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
         if all(isinstance(v, str) and v in known for v in values):
             kind = 2
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).lstrip("-").isdigit() \
-                and not is_meaningless(source):
+                and not is_meaningless(source) and not looks_like_id:  # GLUE's promptID is an id, not a label
             kind = 1
         else:
             kind = 0
@@ -123,13 +123,13 @@ def mapping_hint(task: Task, row: dict[str, Any], unknown: list[str]) -> str:
         if kind and name not in chosen and src not in chosen.values():
             chosen[name] = src
     pairs = [f"--map {name}={chosen[name]}" for name in missing if name in chosen]
-    if pairs:
-        return f"; if these hold the task's fields, pass {' '.join(pairs)}"
     if task.gold_field in missing and task.gold_field not in chosen:
-        gold = (f"; no column holds the gold {task.gold_field} (an unlabelled test split cannot be "
-                "imported for scoring)")
+        gold = (f"; no column holds the gold {task.gold_field} (an unlabelled test split, such as GLUE's "
+                "test files, cannot be imported for scoring)")
     else:
         gold = ""
+    if pairs:
+        return f"; if these hold the task's fields, pass {' '.join(pairs)}{gold}"
     if not named:
         return gold + "; a row-number column is not a task field: pass --keep-extra to keep it as metadata, " \
             "or leave it out of the file"

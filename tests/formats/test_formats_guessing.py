@@ -106,3 +106,18 @@ def test_a_damaged_gzip_file_is_refused_in_one_line(store, tmp_path):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+GLUE_MNLI_TEST = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
+                  "sentence2_parse\tsentence1\tsentence2\n"
+                  "0\t31193\t31193n\tgovernment\t( x )\t( y )\t(ROOT x)\t(ROOT y)\t"
+                  "Conceptually cream skimming has two basic dimensions.\tProduct and geography are what make it work.\n")
+
+
+def test_the_glue_test_split_hint_never_proposes_an_id_column_as_the_label(home, tmp_path):
+    path = tmp_path / "test_matched.tsv"
+    path.write_text(GLUE_MNLI_TEST, encoding="utf-8")
+    res = run_cli(home, "data", "import", str(path), "--task", "nli")
+    assert res.returncode == 1
+    assert "label=promptID" not in res.stderr and "label=index" not in res.stderr
+    assert "no column holds the gold label" in res.stderr

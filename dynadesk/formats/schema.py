@@ -164,3 +164,28 @@ def file_schema(task: Task) -> dict[str, Any]:
         "label_aliases": dict(LABEL_ALIASES.get(task.name, {})),
         "integer_labels": {str(i): lab for i, lab in enumerate(fixed)} if fixed else {},
     }
+
+
+def pair_inputs(task: Task) -> tuple[str, str] | None:
+    """A two-input task's (context, other) input names: the context is the ``is_context`` input (or the span's
+    source, or the first); None when the task does not have exactly two inputs."""
+    names = task.input_names
+    if len(names) != 2:
+        return None
+    first = task.context_field or task.span_of or names[0]
+    if first not in names:
+        return None
+    return first, next(n for n in names if n != first)
+
+
+def to_task_inputs(task: Task, row: dict[str, Any], canonical: tuple[str, str]) -> dict[str, Any]:
+    """Rename a public format's two canonical inputs (``context``/``question``, ``context``/``hypothesis``) to the
+    task's own input names, so that SQuAD and SNLI files feed an own task of the same kind."""
+    pair = pair_inputs(task)
+    if pair is None or pair == canonical:
+        return row
+    out = dict(row)
+    values = [out.pop(c) for c in canonical if c in out]
+    if len(values) != 2:
+        return row
+    return {**out, pair[0]: values[0], pair[1]: values[1]}

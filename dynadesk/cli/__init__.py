@@ -7,6 +7,7 @@ Command groups live in their own modules and are imported only when used, so
 from __future__ import annotations
 
 import importlib
+import sqlite3
 import sys
 from types import FrameType
 
@@ -97,3 +98,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except (OSError, sqlite3.OperationalError) as exc:
+        from dynadesk.cli.common import AppContext
+        from dynadesk.oserrors import write_problem
+
+        line = write_problem(exc, AppContext.current_home)
+        if line is None:
+            raise
+        click.secho(f"Error: {line}", fg="red", err=True)
+        sys.exit(1)

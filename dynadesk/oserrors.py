@@ -9,7 +9,6 @@ anything else is left to the caller (None).
 from __future__ import annotations
 
 import errno
-import sqlite3
 from pathlib import Path
 
 _READ_ONLY = ("readonly database", "read-only database", "attempt to write a readonly")
@@ -21,7 +20,8 @@ def write_problem(exc: BaseException, home: Path | None = None) -> str | None:
     where = f"the workspace at {home}" if home is not None else "the workspace"
     fix = (f"make it writable (chmod -R u+w {home})" if home is not None else "make it writable (chmod -R u+w)") \
         + " or use a writable workspace (--home, $DYNADESK_HOME)"
-    if isinstance(exc, sqlite3.OperationalError) and any(s in str(exc).lower() for s in _READ_ONLY):
+    sqlite_error = type(exc).__module__ == "sqlite3" and type(exc).__name__ == "OperationalError"  # SQL stays in store
+    if sqlite_error and any(s in str(exc).lower() for s in _READ_ONLY):
         return f"{where} is read-only (its database refused a write: {exc}); {fix}"
     if isinstance(exc, OSError) and exc.errno in _DENIED:
         target = f" {exc.filename}" if exc.filename else ""

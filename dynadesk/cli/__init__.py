@@ -7,7 +7,6 @@ Command groups live in their own modules and are imported only when used, so
 from __future__ import annotations
 
 import importlib
-import sqlite3
 import sys
 from types import FrameType
 
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except (OSError, sqlite3.OperationalError) as exc:
+    except Exception as exc:  # only a refused write (read-only workspace) is turned into one line; else re-raised
         from dynadesk.cli.common import AppContext
         from dynadesk.oserrors import write_problem
 

@@ -12,7 +12,6 @@ import gzip
 import io
 import zlib
 from pathlib import Path
-from typing import IO
 
 from dynadesk.errors import ValidationError
 
@@ -26,9 +25,9 @@ def is_gzip(path: Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def open_source(path: Path) -> IO[bytes]:
+def open_source(path: Path) -> gzip.GzipFile | io.BufferedReader:
     """The file's bytes (with ``readline``), gunzipped when it is gzip, with a leading UTF-8 BOM skipped."""
-    fh: gzip.GzipFile | io.BufferedReader = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # noqa: SIM115
+    fh: gzip.GzipFile | io.BufferedReader = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
     try:
         if fh.peek(3)[:3] == BOM:
             fh.read(3)

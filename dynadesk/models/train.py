@@ -76,8 +76,9 @@ class TrainRequest:
     allow_test_data: bool = False  # train (or early-stop) on a test split, or on the dev set itself: asked for
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"task": self.task, "name": self.name, "base": self.base,
-               "train": [asdict(s) for s in self.train], "dev": self.dev, "config": asdict(self.config)}
+        out: dict[str, Any] = {"task": self.task, "name": self.name, "base": self.base,
+                               "train": [asdict(s) for s in self.train], "dev": self.dev,
+                               "config": asdict(self.config)}
         if self.allow_test_data:
             out["allow_test_data"] = True  # the lineage says the model saw held-out rows
         return out

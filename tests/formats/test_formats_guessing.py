@@ -111,7 +111,8 @@ def _write(path: Path, data: bytes) -> Path:
 GLUE_MNLI_TEST = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\t"
                   "sentence2_parse\tsentence1\tsentence2\n"
                   "0\t31193\t31193n\tgovernment\t( x )\t( y )\t(ROOT x)\t(ROOT y)\t"
-                  "Conceptually cream skimming has two basic dimensions.\tProduct and geography are what make it work.\n")
+                  "Conceptually cream skimming has two basic dimensions.\t"
+                  "Product and geography are what make it work.\n")
 
 
 def test_the_glue_test_split_hint_never_proposes_an_id_column_as_the_label(home, tmp_path):

@@ -4,6 +4,7 @@ reads, and SQuAD/SNLI files feeding own tasks of the same kind."""
 from __future__ import annotations
 
 import json
+
 from test_formats_cli import run_cli
 
 from dynadesk.data import import_file
@@ -24,7 +25,8 @@ EXPORT = [
      "model_wrong": True, "retracted": False, "flagged": False, "total_verified": 2,
      "context": _ctx(11, "The film runs for four hours."), "anon_uid": "a1b2",
      "validations": [["correct", "user", "v1"], ["correct", "user", "v2", {"annotator_id": "x"}]]},
-    {"id": 102, "cid": 11, "tag": "numbers", "input_json": json.dumps({"hypothesis": "It is long.", "label": "entailed"}),
+    {"id": 102, "cid": 11, "tag": "numbers",
+     "input_json": json.dumps({"hypothesis": "It is long.", "label": "entailed"}),
      "output_json": "{}", "metadata_json": "{}", "model_wrong": False, "retracted": False, "flagged": False,
      "total_verified": 0, "context": _ctx(11, "The film runs for four hours."), "anon_uid": "a1b2",
      "validations": []},

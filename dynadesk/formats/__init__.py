@@ -87,7 +87,8 @@ for _fmt in (
     Format("snli", "SNLI/MultiNLI JSON lines", read_jsonl_rows, convert_snli, ("nli",),
            detect=lambda s: _SNLI_KEYS <= s.keys, detect_order=1, fits=fits_snli),
     Format("snli-tsv", "SNLI/MultiNLI TSV", read_snli_tsv_rows, convert_snli, ("nli",),
-           detect=lambda s: s.suffix in (".tsv", ".txt") and _SNLI_KEYS <= set(s.columns("\t")), fits=fits_snli),
+           detect=lambda s: s.suffix in (".tsv", ".txt") and _SNLI_KEYS <= set(s.columns("\t")), fits=fits_snli,
+           read_unquoted=read_snli_tsv_rows),  # always read unquoted, as published
     Format("squad", "SQuAD v1.1/v2.0 JSON", read_squad_rows, convert_squad, ("qa",), convert_v2=convert_squad_v2,
            detect=lambda s: s.suffix == ".json" and is_squad(s.path), fits=fits_squad),
     Format("aqa", "AdversarialQA / Dynabench QA JSON lines (aqa_v1.0)", read_jsonl_rows, convert_squad, ("qa",),

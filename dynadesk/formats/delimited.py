@@ -84,8 +84,14 @@ def quoted_cells(text: str, delimiter: str) -> list[bool]:
 
 
 def _looks_like_a_row(line: str, delimiter: str, width: int) -> bool:
-    """A physical line that, read by itself, has exactly the header's number of cells."""
-    return width > 1 and len(line.rstrip("\r\n").split(delimiter)) == width
+    """A physical line that, read by itself (its own quotes honoured), has exactly the header's number of cells."""
+    if width < 2:
+        return False
+    try:
+        cells = next(csv.reader([line.rstrip("\r\n")], delimiter=delimiter), [])
+    except csv.Error:
+        return False
+    return len(cells) == width
 
 
 def iter_records(path: Path, problems: list[str], delimiter: str, unquoted: bool = False) -> Iterator[Record]:

@@ -122,3 +122,14 @@ def test_the_glue_test_split_hint_never_proposes_an_id_column_as_the_label(home,
     assert res.returncode == 1
     assert "label=promptID" not in res.stderr and "label=index" not in res.stderr
     assert "no column holds the gold label" in res.stderr
+
+
+def test_a_swallowed_row_with_its_own_quoted_comma_is_still_named(store, tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text('id,statement,label\nb2,"unclosed quote here,negative\nb3,"ok, fine",neutral\n'
+                    "b4,good,positive\n", encoding="utf-8")
+    with pytest.raises(ValidationError) as err:
+        import_file(store, "sentiment", path, name="r")
+    assert err.value.problems == [err.value.problems[0]] and err.value.problems[0].startswith(
+        "line 2: a cell opens a quote ('\"') that is not closed on this line, so lines 2-")
+    assert "line 3 reads as a row by itself" in err.value.problems[0]

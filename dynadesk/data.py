@@ -66,6 +66,10 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
                               "split under its own name; nothing was imported")
     else:
         parts, names = {split: parts[split]}, {split: base}
+    taken = [n for n in names.values() if store.datasets.exists(n)] if not replace and len(names) > 1 else []
+    if taken:  # all or nothing: no split is stored when another one's name is taken
+        raise ValidationError(f"{path}: dataset(s) {', '.join(taken)} already exist (use another --name or "
+                              "--replace); nothing was imported")
     stored = []
     for part, examples in parts.items():
         stored.append(store.datasets.add(

@@ -59,3 +59,10 @@ def test_a_quoted_na_is_a_text_and_a_bare_na_is_missing(store, tmp_path):
     (ex,) = store.datasets.examples("dh")
     assert ex["statement"] == "NA" and ex["label"] == "not-hateful"
     assert "target" not in ex["metadata"] and "acl.id.matched" not in ex["metadata"]
+
+
+def test_all_splits_stores_nothing_when_one_name_is_taken(store, tmp_path):
+    import_file(store, "hate_speech", _file(tmp_path), name="dh-dev", split="dev")
+    with pytest.raises(ValidationError, match="dh-dev already exist"):
+        import_file(store, "hate_speech", _file(tmp_path), name="dh", all_splits=True)
+    assert sorted(d.name for d in store.datasets.list()) == ["dh-dev"]

@@ -51,7 +51,10 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
         raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
     result = read_examples(task, path, fmt, mapping)
     base = name or path.stem
-    parts = by_source_split(result.examples)
+    try:
+        parts = by_source_split(result.examples)
+    except ValidationError as exc:
+        raise ValidationError(f"{path}: {exc}") from None
     found = {s: len(rows) for s, rows in parts.items()}
     if not parts:
         if all_splits:
@@ -84,14 +87,24 @@ _SPLIT_NAMES = {"validation": "dev", "val": "dev", "valid": "dev", "development"
 
 
 def by_source_split(examples: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The examples by the file's own ``split`` (kept under metadata), when every row names one; else {}."""
+    """The examples by the file's own ``split`` (kept under metadata); {} when no row names one.
+
+    Some rows naming a split and others none (an ``NA`` cell) is refused, naming them: storing the file whole
+    would mix splits without a word, and guessing theirs would be a guess."""
     parts: dict[str, list[dict[str, Any]]] = {}
+    unnamed: list[str] = []
     for ex in examples:
         value = (ex.get("metadata") or {}).get("split")
         if not isinstance(value, str) or not value.strip():
-            return {}
+            unnamed.append(str(ex.get("id")))
+            continue
         key = _SPLIT_NAMES.get(value.strip().lower(), value.strip().lower())
         parts.setdefault(key, []).append(ex)
+    if parts and unnamed:
+        shown = ", ".join(unnamed[:5]) + (" ..." if len(unnamed) > 5 else "")
+        raise ValidationError(f"{len(unnamed)} row(s) name no split (ids {shown}) while the others do "
+                              f"({_found_text({k: len(v) for k, v in parts.items()})}): fill their split cell, or "
+                              "drop the split column to import the file as one split; nothing was imported")
     return parts
 
 

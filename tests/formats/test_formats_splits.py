@@ -66,3 +66,11 @@ def test_all_splits_stores_nothing_when_one_name_is_taken(store, tmp_path):
     with pytest.raises(ValidationError, match="dh-dev already exist"):
         import_file(store, "hate_speech", _file(tmp_path), name="dh", all_splits=True)
     assert sorted(d.name for d in store.datasets.list()) == ["dh-dev"]
+
+
+def test_rows_without_a_split_beside_rows_with_one_are_refused_naming_them(store, tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text(DYNAHATE.replace('"original","dev",', '"original",NA,'), encoding="utf-8")
+    with pytest.raises(ValidationError, match=r"1 row\(s\) name no split \(ids acl11\)"):
+        import_file(store, "hate_speech", path, name="dh")
+    assert store.datasets.list() == []

@@ -26,5 +26,15 @@ def write_problem(exc: BaseException, home: Path | None = None) -> str | None:
     if isinstance(exc, OSError) and exc.errno in _DENIED:
         target = f" {exc.filename}" if exc.filename else ""
         what = "is on a read-only file system" if exc.errno == errno.EROFS else "may not be written by you"
+        if exc.filename and home is not None and not _inside(Path(str(exc.filename)), home):
+            fix = "choose a path you may write, or make that folder writable"  # an output path, not the workspace
         return f"cannot write{target}: it {what} ({exc.strerror}); {fix}"
     return None
+
+
+def _inside(path: Path, home: Path) -> bool:
+    try:
+        path.resolve().relative_to(home.resolve())
+    except ValueError:
+        return False
+    return True

@@ -99,3 +99,13 @@ def test_training_refuses_a_test_split_and_the_dev_set_as_training_data_unless_a
     res = _cli(home, "models", "train", "m1", "--task", "sentiment", "--data", "tr", "--dev", "tr")
     assert res.returncode == 1 and "'tr' is both training data and the dev set" in res.stderr
     assert not store.models.exists("m1")
+
+
+def test_a_refused_output_path_outside_the_workspace_is_named_with_its_own_fix(tmp_path):
+    home = tmp_path / "ws"
+    exc = PermissionError(13, "Permission denied", str(tmp_path / "out" / "x.jsonl"))
+    line = write_problem(exc, home)
+    assert line is not None and f"cannot write {tmp_path / 'out' / 'x.jsonl'}" in line
+    assert "choose a path you may write" in line and "chmod -R u+w" not in line
+    inside = write_problem(PermissionError(13, "Permission denied", str(home / "dynadesk.db")), home)
+    assert inside is not None and f"chmod -R u+w {home}" in inside

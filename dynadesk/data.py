@@ -50,7 +50,7 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
     if split not in SPLITS:
         raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
     result = read_examples(task, path, fmt, mapping)
-    base = name or path.stem
+    base = name or (Path(path.stem).stem if path.suffix.lower() == ".gz" else path.stem)  # train.jsonl.gz: train
     try:
         parts = by_source_split(result.examples)
     except ValidationError as exc:

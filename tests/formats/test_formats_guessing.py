@@ -93,7 +93,8 @@ def test_gzip_and_a_bom_read_transparently_for_json_lines_and_tables(store, tmp_
     table = b"id,statement,label\ns1,good,positive\ns2,bad,negative\n"
     path = _gzip(tmp_path / "t.csv.gz", bom + table)
     assert detect_format(path) == "csv"
-    assert import_file(store, "sentiment", path, name="csvgz").summary.digest == plain.digest
+    outcome = import_file(store, "sentiment", path)
+    assert outcome.summary.digest == plain.digest and outcome.summary.name == "t"  # named as t.csv would be
 
 
 def test_a_damaged_gzip_file_is_refused_in_one_line(store, tmp_path):

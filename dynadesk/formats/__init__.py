@@ -28,7 +28,7 @@ from dynadesk.formats.delimited import (
 )
 from dynadesk.formats.detect import Sniff
 from dynadesk.formats.dynabench import DYNASENT_KEYS, convert_dynabench, convert_dynasent
-from dynadesk.formats.dynabench_export import convert_dynabench_export, is_dynabench_export, read_export_rows
+from dynadesk.formats.dynabench_export import convert_dynabench_export, is_export_array, read_export_rows
 from dynadesk.formats.dynahate import (
     convert_dynahate,
     is_dynahate,
@@ -78,8 +78,8 @@ for _fmt in (
     Format("dynabench", "Dynabench/ANLI JSON lines", read_jsonl_rows, convert_dynabench,
            detect=lambda s: "uid" in s.keys and bool(s.keys & _DYNABENCH_INPUTS), detect_order=3),
     Format("dynabench-export", "Dynabench platform round export (input_json/context_json)", read_export_rows,
-           convert_dynabench_export, detect=lambda s: s.suffix in (".json", ".jsonl", "") and is_dynabench_export(
-               s.path)),
+           convert_dynabench_export, detect=lambda s: "input_json" in s.keys or (
+               s.suffix in (".json", ".jsonl", "") and is_export_array(s.path))),
     Format("dynasent", "DynaSent JSON lines (rounds 1 and 2)", read_jsonl_rows, convert_dynasent,
            ("sentiment",), pre_labels=True, detect=lambda s: DYNASENT_KEYS <= s.keys, detect_order=2),
     Format("dynahate", "DynaHate CSV", read_dynahate_rows, convert_dynahate, ("hate_speech",),

@@ -16,6 +16,7 @@ single-input task). Rule: an example its writer retracted is left out and counte
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,15 @@ def _starts_with_array(path: Path) -> bool:
     return head[:1] == b"["
 
 
-def is_dynabench_export(path: Path) -> bool:
-    """The first example (of an array or of JSON lines) carries ``input_json``."""
+def is_export_array(path: Path) -> bool:
+    """A JSON array whose first example carries ``input_json`` (the endpoint's own output); JSON lines are
+    recognised by their first object's keys instead (see the registry's hook)."""
     try:
         with open_source(path) as fh:
-            head = fh.read(1 << 16)
+            head = fh.read(1 << 16).lstrip()
     except (OSError, ValidationError):
         return False
-    return head.lstrip()[:1] in (b"[", b"{") and b'"input_json"' in head
+    return head[:1] == b"[" and re.match(rb'\[\s*\{', head) is not None and b'"input_json"' in head
 
 
 def read_export_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:

@@ -104,6 +104,29 @@ def bundle_verify(file: str, as_json: bool) -> None:
     click.echo(f"OK {file}: bundle {b.id}, signed by {b.key_fingerprint}")
 
 
+@bundle.command("canonical")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the canonical bundle (never over FILE).")
+def bundle_canonical(file: str, output: str) -> None:
+    """Restore a re-formatted (pretty-printed, re-saved) bundle's RFC 8785 form, then verify it: the signature
+    covers the canonical bytes, so it verifies again when only the form changed."""
+    from dynadesk.errors import BundleFormatError
+    from dynadesk.sync.format.canonical import canonical_bytes, loads_checked
+    from dynadesk.sync.format.envelope import load_and_verify
+
+    if Path(output).resolve() == Path(file).resolve():
+        raise click.UsageError("--output must be another file than FILE")
+    try:
+        doc, _ = loads_checked(Path(file).read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise BundleFormatError(f"{file}: not JSON ({exc}); nothing to restore") from None
+    raw = canonical_bytes(doc)
+    b = load_and_verify(raw, file)  # refuses (naming why) anything else than the form
+    Path(output).write_bytes(raw)
+    click.echo(f"wrote {output}: bundle {b.id} in canonical form, signature verified ({b.key_fingerprint})")
+
+
 @bundle.command("show")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @json_option
@@ -186,6 +209,11 @@ def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
             click.echo(f"  rejected {bid[:16]}: {why}", err=True)
     if not report.ok:
         raise click.ClickException(f"sync stopped, bundles stay queued: {report.error}")
+    refused = len(report.rejected) + len(report.attestations_rejected)
+    if refused:  # the exit status says what happened: a rejection is not a success
+        raise click.ClickException(
+            f"{refused} upload(s) rejected by {report.server} (reasons above; 'dynadesk sync status' lists them): fix "
+            "each, then 'dynadesk sync requeue --all-rejected' and 'dynadesk sync'")
 
 
 @sync.command("status")

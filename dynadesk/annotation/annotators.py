@@ -27,7 +27,10 @@ def check_name(name: str, where: str = "annotator name") -> str:
 
 def add_annotator(store: Store, name: str, role: str = "annotator") -> Annotator:
     """Create a profile; the first one created becomes the active annotator."""
+    from dynadesk.annotation.pack_identity import check_local_name
+
     check_name(name)
+    check_local_name(name)
     if role not in ROLES:
         raise ValidationError(f"role '{role}' is not one of {', '.join(ROLES)}")
     ann = store.annotation.add_annotator(name, role)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.annotators import resolve_annotator
+from dynadesk.annotation.pack_identity import base_name, qualified
 from dynadesk.annotation.signing import own_fingerprint
 from dynadesk.errors import AnnotationError
 from dynadesk.store.annotation import AnnotatedExample, Validation
@@ -70,13 +71,16 @@ class Provenance:
         return None
 
     def vote_hold(self, vote: Validation) -> str | None:
-        if vote.annotator not in self.people:
-            return f"vote by '{vote.annotator}', who is not known here"
+        name = base_name(vote.annotator)  # the person as the pack's machine named them
+        if name not in self.people:
+            return f"vote by '{name}', who is not known here"
         return None
 
-    def borrows_owner(self, name: str) -> bool:
-        """A merged vote under the name of an owner here, from a key not bound to them."""
-        return self.vote_signer is not None and name in self.owners and self.bound_person != name
+    def voter(self, name: str) -> str:
+        """Whose name a merged vote by ``name`` is stored under: the name itself for a pack of this workspace's
+        own key, else its pack-qualified identity (:mod:`dynadesk.annotation.pack_identity`), never a local
+        person's name -- even for a key bound to that person (the binding lends the role, not the name)."""
+        return name if self.vote_signer is None else qualified(name, self.vote_signer)
 
 
 def accept_held(store: Store, owner: str | None) -> dict[str, int]:

@@ -125,9 +125,10 @@ def verify(store: Store, result: dict[str, Any], *, job: str, payload: str, chal
     if result.get("job") != job:
         raise ResultRefused(f"{where}: the signed result is for job {str(result.get('job'))[:40]!r}; refused")
     if result.get("payload_digest") != payload:
+        said = f" (the worker reported: {str(result['error'])[:300]})" if result.get("error") else ""
         raise ResultRefused(f"{where}: the worker ran payload {str(result.get('payload_digest'))[:19]}..., not the "
                             f"payload this workspace sent ({payload[:19]}...): the job's model, spec, data or limits "
-                            "were changed on the broker; refused")
+                            f"were changed on the broker{said}; refused")
     if result.get("challenge") != challenge:
         raise ResultRefused(f"{where}: the result answers challenge {str(result.get('challenge'))[:12]}..., not the "
                             "one this workspace issued for this round (a result of an earlier round, or a claim "

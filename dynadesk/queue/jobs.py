@@ -7,8 +7,9 @@ decided here, atomically (Lua):
 * **claim** — only a ``queued`` job whose attempt matches the message's, and only by taking
   the lease ``dynadesk:lease:<id>`` (``SET NX`` with a TTL). The lease holds the sha1 of a
   secret the claiming worker drew for this claim, never its public name: heartbeat and finish
-  must show the secret, and the worker's signed result names the lease id (see
-  :mod:`dynadesk.queue.identity`). A second delivery of the same
+  must show the secret. (The lease keeps two honest workers apart; it proves nothing to the
+  coordinator, which checks the signed payload digest and the answer to its own challenge,
+  ``challenge`` in the job hash: see :mod:`dynadesk.queue.identity`.) A second delivery of the same
   message (Celery's visibility timeout, a restored unacked message) finds the job running or
   the attempt stale and is dropped: a running job never runs twice.
 * **heartbeat** — the worker renews its lease every few seconds and writes its progress; a

@@ -87,3 +87,23 @@ def test_a_pack_vote_stored_under_the_owners_name_by_an_older_release_moves_to_i
         ann.validate(b, ex.uid, "bob", "correct")
     finally:
         b.close()
+
+
+def test_nobody_here_acts_as_a_pack_identity(two, tmp_path: Path) -> None:
+    """A local user voting as 'amy@pack:<A>' first would make the pack's real vote a conflict, dropped."""
+    from dynadesk.errors import AnnotationError
+
+    a, b = two
+    ann.add_annotator(b, "amy")
+    ann.add_annotator(b, "abe")  # known here: the pack's abe counts (as abe@pack:<A>), not held
+    ex = make_example(a, "amy", "a third fooling attempt from A", fooled=True)
+    ann.validate(a, ex.uid, "abe", "correct")
+    ann.pack(a, tmp_path / "a.pack")
+    ann.merge(b, tmp_path / "a.pack")
+    pack_abe = _pack_name(a, "abe")
+    assert [v.annotator for v in b.annotation.get_example(ex.uid).validations] == [pack_abe]
+    with pytest.raises(AnnotationError, match="is a pack identity"):
+        ann.validate(b, ex.uid, pack_abe, "incorrect", label="positive")
+    with pytest.raises(AnnotationError, match="is a pack identity"):
+        ann.use_annotator(b, pack_abe)
+    assert pack_abe not in [p.name for p in ann.list_annotators(b)]

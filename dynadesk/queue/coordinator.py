@@ -157,11 +157,11 @@ def _collect_once(store: Store, workspace: Workspace, queue: Queue, pending: lis
             if again:
                 pending.append(again)
             continue
-        if view.workspace != workspace_id(workspace):
-            raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
-        sent = queue_jobs.get(store, job_id)
+        sent = queue_jobs.get(store, job_id)  # our own copy: the job's run, payload digest and challenge
         if sent is not None:
             view = replace(view, run_id=sent.run_id)  # the run is ours to name, not the broker's
+        elif view.workspace != workspace_id(workspace):
+            raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
         if progress and seen.get(job_id) != (view.shown_state, view.progress.get("overall_done")):
             seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
             progress(view)
@@ -231,8 +231,8 @@ def refuse_unsigned(store: Store, queue: Queue, view: jobs.JobView,
     challenge = new_challenge()
     count = queue_jobs.refused(store, view.id, why, challenge)
     if count > MAX_REFUSALS:
-        return why, _give_up(store, queue, view, f"job {view.id}: its result was refused {count} times (at most "
-                                                 f"{MAX_REFUSALS} retries); the last: {why}")
+        return why, _give_up(store, queue, view, f"job {view.id}: its result was refused {count} times (retried "
+                                                 f"at most {MAX_REFUSALS} times); the last: {why}")
     with translated(queue.broker):
         attempt = jobs.requeue(queue.client, view.id, why, challenge)
     if attempt:

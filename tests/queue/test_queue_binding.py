@@ -39,11 +39,11 @@ def test_a_model_swap_and_a_limits_rewrite_on_the_broker_are_refused_and_their_r
     rewritten; job C is left alone. Before, the trusted worker ran the other model (and the rewritten limits),
     signed, and the coordinator stored succeeded runs of the original model with the other model's predictions.
     Now A and B are refused (the signed payload digest is not the coordinator's), retried a bounded number of
-    times (one retry here, to keep the suite quick; the default's bound is the untrusted-worker test's), then fail
-    naming why; C succeeds."""
+    times (none here, to keep the suite quick: the retries are the untrusted-worker test's), then fail naming why;
+    C succeeds."""
     from dynadesk.queue import coordinator
 
-    monkeypatch.setattr(coordinator, "MAX_REFUSALS", 1)
+    monkeypatch.setattr(coordinator, "MAX_REFUSALS", 0)
     model = majority_workspace(store, tmp_path, size=6)  # answers 'positive'
     other = tmp_path / "models" / "other"
     write_majority(other, "sentiment", LABELS, ["statement"], ["negative"] * 3)
@@ -75,9 +75,10 @@ def test_a_model_swap_and_a_limits_rewrite_on_the_broker_are_refused_and_their_r
     for run_id, job in ((swapped_run, swapped), (rewritten_run, rewritten)):
         record = records[run_id]
         assert record.status == "failed", (record.status, record.queue, record.predictions_digest)
-        assert f"job {job}: its result was refused 2 times (retried at most 1 times)" in record.error, record.error
+        assert f"job {job}: its result was refused 1 times (retried at most 0 times)" in record.error, record.error
         assert "not the payload this workspace sent" in record.error, record.error
-        assert jobs.view(queue.client, job).attempt == 1  # bounded: attempts 0 and 1, no more
+        view = jobs.view(queue.client, job)
+        assert view.attempt == 0 and view.state == "failed" and "not the payload" in view.refused  # not run again
     assert records[swapped_run].predictions_digest is None
     assert records[honest_run].queue.limits["pids"] == request.limits.pids
 
@@ -150,9 +151,14 @@ def test_a_claim_proof_made_of_the_public_lease_id_and_a_broker_written_challeng
 
 
 def test_an_untrusted_workers_results_are_retried_a_bounded_number_of_times_then_the_run_fails(
-        redis_server, store, home, tmp_path):
+        redis_server, store, home, tmp_path, monkeypatch):
     """Before, a result refused for an untrusted worker key was queued again without limit (attempt 196 after two
-    minutes). Now the run fails after MAX_REFUSALS retries, naming the key and the next step."""
+    minutes). Now the run fails after MAX_REFUSALS retries (3; 1 here, to keep the suite quick), naming the key
+    and the next step."""
+    from dynadesk.queue import coordinator
+
+    assert MAX_REFUSALS == 3
+    monkeypatch.setattr(coordinator, "MAX_REFUSALS", 1)
     majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
@@ -163,6 +169,8 @@ def test_an_untrusted_workers_results_are_retried_a_bounded_number_of_times_then
     finally:
         worker.stop()
     assert record.id == run_id and record.status == "failed"
-    assert f"its result was refused {MAX_REFUSALS + 1} times" in record.error
+    assert f"job {job}: its result was refused 2 times (retried at most 1 times)" in record.error, record.error
     assert "which this workspace does not trust" in record.error and "trust-worker" in record.error
-    assert jobs.view(queue.client, job).attempt == MAX_REFUSALS
+    view = jobs.view(queue.client, job)
+    assert view.attempt == 1 and view.state == "failed"  # attempts 0 and 1, no more
+    assert store.evaluations.get(run_id).status == "failed"

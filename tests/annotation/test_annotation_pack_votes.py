@@ -51,6 +51,8 @@ def test_a_pack_vote_under_the_owners_name_never_uses_up_her_vote(two, tmp_path:
     assert set(votes) == {pack_bob, "bob"} and votes["bob"].role == "owner" and votes["bob"].verdict == "correct"
     stats = {s.annotator: s.validations_given for s in ann.round_stats(b, "sentiment").annotators}
     assert stats.get("bob") == 1 and stats.get(pack_bob) == 1, stats
+    (row,) = ann.export_examples(b, "sentiment")
+    assert sorted(v["annotator"] for v in row["metadata"]["annotation"]["validations"]) == sorted(["bob", pack_bob])
     assert ann.merge(b, tmp_path / "a.pack").validations_added == 0  # merged again: nothing new
 
 

@@ -34,12 +34,12 @@ from dynadesk.annotation import held, signing
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
-from dynadesk.annotation.pack_identity import base_name
+from dynadesk.annotation.pack_identity import base_name, merged_vote
 from dynadesk.annotation.pack_tasks import pack_task_problems, task_definitions
 from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name as check_any_name
-from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel, Validation
+from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
@@ -450,49 +450,13 @@ def merge(store: Store, path: str | Path) -> MergeReport:
             elif v["example_uid"] in refused_uids:
                 report.refused.append(f"validations[{i}] ({v['uid']}): its example '{v['example_uid']}' was refused")
             else:
-                vote = _merged_vote(repo, trust, v, report)
+                vote = merged_vote(repo, trust, v, report)
                 if vote is not None:
                     new_votes.append(vote)
         repo.merge_rows(new_examples, new_votes)
         report.examples_added = len(new_examples)
         report.validations_added = len(new_votes)
     return report
-
-
-def _merged_vote(repo: AnnotationRepo, trust: held.Provenance, v: dict[str, Any],
-                 report: MergeReport) -> Validation | None:
-    """The pack's vote ``v`` as stored here -- under its pack-qualified identity when another machine's key
-    signed the pack, so it never uses up a local person's vote -- or None (listed in the report) when that
-    identity already voted on the example here or it would validate an example written under its own name."""
-    who = trust.voter(v["annotator"])
-    example_author = repo.get_example(v["example_uid"], with_validations=False).annotator \
-        if repo.has_example(v["example_uid"]) else None
-    if repo.has_vote(v["example_uid"], who):
-        report.conflicts.append(f"'{who}' already voted on example '{v['example_uid']}' here;"
-                                f" the pack's vote '{v['verdict']}' was not added")
-        return None
-    if who != v["annotator"] and example_author == v["annotator"]:
-        report.refused.append(f"vote {v['uid']} by '{v['annotator']}': validates an example written under that "
-                              "same name here")
-        return None
-    vote = Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=who, verdict=v["verdict"],
-                      label=v.get("label"), reason=v["reason"], origin=v["origin"], created_at=v["created_at"],
-                      signer=trust.vote_signer)
-    if who != v["annotator"]:
-        repo.ensure_annotator(who, "annotator", v["created_at"])  # a pack identity: never a role here
-        if v["annotator"] in trust.people:
-            here = "an owner" if v["annotator"] in trust.owners else "a person"
-            report.conflicts.append(f"vote {vote.uid} by '{v['annotator']}' ({here} here) is stored as '{who}': a"
-                                    " pack from another machine's key never votes under a local person's name"
-                                    + (" (its key is bound to them: it counts with their role)"
-                                       if trust.bound_person == v["annotator"] else
-                                       f" ('dynadesk annotate trust KEY --person {v['annotator']}' binds the key"
-                                       " to them)"))
-    vote.held = trust.vote_hold(vote)
-    if vote.held:
-        report.validations_held += 1
-        report.held.append(f"vote {vote.uid}: {vote.held}")
-    return vote
 
 
 def _merge_annotators(repo: AnnotationRepo, annotators: list[dict[str, Any]], report: MergeReport) -> None:

@@ -34,7 +34,7 @@ from dynadesk.annotation import held, signing
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
-from dynadesk.annotation.pack_identity import base_name, merged_vote
+from dynadesk.annotation.pack_identity import base_name
 from dynadesk.annotation.pack_tasks import pack_task_problems, task_definitions
 from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.jsonio import loads_bounded
@@ -450,8 +450,11 @@ def merge(store: Store, path: str | Path) -> MergeReport:
             elif v["example_uid"] in refused_uids:
                 report.refused.append(f"validations[{i}] ({v['uid']}): its example '{v['example_uid']}' was refused")
             else:
-                vote = merged_vote(repo, trust, v, report)
+                vote, notes = trust.merged_vote(repo, v)
+                for kind, text in notes:
+                    {"conflicts": report.conflicts, "refused": report.refused, "held": report.held}[kind].append(text)
                 if vote is not None:
+                    report.validations_held += vote.held is not None
                     new_votes.append(vote)
         repo.merge_rows(new_examples, new_votes)
         report.examples_added = len(new_examples)

@@ -12,15 +12,8 @@ is already a pack identity (a pack re-exported by a machine that merged it) is k
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ValidationError
-from dynadesk.store.annotation import Validation
-
-if TYPE_CHECKING:
-    from dynadesk.annotation.held import Provenance
-    from dynadesk.annotation.pack import MergeReport
-    from dynadesk.store.annotation import AnnotationRepo
 
 MARK = "@pack:"
 TAG_HEX = 16
@@ -54,38 +47,3 @@ def check_local_name(name: str) -> None:
     if MARK in name:
         raise ValidationError(f"annotator name {name[:60]!r} holds '{MARK}', which marks the votes of a pack from "
                               "another machine; choose another name")
-
-
-def merged_vote(repo: AnnotationRepo, trust: Provenance, v: dict[str, Any], report: MergeReport) -> Validation | None:
-    """The pack's vote ``v`` as stored here -- under its pack-qualified identity when another machine's key
-    signed the pack, so it never uses up a local person's vote -- or None (listed in the report) when that
-    identity already voted on the example here or it would validate an example written under its own name."""
-    who = trust.voter(v["annotator"])
-    example_author = repo.get_example(v["example_uid"], with_validations=False).annotator \
-        if repo.has_example(v["example_uid"]) else None
-    if repo.has_vote(v["example_uid"], who):
-        report.conflicts.append(f"'{who}' already voted on example '{v['example_uid']}' here;"
-                                f" the pack's vote '{v['verdict']}' was not added")
-        return None
-    if who != v["annotator"] and example_author == v["annotator"]:
-        report.refused.append(f"vote {v['uid']} by '{v['annotator']}': validates an example written under that "
-                              "same name here")
-        return None
-    vote = Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=who, verdict=v["verdict"],
-                      label=v.get("label"), reason=v["reason"], origin=v["origin"], created_at=v["created_at"],
-                      signer=trust.vote_signer)
-    if who != v["annotator"]:
-        repo.ensure_annotator(who, "annotator", v["created_at"])  # a pack identity: never a role here
-        if v["annotator"] in trust.people:
-            here = "an owner" if v["annotator"] in trust.owners else "a person"
-            report.conflicts.append(f"vote {vote.uid} by '{v['annotator']}' ({here} here) is stored as '{who}': a"
-                                    " pack from another machine's key never votes under a local person's name"
-                                    + (" (its key is bound to them: it counts with their role)"
-                                       if trust.bound_person == v["annotator"] else
-                                       f" ('dynadesk annotate trust KEY --person {v['annotator']}' binds the key"
-                                       " to them)"))
-    vote.held = trust.vote_hold(vote)
-    if vote.held:
-        report.validations_held += 1
-        report.held.append(f"vote {vote.uid}: {vote.held}")
-    return vote

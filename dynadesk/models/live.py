@@ -30,13 +30,21 @@ def load_adapter_for(record: ModelRecord, device: str = "cpu") -> _ad.Adapter:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
                                "container (pickles execute code when loaded). Convert it to safetensors to try it "
                                "here.")
+    from safetensors import SafetensorError
+
     verify_model(record)
+    fix = (f"fix the folder, then register it again: dynadesk models add {record.path} --task {record.task} "
+           f"--name {record.name} --replace")
     try:
         return _ad.load_adapter(Path(record.path), record.manifest, device=device, allow_pickle=False)
     except _ad.PickleWeightsError as exc:
         raise UnsafeModelError(str(exc)) from exc
-    except _ad.AdapterError as exc:
-        raise ModelError(f"model '{record.name}': {exc}") from exc
+    except SafetensorError as exc:  # a truncated or corrupt weights file: the library's own error, not a traceback
+        raise ModelError(f"model '{record.name}': {record.path}: model.safetensors cannot be read ({exc}); "
+                         f"{fix}") from exc
+    except _ad.AdapterError as exc:  # one line: the library's advice can run to paragraphs
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"model '{record.name}': {first} (check config.json and the weights); {fix}") from exc
 
 
 def check_inputs(record: ModelRecord, inputs: dict[str, Any]) -> dict[str, str]:

@@ -99,12 +99,14 @@ def check_lineage(value: Any, where: str) -> None:
     text(lin["code_version"], f"{where}.code_version", max_len=64)
 
 
-def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512) -> str:
+def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512, plain: bool = True) -> str:
+    """A non-empty string of at most ``max_len`` characters (matching ``pattern``); ``plain``: no control or invisible
+    character (the model name leaves that to the server's model-name check, which names the look-alike rule)."""
     if not isinstance(value, str) or not value:
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
     if len(value) > max_len:
         _fail(where, f"is longer than {max_len} characters")
-    hidden = _hidden(value)
+    hidden = _hidden(value) if plain else None
     if hidden is not None:
         raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[hidden]):04X} at "
                               f"position {hidden}")
@@ -185,7 +187,7 @@ def check_payload(p: Any, version: int = 2) -> None:
         text(p["task_digest"], "payload.task_digest", DIGEST)
     m = obj(p["model"], "payload.model")
     m = obj(m, "payload.model", {"name", "digest"} | ({"lineage"} & set(m)))
-    text(m["name"], "payload.model.name")
+    text(m["name"], "payload.model.name", plain=False)
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
     if "lineage" in m:
         check_lineage(m["lineage"], "payload.model.lineage")

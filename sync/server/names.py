@@ -48,9 +48,6 @@ def check_model_name(name: str) -> str:
     if unicodedata.normalize("NFC", name) != name:
         raise ModelNameError(f"{WHERE} {name!r} is not in Unicode NFC form (write it as "
                              f"{unicodedata.normalize('NFC', name)!r})")
-    if unicodedata.normalize("NFKC", name) != name:  # full-width "ＢＥＲＴ" reads as "BERT" (issue 45)
-        raise ModelNameError(f"{WHERE} {name!r} holds full-width or compatibility characters (write it as "
-                             f"{unicodedata.normalize('NFKC', name)!r})")
     for i, c in enumerate(name):
         kind = _REFUSED_CATEGORIES.get(unicodedata.category(c))
         if kind is None and unicodedata.category(c) == "Zs" and c != " ":
@@ -67,6 +64,9 @@ def check_model_name(name: str) -> str:
                                   or confusables.is_confusable(c, preferred_aliases=["latin"])):
                 raise ModelNameError(f"{WHERE} holds {_char(c)} at position {i}, confusable with an ASCII "
                                      "character in a name that is otherwise ASCII")
+    if unicodedata.normalize("NFKC", name) != name:  # full-width "ＢＥＲＴ" reads as "BERT" (issue 45)
+        raise ModelNameError(f"{WHERE} {name!r} holds full-width or compatibility characters (write it as "
+                             f"{unicodedata.normalize('NFKC', name)!r})")
     if _QUALIFIER.search(name):
         raise ModelNameError(f"{WHERE} {name!r} contains a submitter qualifier like '(Lab, 6f4de524)'; "
                              "the board adds those itself")

@@ -24,8 +24,19 @@ if TYPE_CHECKING:
     from dynadesk.store import Store
 
 
+# transformers resolves its classes (AutoModelFor..., each model's module) by lazy import, which is not thread-safe:
+# two hub warm-up threads loading at once failed with "module 'transformers' has no attribute ..." at every start.
+# Loads take this lock (they are CPU-bound under the GIL anyway), so the first import happens once, under it.
+_LOAD_LOCK = threading.Lock()
+
+
 def load_adapter_for(record: ModelRecord, device: str = "cpu") -> _ad.Adapter:
-    """Load a registered model on the host (never a pickle), translating adapter errors."""
+    """Load a registered model on the host (never a pickle), translating adapter errors; one load at a time."""
+    with _LOAD_LOCK:
+        return _load_adapter_for(record, device)
+
+
+def _load_adapter_for(record: ModelRecord, device: str) -> _ad.Adapter:
     if record.has_pickle:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
                                "container (pickles execute code when loaded). Convert it to safetensors to try it "

@@ -215,3 +215,34 @@ def test_warm_up_threads_do_not_race_on_the_lazy_import(tmp_path: Path):
     text = log.read_text(errors="replace")
     assert "tiny-qa, tiny-sentiment" in text
     assert "Traceback" not in text and "has no attribute" not in text, text[-3000:]
+
+
+RACE = """
+import sys, threading
+from pathlib import Path
+from dynadesk.models.live import LivePredictor
+from dynadesk.workspace import Workspace
+store = Workspace(Path(sys.argv[1])).open_store()
+records = [store.models.get(n) for n in ("tiny-sentiment", "tiny-qa")] * 3
+gate = threading.Barrier(len(records))
+failed = []
+def load(record):
+    gate.wait()
+    try:
+        LivePredictor(capacity=1).warm(record)
+    except Exception as exc:  # the race shows as AttributeError from transformers' lazy module
+        failed.append(f"{type(exc).__name__}: {exc}")
+threads = [threading.Thread(target=load, args=(r,)) for r in records]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("FAILED" if failed else "OK", failed[:1])
+"""
+
+
+def test_model_loads_started_together_do_not_race(tmp_path: Path):
+    """Six warm-ups released at once by a barrier, in a fresh process (transformers not yet imported)."""
+    home = tmp_path / "home"
+    build_workspace(home, tmp_path / "models")
+    res = subprocess.run([sys.executable, "-c", RACE, str(home)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    assert res.returncode == 0 and res.stdout.startswith("OK"), res.stdout + res.stderr[-2000:]

@@ -59,7 +59,7 @@ class _Loader(yaml.SafeLoader):
     _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML ships no annotations for it
         line = event.start_mark.line + 1 if event.start_mark else 1
         if isinstance(event, yaml.AliasEvent):
             raise _Refused(line, f"YAML alias '*{event.anchor}' refused: task files may not use anchors or aliases"

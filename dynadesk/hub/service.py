@@ -240,8 +240,8 @@ class HubCore:
             target = body.get("target")
         time_ms = body.get("time_ms", 0)
         explanation = body.get("explanation", "")
-        for field, value in [*((f"inputs.{k}", v) for k, v in inputs.items()), ("explanation", explanation)]:
-            _check_visible(value, field)
+        for where, value in [*((f"inputs.{k}", v) for k, v in inputs.items()), ("explanation", explanation)]:
+            _check_visible(value, where)
         prior = st.hub.reserve_write(session.name, session.id, "example", rid, identity.iso(identity.now_utc()))
         if prior is not None:
             return self._replay(st, session, "example", rid, prior)

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import AlreadyExistsError, ConfigError, NotOnBoardError
-from dynadesk.taskfile_guard import name_problem, read_task_text
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.values import MetricRule, registry
+from dynadesk.taskfile_guard import name_problem, read_task_text
 from dynadesk.tasks import Task, bundled_task_names, load_tasks, parse_task_text, task_digest
 
 

@@ -13,14 +13,15 @@ from dynadesk.datasets import OPTIONAL_FIELDS
 from dynadesk.errors import JSONDepthError, ValidationError
 from dynadesk.formats.base import SourceRow
 from dynadesk.formats.jsonl import MAX_EXAMPLE_BYTES
-from dynadesk.jsonio import loads_bounded
+from dynadesk.jsonio import loads_bounded, read_capped
 
 _LIST_FIELDS = {"answers", "tags"}
+MAX_TABLE_BYTES = 1 << 30  # as a SQuAD file: split a larger table
 
 
 def read_text(path: Path) -> str:
     """The file as text (a UTF-8 BOM is dropped); bad UTF-8 names its line and byte."""
-    raw_bytes = path.read_bytes()
+    raw_bytes = read_capped(path, MAX_TABLE_BYTES, "table")  # refused unread when over the cap
     try:
         return raw_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

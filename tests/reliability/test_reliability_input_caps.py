@@ -45,11 +45,11 @@ def test_a_huge_json_file_is_refused_unread(tmp_path: Path, command: tuple[str, 
 
 def test_a_huge_proof_file_and_model_manifest_are_refused_unread(tmp_path: Path):
     from dynadesk.audit.proofs import read_proof_file
-    from dynadesk.errors import ValidationError
+    from dynadesk.errors import MerkleProofError, ValidationError
     from dynadesk.models.registry import _read_json
 
     big = _huge(tmp_path / "proof.json")
-    with pytest.raises(ValidationError, match="proof file over the .*-byte limit; refused unread"):
+    with pytest.raises(MerkleProofError, match="proof file over the .*-byte limit; refused unread"):
         read_proof_file(big)
     with pytest.raises(ValidationError, match="JSON file over the .*-byte limit; refused unread"):
         _read_json(big)

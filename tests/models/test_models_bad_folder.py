@@ -49,5 +49,6 @@ def test_models_try_on_a_bad_folder_says_what_and_what_next(tmp_path: Path, good
 
 def test_a_full_width_model_name_is_refused(tmp_path: Path, good: Path):
     """Full-width "ｔｉｎｙ" reads as "tiny" (before: registered as a second, look-alike model)."""
-    res = _dynadesk(tmp_path / "home", "models", "add", str(good), "--task", "sentiment", "--name", "\uff54\uff49\uff4e\uff59")
+    wide = "\uff54\uff49\uff4e\uff59"
+    res = _dynadesk(tmp_path / "home", "models", "add", str(good), "--task", "sentiment", "--name", wide)
     assert res.returncode != 0 and "full-width" in res.stderr and "'tiny'" in res.stderr, res.stderr[-800:]

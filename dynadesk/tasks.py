@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from dynadesk import taskfile_guard as guard
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
@@ -228,12 +229,7 @@ def parse_task(raw: Any, source: str) -> Task:
 
 
 def load_task_file(path: Path) -> Task:
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read task file: {exc}") from exc
+    raw = guard.load_yaml(guard.read_task_text(Path(path)), str(path))[1]  # no aliases, size-capped
     task = parse_task(raw, str(path))
     if Path(path).stem != task.name:
         raise ConfigError(f"{path}: field 'name' is '{task.name}' but the file is named '{Path(path).stem}.yaml'")
@@ -410,9 +406,6 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 out.append((("output", "labels") if "labels" in output else ("output",),
                             "output.labels must be a list of label names"))
             else:
-                dup = sorted({v for v in labels if labels.count(v) > 1})
-                if dup:
-                    out.append((("output", "labels"), f"output.labels has duplicate labels: {', '.join(dup)}"))
                 if len(set(labels)) < 2:
                     out.append((("output", "labels"),
                                 f"output.labels must list at least two labels, got {len(set(labels))}"))
@@ -431,6 +424,7 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     if "fooled_rule" in raw:
         if not isinstance(rule, dict) or rule.get("kind") not in _FOOLED_TESTS:
             out.append((("fooled_rule",), f"fooled_rule.kind must be one of {', '.join(_FOOLED_TESTS)}"))
+    out.extend(guard.file_problems(raw, load_tasks()))  # caps, duplicates, label text, look-alike names
     if not out:
         try:
             parse_task(raw, "")
@@ -447,11 +441,7 @@ def parse_task_text(text: str, source: str) -> Task:
     Raises :class:`ConfigError` listing each problem on its own line (``SOURCE:LINE: message``);
     nothing is half-accepted: a file with any problem is refused whole.
     """
-    try:
-        node = yaml.compose(text)
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    node, raw = guard.load_yaml(text, source)
     if not isinstance(raw, dict) or node is None:
         raise ConfigError(f"{source}:1: a task file must be a mapping, got {type(raw).__name__}")
     lines: dict[tuple[Any, ...], int] = {}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.errors import ValidationError
-from dynadesk.jsonio import loads_bounded
+from dynadesk.jsonio import MAX_FILE_BYTES, loads_bounded, read_text_capped
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -30,7 +29,9 @@ def dynascore(file: str, as_json: bool) -> None:
     from dynadesk.scoring.board import from_document
 
     try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        text = sys.stdin.read(MAX_FILE_BYTES + 1) if file == "-" else read_text_capped(file, what="table")
+        if len(text) > MAX_FILE_BYTES:
+            raise ValidationError(f"{file}: table over the {MAX_FILE_BYTES:,}-byte limit; refused unread")
         doc = loads_bounded(text, file)
     except OSError as exc:
         raise ValidationError(f"{file}: cannot read: {exc}") from exc

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
-from dynadesk.jsonio import loads_bounded
+from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
@@ -137,7 +137,7 @@ def map_labels(id2label: dict[Any, str], task: Task, where: str) -> tuple[list[s
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = loads_bounded(path.read_text(encoding="utf-8"), str(path))
+        data = loads_bounded(read_text_capped(path, what="JSON file"), str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, JSONDepthError) as exc:
         raise ModelError(f"{path}: cannot read JSON: {exc}") from exc
     if not isinstance(data, dict):

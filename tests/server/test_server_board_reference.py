@@ -109,7 +109,7 @@ def test_filler_rows_do_not_move_the_honest_rows(ref_board):
 LOOK_ALIKES = (("r\u043eberta", "mixes scripts"), ("ro\u200bberta", "U+200B ZERO WIDTH SPACE"),
                ("bert\u2011base", "U+2011 NON-BREAKING HYPHEN"), ("be\x00rt", "U+0000"), (" bert", "starts or ends"),
                ("cafe\u0301", "NFC"), ("roberta (Lab A, 6f4de524)", "submitter qualifier"),
-               ("bert\u00a0x", "U+00A0 NO-BREAK SPACE"))
+               ("bert\u00a0x", "U+00A0 NO-BREAK SPACE"), ("\uff42\uff45\uff52\uff54", "full-width"))
 
 
 def test_look_alike_model_names_are_refused_naming_the_character(ref_board):

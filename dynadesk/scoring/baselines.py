@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from dynadesk.scoring.board import BoardScore, ScoreBoard
+from dynadesk.scoring.board import ScoreBoard
+from dynadesk.scoring.dynascore import PERF, MetricSpec
 
 CONSTANT = "its predictions are constant: one label for every example of every test set"
 MARKED = "the task file names it a baseline"
@@ -111,32 +112,34 @@ class BaselineScore:
     left_off: str | None = None
 
 
-def score_at_rates(rows: Mapping[str, Any], scored: BoardScore, **score_args: Any) -> list[BaselineScore]:
-    """Score baseline ``rows`` (``{model: {metric: number | {dataset: number}}}``, the ScoreBoard input) at the
-    exchange rates, weights and dataset weights ``scored`` was ranked with, without ranking them and without
-    their values touching any rate (their own scoring is only used for the dataset-weighted means).
-    ``score_args``: the same ``weights``, ``dataset_weights``, ``memory_budget_gib``, ``known_datasets`` the
-    ranked board was scored with."""
+def score_at_rates(rows: Mapping[str, Any], metrics: Mapping[str, MetricSpec], amrs: Mapping[str, float | None],
+                   perf_metric: str = PERF, **score_args: Any) -> list[BaselineScore]:
+    """Score baseline ``rows`` (``{model: {metric: number | {dataset: number}}}``, the ScoreBoard input) at a
+    ranked board's exchange rates ``amrs`` and metric specs ``metrics`` (as scored: weights, memory budget), without
+    ranking them and without their values touching any rate (their own scoring only takes the dataset-weighted
+    means). ``score_args``: the ``dataset_weights`` and ``known_datasets`` the ranked board was scored with."""
     if not rows:
         return []
-    own = ScoreBoard(rows, list(scored.metrics)).score(scored.metrics, perf_metric=scored.perf_metric,
-                                                       **{k: v for k, v in score_args.items() if k != "weights"})
-    out = [_at(own.row(i).name, own.row(i).values, scored) for i in range(own.total)]
+    own = ScoreBoard(rows, list(metrics)).score(dict(metrics), perf_metric=perf_metric, **score_args)
+    total = sum(s.weight for s in metrics.values()) or 1.0
+    weights = {k: s.weight / total for k, s in metrics.items()}
+    out = [_at(own.names[i], own.row(i).values, metrics, amrs, weights) for i in range(own.total)]
     out += [BaselineScore(name, None, {}, {}, {}, why) for name, why in own.left_off.items()]
     return sorted(out, key=lambda b: b.name)
 
 
-def _at(name: str, values: Mapping[str, float], scored: BoardScore) -> BaselineScore:
+def _at(name: str, values: Mapping[str, float], metrics: Mapping[str, MetricSpec],
+        amrs: Mapping[str, float | None], weights: Mapping[str, float]) -> BaselineScore:
     """One row converted exactly as :func:`dynadesk.scoring.dynascore.compute_arrays` converts the ranked rows."""
     converted: dict[str, float] = {}
-    for k, spec in scored.metrics.items():
-        rate = scored.amrs.get(k)
+    for k, spec in metrics.items():
+        rate = amrs.get(k)
         scale = 1.0 / abs(rate) if rate is not None and not math.isnan(rate) and rate != 0 else 0.0
         if k not in values:  # a weight-0 metric the row lacks: it adds nothing
             converted[k] = 0.0
             continue
         converted[k] = (values[k] * spec.direction + spec.offset) * scale + 0.0
-    contributions = {k: scored.weights[k] * v for k, v in converted.items()}
+    contributions = {k: weights[k] * v for k, v in converted.items()}
     return BaselineScore(name, float(sum(contributions.values())), dict(values), converted, contributions)
 
 

@@ -275,8 +275,8 @@ class LocalBoard:
         from dynadesk.scoring import baselines as _baselines
         from dynadesk.scoring.board import score_input
 
-        found = _baselines.score_at_rates({n: score_input(self.tables[n]) for n in self.baselines}, scored,
-                                          dataset_weights=dataset_weights)
+        found = _baselines.score_at_rates({n: score_input(self.tables[n]) for n in self.baselines}, scored.metrics,
+                                          scored.amrs, scored.perf_metric, dataset_weights=dataset_weights)
         out = []
         for b in found:
             rec, why = self.records[b.name], self.baselines[b.name]

@@ -142,16 +142,22 @@ function defaultText(board) {
   return `Default: ${label} (${d.source === "operator" ? "set by the operator" : "chosen by distinct submitters"})`;
 }
 
-function auditToggle() {
-  const box = el("input", {type: "checkbox", id: "audit", name: "audit", checked: state.params.get("audit") === "reproduced",
+// Reproduced-only is the server's default once the view has a reproduced row (issue 44): the box shows the
+// filter in force, and a link names the filter only where it differs from that default.
+function auditToggle(board) {
+  const filters = board.filters || {};
+  const fallback = (board.audit_default || {}).audit || "all";
+  const box = el("input", {type: "checkbox", id: "audit", name: "audit", checked: filters.audit === "reproduced",
                            "aria-describedby": "audit-hint"});
   box.addEventListener("change", () => {
-    setParam("audit", box.checked ? "reproduced" : "", "");
+    setParam("audit", box.checked ? "reproduced" : "all", fallback);
     writeUrl();
     refresh({controls: true, focus: "audit"});
   });
+  const why = (board.audit_default || {}).why;
   return el("label", {for: "audit", class: "filter toggle"}, box, el("span", {text: "Reproduced rows only"}),
-            el("small", {id: "audit-hint", class: "hint", text: " rows an auditor re-ran and none disputed"}));
+            el("small", {id: "audit-hint", class: "hint", text: " rows an auditor re-ran and none disputed"}),
+            why ? el("small", {id: "audit-why", class: "hint", text: ` (shown: ${why})`}) : "");
 }
 
 function classStatus(board) {
@@ -167,6 +173,9 @@ function classStatus(board) {
                           `submitter${c.confirmed_submitters === 1 ? "" : "s"} on this machine class.`})
              : el("span", {class: "declared warn", text: "declared — only its submitters say their runs were on this " +
                           "machine class; no auditor has re-run a row on it."}));
+  if (!state.params.has("hardware_class") && d.reason) {
+    p.append(" ", el("small", {id: "default-why", text: `Why this class: ${d.reason}.`}));
+  }
   if (d.note) p.append(" ", el("small", {text: d.note}));
   return p;
 }
@@ -185,7 +194,7 @@ function renderControls(panel, board) {
            [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")),
     select("exclude_noisy", "Noisy measurements", state.params.get("exclude_noisy") || "",
            [["", "ranked, marked noisy"], ["yes", "left out"]], filterChanged("exclude_noisy")),
-    auditToggle(), classStatus(board));
+    auditToggle(board), classStatus(board));
   const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
     const v = state.params.get(`weight.${m}`) ?? DEFAULT_WEIGHTS[m];
@@ -212,8 +221,8 @@ function columns(board) {
     {key: "rank_interval", label: "Rank 95%", sub: "resampled examples", num: true,
      get: r => (r.rank_interval ? r.rank_interval[1] - r.rank_interval[0] : null), cell: rankIntervalCell},
     {key: "tied", label: "Tied with next", get: r => r.tied_with || "", cell: tiedCell},
-    {key: "breakdown", label: "Score breakdown", sortable: false, cell: (r, td, ctx) =>
-      td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale))},
+    {key: "breakdown", label: "Score breakdown", sub: breakdownSub(board), sortable: false, cell: (r, td, ctx) =>
+      td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale, ctx.reference))},
   ];
   for (const m of METRICS) {
     if (!board.metrics[m]) continue;
@@ -393,7 +402,8 @@ function renderTable(panel, board, focusSort, focusExpand) {
   const table = panel.querySelector("table.board");
   const head = el("tr", {});
   for (const c of cols) head.append(header(c, board));
-  const ctx = {scale: DynaCharts.scaleOf(board.rows)};
+  const reference = board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null;
+  const ctx = {scale: DynaCharts.scaleOf(board.rows, reference), reference};
   const tbody = el("tbody");
   for (const r of sortedRows(board, cols)) {
     const tr = el("tr", {"data-model": r.model, "data-row": r.row_id, "data-bundle": r.bundle_id});
@@ -427,7 +437,8 @@ function renderBoard(panel, board) {
     panel.querySelector(".stability-box").replaceChildren(el("p", {text: "No submissions yet on this board."}));
   } else {
     renderTable(panel, board);
-    panel.querySelector(".legend-box").replaceChildren(DynaCharts.legend(Object.keys(board.metrics)));
+    panel.querySelector(".legend-box").replaceChildren(DynaCharts.legend(Object.keys(board.metrics),
+      board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null));
     panel.querySelector(".stability-box").replaceChildren(
       el("h3", {text: "Rank stability"}),
       el("p", {class: "hint", text: "Each bar spans the best and worst rank a model reaches when any one metric " +
@@ -435,8 +446,31 @@ function renderBoard(panel, board) {
       DynaCharts.stability(board.rows, board.total));
   }
   renderReference(panel.querySelector(".reference-box"), board);
+  renderBaselines(panel.querySelector(".baselines-box"), board);
   const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m} left off: ${why}`);
   panel.querySelector(".notes").textContent = [...(board.notes || []), ...left].join(" · ");
+}
+
+// The breakdown shows each metric's contribution relative to a stated reference (issue 44, item 7): the
+// baseline, else the lowest-ranked row, so what every row shares does not fill the bar.
+function breakdownSub(board) {
+  const ref = board.breakdown_reference;
+  return ref && ref.label ? `vs ${ref.label} (${ref.kind})` : "";
+}
+
+function renderBaselines(box, board) {
+  const rows = board.baselines || [];
+  if (!rows.length) { box.replaceChildren(); return; }
+  const list = el("ul", {class: "baseline-rows"});
+  for (const r of rows) {
+    const trivial = (r.baseline.trivial || []).length ? `; ${r.baseline.trivial.join(" and ")} trivial` : "";
+    const score = r.dynascore === null ? "not scored" : `Dynascore ${Number(r.dynascore).toFixed(2)} at this board's rates`;
+    list.append(el("li", {"data-row": r.row_id, class: "baseline"},
+                   el("a", {href: r.model_url, text: r.label}), ` — baseline, unranked: ${r.baseline.reason}; ${score}` +
+                   trivial));
+  }
+  box.replaceChildren(el("h3", {text: "Baselines"}),
+    el("p", {class: "hint", text: "Shown for comparison, never ranked and never a reference row."}), list);
 }
 
 function renderReference(box, board) {
@@ -468,6 +502,7 @@ function panelFor(task) {
     el("div", {class: "legend-box"}),
     el("div", {class: "table-wrap"}, el("table", {class: "board", id: `board-${task.name}`})),
     el("p", {class: "notes"}),
+    el("section", {class: "baselines-box", "aria-label": "Baselines"}),
     el("section", {class: "reference-box", "aria-label": "Rows that set the exchange rates"}),
     el("div", {class: "stability-box"}));
   document.getElementById("board").replaceChildren(panel);

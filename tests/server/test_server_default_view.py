@@ -125,17 +125,17 @@ def test_operator_pinned_rows_set_the_rates_with_the_reproduced_ones(board):
     b = board
     fresh = b.bundle("Lab B", "pinned-one", perf=50.0, throughput=4000.0, memory=0.1)
     assert b.post(fresh.raw).status_code == 201
-    assert "pinned-one" not in {r["label"] for r in b.board()["reference"]["rows"]}
+    assert "pinned-one" not in {r["label"] for r in b.board("?audit=all")["reference"]["rows"]}
     out = server_cli(b, "reference", "pin", fresh.id, "--note", "operator's own baseline")
     assert out.returncode == 0, out.stderr
-    ref = b.board()["reference"]
+    ref = b.board("?audit=all")["reference"]  # every row: reproduced-only is the default once rows are reproduced
     assert {r["label"]: r["why"] for r in ref["rows"]}["pinned-one"] == "pinned by the operator"
     assert ref["rule"] == "reproduced or pinned by the operator"
     assert server_cli(b, "reference", "pin", "0" * 64).returncode == 1
     listed = server_cli(b, "reference", "list", "--json")
     assert fresh.id in listed.stdout and "operator's own baseline" in listed.stdout
     assert server_cli(b, "reference", "unpin", fresh.id).returncode == 0
-    assert "pinned-one" not in {r["label"] for r in b.board()["reference"]["rows"]}
+    assert "pinned-one" not in {r["label"] for r in b.board("?audit=all")["reference"]["rows"]}
 
 
 LOOK_ALIKES = (("Lab A", "bert", "BERT"),                    # case only
@@ -149,7 +149,7 @@ def test_look_alike_names_are_always_shown_with_their_submitter(board):
         assert b.post(b.bundle(lab, honest, perf=55.0).raw).status_code == 201
         r = b.post(b.bundle("Lab B", fake, perf=99.0).raw)
         assert r.status_code == 201, (fake, r.text)  # a name of one script is allowed ...
-    rows = {r["model"]: r for r in b.board("?limit=1000")["rows"]}
+    rows = {r["model"]: r for r in b.board("?limit=1000&audit=all")["rows"]}
     for lab, honest, fake in LOOK_ALIKES:  # ... but never shown bare beside its look-alike
         assert rows[fake]["label"].startswith(f"{fake} (Lab B, "), rows[fake]["label"]
         assert rows[honest]["label"].startswith(f"{honest} ({lab}, "), rows[honest]["label"]

@@ -120,3 +120,17 @@ def test_a_model_the_task_file_names_is_a_baseline_with_no_trivial_label(home, s
     assert [(b.model, b.baseline) for b in board.baselines] == [
         ("weak", {"reason": BL.MARKED, "constant": False, "trivial": []})]
     assert not any("trivial" in n for n in board.notes) and any(n.startswith("weak: a baseline") for n in board.notes)
+
+
+def test_the_demo_board_ranks_the_trained_models_and_shows_the_majority_as_its_baseline(local):
+    from dynadesk.demo import print_leaderboard
+
+    _, store = local
+    lines: list[str] = []
+    assert print_leaderboard(store, lines.append) == "trained"
+    table = [line.split() for line in lines if line.startswith("    ") and not line.strip().startswith("note")]
+    assert [row[0] for row in table if len(row) > 1 and row[1] in ("trained", "weak", "majority")] == [
+        "1", "2", "baseline"]
+    base = next(line for line in lines if line.split()[:2] == ["baseline", "majority"])
+    assert base.count("trivial") == 2
+    assert any(line.strip().startswith("note: majority: a baseline") for line in lines)

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.baselines import constant, mostly_right, outcomes_of
 from support.sync import stop_server
 from test_server_board_reference import HONEST, RefBoard
-from test_server_default_view import attest
+from test_server_default_view import _load, _models, attest, page  # noqa: F401 (page: a fixture)
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.scoring import baselines as BL
@@ -219,3 +219,24 @@ def test_with_no_reproduced_row_the_default_shows_every_row_and_says_why(lone):
     answer = lone.board()
     assert answer["filters"]["audit"] == "all"
     assert answer["audit_default"] == {"audit": "all", "why": DV.AUDIT_ALL}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("reproduced", ["sqlite"], indirect=True)
+def test_the_page_lists_the_baseline_apart_and_draws_the_breakdown_against_it(reproduced, page):  # noqa: F811
+    b = reproduced
+    _load(page, b.url + "/")
+    assert page.locator(".baselines-box li").count() == 0  # no baseline: no baselines section
+    assert "against" in page.inner_text(".legend-box") and "lowest-ranked row" in page.inner_text(".legend-box")
+    majority = constant_bundle(b, "Lab B", "majority-sentiment")
+    assert b.post(majority.raw).status_code == 201
+    attest(b, b.auditor, majority.id, b.honest_class)
+    _load(page, b.url + "/?audit=all")
+    assert "majority-sentiment" not in _models(page)
+    listed = page.inner_text(".baselines-box")
+    assert "majority-sentiment" in listed and "baseline, unranked" in listed and "robustness and fairness trivial" \
+        in listed
+    legend = page.inner_text(".legend-box")
+    assert "against majority-sentiment (the baseline)" in legend and "absolute" in legend
+    refs = page.locator("#board-sentiment svg.breakdown").evaluate_all("s => s.map(x => x.dataset.reference)")
+    assert refs and set(refs) == {"majority-sentiment"}

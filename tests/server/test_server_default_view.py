@@ -201,9 +201,14 @@ def test_the_page_follows_the_default_class_and_shows_marks_rates_and_the_audit_
         assert b.post(invented_bundle(b, f"quantum-{i}")).status_code == 201
     _load(page, b.url + "/")
     assert "hardware_class" not in _query(page), "the page pinned the default class into its URL"
-    assert sorted(_models(page)) == ["bert", "bow", "claimed", "distil", "roberta"]
+    # issue 44: reproduced-only is the default once rows are reproduced; the box shows it, and says why
+    assert sorted(_models(page)) == ["bert", "bow", "distil", "roberta"] and page.is_checked("#audit")
+    assert "audit" not in _query(page)
+    assert "an auditor reproduced" in page.inner_text("#audit-why")
     status = page.inner_text("#class-status")
     assert "confirmed" in status and "default, chosen by distinct submitters" in status
+    assert "Why this class: most organisations whose sandboxed rows an auditor reproduced" in status
+    _load(page, b.url + "/?audit=all")
     assert set(page.locator("#board-sentiment td.hardware small.class-mark").all_inner_texts()) == {
         "confirmed", "declared"}  # the honest rows are confirmed, Lab B's unaudited claim only declared
     rates = page.inner_text(".reference-box")
@@ -215,14 +220,17 @@ def test_the_page_follows_the_default_class_and_shows_marks_rates_and_the_audit_
                            ".startsWith('quantum')")
     assert _query(page)["hardware_class"] == INVENTED_CLASS
     assert "declared" in page.inner_text("#class-status")
-    # the audit toggle, from the keyboard: state in the URL, only reproduced rows
+    # the audit toggle, from the keyboard: unchecking shows every row, and the URL says so
     _load(page, b.url + "/")
     page.focus("#audit")
     page.keyboard.press("Space")
-    page.wait_for_function("() => location.search.includes('audit=reproduced')")
-    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 4")
-    assert sorted(_models(page)) == ["bert", "bow", "distil", "roberta"]
+    page.wait_for_function("() => location.search.includes('audit=all')")
+    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 5")
+    assert sorted(_models(page)) == ["bert", "bow", "claimed", "distil", "roberta"]
     assert page.evaluate("() => document.activeElement.id") == "audit"
+    page.keyboard.press("Space")  # back to the default: the link names no filter
+    page.wait_for_function("() => !location.search.includes('audit')")
+    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 4")
     assert page.locator("label[for=audit]").inner_text().startswith("Reproduced rows only")
     _load(page, b.url + "/?audit=reproduced")
     assert page.is_checked("#audit") and len(_models(page)) == 4

@@ -101,7 +101,7 @@ def _filter_reason_holds(why: str, bundle: Any, query: Mapping[str, Any]) -> boo
         return facts.runner != query.get("runner")
     if why.startswith("sandboxed"):
         return facts.sandboxed != query.get("sandboxed")
-    if why.startswith("baseline"):  # a constant predictor is read from its signed outcomes; a task file's mark is stated
+    if why.startswith("baseline"):  # a constant predictor: from its signed outcomes; a task file's mark: stated
         from dynadesk.scoring.baselines import CONSTANT
 
         return facts.constant if CONSTANT in why else True

@@ -143,19 +143,6 @@ def _at(name: str, values: Mapping[str, float], metrics: Mapping[str, MetricSpec
     return BaselineScore(name, float(sum(contributions.values())), dict(values), converted, contributions)
 
 
-def relative(contributions: Mapping[str, Mapping[str, float]], reference: str | None
-             ) -> tuple[dict[str, dict[str, float]], str | None]:
-    """Each row's contributions minus the reference row's (issue 44, item 7), so what every row shares (memory
-    headroom under a large budget) does not fill the picture. ``reference``: the baseline's name, else None for
-    the lowest-ranked row (the last of ``contributions``, which is in rank order). Returns the differences and
-    the reference's name (None when there are no rows)."""
-    if not contributions:
-        return {}, None
-    ref = reference if reference in contributions else list(contributions)[-1]
-    base = contributions[ref]
-    return {name: {k: v - base.get(k, 0.0) for k, v in c.items()} for name, c in contributions.items()}, ref
-
-
 def notes(found: Mapping[str, Baseline]) -> list[str]:
     """The board notes about its baselines (label -> why), one per baseline and one per trivial pair of figures:
     each appears when, and only when, its row is a baseline (or a constant predictor)."""

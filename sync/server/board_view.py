@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.baselines import marked_in
 from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache
-from dynadesk.scoring.baselines import marked_in
 from dynadesk.sync.server import baseline_view as _baseline_view
 from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import reference as _reference

@@ -106,7 +106,8 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
                "rows": [_row(r, entries[r["bundle_id"]], rows[i + 1]["row_id"] if i + 1 < len(rows) else None)
                         for i, r in enumerate(rows)], "left_off": left,
                "excluded": _excluded(view, task, query, taken,
-                                     {b["bundle_id"]: b["baseline"]["reason"] for b in answer["baselines"]}), "notes": answer["notes"],
+                                     {b["bundle_id"]: b["baseline"]["reason"] for b in answer["baselines"]}),
+               "notes": answer["notes"],
                "intervals": answer.get("intervals") or {}}
     return payload, head
 

@@ -157,8 +157,8 @@ def test_the_constant_label_baseline_is_never_ranked_in_any_view(reproduced):
     # its model page: a baseline, not "no longer on the board"
     import requests
 
-    page = requests.get(f"{b.url}/models/{majority.id}", timeout=30).text
-    assert "A <strong>baseline</strong>" in page and "trivial" in page and "no longer on the board" not in page
+    html = requests.get(f"{b.url}/models/{majority.id}", timeout=30).text
+    assert "A <strong>baseline</strong>" in html and "trivial" in html and "no longer on the board" not in html
 
 
 def test_a_snapshot_shows_the_baseline_excluded_as_a_baseline_and_verifies(reproduced):

@@ -432,7 +432,8 @@ function renderBoard(panel, board) {
     warn.hidden = true;
   }
   if (!board.rows.length) {
-    panel.querySelector("table.board").replaceChildren(el("caption", {text: "no submissions yet"}));
+    panel.querySelector("table.board").replaceChildren(el("caption", {text: (board.baselines || []).length
+      ? "no ranked rows: the only rows are baselines (listed below, unranked)" : "no submissions yet"}));
     panel.querySelector(".legend-box").replaceChildren();
     panel.querySelector(".stability-box").replaceChildren(el("p", {text: "No submissions yet on this board."}));
   } else {

@@ -17,6 +17,7 @@ from dynadesk.scoring import baselines as _baselines
 from dynadesk.scoring.board import score_input
 from dynadesk.scoring.dynascore import MetricSpec
 from dynadesk.sync.board_facts import RowFacts
+from dynadesk.sync.server.rows import audit_state
 
 BASELINE_REFERENCE = "the baseline"
 LOWEST_REFERENCE = "the lowest-ranked row"
@@ -51,6 +52,8 @@ def rows_of(base: list[dict[str, Any]], found: Mapping[str, _baselines.Baseline]
                     "values": s.values, "converted": s.converted, "contributions": s.contributions,
                     "left_off": s.left_off, "submitter": r["submitter"], "key_fingerprint": r["key_fingerprint"],
                     "bundle_id": bid, "bundle_url": f"/api/bundles/{bid}", "model_url": f"/models/{bid}",
+                    "audit": {"state": audit_state(r.get("attestations") or []),
+                              "attestations": r.get("attestations") or []},
                     **facts[bid].to_dict()})
     answer["notes"] = [*answer["notes"], *_baselines.notes({labels[r["bundle_id"]]: found[r["bundle_id"]]
                                                             for r in base})]

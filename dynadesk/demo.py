@@ -331,6 +331,11 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
             ri = r.rank_interval
             row[3:3] = ["-" if not ri else f"{ri[0]}-{ri[1]}" if ri[0] != ri[1] else str(ri[0]),
                         f"= {r.tied_with}" if r.tied_with else ""]
+    for r in board.baselines:  # unranked (scoring.baselines): after the ranked rows; its notes say why
+        trivial = set((r.baseline or {}).get("trivial") or ())
+        rows.append(["baseline", r.model, f"{r.dynascore:.2f}", *([""] * (len(headers) - 3 - len(shown))), *(
+            "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}")
+            + (" trivial" if m in trivial else "") for m in shown)])
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
     for i, row in enumerate([headers] + rows):
         echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
@@ -448,6 +453,9 @@ def sync_and_show(store: Store, url: str, step: Steps) -> None:
     board = SyncClient(url).get_json(f"/api/leaderboard/{TASK}", expect=dict)
     for r in board.get("rows", []):
         step.note(f"board: #{r['rank']} {r['model']} Dynascore {r['dynascore']:.2f} (bundle {r['bundle_url']})")
+    for r in board.get("baselines", []):  # unranked: shown for comparison (scoring.baselines)
+        score = "" if r["dynascore"] is None else f" Dynascore {r['dynascore']:.2f}"
+        step.note(f"board: baseline {r['label']}{score}, unranked ({r['baseline']['reason']})")
     if not board.get("rows"):
         raise DynaDeskError(f"the server's board is empty: {json.dumps(board)[:300]}")
 

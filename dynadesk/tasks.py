@@ -66,6 +66,7 @@ class Task:
     fairness_suites: tuple[str, ...] = ()
     votes_needed: int = 3
     source: str = field(default="", compare=False)
+    baselines: tuple[str, ...] = ()  # models the task owner names baselines: shown unranked (scoring.baselines)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -96,6 +97,8 @@ class Task:
         """Plain JSON-able form; the evaluator spec carries this."""
         d = asdict(self)
         d.pop("source", None)
+        if not d["baselines"]:  # absent unless set: a task without baselines keeps its digest
+            d.pop("baselines")
         return d
 
     @classmethod
@@ -103,7 +106,8 @@ class Task:
         d = dict(d)
         d["inputs"] = tuple(InputField(**f) for f in d["inputs"])
         d["fooled_rule"] = FooledRule(**d["fooled_rule"])
-        for key in ("labels", "secondary_metrics", "perturb_fields", "robustness_suites", "fairness_suites"):
+        for key in ("labels", "secondary_metrics", "perturb_fields", "robustness_suites", "fairness_suites",
+                    "baselines"):
             d[key] = tuple(d.get(key) or ())
         return cls(**d)
 
@@ -135,7 +139,7 @@ def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str,
 
 
 _TOP_KEYS = {"name", "title", "description", "inputs", "output", "metric", "secondary_metrics",
-             "fooled_rule", "perturbations", "validation"}
+             "fooled_rule", "perturbations", "validation", "baselines"}
 
 
 def parse_task(raw: Any, source: str) -> Task:
@@ -225,6 +229,7 @@ def parse_task(raw: Any, source: str) -> Task:
         fairness_suites=_str_list(pert, "fairness", f"{source}: perturbations", FAIRNESS_SUITES),
         votes_needed=votes,
         source=source,
+        baselines=_str_list(raw, "baselines", source),
     )
 
 

@@ -181,6 +181,10 @@ def _filter_reason_holds(why: str, bundle: Any, query: Mapping[str, Any], ev: Ev
         return ev.key_state(bundle.key_fingerprint) == "unknown"
     if why.startswith("audit"):
         return query.get("audit") == "reproduced" and not ev.reproduced(bundle)
+    if why.startswith("baseline"):  # a constant predictor: from its signed outcomes; a task file's mark: stated
+        from dynadesk.scoring.baselines import CONSTANT
+
+        return facts.constant if CONSTANT in why else True
     return False
 
 

@@ -179,6 +179,12 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
             lo, hi = r.rank_interval or [r.rank, r.rank]
             row[3:3] = [f"{lo}-{hi}" if lo != hi else str(lo), f"= {r.tied_with}" if r.tied_with else ""]
         rows.append(row)
+    for r in board.baselines:  # unranked (scoring.baselines): after the ranked rows, rank column 'baseline'
+        trivial = set((r.baseline or {}).get("trivial") or ())
+        row = ["baseline", r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
+               *(r.with_coverage(m, _num(r.values.get(m))) + (" trivial" if m in trivial else "") for m in shown)]
+        row[3:3] = [""] * ((1 if stability else 0) + (2 if paired else 0))
+        rows.append(row)
     if paired:  # runs stored with per-example outcomes (dynadesk.scoring.bootstrap)
         headers[3:3] = ["rank 95%", "tied with next"]
     left_out: list[str] = []

@@ -19,10 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.baselines import marked_in
 from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache
+from dynadesk.sync.server import baseline_view as _baseline_view
 from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
@@ -149,13 +151,17 @@ class BoardView:
         budget = _board.parse_budget(params)
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
-        audit = _board.parse_audit(params)
+        asked_audit = _board.parse_audit(params) if params.get(_board.AUDIT_PARAM) else None
         settings = self.operator.settings(task)
         standings = self._standings(task, stored, facts)
         default = _default.choose(standings, settings.default_class)
         if row_filter.hardware_class is None:  # no class asked for: the operator's default, never the loudest key's
             row_filter = replace(row_filter, hardware_class=default.hardware_class)
         kept, chosen, classes = row_filter.select(stored, facts)
+        kept, baselines = _baseline_view.split(kept, facts, marked_in(spec))  # never ranked nor reference rows
+        base_rows = [r for r in stored if r["bundle_id"] in baselines]
+        audit, audit_why = _default.default_audit(asked_audit, kept)
+        audit_default = _default.default_audit(None, kept)[0]
         if audit == "reproduced":
             kept = [r for r in kept if _reference.reproduced(r)]
         exclude_noisy = _board.parse_exclude_noisy(params)
@@ -181,6 +187,12 @@ class BoardView:
             for rid in answer["reference"]]}
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         answer["left_off_rows"] = left_rows
+        shown_all = _rows.labels(_rows.identified(stored))
+        answer["baselines"] = _baseline_view.rows_of(
+            base_rows, baselines, answer, {r["bundle_id"]: shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]
+                                           for r in base_rows}, facts, dw)
+        _baseline_view.relative_breakdown(answer, answer["baselines"], self._lowest(
+            answer, task, prep, datasets, (mw, dw, budget)))
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
@@ -207,8 +219,24 @@ class BoardView:
             "runners": sorted({f.runner for f in facts.values()}),
             "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit,
                         "exclude_noisy": exclude_noisy},
+            "audit_default": {"audit": audit_default, "why": audit_why},
             "submissions": len(stored)})
         return answer
+
+    @staticmethod
+    def _lowest(answer: dict[str, Any], task: str, prep: _Prepared, datasets: list[dict[str, Any]],
+                query: tuple[dict[str, float], dict[str, float], float]) -> dict[str, Any] | None:
+        """The lowest-ranked row of the whole view (label, contributions): the breakdown's reference when the view
+        has no baseline; scored again only when it is not on this page."""
+        if not answer["total"]:
+            return None
+        if answer["rows"] and answer["offset"] + len(answer["rows"]) >= answer["total"]:
+            last = answer["rows"][-1]
+            return {"label": last["label"], "contributions": last["contributions"]}
+        mw, dw, budget = query
+        row = _board.compute_board(task, prep.board, datasets, mw, dw, 1, answer["total"] - 1, budget,
+                                   reference=prep.reference)["rows"][0]
+        return {"label": prep.shown[row["model"]], "contributions": row["contributions"]}
 
     def _standings(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
                    ) -> dict[str, _default.ClassStanding]:
@@ -237,7 +265,12 @@ class BoardView:
     def standing(self, task: str, bundle_id: str, hardware_class: str) -> dict[str, Any] | None:
         """The row of ``bundle_id`` on its hardware class's default board (rank, total), or None when the bundle
         is not a board row any more (a newer bundle of the same model and submitter replaced it)."""
-        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000"}, wait_ranks=True)
+        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000", "audit": "all"},
+                             wait_ranks=True)
+        for base in answer["baselines"]:  # a baseline has no rank (scoring.baselines)
+            if base["bundle_id"] == bundle_id:
+                return {"baseline": base["baseline"], "dynascore": base["dynascore"], "label": base["label"],
+                        "contributions": base["contributions"], "total": answer["total"]}
         for row in answer["rows"]:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],

@@ -544,8 +544,9 @@ def _pairs(values: tuple[str, ...], option: str, prefix: str) -> dict[str, str]:
 @click.option("--hardware-class", help="The hardware class ranked, or 'all' (default: the one with most models).")
 @click.option("--runner", help="Only rows of this runner (docker, local).")
 @click.option("--sandboxed", type=click.Choice(["yes", "no"]), help="Only sandboxed (or only not sandboxed) rows.")
-@click.option("--audit", type=click.Choice(["all", "reproduced"]), default="all", show_default=True,
-              help="reproduced: only rows an auditor reproduced.")
+@click.option("--audit", type=click.Choice(["all", "reproduced"]), default=None,
+              help="reproduced: only rows an auditor reproduced; all: every row (default: the board's default view,"
+                   " reproduced rows only once the view has one).")
 @json_option
 def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, weights: tuple[str, ...],
                     dataset_weights: tuple[str, ...], memory_budget: float | None, hardware_class: str | None,
@@ -564,7 +565,7 @@ def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, w
               **({"memory_budget": str(memory_budget)} if memory_budget is not None else {}),
               **({"hardware_class": hardware_class} if hardware_class else {}),
               **({"runner": runner} if runner else {}), **({"sandboxed": sandboxed} if sandboxed else {}),
-              "audit": audit}
+              **({"audit": audit} if audit else {})}
     db = _db(db_path)
     try:
         key = load_or_create_server_key(key_path or default_key_path(db_path))

@@ -174,6 +174,14 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
     if standing is None:
         return ("<p class=\"warn\">This bundle is no longer on the board: a newer bundle of the same model from the"
                 " same submitter replaced it.</p>")
+    if standing.get("baseline"):
+        score = "" if standing["dynascore"] is None else (f" Dynascore at the board's rates:"
+                                                          f" <strong>{standing['dynascore']:.2f}</strong>.")
+        trivial = (f" Its {' and '.join(standing['baseline']['trivial'])} are trivial: a constant predictor never"
+                   " changes its answer." if standing["baseline"]["trivial"] else "")
+        return (f"<p class=\"standing baseline\">A <strong>baseline</strong> of the <a href=\"/?task={escape(task)}\">"
+                f"{h(task)}</a> board ({h(standing['baseline']['reason'])}): shown unranked beside its"
+                f" {standing['total']} ranked rows.{score}{trivial}</p>")
     parts = " + ".join(f"{k} {v:.2f}" for k, v in standing["contributions"].items())
     ri = standing.get("rank_interval")
     spread = (f" Rank 95% interval: <strong class=\"rank-interval\">{ri[0]}–{ri[1]}</strong> (resampling the"

@@ -46,8 +46,10 @@ def _row(r: dict[str, Any], entry: dict[str, Any], after: str | None) -> dict[st
     return out
 
 
-def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[str]) -> list[dict[str, Any]]:
-    """Every board row at this head (derived from the stored bundles) that is neither ranked nor left off, with why."""
+def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[str],
+              baselines: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every board row at this head (derived from the stored bundles) that is neither ranked nor left off, with why;
+    ``baselines``: bundle id -> why the view shows it as an unranked baseline (scoring.baselines)."""
     from dynadesk.sync.server.truth import derive_board
 
     keys = view.db.upload_config().keys
@@ -68,6 +70,8 @@ def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[s
             why = f"runner {facts.runner}"
         elif query["sandboxed"] is not None and facts.sandboxed != query["sandboxed"]:
             why = f"sandboxed {'yes' if facts.sandboxed else 'no'}"
+        elif bundle_id in (baselines or {}):
+            why = f"baseline: {(baselines or {})[bundle_id]}"
         else:
             why = "audit: not reproduced by an auditor (audit=reproduced)"
         out.append({"bundle_id": bundle_id, "row_id": _rows.row_id(model, fp), "why": why})
@@ -101,7 +105,9 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
                              "rows": [x["row_id"] for x in answer["reference"]["rows"]]},
                "rows": [_row(r, entries[r["bundle_id"]], rows[i + 1]["row_id"] if i + 1 < len(rows) else None)
                         for i, r in enumerate(rows)], "left_off": left,
-               "excluded": _excluded(view, task, query, taken), "notes": answer["notes"],
+               "excluded": _excluded(view, task, query, taken,
+                                     {b["bundle_id"]: b["baseline"]["reason"] for b in answer["baselines"]}),
+               "notes": answer["notes"],
                "intervals": answer.get("intervals") or {}}
     return payload, head
 

@@ -139,6 +139,6 @@ def test_model_page_lists_the_attestations_of_its_bundle(board):
     audit = page[page.index('id="audit"'):page.index('id="log-entry"')]
     assert "carol" in audit and "reproduced" in audit and "metrics.perf" in audit
     assert f'href="/api/attestations/{sent.json()["attestation_id"]}"' in audit
-    rows = {r["model"]: r for r in get(board, "/api/leaderboard/sentiment").json()["rows"]}
+    rows = {r["model"]: r for r in get(board, "/api/leaderboard/sentiment", audit="all").json()["rows"]}
     assert rows["middle"]["audit"]["state"] == "reproduced by 1"
     assert rows["fast-small"]["audit"]["state"] == "not audited"

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, NoReturn
 
-from dynadesk.errors import BundleFormatError
+from dynadesk.errors import BundleFormatError, HiddenTextError
 from dynadesk.sync.format.timestamps import parse_utc
 from dynadesk.sync.format.tolerances import check_tolerances
 
@@ -103,9 +104,41 @@ def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
     if len(value) > max_len:
         _fail(where, f"is longer than {max_len} characters")
+    hidden = _hidden(value)
+    if hidden is not None:
+        raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[hidden]):04X} at "
+                              f"position {hidden}")
     if pattern is not None and not pattern.match(value):
         _fail(where, f"has the wrong form ({value!r:.80})")
     return value
+
+
+def _hidden(value: str) -> int | None:
+    """Index of the first control, format (zero-width, bidi) or separator character a reader cannot see, or None:
+    NUL reaches neither PostgreSQL nor a person intact, U+202E shows text reversed."""
+    for i, c in enumerate(value):
+        if unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp"):
+            return i
+    return None
+
+
+def plain_texts(value: Any, where: str, depth: int = 0) -> None:
+    """Every string in ``value`` (an object's keys and values, a list's items; the environment, whose texts make the
+    hardware class the board shows) holds no control or invisible character; refused naming the field."""
+    if depth > 16:
+        _fail(where, "is nested deeper than 16 levels")
+    if isinstance(value, str):
+        i = _hidden(value)
+        if i is not None:
+            raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[i]):04X} at "
+                                  f"position {i}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            plain_texts(k, f"{where} (a key)", depth + 1)
+            plain_texts(v, f"{where}.{k}", depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            plain_texts(v, f"{where}[{i}]", depth + 1)
 
 
 def integer(value: Any, where: str, minimum: int = 0) -> int:
@@ -188,7 +221,7 @@ def check_payload(p: Any, version: int = 2) -> None:
     r = obj(p["runner"], "payload.runner", {"kind", "sandboxed"})
     text(r["kind"], "payload.runner.kind", RUNNER_NAME, max_len=32)
     boolean(r["sandboxed"], "payload.runner.sandboxed")
-    obj(p["environment"], "payload.environment")
+    plain_texts(obj(p["environment"], "payload.environment"), "payload.environment")
     if version == 1:
         obj(p["settings"], "payload.settings")
     else:

@@ -92,7 +92,7 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},
         "environment": ev.environment,
         "seeds": {"seed": ev.worker.seed},
-        "worker_settings": asdict(ev.worker),  # what the worker was given (the request: below, once)
+        "worker_settings": {k: v for k, v in asdict(ev.worker).items() if k != "null_threshold" or v is not None},  # what the worker was given (the request: below, once)
         "metrics": _signed_metrics(ev, evaluation_id),
         "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},

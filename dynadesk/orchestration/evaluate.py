@@ -101,6 +101,13 @@ def select_datasets(store: Store, task: Any, names: tuple[str, ...] | list[str] 
     return chosen
 
 
+def scored_by_squad_v2(store: Store, dataset: str) -> bool:
+    """Whether the dataset holds examples scored by the SQuAD 2.0 rule (imported with ``--squad-v2``)."""
+    from dynadesk.evaluator.answers import SQUAD_V2_KEY
+
+    return any((ex.get("metadata") or {}).get(SQUAD_V2_KEY) is True for ex in store.datasets.examples(dataset))
+
+
 def _write_dataset(path: Path, examples: list[dict[str, Any]]) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         for ex in examples:
@@ -126,7 +133,10 @@ def prepare(store: Store, folder: RunFolder, model: Any, task: Any, datasets: li
             entries.append(DatasetSpec(name=member.name, file=file, sha256=sha, size=len(examples), role=role,
                                        derived_from=ds.name if role == "perturbation" else None, kind=kind,
                                        suite=(derivation or {}).get("suite")))
-    spec = Spec(task=task.to_dict(), model={"name": model.name, "digest": model.digest, "manifest": model.manifest},
+    manifest = dict(model.manifest)
+    if settings.null_threshold is not None:  # the run's SQuAD 2.0 abstention (signed in worker_settings too)
+        manifest["null_threshold"] = settings.null_threshold
+    spec = Spec(task=task.to_dict(), model={"name": model.name, "digest": model.digest, "manifest": manifest},
                 datasets=entries, settings=settings)
     spec.write(folder.spec_file)
     folder.open_inputs()
@@ -137,7 +147,7 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     s = request.settings
     settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
                         threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
-                        min_seconds=s.min_seconds,
+                        min_seconds=s.min_seconds, null_threshold=s.null_threshold,
                         allow_pickle=bool(has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()
@@ -162,6 +172,9 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
     settings = worker_settings(request, run, bool(model.has_pickle))
+    if settings.null_threshold is None and model.manifest.get("kind") == "hf-question-answering" \
+            and any(scored_by_squad_v2(store, d.name) for d in chosen):
+        settings.null_threshold = 0.0  # SQuAD 2.0 data: the adapter abstains by the null score (default 0)
     run_id = store.evaluations.create(model.id, task.name, runner=run.name, sandboxed=run.sandboxed,
                                       datasets=[d.name for d in chosen], request=request.to_dict(), worker=settings,
                                       image_name=run.describe().get("image"), status="queued")

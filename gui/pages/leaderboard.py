@@ -38,6 +38,8 @@ from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
 
+from dynadesk.scoring.answerability import beside
+
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
 
@@ -51,6 +53,8 @@ def _shown(row: Any, metric: str) -> object:
         return ""
     value = round(row.values[metric], 3)
     text = row.with_coverage(metric, f"{value:g}")
+    if metric == "perf":  # SQuAD 2.0: HasAns / NoAns beside the overall figure, as every board
+        text = beside(text, row.values)
     return value if text == f"{value:g}" else text
 MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
 BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)

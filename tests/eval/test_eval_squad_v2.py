@@ -182,3 +182,81 @@ def test_a_squad_v2_set_evaluates_with_the_default_threshold(squad_run, tmp_path
     assert run["worker"]["null_threshold"] == 0.0 and "null_dev" not in run["request"]["settings"]
     names = {m["metric"] for m in run["metrics"] if m["dataset"] == "sq2"}
     assert {"has_ans", "no_ans", "squad_f1"} <= names and "sq2" in run["profile"]["intervals"]
+
+
+def _board_run(squad_run) -> dict[str, Any]:
+    """The run the local board ranks for tiny-qa (its newest evaluation) and the board's JSON."""
+    proc = cli(squad_run["home"], "leaderboard", "qa", "--json")
+    assert proc.returncode == 0, proc.stderr
+    board = json.loads(proc.stdout)
+    (row,) = board["rows"]
+    run = json.loads(cli(squad_run["home"], "runs", "show", str(row["evaluation_id"]), "--json").stdout)
+    return {"row": row, "run": run}
+
+
+def _figures(run: dict[str, Any]) -> dict[str, float]:
+    return {m["metric"]: m["value"] for m in run["metrics"] if m["dataset"] == "sq2"}
+
+
+def test_the_local_board_shows_hasans_and_noans_beside_perf(squad_run):
+    got = _board_run(squad_run)
+    fig = _figures(got["run"])
+    assert got["row"]["values"]["has_ans"] == fig["has_ans"] and got["row"]["values"]["no_ans"] == fig["no_ans"]
+    proc = cli(squad_run["home"], "leaderboard", "qa")
+    assert proc.returncode == 0, proc.stderr
+    assert f"(HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in proc.stdout, proc.stdout
+
+
+@pytest.mark.qt
+def test_the_apps_board_shows_hasans_and_noans_beside_perf(squad_run, require_qt):
+    from dynadesk.gui.pages.leaderboard import _shown
+    from dynadesk.scoring.leaderboard import build_leaderboard
+    from dynadesk.workspace import Workspace
+
+    fig = _figures(_board_run(squad_run)["run"])
+    store = Workspace(squad_run["home"]).open_store()
+    try:
+        (row,) = build_leaderboard(store, "qa").rows
+    finally:
+        store.close()
+    assert f"(HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in str(_shown(row, "perf"))
+
+
+def test_the_public_board_and_model_page_show_hasans_and_noans(squad_run, tmp_path):
+    """The run's signed bundle (its null threshold in the request and worker settings) is accepted by a real
+    server; the board's rows carry HasAns / NoAns and the model page writes them beside perf."""
+    from fastapi.testclient import TestClient
+
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.format.keys import generate_key, key_info
+    from dynadesk.sync.server.admin import import_workspace_datasets
+    from dynadesk.sync.server.app import create_app
+    from dynadesk.sync.server.db import ServerDB
+    from dynadesk.workspace import Workspace
+
+    run = squad_run["run"]
+    fig = _figures(run)
+    ws = Workspace(squad_run["home"])
+    generate_key(ws.keys_dir, None, force=True)
+    store = ws.open_store()
+    try:
+        bundle = create_bundle(ws, store, run["id"])
+    finally:
+        store.close()
+    assert bundle.payload["request"]["settings"]["null_threshold"] == run["request"]["settings"]["null_threshold"]
+    target = tmp_path / "server.db"
+    db = ServerDB(target)
+    info = key_info(ws.keys_dir)
+    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
+    import_workspace_datasets(db, ws.home)
+    with TestClient(create_app(target, tmp_path / "server.key"), raise_server_exceptions=False) as client:
+        posted = client.post("/api/bundles", content=bundle.raw)
+        assert posted.status_code == 201, posted.text
+        rows = client.get("/api/leaderboard/qa", params={"hardware_class": "all"}).json()["rows"]
+        (row,) = rows
+        assert row["per_dataset"]["has_ans"]["sq2"] == fig["has_ans"]
+        assert row["per_dataset"]["no_ans"]["sq2"] == fig["no_ans"]
+        page = client.get(f"/models/{bundle.id}").text
+    db.close()
+    assert "SQuAD 2.0 (HasAns / NoAns)" in page
+    assert f"sq2: perf {fig['perf']:.2f} (HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in page

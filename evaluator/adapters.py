@@ -344,8 +344,8 @@ class QuestionAnsweringAdapter:
         """SQuAD 2.0's null-score rule (as the reference BERT/transformers post-processing): the null score
         (start + end logit of the CLS token, least over the windows) minus the best span's; above the run's
         ``null_threshold`` the model abstains (empty answer). Without a threshold (a v1.1 run) it never
-        abstains and adds nothing. Every v2 prediction keeps its ``null_score_diff`` and ``span_answer``, so a threshold can be
-        chosen on a dev set from the predictions alone (``metrics.best_null_threshold``)."""
+        abstains and adds nothing. Every v2 prediction keeps its ``null_score_diff`` and ``span_answer``, so a
+        threshold can be chosen on a dev set from the predictions alone (``metrics.best_null_threshold``)."""
         import math
 
         if self.null_threshold is None:  # a v1.1 run: its predictions stay as they always were

@@ -35,10 +35,9 @@ from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankR
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
+from dynadesk.scoring.answerability import beside
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
-
-from dynadesk.scoring.answerability import beside
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services

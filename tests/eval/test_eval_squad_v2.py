@@ -184,9 +184,12 @@ def test_a_squad_v2_set_evaluates_with_the_default_threshold(squad_run, tmp_path
     assert {"has_ans", "no_ans", "squad_f1"} <= names and "sq2" in run["profile"]["intervals"]
 
 
+NO_SUITES = ("--weight", "robustness=0", "--weight", "fairness=0")  # no perturbation sets: a board without them
+
+
 def _board_run(squad_run) -> dict[str, Any]:
     """The run the local board ranks for tiny-qa (its newest evaluation) and the board's JSON."""
-    proc = cli(squad_run["home"], "leaderboard", "qa", "--json")
+    proc = cli(squad_run["home"], "leaderboard", "qa", *NO_SUITES, "--json")
     assert proc.returncode == 0, proc.stderr
     board = json.loads(proc.stdout)
     (row,) = board["rows"]
@@ -202,7 +205,7 @@ def test_the_local_board_shows_hasans_and_noans_beside_perf(squad_run):
     got = _board_run(squad_run)
     fig = _figures(got["run"])
     assert got["row"]["values"]["has_ans"] == fig["has_ans"] and got["row"]["values"]["no_ans"] == fig["no_ans"]
-    proc = cli(squad_run["home"], "leaderboard", "qa")
+    proc = cli(squad_run["home"], "leaderboard", "qa", *NO_SUITES)
     assert proc.returncode == 0, proc.stderr
     assert f"(HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in proc.stdout, proc.stdout
 
@@ -210,13 +213,13 @@ def test_the_local_board_shows_hasans_and_noans_beside_perf(squad_run):
 @pytest.mark.qt
 def test_the_apps_board_shows_hasans_and_noans_beside_perf(squad_run, require_qt):
     from dynadesk.gui.pages.leaderboard import _shown
-    from dynadesk.scoring.leaderboard import build_leaderboard
+    from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
     from dynadesk.workspace import Workspace
 
     fig = _figures(_board_run(squad_run)["run"])
     store = Workspace(squad_run["home"]).open_store()
     try:
-        (row,) = build_leaderboard(store, "qa").rows
+        (row,) = build_leaderboard(store, "qa", parse_weights(NO_SUITES[1::2], "--weight")).rows
     finally:
         store.close()
     assert f"(HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in str(_shown(row, "perf"))
@@ -252,7 +255,10 @@ def test_the_public_board_and_model_page_show_hasans_and_noans(squad_run, tmp_pa
     with TestClient(create_app(target, tmp_path / "server.key"), raise_server_exceptions=False) as client:
         posted = client.post("/api/bundles", content=bundle.raw)
         assert posted.status_code == 201, posted.text
-        rows = client.get("/api/leaderboard/qa", params={"hardware_class": "all"}).json()["rows"]
+        answer = client.get("/api/leaderboard/qa", params={"hardware_class": "all", "weight.robustness": "0",
+                                                           "weight.fairness": "0"}).json()
+        rows = answer["rows"]
+        assert len(rows) == 1, answer
         (row,) = rows
         assert row["per_dataset"]["has_ans"]["sq2"] == fig["has_ans"]
         assert row["per_dataset"]["no_ans"]["sq2"] == fig["no_ans"]

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
-from dynadesk.audit.described import rerun_checks, runner_words
 from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
+from dynadesk.audit.described import rerun_checks, runner_words
 from dynadesk.audit.intervals import compare_intervals
 from dynadesk.audit.report import (
     DETERMINISTIC,

@@ -42,6 +42,7 @@ from dynadesk.orchestration.runners import Runner, RunOutcome
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
+from dynadesk.store.reserve import keep_reserve, write_final_state
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
@@ -250,6 +251,7 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
     folder.out_dir.mkdir(exist_ok=True)
     image_id = run.image_id()
     build = image_build(images_dir, image_id) if image_id else None  # what rebuilds this Id (signed in the bundle)
+    keep_reserve(store)  # room for this run's final state, whatever its worker does to the disk
     store.evaluations.transition(run_id, "running", verdict=None, error=None, started_at=now_iso(), finished_at=None,
                                  pid=os.getpid(), host=socket.gethostname(), image_id=image_id,
                                  image_build=ImageBuild.from_dict(build) if build is not None else None)
@@ -262,11 +264,11 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
             progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
         outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
-        store.evaluations.transition(run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
-                                     error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
+        final_state(store, run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
+                    error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
         raise
     except BaseException as exc:  # recorded, then re-raised: the run must not stay 'running'
-        store.evaluations.transition(run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
+        final_state(store, run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
     return finish_run(store, run_id, folder, outcome, log)
@@ -285,8 +287,8 @@ def finish_run(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome
         _disk_full(store, run_id, folder, f"writing {folder.log_file.name}: {exc.strerror or exc}", log)
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
-        store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
-                                     log=log[-MAX_DB_LOG:], finished_at=now_iso())
+        final_state(store, run_id, status, verdict=outcome.verdict, error=outcome.message, log=log[-MAX_DB_LOG:],
+                    finished_at=now_iso())
         return store.evaluations.get(run_id)
     return store_results(store, run_id, folder, outcome, log)
 
@@ -302,11 +304,22 @@ def _disk_full(store: Store, run_id: int, folder: RunFolder, what: str, log: str
     with contextlib.suppress(OSError):
         folder.clear_out()
     try:
-        store.evaluations.transition(run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:],
-                                     finished_at=now_iso())
-    except StoreError as also:  # the database is on the same full disk
+        final_state(store, run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:], finished_at=now_iso())
+    except StoreError as also:  # the database is on the same full disk, and its reserve did not make room
         why += f" (and the run could not be marked failed: {also})"
     raise EvaluationError(why, verdict="error")
+
+
+def final_state(store: Store, run_id: int, status: str, **fields: Any) -> None:
+    """A run's last transition, written with the room kept for it (:mod:`dynadesk.store.reserve`); on a disk still
+    too full it is written again without its log, which is also kept in the run folder when there was room."""
+    def full() -> None:
+        store.evaluations.transition(run_id, status, **fields)
+
+    def small() -> None:
+        store.evaluations.transition(run_id, status, **{k: v for k, v in fields.items() if k != "log"})
+
+    write_final_state(store, full, small)
 
 
 def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:

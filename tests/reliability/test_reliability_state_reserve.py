@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from support.eval import run_request, setup_workspace
 from reliability.test_reliability_disk import fill, small_disk
+from support.eval import run_request, setup_workspace
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.progress import ProgressEvent

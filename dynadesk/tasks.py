@@ -38,6 +38,7 @@ class InputField:
     name: str
     description: str = ""
     is_context: bool = False
+    optional: bool = False  # may be empty or absent (Dynabench's optional context): read as ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ class Task:
         d.pop("source", None)
         if not d["baselines"]:  # absent unless set: a task without baselines keeps its digest
             d.pop("baselines")
+        for f in d["inputs"]:  # only an optional input says so: every other task's dict (and digest) is unchanged
+            if not f["optional"]:
+                del f["optional"]
         return d
 
     @classmethod
@@ -160,13 +164,14 @@ def parse_task(raw: Any, source: str) -> Task:
         where = f"{source}: inputs[{i}]"
         if not isinstance(f, dict):
             raise ConfigError(f"{where} must be a mapping")
-        extra = set(f) - {"name", "description", "is_context"}
+        extra = set(f) - {"name", "description", "is_context", "optional"}
         if extra:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(extra))}")
         inputs.append(InputField(
             name=_need(f, "name", str, where),
             description=str(f.get("description", "")),
             is_context=bool(f.get("is_context", False)),
+            optional=_need(f, "optional", bool, where) if "optional" in f else False,
         ))
     names = [f.name for f in inputs]
     if len(set(names)) != len(names):
@@ -186,6 +191,8 @@ def parse_task(raw: Any, source: str) -> Task:
         span_of = _need(output, "span_of", str, f"{source}: output")
         if span_of not in names:
             raise ConfigError(f"{source}: output.span_of names '{span_of}', which is not an input")
+        if any(f.name == span_of and f.optional for f in inputs):
+            raise ConfigError(f"{source}: output.span_of names '{span_of}', an optional input: answers need its text")
     metric = _need(raw, "metric", str, source)
     if metric not in metric_names():
         raise ConfigError(f"{source}: field 'metric' must be one of {', '.join(metric_names())}, got '{metric}'")
@@ -388,7 +395,7 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         if not isinstance(f, dict):
             out.append((("inputs", i), f"inputs[{i}] must be a mapping"))
             continue
-        for key in sorted(set(f) - {"name", "description", "is_context"}):
+        for key in sorted(set(f) - {"name", "description", "is_context", "optional"}):
             out.append((("inputs", i, key), f"inputs[{i}]: unknown field '{key}'"))
         if not isinstance(f.get("name"), str):
             out.append((("inputs", i), f"inputs[{i}]: missing field 'name' (a string)"))

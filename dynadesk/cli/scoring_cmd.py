@@ -144,6 +144,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                 memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
                 exclude_noisy: bool, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
+    from dynadesk.scoring.answerability import beside
     from dynadesk.scoring.leaderboard import COVERAGE_LEGEND, build_leaderboard, parse_weights
 
     if as_csv and as_json:
@@ -170,7 +171,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     paired = any(r.paired_next for r in board.rows)
     for r in board.rows:
         row = [str(r.rank), r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
-               *(r.with_coverage(m, _num(r.values.get(m))) for m in shown)]
+               *(beside(r.with_coverage(m, _num(r.values.get(m))), r.values) if m == "perf"
+                 else r.with_coverage(m, _num(r.values.get(m))) for m in shown)]
         if stability:
             s = r.stability or {}
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)

@@ -210,9 +210,13 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
         raise ConfigError(str(exc)) from exc
     if manifest["task"] != task.name:
         raise ModelError(f"{where}: manifest says task '{manifest['task']}', not '{task.name}'")
-    if sorted(manifest["inputs"]) != sorted(task.input_names):
-        raise ModelError(f"{where}: manifest inputs {manifest['inputs']} differ from task '{task.name}' inputs "
-                         f"{list(task.input_names)}")
+    # a model may read a subset of the task's inputs (as Dynatask's models do: a hypothesis-only NLI baseline);
+    # the worker hands it the task's fields and its adapter reads the ones its manifest names
+    unknown = [i for i in manifest["inputs"] if i not in task.input_names]
+    if unknown or len(set(manifest["inputs"])) != len(manifest["inputs"]):
+        raise ModelError(f"{where}: manifest inputs {manifest['inputs']} must be inputs of task '{task.name}' "
+                         f"({', '.join(task.input_names)}), each at most once"
+                         + (f" ({', '.join(map(repr, unknown))} is not one)" if unknown else ""))
     if task.kind.chooses_labels:
         if manifest["kind"] == "hf-question-answering":
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")

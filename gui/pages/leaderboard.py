@@ -35,6 +35,7 @@ from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankR
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
+from dynadesk.scoring.answerability import beside
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
 
@@ -52,6 +53,8 @@ def _shown(row: Any, metric: str) -> object:
         return ""
     value = round(row.values[metric], 3)
     text = row.with_coverage(metric, f"{value:g}")
+    if metric == "perf":  # SQuAD 2.0: HasAns / NoAns beside the overall figure, as every board
+        text = beside(text, row.values)
     if metric in ((row.baseline or {}).get("trivial") or ()):
         return f"{text} trivial"
     return value if text == f"{value:g}" else text

@@ -48,7 +48,8 @@ PURPOSES = ("evaluation", "audit", "preflight", "bench")
 # name -> (kind, required); kinds: "count" (integer >= 1), "natural" (integer >= 0), "integer", "seconds"
 # (0 to 60), "positive" (number > 0), "bool", "device", "threads" (integer >= 1 or null), "gpus" (text or null)
 REQUEST_SETTINGS = {"batch_size": ("count", True), "seed": ("natural", True), "latency_samples": ("count", True),
-                    "warmup": ("natural", True), "deterministic": ("bool", False), "min_seconds": ("seconds", False)}
+                    "warmup": ("natural", True), "deterministic": ("bool", False), "min_seconds": ("seconds", False),
+                    "null_threshold": ("finite", False), "null_dev": ("name", False)}
 LIMITS = {"cpus": ("positive", True), "memory_bytes": ("count", True), "pids": ("count", False),
           "timeout_s": ("positive", True), "tmpfs_bytes": ("count", False), "out_bytes": ("count", False),
           "gpus": ("gpus", False)}
@@ -56,7 +57,8 @@ WORKER_SETTINGS = {"batch_size": ("count", True), "device": ("device", True), "d
                    "seed": ("integer", True), "threads": ("threads", False), "latency_samples": ("count", False),
                    "warmup": ("natural", False), "batched_queries": ("count", False), "trials": ("count", False),
                    "min_seconds": ("seconds", False), "noise_retries": ("natural", False),
-                   "allow_pickle": ("bool", False), "dedicated_cgroup": ("bool", False)}
+                   "allow_pickle": ("bool", False), "dedicated_cgroup": ("bool", False),
+                   "null_threshold": ("finite", False)}  # SQuAD 2.0 abstention: only a v2 run carries it
 
 
 def _fail(where: str, what: str) -> NoReturn:
@@ -303,6 +305,10 @@ def fields_of(value: Any, where: str, spec: dict[str, tuple[str, bool]]) -> None
         elif kind == "gpus":
             if v is not None:
                 text(v, w, max_len=128)
+        elif kind == "finite":
+            number(v, w)
+        elif kind == "name":
+            text(v, w, max_len=128)
         elif kind == "seconds":
             if not 0 <= number(v, w) <= 60:
                 _fail(w, f"must be a number of seconds from 0 to 60, got {v!r:.40}")

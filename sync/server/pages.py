@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.answerability import per_dataset_text
 from dynadesk.sync.board_facts import facts_of, payload_of
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.server import rows as _rows
@@ -259,6 +260,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
                   ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
+                  *([("SQuAD 2.0 (HasAns / NoAns)", squad)] if (squad := per_dataset_text(
+                      payload.get("metrics") or [])) else []),
                   ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
                   ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
                                          for k, n, low in facts.coverage) or "none"),

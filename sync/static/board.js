@@ -222,7 +222,7 @@ function columns(board) {
       .filter(Boolean).sort();
     const covered = m === "robustness" || m === "fairness";
     cols.push({key: m, label: m, sub, num: true, metric: m, datasets, measured, get: r => r.values[m],
-               cell: covered ? coveredCell(m) : undefined});
+               cell: covered ? coveredCell(m) : m === "perf" ? perfCell : undefined});
     if (open.has(m)) {
       for (const d of datasets) {
         cols.push({key: `${m}@${d}`, label: d, sub: m, num: true, perDataset: true,
@@ -283,6 +283,18 @@ function intervalCell(dataset) {
     const iv = (r.intervals || {})[dataset];
     if (iv) td.append(" ", DynaCharts.intervalBar(iv, v));
   };
+}
+
+// SQuAD 2.0: HasAns / NoAns (the perf metric on answerable / unanswerable questions) beside the overall figure,
+// as the local board and the app write them (dynadesk/scoring/answerability.py).
+function perfCell(r, td) {
+  td.className = "num";
+  td.append(fmt(r.values.perf));
+  const pd = r.per_dataset || {};
+  const parts = [["has_ans", "HasAns"], ["no_ans", "NoAns"]]
+    .filter(([m]) => typeof ((pd[m] || {})[""]) === "number")
+    .map(([m, label]) => `${label} ${pd[m][""].toFixed(2)}`);
+  if (parts.length) td.append(el("small", {class: "answerability", text: ` (${parts.join(" · ")})`}));
 }
 
 // Robustness and fairness beside their coverage (how many source examples the suites changed; "low" under 30),

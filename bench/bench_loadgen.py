@@ -52,9 +52,10 @@ def child(folder: Path, data_file: Path, spec_file: Path) -> None:
         elif cmd["op"] == "host":
             timed = served.serve(worker, {"bench": examples}, threads, None, Path(cmd["path"]),
                                  lambda exs: worker.batch_order(exs, worker.encoded(exs)))
-        else:
-            run()
-            timed = {"rows": []}
+        else:  # the pass's own figure: its predict calls' seconds, as profile.json's prediction_pass
+            info = worker.run_dataset(worker.spec.datasets[0], examples, {"done": 0, "total": len(examples)})
+            print(json.dumps({"figures": {}, "seconds": info["seconds"]}), flush=True)
+            continue
         figures = {r["metric"]: r["value"] for r in timed["rows"] if r["dataset"] == ""}
         print(json.dumps({"figures": figures, "seconds": time.perf_counter() - t0}), flush=True)
 
@@ -80,8 +81,10 @@ def _setup(tmp: Path, data: list[str]) -> tuple[Path, Path, Path]:
     return tmp / "spec" / "spec.json", tmp / "data", tmp / "out"
 
 
-def rounds(folder: Path, data: list[str], n_rounds: int) -> dict[str, Any]:
-    """Interleaved rounds in one worker process; each round's in-process, host-driven and pass figures."""
+def rounds(folder: Path, data: list[str], n_rounds: int,
+           ops: tuple[str, ...] = ("inprocess", "host", "pass")) -> dict[str, Any]:
+    """Interleaved rounds in one worker process (the order reversed every other round); each round's
+    in-process, host-driven and whole-pass figures (``ops``: which of them)."""
     from dynadesk.orchestration.loadgen import LoadGen
 
     got: dict[str, list[Any]] = {"inprocess": [], "host": [], "pass": [], "host_seconds": [], "overhead_us": [],
@@ -102,7 +105,7 @@ def rounds(folder: Path, data: list[str], n_rounds: int) -> dict[str, Any]:
             if not json.loads(proc.stdout.readline()).get("ready"):
                 raise RuntimeError("the bench worker did not start")
             for r in range(n_rounds):
-                for op in (("inprocess", "host", "pass") if r % 2 == 0 else ("host", "inprocess", "pass")):
+                for op in (ops if r % 2 == 0 else ops[::-1]):
                     if op != "host":
                         answer = ask({"op": op})
                         got[op].append(len(data) / answer["seconds"] if op == "pass" else answer["figures"])

@@ -19,8 +19,8 @@ Samples (issue 50 item 2): batch-1 windows take ``latency_samples`` examples, on
 the token-sorted order; batched windows take ``ceil(batched_queries / batch_size)`` of the pass's batches, one
 from each stratum of the batch list; the position within each stratum rotates from window to window. So every
 width is timed in proportion, whatever the load. A window issues its sample whole (repeated until
-``min_seconds``); batch-1 queries one at a time (a query's latency is issue to answer), batched ones two in
-flight (the model is never idle waiting for the host). Noise: the worker's own view of other processes' CPU
+``min_seconds``); batch-1 queries one at a time (a query's latency is issue to answer), batched ones
+``BATCHED_IN_FLIGHT`` at a time (the model is never idle waiting for the host). Noise: the worker's own view of other processes' CPU
 (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy measurement is taken
 again as before (:mod:`dynadesk.evaluator.measurement`).
 """
@@ -50,6 +50,8 @@ CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
 SOCKET_NAME = "s"
 MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about this long at most
 WARMUP_S = 1.0  # no warm-up query starts after this long
+BATCHED_IN_FLIGHT = 16  # batched queries in flight (a default window: all of it): one is waiting whenever the model finishes one, even
+# when the host's own thread waits for a core on a loaded machine (two were not enough at load ~12)
 
 
 class LoadGenError(RuntimeError):
@@ -226,7 +228,7 @@ class LoadGen:
             batch1 = self._measure(ds.name, "batch1", examples, one, s.latency_samples, 1)
             lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
             batched = self._measure(ds.name, "batched", examples, batches,
-                                    math.ceil(s.batched_queries / s.batch_size), 2)
+                                    math.ceil(s.batched_queries / s.batch_size), BATCHED_IN_FLIGHT)
             batched.pop("per_call_ms")
             batched.pop("per_trial_ms")
             batch1["batch_size"], batched["batch_size"] = 1, s.batch_size

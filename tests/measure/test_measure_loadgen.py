@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import REPO
 from support.eval import metric, run_request, setup_workspace
 
 from dynadesk.orchestration.bounds import (
@@ -178,30 +179,33 @@ def _busy(seconds: float) -> None:
         pass
 
 
-def test_the_stored_batched_figure_is_the_prediction_pass_within_10_percent_on_a_loaded_machine(home, store, tmp_path):
+@pytest.mark.long  # ~5 min at load 10-15 on 2 cores; test_strata_cover_every_width... covers the sampling itself
+def test_the_stored_batched_figure_is_the_prediction_pass_within_10_percent_on_a_loaded_machine(tmp_path):
     """Issue 50 item 2: the windows sample every width in proportion, so under load the stored figure is the
-    pass's speed, not the shortest batches' (the protocol before gave 1.25-2.65x the pass). Busy loops on every
-    core for at most 300 s, stopped when the run ends."""
-    from support.eval import add_test_set
+    pass's speed, not the shortest batches' (the protocol before gave 1.25-2.65x the pass). One worker process
+    with the model loaded alternates the host-driven windows and a whole prediction pass (bench_loadgen's
+    harness, the very socket protocol of a run) beside busy loops on every core (at most 300 s, stopped at the
+    end); the median of the paired ratios is within 10 %. Texts of 4 to 88 words: mixed widths."""
+    import importlib.util
 
-    setup_workspace(store, tmp_path, sizes=())
-    add_test_set(store, "long-test", 384, seed=3, perturbed=False)
+    from support.eval import LABELS, sentences
+    from support.tiny_models import make_tiny_classifier
+
+    spec = importlib.util.spec_from_file_location("bench_loadgen", REPO / "bench" / "bench_loadgen.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = make_tiny_classifier(tmp_path / "tiny", LABELS, task="sentiment")
+    words = sentences(320, 3)
+    data = [" ".join(words[i:i + 1 + i % 8]) for i in range(0, 320, 2)]  # 1-8 sentences each
     hogs = [multiprocessing.get_context("spawn").Process(target=_busy, args=(300.0,), daemon=True)
             for _ in range(os.cpu_count() or 1)]
     for hog in hogs:
         hog.start()
     try:
-        rec = evaluate(store, Workspace(home), run_request("tiny", ["long-test"], runner="local", batch_size=16,
-                                                          latency_samples=12, warmup=2,
-                                                          min_seconds=0.2))
+        got = bench.rounds(folder, data, 5, ops=("host", "pass"))
     finally:
         for hog in hogs:
             hog.terminate()
-    assert rec.status == "succeeded", rec.error
-    batched = rec.profile["measurement"]["datasets"]["long-test"]["batched"]
-    sampled = {first for t in batched["trials"] for first in t["sample"]}
-    assert batched["protocol"]["per_window"] >= 2 and len(sampled) >= 2 * batched["protocol"]["per_window"]
-    passed = rec.profile["prediction_pass"]["long-test"]
-    pass_rate = passed["examples"] / passed["seconds"]
-    stored = metric(rec, "throughput_batched", "long-test")
-    assert 0.9 <= stored / pass_rate <= 1.1, (stored, pass_rate, os.getloadavg())
+    ratios = sorted(h["throughput_batched"] / p for h, p in zip(got["host"], got["pass"]))
+    assert 0.9 <= ratios[2] <= 1.1, (ratios, os.getloadavg())

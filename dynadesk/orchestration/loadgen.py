@@ -17,12 +17,13 @@ the host's (the Docker runner mounts it into the container, the local runner pas
 
 Samples (issue 50 item 2): batch-1 windows take ``latency_samples`` examples, one from each equal stratum of
 the token-sorted order; batched windows take ``ceil(batched_queries / batch_size)`` of the pass's batches, one
-from each stratum of the batch list; the position within each stratum rotates from window to window. So every
-width is timed in proportion, whatever the load. A window issues its sample whole (repeated until
-``min_seconds``); batch-1 queries one at a time (a query's latency is issue to answer), batched ones
-``BATCHED_IN_FLIGHT`` at a time (the model is never idle waiting for the host). Noise: the worker's own view of other processes' CPU
-(in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy measurement is taken
-again as before (:mod:`dynadesk.evaluator.measurement`).
+from each stratum of the batch list; the position within each stratum rotates from window to window. The
+warm-up's speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is
+timed in proportion whatever the load. A window issues its sample whole (repeated until ``min_seconds``);
+batch-1 queries one at a time (a query's latency is issue to answer), batched ones up to
+``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). Noise: the worker's own view of other
+processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
+measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
 SOCKET_NAME = "s"
 MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about this long at most
 WARMUP_S = 1.0  # no warm-up query starts after this long
-BATCHED_IN_FLIGHT = 16  # batched queries in flight (a default window: all of it): one is waiting whenever the model finishes one, even
-# when the host's own thread waits for a core on a loaded machine (two were not enough at load ~12)
+# batched queries in flight (a default window: all of it), so one is waiting whenever the model finishes one,
+# even while the host's own thread waits for a core (with 2 or 4 the figure fell to 0.4-0.7x the pass at load 12-15)
+BATCHED_IN_FLIGHT = 16
 
 
 class LoadGenError(RuntimeError):

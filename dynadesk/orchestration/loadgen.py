@@ -164,10 +164,8 @@ class LoadGen:
         try:
             self._drive()
             self.finished = True
-        except (LoadGenError, OSError, ValueError, KeyError, TypeError) as exc:
-            if not self._closing.is_set() or not self.problems:
-                self.problems.append(f"{type(exc).__name__}: {exc}" if not isinstance(exc, LoadGenError)
-                                     else str(exc))
+        except Exception as exc:  # noqa: BLE001 - any failure voids the windows; the worker must not wait on
+            self.problems.append(str(exc) if isinstance(exc, LoadGenError) else f"{type(exc).__name__}: {exc}")
             self._send({"op": "refuse", "why": self.problems[-1]}, quiet=True)
 
     def _send(self, message: dict[str, Any], quiet: bool = False) -> None:

@@ -29,9 +29,9 @@ ENVIRONMENT_FILE = "environment.json"
 LOG_FILE = "worker.log"
 PARTS_DIR = "parts"  # one finished predictions file per dataset; what resume keeps
 PROGRESS_PREFIX = "@@dynadesk "  # worker stdout lines carrying a JSON progress event
-# worker stdout lines marking the start and end of each timed window; the host timestamps them as it reads
-# them, which bounds the throughput the worker may claim (dynadesk/orchestration/bounds.py)
-WINDOW_PREFIX = "@@dynadesk-window "
+# the timed windows are driven by the host over its own socket (dynadesk/orchestration/loadgen.py); the worker
+# says this in its hello, and a host speaking another version refuses it
+LOADGEN_PROTOCOL = "dynadesk-loadgen/1"
 
 ROLES = ("test", "perturbation")
 PERTURBATION_KINDS = ("robustness", "fairness")

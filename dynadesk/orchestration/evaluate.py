@@ -339,7 +339,7 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
             raise SpecError("metrics.json 'values' is not a list")
         rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows,
                              metrics.get("tags"))
-        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder))
+        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file)
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in rows]
         bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only

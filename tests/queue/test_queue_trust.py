@@ -322,8 +322,9 @@ def test_a_queued_bag_of_words_run_in_the_docker_sandbox_bundle_names_the_worker
         remove_containers(docker_client, tmp_path)
     assert record.sandboxed and record.image_id == evaluator_image.image_id
     bounds = record.profile["host_bounds"]
-    assert bounds["memory"]["source"].startswith("cgroup") and bounds["bounded"] == ["throughput",
-                                                                                     "throughput_batched", "memory"]
+    assert bounds["memory"]["source"].startswith("cgroup") and bounds["loadgen"]["finished"]
+    assert bounds["bounded"] == ["latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "throughput",
+                                 "throughput_batched", "memory"]
 
 
 def test_a_bundle_worker_field_is_schema_checked_and_old_bundles_still_pass():

@@ -24,6 +24,7 @@ from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache
 from dynadesk.sync.server import default_view as _default
+from dynadesk.sync.server import rate_editions as _rates
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
@@ -32,6 +33,9 @@ from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
 
 log = logging.getLogger("dynadesk.server")
+ROW_RULE = ("a row is one model name of one submitter key: its latest bundle (by signed created_at), whose run"
+            " (evaluation_id, bundle_id) it names; its Dynascore depends on that run, the weights and the rates"
+            " named in 'rates' alone")
 
 
 class OffRequestPath:
@@ -103,6 +107,7 @@ class BoardView:
         self._lock = threading.Lock()
         self.operator = OperatorView(db)
         self._classes: dict[str, tuple[list[dict[str, Any]], dict[str, _default.ClassStanding]]] = {}
+        self.rates = _rates.RateBook(db)
 
     def check_task(self, task: str) -> Task:
         if task not in self.tasks:
@@ -165,8 +170,12 @@ class BoardView:
         prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit, exclude_noisy),
                              stored, kept, frozenset(settings.pins))
         datasets = self.db.datasets(task)
+        rates_view = _rates.parse_rates_view(params)
+        source = (_rates.dynaboard_source() if rates_view == _rates.DYNABOARD
+                  else self.rate_source(task, stored, facts, frozenset(settings.pins)))
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      prep.reference, prep.intervals, wait_ranks)
+                                      None if source.amrs is None else prep.reference, prep.intervals, wait_ranks,
+                                      rates=source.amrs)
         left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
                      for rid, why in answer["left_off"].items()]
         if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
@@ -174,11 +183,16 @@ class BoardView:
             answer["left_off"] = {**answer.get("left_off", {}), **noisy_left_off(
                 {shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]: list(facts[r["bundle_id"]].noisy)
                  for r in noisy}, f"{_board.NOISY_PARAM}=yes")}
-        answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
+        every_label = _rows.labels(_rows.identified(stored))
+        answer["reference"] = {"rule": source.status, "amrs": answer["amrs"], "rows": [
+            {**r, "label": every_label.get(r["row_id"], r["row_id"])} for r in source.rows]
+            if source.amrs is not None else [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
-             "bundle_id": prep.by_id[rid]["bundle_id"],
-             "why": _reference.why(prep.by_id[rid], prep.pinned, prep.reference_rule)}
+             "bundle_id": prep.by_id[rid]["bundle_id"], "why": "a row in view (Dynaboard's rule)"}
             for rid in answer["reference"]]}
+        answer["rates"] = source.to_dict()
+        answer["notes"] = source.notes + answer["notes"]
+        answer["row_rule"] = ROW_RULE
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         answer["left_off_rows"] = left_rows
         for out in answer["rows"]:
@@ -206,9 +220,26 @@ class BoardView:
             "hardware_class_status": standings[chosen].status if chosen in standings else None,
             "runners": sorted({f.runner for f in facts.values()}),
             "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit,
-                        "exclude_noisy": exclude_noisy},
+                        "exclude_noisy": exclude_noisy, "rates": rates_view},
             "submissions": len(stored)})
         return answer
+
+    def rate_source(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts],
+                    pinned: frozenset[str]) -> _rates.RateSource:
+        """The task's rates (its current edition, else provisional ones), whatever rows a query shows."""
+        keys = self.db.upload_config().keys
+        return self.rates.source(task, stored, pinned, lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
+                                 lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}")
+
+    def freeze_rates(self, task: str, key: Any, bundle_ids: list[str] | None = None, note: str = "") -> Any:
+        """Freeze ``task``'s rates into its next signed, logged edition (``dynadesk-server rates freeze``)."""
+        self.check_task(task)
+        stored, facts = self.all_facts(task)
+        keys = self.db.upload_config().keys
+        return self.rates.freeze(task, key, stored, frozenset(self.operator.settings(task).pins),
+                                 lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
+                                 lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}",
+                                 bundle_ids, note)
 
     def _standings(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
                    ) -> dict[str, _default.ClassStanding]:

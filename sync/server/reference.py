@@ -54,3 +54,9 @@ def why(row: dict[str, Any], pinned: Collection[str], rule: str | None = None) -
     if rule == PER_KEY:
         return LATEST
     return PINNED if row["bundle_id"] in pinned else REPRODUCED
+
+
+def baseline(row: dict[str, Any]) -> bool:
+    """Whether the row is a baseline (a constant predictor, or one the task owner marks): never a reference row.
+    The one predicate the rate editions ask (:func:`rate_editions.reference_candidates`); no row is one yet."""
+    return False

@@ -11,7 +11,8 @@ stored bytes of every bundle the log holds up to the snapshot's head, :func:`che
    derived, ``truth.derive_board``) is accounted for: each row is in the snapshot's rows, left off, or
    excluded with a reason (another hardware class, runner or sandbox flag: checked from the bundle; a
    revoked key or an audit filter: stated by the server), and nothing else is;
-5. re-scoring those bundles' metrics with the stated weights and reference rows
+5. re-scoring those bundles' metrics with the stated weights and the stated rates (a rate edition's or provisional
+   ones), else the stated reference rows
    (:func:`dynadesk.sync.board.compute_board`, the server's own code) gives every row's rank, Dynascore and
    values, and their intervals, paired tests, "tied with" marks and rank intervals
    (:class:`dynadesk.sync.board.BoardIntervals` over the bundles' signed outcomes) exactly as stated.
@@ -161,7 +162,8 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
     while True:
         answer = _board.compute_board(p["task"], prep, p["datasets"], dict(q["weights"]), dict(q["dataset_weights"]),
                                       MAX_PAGE_ROWS, offset, float(q["memory_budget"]), False,
-                                      list(p["reference"]["rows"]), bi)
+                                      list(p["reference"]["rows"]), bi,
+                                      rates=(p["reference"].get("rates") or {}).get("amrs"))
         got.update({r["model"]: r for r in answer["rows"]})
         left = answer["left_off"]
         offset += MAX_PAGE_ROWS

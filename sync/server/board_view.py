@@ -38,6 +38,17 @@ ROW_RULE = ("a row is one model name of one submitter key: its latest bundle (by
             " named in 'rates' alone")
 
 
+def rates_text(rates: Mapping[str, Any]) -> str:
+    """The rates a board answer scored with, in words (the model page, the demo)."""
+    if rates.get("status") == "edition":
+        return f"rate edition {rates['edition']} ({str(rates['id'])[:12]}, frozen {rates['created_at']})"
+    if rates.get("status") == "provisional":
+        return "provisional rates (no rate edition frozen yet)"
+    if rates.get("status") == "dynaboard":
+        return "Dynaboard's rule (rates from the rows in view)"
+    return "no exchange rates (only performance counts; see the board's notes)"
+
+
 class OffRequestPath:
     """One background thread for the work a board answer need not wait for (rank intervals at a weight setting
     never asked before: :meth:`~dynadesk.sync.board.BoardIntervals.rank_intervals`). At most ``limit`` jobs wait;
@@ -274,6 +285,7 @@ class BoardView:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],
                         "contributions": row["contributions"], "label": row["label"],
                         "hardware_status": row["hardware_status"], "rank_interval": row.get("rank_interval"),
-                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {}}
+                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {},
+                        "rates": answer["rates"], "rates_text": rates_text(answer["rates"])}
         return None
 

@@ -157,3 +157,23 @@ def test_rates_list_and_show_for_the_operator(synced):
     assert [e["kind"] for e in log].count("rates") == 1
     verified = admin(synced["db"], "log", "verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_demo_prints_one_dynascore_for_the_bundled_run_on_both_boards(synced):
+    """The demo's public-board step (dynadesk.demo_rates, what 'make demo' runs after syncing) on real runs: it
+    freezes the next edition and checks the bundled run's figure on both boards; every line it prints is shown."""
+    from dynadesk.demo import server_cmd
+    from dynadesk.demo_rates import freeze_and_compare
+
+    lines: list[str] = []
+    bundled = synced["bundles"]["gamma"]
+    score = freeze_and_compare(synced["store"], synced["url"], synced["db"],
+                               [b.id for b in synced["bundles"].values()], bundled.id, lines.append, server_cmd)
+    public = next(r for r in _public(synced["url"])["rows"] if r["bundle_id"] == bundled.id)
+    assert score == public["dynascore"]
+    text = "\n".join(lines)
+    assert "rate edition 2 of 'sentiment'" in text, text
+    board_line = next(x for x in lines if x.startswith("  board:") and " gamma " in x)
+    local_line = next(x for x in lines if x.startswith("  local:") and " gamma " in x)
+    assert f"Dynascore {score:.2f}" in board_line and f"Dynascore {score:.2f}" in local_line
+    assert f"Dynascore {score:.2f} on the local board and on the public board" in text

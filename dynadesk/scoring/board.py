@@ -325,8 +325,8 @@ class ScoreBoard:
             raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
         notes += core_notes + ([] if fixed is not None else _amrs_notes(names_m, amrs, pi, len(keep)))
         rate_rows = np.ones(len(keep), dtype=bool) if ref_mask is None or ref_mask.sum() < 2 else ref_mask
-        if rate_rows.sum() > 1 and fixed is None:  # whether a rate rests on noise (amrs_noise), over the rows that set the rates;
-            # --amrs robust leaves such a metric out
+        if rate_rows.sum() > 1 and fixed is None:  # whether a rate rests on noise (amrs_noise), over the rows
+            # that set the rates (fixed rates were not set by these rows); --amrs robust leaves such a metric out
             checks = noise_checks(names_m, [self.names[i] for i in keep[rate_rows].tolist()], values[rate_rows],
                                   util[rate_rows], pi, PAIR_TOLERANCE * abs(float(util[:, pi].max())), spreads)
             notes += noise_notes(checks)

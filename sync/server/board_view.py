@@ -239,7 +239,8 @@ class BoardView:
                     pinned: frozenset[str]) -> _rates.RateSource:
         """The task's rates (its current edition, else provisional ones), whatever rows a query shows."""
         keys = self.db.upload_config().keys
-        return self.rates.source(task, stored, pinned, lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
+        return self.rates.source(task, stored, pinned,
+                                 lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
                                  lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}")
 
     def freeze_rates(self, task: str, key: Any, bundle_ids: list[str] | None = None, note: str = "") -> Any:

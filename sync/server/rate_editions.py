@@ -145,7 +145,7 @@ class RateBook:
             raise NotFoundError(f"no rate edition {number} of '{task}' (list them: dynadesk-server rates list)")
         return parse_edition(bytes(row[0]))
 
-    def list(self, task: str | None = None) -> list[dict[str, Any]]:
+    def listing(self, task: str | None = None) -> list[dict[str, Any]]:
         cols = ("task", "edition", "id", "seq", "created_at")
         with self.db.lock:
             rows = self.db.conn.execute(

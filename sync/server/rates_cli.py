@@ -68,7 +68,7 @@ def rates_list(db_path: str, task: str | None, as_json: bool) -> None:
 
     db = ServerDB(db_path)
     try:
-        found = RateBook(db).list(task)
+        found = RateBook(db).listing(task)
     finally:
         db.close()
     if as_json:

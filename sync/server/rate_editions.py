@@ -174,7 +174,7 @@ class RateBook:
         key = (task, edition.id if edition else None)
         with self._lock:
             cached = self._sources.get(key)
-        if edition is None and cached is not None and cached[0] == (id(stored), frozenset(pinned)):
+        if edition is None and cached is not None and cached[0][0] is stored and cached[0][1] == frozenset(pinned):
             return cached[1]
         if edition is not None:
             if cached is not None:
@@ -194,7 +194,7 @@ class RateBook:
             if all(v is None for k, v in (found.amrs or {}).items() if k != PERF):
                 found.status = NONE
         with self._lock:
-            self._sources[key] = ((id(stored), frozenset(pinned)), found)
+            self._sources[key] = ((stored, frozenset(pinned)), found)  # the list itself: its id is never reused
         return found
 
     def freeze(self, task: str, key: Ed25519PrivateKey, stored: list[dict[str, Any]], pinned: Collection[str],

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Path
 from fastapi.responses import Response
 
 from dynadesk.errors import NotFoundError
@@ -31,7 +31,7 @@ def add_rate_routes(app: FastAPI, view: BoardView) -> None:
 
     @app.get("/api/rates/{task}/{edition}", summary="One signed rate edition of the task (never changes)",
              response_model=None, responses=oa.answers(None, 404, 422, 503, ok_schema=RATE_EDITION_SCHEMA))
-    def one_edition(task: str, edition: int) -> Response:
+    def one_edition(task: str, edition: int = Path(ge=1, le=2**63 - 1)) -> Response:
         view.check_task(task)
         return Response(view.rates.get(task, edition).raw, media_type="application/json",
                         headers={"Cache-Control": "public, max-age=31536000, immutable"})

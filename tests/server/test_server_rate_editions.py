@@ -157,6 +157,8 @@ def test_a_frozen_edition_is_what_every_row_is_scored_with(rate_board):
     b.attest(b.upload("Lab B", "fast2", 84.98, throughput=9e6, memory=0.01))
     after = b.board("?limit=1000")
     assert after["amrs"] == before["amrs"] and after["rates"] == before["rates"]
+    notes = " ".join(after["notes"])
+    assert "rate edition 1 of 'sentiment'" in notes and "provisional" not in notes and "no exchange rates" not in notes
     assert honest_scores(after, b.fp("Lab B")) == honest_scores(before, b.fp("Lab B"))
     signed = requests.get(f"{b.url}/api/rates/{TASK}", timeout=30)
     assert signed.status_code == 200 and signed.json()["payload"]["edition"] == 1
@@ -177,11 +179,13 @@ def test_a_lab_with_one_key_gets_the_truth_then_real_rates(tmp_path, request):
         notes = " ".join(answer["notes"])
         assert FALSE_NOTE not in notes, notes
         assert "reference pin" in notes and "rates freeze" in notes, notes
+        assert answer["rates"]["status"] == "none" and "provisional exchange rates" not in notes
         for bid in ids:
             b.operator("reference", "pin", bid)
         pinned = b.board("?limit=1000")
         assert pinned["rates"]["status"] == "provisional"
         assert pinned["amrs"]["throughput"] == pytest.approx(100.0)
-        assert "provisional" in " ".join(pinned["notes"])
+        assert "provisional exchange rates" in " ".join(pinned["notes"])
+        assert "no exchange rates for" not in " ".join(pinned["notes"])
     finally:
         stop_server(b.proc)

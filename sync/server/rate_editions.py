@@ -32,6 +32,7 @@ from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 
+__all__ = ["RATE_FACTOR", "RateBook", "RateSource", "derive", "reference_candidates"]
 EDITION, PROVISIONAL, NONE, DYNABOARD = "edition", "provisional", "none", "dynaboard"
 RATES_PARAM = "rates"
 RATES_VIEWS = (EDITION, DYNABOARD)  # ?rates=edition (default): the task's rates; dynaboard: from the rows in view
@@ -91,7 +92,8 @@ class RateSource:
         return {"status": self.status, **(self.edition.to_summary() if self.edition else {"edition": None}),
                 "amrs": self.amrs, "estimator": ESTIMATOR if self.status != DYNABOARD else
                 "Dynaboard's AMRS: the mean over neighbouring pairs of the rows in view",
-                "factor": RATE_FACTOR, "min_rows": MIN_ROWS, "metrics": self.detail, "notes": self.notes}
+                "factor": self.edition.payload["factor"] if self.edition else RATE_FACTOR, "min_rows": MIN_ROWS,
+                "metrics": self.detail, "notes": self.notes}
 
 
 def _notes(task: str, status: str, rates: Mapping[str, MetricRate], n_rows: int) -> list[str]:
@@ -199,9 +201,11 @@ class RateBook:
 
     def freeze(self, task: str, key: Ed25519PrivateKey, stored: list[dict[str, Any]], pinned: Collection[str],
                sandboxed: Callable[[str], bool], organisation: Callable[[str], str],
-               bundle_ids: list[str] | None = None, note: str = "", now: datetime | None = None) -> RateEdition:
+               bundle_ids: list[str] | None = None, note: str = "", now: datetime | None = None,
+               factor: float = RATE_FACTOR) -> RateEdition:
         """Freeze ``task``'s rates into the next signed, logged edition, from the reference rows (or exactly the rows
-        of ``bundle_ids``, the operator's choice). Refused, saying why and what to do, when no rate can be made."""
+        of ``bundle_ids``, the operator's choice), bounded by ``factor`` (stated in the edition). Refused, saying why
+        and what to do, when no rate can be made."""
         keyed = _rows.identified(stored)
         if bundle_ids:
             by_bundle = {r["bundle_id"]: r for r in keyed}
@@ -212,7 +216,9 @@ class RateBook:
             chosen = [(by_bundle[b], "chosen by the operator at freeze") for b in dict.fromkeys(bundle_ids)]
         else:
             chosen = reference_candidates(keyed, pinned, sandboxed, organisation)
-        rates = derive(chosen)
+        if not factor > 1:
+            raise ValidationError(f"--factor {factor:g}: the bound must be a factor above 1")
+        rates = derive(chosen, factor)
         if all(r.rate is None for k, r in rates.items() if k != PERF):
             raise ValidationError(f"no exchange rate of '{task}' can be made from {len(chosen)} reference row(s): "
                                   + "; ".join(f"{k}: {r.why}" for k, r in rates.items() if k != PERF)
@@ -222,7 +228,7 @@ class RateBook:
                    "created_at": utc_now_text(now), "server": {"key_fingerprint": _keys.fingerprint(
                        _keys.public_raw(key))}, "perf_metric": PERF,
                    "amrs": {k: r.rate for k, r in rates.items()}, "rates": {k: r.to_dict() for k, r in rates.items()},
-                   "reference": _described(chosen), "estimator": ESTIMATOR, "factor": RATE_FACTOR,
+                   "reference": _described(chosen), "estimator": ESTIMATOR, "factor": factor,
                    "min_rows": MIN_ROWS, "note": note}
         edition = sign_edition(payload, key)
         self.add(edition)

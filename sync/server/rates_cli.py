@@ -22,11 +22,14 @@ def rates() -> None:
               help="Make the rates from exactly these board rows (repeatable; default: the reference rows, i.e. the"
                    " pinned rows and each organisation's latest reproduced sandboxed row).")
 @click.option("--note", default="", help="Why this edition (kept in the signed edition).")
+@click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=2.0, show_default=True,
+              help="The bound: no reference row may move a rate by more than this factor (a row that does is left out"
+                   " of that rate); stated in the edition.")
 @click.option("--key", "key_path", type=click.Path(dir_okay=False),
               help="The server's log-signing key (default: DB path + .server.key; required with PostgreSQL).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str, key_path: str | None,
-                 as_json: bool) -> None:
+def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str, factor: float,
+                 key_path: str | None, as_json: bool) -> None:
     """Freeze TASK's exchange rates into its next signed edition, appended to the log; every row is then scored
     with it."""
     from dynadesk.sync.format.keys import load_or_create_server_key
@@ -41,7 +44,7 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
         key = load_or_create_server_key(key_path or default_key_path(db_path))
         tasks = board_tasks(db)
         view = BoardView(db, tasks, {name: registry(t) for name, t in tasks.items()})
-        edition = view.freeze_rates(task, key, list(bundle_ids) or None, note)
+        edition = view.freeze_rates(task, key, list(bundle_ids) or None, note, factor)
     finally:
         db.close()
     p = edition.payload

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from dynadesk.cancel import CancelToken
 from dynadesk.errors import Cancelled, DynaDeskError
+from dynadesk.oserrors import write_problem
 
 __all__ = ["Cancelled", "WorkContext", "Worker", "relay_signals", "start"]
 
@@ -83,7 +84,8 @@ class Worker(QRunnable):
         except DynaDeskError as exc:
             self._emit("failed", str(exc))
         except Exception as exc:  # noqa: BLE001 - reported to the user with its traceback
-            self._emit("failed", f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
+            line = write_problem(exc)  # a read-only workspace: one line and the fix, not a traceback
+            self._emit("failed", line or f"unexpected error: {exc!r}\n\n{traceback.format_exc(limit=8)}")
         else:
             if self._cancel.cancelled():
                 self._emit("cancelled")

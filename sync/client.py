@@ -329,8 +329,9 @@ def snapshot_evidence(source: str, client: SyncClient | None = None) -> dict[str
     return doc
 
 
-def verify_snapshot(evidence: dict[str, Any], server_public_key: bytes | None = None) -> dict[str, Any]:
-    """Check a snapshot offline from its evidence (:func:`dynadesk.sync.snapshot_check.check_snapshot`)."""
+def verify_snapshot(evidence: dict[str, Any], server_public_key: bytes | None) -> dict[str, Any]:
+    """Check a snapshot offline from its evidence (:func:`dynadesk.sync.snapshot_check.check_snapshot`) against the
+    server key the reader pinned or gave (None: refused, naming how to pin one)."""
     from dynadesk.errors import SnapshotError
     from dynadesk.sync.snapshot_check import check_snapshot
 
@@ -338,9 +339,37 @@ def verify_snapshot(evidence: dict[str, Any], server_public_key: bytes | None = 
         raw = str(evidence["snapshot"]).encode("utf-8")
         bundles = {str(k): str(v).encode("utf-8") for k, v in dict(evidence["bundles"]).items()}
         entries = [dict(e) for e in evidence["entries"]]
+        atts = evidence.get("attestations")
+        attestations = None if atts is None else {str(k): str(v).encode("utf-8") for k, v in dict(atts).items()}
+        keys = evidence.get("keys")
+        key_list = None if keys is None else {str(k): (None if v is None else str(v)) for k, v in dict(keys).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotError(f"snapshot evidence is malformed: {exc}") from None
-    return check_snapshot(raw, entries, bundles, server_public_key)
+    return check_snapshot(raw, entries, bundles, server_public_key, attestations, key_list)
+
+
+def snapshot_currency(base_url: str, result: dict[str, Any], client: SyncClient | None = None) -> str:
+    """One line saying whether a verified snapshot is still current: the server's log head now and any newer
+    snapshot of its task; or that this could not be checked (the server unreachable)."""
+    from dynadesk.errors import DynaDeskError
+
+    client = client or SyncClient(base_url)
+    try:
+        head = client.get_json("/api/log/head", expect=dict)
+        snaps = client.get_json(f"/api/snapshots?task={result['task']}", expect=list)
+        size = int(answer_field(head, "size", int, f"GET {base_url}/api/log/head"))
+    except DynaDeskError as exc:
+        return f"NOT CHECKED whether it is current: {base_url} could not be reached ({str(exc)[:120]})"
+    seqs = {str(s.get("id")): int(s.get("seq") or 0) for s in snaps if isinstance(s, dict)}
+    mine = seqs.get(str(result["snapshot"]), result.get("logged_at") or 0)
+    newer = sorted((seq, sid) for sid, seq in seqs.items() if seq > mine)
+    if newer:
+        return (f"NOT CURRENT: {len(newer)} newer snapshot(s) of '{result['task']}' exist, the latest"
+                f" {newer[-1][1][:16]} (log entry {newer[-1][0]}); the log head is now {size}")
+    if size > max(int(result["log_size"]), mine):  # the snapshot's own entry moves the head by one
+        return (f"NOT CURRENT: the board's log has moved from head {result['log_size']} to {size} since this"
+                " snapshot (no newer snapshot of its task)")
+    return f"current: no newer snapshot of '{result['task']}', log head still {size}"
 
 
 def load_rate_edition(store: Store, board: str, task: str) -> tuple[Any, str]:

@@ -3,6 +3,12 @@
 MER (model error rate) = fooled / collected; vMER = verified fooled / collected
 (both fractions in [0, 1], None for an empty round). Agreement is
 Krippendorff's alpha (nominal) over the verdicts given to each example.
+
+Per annotator there are two MERs, each named: ``mer`` (raw: every fooling
+example counts) and ``board_mer``, Dynabench's user board's (its
+``getUserLeaderByRoundRealids`` ranks by ``(total_fooled -
+total_verified_not_correct_fooled) / examples_submitted``): a fooling example
+that validators rejected no longer counts, an unvalidated one still does.
 """
 
 from __future__ import annotations
@@ -69,6 +75,8 @@ class AnnotatorStats:
     vmer: float | None = None
     median_time_ms: float | None = None
     validations_given: int = 0
+    rejected_fooled: int = 0  # fooling examples that validators decided were not correct
+    board_mer: float | None = None  # Dynabench's user-board MER: (fooled - rejected_fooled) / collected
 
 
 @dataclass
@@ -134,6 +142,7 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
         a.collected += 1
         a.fooled += ex.fooled
         a.verified_fooled += st.verified_fooled
+        a.rejected_fooled += int(ex.fooled and st.status == VERIFIED_NOT_CORRECT)
         for v in ex.validations:
             people.setdefault(v.annotator, AnnotatorStats(v.annotator)).validations_given += 1
     targets = {m.name: ModelStats(m.name) for m in rnd.models}
@@ -146,6 +155,7 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
         m.mer, m.vmer = _rates(m.collected, m.fooled, m.verified_fooled)
     for a in people.values():
         a.mer, a.vmer = _rates(a.collected, a.fooled, a.verified_fooled)
+        a.board_mer = (a.fooled - a.rejected_fooled) / a.collected if a.collected else None
         a.median_time_ms = _median([ex.time_ms for ex in examples if ex.annotator == a.annotator])
     return RoundStats(
         task=task.name, round=rnd.number, status=rnd.status, models=[m.name for m in rnd.models],

@@ -2,9 +2,12 @@
 
 Rules: nobody validates their own example or one example twice. An
 example is *verified correct* at ``votes_needed`` ``correct`` votes and
-*verified not correct* at ``votes_needed`` ``incorrect``/``flagged`` votes,
-whichever is reached first in time; a single owner vote decides at once.
-*Verified fooled* = fooled the model and verified correct.
+*verified not correct* at ``votes_needed`` ``incorrect`` votes or
+``votes_needed`` ``flagged`` votes (N of one kind, never a pool of the two:
+Dynabench's ``validations`` controller counts each label on its own against
+``num_matching_validations``), whichever is reached first in time; a single
+owner vote decides at once. *Verified fooled* = fooled the model and
+verified correct.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def example_status(ex: AnnotatedExample, votes_needed: int) -> ExampleStatus:
             decided_by = v.annotator
         elif counts["correct"] >= votes_needed:
             status, decided_by = VERIFIED_CORRECT, "votes"
-        elif counts["incorrect"] + counts["flagged"] >= votes_needed:
+        elif counts["incorrect"] >= votes_needed or counts["flagged"] >= votes_needed:
             status, decided_by = VERIFIED_NOT_CORRECT, "votes"
     return ExampleStatus(status, ex.fooled and status == VERIFIED_CORRECT, counts["correct"], counts["incorrect"],
                          counts["flagged"], decided_by)

@@ -97,3 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except Exception as exc:  # only a refused write (read-only workspace) is turned into one line; else re-raised
+        from dynadesk.cli.common import AppContext
+        from dynadesk.oserrors import write_problem
+
+        line = write_problem(exc, AppContext.current_home)
+        if line is None:
+            raise
+        click.secho(f"Error: {line}", fg="red", err=True)
+        sys.exit(1)

@@ -116,8 +116,10 @@ def rounds_stats(app, task, round_number, as_json) -> None:
         click.echo(f"{s.task} round {s.round} ({s.status}; {', '.join(s.models)}): collected {s.collected},"
                    f" fooled {s.fooled}, verified fooled {s.verified_fooled}, MER {_pct(s.mer)},"
                    f" vMER {_pct(s.vmer)}, median {s.median_time_ms or 0:.0f} ms, alpha {alpha}")
-        echo_table(["annotator", "collected", "fooled", "v.fooled", "MER", "vMER", "median ms", "validations"],
-                   [[a.annotator, a.collected, a.fooled, a.verified_fooled, _pct(a.mer), _pct(a.vmer),
+        echo_table(["annotator", "collected", "fooled", "v.fooled", "MER raw", "MER Dynabench board", "vMER",
+                    "median ms", "validations"],
+                   [[a.annotator, a.collected, a.fooled, a.verified_fooled, _pct(a.mer), _pct(a.board_mer),
+                     _pct(a.vmer),
                      "-" if a.median_time_ms is None else f"{a.median_time_ms:.0f}", a.validations_given]
                     for a in s.annotators])
         if len(s.by_model) > 1:

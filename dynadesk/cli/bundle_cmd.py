@@ -104,6 +104,29 @@ def bundle_verify(file: str, as_json: bool) -> None:
     click.echo(f"OK {file}: bundle {b.id}, signed by {b.key_fingerprint}")
 
 
+@bundle.command("canonical")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Where to write the canonical bundle (never over FILE).")
+def bundle_canonical(file: str, output: str) -> None:
+    """Restore a re-formatted (pretty-printed, re-saved) bundle's RFC 8785 form, then verify it: the signature
+    covers the canonical bytes, so it verifies again when only the form changed."""
+    from dynadesk.errors import BundleFormatError
+    from dynadesk.sync.format.canonical import canonical_bytes, loads_checked
+    from dynadesk.sync.format.envelope import load_and_verify
+
+    if Path(output).resolve() == Path(file).resolve():
+        raise click.UsageError("--output must be another file than FILE")
+    try:
+        doc, _ = loads_checked(Path(file).read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise BundleFormatError(f"{file}: not JSON ({exc}); nothing to restore") from None
+    raw = canonical_bytes(doc)
+    b = load_and_verify(raw, file)  # refuses (naming why) anything else than the form
+    Path(output).write_bytes(raw)
+    click.echo(f"wrote {output}: bundle {b.id} in canonical form, signature verified ({b.key_fingerprint})")
+
+
 @bundle.command("show")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @json_option
@@ -186,6 +209,11 @@ def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
             click.echo(f"  rejected {bid[:16]}: {why}", err=True)
     if not report.ok:
         raise click.ClickException(f"sync stopped, bundles stay queued: {report.error}")
+    refused = len(report.rejected) + len(report.attestations_rejected)
+    if refused:  # the exit status says what happened: a rejection is not a success
+        raise click.ClickException(
+            f"{refused} upload(s) rejected by {report.server} (reasons above; 'dynadesk sync status' lists them): fix "
+            "each, then 'dynadesk sync requeue --all-rejected' and 'dynadesk sync'")
 
 
 @sync.command("status")
@@ -262,34 +290,43 @@ def preflight_or_refuse(app, evaluation_id: int, as_json: bool) -> None:
 @click.option("--save", type=click.Path(dir_okay=False, writable=True),
               help="Keep what was fetched (snapshot, log entries, bundles) in FILE, to check again offline later.")
 @click.option("--server-key", metavar="HEX", help="The server's public key (64 hex digits) the snapshot must be"
-              " signed with (default: the key 'sync check-log' pinned for that server, if any).")
+              " signed with (default: the key 'sync check-log' pinned for that server; with neither, refused).")
 @json_option
 @pass_app
 def sync_verify_snapshot(app, source: str, save: str | None, server_key: str | None, as_json: bool) -> None:
-    """Check a board snapshot offline: the server's signature, the log up to its head, and every row against
-    the log's bundles at that head with the stated weights (exit 1 naming what does not follow)."""
+    """Check a board snapshot offline: the pinned or given server key's signature, the log up to its head, every
+    row, exclusion and reference row against the log's bundles and attestations at that head with the stated
+    weights (exit 1 naming what does not follow); then say whether a newer head or snapshot exists."""
     import json as _json
 
-    from dynadesk.sync.client import LOG_HEAD_META, snapshot_evidence, verify_snapshot
+    from dynadesk.sync.client import LOG_HEAD_META, snapshot_currency, snapshot_evidence, verify_snapshot
 
     evidence = snapshot_evidence(source)
+    online = source.startswith(("http://", "https://"))
+    server = source.split("/snapshots/")[0].split("/api/")[0].rstrip("/") if online else evidence.get("server")
     if save:
-        Path(save).write_text(_json.dumps(evidence), encoding="utf-8")
+        Path(save).write_text(_json.dumps({**evidence, "server": server}), encoding="utf-8")
     pinned = None
     if server_key:
         try:
             pinned = bytes.fromhex(server_key)
         except ValueError:
             raise click.BadParameter("must be 64 hex digits", param_hint="--server-key") from None
-    elif source.startswith(("http://", "https://")):
+    else:
         seen = _json.loads(app.store.get_meta(LOG_HEAD_META) or "null")
-        if seen and source.startswith(seen["server"]):
+        if seen and isinstance(server, str) and server and str(seen["server"]).rstrip("/") == server:
             pinned = bytes.fromhex(seen["public_key"])
-    result = verify_snapshot(evidence, pinned)
+    result = verify_snapshot(evidence, pinned)  # no key: refused, naming how to pin one
+    currency = (snapshot_currency(server, result) if isinstance(server, str) and server
+                else "NOT CHECKED whether it is current: the file names no server to ask")
+    pins = result["pinned_reference_rows"]
     if as_json:
-        echo_json({**result, "verified": True})
+        echo_json({**result, "verified": True, "currency": currency})
         return
     click.echo(f"OK snapshot {result['snapshot'][:16]} '{result['title']}': {result['rows']} rows of"
                f" '{result['task']}' follow from the log's bundles at head {result['log_size']}"
                f" ({result['log_head'][:16]}), signed by {result['server_key']}"
                + (f"; logged as entry {result['logged_at']}" if result["logged_at"] else ""))
+    if pins:
+        click.echo(f"reference rows pinned by the operator (not in the log; the server's word): {', '.join(pins)}")
+    click.echo(currency)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,8 +16,11 @@ from dynadesk.workspace import Workspace, resolve_home
 
 
 class AppContext:
+    current_home: Path | None = None  # the last command's workspace, named by errors that reach ``main``
+
     def __init__(self, home: str | None):
         self.workspace = Workspace(resolve_home(home))
+        AppContext.current_home = self.workspace.home
         self._store: Store | None = None
         # any task lookup during the command sees this workspace's own tasks (opening the store then)
         register_task_source(self._source_key, lambda: self.store.tasks.all())

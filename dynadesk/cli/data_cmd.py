@@ -33,17 +33,23 @@ def data() -> None:
 @click.option("--squad-v2", "squad_v2", is_flag=True,
               help="qa (squad/hf): keep unanswerable questions and score the dataset with the SQuAD v2.0 rule "
                    "(default: answerable-only, said so).")
+@click.option("--quoting", type=click.Choice(("auto", "none")), default="auto", show_default=True,
+              help="csv/tsv: 'none' reads '\"' as an ordinary character (tweets, SST phrases); 'auto' reads quoted "
+                   "cells and refuses a quote that would merge rows.")
+@click.option("--all-splits", "all_splits", is_flag=True,
+              help="A file with a split column (DynaHate): import each split as NAME-SPLIT (default: only the rows "
+                   "of --split).")
 @click.option("--replace", is_flag=True, help="Replace a dataset of the same name.")
 @json_option
 @pass_app
 def import_cmd(app: Any, path: str, task_name: str, name: str | None, split: str, fmt: str | None,
                field_map: tuple[str, ...], label_map: tuple[str, ...], keep_extra: bool, squad_v2: bool,
-               replace: bool, as_json: bool) -> None:
+               quoting: str, all_splits: bool, replace: bool, as_json: bool) -> None:
     """Import a data file; every bad row is reported and nothing is stored if any is bad."""
     mapping = Mapping(parse_pairs(field_map, "--map"), parse_pairs(label_map, "--label-map"), keep_extra,
-                      squad_v2)
+                      squad_v2, quoting)
     outcome = import_file(app.store, task_name, path, name=name, split=split, fmt=fmt, replace=replace,
-                          mapping=mapping)
+                          mapping=mapping, all_splits=all_splits)
     if as_json:
         echo_json(outcome.to_dict())
         return
@@ -52,7 +58,10 @@ def import_cmd(app: Any, path: str, task_name: str, name: str | None, split: str
     click.echo(f"format: {outcome.format} ({FORMATS[outcome.format].title}, {how})")
     for reason, n in outcome.dropped.items():
         click.echo(f"left out: {n} {reason}")
-    click.echo(f"imported {summary.size} examples as '{summary.name}' ({summary.digest})")
+    if outcome.splits_found:
+        click.echo("splits in the file: " + ", ".join(f"{s} {n}" for s, n in outcome.splits_found.items()))
+    for s in [summary, *outcome.also]:
+        click.echo(f"imported {s.size} examples as '{s.name}' (split {s.split}) ({s.digest})")
 
 
 @data.command("list")

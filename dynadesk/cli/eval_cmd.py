@@ -17,14 +17,26 @@ from dynadesk.store.evaluations import EvaluationRecord
 GIB = 1 << 30
 
 
+def interrupted_line(store: Any, run_id: int | None) -> str:
+    """What Ctrl-C kept and the command that finishes it (one line)."""
+    if run_id is None:
+        return "Interrupted before the run started: nothing was kept; run the same command again."
+    rec = store.evaluations.get(run_id)
+    return (f"Interrupted: run {run_id} is kept as '{rec.status}' with the outputs already written in {rec.run_dir};"
+            f" finish only what is missing with 'dynadesk eval --resume {run_id}'.")
+
+
 class _Bar:
     """A tqdm bar on stderr fed by the worker's progress events."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self.bar: Any = None
+        self.run_id: int | None = None  # the run the events are about, named if Ctrl-C stops it
 
     def __call__(self, event: ProgressEvent) -> None:
+        if event.run is not None:
+            self.run_id = event.run
         if not self.enabled:
             return
         from tqdm import tqdm
@@ -167,6 +179,10 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
             if not model:
                 raise click.UsageError("missing MODEL (or --resume RUN)")
             record = evaluate(app.store, app.workspace, request_for(model), progress=bar)
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo(interrupted_line(app.store, bar.run_id if resume_id is None else resume_id), err=True)
+        raise SystemExit(130) from None
     finally:
         bar.close()
     if record.status != "succeeded" and not as_json:

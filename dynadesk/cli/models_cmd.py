@@ -245,10 +245,13 @@ def _source(text: str) -> tuple[str, float]:
 @click.option("--patience", default=2, show_default=True, type=int,
               help="Dev evaluations without improvement before stopping early.")
 @click.option("--resume", is_flag=True, help="Continue an interrupted training of NAME from its checkpoint.")
+@click.option("--allow-test-data", is_flag=True,
+              help="Accept a test split as training or dev data, and the dev set among the training data "
+                   "(refused by default: the scores that follow would mean nothing).")
 @json_option
 @pass_app
 def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, max_length, seed, eval_every,
-              patience, resume, as_json) -> None:
+              patience, resume, allow_test_data, as_json) -> None:
     """Fine-tune the next round's target model (offline, seeded, early-stopped on --dev) and register NAME
     with its lineage. Ctrl+C saves a checkpoint; run the same command with --resume to continue."""
     from dynadesk.models.train import TrainConfig, TrainRequest, TrainSource, train_model
@@ -257,7 +260,8 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
     request = TrainRequest(task=task_name, name=name, base=base,
                            train=tuple(TrainSource(*_source(s)) for s in sources), dev=dev,
                            config=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, max_length=max_length,
-                                              seed=seed, eval_every=eval_every, patience=patience))
+                                              seed=seed, eval_every=eval_every, patience=patience),
+                           allow_test_data=allow_test_data)
     bars = _StepBars()
 
     def progress(event: ProgressEvent) -> None:

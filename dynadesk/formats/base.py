@@ -50,6 +50,7 @@ class Mapping:
     labels: dict[str, str] = field(default_factory=dict)
     keep_extra: bool = False  # ``--keep-extra``: fields the task has no place for go under ``metadata``
     squad_v2: bool = False  # ``--squad-v2``: keep unanswerable questions, score the dataset by the v2.0 rule
+    quoting: str = "auto"  # ``--quoting none``: a table's '"' is an ordinary character (tweets, SST)
 
 
 Converter = Callable[[Task, dict[str, Any]], "dict[str, Any] | Dropped"]
@@ -68,6 +69,8 @@ class Format:
     convert_v2: Converter | None = None  # the convert of --squad-v2 (formats that carry unanswerable questions)
     detect: Callable[[Any], bool] | None = None  # Sniff -> whether a file is in this format (formats/detect.py)
     detect_order: int = 0  # hooks are asked lowest first (then in registration order); generic formats come last
+    read_unquoted: Reader | None = None  # the reader of ``--quoting none`` (tables only)
+    fits: Callable[[Task], bool] | None = None  # own tasks this format also feeds (of the same kind as ``tasks``)
 
 
 @dataclass
@@ -158,16 +161,24 @@ def build_examples(task: Task, fmt: Format, path: Path, mapping: Mapping, detect
     if mapping.squad_v2 and (fmt.convert_v2 is None or task.kind.chooses_labels):
         raise ValidationError(f"{path}: --squad-v2 applies to qa files in the squad or hf format, not to "
                               f"{task.name} {fmt.name} files")
-    if fmt.tasks and task.name not in fmt.tasks:
+    if fmt.tasks and task.name not in fmt.tasks and not (fmt.fits is not None and fmt.fits(task)):
         raise ValidationError(f"{path}: the {fmt.title} format holds {' or '.join(fmt.tasks)} examples, "
                               f"not {task.name} ones (pass --task {fmt.tasks[0]}, or another --format)")
+    read = fmt.read
+    if mapping.quoting == "none":
+        if fmt.read_unquoted is None:
+            raise ValidationError(f"{path}: --quoting none applies to tables (csv, tsv, dynahate), not to "
+                                  f"{fmt.name} files")
+        read = fmt.read_unquoted
+    elif mapping.quoting != "auto":
+        raise ValidationError(f"--quoting {mapping.quoting!r}: expected 'auto' or 'none'")
     if fmt.sample is not None:
         _check_header(task, fmt.sample(path), path, mapping)
     problems: list[str] = []
     examples: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     dropped: Counter[str] = Counter()
-    for src in fmt.read(path, problems):
+    for src in read(path, problems):
         try:
             ex = _example(task, fmt, src, mapping)
         except ValueError as exc:

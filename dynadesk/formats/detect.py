@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dynadesk.formats.delimited import header
 from dynadesk.formats.jsonl import first_object
+from dynadesk.formats.source import source_suffix
 
 TABLE_SUFFIXES = frozenset({".parquet", ".csv", ".tsv", ".txt"})  # files that are never JSON lines
 
@@ -21,7 +22,7 @@ class Sniff:
 
     def __init__(self, path: Path):
         self.path = path
-        self.suffix = path.suffix.lower()
+        self.suffix = source_suffix(path)  # ``.jsonl`` for ``train.jsonl.gz``
         self._headers: dict[str, list[str]] = {}
 
     @property

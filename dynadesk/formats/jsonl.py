@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from dynadesk.errors import JSONDepthError
+from dynadesk.errors import JSONDepthError, ValidationError
 from dynadesk.formats.base import SourceRow
+from dynadesk.formats.source import open_source
 from dynadesk.jsonio import loads_bounded
 
 MAX_EXAMPLE_BYTES = 1 << 20  # one example (line) may hold at most 1 MiB
 
 
 def iter_lines(path: Path) -> Iterator[tuple[int, bytes | None, int]]:
-    """``(lineno, line, size)``; ``line`` is None for a line over the limit, which is skipped in chunks."""
-    with open(path, "rb") as fh:
+    """``(lineno, line, size)``; ``line`` is None for a line over the limit, which is skipped in chunks.
+
+    Gzip and a BOM are undone by :func:`open_source`; a gzip stream cut short is refused, naming the file."""
+    try:
+        yield from _lines(path)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise ValidationError(f"{path}: the gzip stream is damaged or cut short ({exc}); nothing was imported") \
+            from exc
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes | None, int]]:
+    with open_source(path) as fh:
         lineno = 0
         while True:
             line = fh.readline(MAX_EXAMPLE_BYTES + 1)

@@ -100,7 +100,7 @@ def _fit(task: Task, name: str, source: str, value: Any) -> tuple[int, float]:
         if all(isinstance(v, str) and v in known for v in values):
             kind = 2
         elif isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).lstrip("-").isdigit() \
-                and not is_meaningless(source):
+                and not is_meaningless(source) and not looks_like_id:  # GLUE's promptID is an id, not a label
             kind = 1
         else:
             kind = 0
@@ -123,13 +123,13 @@ def mapping_hint(task: Task, row: dict[str, Any], unknown: list[str]) -> str:
         if kind and name not in chosen and src not in chosen.values():
             chosen[name] = src
     pairs = [f"--map {name}={chosen[name]}" for name in missing if name in chosen]
-    if pairs:
-        return f"; if these hold the task's fields, pass {' '.join(pairs)}"
     if task.gold_field in missing and task.gold_field not in chosen:
-        gold = (f"; no column holds the gold {task.gold_field} (an unlabelled test split cannot be "
-                "imported for scoring)")
+        gold = (f"; no column holds the gold {task.gold_field} (an unlabelled test split, such as GLUE's "
+                "test files, cannot be imported for scoring)")
     else:
         gold = ""
+    if pairs:
+        return f"; if these hold the task's fields, pass {' '.join(pairs)}{gold}"
     if not named:
         return gold + "; a row-number column is not a task field: pass --keep-extra to keep it as metadata, " \
             "or leave it out of the file"
@@ -164,3 +164,28 @@ def file_schema(task: Task) -> dict[str, Any]:
         "label_aliases": dict(LABEL_ALIASES.get(task.name, {})),
         "integer_labels": {str(i): lab for i, lab in enumerate(fixed)} if fixed else {},
     }
+
+
+def pair_inputs(task: Task) -> tuple[str, str] | None:
+    """A two-input task's (context, other) input names: the context is the ``is_context`` input (or the span's
+    source, or the first); None when the task does not have exactly two inputs."""
+    names = task.input_names
+    if len(names) != 2:
+        return None
+    first = task.context_field or task.span_of or names[0]
+    if first not in names:
+        return None
+    return first, next(n for n in names if n != first)
+
+
+def to_task_inputs(task: Task, row: dict[str, Any], canonical: tuple[str, str]) -> dict[str, Any]:
+    """Rename a public format's two canonical inputs (``context``/``question``, ``context``/``hypothesis``) to the
+    task's own input names, so that SQuAD and SNLI files feed an own task of the same kind."""
+    pair = pair_inputs(task)
+    if pair is None or pair == canonical:
+        return row
+    out = dict(row)
+    values = [out.pop(c) for c in canonical if c in out]
+    if len(values) != 2:
+        return row
+    return {**out, pair[0]: values[0], pair[1]: values[1]}

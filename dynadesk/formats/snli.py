@@ -19,6 +19,7 @@ from typing import Any
 from dynadesk.formats.base import Dropped, SourceRow
 from dynadesk.formats.delimited import iter_table
 from dynadesk.formats.dynabench import split_extras
+from dynadesk.formats.schema import pair_inputs, to_task_inputs
 from dynadesk.tasks import Task
 
 NO_CONSENSUS = "no-consensus rows (gold_label '-')"
@@ -41,7 +42,13 @@ def convert_snli(task: Task, row: dict[str, Any]) -> dict[str, Any] | Dropped:
     if label_columns:
         votes = [row.pop(k) for k in label_columns]
         row.setdefault("annotator_labels", [v for v in votes if v])
-    return split_extras(task, row, drop=parse_columns(row))
+    return split_extras(task, to_task_inputs(task, row, ("context", "hypothesis")), drop=parse_columns(row))
+
+
+def fits_snli(task: Task) -> bool:
+    """An own label task of two inputs (a premise and a hypothesis, by whatever names): its labels are checked
+    row by row, with the ``--label-map`` that fixes a spelling."""
+    return task.kind.chooses_labels and pair_inputs(task) is not None
 
 
 def read_snli_tsv_rows(path: Path, problems: list[str]) -> Iterator[SourceRow]:

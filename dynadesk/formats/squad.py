@@ -23,6 +23,8 @@ from typing import Any
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metrics import SQUAD_V2_KEY
 from dynadesk.formats.base import Dropped, SourceRow
+from dynadesk.formats.schema import pair_inputs, to_task_inputs
+from dynadesk.formats.source import read_source_bytes
 from dynadesk.jsonio import loads_bounded
 from dynadesk.tasks import Task
 
@@ -36,7 +38,7 @@ def load_squad(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_SQUAD_BYTES:
         raise ValidationError(f"{path}: over {MAX_SQUAD_BYTES} bytes; split it into smaller files")
     try:
-        doc = loads_bounded(path.read_bytes().decode("utf-8"), str(path))
+        doc = loads_bounded(read_source_bytes(path).decode("utf-8"), str(path))
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
@@ -102,7 +104,14 @@ def convert_squad(task: Task, row: dict[str, Any], keep_unanswerable: bool = Fal
     meta["answer_start"] = starts
     if keep_unanswerable:
         mark_squad_v2(meta, impossible is True or not texts, plausible)
-    return {**row, "answers": texts, "metadata": meta}
+    if "uid" in row and "id" not in row:
+        row["id"] = row.pop("uid")  # Dynabench's own QA rows
+    return to_task_inputs(task, {**row, "answers": texts, "metadata": meta}, ("context", "question"))
+
+
+def fits_squad(task: Task) -> bool:
+    """An own span task of two inputs, the span's source one of them (as qa: a passage and a question)."""
+    return not task.kind.chooses_labels and task.span_of is not None and pair_inputs(task) is not None
 
 
 def mark_squad_v2(meta: dict[str, Any], unanswerable: bool, plausible: Any = None) -> None:

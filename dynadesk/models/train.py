@@ -73,10 +73,15 @@ class TrainRequest:
     train: tuple[TrainSource, ...]
     dev: str
     config: TrainConfig = field(default_factory=TrainConfig)
+    allow_test_data: bool = False  # train (or early-stop) on a test split, or on the dev set itself: asked for
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "name": self.name, "base": self.base,
-                "train": [asdict(s) for s in self.train], "dev": self.dev, "config": asdict(self.config)}
+        out: dict[str, Any] = {"task": self.task, "name": self.name, "base": self.base,
+                               "train": [asdict(s) for s in self.train], "dev": self.dev,
+                               "config": asdict(self.config)}
+        if self.allow_test_data:
+            out["allow_test_data"] = True  # the lineage says the model saw held-out rows
+        return out
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,24 @@ def _check(request: TrainRequest, store: Store) -> Task:
         ds = store.datasets.get(name)
         if ds.task != task.name:
             raise ValidationError(f"dataset '{name}' is a {ds.task} dataset, not {task.name}")
+    if not request.allow_test_data:
+        _check_held_out(request, store)
     return task
+
+
+def _check_held_out(request: TrainRequest, store: Store) -> None:
+    """Refuse a test split as training or dev data, and the dev set among the training data: both make the
+    scores that follow meaningless without a word (``--allow-test-data`` when it is meant)."""
+    for name, role in [(s.dataset, "training data") for s in request.train] + [(request.dev, "the dev set")]:
+        if store.datasets.get(name).split == "test":
+            raise ValidationError(
+                f"dataset '{name}' is a test split and cannot be {role}: a model tuned on it scores on it without "
+                "meaning; use a train (or dev) split, or pass --allow-test-data if this is intended")
+    if request.dev in {s.dataset for s in request.train}:
+        raise ValidationError(
+            f"dataset '{request.dev}' is both training data and the dev set: early stopping would keep the checkpoint "
+            "that fits its own training rows; use a separate dev split, or pass --allow-test-data if this is "
+            "intended")
 
 
 def _base(store: Store, request: TrainRequest, task: Task) -> tuple[Path, dict[str, Any], dict[str, Any] | None]:

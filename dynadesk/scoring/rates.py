@@ -120,3 +120,15 @@ def robust_rates(names: Sequence[str], utilities: np.ndarray, metric_names: Sequ
             continue
         out[metric] = metric_rate(metric, names, perf, utilities[:, j], threshold, factor)
     return out
+
+
+def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR) -> dict[str, MetricRate]:
+    """Each Dynascore metric's bounded robust rate over reference rows given as stored tables ``{row: {metric:
+    {dataset or '': value}}}`` (equal dataset weights; utilities at the default directions and offsets). The one
+    function the server's editions and a snapshot's verifier derive rates with."""
+    from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+    from dynadesk.scoring.dynascore import PERF
+
+    scored = ScoreBoard.from_tables(tables, SCORE_METRICS).score(rates={})
+    metrics = list(scored.metrics)
+    return robust_rates(scored.names, scored.utilities, metrics, metrics.index(PERF), factor)

@@ -63,8 +63,8 @@ class RoundsPage(Page):
         lower = QWidget()
         ll = QHBoxLayout(lower)
         ll.setContentsMargins(0, 0, 0, 0)
-        self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER", "vMER",
-                                   "median time (s)", "validations given"])
+        self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER raw",
+                                   "MER Dynabench board", "vMER", "median time (s)", "validations given"])
         self.people_table.setAccessibleName("Annotators")
         ll.addWidget(self.people_table, 3)
         chart_box = QGroupBox("Model error rate")
@@ -183,9 +183,9 @@ class RoundsPage(Page):
             self.people_table.setRowCount(0)
             return
         fill(self.people_table, [
-            [a.annotator, a.collected, a.fooled, a.verified_fooled, pct(a.mer), pct(a.vmer),
+            [a.annotator, a.collected, a.fooled, a.verified_fooled, pct(a.mer), pct(a.board_mer), pct(a.vmer),
              "—" if a.median_time_ms is None else round(a.median_time_ms / 1000, 1), a.validations_given]
-            for a in s.annotators], numeric=set(range(1, 8)))
+            for a in s.annotators], numeric=set(range(1, 9)))
         if not self.register_name.text():
             self.register_name.setPlaceholderText(f"{s.task}-round{s.round}")
         self._draw_chart()

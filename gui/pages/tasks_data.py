@@ -123,6 +123,10 @@ class TasksDataPage(Page):
         row.addWidget(self.import_split)
         self.import_replace = QCheckBox("replace existing")
         row.addWidget(self.import_replace)
+        self.import_quotes_text = QCheckBox("quotes are text")
+        self.import_quotes_text.setToolTip("csv/tsv: read '\"' as an ordinary character (--quoting none), for tweets "
+                                           "and SST phrases whose lone quote would otherwise be refused")
+        row.addWidget(self.import_quotes_text)
         form.addRow("Name", row)
         self.import_button = QPushButton("Import")
         self.import_button.clicked.connect(self.start_import)
@@ -212,7 +216,8 @@ class TasksDataPage(Page):
         self.import_button.setEnabled(False)
         self._data.import_file(task, path, self.import_name.text().strip() or None,
                                self.import_split.currentText(), self.import_replace.isChecked(),
-                               fmt=self.import_format.currentData())
+                               fmt=self.import_format.currentData(),
+                               quoting="none" if self.import_quotes_text.isChecked() else "auto")
 
     def _on_imported(self, outcome: ImportOutcome) -> None:
         self.import_button.setEnabled(True)
@@ -221,6 +226,9 @@ class TasksDataPage(Page):
             s = outcome.summary
             how = "detected" if outcome.detected else "as chosen"
             left = "".join(f"; left out {n} {reason}" for reason, n in outcome.dropped.items())
+            if outcome.splits_found:
+                left += "; splits in the file: " + ", ".join(f"{k} {n}" for k, n in outcome.splits_found.items()) \
+                    + f" (the {s.split} rows imported)"
             self.banner.show_message(f"Imported {s.size} examples as '{s.name}' ({s.digest[:19]}…), "
                                      f"format {outcome.format} ({how}){left}", "ok")
             self.select_dataset(s.name)

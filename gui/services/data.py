@@ -11,6 +11,7 @@ from dynadesk.data import SPLITS
 from dynadesk.data import import_file as import_data_file
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
+from dynadesk.formats import Mapping
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.tasks import Task, load_tasks
@@ -26,6 +27,7 @@ class ImportOutcome:
     format: str = ""  # the format that read the file
     detected: bool = False
     dropped: dict[str, int] = field(default_factory=dict)  # rows left out by a format's rule: reason -> count
+    splits_found: dict[str, int] = field(default_factory=dict)  # a file with a split column: rows per split
 
     @property
     def ok(self) -> bool:
@@ -69,15 +71,16 @@ class DataService(QObject):
         return self._worker is not None
 
     def import_file(self, task: str, path: str | Path, name: str | None = None, split: str = "test",
-                    replace: bool = False, fmt: str | None = None) -> Worker:
+                    replace: bool = False, fmt: str | None = None, quoting: str = "auto") -> Worker:
         """Validate and store a file on a worker; ``importFinished`` reports the outcome."""
         def job(ctx: WorkContext) -> ImportOutcome:
             ctx.progress(0, 0, f"validating {Path(path).name}")
             store = self._ws.open_store()
             try:
-                done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace)
+                done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace,
+                                        mapping=Mapping(quoting=quoting))
                 return ImportOutcome(summary=done.summary, format=done.format, detected=done.detected,
-                                     dropped=done.dropped)
+                                     dropped=done.dropped, splits_found=done.splits_found)
             except ValidationError as exc:
                 head = str(exc).splitlines()[0] if str(exc) else "invalid file"
                 return ImportOutcome(message=head, problems=exc.problems)

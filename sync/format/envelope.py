@@ -217,9 +217,18 @@ def require_canonical(doc: dict[str, Any], raw: bytes, is_canonical: bool, where
         except BundleFormatError as exc:
             raise BundleFormatError(f"{where}: {exc}") from None
         pos = next((i for i, (a, b) in enumerate(zip(canonical, raw)) if a != b), min(len(canonical), len(raw)))
-        raise BundleFormatError(f"{where}: not in RFC 8785 canonical form (first difference at byte {pos})")
+        raise BundleFormatError(f"{where}: not in RFC 8785 canonical form (first difference at byte {pos}){_hint(raw)}")
     prefix_len = len(b'{"format":"' + doc["format"].encode() + b'","payload":')
     return raw[prefix_len:raw.rindex(_SIG_MARK)]
+
+
+def _hint(raw: bytes) -> str:
+    """Why a parsed envelope is not canonical, and the way back: the signature covers the canonical bytes."""
+    reformatted = b"\n" in raw or b'": ' in raw or b", " in raw
+    what = "it was re-formatted after it was written (pretty-printed or re-saved by an editor)" if reformatted \
+        else "its bytes were re-encoded after it was written (key order, number or string escapes)"
+    return (f"; {what}: send the file exactly as 'dynadesk bundle create' wrote it, or restore the canonical form "
+            "with 'dynadesk bundle canonical FILE -o OUT' (the signature then verifies if only the form changed)")
 
 
 def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:

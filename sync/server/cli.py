@@ -146,7 +146,9 @@ def keys_add(db_path: str, public_key_file: str, name: str, role: str, organisat
     from dynadesk.sync.format.keys import fingerprint, load_public_pem, public_raw
 
     raw = public_raw(load_public_pem(Path(public_key_file).read_bytes(), public_key_file))
-    row = _db(db_path).add_key(fingerprint(raw), raw, name, role, organisation)
+    db = _db(db_path)
+    row = db.add_key(fingerprint(raw), raw, name, role, organisation)
+    _key_event(db, row.fingerprint, "add", f"{row.name}, {row.role}, organisation {row.organisation or '(none)'}")
     click.echo(f"registered {row.fingerprint} ({row.name}, {row.role}"
                + (f", organisation {row.organisation}" if row.organisation else "") + ")")
 
@@ -157,7 +159,9 @@ def keys_add(db_path: str, public_key_file: str, name: str, role: str, organisat
 @click.option("--reason", default="", help="Shown to the submitter when an upload is refused.")
 def keys_revoke(db_path: str, fingerprint: str, reason: str) -> None:
     """Revoke a key: its uploads are refused and its rows leave the boards."""
-    row = _db(db_path).revoke_key(fingerprint, reason)
+    db = _db(db_path)
+    row = db.revoke_key(fingerprint, reason)
+    _key_event(db, row.fingerprint, "revoke", reason or "(no reason given)")
     click.echo(f"revoked {row.fingerprint} ({row.name}) at {row.revoked_at}")
 
 
@@ -172,6 +176,53 @@ def keys_list(db_path: str, as_json: bool) -> None:
         return
     _table(["fingerprint", "name", "role", "added", "revoked"],
            [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
+
+
+def _key_event(db: ServerDB, fingerprint: str, event: str, detail: str) -> None:
+    from dynadesk.sync.server.key_changes import record
+
+    record(db, fingerprint, event, detail)
+
+
+@keys.command("set-org")
+@db_option
+@click.argument("fingerprint")
+@click.argument("organisation")
+def keys_set_org(db_path: str, fingerprint: str, organisation: str) -> None:
+    """Move a registered key into a registered organisation (an auditor never attests its own organisation's
+    results); recorded in 'keys events'."""
+    from dynadesk.sync.server.key_changes import set_org
+
+    row = set_org(_db(db_path), fingerprint, organisation)
+    click.echo(f"key {row.fingerprint} ({row.name}) now belongs to organisation {row.organisation}")
+
+
+@keys.command("allow-attest")
+@db_option
+@click.argument("auditor")
+@click.argument("submitter")
+def keys_allow_attest(db_path: str, auditor: str, submitter: str) -> None:
+    """The operator's word that AUDITOR (a key with no organisation) may attest SUBMITTER's rows although its name
+    matches that key's name or organisation; recorded in 'keys events'."""
+    from dynadesk.sync.server.key_changes import allow_attest
+
+    allow_attest(_db(db_path), auditor, submitter)
+    click.echo(f"auditor key {auditor} may attest the rows of key {submitter} (on the operator's word)")
+
+
+@keys.command("events")
+@db_option
+@json_option
+def keys_events(db_path: str, as_json: bool) -> None:
+    """Every key change made with these commands, oldest first (add, revoke, set-org, allow-attest)."""
+    from dynadesk.sync.server.key_changes import events
+
+    rows = events(_db(db_path))
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    _table(["#", "at", "key", "event", "detail"], [[r["seq"], r["at"], r["fingerprint"], r["event"], r["detail"]]
+                                                   for r in rows])
 
 
 @cli.group()

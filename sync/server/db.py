@@ -34,6 +34,7 @@ from dynadesk.errors import (
     ReplayError,
     SnapshotError,
 )
+from dynadesk.sync.claims import ClaimFacts, attach
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server import migrations
 from dynadesk.sync.server.backend import Executor, Tx
@@ -113,6 +114,10 @@ class ServerDB:
                       " VALUES (?,?,?,?,?,?)", [fingerprint, public_key, name, utc_now_text(), role, organisation])
             self._config = None
         return self.get_key(fingerprint)
+
+    def forget_config(self) -> None:
+        """Drop this process's cached keys and datasets (after a change made outside these methods)."""
+        self._config = None
 
     def revoke_key(self, fingerprint: str, reason: str = "") -> KeyRow:
         with self.tx() as c:
@@ -272,7 +277,8 @@ class ServerDB:
                 log_rows.append((seq, b.bundle_id, b.bundle_sha256, received, prev, entry, "bundle"))
                 prev = entry
                 bundle_rows.append((seq, b.bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint,
-                                    b.created_at, received, b.raw, b.created_us, b.results_key or None))
+                                    b.created_at, received, b.raw, b.created_us, b.results_key or None,
+                                    b.claim_key or None, b.predictions_digest or None))
                 key = (b.task, b.model_name, b.key_fingerprint)
                 if key not in board or b.created_us >= board[key].created_us:
                     board[key] = b
@@ -282,7 +288,8 @@ class ServerDB:
             c.bulk_insert("log", ("seq", "bundle_id", "bundle_sha256", "received_at", "prev_hash", "entry_hash",
                                   "kind"), log_rows)
             c.bulk_insert("bundles", ("seq", "id", "task", "model_name", "model_digest", "key_fingerprint",
-                                      "created_at", "received_at", "raw", "created_us", "results_key"), bundle_rows)
+                                      "created_at", "received_at", "raw", "created_us", "results_key", "claim_key",
+                                      "predictions_digest"), bundle_rows)
             for b in board.values():
                 self._upsert_board(c, b)
             for fp, (n, size) in usage.items():
@@ -328,9 +335,10 @@ class ServerDB:
                                                             head)
         writes = [log_insert,
                   ("INSERT INTO bundles(seq, id, task, model_name, model_digest, key_fingerprint, created_at,"
-                   " received_at, raw, created_us, results_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                   " received_at, raw, created_us, results_key, claim_key, predictions_digest)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                    [seq, bundle_id, b.task, b.model_name, b.model_digest, b.key_fingerprint, b.created_at, received,
-                    b.raw, b.created_us, b.results_key or None]),
+                    b.raw, b.created_us, b.results_key or None, b.claim_key or None, b.predictions_digest or None]),
                   ("INSERT INTO key_usage(fingerprint, bundles, stored_bytes) VALUES (?, 1, ?) ON CONFLICT(fingerprint)"
                    " DO UPDATE SET bundles = key_usage.bundles + 1,"
                    " stored_bytes = key_usage.stored_bytes + excluded.stored_bytes", [b.key_fingerprint, len(b.raw)])]
@@ -366,11 +374,12 @@ class ServerDB:
             if c.execute("SELECT 1 FROM attestations WHERE id = ?", [a.attestation_id]).fetchone():
                 raise ReplayError(f"attestation {a.attestation_id} was already accepted")
             if c.execute("SELECT 1 FROM attestations a JOIN bundles b ON b.id = a.bundle_id"
-                         " WHERE a.auditor_fingerprint = ? AND (a.bundle_id = ? OR b.results_key ="
-                         " (SELECT results_key FROM bundles WHERE id = ?))",
+                         " WHERE a.auditor_fingerprint = ? AND (a.bundle_id = ? OR b.claim_key ="
+                         " (SELECT claim_key FROM bundles WHERE id = ?))",
                          [a.auditor_fingerprint, a.bundle_id, a.bundle_id]).fetchone():
                 raise AttestationError(f"auditor {a.auditor_fingerprint} has already attested bundle {a.bundle_id}"
-                                       " or the same results (model, datasets and predictions) in another bundle")
+                                       " or the same results (the same claim: every signed field but the time) in"
+                                       " another bundle")
             seq, entry, received = self._append_log(c, entry_hash_fn, a.attestation_id, a.sha256, "attestation")
             c.execute("INSERT INTO attestations(id, seq, bundle_id, auditor_fingerprint, verdict, summary, created_at,"
                       " received_at, raw) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -417,37 +426,44 @@ class ServerDB:
         return str(row[0])
 
     def attestations(self, task: str) -> dict[str, list[dict[str, Any]]]:
-        """Attestations of non-revoked auditors for a task's bundles: bundle id -> oldest first. They attach to
-        results (``bundles.results_key``), so a bundle re-signed with a new time keeps its results' attestations."""
+        """Attestations of non-revoked auditors that speak for a task's board rows: bundle id -> oldest first. A
+        "reproduced" one shows on the exact claim it re-ran, a "disputed" one follows its results (claims.py)."""
         with self.lock:
-            rows = self.conn.execute(
-                "SELECT a.id, b.id, a.auditor_fingerprint, k.name, a.verdict, a.summary, a.created_at,"
-                " a.received_at, a.seq, a.bundle_id FROM attestations a JOIN bundles ab ON ab.id = a.bundle_id"
-                " JOIN bundles b ON b.id = a.bundle_id OR b.results_key = ab.results_key"
-                " JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
-                " WHERE b.task = ? AND k.revoked_at IS NULL ORDER BY a.seq", [task]).fetchall()
-        out: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            out.setdefault(r[1], []).append({
-                "id": r[0], "attested_bundle_id": r[9], "auditor_fingerprint": r[2], "auditor": r[3], "verdict": r[4],
-                **json.loads(r[5]),
-                "created_at": r[6], "received_at": r[7], "log_seq": r[8], "url": f"/api/attestations/{r[0]}"})
-        return out
+            targets = [ClaimFacts.of(*r) for r in self.conn.execute(
+                "SELECT b.id, b.key_fingerprint, sk.organisation, b.model_name, b.model_digest, b.predictions_digest,"
+                " b.claim_key FROM board r JOIN bundles b ON b.id = r.bundle_id"
+                " LEFT JOIN keys sk ON sk.fingerprint = b.key_fingerprint WHERE r.task = ?", [task]).fetchall()]
+            found = self._task_attestations(task)
+        live = [(f, a) for f, a in found if a["revoked_at"] is None]
+        return {bid: [{k: v for k, v in a.items() if k not in ("organisation", "revoked_at")} for a in atts]
+                for bid, atts in attach(targets, live).items()}
 
     def attestations_of(self, bundle_id: str) -> list[dict[str, Any]]:
-        """Every attestation of a bundle's results, oldest first, revoked auditors' included (marked): the model
-        page lists them all, with the auditor's organisation."""
+        """Every attestation that speaks for a bundle (claims.py), oldest first, revoked auditors' included
+        (marked): the model page lists them all, with the auditor's organisation."""
         with self.lock:
-            rows = self.conn.execute(
-                "SELECT a.id, a.auditor_fingerprint, k.name, k.organisation, k.revoked_at, a.verdict, a.summary,"
-                " a.created_at, a.received_at, a.seq, a.bundle_id FROM bundles b"
-                " JOIN bundles ab ON ab.id = b.id OR ab.results_key = b.results_key"
-                " JOIN attestations a ON a.bundle_id = ab.id"
-                " LEFT JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
-                " WHERE b.id = ? ORDER BY a.seq", [bundle_id]).fetchall()
-        return [{"id": r[0], "auditor_fingerprint": r[1], "auditor": r[2], "organisation": r[3], "revoked_at": r[4],
-                 "verdict": r[5], **json.loads(r[6]), "created_at": r[7], "received_at": r[8], "log_seq": r[9],
-                 "attested_bundle_id": r[10], "url": f"/api/attestations/{r[0]}"} for r in rows]
+            row = self.conn.execute(
+                "SELECT b.id, b.key_fingerprint, sk.organisation, b.model_name, b.model_digest, b.predictions_digest,"
+                " b.claim_key, b.task FROM bundles b LEFT JOIN keys sk ON sk.fingerprint = b.key_fingerprint"
+                " WHERE b.id = ?", [bundle_id]).fetchone()
+            if row is None:
+                return []
+            found = self._task_attestations(str(row[7]))
+        return attach([ClaimFacts.of(*row[:7])], found).get(bundle_id, [])
+
+    def _task_attestations(self, task: str) -> list[tuple[ClaimFacts, dict[str, Any]]]:
+        """Every attestation of a task's bundles, in log order, with the facts of the bundle it names."""
+        rows = self.conn.execute(
+            "SELECT a.id, a.auditor_fingerprint, k.name, k.organisation, k.revoked_at, a.verdict, a.summary,"
+            " a.created_at, a.received_at, a.seq, a.bundle_id, ab.key_fingerprint, sk.organisation, ab.model_name,"
+            " ab.model_digest, ab.predictions_digest, ab.claim_key FROM attestations a"
+            " JOIN bundles ab ON ab.id = a.bundle_id LEFT JOIN keys k ON k.fingerprint = a.auditor_fingerprint"
+            " LEFT JOIN keys sk ON sk.fingerprint = ab.key_fingerprint WHERE ab.task = ? ORDER BY a.seq",
+            [task]).fetchall()
+        return [(ClaimFacts.of(r[10], *r[11:17]),
+                 {"id": r[0], "auditor_fingerprint": r[1], "auditor": r[2], "organisation": r[3], "revoked_at": r[4],
+                  "verdict": r[5], **json.loads(r[6]), "created_at": r[7], "received_at": r[8], "log_seq": r[9],
+                  "attested_bundle_id": r[10], "url": f"/api/attestations/{r[0]}"}) for r in rows]
 
     def attestation_raw(self, attestation_id: str) -> bytes:
         with self.lock:

@@ -39,12 +39,13 @@ from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.envelope import FORMAT, Envelope, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.server import key_changes as _keys
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
 from dynadesk.sync.server.names import check_model_name
 from dynadesk.sync.server.pool import MAX_ENVIRONMENT_BYTES, MAX_SETTINGS_BYTES, UploadPool, check_document
 from dynadesk.sync.server.task_registry import check_task_digest
-from dynadesk.sync.server.values import MetricRule, check_metrics
+from dynadesk.sync.server.values import MetricRule, check_evidence, check_metrics
 from dynadesk.tasks import Task
 
 __all__ = ["MAX_ENVIRONMENT_BYTES", "MAX_SETTINGS_BYTES", "UploadChecks", "check_upload", "ingest",
@@ -156,10 +157,12 @@ def check_upload(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) 
     model_name = str(b["model"]["name"])
     check_model_name(model_name)
     check_metrics(b["metrics"], checks.rules[task.name], task.name)
+    check_evidence(b["metrics"], b["observed"], b["intervals"], task.metric)
     digests = _check_datasets(b, task.name, config)
     return CheckedBundle(b["id"], bytes(raw), b["sha256"], task.name, model_name, b["model"]["digest"],
                          key.fingerprint, b["created_at"], epoch_us(b["created_at"], "payload.created_at"),
-                         digests, board_metrics(b["metrics"]), b["results_key"], b["stats"])
+                         digests, board_metrics(b["metrics"]), b["results_key"], b["stats"],
+                         b["claim_key"], b["predictions_digest"])
 
 
 def ingest(db: ServerDB, checks: UploadChecks, raw: bytes, now: datetime) -> dict[str, Any]:
@@ -185,6 +188,7 @@ def ingest_attestation(db: ServerDB, checks: UploadChecks, raw: bytes, now: date
                                    f" attested bundle's created_at {bundle.created_at}: nobody can audit a bundle"
                                    " before it exists")
     _refuse_own_results(config, key, bundle.key_fingerprint, att["bundle_id"], what)
+    _refuse_matching_names(db, config, key, bundle.key_fingerprint, att["bundle_id"], what)
     return db.accept_attestation(CheckedAttestation(att["id"], bytes(raw), att["sha256"], att["bundle_id"],
                                                     key.fingerprint, att["verdict"], att["summary"],
                                                     att["created_at"]), entry_hash)
@@ -200,3 +204,19 @@ def _refuse_own_results(config: UploadConfig, auditor: KeyRow, submitter_fp: str
         raise OwnOrganisationError(f"{what}: auditor key {auditor.fingerprint} and the key that signed bundle"
                                    f" {bundle_id} both belong to organisation {auditor.organisation!r}; an auditor"
                                    " cannot attest its own organisation's results")
+
+
+def _refuse_matching_names(db: ServerDB, config: UploadConfig, auditor: KeyRow, submitter_fp: str, bundle_id: str,
+                           what: str) -> None:
+    """An auditor key with no organisation never attests a key whose name or organisation matches its name (a
+    lab's second key), unless the operator gave their word for that pair (key_changes.py)."""
+    submitter = config.keys.get(submitter_fp)
+    if submitter is None or not _keys.needs_operator_word(auditor, submitter) \
+            or _keys.attest_allowed(db, auditor.fingerprint, submitter_fp):
+        return
+    raise OwnOrganisationError(
+        f"{what}: auditor key {auditor.fingerprint} ({auditor.name!r}) has no organisation and its name matches"
+        f" the key that signed bundle {bundle_id} ({submitter.name!r}"
+        + (f", organisation {submitter.organisation!r}" if submitter.organisation else "") + "); the operator must"
+        f" put it in its organisation (dynadesk-server keys set-org {auditor.fingerprint} ORG) or give their word"
+        f" (dynadesk-server keys allow-attest {auditor.fingerprint} {submitter_fp})")

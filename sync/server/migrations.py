@@ -208,6 +208,38 @@ def m008_key_usage(c: Tx) -> None:
 
 
 @migration
+def m009_claims(c: Tx) -> None:
+    """Issue 44: each bundle's claim key (claims.claim_key: a "reproduced" attestation shows only on the exact
+    claim it re-ran) and predictions digest (a dispute follows it); worked out from every stored bundle's bytes."""
+    from dynadesk.sync.claims import claim_key
+
+    c.ddl("ALTER TABLE bundles ADD COLUMN claim_key TEXT")
+    c.ddl("ALTER TABLE bundles ADD COLUMN predictions_digest TEXT")
+    for seq, raw in c.execute("SELECT seq, raw FROM bundles").fetchall():
+        try:
+            payload = json.loads(bytes(raw))["payload"]
+            facts: list[str | None] = [claim_key(payload), str(payload["predictions"]["digest"])]
+        except (ValueError, KeyError, TypeError):  # a row no upload could have made (hand-built tests): none
+            facts = [None, None]
+        c.execute("UPDATE bundles SET claim_key = ?, predictions_digest = ? WHERE seq = ?", [*facts, seq])
+    c.ddl("CREATE INDEX bundles_claims ON bundles(claim_key)")
+
+
+@migration
+def m009_key_changes(c: Tx) -> None:
+    """Issue 45, item 4: the operator's key changes as a table (who, what, when: ``dynadesk-server keys events``)
+    and the operator's word that a key without an organisation may attest one submitter key's rows although its
+    name matches that key's name or organisation (``dynadesk-server keys allow-attest``)."""
+    c.ddl("""CREATE TABLE key_events (
+        seq INTEGER PRIMARY KEY, at TEXT NOT NULL, fingerprint TEXT NOT NULL, event TEXT NOT NULL,
+        detail TEXT NOT NULL)""")
+    c.ddl("""CREATE TABLE attest_allowances (
+        auditor_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
+        submitter_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint), allowed_at TEXT NOT NULL,
+        PRIMARY KEY (auditor_fingerprint, submitter_fingerprint))""")
+
+
+@migration
 def m010_rate_editions(c: Tx) -> None:
     """Issue 44: each task's signed rate editions (``dynadesk-server rates freeze``), numbered per task from 1, each
     appended to the transparency log as a ``rates`` entry; the board scores every row with the newest one."""

@@ -204,7 +204,8 @@ SNAPSHOT_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["format", "payload", "signature"],
     "description": "the snapshot as the server signed it (rows, weights, the log head; docs/board.md)"}
 EVIDENCE_SCHEMA: dict[str, Any] = {
-    "type": "object", "description": "the snapshot's bytes with the log entries and bundles it follows from"}
+    "type": "object", "description": "the snapshot's bytes with the log entries, bundles and attestations it follows"
+                                     " from, and the server's keys (fingerprint -> revoked_at or null)"}
 
 
 def answers(ok: Any, *codes: int, status: int = 200, ok_doc: str = "Success",

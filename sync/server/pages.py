@@ -126,10 +126,28 @@ def _field_verdicts(fields: Any) -> Html:
     return f"<table class=\"fields\"><tbody>{rows}</tbody></table>"
 
 
-def _attestations(atts: list[dict[str, Any]], row_class: str) -> Html:
-    """Every attestation of the bundle's results: auditor key and organisation, verdict, times, per-field verdicts."""
+NOT_AUDITED_NOTE = "<p>Not audited: no auditor has re-run this exact claim (these values, environment and class).</p>"
+ATTESTATIONS_NOTE = ("{n} attestation{s} speak{v} for this bundle, oldest first: a “reproduced” one re-ran this exact"
+                     " claim (every signed value, the environment and hardware class, the model, data and predictions);"
+                     " a “disputed” one disputed this model’s results (claims.py, docs/board.md “Badges”).")
+
+
+def _of_bundle(a: dict[str, Any], bundle_id: str) -> str:
+    """Where an attestation was made, when not on this bundle: the claim it re-ran or the results it disputed."""
+    other = str(a.get("attested_bundle_id") or bundle_id)
+    if other == bundle_id:
+        return ""
+    why = ("the identical claim, signed at another time" if a.get("verdict") == "reproduced"
+           else "a dispute follows this model’s results")
+    where = link("/models/" + other, other[:16] + "…")
+    return f"<br><small class=\"attested-elsewhere\">made on bundle {where}: {why}</small>"
+
+
+def _attestations(atts: list[dict[str, Any]], row_class: str, bundle_id: str = "") -> Html:
+    """Every attestation that speaks for the bundle (claims.py): auditor key and organisation, verdict, times,
+    per-field verdicts, and the bundle it was made on when that is another."""
     if not atts:
-        return "<p>Not audited: no auditor has re-run this bundle yet.</p>"
+        return NOT_AUDITED_NOTE
     rows = []
     for a in atts:
         who = (f"{h(a.get('auditor') or 'unknown key')} <code>{h(str(a.get('auditor_fingerprint'))[:23])}</code>"
@@ -140,11 +158,12 @@ def _attestations(atts: list[dict[str, Any]], row_class: str) -> Html:
         mark = "the bundle’s own class: confirms it" if same else "another class"
         where = f"{h(a.get('hardware_class'))}<br><small>{mark}</small>"
         rows.append(f"<tr class=\"attestation\"><td>{who}</td><td class=\"verdict {h(a.get('verdict'))}\">"
-                    f"{h(a.get('verdict'))}</td><td>{where}</td><td>{h(a.get('runner'))}</td>"
+                    f"{h(a.get('verdict'))}{_of_bundle(a, bundle_id)}</td><td>{where}</td><td>{h(a.get('runner'))}</td>"
                     f"<td>{h(a.get('created_at'))}</td><td>{h(a.get('received_at'))}</td><td>{h(a.get('log_seq'))}</td>"
                     f"<td>{_field_verdicts(a.get('fields'))}</td><td>{link(str(a.get('url')), 'raw JSON')}</td></tr>")
-    return (f"<p>{len(atts)} attestation{'s' if len(atts) != 1 else ''} of these results (model, datasets and"
-            " predictions), oldest first.</p><table class=\"atts\" id=\"attestations\"><thead><tr>"
+    n = len(atts)
+    note = ATTESTATIONS_NOTE.format(n=n, s="s" if n != 1 else "", v="" if n != 1 else "s")
+    return (f"<p>{h(note)}</p><table class=\"atts\" id=\"attestations\"><thead><tr>"
             "<th scope=\"col\">auditor (key, organisation)</th><th scope=\"col\">verdict</th>"
             "<th scope=\"col\">hardware class re-run on</th><th scope=\"col\">runner</th><th scope=\"col\">signed</th>"
             "<th scope=\"col\">received</th><th scope=\"col\">log entry</th><th scope=\"col\">per-field verdicts</th>"
@@ -264,7 +283,7 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                tree(settings), "settings"),
         section("Tolerances (measured metrics)", tree(payload.get("tolerances") or {}), "tolerances"),
         section("Predictions", tree(payload.get("predictions") or {}), "predictions"),
-        section("Audit attestations", _attestations(attested, facts.hardware_class), "audit"),
+        section("Audit attestations", _attestations(attested, facts.hardware_class, bundle_id), "audit"),
         section("Transparency log entry", log_html, "log-entry"),
     ])
     return layout(f"{title} — {task}", body,

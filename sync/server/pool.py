@@ -37,10 +37,12 @@ from dynadesk.errors import (
     SignatureError,
 )
 from dynadesk.sync.board_stats import bundle_stats
+from dynadesk.sync.claims import claim_key
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, parse_bundle, split_envelope
 from dynadesk.sync.server.migrations import results_key
+from dynadesk.sync.server.values import observed_outcomes
 
 T = TypeVar("T")
 
@@ -186,7 +188,9 @@ def _bundle_facts(raw: bytes, what: str) -> dict[str, Any]:
     return {"id": bundle.id, "sha256": hashlib.sha256(bundle.raw).hexdigest(),
             "key_fingerprint": bundle.key_fingerprint, "task": bundle.task, "model": p["model"],
             "created_at": p["created_at"], "task_digest": p.get("task_digest"), "metrics": p["metrics"],
-            "datasets": p["datasets"], "results_key": results_key(p),
+            "datasets": p["datasets"], "results_key": results_key(p), "claim_key": claim_key(p),
+            "predictions_digest": p["predictions"]["digest"], "observed": observed_outcomes(p),
+            "intervals": p.get("intervals") or [],
             "stats": bundle_stats(p)}  # intervals, outcomes and shared resamples (issue 36), worked out here too
 
 

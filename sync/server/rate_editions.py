@@ -21,9 +21,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import NotFoundError, ValidationError
-from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
 from dynadesk.scoring.dynascore import PERF
-from dynadesk.scoring.rates import ESTIMATOR, MIN_ROWS, RATE_FACTOR, MetricRate, robust_rates
+from dynadesk.scoring.rates import ESTIMATOR, MIN_ROWS, RATE_FACTOR, MetricRate, rates_from_tables
 from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.rate_edition import RateEdition, parse_edition, sign_edition
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -71,10 +70,8 @@ def reference_candidates(rows: list[dict[str, Any]], pinned: Collection[str], sa
 
 def derive(chosen: list[tuple[dict[str, Any], str]], factor: float = RATE_FACTOR) -> dict[str, MetricRate]:
     """Each metric's bounded robust rate over the chosen reference rows' values (equal dataset weights)."""
-    tables = {r["model"]: {name: slot["values"] for name, slot in r["metrics"].items()} for r, _ in chosen}
-    scored = ScoreBoard.from_tables(tables, SCORE_METRICS).score(rates={})
-    metrics = list(scored.metrics)
-    return robust_rates(scored.names, scored.utilities, metrics, metrics.index(PERF), factor)
+    return rates_from_tables({r["model"]: {name: slot["values"] for name, slot in r["metrics"].items()}
+                              for r, _ in chosen}, factor)
 
 
 @dataclass

@@ -57,8 +57,10 @@ class CheckedBundle:
     created_us: int  # created_at as microseconds since 1970: what the board orders by
     datasets: dict[str, str]  # name -> digest the bundle was scored on
     metrics: dict[str, Any]  # the board's compact form (board.board_metrics)
-    results_key: str = ""  # migrations.results_key: what attestations attach to
+    results_key: str = ""  # migrations.results_key: stored since m005; attestations use claim_key since m009
     stats: dict[str, Any] | None = None  # board_stats.bundle_stats: intervals, outcomes, shared resamples
+    claim_key: str = ""  # claims.claim_key: the exact claim a "reproduced" attestation speaks for
+    predictions_digest: str = ""  # payload.predictions.digest: a dispute follows it (claims.dispute_follows)
 
 
 @dataclass(frozen=True)

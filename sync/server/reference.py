@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from dynadesk.sync.server.rows import audit_state
+from dynadesk.sync.claims import is_reproduced
 
 REPRODUCED = "reproduced"
 PINNED = "pinned by the operator"
@@ -30,8 +30,9 @@ LATEST = "latest row of its submitter key"
 
 
 def reproduced(row: dict[str, Any]) -> bool:
-    """Whether an auditor reproduced the row and no auditor disputed it."""
-    return audit_state(row.get("attestations") or []).startswith("reproduced")
+    """Whether an auditor reproduced the row's exact claim and no dispute of its results stands
+    (:func:`~dynadesk.sync.claims.is_reproduced`, the one predicate)."""
+    return is_reproduced(row)
 
 
 def reference_rows(rows: list[dict[str, Any]], pinned: Collection[str] = ()) -> tuple[list[dict[str, Any]], str]:

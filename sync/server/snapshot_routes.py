@@ -37,7 +37,8 @@ def add_snapshot_routes(app: FastAPI, view: BoardView) -> None:
                         headers=forever)
 
     @app.get("/api/snapshots/{snapshot_id}/evidence",
-             summary="A snapshot with the log entries and bundles it follows from (dynadesk sync verify-snapshot)",
+             summary="A snapshot with the log entries, bundles and attestations it follows from and the server's keys"
+                     " (dynadesk sync verify-snapshot)",
              response_model=None, responses=oa.answers(None, 400, 404, 422, 503, ok_schema=oa.EVIDENCE_SCHEMA))
     def snapshot_evidence(snapshot_id: str) -> JSONResponse:
         return JSONResponse(_snap.evidence(view, _snap.check_id(snapshot_id)), headers=forever)

@@ -138,8 +138,9 @@ def create_snapshot(view: BoardView, key: Ed25519PrivateKey, task: str, title: s
 
 def evidence(view: BoardView, snapshot_id: str) -> dict[str, Any]:
     """What :func:`dynadesk.sync.snapshot_check.check_snapshot` needs, in one JSON document: the snapshot's bytes,
-    the log entries up to its own, and every bundle the log holds up to its head (all tasks: a bundle's task is
-    known only from its bytes)."""
+    the log entries up to its own, every bundle and attestation the log holds up to its head (all tasks: a
+    bundle's task is known only from its bytes), and the server's keys with their revocation times (revocations
+    are not in the log: this list is the server's word, which a reader can compare with /api/keys elsewhere)."""
     raw, seq = view.db.snapshot_raw(snapshot_id)
     entries: list[dict[str, Any]] = []
     while len(entries) < seq and (page := view.db.log_entries(len(entries) + 1, min(10_000, seq - len(entries)))):
@@ -147,8 +148,11 @@ def evidence(view: BoardView, snapshot_id: str) -> dict[str, Any]:
     size = int(parse_snapshot(raw).payload["log"]["size"])
     bundles = {e["bundle_id"]: view.db.bundle_raw(e["bundle_id"]).decode("utf-8")
                for e in entries if e["seq"] <= size and e["kind"] == "bundle"}
+    attestations = {e["bundle_id"]: view.db.attestation_raw(e["bundle_id"]).decode("utf-8")
+                    for e in entries if e["seq"] <= size and e["kind"] == "attestation"}
+    keys = {k.fingerprint: k.revoked_at for k in view.db.list_keys()}  # the verifier checks "key revoked" with it
     return {"format": "dynadesk-snapshot-evidence", "snapshot": raw.decode("utf-8"), "entries": entries,
-            "bundles": bundles}
+            "bundles": bundles, "attestations": attestations, "keys": keys}
 
 
 # ---------------------------------------------------------------------- the page

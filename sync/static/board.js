@@ -154,6 +154,13 @@ function auditToggle() {
             el("small", {id: "audit-hint", class: "hint", text: " rows an auditor re-ran and none disputed"}));
 }
 
+function elsewhere(board) {
+  // rows shown as "reproduced by N" in a declared class were re-run by an auditor on another machine class
+  const n = board.rows.filter(r => r.audit && r.audit.state.startsWith("reproduced")).length;
+  return n ? ` ${n} row${n === 1 ? "" : "s"} shown here ${n === 1 ? "was" : "were"} reproduced by an auditor ` +
+             "on another machine class." : "";
+}
+
 function classStatus(board) {
   const c = board.hardware_classes.find(x => x.class === board.hardware_class);
   const d = board.default_class || {};
@@ -166,7 +173,7 @@ function classStatus(board) {
              ? el("span", {class: "confirmed", text: `confirmed — an auditor re-ran rows of ${c.confirmed_submitters} ` +
                           `submitter${c.confirmed_submitters === 1 ? "" : "s"} on this machine class.`})
              : el("span", {class: "declared warn", text: "declared — only its submitters say their runs were on this " +
-                          "machine class; no auditor has re-run a row on it."}));
+                          "machine class; no auditor has re-run a row on it." + elsewhere(board)}));
   if (d.note) p.append(" ", el("small", {text: d.note}));
   return p;
 }

@@ -71,9 +71,11 @@ def test_verified_fooled_and_not_correct_at_votes_needed(st):
     other = next(lab for lab in ("negative", "neutral") if lab != bad.target)
     ann.validate(st, bad.uid, "v3", "incorrect", label=other)
     _, s = ann.validate(st, bad.uid, "v4", "flagged", reason="spam")
-    assert (s.status, s.correct, s.incorrect, s.flagged) == ("verified-not-correct", 1, 1, 2)
+    assert (s.status, s.correct, s.incorrect, s.flagged) == ("unverified", 1, 1, 2)  # N of one kind decides
+    _, s = ann.validate(st, bad.uid, "w1", "flagged", reason="spam")
+    assert (s.status, s.correct, s.incorrect, s.flagged) == ("verified-not-correct", 1, 1, 3)
     # a later contrary vote does not undo a decision reached earlier
-    _, s = ann.validate(st, bad.uid, "w1", "correct")
+    _, s = ann.validate(st, bad.uid, "boss", "correct")
     assert s.status == "verified-not-correct"
 
 

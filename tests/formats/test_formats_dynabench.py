@@ -91,9 +91,10 @@ def test_dynasent_r2_dev(tmp_path):
 
 
 def test_dynahate_csv_as_published(store, tmp_path):
-    outcome = import_file(store, "hate_speech", _sample(tmp_path, "Dynamically_Generated_Hate_Dataset_v0.2.3.csv"))
-    assert outcome.format == "dynahate" and outcome.detected
-    examples = list(store.datasets.iter_examples(outcome.summary.name))
+    outcome = import_file(store, "hate_speech", _sample(tmp_path, "Dynamically_Generated_Hate_Dataset_v0.2.3.csv"),
+                          all_splits=True)  # the file holds a train and a test row: each split its own dataset
+    assert outcome.format == "dynahate" and outcome.detected and outcome.splits_found == {"train": 1, "test": 1}
+    examples = [ex for s in [outcome.summary, *outcome.also] for ex in store.datasets.iter_examples(s.name)]
     assert _ids_labels(examples) == [("acl1", "hateful"), ("acl10", "not-hateful")]
     first, second = examples
     assert first["statement"] == "dalits are lowlife scum"

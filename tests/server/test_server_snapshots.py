@@ -64,6 +64,13 @@ def world(tmp_path_factory):
         store.close()
 
 
+def _pub(world) -> bytes:
+    """The server's public key, as a reader pins it (sync check-log) or gives it (--server-key)."""
+    from dynadesk.sync.format.keys import public_raw
+
+    return public_raw(world["key"])
+
+
 def _evidence(world) -> dict:
     resp = requests.get(f"{world['url']}/api/snapshots/{world['snap']['id']}/evidence", timeout=10)
     assert resp.status_code == 200
@@ -75,11 +82,13 @@ def test_the_snapshot_stays_valid_after_the_board_changes(world, monkeypatch):
     snap_url = f"{world['url']}/snapshots/{world['snap']['id']}"
     monkeypatch.setenv("DYNADESK_HOME", str(world["ws"].home))
     saved = world["tmp"] / "evidence.json"
-    out = CliRunner().invoke(cli, ["sync", "verify-snapshot", snap_url, "--save", str(saved), "--json"])
+    out = CliRunner().invoke(cli, ["sync", "verify-snapshot", snap_url, "--save", str(saved), "--json",
+                                   "--server-key", _pub(world).hex()])
     assert out.exit_code == 0, out.output
     result = json.loads(out.output)
     assert result["verified"] and result["rows"] == 3 and result["logged_at"] == 4 and result["log_size"] == 3
-    offline = CliRunner().invoke(cli, ["sync", "verify-snapshot", str(saved)])  # from the file: no network
+    assert result["currency"].startswith("NOT CURRENT: the board's log has moved from head 3 to 5")
+    offline = CliRunner().invoke(cli, ["sync", "verify-snapshot", str(saved), "--server-key", _pub(world).hex()])
     assert offline.exit_code == 0 and "3 rows of 'sentiment' follow from the log's bundles at head 3" in offline.output
     doc = parse_snapshot(requests.get(f"{world['url']}/api/snapshots/{world['snap']['id']}", timeout=10).content)
     rows = doc.payload["rows"]
@@ -140,9 +149,9 @@ def _drop_tie(p):
 ])
 def test_a_snapshot_the_server_resigned_with_a_wrong_field_fails(world, change, message):
     evidence = _evidence(world)
-    assert verify_snapshot(evidence)["rows"] == 3
+    assert verify_snapshot(evidence, _pub(world))["rows"] == 3
     with pytest.raises(SnapshotError, match=message):
-        verify_snapshot(_resigned(evidence, world["key"], change))
+        verify_snapshot(_resigned(evidence, world["key"], change), _pub(world))
 
 
 @pytest.mark.parametrize("field, value", [("dynascore", 99.0), ("rank_interval", [1, 3])])
@@ -152,11 +161,11 @@ def test_a_hand_edited_copy_fails(world, field, value, monkeypatch):
     doc["payload"]["rows"][1][field] = value
     edited = dict(evidence, snapshot=canonical_bytes(doc).decode())
     with pytest.raises(SignatureError):
-        verify_snapshot(edited)
+        verify_snapshot(edited, _pub(world))
     path = world["tmp"] / f"edited-{field}.json"
     path.write_text(json.dumps(edited))
     monkeypatch.setenv("DYNADESK_HOME", str(world["ws"].home))
-    out = CliRunner().invoke(cli, ["sync", "verify-snapshot", str(path)])
+    out = CliRunner().invoke(cli, ["sync", "verify-snapshot", str(path), "--server-key", _pub(world).hex()])
     assert out.exit_code != 0 and "signature does not verify" in str(out.exception)
 
 
@@ -170,7 +179,8 @@ def test_another_key_and_missing_evidence_are_named(world):
         verify_snapshot(evidence, public_raw(Ed25519PrivateKey.generate()))
     first = evidence["entries"][0]["bundle_id"]
     with pytest.raises(SnapshotError, match="the evidence lacks bundle"):
-        verify_snapshot(dict(evidence, bundles={k: v for k, v in evidence["bundles"].items() if k != first}))
+        verify_snapshot(dict(evidence, bundles={k: v for k, v in evidence["bundles"].items() if k != first}),
+                        _pub(world))
     hidden = _resigned(evidence, world["key"], lambda p: p["rows"].pop())  # a row dropped from the snapshot
     with pytest.raises(SnapshotError, match="on the board at the snapshot's head but neither a row"):
-        verify_snapshot(hidden)
+        verify_snapshot(hidden, _pub(world))

@@ -97,7 +97,8 @@ def test_rejection_is_recorded_with_the_servers_reason(setup):
     try:
         assert runner.invoke(cli, ["bundle", "create", str(runs[1])]).exit_code == 0
         res = runner.invoke(cli, ["sync", "--server", f"http://127.0.0.1:{port}"])
-        assert res.exit_code == 0 and "1 rejected" in res.output
+        assert res.exit_code == 1 and "1 rejected" in res.output  # a rejection is not a success
+        assert "1 upload(s) rejected" in res.output and "sync requeue --all-rejected" in res.output
         status = json.loads(runner.invoke(cli, ["sync", "status", "--json"]).output)
         row = status["bundles"][0]
         assert row["status"] == "rejected" and "revoked_key" in row["last_error"] and "key leaked" in row["last_error"]
@@ -156,7 +157,7 @@ def test_a_rejected_bundle_is_requeued_from_the_cli_and_goes_in_once_fixed(setup
     try:
         assert runner.invoke(cli, ["bundle", "create", str(runs[0])]).exit_code == 0
         res = runner.invoke(cli, ["sync", "--server", url])
-        assert res.exit_code == 0 and "1 rejected" in res.output
+        assert res.exit_code == 1 and "1 rejected" in res.output
         res = runner.invoke(cli, ["sync", "status"])
         assert res.exit_code == 0 and "rejected" in res.output and "not_on_board" in res.output
         assert "a different version of the data" in res.output  # the whole reason, not cut at 80 characters

@@ -137,21 +137,31 @@ def echo_intervals(board: Any) -> None:
                    "Dynaboard; docs/board.md).")
 @click.option("--exclude-noisy", is_flag=True,
               help="Rank without runs whose measured figures were flagged noisy (they are marked '*' otherwise).")
+@click.option("--rates", "rates_board", metavar="BOARD",
+              help="Score with a leaderboard's rate edition (a server URL or a saved edition file; its signature is"
+                   " checked against the board's server key): each run then shows the Dynascore that board shows"
+                   " for it. Default: Dynaboard's rule, rates from the runs ranked.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
 def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
                 memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
-                exclude_noisy: bool, as_csv: bool, as_json: bool) -> None:
+                exclude_noisy: bool, rates_board: str | None, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.answerability import beside
     from dynadesk.scoring.leaderboard import COVERAGE_LEGEND, build_leaderboard, parse_weights
 
     if as_csv and as_json:
         raise click.UsageError("choose one of --json and --csv")
+    rates, rates_from = None, None
+    if rates_board:
+        from dynadesk.sync.client import load_rate_edition
+
+        edition, rates_from = load_rate_edition(app.store, rates_board, task)
+        rates = edition.amrs
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
                               parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
-                              hardware_class, amrs_mode, exclude_noisy)
+                              hardware_class, amrs_mode, exclude_noisy, rates, rates_from)
     if as_json:
         echo_json(board.to_dict())
         return
@@ -197,6 +207,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         click.echo("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
                                                           if board.units.get(m)))
     click.echo("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
+    click.echo(f"exchange rates: {board.rates}")
     click.echo(f"hardware class: {board.hardware_class}"
                + (f" (classes present: {'; '.join(f'{c} [{n} model(s)]' for c, n in board.hardware_classes.items())})"
                   if len(board.hardware_classes) > 1 else ""))

@@ -102,6 +102,7 @@ class Leaderboard:
     hardware_class: str = ALL_CLASSES               # the class whose runs are ranked, or ALL_CLASSES
     hardware_classes: dict[str, int] = field(default_factory=dict)  # classes present -> models with a run
     baselines: list[BoardRow] = field(default_factory=list)  # unranked rows, scored at the ranked rows' rates
+    rates: str = "Dynaboard's rule: the exchange rates are estimated from the runs ranked"  # which rates scored it
 
     @property
     def shown_metrics(self) -> list[str]:
@@ -114,7 +115,8 @@ class Leaderboard:
                 "weights": self.weights, "dataset_weights": self.dataset_weights, "units": self.units,
                 "amrs": self.amrs, "rows": [r.to_dict() for r in self.rows], "left_off": self.left_off,
                 "notes": self.notes, "hardware_class": self.hardware_class,
-                "hardware_classes": self.hardware_classes, "baselines": [r.to_dict() for r in self.baselines]}
+                "hardware_classes": self.hardware_classes, "baselines": [r.to_dict() for r in self.baselines],
+                "rates": self.rates}
 
     def to_csv(self) -> str:
         shown = self.shown_metrics
@@ -234,17 +236,21 @@ class LocalBoard:
 
     def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
              memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-             amrs_mode: str = "dynaboard", exclude_noisy: bool = False) -> Leaderboard:
+             amrs_mode: str = "dynaboard", exclude_noisy: bool = False,
+             rates: Mapping[str, float | None] | None = None) -> Leaderboard:
         """The board for these weights (see :meth:`ScoreBoard.score` for what is refused). Runs whose measured
         figures were flagged noisy are marked on their rows; ``exclude_noisy`` ranks without them (their
-        throughput would otherwise also move every other row's exchange rates) and lists them as left off."""
+        throughput would otherwise also move every other row's exchange rates) and lists them as left off.
+        ``rates``: a rate edition's exchange rates (``--rates BOARD``): each run's Dynascore then depends on the
+        run, the weights and those rates alone, the same figure the board shows for it."""
         noisy = {name: why for name, rec in self.records.items() if (why := noisy_measurements(rec))}
         board = self.board
         if exclude_noisy and noisy:
             board = ScoreBoard.from_tables({n: t for n, t in self.tables.items()
                                             if n not in noisy and n not in self.baselines})
         scored = board.score(weights=weights, dataset_weights=dataset_weights,
-                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads())
+                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads(),
+                             rates=rates)
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
@@ -393,16 +399,20 @@ def build_leaderboard(store: Store, task: str, weights: dict[str, float] | None 
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
                       hardware_class: str | None = None, amrs_mode: str = "dynaboard",
-                      exclude_noisy: bool = False) -> Leaderboard:
+                      exclude_noisy: bool = False, rates: Mapping[str, float | None] | None = None,
+                      rates_from: str | None = None) -> Leaderboard:
     """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
-    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
+    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise).
+    ``rates``: a board's rate edition (``rates_from`` names it on the board)."""
     from dynadesk.tasks import bundled_task_names, get_task
 
     if task not in bundled_task_names():  # (cached) else the workspace's own tasks are read as well
         get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
     ranked = with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode,
-                                      exclude_noisy), chosen, classes)
+                                      exclude_noisy, rates), chosen, classes)
+    if rates is not None:
+        ranked.rates = rates_from or "fixed exchange rates"
     return label_suite_sets(ranked, store, board.records)
 
 

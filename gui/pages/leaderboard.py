@@ -370,7 +370,8 @@ class LeaderboardPage(Page):
         amrs = ", ".join(f"{k} {v:.3g}" for k, v in res.amrs.items() if v is not None and k != "perf")
         weights = ", ".join(f"{k} {v:.0%}" for k, v in res.weights.items())
         self.notes.setText("<small>" + "<br>".join(notes + [f"Normalised weights: {weights}"]
-                                                   + ([f"AMRS: {amrs}"] if amrs else [])) + "</small>")
+                                                   + ([f"AMRS: {amrs}"] if amrs else [])
+                                                   + [f"Exchange rates: {res.rates}"]) + "</small>")
 
     def _sync_column_chooser(self, shown: list[str], res: Leaderboard) -> None:
         """One checkable entry per metric column; the Dynascore metrics start checked, a choice is kept."""

@@ -12,6 +12,7 @@ import click
 from dynadesk import defaults
 from dynadesk.errors import DynaDeskError
 from dynadesk.sync.server.limits import DEFAULT_LIMITS
+from dynadesk.sync.server.rates_cli import rates as rates_group
 
 if TYPE_CHECKING:
     import uvicorn
@@ -595,6 +596,9 @@ def snapshot_list(db_path: str, task: str | None, as_json: bool) -> None:
         return
     _table(["id", "log entry", "task", "title", "taken"], [[r["id"], r["seq"], r["task"], r["title"], r["created_at"]]
                                                            for r in rows])
+
+
+cli.add_command(rates_group)  # issue 44: rate editions (sync/server/rates_cli.py)
 
 
 def main(argv: list[str] | None = None) -> None:

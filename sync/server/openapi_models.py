@@ -279,6 +279,8 @@ def board_parameters() -> dict[str, Any]:
         query("stability", yes_no, "yes: each row's rank range as the weights vary"),
         query("audit", {"type": "string", "enum": ["", *AUDIT_VALUES]}, "reproduced: only rows an auditor"
               " reproduced (empty: all)"),
+        query("rates", {"type": "string", "enum": ["", "edition", "dynaboard"]}, "edition (default): the task's"
+              " rate edition (or provisional rates); dynaboard: rates from the rows in view, Dynaboard's rule"),
     ]
     params += [query(f"weight.{m}", {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT},
                      f"the weight of metric {m}") for m in BOARD_METRICS]

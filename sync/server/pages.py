@@ -192,7 +192,8 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
     return (f"<p class=\"standing\">Rank <strong>{standing['rank']}</strong> of {standing['total']} on the"
             f" <a href=\"/?task={escape(task)}\">{h(task)}</a> board of its hardware class ({h(hw_label)},"
             f" {h(standing['hardware_status'])}) at the default weights: Dynascore"
-            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.{spread}{tied}</p>")
+            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}, scored with <span class=\"rate-source\">"
+            f"{h(standing.get('rates_text', 'the board rates'))}</span>.{spread}{tied}</p>")
 
 
 

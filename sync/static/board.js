@@ -464,9 +464,21 @@ function renderReference(box, board) {
   box.replaceChildren(
     el("h3", {text: "Exchange rates"}),
     el("p", {class: "rates", text: `Rates (AMRS, per unit of each metric): ${rates.join(" · ") || "none"}.`}),
+    el("p", {class: "rate-edition", text: rateSourceText(board.rates || {})}),
     el("p", {class: "hint", text: `Set by ${ref.rows.length} reference row${ref.rows.length === 1 ? "" : "s"} ` +
-             `(${ref.rule}), not by every ranked row, so no submitter's extra rows move them.`}),
+             `(${ref.rule}), not by the rows on this page, so no submitter's rows move them.`}),
     list);
+}
+
+// Which rates scored the board (issue 44): the task's signed rate edition, provisional rates, or Dynaboard's rule.
+function rateSourceText(rates) {
+  if (rates.status === "edition") {
+    return `Rate edition ${rates.edition} (${String(rates.id).slice(0, 12)}, frozen ${rates.created_at}, signed by ` +
+           `${rates.key_fingerprint}): every row is scored with it (${rates.url}).`;
+  }
+  if (rates.status === "dynaboard") return "Dynaboard's rule: rates estimated from the rows in view (rates=dynaboard).";
+  if (rates.status === "provisional") return "Provisional rates: no rate edition has been frozen yet.";
+  return "No exchange rates: see the notes for why and what the operator can do.";
 }
 
 // ------------------------------------------------------------------ loading

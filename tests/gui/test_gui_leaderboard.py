@@ -48,6 +48,7 @@ def test_board_ranks_succeeded_runs_with_units(board_page):
                        "robustness\n(%)", "fairness\n(%)"]
     assert float(_column(page, 3)[0]) == pytest.approx(90.0)  # mean of d1/d2 at equal dataset weights
     assert set(page.dataset_sliders) == {"d1", "d2"}
+    assert "Exchange rates: Dynaboard's rule" in page.notes.text()  # which rates scored it (issue 44)
 
 
 def test_moving_a_weight_slider_reorders_the_table(board_page, qtbot):

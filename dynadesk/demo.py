@@ -589,7 +589,8 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
                    f"dev macro-F1 {r['dev_macro_f1']:6.2f}")
     models = [r["model"] for r in rows]
-    statuses = ", ".join(f"{sum(1 for r in rows if r['status'] == st)} {st}" for st in sorted({r["status"] for r in rows}))
+    statuses = ", ".join(f"{sum(1 for r in rows if r['status'] == st)} {st}"
+                         for st in sorted({r["status"] for r in rows}))
     steps.result(f"{len(rows)} models ({statuses}); dev macro-F1 "
                  + ", ".join(f"{_short(r['model'])} {r['dev_macro_f1']:.1f}" for r in rows))
 

@@ -52,7 +52,8 @@ def _run(store, model: str, perf: float) -> None:
 def test_the_audit_step_names_the_fields_that_differ_in_short_lines_and_logs_every_note(home):
     ws = Workspace(home)
     Path(ws.bundles_dir).mkdir(parents=True, exist_ok=True)
-    report = {"ok": True, "counts": {"identical": 20, "not comparable": 25, "outside tolerance": 1}, "checks": _checks()}
+    report = {"ok": True, "counts": {"identical": 20, "not comparable": 25, "outside tolerance": 1},
+              "checks": _checks()}
     (Path(ws.bundles_dir) / "b1.audit.json").write_text(json.dumps({"audited_at": "2026-12-05 11:00:00",
                                                                     "report": report}))
     said: list[str] = []
@@ -92,8 +93,8 @@ def test_the_cli_names_its_log_at_the_start_and_the_end_and_a_failed_step_in_one
     (home / "cache").mkdir(parents=True)
     (home / "cache" / load_recipe().sdist).write_text("not the pinned archive\n")  # step 2 refuses its digest
     env = {**os.environ, "DYNADESK_HOME": str(home), "COLUMNS": "80"}
-    proc = subprocess.run([sys.executable, "-c", "from dynadesk.cli import cli; cli()", "demo", "--runner", "local"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", "from dynadesk.cli import cli; cli()", "demo", "--runner", "local"],
+                          env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     lines = proc.stdout.splitlines()
     assert all(len(line) <= LINE_WIDTH for line in lines), max(lines, key=len)

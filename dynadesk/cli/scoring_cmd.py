@@ -8,8 +8,15 @@ from typing import Any
 
 import click
 
-from dynadesk.cli.common import (FALLBACK_WIDTH, echo_json, echo_table, echo_wrapped, json_option, pass_app,
-                                 terminal_width)
+from dynadesk.cli.common import (
+    FALLBACK_WIDTH,
+    echo_json,
+    echo_table,
+    echo_wrapped,
+    json_option,
+    pass_app,
+    terminal_width,
+)
 from dynadesk.errors import ValidationError
 from dynadesk.jsonio import MAX_FILE_BYTES, loads_bounded, read_text_capped
 

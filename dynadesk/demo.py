@@ -378,20 +378,14 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
         rows.append(["baseline", r.model, f"{r.dynascore:.2f}", *([""] * (len(headers) - 3 - len(shown))), *(
             "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}")
             + (" trivial" if m in trivial else "") for m in shown)])
-    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
-    shown_lines: list[str] = []
-    for i, row in enumerate([headers] + rows):
-        shown_lines.append("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w)
-                                              for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            shown_lines.append("    " + "  ".join("-" * w for w in widths))
-    for line in shown_lines:
+    for line in _table_lines(headers, rows):
         echo(line)
-    if table is not None:
-        table.extend(shown_lines)
+    if table is not None:  # the brief table: units on a line below it, so the columns stay narrow
+        units = ", ".join(f"{m} {board.units[m]}" for m in shown if board.units.get(m))
+        table.extend(_table_lines(headers[:-len(shown)] + shown, rows) if shown else _table_lines(headers, rows))
         more = len(board.notes) + len(board.left_off) + sum(1 for r in board.rows if r.noisy)
-        table.append(f"    ({more} board notes, the 95% intervals and the ties' details: in the detailed log)"
-                     if more else "    (the 95% intervals and the ties' details: in the detailed log)")
+        table.append(f"    units: Dynascore points, {units}; " + (f"{more} board notes, " if more else "")
+                     + "the 95% intervals and the ties' details: in the detailed log")
     print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:
@@ -405,6 +399,18 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")
     return board.rows[0].model
+
+
+def _table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """An aligned table, indented: text columns (rank, model) left-aligned, the rest right-aligned."""
+    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
+    lines = []
+    for i, row in enumerate([headers] + rows):
+        lines.append("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w)
+                                          for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            lines.append("    " + "  ".join("-" * w for w in widths))
+    return lines
 
 
 def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:

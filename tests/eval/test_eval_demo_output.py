@@ -81,8 +81,9 @@ def test_the_board_table_goes_to_the_brief_channel_and_its_details_to_the_log(st
     assert print_leaderboard(store, log.append, table) == "a-copy"
     assert table[0].split()[:3] == ["rank", "model", "Dynascore"]
     assert [line.split()[1] for line in table[2:5]] == ["a-copy", "b-copy", "c-wrong"]
-    assert "detailed log" in table[-1]
-    assert all(line in log for line in table[:-1])
+    assert "detailed log" in table[-1] and "units: Dynascore points, perf %" in table[-1]
+    assert [line.split() for line in table[2:5]] == [line.split() for line in log[2:5]]  # the same rows
+    assert "perf (%)" in log[0] and "perf (%)" not in table[0] and len(table[0]) < len(log[0])
     assert any("95% intervals" in line for line in log) and not any("95% intervals (" in line for line in table)
 
 

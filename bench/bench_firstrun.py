@@ -5,8 +5,9 @@ names it and leaves it out). The demo runs in a fresh temporary workspace throug
 (the same steps ``make demo`` runs: the zoo really trained, every model evaluated in the sandbox when a Docker
 daemon answers, the audit really re-run); its per-step wall and CPU seconds are the demo's own
 (:class:`dynadesk.demo.StepTime`). The suite is ``pytest -q`` as ``make test`` runs it. Their baselines are the
-figures before issue 39 on a quiet 2-core machine (README "The demo's first run"): they cannot be measured side by
-side, since the old code is gone; the load average is printed with each row so a loaded machine shows.
+figures before issue 39 on a quiet 2-core machine (docs/performance-history.md "The demo's first run"): they
+cannot be measured side by side, since the old code is gone; the load average is printed with each row so a
+loaded machine shows.
 
     python bench/bench_firstrun.py [--only demo|suite]
 """

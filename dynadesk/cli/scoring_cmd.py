@@ -8,7 +8,15 @@ from typing import Any
 
 import click
 
-from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
+from dynadesk.cli.common import (
+    FALLBACK_WIDTH,
+    echo_json,
+    echo_table,
+    echo_wrapped,
+    json_option,
+    pass_app,
+    terminal_width,
+)
 from dynadesk.errors import ValidationError
 from dynadesk.jsonio import MAX_FILE_BYTES, loads_bounded, read_text_capped
 
@@ -58,7 +66,7 @@ def dynascore(file: str, as_json: bool) -> None:
 
 SUITE_SET_TITLES = {"dynadesk": "dynadesk (DynaDesk's suites)",
                     "dynaboard-augly": "dynaboard-augly (the reference's AugLy families)"}
-TABLE_WIDTH = 120  # characters the default leaderboard table fits in
+TABLE_WIDTH = FALLBACK_WIDTH  # the default table fits the terminal; these many columns without one
 _MIN_MODEL_WIDTH = 12
 
 
@@ -79,24 +87,22 @@ def _elide(text: str, width: int) -> str:
 
 def fit_table(headers: list[str], rows: list[list[str]], width: int = TABLE_WIDTH,
               model_col: int = 1, keep: int = 3) -> tuple[list[str], list[list[str]], list[str]]:
-    """Drop trailing columns (never the first ``keep``) and elide model names until the table fits ``width``.
+    """Drop trailing columns (never the first ``keep``) until the table fits ``width``; only then elide model
+    names, as far as needed and never under 12 characters: a reader identifies a row by its name, and a dropped
+    column is named below the table (``--wide`` shows it), an elided name is not recoverable (issue 47).
 
     Returns the headers and rows shown and the headers left out.
     """
     headers, rows = list(headers), [list(r) for r in rows]
     dropped: list[str] = []
-    while _width(headers, rows) > width:
-        longest = max((len(r[model_col]) for r in rows), default=0)
-        if longest > _MIN_MODEL_WIDTH:
-            over = _width(headers, rows) - width
-            target = max(_MIN_MODEL_WIDTH, longest - over, len(headers[model_col]))
-            rows = [[*r[:model_col], _elide(r[model_col], target), *r[model_col + 1:]] for r in rows]
-            if target < longest:
-                continue
-        if len(headers) <= keep:
-            break
+    while _width(headers, rows) > width and len(headers) > keep:
         dropped.insert(0, headers.pop())
         rows = [r[:-1] for r in rows]
+    over = _width(headers, rows) - width
+    longest = max((len(r[model_col]) for r in rows), default=0)
+    if over > 0 and longest > _MIN_MODEL_WIDTH:
+        target = max(_MIN_MODEL_WIDTH, longest - over, len(headers[model_col]))
+        rows = [[*r[:model_col], _elide(r[model_col], target), *r[model_col + 1:]] for r in rows]
     return headers, rows, dropped
 
 
@@ -107,14 +113,14 @@ def echo_intervals(board: Any) -> None:
              for r in board.rows if r.intervals]
     if lines:
         first = next(iv for r in board.rows for iv in r.intervals.values())
-        click.echo(f"{first['metric']} {first['level']:g}% intervals ({first['resamples']} seeded bootstrap "
-                   "resamples of the examples):")
+        echo_wrapped(f"{first['metric']} {first['level']:g}% intervals ({first['resamples']} seeded bootstrap "
+                     "resamples of the examples):")
         for line in lines:
-            click.echo(line)
+            echo_wrapped(line, indent="    ")
     if any(r.paired_next for r in board.rows):
-        click.echo("tied with next: no dataset shows a significant difference from the next row (paired bootstrap, "
-                   "95% interval of the difference contains 0); rank 95%: the rank over resampled examples, "
-                   "measured metrics held fixed")
+        echo_wrapped("tied with next: no dataset shows a significant difference from the next row (paired bootstrap, "
+                     "95% interval of the difference contains 0); rank 95%: the rank over resampled examples, "
+                     "measured metrics held fixed")
 
 
 @click.command()
@@ -127,7 +133,7 @@ def echo_intervals(board: Any) -> None:
               help="GiB; memory counts as memory saved below this budget.")
 @click.option("--stability", is_flag=True, help="Also show each model's rank range when each weight varies over 0-5.")
 @click.option("--wide", is_flag=True, help=f"Show every stored metric (default: the Dynascore metrics, fitting "
-                                           f"{TABLE_WIDTH} columns).")
+                                           f"the terminal's width, {TABLE_WIDTH} columns without a terminal).")
 @click.option("--hardware-class", "hardware_class", default=None, metavar="CLASS|all",
               help="Rank the runs of this hardware class (default: the class with the most models; 'all': every "
                    "run, measured metrics then not comparable). The classes present are listed.")
@@ -200,39 +206,40 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     if paired:  # runs stored with per-example outcomes (dynadesk.scoring.bootstrap)
         headers[3:3] = ["rank 95%", "tied with next"]
     left_out: list[str] = []
+    width = terminal_width()
     if not wide:
-        headers, rows, left_out = fit_table(headers, rows)
+        headers, rows, left_out = fit_table(headers, rows, width)
     echo_table(headers, [list(r) for r in rows])
     if not wide:
-        click.echo("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
-                                                          if board.units.get(m)))
-    click.echo("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
-    click.echo(f"exchange rates: {board.rates}")
-    click.echo(f"hardware class: {board.hardware_class}"
-               + (f" (classes present: {'; '.join(f'{c} [{n} model(s)]' for c, n in board.hardware_classes.items())})"
-                  if len(board.hardware_classes) > 1 else ""))
+        echo_wrapped("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
+                                                            if board.units.get(m)))
+    echo_wrapped("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
+    echo_wrapped(f"exchange rates: {board.rates}")
+    echo_wrapped(f"hardware class: {board.hardware_class}"
+                 + (f" (classes present: {'; '.join(f'{c} [{n} model(s)]' for c, n in board.hardware_classes.items())})"
+                    if len(board.hardware_classes) > 1 else ""))
     if stability:
-        click.echo("rank range: best-worst rank as each weight varies over 0-5")
+        echo_wrapped("rank range: best-worst rank as each weight varies over 0-5")
     if any(r.coverage() for r in board.rows):
-        click.echo(COVERAGE_LEGEND)
+        echo_wrapped(COVERAGE_LEGEND)
     echo_intervals(board)
     if left_out:
-        click.echo(f"not shown to fit {TABLE_WIDTH} columns: {', '.join(left_out)} (--wide shows them)")
+        echo_wrapped(f"not shown to fit {width} columns: {', '.join(left_out)} (--wide shows them)")
     if not wide and len(board.shown_metrics) > len(board.metrics):
-        click.echo(f"{len(board.shown_metrics) - len(board.metrics)} more stored metric(s): --wide, --csv or --json")
+        echo_wrapped(f"{len(board.shown_metrics) - len(board.metrics)} more stored metric(s): --wide, --csv or --json")
     for r in board.rows:
         if r.noisy:
-            click.echo(f"* {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}); its throughput and "
-                       "latency rest on a busy machine (--exclude-noisy ranks without it)")
+            echo_wrapped(f"* {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}); its throughput and "
+                         "latency rest on a busy machine (--exclude-noisy ranks without it)")
     for model, why in board.left_off.items():
-        click.echo(f"left off: {model}: {why}")
+        echo_wrapped(f"left off: {model}: {why}")
     sets = {", ".join(r.robustness_suites) for r in board.rows if r.robustness_suites}
     if sets:
-        click.echo("robustness suites: " + "; ".join(
+        echo_wrapped("robustness suites: " + "; ".join(
             f"{r.model} {', '.join(SUITE_SET_TITLES.get(s, s) for s in r.robustness_suites)}"
             for r in board.rows if r.robustness_suites))
     for note in board.notes:
-        click.echo(f"note: {note}")
+        echo_wrapped(f"note: {note}")
 
 
 @click.command()

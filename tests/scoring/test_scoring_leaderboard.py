@@ -155,8 +155,11 @@ def test_cli_json_csv_text_and_stability(home, board_store):
 LONG_NAME = "sentiment-roberta-large-english-finetuned-on-sst2-and-imdb-v3"
 
 
-def test_cli_table_fits_120_columns_unless_wide(home, board_store):
-    """A 250-character table used to be printed; the default now fits 120 columns, --wide shows every metric."""
+def test_cli_table_fits_120_columns_unless_wide(home, board_store, monkeypatch):
+    """A 250-character table used to be printed; the default now fits the terminal (here 120 columns), --wide shows
+    every metric. Names come before other columns (issue 47): the long name stays whole, trailing metric columns
+    are left out and named below the table."""
+    monkeypatch.setenv("COLUMNS", "120")
     _evaluate(board_store, LONG_NAME, {DATASETS[0]: _scores(85, 75, 80), DATASETS[1]: _scores(83, 74, 82)},
               {"throughput": 324000.5, "memory": 0.25, "latency_p50_ms": 0.01})
     runner = CliRunner()
@@ -167,16 +170,18 @@ def test_cli_table_fits_120_columns_unless_wide(home, board_store):
         assert max(len(line) for line in table) <= 120, res.output
         assert table[0].split()[:4] == ["rank", "model", "dynascore", "rank"] if extra else \
             table[0].split()[:4] == ["rank", "model", "dynascore", "perf"]
-        assert "324000" in res.output and "latency_p50_ms" not in table[0]
+        assert "latency_p50_ms" not in table[0]
         assert "more stored metric(s): --wide" in res.output
         ranked = [line.split()[1] for line in table[2:]]
-        long = next(name for name in ranked if name.startswith(LONG_NAME[:40]))  # elided only as far as needed
-        assert long.endswith("…") and len(long) < len(LONG_NAME)
-        assert "units: dynascore points, perf %, throughput examples/s, memory GiB" in res.output
+        assert LONG_NAME in ranked and not any(name.endswith("…") for name in ranked)  # whole, never cut
+        dropped = next(line for line in res.output.splitlines() if line.startswith("not shown to fit 120 columns: "))
+        assert all(h not in table[0] for h in dropped.split(": ", 1)[1].split(" (--wide")[0].split(", "))
+        assert "units: dynascore points, perf %" in res.output
     wide = runner.invoke(cli, ["leaderboard", "sentiment", "--wide"])
     assert wide.exit_code == 0, wide.output
     header = wide.output.splitlines()[0]
     assert "latency_p50_ms (ms)" in header and "macro_f1 (%)" in header and LONG_NAME in wide.output
+    assert "324000" in wide.output
 
 
 NOISY = {"measurement": {"noisy": True, "noisy_measurements": ["vader-movies-test batch1: other processes used 1.6 "
@@ -209,3 +214,30 @@ def test_a_noisy_run_is_marked_everywhere_the_board_ranks_and_can_be_left_out(ho
     assert "noisy" in quiet.left_off["m2"] and "m4" in quiet.left_off
     out = runner.invoke(cli, ["leaderboard", "sentiment", "--exclude-noisy"])
     assert out.exit_code == 0 and "left off: m2: its measured figures were flagged noisy" in out.output
+
+
+def test_cli_board_fits_the_terminal_names_whole_and_wraps_long_notes(home, board_store, monkeypatch):
+    """Issue 47: the board read the fixed 120 columns and cut names to 13 characters while a note ran to 940 on
+    one line. Now the terminal's width (COLUMNS, as shutil.get_terminal_size reads it) bounds every line, names
+    stay whole while dropping metric columns suffices, and long notes wrap with every word kept."""
+    long_note = "other processes used 1.6 of 2 cores during " + ", ".join(f"batch{i}" for i in range(120))
+    _evaluate(board_store, LONG_NAME, {DATASETS[0]: _scores(85, 75, 80), DATASETS[1]: _scores(83, 74, 82)},
+              {"throughput": 324000.5, "memory": 0.25, "latency_p50_ms": 0.01})
+    run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
+                                 "WHERE m.name = ? AND e.status = 'succeeded'", (LONG_NAME,)).fetchone()[0]
+    board_store.evaluations.update(run, environment={"measurement": {"noisy": True,
+                                                                     "noisy_measurements": [long_note]}})
+    for columns in (90, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        res = CliRunner().invoke(cli, ["leaderboard", "sentiment"])
+        assert res.exit_code == 0, res.output
+        lines = res.output.splitlines()
+        assert max(len(line) for line in lines) <= columns, max(lines, key=len)
+        assert any(line.split()[1:2] == [f"{LONG_NAME} *"[:len(LONG_NAME)]] for line in lines[2:6])
+        flagged = [i for i, line in enumerate(lines) if line.startswith(f"* {LONG_NAME}: measured figures")]
+        assert len(flagged) == 1
+        body = [lines[flagged[0]]] + [line for line in lines[flagged[0] + 1:] if line.startswith("  ")][:40]
+        assert long_note in " ".join(part.strip() for part in body)  # wrapped, not cut
+        assert (len(body) > 1) == (len(long_note) > columns)
+    monkeypatch.setenv("COLUMNS", "90")
+    assert "not shown to fit 90 columns:" in CliRunner().invoke(cli, ["leaderboard", "sentiment"]).output

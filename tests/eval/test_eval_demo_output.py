@@ -1,0 +1,109 @@
+"""What ``make demo`` prints (issue 47): one line per step with its result, the board, the audit verdict with the
+fields that differ, every stdout line at most 160 characters; the details in a log file named at the start and
+the end. Real parts: the CLI in a subprocess on a real workspace, a real SQLite board, a real audit file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from dynadesk.demo import LINE_WIDTH, Steps, audit_verdict, print_leaderboard
+from dynadesk.workspace import Workspace
+
+LONG_NOTE = ("the re-run's wall-clock figure depends on the machine's load at the time and is not compared; "
+             "this note deliberately runs on and on " * 8)
+DS = "vader-movies-test"
+
+
+def _checks() -> list[dict[str, str]]:
+    checks = [{"field": f"metric.vader-{i}.macro_f1", "kind": "deterministic", "verdict": "identical"}
+              for i in range(20)]
+    checks += [{"field": f"measured.throughput.{i}", "kind": "measured", "verdict": "not comparable",
+                "note": LONG_NOTE} for i in range(25)]
+    return checks + [{"field": "measured.memory", "kind": "measured", "verdict": "outside tolerance",
+                      "note": LONG_NOTE}]
+
+
+def _run(store, model: str, perf: float) -> None:
+    """A succeeded run with every Dynascore metric and its bootstrap outcomes (as tests/scoring's board tests)."""
+    from dynadesk.scoring import bootstrap as B
+    from dynadesk.store.evaluations import MetricValue
+
+    golds = ["negative", "neutral", "positive"] * 10
+    task = {"metric": "macro_f1", "output_kind": "label", "labels": ["negative", "neutral", "positive"]}
+    preds = golds if perf > 50 else golds[1:] + golds[:1]
+    store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=[DS], status="running")
+    values = [MetricValue(DS, m, perf, "%", True) for m in ("perf", "macro_f1", "robustness", "fairness")]
+    values += [MetricValue("", "throughput", 10.0, "examples/s", False), MetricValue("", "memory", 1.0, "GiB", False)]
+    o = B.outcomes(task, "macro_f1", preds, golds)
+    digest = "sha256:" + model.encode().hex().ljust(64, "0")
+    data = "sha256:" + "d1" * 32
+    profile = {"intervals": {DS: B.interval(o, B.derive_seed(digest, data, "macro_f1"))},
+               "outcomes": {DS: B.encode_outcomes(o, data)}}
+    store.evaluations.set_metrics(run, values, status="succeeded", predictions_digest=digest, profile=profile)
+
+
+def test_the_audit_step_names_the_fields_that_differ_in_short_lines_and_logs_every_note(home):
+    ws = Workspace(home)
+    Path(ws.bundles_dir).mkdir(parents=True, exist_ok=True)
+    report = {"ok": True, "counts": {"identical": 20, "not comparable": 25, "outside tolerance": 1},
+              "checks": _checks()}
+    (Path(ws.bundles_dir) / "b1.audit.json").write_text(json.dumps({"audited_at": "2026-12-05 11:00:00",
+                                                                    "report": report}))
+    said: list[str] = []
+    log: list[str] = []
+    steps = Steps(log.append, 1, said.append)
+    steps.start("Audit: re-run the bundle and compare field by field", "audit")
+    audit_verdict(None, ws, "b1", "local", steps, force=False)  # type: ignore[arg-type]  # the cached verdict
+    steps.close()
+    assert said[0].startswith("[1/1] audit: PASS; deterministic fields identical 20/20")
+    assert all(len(line) <= LINE_WIDTH for line in said), max(said, key=len)
+    brief = " ".join(said)
+    assert "not comparable (25):" in brief and "outside tolerance (1): measured.memory" in brief
+    assert all(f"measured.throughput.{i}" in brief for i in range(25))
+    assert "deliberately runs on" not in brief  # the notes stay in the log
+    assert sum(LONG_NOTE.strip() in line for line in log) == 26
+    assert all(line in log for line in said)  # the log holds the brief lines too
+
+
+def test_the_board_table_goes_to_the_brief_channel_and_its_details_to_the_log(store):
+    _run(store, "a-copy", 90.0)
+    _run(store, "b-copy", 89.0)
+    _run(store, "c-wrong", 10.0)
+    log: list[str] = []
+    table: list[str] = []
+    assert print_leaderboard(store, log.append, table) == "a-copy"
+    assert table[0].split()[:3] == ["rank", "model", "Dynascore"]
+    assert [line.split()[1] for line in table[2:5]] == ["a-copy", "b-copy", "c-wrong"]
+    assert "detailed log" in table[-1] and "units: Dynascore points, perf %" in table[-1]
+    assert [line.split() for line in table[2:5]] == [line.split() for line in log[2:5]]  # the same rows
+    assert "perf (%)" in log[0] and "perf (%)" not in table[0] and len(table[0]) < len(log[0])
+    assert any("95% intervals" in line for line in log) and not any("95% intervals (" in line for line in table)
+
+
+def test_the_cli_names_its_log_at_the_start_and_the_end_and_a_failed_step_in_one_line(tmp_path):
+    from dynadesk.recipes import load_recipe
+
+    home = tmp_path / "ws"
+    (home / "cache").mkdir(parents=True)
+    (home / "cache" / load_recipe().sdist).write_text("not the pinned archive\n")  # step 2 refuses its digest
+    env = {**os.environ, "DYNADESK_HOME": str(home), "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-c", "from dynadesk.cli import cli; cli()", "demo", "--runner", "local"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    lines = proc.stdout.splitlines()
+    assert all(len(line) <= LINE_WIDTH for line in lines), max(lines, key=len)
+    first = re.fullmatch(r"detailed log: (\S+)", lines[0])
+    assert first and lines[-1] == lines[0], proc.stdout
+    log = Path(first.group(1)).read_text(encoding="utf-8")
+    assert Path(first.group(1)).parent == home / "logs"
+    assert lines[1].startswith("[1/10] tasks: 4 tasks (") and lines[2].startswith("[2/10] bundled data: FAILED (")
+    assert lines[-2].startswith("      ") and "does not match the pinned" in proc.stdout  # wrapped, not cut
+    assert "inputs: context, hypothesis" in log and "step 1:" in log and "load average" in log  # the details
+    assert "inputs: context, hypothesis" not in proc.stdout

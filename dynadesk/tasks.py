@@ -16,6 +16,7 @@ import yaml
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
+from dynadesk.task_guidelines import Guidelines, parse_guidelines
 
 
 def metric_names() -> tuple[str, ...]:
@@ -65,6 +66,7 @@ class Task:
     fairness_suites: tuple[str, ...] = ()
     votes_needed: int = 3
     source: str = field(default="", compare=False)
+    guidelines: Guidelines | None = field(default=None, compare=False)  # not part of the digest
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -95,6 +97,7 @@ class Task:
         """Plain JSON-able form; the evaluator spec carries this."""
         d = asdict(self)
         d.pop("source", None)
+        d.pop("guidelines", None)
         return d
 
     @classmethod
@@ -134,7 +137,7 @@ def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str,
 
 
 _TOP_KEYS = {"name", "title", "description", "inputs", "output", "metric", "secondary_metrics",
-             "fooled_rule", "perturbations", "validation"}
+             "fooled_rule", "perturbations", "validation", "guidelines"}
 
 
 def parse_task(raw: Any, source: str) -> Task:
@@ -224,6 +227,7 @@ def parse_task(raw: Any, source: str) -> Task:
         fairness_suites=_str_list(pert, "fairness", f"{source}: perturbations", FAIRNESS_SUITES),
         votes_needed=votes,
         source=source,
+        guidelines=parse_guidelines(raw.get("guidelines"), source),
     )
 
 

@@ -94,7 +94,7 @@ def test_a_keyboard_session_stores_only_chosen_labels(hub, browser):
     amy.keyboard.press("Control+Enter")
     amy.wait_for_selector("#result:not([hidden])")
     made.append(amy.get_attribute("#result", "data-uid"))
-    assert "%" in amy.text_content("#result-model-answer")  # the model's probabilities with its answer
+    assert "%" in amy.text_content("#result-probs")  # the model's probabilities with its answer
     amy.keyboard.press("Enter")  # write another
     amy.wait_for_selector("#result", state="hidden")
     for text, key in (("what a wonderful surprise party", "3"), ("an ordinary tuesday at the office", "2")):

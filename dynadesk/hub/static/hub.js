@@ -75,13 +75,18 @@ function pickNth(name, n) {
 // the model's answer with its probabilities, highest first: "positive (positive 71% · neutral 20% · ...)"
 function answerText(out) {
   const said = out.label !== undefined ? out.label : out.answer;
+  const probs = probsText(out);
+  return probs ? `${said} ${probs}` : String(said);
+}
+
+function probsText(out) {
   if (out.probs && typeof out.probs === "object") {
     const parts = Object.entries(out.probs).sort((a, b) => b[1] - a[1])
       .map(([k, p]) => `${k} ${(100 * p).toFixed(0)}%`);
-    return `${said} (${parts.join(" · ")})`;
+    return `(${parts.join(" · ")})`;
   }
-  if (typeof out.score === "number") return `${said} (confidence ${(100 * out.score).toFixed(0)}%)`;
-  return String(said);
+  if (typeof out.score === "number") return `(confidence ${(100 * out.score).toFixed(0)}%)`;
+  return "";
 }
 
 // an example's state in plain words
@@ -309,7 +314,7 @@ async function submitExample(ev) {
 }
 
 function showResult(ex) {
-  const said = answerText(ex.model_output);
+  const said = ex.model_output.label !== undefined ? ex.model_output.label : ex.model_output.answer;
   const box = $("result");
   box.hidden = false;
   box.dataset.uid = ex.uid;
@@ -320,7 +325,10 @@ function showResult(ex) {
   const s = document.createElement("strong");
   s.id = "result-model-answer";
   s.textContent = said;
-  p1.append(s);
+  const probs = document.createElement("span");
+  probs.id = "result-probs";
+  probs.textContent = ` ${probsText(ex.model_output)}`;
+  p1.append(s, probs);
   const p2 = document.createElement("p");
   p2.id = "result-verdict";
   p2.textContent = ex.fooled ? "You fooled the model!" : "The model got it right.";

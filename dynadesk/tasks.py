@@ -353,6 +353,10 @@ TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("perturbations.fairness", "list of strings", "no", "from: " + ", ".join(FAIRNESS_SUITES)),
     ("validation", "mapping", "no", "annotation validation"),
     ("validation.votes_needed", "positive integer", "no", "validator votes to settle an example (default 3)"),
+    ("guidelines", "mapping", "no", "what annotators read first (the hub shows it); not part of the task's digest"),
+    ("guidelines.text", "string", "no", "the instructions"),
+    ("guidelines.good", "list of mappings", "no", "good examples: text, and optional label and why"),
+    ("guidelines.bad", "list of mappings", "no", "examples to avoid: text, and optional why"),
 )
 
 

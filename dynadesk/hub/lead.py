@@ -78,4 +78,5 @@ def round_table(store: Store, task_name: str) -> dict[str, Any]:
     return {"task": task.name, "round": rnd.number, "votes_needed": task.votes_needed, "examples": rows,
             "agreement": [{"annotator": a, "agreed": n, "votes": d, "rate": n / d}
                           for a, (n, d) in sorted(agree.items())],
-            "labels": [{"label": k, "correct": n, "votes": d, "rate": n / d} for k, (n, d) in sorted(per_label.items())]}
+            "labels": [{"label": k, "correct": n, "votes": d, "rate": n / d}
+                       for k, (n, d) in sorted(per_label.items())]}

@@ -19,8 +19,8 @@ from dynadesk import annotation as ann
 from dynadesk.annotation.create import choose_target
 from dynadesk.errors import AnnotationError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.hub import identity
-from dynadesk.hub.lead import require_lead, round_table
 from dynadesk.hub.batcher import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_S, BatcherPool, BatchInfo, RunBatch
+from dynadesk.hub.lead import require_lead, round_table
 from dynadesk.store import tasks as store_tasks
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.hub import HubSession

@@ -72,7 +72,7 @@ function detailRow(r) {
   const votes = el("ul", null, { class: "votes" });
   for (const v of r.validations) {
     const extra = v.label !== null && v.label !== undefined ? ` → ${JSON.stringify(v.label)}` : "";
-    votes.append(el("li", `${v.lead ? "the lead " : ""}${v.annotator}: ${v.verdict}${extra}`
+    votes.append(el("li", `${v.annotator}${v.lead ? " (the lead)" : ""}: ${v.verdict}${extra}`
       + `${v.reason ? ` (“${v.reason}”)` : ""}`));
   }
   if (!r.validations.length) votes.append(el("li", "no votes yet"));
@@ -130,7 +130,7 @@ function drawLeadRows() {
     const first = el("td");
     first.append(open);
     const fooled = r.fooled ? (r.verified_fooled ? "yes, verified" : "yes") : "no";
-    tr.append(first, el("td", r.author), el("td", leadText(r), { class: "text" }), el("td", JSON.stringify(r.target)),
+    tr.append(first, el("td", r.author), el("td", leadText(r), { class: "text" }), el("td", typeof r.target === "string" ? r.target : JSON.stringify(r.target)),
               el("td", r.model_answer), el("td", fooled),
               el("td", `${r.votes.correct}/${r.votes.incorrect}/${r.votes.flagged}`),
               el("td", r.state, { class: "state" }), el("td", r.created_at.slice(0, 16).replace("T", " ")));
@@ -140,10 +140,10 @@ function drawLeadRows() {
   $("lead-count").textContent = `${rows.length} of ${lead.data.examples.length} examples shown`;
 }
 
-function agreementTable(id, caption, first, rows) {
+function agreementTable(id, caption, heads, rows) {
   const t = el("table", null, { id });
   const head = el("tr");
-  for (const h of [first, "Agreed", "Votes", "Rate"]) head.append(el("th", h, { scope: "col" }));
+  for (const h of heads) head.append(el("th", h, { scope: "col" }));
   const thead = el("thead");
   thead.append(head);
   const body = el("tbody");
@@ -162,9 +162,9 @@ async function loadLead() {
   lead.data = await api("GET", `/api/lead/examples?task=${encodeURIComponent(state.task.name)}`);
   const panel = $("panel-lead");
   panel.replaceChildren(leadControls(), el("p", "", { id: "lead-count", "aria-live": "polite" }), leadTable(),
-    agreementTable("agree-annotators", "Agreement per annotator (votes matching the decision)", "Annotator",
+    agreementTable("agree-annotators", "Agreement per annotator (votes matching the decision)", ["Annotator", "Agreed", "Votes", "Rate"],
                    lead.data.agreement),
-    agreementTable("agree-labels", "Per label: share of 'correct' votes on examples written with it", "Label",
+    agreementTable("agree-labels", "Per label: share of 'correct' votes on examples written with it", ["Label", "Correct", "Votes", "Rate"],
                    lead.data.labels));
   [$("lead-filter").value, $("lead-state").value] = keep;
   drawLeadRows();

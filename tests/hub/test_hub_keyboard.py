@@ -44,7 +44,7 @@ def stored(home) -> list[Any]:
 def keyboard_sign_in(browser, url: str, code: str) -> Any:
     page = browser.new_context().new_page()
     page.goto(url + "/")
-    page.wait_for_function("document.activeElement && document.activeElement.id === 'code'")
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'code'")
     page.keyboard.type(code)
     page.keyboard.press("Enter")
     page.wait_for_selector("#app[data-ready='qa']", state="attached")  # the first open task (alphabetical)

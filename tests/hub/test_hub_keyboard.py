@@ -33,6 +33,16 @@ def hub(tmp_path_factory) -> Iterator[dict[str, Any]]:
         yield {"home": home, "url": url, "codes": codes}
 
 
+def serious(page) -> list[str]:
+    """axe-core's serious or critical violations on the page as it is now (as the board's a11y test asks)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page, options={"resultTypes": ["violations"], "runOnly": {
+        "type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]}})
+    return [f"{v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+            for v in found.response["violations"] if v.get("impact") in ("serious", "critical")]
+
+
 def stored(home) -> list[Any]:
     st = Workspace(home).open_store()
     try:
@@ -131,6 +141,7 @@ def test_a_keyboard_session_stores_only_chosen_labels(hub, browser):
     bo.wait_for_selector("#error:not([hidden])")
     assert "Choose the right label" in bo.text_content("#error")
     assert all(not e.validations for e in stored(home))
+    assert serious(bo) == []  # the validation view, error shown
     bo.keyboard.press("1")
     bo.keyboard.press("i")
     bo.wait_for_function("old => document.getElementById('val-example').dataset.uid !== old", arg=wrong)
@@ -192,6 +203,7 @@ def test_the_lead_filters_sorts_opens_and_decides(hub, browser):
     boss.click(f"{detail} button.decide-correct")
     boss.wait_for_selector(f"{row}[data-state='lead: correct']")
     assert "The lead's decision (boss): correct" in boss.text_content(detail)
+    assert serious(boss) == []  # the lead's table with a row open
     st = Workspace(home).open_store()
     try:
         ex = st.annotation.get_example(hub["disputed"])

@@ -54,6 +54,8 @@ gui: venv
 
 screenshots: venv system-deps
 	@$(PY) packaging/screenshots.py
+	@$(PY) packaging/hub_screenshots.py
+	@$(PY) packaging/board_screenshots.py
 
 board-screenshots: venv system-deps
 	@$(PY) packaging/board_screenshots.py

@@ -17,6 +17,7 @@ from dynadesk import taskfile_guard as guard
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
+from dynadesk.task_guidelines import Guidelines, parse_guidelines
 
 
 def metric_names() -> tuple[str, ...]:
@@ -68,6 +69,7 @@ class Task:
     votes_needed: int = 3
     source: str = field(default="", compare=False)
     baselines: tuple[str, ...] = ()  # models the task owner names baselines: shown unranked (scoring.baselines)
+    guidelines: Guidelines | None = field(default=None, compare=False)  # not part of the digest
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -103,6 +105,7 @@ class Task:
         for f in d["inputs"]:  # only an optional input says so: every other task's dict (and digest) is unchanged
             if not f["optional"]:
                 del f["optional"]
+        d.pop("guidelines", None)
         return d
 
     @classmethod
@@ -143,7 +146,7 @@ def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str,
 
 
 _TOP_KEYS = {"name", "title", "description", "inputs", "output", "metric", "secondary_metrics",
-             "fooled_rule", "perturbations", "validation", "baselines"}
+             "fooled_rule", "perturbations", "validation", "baselines", "guidelines"}
 
 
 def parse_task(raw: Any, source: str) -> Task:
@@ -237,6 +240,7 @@ def parse_task(raw: Any, source: str) -> Task:
         votes_needed=votes,
         source=source,
         baselines=_str_list(raw, "baselines", source),
+        guidelines=parse_guidelines(raw.get("guidelines"), source),
     )
 
 
@@ -357,6 +361,10 @@ TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("perturbations.fairness", "list of strings", "no", "from: " + ", ".join(FAIRNESS_SUITES)),
     ("validation", "mapping", "no", "annotation validation"),
     ("validation.votes_needed", "positive integer", "no", "validator votes to settle an example (default 3)"),
+    ("guidelines", "mapping", "no", "what annotators read first (the hub shows it); not part of the task's digest"),
+    ("guidelines.text", "string", "no", "the instructions"),
+    ("guidelines.good", "list of mappings", "no", "good examples: text, and optional label and why"),
+    ("guidelines.bad", "list of mappings", "no", "examples to avoid: text, and optional why"),
 )
 
 

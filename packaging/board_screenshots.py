@@ -7,7 +7,8 @@ bag-of-words and majority baselines, as ``dynadesk demo`` builds them) and a sec
 bag-of-words recipe, same model name, so the board tells the two apart by submitter). Each model is
 evaluated with the local runner on the demo's four test sets and their perturbation suites, signed,
 and synced to a ``dynadesk-server`` on loopback; headless chromium (Playwright, Debian
-``/usr/bin/chromium``) then photographs the board and a model page. Takes a few minutes on 2 cores.
+``/usr/bin/chromium``) then photographs the board (whole, at 1366x768 as first painted, with a row's details
+open, and at phone width) and a model page. Takes a few minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -98,6 +99,17 @@ def photograph(url: str, model_bundle: str, out: Path) -> list[Path]:
         page.set_viewport_size({"width": max(1600, int(wide)), "height": 1050})  # every column in the picture
         shots.append(out / "board.png")
         page.screenshot(path=str(shots[-1]), full_page=True)
+        page.set_viewport_size({"width": 1366, "height": 768})  # what a reader's laptop shows on first paint
+        page.goto(url + "/?task=sentiment")
+        page.wait_for_selector("#task-sentiment[data-loaded] #board-sentiment tbody tr")
+        shots.append(out / "board_1366.png")
+        page.screenshot(path=str(shots[-1]))
+        page.locator("#board-sentiment tbody tr[data-model] button.row-toggle").first.click()
+        shots.append(out / "board_1366_details.png")
+        page.screenshot(path=str(shots[-1]))
+        page.set_viewport_size({"width": 375, "height": 740})
+        shots.append(out / "board_phone.png")
+        page.screenshot(path=str(shots[-1]))
         page.set_viewport_size({"width": 1400, "height": 1000})
         page.goto(f"{url}/models/{model_bundle}")
         page.wait_for_selector("#metrics")

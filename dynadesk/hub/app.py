@@ -35,6 +35,7 @@ from dynadesk.errors import (
     ValidationError,
 )
 from dynadesk.hub import identity
+from dynadesk.hub.lead import LEAD_ROLE
 from dynadesk.hub.limits import Limiter, Rate
 from dynadesk.hub.service import HubCore
 from dynadesk.jsonio import loads_bounded
@@ -42,7 +43,10 @@ from dynadesk.store.hub import HubSession
 
 COOKIE = "dynadesk_hub"
 STATIC = Path(__file__).resolve().parent / "static"
-ASSETS = {"hub.js": "text/javascript; charset=utf-8", "hub.css": "text/css; charset=utf-8"}
+ASSETS = {"hub.js": "text/javascript; charset=utf-8", "lead.js": "text/javascript; charset=utf-8",
+          "keys.js": "text/javascript; charset=utf-8",
+          "hub.css": "text/css; charset=utf-8"}
+MAX_SKIPPED = 200
 MAX_BODY = 256 * 1024
 DEFAULT_WRITE_RATE = Rate(60, 60.0)
 DEFAULT_SIGNIN_RATE = Rate(10, 60.0)
@@ -128,7 +132,8 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
 
     def me(session: HubSession, token: str) -> dict[str, Any]:
         return {"name": session.name, "role": session.role, "expires_at": session.expires_at,
-                "creates": session.role in identity.CREATES, "csrf": identity.csrf_token(token)}
+                "creates": session.role in identity.CREATES,
+                "lead": session.role == LEAD_ROLE, "csrf": identity.csrf_token(token)}
 
     @app.exception_handler(DynaDeskError)
     async def _dynadesk_error(_request: Request, exc: DynaDeskError) -> Response:
@@ -212,9 +217,17 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
         return await call(io, core.stats, session, task)
 
     @app.get("/api/validate/next")
-    async def next_to_validate(request: Request, task: str, seed: int = 0) -> dict[str, Any]:
+    async def next_to_validate(request: Request, task: str, seed: int = 0, skip: str = "") -> dict[str, Any]:
         session = await reader(request)
-        return {"example": await call(io, core.next_to_validate, session, task, seed)}
+        skipped = frozenset(u for u in skip.split(",") if u)
+        if len(skipped) > MAX_SKIPPED:
+            raise ValidationError(f"{len(skipped)} skipped examples, over the {MAX_SKIPPED} limit: reload the page")
+        return {"example": await call(io, core.next_to_validate, session, task, seed, skipped)}
+
+    @app.get("/api/lead/examples")
+    async def lead_examples(request: Request, task: str) -> dict[str, Any]:
+        session = await reader(request)
+        return await call(io, core.lead_table, session, task)
 
     @app.post("/api/examples")
     async def create(request: Request) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dynadesk.annotation.create import choose_target
 from dynadesk.errors import AnnotationError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.hub import identity
 from dynadesk.hub.batcher import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_S, BatcherPool, BatchInfo, RunBatch
+from dynadesk.hub.lead import require_lead, round_table
 from dynadesk.store import tasks as store_tasks
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.hub import HubSession
@@ -63,7 +64,8 @@ def task_view(task: Task) -> dict[str, Any]:
                        for f in task.inputs],
             "output_kind": task.kind.name, "chooses_labels": task.kind.chooses_labels, "labels": list(task.labels),
             "span_of": task.span_of,
-            "context_field": task.context_field, "votes_needed": task.votes_needed}
+            "context_field": task.context_field, "votes_needed": task.votes_needed,
+            "guidelines": task.guidelines.to_dict() if task.guidelines else None}
 
 
 def _span(text: str, span: Any, what: str) -> str:
@@ -193,11 +195,18 @@ class HubCore:
                 "by_model": [m.__dict__ for m in s.by_model],
                 "mine": None if mine is None else mine.__dict__}
 
-    def next_to_validate(self, session: HubSession, task: str, seed: int = 0) -> dict[str, Any] | None:
+    def next_to_validate(self, session: HubSession, task: str, seed: int = 0,
+                         skip: frozenset[str] = frozenset()) -> dict[str, Any] | None:
+        """The next example this person may judge, passing over the ones they skipped on their page."""
         st = self.store()
         rnd = ann.get_round(st, task)
-        ex = ann.next_to_validate(st, task, session.name, rnd.number, seed=seed)
+        queue = ann.validation_queue(st, task, session.name, rnd.number, seed=seed, limit=len(skip) + 1)
+        ex = next((e for e in queue if e.uid not in skip), None)
         return None if ex is None else self._example_view(ex, mine=False)
+
+    def lead_table(self, session: HubSession, task: str) -> dict[str, Any]:
+        require_lead(session)
+        return round_table(self.store(), task)
 
     @staticmethod
     def _example_view(ex: AnnotatedExample, mine: bool) -> dict[str, Any]:

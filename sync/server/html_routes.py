@@ -1,4 +1,5 @@
-"""The board's page routes: ``/`` (the board), ``/static/*``, ``/models/{id}``, ``/bundles/{id}``, ``/log``.
+"""The board's page routes: ``/`` (the board), ``/static/*``, ``/models/{id}``, ``/bundles/{id}``, ``/log``,
+``/snapshots`` (the index of signed snapshots; one snapshot's page is in ``snapshot_routes``).
 
 A page answers bad input with an HTML page naming what is wrong and the matching 4xx status
 (the same mapping as the JSON API, :func:`~dynadesk.sync.server.errors.answer_for`), never a 500.
@@ -21,7 +22,7 @@ from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.errors import answer_for
 
 STATIC = {"board.js": "application/javascript", "board.css": "text/css", "charts.js": "application/javascript",
-          "views.js": "application/javascript"}
+          "views.js": "application/javascript", "details.js": "application/javascript"}
 PAGE_ONLY = ("task", "sort", "expand")  # the page's own view state; everything else goes to the board API
 _SORT = re.compile(r"^[A-Za-z0-9_.@:-]{1,200}:(asc|desc)$")
 _ID = re.compile(r"^[0-9a-f]{64}$")
@@ -92,6 +93,10 @@ def add_page_routes(app: FastAPI, view: BoardView, head: Callable[[], dict[str, 
     @app.get("/bundles/{bundle_id}", response_class=HTMLResponse, include_in_schema=False)
     def bundle(bundle_id: str) -> HTMLResponse:
         return _page(lambda: pages.bundle_page(view, _bundle_id(bundle_id)))
+
+    @app.get("/snapshots", response_class=HTMLResponse, include_in_schema=False)
+    def snapshots(task: str | None = None) -> HTMLResponse:
+        return _page(lambda: pages.snapshots_index(view, task))
 
     @app.get("/log", response_class=HTMLResponse, include_in_schema=False)
     def log(request: Request) -> HTMLResponse:

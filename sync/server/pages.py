@@ -32,7 +32,8 @@ def layout(title: str, body: Html, crumbs: Html = "") -> Html:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{h(title)} · DynaDesk leaderboard</title><link rel=\"stylesheet\" href=\"/static/board.css\">"
             f"</head><body class=\"page\"><nav class=\"crumbs\"><a href=\"/\">Leaderboard</a>{crumbs}"
-            " · <a href=\"/log\">Transparency log</a> · <a href=\"/docs\">API</a></nav>"
+            " · <a href=\"/log\">Transparency log</a> · <a href=\"/snapshots\">Snapshots</a>"
+            " · <a href=\"/docs\">API</a></nav>"
             f"<main><h1>{h(title)}</h1>{body}</main></body></html>")
 
 
@@ -340,3 +341,28 @@ def log_page(view: BoardView, start: int, limit: int, head: dict[str, Any]) -> H
             + section("Entries", table + f"<p>{' · '.join(nav)}</p>", "entries")
             + f"<p>{link(f'/api/log?start={start}&limit={limit}', 'raw JSON')}</p>")
     return layout("Transparency log", body)
+
+
+def snapshots_index(view: BoardView, task: str | None = None) -> Html:
+    """``/snapshots``: every signed board snapshot, newest first, grouped by task, each a citable link."""
+    if task is not None:
+        view.check_task(task)
+    found = view.db.list_snapshots(task)
+    if not found:
+        which = f" of '{task}'" if task else ""
+        return layout("Snapshots", f"<p class=\"empty\">No snapshot{h(which)} yet. An operator freezes the board"
+                                   " with <code>dynadesk-server snapshot create</code>; each one is signed and"
+                                   " citable.</p>")
+    parts = ["<p class=\"about\">A snapshot is the board frozen and signed at one moment: cite it, and anyone can"
+             " check it against the transparency log.</p>"]
+    for name in sorted({s["task"] for s in found}):
+        rows = "".join(f"<tr data-snapshot=\"{h(s['id'])}\"><td>{link('/snapshots/' + s['id'], s['title'] or s['id'])}"
+                       f"</td><td>{h(str(s['created_at'])[:19].replace('T', ' '))}</td><td>{h(s['seq'])}</td>"
+                       f"<td>{link('/api/snapshots/' + s['id'], 'signed JSON')}</td></tr>"
+                       for s in sorted((s for s in found if s["task"] == name), key=lambda s: -int(s["seq"])))
+        parts.append(f"<section class=\"snapshot-task\" aria-labelledby=\"snap-{h(name)}\">"
+                     f"<h2 id=\"snap-{h(name)}\">{h(name)}</h2><div class=\"table-wrap\"><table class=\"snapshots\">"
+                     "<thead><tr><th scope=\"col\">Snapshot</th><th scope=\"col\">Taken (UTC)</th>"
+                     "<th scope=\"col\">Log position</th><th scope=\"col\">Raw</th></tr></thead>"
+                     f"<tbody>{rows}</tbody></table></div></section>")
+    return layout("Snapshots", "".join(parts))

@@ -399,23 +399,27 @@ function header(col, board) {
 }
 
 function renderTable(panel, board, focusSort, focusExpand) {
-  const cols = columns(board);
+  const all = columns(board);
+  const {main: cols, detail} = splitColumns(all);  // details.js: the rest of a row opens under it
   const table = panel.querySelector("table.board");
-  const head = el("tr", {});
+  const head = el("tr", {}, detailsHeader());
   for (const c of cols) head.append(header(c, board));
   const reference = board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null;
   const ctx = {scale: DynaCharts.scaleOf(board.rows, reference), reference};
   const tbody = el("tbody");
-  for (const r of sortedRows(board, cols)) {
-    const tr = el("tr", {"data-model": r.model, "data-row": r.row_id, "data-bundle": r.bundle_id});
+  for (const r of sortedRows(board, all)) {
+    const tr = el("tr", {"data-model": r.model, "data-row": r.row_id, "data-bundle": r.bundle_id},
+                  toggleCell(r, detail, cols.length + 1, ctx));
     for (const c of cols) {
       const td = el("td", {class: c.cls || (c.num ? "num" : null)});
       if (c.cell) c.cell(r, td, ctx); else td.textContent = fmt(c.get(r));
       tr.append(td);
     }
     tbody.append(tr);
+    if (openRows.has(r.row_id)) tbody.append(detailsRow(r, detail, cols.length + 1, ctx));
   }
-  table.replaceChildren(el("caption", {text: `${board.task}: ${board.total} model${board.total === 1 ? "" : "s"} ranked`}),
+  table.replaceChildren(el("caption", {}, `${board.task}: ${board.total} model${board.total === 1 ? "" : "s"} ranked `,
+                                       detailsAllButton(table)),
                         el("thead", {}, head), tbody);
   if (focusSort) table.querySelector(`button.sort[data-sort="${CSS.escape(focusSort)}"]`)?.focus();
   if (focusExpand) table.querySelector(`button.expand[data-expand="${CSS.escape(focusExpand)}"]`)?.focus();
@@ -488,13 +492,14 @@ function panelFor(task) {
   panel = el("section", {class: "task", id: `task-${task.name}`, role: "tabpanel", "aria-labelledby": `tab-${task.name}`},
     el("h2", {text: `${task.title} (${task.name})`}),
     el("p", {class: "about", text: `Performance metric: ${task.metric}. Every row is one signed score bundle.`}),
-    el("div", {class: "controls"}),
     el("p", {class: "status", role: "status"}),
     el("p", {class: "comparability warning", role: "note", hidden: true}),
-    el("div", {class: "legend-box"}),
     el("div", {class: "table-wrap"}, el("table", {class: "board", id: `board-${task.name}`})),
     el("p", {class: "notes"}),
     el("section", {class: "baselines-box", "aria-label": "Baselines"}),
+    el("div", {class: "legend-box"}),
+    el("h3", {class: "controls-title", text: "Weights, filters and this view's link"}),
+    el("div", {class: "controls"}),
     el("section", {class: "reference-box", "aria-label": "Rows that set the exchange rates"}),
     el("div", {class: "stability-box"}));
   document.getElementById("board").replaceChildren(panel);

@@ -78,7 +78,7 @@ def submit_and_read(page) -> dict[str, Any]:
 
 def write_sentiment(page, text: str, label: str) -> dict[str, Any]:
     page.fill("#in-statement", text)
-    page.select_option("#target", label)
+    page.check(f"#target-{label}")
     return {**submit_and_read(page), "target": label}
 
 
@@ -131,6 +131,7 @@ def validate_all(page, task: str, plan: dict[tuple[str, str], str], voter: str, 
             page.click("#val-use-selection")
             page.click("#vote-incorrect")
         elif verdict == "incorrect":
+            page.check("#val-label input[type=radio] >> nth=0")  # nothing is chosen for the validator
             page.click("#vote-incorrect")
         else:
             page.click("#vote-correct")

@@ -34,7 +34,7 @@ def served_board(tmp_path):
 
 
 def _order(page) -> list[str]:
-    return page.locator("#board-sentiment tbody tr").evaluate_all("rows => rows.map(r => r.dataset.model)")
+    return page.locator("#board-sentiment tbody tr[data-model]").evaluate_all("rows => rows.map(r => r.dataset.model)")
 
 
 @pytest.mark.browser
@@ -45,8 +45,9 @@ def test_page_shows_board_and_sliders_rerank(browser, served_board):
     page.wait_for_selector("#board-sentiment tbody tr")
     assert sorted(_order(page)) == ["fast-small", "middle", "slow-accurate"]
     header = page.inner_text("#board-sentiment thead")
-    assert "GiB" in header and "examples/s" in header and "Dynascore" in header and "Audit" in header
-    assert page.locator("#board-sentiment tbody td.audit").all_inner_texts() == ["not audited"] * 3
+    assert "GiB" in header and "examples/s" in header and "Dynascore" in header
+    page.click("#board-sentiment button.details-all")  # audit, runner, documents: in each row's details
+    assert page.locator("#board-sentiment tbody .row-details .audit").all_inner_texts() == ["not audited"] * 3
     first_link = page.locator("#board-sentiment tbody tr td.model a").first.get_attribute("href")
     assert first_link.startswith("/models/") and len(first_link) == len("/models/") + 64
     raw_link = page.locator("#board-sentiment tbody tr a[title^='the signed bundle']").first.get_attribute("href")

@@ -52,7 +52,7 @@ def loaded(page) -> str:
 
 
 def models(page) -> list[str]:
-    return page.locator("#board-sentiment tbody tr").evaluate_all("rows => rows.map(r => r.dataset.model)")
+    return page.locator("#board-sentiment tbody tr[data-model]").evaluate_all("rows => rows.map(r => r.dataset.model)")
 
 
 def column(page, key: str) -> list[str]:
@@ -60,8 +60,14 @@ def column(page, key: str) -> list[str]:
     return page.evaluate("""key => {
         const heads = [...document.querySelectorAll('#board-sentiment thead th')];
         const i = heads.findIndex(th => th.dataset.key === key);
-        return [...document.querySelectorAll('#board-sentiment tbody tr')].map(r => r.children[i].textContent);
+        const rows = document.querySelectorAll('#board-sentiment tbody tr[data-model]');
+        return [...rows].map(r => r.children[i].textContent);
     }""", key)
+
+
+def detail(page, key: str) -> list[str]:
+    """The texts of one field of the opened row details, in row order."""
+    return page.locator(f"#board-sentiment tr.row-details dd[data-key={key}]").all_inner_texts()
 
 
 def query(page) -> dict[str, str]:
@@ -81,12 +87,13 @@ def test_default_view_is_one_hardware_class_and_marks_runner_and_sandbox(page, b
     assert "hardware_class" not in query(page) and page.input_value("#hardware_class") == ""
     assert page.inner_text("#hardware_class option[value='']").startswith("Default: Test CPU 2000")
     assert models(page) == api_order(board.url, {"hardware_class": SMALL_CLASS})
-    runner = dict(zip(models(page), column(page, "runner")))
+    page.click("#board-sentiment button.details-all")
+    runner = dict(zip(models(page), detail(page, "runner")))
     sandboxed = dict(zip(models(page), column(page, "sandboxed")))
     assert runner["bob-local"] == "local" and sandboxed["bob-local"] == "NO"
     assert runner["middle"] == "docker" and sandboxed["middle"] == "yes"
     assert set(column(page, "hardware")) == {"Test CPU 2000, 2 cores, 4 GiB, no GPU, cpu declared"}  # no audit
-    assert all(len(d) == 10 and d.startswith("20") for d in column(page, "date"))
+    assert all(len(d) == 10 and d.startswith("20") for d in detail(page, "date"))
     perf_head = page.inner_text("#board-sentiment thead th[data-key=perf]")
     assert "macro_f1" in perf_head and "score" in perf_head
     assert "examples/s" in page.inner_text("#board-sentiment thead th[data-key=throughput]")
@@ -184,16 +191,18 @@ def test_charts_show_the_servers_numbers(page, board):
     load(page, board.url + f"/?hardware_class={SMALL_CLASS}")
     answer = requests.get(f"{board.url}/api/leaderboard/sentiment",
                           params={"hardware_class": SMALL_CLASS, "stability": "yes"}, timeout=10).json()
+    page.click("#board-sentiment button.details-all")  # the score breakdown is in each row's details
     bars = page.locator("#board-sentiment svg.breakdown")
     assert bars.count() == 4
     first = answer["rows"][0]
-    label = page.locator(f"#board-sentiment tr[data-row='{first['row_id']}'] svg.breakdown").get_attribute("aria-label")
+    label = page.locator(f"#board-sentiment tr[data-details-for='{first['row_id']}'] svg.breakdown").get_attribute(
+        "aria-label")
     assert label.startswith(f"Dynascore {first['dynascore']:.2f}")
     ref = answer["breakdown_reference"]  # issue 44: the parts are drawn against the named reference row
     assert label.startswith(f"Dynascore {first['dynascore']:.2f}; against {ref['label']} ({ref['kind']}):")
     for metric, part in first["relative_contributions"].items():
         assert f"{metric} {'+' if part >= 0 else ''}{part:.2f}" in label
-    segments = page.locator(f"#board-sentiment tr[data-row='{first['row_id']}'] svg.breakdown rect")
+    segments = page.locator(f"#board-sentiment tr[data-details-for='{first['row_id']}'] svg.breakdown rect")
     assert segments.count() == sum(1 for v in first["relative_contributions"].values() if v)
     ranges = page.locator("svg.stability g").evaluate_all(
         "gs => gs.map(g => [g.dataset.model, +g.dataset.min, +g.dataset.max])")

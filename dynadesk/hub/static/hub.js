@@ -3,7 +3,7 @@
 "use strict";
 
 const state = { me: null, tasks: [], task: null, context: null, answer: null, valExample: null, valSpan: null,
-                shownAt: Date.now(), busyTimer: null };
+                shownAt: Date.now(), busyTimer: null, skipped: new Set(), sending: false };
 const $ = (id) => document.getElementById(id);
 
 function requestId() {
@@ -46,6 +46,60 @@ async function api(method, path, body) {
   return data;
 }
 
+// radio buttons for a task's labels, none checked: a label is stored only when the person chose it
+function labelChoices(box, name, labels) {
+  box.replaceChildren(...labels.map((l, i) => {
+    const label = document.createElement("label");
+    const input = document.createElement("input");
+    input.type = "radio";
+    input.name = name;
+    input.value = l;
+    input.id = `${name}-${l}`;
+    const key = document.createElement("kbd");
+    key.textContent = String(i + 1);
+    label.append(input, key, ` ${l}`);
+    return label;
+  }));
+}
+
+function chosen(name) {
+  const el = document.querySelector(`input[name="${name}"]:checked`);
+  return el ? el.value : null;
+}
+
+function pickNth(name, n) {
+  const all = document.querySelectorAll(`input[name="${name}"]`);
+  if (n >= 1 && n <= all.length) { all[n - 1].checked = true; all[n - 1].focus(); }
+}
+
+// the model's answer with its probabilities, highest first: "positive (positive 71% · neutral 20% · ...)"
+function answerText(out) {
+  const said = out.label !== undefined ? out.label : out.answer;
+  const probs = probsText(out);
+  return probs ? `${said} ${probs}` : String(said);
+}
+
+function probsText(out) {
+  if (out.probs && typeof out.probs === "object") {
+    const parts = Object.entries(out.probs).sort((a, b) => b[1] - a[1])
+      .map(([k, p]) => `${k} ${(100 * p).toFixed(0)}%`);
+    return `(${parts.join(" · ")})`;
+  }
+  if (typeof out.score === "number") return `(confidence ${(100 * out.score).toFixed(0)}%)`;
+  return "";
+}
+
+// an example's state in plain words
+function plainStatus(st, needed) {
+  if (st.decided_by && st.decided_by !== "votes") {
+    return `the lead decided: ${st.status === "verified-correct" ? "correct" : "not correct"}`;
+  }
+  if (st.status === "verified-correct") return "confirmed correct by the votes";
+  if (st.status !== "unverified") return "judged not correct by the votes";
+  return `waiting for more votes (${st.correct} correct, ${st.incorrect} incorrect, ${st.flagged} flagged;`
+    + ` ${needed} of one kind decide)`;
+}
+
 // code point offsets of a textarea's selection (the server indexes text by code points, JS by UTF-16 units)
 function selectionOffsets(area) {
   const s = area.selectionStart, e = area.selectionEnd;
@@ -80,6 +134,8 @@ function signedOut(message) {
   $("app").hidden = true;
   $("who").hidden = true;
   $("signout").hidden = true;
+  $("open-guidelines").hidden = true;
+  $("guidelines").hidden = true;
   $("signin").hidden = false;
   showError(message || "");
 }
@@ -92,6 +148,8 @@ async function signedIn(me) {
   $("who").textContent = `Signed in as ${me.name} (${me.role})`;
   $("who").dataset.name = me.name;
   $("signout").hidden = false;
+  $("open-guidelines").hidden = false;
+  $("tab-lead").hidden = !me.lead;
   showError("");
   state.tasks = await api("GET", "/api/tasks");
   const sel = $("task");
@@ -109,9 +167,16 @@ async function chooseTask(name) {
   $("task").value = name;
   $("round").textContent = `round ${state.task.round}, target ${state.task.targets.join(", ")}`;
   $("task-description").textContent = state.task.description;
+  state.skipped = new Set();
+  const seenKey = `dynadesk-guidelines:${state.me.name}:${name}`;
+  if (!localStorage.getItem(seenKey)) {  // first time on this task in this browser: the guidelines first
+    localStorage.setItem(seenKey, "1");
+    showGuidelines(true);
+  } else showGuidelines(false);
   await resetCreate();
   if (!$("panel-validate").hidden) await loadValidation();
   if (!$("panel-stats").hidden) await loadStats();
+  if (!$("panel-lead").hidden) await loadLead();
   $("app").dataset.ready = name;  // the task's form and panels are drawn
 }
 
@@ -156,9 +221,40 @@ async function resetCreate() {
   }
   $("label-target").hidden = !t.chooses_labels;
   $("span-target").hidden = t.chooses_labels;
-  $("target").replaceChildren(...t.labels.map((l) => new Option(l, l)));
+  labelChoices($("target"), "target", t.labels);
   $("explanation").value = "";
   state.shownAt = Date.now();
+  const first = fields.querySelector("textarea");
+  if (first && !$("panel-create").hidden && $("guidelines").hidden) first.focus();
+}
+
+function showGuidelines(show) {
+  const g = state.task && state.task.guidelines;
+  const body = $("guidelines-body");
+  body.replaceChildren();
+  const intro = document.createElement("p");
+  intro.textContent = g && g.text ? g.text : (state.task ? state.task.description : "");
+  body.append(intro);
+  for (const [kind, title] of [["good", "Good examples"], ["bad", "Examples to avoid"]]) {
+    if (!g || !g[kind].length) continue;
+    const h = document.createElement("h3");
+    h.textContent = title;
+    const ul = document.createElement("ul");
+    ul.className = `guide-${kind}`;
+    for (const e of g[kind]) {
+      const li = document.createElement("li");
+      const q = document.createElement("q");
+      q.textContent = e.text;
+      li.append(q);
+      if (e.label) li.append(` → ${e.label}`);
+      if (e.why) li.append(` — ${e.why}`);
+      ul.append(li);
+    }
+    body.append(h, ul);
+  }
+  $("guidelines").hidden = !show;
+  if (show) $("close-guidelines").focus();
+  else if (!$("panel-create").hidden && $("fields").querySelector("textarea")) $("fields").querySelector("textarea").focus();
 }
 
 function useSelection() {
@@ -195,8 +291,11 @@ async function submitExample(ev) {
     if (!state.answer) { showError("Select the answer in the passage and press 'Use selection as answer'."); return; }
     body.answer = state.answer;
   } else {
-    body.target = $("target").value;
+    body.target = chosen("target");
+    if (body.target === null) { showError("Choose the true label first (press its number)."); return; }
   }
+  if (state.sending) return;
+  state.sending = true;
   $("submit").disabled = true;
   $("model-status").textContent = "Waiting for the model's answer…";
   state.busyTimer = setInterval(pollModels, 700);
@@ -210,6 +309,7 @@ async function submitExample(ev) {
     clearInterval(state.busyTimer);
     $("model-status").textContent = "";
     $("submit").disabled = false;
+    state.sending = false;
   }
 }
 
@@ -225,16 +325,20 @@ function showResult(ex) {
   const s = document.createElement("strong");
   s.id = "result-model-answer";
   s.textContent = said;
-  p1.append(s);
+  const probs = document.createElement("span");
+  probs.id = "result-probs";
+  probs.textContent = ` ${probsText(ex.model_output)}`;
+  p1.append(s, probs);
   const p2 = document.createElement("p");
   p2.id = "result-verdict";
   p2.textContent = ex.fooled ? "You fooled the model!" : "The model got it right.";
   const next = document.createElement("button");
   next.type = "button";
   next.id = "next-example";
-  next.textContent = "Write another";
+  next.textContent = "Write another (Enter)";
   next.addEventListener("click", resetCreate);
   box.append(p1, p2, next);
+  next.focus();
 }
 
 async function loadValidation() {
@@ -242,7 +346,9 @@ async function loadValidation() {
   $("val-reason").value = "";
   state.valSpan = null;
   $("val-span-preview").textContent = "";
-  const data = await api("GET", `/api/validate/next?task=${encodeURIComponent(state.task.name)}`);
+  const skip = Array.from(state.skipped).join(",");
+  const data = await api("GET", `/api/validate/next?task=${encodeURIComponent(state.task.name)}`
+                                + `&skip=${encodeURIComponent(skip)}`);
   const ex = data.example;
   state.valExample = ex;
   $("validate-empty").hidden = !!ex;
@@ -260,31 +366,49 @@ async function loadValidation() {
   }
   $("val-target").textContent = ex.target;
   const out = ex.model_output;
-  $("val-model").textContent = out.label !== undefined ? out.label : out.answer;
+  $("val-model").textContent = answerText(out);
   const span = !state.task.chooses_labels;
   $("val-label-row").hidden = span;
   $("val-span-row").hidden = !span;
   if (span) $("val-passage").textContent = ex.inputs[state.task.span_of];
-  else $("val-label").replaceChildren(...state.task.labels.filter((l) => l !== ex.target).map((l) => new Option(l, l)));
+  else labelChoices($("val-label"), "val-label", state.task.labels.filter((l) => l !== ex.target));
+}
+
+async function skipValidation() {
+  if (!state.valExample) return;
+  state.skipped.add(state.valExample.uid);
+  try {
+    await loadValidation();
+    $("val-result").textContent = "Skipped; it stays for the others.";
+  } catch (e) { showError(e.message); }
 }
 
 async function vote(verdict) {
   const ex = state.valExample;
   if (!ex) return;
   const body = { uid: ex.uid, verdict, request_id: requestId() };
-  if (verdict === "flagged") body.reason = $("val-reason").value;
+  if (verdict === "flagged") {
+    body.reason = $("val-reason").value.trim();
+    if (!body.reason) { showError("Type the reason for the flag, then press Enter."); $("val-reason").focus(); return; }
+  }
   if (verdict === "incorrect") {
     if (!state.task.chooses_labels) {
       if (!state.valSpan) { showError("Select the right answer in the passage first."); return; }
       body.label = state.valSpan;
-    } else body.label = $("val-label").value;
+    } else {
+      body.label = chosen("val-label");
+      if (body.label === null) { showError("Choose the right label first (press its number), then I."); return; }
+    }
   }
+  if (state.sending) return;
+  state.sending = true;
   try {
     const r = await api("POST", "/api/votes", body);
     showError("");
     await loadValidation();
-    $("val-result").textContent = `Recorded '${verdict}'; the example is now ${r.status.status}.`;
-  } catch (e) { showError(e.message); }
+    const said = { correct: "correct", incorrect: "incorrect", flagged: "flagged" }[verdict];
+    $("val-result").textContent = `Recorded: ${said}. That example is ${plainStatus(r.status, state.task.votes_needed)}.`;
+  } catch (e) { showError(e.message); } finally { state.sending = false; }
 }
 
 function pct(x) { return x === null || x === undefined ? "—" : `${(100 * x).toFixed(1)}%`; }
@@ -310,7 +434,7 @@ async function loadStats() {
 }
 
 async function selectTab(name) {
-  for (const t of ["create", "validate", "stats"]) {
+  for (const t of ["create", "validate", "stats", "lead"]) {
     $(`tab-${t}`).setAttribute("aria-selected", String(t === name));
     $(`panel-${t}`).hidden = t !== name;
   }
@@ -318,6 +442,7 @@ async function selectTab(name) {
   try {
     if (name === "validate") await loadValidation();
     if (name === "stats") await loadStats();
+    if (name === "lead") await loadLead();
   } catch (e) { showError(e.message); }
 }
 
@@ -336,7 +461,12 @@ function wire() {
   $("task").addEventListener("change", () => chooseTask($("task").value).catch((e) => showError(e.message)));
   $("create-form").addEventListener("submit", submitExample);
   $("use-selection").addEventListener("click", useSelection);
-  for (const t of ["create", "validate", "stats"]) $(`tab-${t}`).addEventListener("click", () => selectTab(t));
+  for (const t of ["create", "validate", "stats", "lead"]) $(`tab-${t}`).addEventListener("click", () => selectTab(t));
+  $("skip-create").addEventListener("click", () => resetCreate().catch((e) => showError(e.message)));
+  $("vote-skip").addEventListener("click", skipValidation);
+  $("open-guidelines").addEventListener("click", () => showGuidelines($("guidelines").hidden));
+  $("close-guidelines").addEventListener("click", () => showGuidelines(false));
+  document.addEventListener("keydown", onKey);
   $("vote-correct").addEventListener("click", () => vote("correct"));
   $("vote-incorrect").addEventListener("click", () => vote("incorrect"));
   $("vote-flag").addEventListener("click", () => vote("flagged"));

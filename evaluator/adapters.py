@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 MANIFEST_NAME = "dynadesk-model.json"
-KINDS = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
-CLASSIFICATION_KINDS = ("hf-sequence-classification", "majority", "bag-of-words")
+KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
+CLASSIFICATION_KINDS: tuple[str, ...] = ("hf-sequence-classification", "majority", "bag-of-words")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 SAFE_SUFFIXES = (".safetensors",)
 DEFAULT_MAX_LENGTH = 256
@@ -492,6 +492,3 @@ def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, dev
     else:
         check_manifest(manifest, str(model_dir / MANIFEST_NAME))
     return _ADAPTERS[manifest["kind"]](model_dir, manifest, device=device, allow_pickle=allow_pickle)
-
-
-from dynadesk.evaluator import generative  # noqa: E402,F401  (registers its kinds through register_kind)

@@ -7,17 +7,19 @@ fairness and intervals treat the model as a classifier. Span tasks generate gree
 to the first stop string, stripped, is the answer the task's metric scores.
 
 Tokenization follows lm-evaluation-harness's ``hf`` backend so the log-likelihoods agree with it to float
-noise: a causal prompt is encoded without special tokens, trailing whitespace of the prompt moves to the
-continuation, and the continuation's tokens are those of ``prompt + verbaliser`` after the prompt's.
+noise: a causal prompt is encoded with the tokenizer's own special tokens (a BOS) unless it starts with
+the BOS text, trailing whitespace of the prompt moves to the continuation, and the continuation's tokens
+are those of ``prompt + verbaliser`` after the prompt's.
 
 Batching: scoring pads on the right, generation on the left. Prompt reuse: a causal row is
 ``prompt + verbaliser[:-1]``, so labels whose verbalisers are one token share one row and the prompt is
-computed once for all of them (the common case: " yes"/" no"); a seq2seq model runs its encoder once per
-prompt and the decoder once per label. Multi-token verbalisers of a causal model each get their own row:
-a shared prefix cache would have to be expanded per label and re-padded (left padding, explicit
-positions), which costs more copies than it saves at the prompt lengths of classification tasks.
+computed once for all of them (" yes"/" no"); with multi-token verbalisers after a long prompt (k-shot)
+the prompt runs once and its KV cache, repeated per label, serves every label's continuation
+(:meth:`CausalLMAdapter.label_scores`, :data:`CACHE_MIN_PROMPT_TOKENS`);
+a seq2seq model runs its encoder once per prompt and the decoder once per label.
 
-Registered into :mod:`dynadesk.evaluator.adapters` through its ``register_kind`` hook (imported at its end).
+Registered into :mod:`dynadesk.evaluator.adapters` through its ``register_kind`` hook when the package is
+imported (``dynadesk/evaluator/__init__.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ CAUSAL = "hf-causal-lm"
 SEQ2SEQ = "hf-seq2seq-lm"
 SCORE_BATCH_ROWS = 32
 DEFAULT_MAX_LENGTH = 1024
+# The shared prompt cache pays only for long prompts (k-shot): at classification lengths (10-100 tokens, CPU)
+# a row per label ran 1.25x faster than the cache (bench/bench_generative.py's model, paired), because the
+# rows take the mask-free causal attention path and the cache's continuation pass needs a padding mask.
+CACHE_MIN_PROMPT_TOKENS = 256
 
 
 class GenerationStats:
@@ -90,7 +96,7 @@ class _GenerativeBase:
 
         assert self.labels is not None
         verb = self.prompt["verbalisers"]
-        scores = self.loglikelihoods([(t, str(verb[lab])) for t in texts for lab in self.labels])
+        scores = self.label_scores(texts, [str(verb[lab]) for lab in self.labels])
         out = []
         n = len(self.labels)
         for i in range(len(texts)):
@@ -102,6 +108,10 @@ class _GenerativeBase:
             out.append({"label": self.labels[best], "probs": {lab: e / total for lab, e in zip(self.labels, exps)},
                         "loglikelihoods": dict(zip(self.labels, row))})
         return out
+
+    def label_scores(self, texts: list[str], verbs: list[str]) -> list[float]:
+        """Each text's verbaliser log-likelihoods, text by text (flat: text-major)."""
+        return self.loglikelihoods([(t, v) for t in texts for v in verbs])
 
     def loglikelihoods(self, requests: list[tuple[str, str]]) -> list[float]:
         raise NotImplementedError
@@ -151,17 +161,22 @@ class CausalLMAdapter(_GenerativeBase):
 
     kind = CAUSAL
     auto_class = "AutoModelForCausalLM"
+    cache_min_prompt = CACHE_MIN_PROMPT_TOKENS
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """lm-evaluation-harness's split: trailing prompt whitespace joins the continuation, whose tokens are
         those of the whole text after the prompt's (so a merge across the boundary is scored as one token)."""
-        n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = self.tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
-        ctx = self.tokenizer(context, add_special_tokens=False)["input_ids"]
+        context, continuation = _move_spaces(context, continuation)
+        special = self.special_tokens(context)
+        whole = self.tokenizer(context + continuation, add_special_tokens=special)["input_ids"]
+        ctx = self.tokenizer(context, add_special_tokens=special)["input_ids"]
         return list(ctx), list(whole[len(ctx):])
+
+    def special_tokens(self, text: str) -> bool:
+        """The tokenizer's own special tokens (Llama's BOS), unless the text already starts with the BOS text
+        (a chat template writes it), as lm-evaluation-harness decides."""
+        bos = self.tokenizer.bos_token_id
+        return not (bos is not None and text.startswith(self.tokenizer.decode(bos)))
 
     def loglikelihoods(self, requests: list[tuple[str, str]]) -> list[float]:
         """Summed log-probability of each continuation after its context."""
@@ -181,9 +196,8 @@ class CausalLMAdapter(_GenerativeBase):
             keys = order[b:b + SCORE_BATCH_ROWS]
             width = len(keys[0])
             ids = torch.tensor([list(k) + [pad] * (width - len(k)) for k in keys], device=self.device)
-            mask = torch.tensor([[1] * len(k) + [0] * (width - len(k)) for k in keys], device=self.device)
-            with torch.inference_mode():
-                logits = self.model(input_ids=ids, attention_mask=mask).logits
+            with torch.inference_mode():  # no mask: causal attention never looks right, at the padding
+                logits = self.model(input_ids=ids).logits
             for i, key in enumerate(keys):
                 for r, cont in rows[key]:
                     n = len(cont)
@@ -192,12 +206,64 @@ class CausalLMAdapter(_GenerativeBase):
                     scores[r] = float(logp.gather(-1, target).sum())
         return scores
 
+    def label_scores(self, texts: list[str], verbs: list[str]) -> list[float]:
+        """Multi-token verbalisers: each prompt runs once and its cache serves every label's continuation."""
+        pairs = [[self.encode_pair(t, v) for v in verbs] for t in texts]
+        if len(verbs) < 2 or all(len(c) <= 1 for p in pairs for _, c in p) or min(
+                len(p[0][0]) for p in pairs) < self.cache_min_prompt or any(
+                len(x) + len(c) > self.max_length for p in pairs for x, c in p):
+            return self.loglikelihoods([(t, v) for t in texts for v in verbs])  # one row per prompt already
+        scores = [0.0] * (len(texts) * len(verbs))
+        order = sorted(range(len(texts)), key=lambda i: -len(pairs[i][0][0]))
+        step = max(1, SCORE_BATCH_ROWS // len(verbs))
+        for b in range(0, len(order), step):
+            part = order[b:b + step]
+            for i, row in zip(part, self._cached_batch([pairs[i] for i in part])):
+                scores[i * len(verbs):(i + 1) * len(verbs)] = row
+        return scores
+
+    def _cached_batch(self, pairs: list[list[tuple[list[int], list[int]]]]) -> list[list[float]]:
+        """Prompts right-padded without a mask (exact, as for rows), then the cache repeated per label and the
+        continuations fed after each prompt's true end (explicit positions, the padding masked out)."""
+        import torch
+
+        n_labels, pad = len(pairs[0]), int(self.tokenizer.pad_token_id)
+        lens = [len(p[0][0]) for p in pairs]
+        width = max(lens)
+        ids = torch.tensor([p[0][0] + [pad] * (width - len(p[0][0])) for p in pairs], device=self.device)
+        conts = [c for p in pairs for _, c in p]
+        feed_w = max(len(c) for c in conts) - 1
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, use_cache=True)
+            first = torch.log_softmax(out.logits[torch.arange(len(pairs)), torch.tensor(lens) - 1].double(), dim=-1)
+            cache = out.cache  # transformers >= 5: the output's cache, given back as ``cache=``
+            cache.batch_repeat_interleave(n_labels)
+            feed = torch.tensor([c[:-1] + [pad] * (feed_w - len(c) + 1) for c in conts], device=self.device)
+            mask = torch.tensor([[1] * n + [0] * (width - n) + [1] * feed_w for n in lens for _ in range(n_labels)],
+                                device=self.device)
+            pos = torch.tensor([[n + k for k in range(feed_w)] for n in lens for _ in range(n_labels)],
+                               device=self.device)
+            logits = self.model(input_ids=feed, attention_mask=mask, position_ids=pos, cache=cache).logits
+        out_rows = []
+        for e in range(len(pairs)):
+            row = []
+            for j in range(n_labels):
+                r = e * n_labels + j
+                cont = conts[r]
+                total = float(first[e, cont[0]])
+                if len(cont) > 1:
+                    logp = torch.log_softmax(logits[r, :len(cont) - 1].double(), dim=-1)
+                    total += float(logp.gather(-1, torch.tensor(cont[1:], device=logp.device).unsqueeze(-1)).sum())
+                row.append(total)
+            out_rows.append(row)
+        return out_rows
+
     def generate(self, texts: list[str]) -> list[tuple[str, float]]:
         budget = max(1, self.max_length - int(self.generation["max_new_tokens"]))
         self.tokenizer.padding_side = "left"
         self.tokenizer.truncation_side = "left"
-        enc = self.tokenizer(texts, add_special_tokens=False, padding=True, truncation=True, max_length=budget,
-                             return_tensors="pt")
+        enc = self.tokenizer(texts, add_special_tokens=self.special_tokens(texts[0]), padding=True, truncation=True,
+                             max_length=budget, return_tensors="pt")
         feed = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
         seqs, transition, t_first, t_all = self._generate_timed(feed)
         return self._finish_generation(seqs[:, feed["input_ids"].shape[1]:], transition, t_first, t_all)
@@ -214,6 +280,7 @@ class Seq2SeqLMAdapter(_GenerativeBase):
         import torch
         from transformers.modeling_outputs import BaseModelOutput
 
+        requests = [_move_spaces(c, x) for c, x in requests]
         contexts = list(dict.fromkeys(c for c, _ in requests))
         self.tokenizer.padding_side = "right"
         enc = self.tokenizer(contexts, padding=True, truncation=True, max_length=self.max_length,
@@ -247,6 +314,12 @@ class Seq2SeqLMAdapter(_GenerativeBase):
         feed = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
         seqs, transition, t_first, t_all = self._generate_timed(feed)
         return self._finish_generation(seqs[:, 1:], transition, t_first, t_all)
+
+
+def _move_spaces(context: str, continuation: str) -> tuple[str, str]:
+    """Trailing whitespace of the prompt belongs to the continuation (lm-evaluation-harness's word boundary)."""
+    n_spaces = len(context) - len(context.rstrip())
+    return (context[:-n_spaces], context[-n_spaces:] + continuation) if n_spaces else (context, continuation)
 
 
 def check_generative(manifest: dict[str, Any]) -> list[str]:

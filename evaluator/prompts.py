@@ -57,7 +57,8 @@ def template_fields(template: str) -> list[str]:
 def check_prompt(manifest: Mapping[str, Any]) -> list[str]:
     """What is wrong with a generative manifest's ``prompt`` and ``generation`` (empty: nothing)."""
     problems: list[str] = []
-    inputs = manifest.get("inputs") if isinstance(manifest.get("inputs"), list) else []
+    raw_inputs = manifest.get("inputs")
+    inputs: list[Any] = raw_inputs if isinstance(raw_inputs, list) else []
     prompt = manifest.get("prompt")
     if not isinstance(prompt, dict):
         return ["'prompt' must be an object with a 'template' (see docs/models.md)"]

@@ -215,7 +215,8 @@ def generative_manifest(manifest: dict[str, Any], task: Task, labels: list[str] 
     verbaliser (label tasks) or the span field as the context (span tasks), greedy generation."""
     if task.kind.chooses_labels:
         if labels and sorted(labels) != sorted(task.labels):
-            raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels ({', '.join(task.labels)})")
+            raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels "
+                             f"({', '.join(task.labels)})")
         manifest["labels"] = list(labels or task.labels)
     else:
         manifest["context_field"] = task.span_of
@@ -237,8 +238,9 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
                          f"{list(task.input_names)}")
     if manifest["kind"] in GENERATIVE_KINDS:
         if task.kind.chooses_labels != ("labels" in manifest):
-            raise ModelError(f"{where}: task '{task.name}' wants " + ("labels; add \"labels\" and \"prompt.verbalisers\""
-                             if task.kind.chooses_labels else "answer spans; remove \"labels\"") + " in the manifest")
+            fix = ("labels; add \"labels\" and \"prompt.verbalisers\"" if task.kind.chooses_labels
+                   else "answer spans; remove \"labels\"")
+            raise ModelError(f"{where}: task '{task.name}' wants {fix} in the manifest")
         if "labels" in manifest and sorted(manifest["labels"]) != sorted(task.labels):
             raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
                              f"{list(task.labels)}")

@@ -119,6 +119,17 @@ def test_batched_scores_equal_one_at_a_time(tmp_path):
             assert abs(t["loglikelihoods"][lab] - s["loglikelihoods"][lab]) < 1e-5
 
 
+def test_shared_prompt_cache_scores_equal_rows(tmp_path):
+    """The KV-cache path (long prompts) gives the row path's log-likelihoods, padding and all."""
+    a = ad.load_adapter(make_tiny_generative(tmp_path / "m", "causal", "sentiment", labels=LABELS))
+    a.cache_min_prompt = 0
+    texts = [a.prompt_text({"statement": s}) for s in ("good", "the movie was really very bad and not ok", "ok")]
+    verbs = [" negative", " neutral", " positive"]
+    cached = a.label_scores(texts, verbs)
+    rows = a.loglikelihoods([(t, v) for t in texts for v in verbs])
+    assert max(abs(x - y) for x, y in zip(cached, rows)) < 1e-5 and len(set(cached)) > 3
+
+
 @pytest.mark.parametrize(("edit", "needle"), [
     (lambda m: m.pop("prompt"), "'prompt' must be an object"),
     (lambda m: m["prompt"].update(template="Text: {text}"), "'prompt.template' names ['text']"),

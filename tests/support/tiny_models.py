@@ -14,6 +14,7 @@ deterministic for a given seed but carry no meaning.
 from __future__ import annotations
 
 import json
+import shutil
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,6 +131,25 @@ def make_tiny_qa(path: Path, task: str = "qa", *, seed: int = 0, manifest: bool 
     return path
 
 
+def make_tiny_causal_tokenizer(path: Path):
+    """The tiny WordPiece vocabulary as a causal LM's fast tokenizer: ``[CLS]`` is its BOS, prepended as Llama's
+    tokenizers prepend theirs, ``[SEP]`` its EOS, never appended."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    make_tiny_tokenizer(path / ".vocab")
+    backend = AutoTokenizer.from_pretrained(str(path / ".vocab")).backend_tokenizer
+    backend.post_processor = TemplateProcessing(single="[CLS] $A", pair="[CLS] $A $B",
+                                                special_tokens=[("[CLS]", tiny_vocab()["[CLS]"])])
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="[CLS]", eos_token="[SEP]", pad_token="[PAD]",
+                                  unk_token="[UNK]", model_max_length=128)
+    tok.save_pretrained(str(path))
+    shutil.rmtree(path / ".vocab")
+    return tok
+
+
 def make_tiny_generative(path: Path, arch: str, task: str, *, labels: Sequence[str] | None = None,
                          inputs: Sequence[str] | None = None, seed: int = 0, manifest: bool = True,
                          prompt: dict | None = None) -> Path:
@@ -141,7 +161,10 @@ def make_tiny_generative(path: Path, arch: str, task: str, *, labels: Sequence[s
     from dynadesk.evaluator import prompts
 
     path = Path(path)
-    make_tiny_tokenizer(path)
+    if arch == "causal":
+        make_tiny_causal_tokenizer(path)
+    else:
+        make_tiny_tokenizer(path)
     torch.manual_seed(seed)
     vocab, sep = len(tiny_vocab()), tiny_vocab()["[SEP]"]
     if arch == "causal":

@@ -41,9 +41,13 @@ CACHE_MIN_PROMPT_TOKENS = 256
 
 
 class GenerationStats:
-    """Tokens generated and the seconds to the first token, summed over an adapter's generation batches."""
+    """Tokens generated, seconds spent generating and each call's seconds to its first token: what the timed
+    windows read for ``tokens_per_second`` and ``time_to_first_token_ms`` (evaluator/timing.py)."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self.tokens = 0
         self.seconds = 0.0
         self.first_token_seconds: list[float] = []
@@ -138,22 +142,30 @@ class _GenerativeBase:
         return out
 
     def _generate_timed(self, feed: dict[str, Any]) -> tuple[Any, Any, float, float]:
-        """Greedy generation; also one-token generation first for the time to the first token."""
+        """Greedy generation, timed: the whole call, and to the first token (when the first step's logits exist,
+        seen by a logits processor inside the same call: no second generation)."""
         import time
 
         import torch
+        from transformers import LogitsProcessor, LogitsProcessorList
 
-        kwargs = {"do_sample": False, "num_beams": 1, "pad_token_id": self.tokenizer.pad_token_id,
-                  "return_dict_in_generate": True, "output_scores": True}
+        first: list[float] = []
+
+        class FirstToken(LogitsProcessor):  # type: ignore[misc]  # transformers is not analysed (pyproject.toml)
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                if not first:
+                    first.append(time.perf_counter())
+                return scores
+
         with torch.inference_mode():
             t0 = time.perf_counter()
-            self.model.generate(**feed, max_new_tokens=1, **kwargs)
-            t_first = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            res = self.model.generate(**feed, max_new_tokens=int(self.generation["max_new_tokens"]), **kwargs)
+            res = self.model.generate(**feed, max_new_tokens=int(self.generation["max_new_tokens"]), do_sample=False,
+                                      num_beams=1, pad_token_id=self.tokenizer.pad_token_id,
+                                      return_dict_in_generate=True, output_scores=True,
+                                      logits_processor=LogitsProcessorList([FirstToken()]))
             t_all = time.perf_counter() - t0
             transition = self.model.compute_transition_scores(res.sequences, res.scores, normalize_logits=True)
-        return res.sequences, transition, t_first, t_all
+        return res.sequences, transition, (first[0] if first else t0 + t_all) - t0, t_all
 
 
 class CausalLMAdapter(_GenerativeBase):

@@ -76,6 +76,14 @@ def test_register_live_evaluate_bundle_audit(ws_store, arch, task, dataset):
     run = evaluate(store, ws, run_request(name, [dataset], runner="local", batch_size=4, latency_samples=4,
                                           warmup=1))
     assert run.status == "succeeded", run.error
+    values = {(m.metric, m.dataset): m.value for m in run.metrics}
+    assert values[("throughput", "")] > 0
+    generated = {("tokens_per_second", ""), ("time_to_first_token_ms", "")}
+    if task == "qa":  # generation runs: tokens/s and time to first token from the timed windows
+        assert all(values[k] > 0 for k in generated)
+        assert {m.unit for m in run.metrics if m.metric == "tokens_per_second"} == {"tokens/s"}
+    else:  # label tasks are scored, not generated
+        assert not generated & set(values)
     bundle = create_bundle(ws, store, run.id)
     # the prompt is part of the signed run: the spec carries the manifest (template, verbalisers, generation)
     assert bundle.payload["request"] == run.request

@@ -164,3 +164,21 @@ def test_span_manifest_for_a_label_task_is_refused(store, tmp_path):
 def test_generated_answer_cut_at_stop():
     assert prompts.cut_answer(" paris\nQuestion: next", ["\n"]) == "paris"
     assert prompts.cut_answer("  london.  ", ["\n"]) == "london."
+
+
+def test_generative_runs_in_the_docker_sandbox_as_locally(ws_store, evaluator_image):
+    """The evaluator image carries what a generative LM needs: a causal LM on a span task in Docker predicts
+    what the local runner predicts, and the run is sandboxed."""
+    from dynadesk.orchestration.evaluate import evaluate
+
+    tmp, ws, store = ws_store
+    name = "docker-causal-qa"
+    register_model(store, make_tiny_generative(tmp / name, "causal", "qa", manifest=False), "qa", name=name)
+    runs = [evaluate(store, ws, run_request(name, ["qa-test"], runner=runner, batch_size=4, latency_samples=4,
+                                            warmup=1, image=evaluator_image.image_id if runner == "docker" else None))
+            for runner in ("docker", "local")]
+    assert all(r.status == "succeeded" for r in runs), [r.error for r in runs]
+    assert runs[0].sandboxed and runs[0].runner == "docker"
+    det = [{(m.metric, m.dataset): m.value for m in r.metrics if m.deterministic} for r in runs]
+    assert det[0] == det[1] and ("squad_f1", "qa-test") in det[0]
+    assert any(m.metric == "tokens_per_second" for m in runs[0].metrics)

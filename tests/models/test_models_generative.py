@@ -182,3 +182,26 @@ def test_generative_runs_in_the_docker_sandbox_as_locally(ws_store, evaluator_im
     det = [{(m.metric, m.dataset): m.value for m in r.metrics if m.deterministic} for r in runs]
     assert det[0] == det[1] and ("squad_f1", "qa-test") in det[0]
     assert any(m.metric == "tokens_per_second" for m in runs[0].metrics)
+
+
+def test_cli_models_add_and_try_a_generative_folder(home, tmp_path):
+    """`dynadesk models add` names what a generative folder lacks in one line; `models try` answers live."""
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home", str(home),
+                               *args], capture_output=True, text=True)
+
+    folder = make_tiny_generative(tmp_path / "t5-qa", "seq2seq", "qa", manifest=False)
+    for f in [*folder.glob("tokenizer*"), *folder.glob("vocab*"), *folder.glob("special_tokens*")]:
+        f.unlink()
+    bad = cli("models", "add", str(folder), "--task", "qa")
+    assert bad.returncode != 0 and "missing tokenizer files" in bad.stderr
+    assert len([line for line in bad.stderr.splitlines() if line.strip()]) == 1, bad.stderr
+    folder = make_tiny_generative(tmp_path / "gpt2-qa", "causal", "qa", manifest=False)
+    added = cli("models", "add", str(folder), "--task", "qa", "--name", "gpt2-qa")
+    assert added.returncode == 0 and "(hf-causal-lm, task qa)" in added.stdout, added.stderr
+    tried = cli("models", "try", "gpt2-qa", "--context", CONTEXTS[0], "--question", "what is the capital")
+    assert tried.returncode == 0, tried.stderr
+    assert "score" in tried.stdout and ("generated, not in the context" in tried.stdout or "context[" in tried.stdout)

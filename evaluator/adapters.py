@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 MANIFEST_NAME = "dynadesk-model.json"
-KINDS = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
-CLASSIFICATION_KINDS = ("hf-sequence-classification", "majority", "bag-of-words")
+KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
+CLASSIFICATION_KINDS: tuple[str, ...] = ("hf-sequence-classification", "majority", "bag-of-words")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 SAFE_SUFFIXES = (".safetensors",)
 DEFAULT_MAX_LENGTH = 256
@@ -87,6 +87,7 @@ def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
             problems.append("'labels' must list the task labels in model output order")
         elif len(set(labels)) != len(labels):
             problems.append("'labels' has duplicates")
+    problems += _KIND_CHECKS[kind](manifest) if kind in _KIND_CHECKS else []
     if "label_map" in manifest and not (isinstance(manifest["label_map"], dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in manifest["label_map"].items())):
         problems.append("'label_map' must map model labels to task labels (strings)")
@@ -498,6 +499,19 @@ _ADAPTERS: dict[str, Callable[..., Adapter]] = {
     "majority": MajorityAdapter,
     "bag-of-words": BagOfWordsAdapter,
 }
+
+
+_KIND_CHECKS: dict[str, Callable[[dict[str, Any]], list[str]]] = {}
+ARCHITECTURES: dict[str, tuple[str, ...]] = {}  # kind -> config.json architecture suffixes it loads
+
+
+def register_kind(kind: str, factory: Callable[..., Adapter], check: Callable[[dict[str, Any]], list[str]],
+                  *, architectures: tuple[str, ...] = (), classification: bool = False) -> None:
+    """The hook for kinds in their own modules: their adapter, manifest check and the architectures they load."""
+    global KINDS, CLASSIFICATION_KINDS
+    KINDS = (*KINDS, kind)
+    CLASSIFICATION_KINDS = (*CLASSIFICATION_KINDS, kind) if classification else CLASSIFICATION_KINDS
+    _ADAPTERS[kind], _KIND_CHECKS[kind], ARCHITECTURES[kind] = factory, check, architectures
 
 
 def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, device: str = "cpu",

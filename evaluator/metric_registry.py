@@ -21,6 +21,7 @@ SCOPES = (TASK, SHARED)
 UNIT_RANGES: dict[str, tuple[float, float]] = {
     "score": (0.0, 100.0),
     "examples/s": (0.0, 1e7),
+    "tokens/s": (0.0, 1e9),
     "ms": (0.0, 3.6e6),
     "GiB": (0.0, 4096.0),
     "examples": (0.0, 1e9),  # how many source examples a robustness/fairness value rests on
@@ -151,6 +152,9 @@ def _builtin() -> None:
     register_metric(MetricDef("memory", "GiB", SHARED, False, 0.25, noise_floor=True,
                               dynascore=DynascoreDefault(1.0, direction=-1.0, budget_offset=True, order=2)))
     register_metric(MetricDef("gpu_memory", "GiB", SHARED, False, 0.25, noise_floor=True))
+    # generation runs only (a span task answered by a generative LM): from the same timed windows
+    register_metric(MetricDef("tokens_per_second", "tokens/s", SHARED, False, 0.5, timed=True, noise_floor=True))
+    register_metric(MetricDef("time_to_first_token_ms", "ms", SHARED, False, 0.5, timed=True))
 
 
 _builtin()

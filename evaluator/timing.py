@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from dynadesk.evaluator.measurement import Mark, Protocol, even_sample, latency, measure
+from dynadesk.evaluator.measurement import Mark, Protocol, even_sample, latency, measure, median
 from dynadesk.evaluator.schema import metric_row
 
 LATENCY_METRICS = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
@@ -55,19 +55,29 @@ def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
     s = worker.spec.settings
     one = Protocol(s.warmup, s.latency_samples, float(s.min_seconds), s.trials, s.noise_retries, threads)
     sample = [[examples[i]] for i in even_sample(len(examples), s.latency_samples)]
+    stats = getattr(getattr(worker, "adapter", None), "stats", None)  # a generative adapter's (generative.py)
+    if stats is not None:
+        stats.reset()
     batch1 = measure(worker.predict, sample, one, sync, _labelled(mark, set=name, mode="batch1"))
+    gen: dict[str, float] = {}
+    if stats is not None and stats.first_token_seconds:
+        gen["time_to_first_token_ms"] = 1000.0 * median(stats.first_token_seconds)
     lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
     batches = worker.batches(examples)
     wanted = min(len(batches), math.ceil(s.batched_queries / s.batch_size))
     chosen = [batches[i] for i in even_sample(len(batches), wanted)]
     many = Protocol(min(s.warmup, len(chosen)), s.batched_queries, float(s.min_seconds), s.trials, s.noise_retries,
                     threads)
+    if stats is not None:
+        stats.reset()
     batched = measure(worker.predict, chosen, many, sync, _labelled(mark, set=name, mode="batched"))
+    if stats is not None and stats.tokens and stats.seconds > 0:
+        gen["tokens_per_second"] = stats.tokens / stats.seconds
     batched.pop("per_call_ms")
     batched.pop("per_trial_ms")
     batched["batch_size"] = s.batch_size
     batch1["batch_size"] = 1
-    return {"batch1": batch1, "batched": batched, "latency": lat}
+    return {"batch1": batch1, "batched": batched, "latency": lat, "generation": gen}
 
 
 def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
@@ -90,6 +100,11 @@ def timed_rows(per_set: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     lat = {metric: sum(m["latency"][metric.removeprefix("latency_")] for m in per_set.values()) / len(per_set)
            for metric in LATENCY_METRICS}
     rows += [metric_row("", "throughput", b1), metric_row("", "throughput_batched", bb)]
+    for metric in ("tokens_per_second", "time_to_first_token_ms"):  # generation runs: per set, then the mean
+        values = {name: m["generation"][metric] for name, m in per_set.items() if metric in m["generation"]}
+        if values and len(values) == len(per_set):
+            rows += [metric_row(name, metric, v) for name, v in values.items()]
+            rows.append(metric_row("", metric, sum(values.values()) / len(values)))
     rows += [metric_row("", metric, value) for metric, value in lat.items()]
     return rows
 

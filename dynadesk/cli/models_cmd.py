@@ -163,7 +163,8 @@ def try_cmd(app: AppContext, /, name: str, text: str | None, as_json: bool, **fi
         for label, p in sorted(pred["probs"].items(), key=lambda kv: -kv[1]):
             click.echo(f"  {label:>14} {p:6.3f} " + "#" * round(30 * p))
     else:
-        click.echo(f"{pred['answer']!r}  (score {pred['score']:.3f}, context[{pred['start']}:{pred['end']}])")
+        where = f"context[{pred['start']}:{pred['end']}]" if pred["start"] >= 0 else "generated, not in the context"
+        click.echo(f"{pred['answer']!r}  (score {pred['score']:.3f}, {where})")
 
 
 class _StepBars:

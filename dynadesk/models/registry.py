@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.evaluator import generative as _gen
+from dynadesk.evaluator import prompts as _prompts
 from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
+GENERATIVE_KINDS = (_gen.CAUSAL, _gen.SEQ2SEQ)
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
@@ -160,6 +163,9 @@ def infer_kind(folder: Path) -> str:
         return "hf-sequence-classification"
     if any(str(a).endswith("ForQuestionAnswering") for a in archs):
         return "hf-question-answering"
+    for registered, suffixes in _ad.ARCHITECTURES.items():
+        if suffixes and any(str(a).endswith(suffixes) for a in archs):
+            return registered
     raise ModelError(f"{config}: architectures {archs} are neither a sequence classifier nor an extractive QA "
                      f"model; pass --kind if you know better")
 
@@ -172,6 +178,8 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
     if kind not in KINDS:
         raise ModelError(f"unknown model kind '{kind}' (known: {', '.join(KINDS)})")
     manifest: dict[str, Any] = {"task": task.name, "kind": kind, "inputs": list(task.input_names)}
+    if kind in GENERATIVE_KINDS:
+        return generative_manifest(manifest, task, labels)
     if kind == "hf-question-answering":
         if task.kind.chooses_labels:
             raise ModelError(f"{folder}: a question-answering model cannot serve task '{task.name}', whose "
@@ -202,6 +210,21 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
     return manifest
 
 
+def generative_manifest(manifest: dict[str, Any], task: Task, labels: list[str] | None) -> dict[str, Any]:
+    """A generative folder's default manifest: zero-shot, the plain template, each label's name as its
+    verbaliser (label tasks) or the span field as the context (span tasks), greedy generation."""
+    if task.kind.chooses_labels:
+        if labels and sorted(labels) != sorted(task.labels):
+            raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels "
+                             f"({', '.join(task.labels)})")
+        manifest["labels"] = list(labels or task.labels)
+    else:
+        manifest["context_field"] = task.span_of
+    manifest["prompt"] = _prompts.default_prompt(list(task.input_names), manifest.get("labels"))
+    manifest["generation"] = _prompts.default_generation()
+    return manifest
+
+
 def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) -> None:
     """A manifest must fit the task it is registered for."""
     try:
@@ -217,7 +240,15 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
         raise ModelError(f"{where}: manifest inputs {manifest['inputs']} must be inputs of task '{task.name}' "
                          f"({', '.join(task.input_names)}), each at most once"
                          + (f" ({', '.join(map(repr, unknown))} is not one)" if unknown else ""))
-    if task.kind.chooses_labels:
+    if manifest["kind"] in GENERATIVE_KINDS:
+        if task.kind.chooses_labels != ("labels" in manifest):
+            fix = ("labels; add \"labels\" and \"prompt.verbalisers\"" if task.kind.chooses_labels
+                   else "answer spans; remove \"labels\"")
+            raise ModelError(f"{where}: task '{task.name}' wants {fix} in the manifest")
+        if "labels" in manifest and sorted(manifest["labels"]) != sorted(task.labels):
+            raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
+                             f"{list(task.labels)}")
+    elif task.kind.chooses_labels:
         if manifest["kind"] == "hf-question-answering":
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
         if sorted(manifest["labels"]) != sorted(task.labels):

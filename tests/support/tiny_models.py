@@ -14,6 +14,7 @@ deterministic for a given seed but carry no meaning.
 from __future__ import annotations
 
 import json
+import shutil
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,4 +128,61 @@ def make_tiny_qa(path: Path, task: str = "qa", *, seed: int = 0, manifest: bool 
     if manifest:
         write_manifest(path, {"task": task, "kind": "hf-question-answering", "inputs": ["context", "question"],
                               "max_length": max_length})
+    return path
+
+
+def make_tiny_causal_tokenizer(path: Path):
+    """The tiny WordPiece vocabulary as a causal LM's fast tokenizer: ``[CLS]`` is its BOS, prepended as Llama's
+    tokenizers prepend theirs, ``[SEP]`` its EOS, never appended."""
+    from tokenizers.processors import TemplateProcessing
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    make_tiny_tokenizer(path / ".vocab")
+    backend = AutoTokenizer.from_pretrained(str(path / ".vocab")).backend_tokenizer
+    backend.post_processor = TemplateProcessing(single="[CLS] $A", pair="[CLS] $A $B",
+                                                special_tokens=[("[CLS]", tiny_vocab()["[CLS]"])])
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="[CLS]", eos_token="[SEP]", pad_token="[PAD]",
+                                  unk_token="[UNK]", model_max_length=128)
+    tok.save_pretrained(str(path))
+    shutil.rmtree(path / ".vocab")
+    return tok
+
+
+def make_tiny_generative(path: Path, arch: str, task: str, *, labels: Sequence[str] | None = None,
+                         inputs: Sequence[str] | None = None, seed: int = 0, manifest: bool = True,
+                         prompt: dict | None = None) -> Path:
+    """A random ``GPT2LMHeadModel`` (``arch="causal"``) or ``T5ForConditionalGeneration`` (``"seq2seq"``) folder
+    with the tiny WordPiece tokenizer; ``labels`` makes its manifest a label task's, else a span task's."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, T5Config, T5ForConditionalGeneration
+
+    from dynadesk.evaluator import prompts
+
+    path = Path(path)
+    if arch == "causal":
+        make_tiny_causal_tokenizer(path)
+    else:
+        make_tiny_tokenizer(path)
+    torch.manual_seed(seed)
+    vocab, sep = len(tiny_vocab()), tiny_vocab()["[SEP]"]
+    if arch == "causal":
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=32, n_layer=2, n_head=2, n_positions=128,
+                                           bos_token_id=sep, eos_token_id=sep)).eval()
+    else:
+        model = T5ForConditionalGeneration(T5Config(vocab_size=vocab, d_model=32, d_ff=64, d_kv=16, num_layers=2,
+                                                    num_heads=2, decoder_start_token_id=0, pad_token_id=0,
+                                                    eos_token_id=sep)).eval()
+    model.save_pretrained(str(path))
+    if manifest:
+        inputs = list(inputs or TASK_INPUTS.get(task, ["statement"]))
+        body = {"task": task, "kind": "hf-causal-lm" if arch == "causal" else "hf-seq2seq-lm", "inputs": inputs,
+                "prompt": prompt or prompts.default_prompt(inputs, labels),
+                "generation": {**prompts.default_generation(), "max_new_tokens": 6}}
+        if labels:
+            body["labels"] = list(labels)
+        else:
+            body["context_field"] = "context"
+        write_manifest(path, body)
     return path

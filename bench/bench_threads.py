@@ -127,7 +127,7 @@ def _rows(name: str, got: dict[str, list[dict[str, Any]]], load: float, busy: in
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    rounds, seconds = (2, 1.0) if quick else (4, 4.0)
+    rounds, seconds = (1, 1.0) if quick else (4, 4.0)
     cores = os.cpu_count() or 1
     rows, digests = [], set()
     for name, busy in (("quiet", 0), ("busy", 2 * cores)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -67,7 +68,7 @@ def busy_cores(seconds: float = SAMPLE_SECONDS) -> float:
         import psutil
     except ImportError:
         return float(min(len(allowed), _load()))
-    per_cpu = psutil.cpu_percent(interval=seconds, percpu=True)
+    per_cpu = psutil.cpu_percent(interval=seconds or None, percpu=True)  # 0: since the previous call
     return sum(per_cpu[i] for i in allowed if i < len(per_cpu)) / 100.0
 
 
@@ -136,3 +137,25 @@ def apply(policy: ThreadPolicy) -> None:
     import torch
 
     torch.set_num_threads(policy.threads)
+
+
+REFRESH_SECONDS = 5.0
+"""A long-lived host process (the hub, the app's live predictions) re-chooses its thread count at most this often."""
+
+_refreshed: tuple[float, ThreadPolicy] | None = None
+
+
+def refresh(cap: int | None = None, every: float = REFRESH_SECONDS) -> ThreadPolicy:
+    """In a process whose torch is already loaded: re-choose the thread count from the CPU busy since the last
+    call (no sampling wait: psutil's count since then), at most every ``every`` seconds, and apply it.
+
+    The wait policy stays what it was when torch loaded (recorded as such)."""
+    global _refreshed
+    now = time.monotonic()
+    if _refreshed is not None and now - _refreshed[0] < every:
+        return _refreshed[1]
+    busy = busy_cores(0.0)  # the first call has no interval yet: it reads as quiet (all cores, as before)
+    policy = choose(cores_available(), busy, cap, os.environ.get(WAIT_ENV, "default"), _load())
+    apply(policy)
+    _refreshed = (now, policy)
+    return policy

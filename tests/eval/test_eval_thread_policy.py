@@ -104,3 +104,18 @@ def test_predictions_are_bit_identical_under_the_chosen_policy():
     chosen = json.loads(stdout)
     assert chosen["omp"] == "PASSIVE" and chosen["policy"]["wait_policy"] == "PASSIVE"  # set before torch loaded
     assert len(set(chosen["digests"].values()) | set(default.values())) == 1, (chosen, default)
+
+
+def test_a_long_lived_process_drops_threads_while_the_machine_is_busy(busy_machine):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        threads.refresh(every=0.0)  # starts psutil's interval
+        time.sleep(0.3)
+        policy = threads.refresh(every=0.0)
+        assert policy.threads <= max(1, cores_available() - 1), policy
+        assert torch.get_num_threads() == policy.threads
+        assert threads.refresh(every=60.0) is policy  # re-chosen at most every `every` seconds
+    finally:
+        torch.set_num_threads(before)

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         from dynadesk.evaluator.allocator import fix_malloc
 
         fix_malloc()
+        from dynadesk.evaluator.threads import prepare_process
+
+        prepare_process()  # OMP_WAIT_POLICY from the cores free now: read once, when torch loads
     # Must precede CUDA initialisation for deterministic cuBLAS; offline always.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dynadesk.evaluator import allocator, environment, profiling, served
+from dynadesk.evaluator import threads as thread_policy
 from dynadesk.evaluator.schema import (
     ENVIRONMENT_FILE,
     LOG_FILE,
@@ -283,7 +284,8 @@ class Worker:
     def run(self) -> int:
         s = self.spec.settings
         self.parts.mkdir(parents=True, exist_ok=True)
-        threads = environment.thread_count(s.threads)
+        policy = thread_policy.prepared(s.threads)  # settings.threads (the CPU limit) caps what the free cores allow
+        threads = policy.threads
         set_determinism(s, threads)
         self.emit({"phase": "load"})
         gpu_baseline = profiling.nvml_devices() if s.device == "cuda" else None
@@ -351,6 +353,7 @@ class Worker:
              "resumed_datasets": [d.name for d in self.spec.datasets if infos[d.name].get("resumed")]},
             indent=2, sort_keys=True))
         env = environment.capture(threads, s.__dict__)
+        env["thread_policy"] = policy.to_dict()
         summary = {**timed["summary"], "memory_definition": memory["definition"]}
         _write_atomic(self.out / ENVIRONMENT_FILE, json.dumps(
             {**header, **env, "measurement": summary}, indent=2, sort_keys=True))

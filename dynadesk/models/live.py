@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.evaluator import threads as thread_policy
 from dynadesk.models.registry import verify_model
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
@@ -108,6 +109,8 @@ class LivePredictor:
         clean = [check_inputs(record, inputs) for inputs in batch]
         with self._lock:
             adapter = self.adapter(record)
+            if self.device == "cpu":
+                thread_policy.refresh()  # fewer torch threads while the machine is busy (issue 50)
             try:
                 out = adapter.predict(clean)
             except _ad.AdapterError as exc:

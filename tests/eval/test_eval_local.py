@@ -49,7 +49,11 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
     assert rec.profile["memory"]["rss_peak_bytes"] > 50 << 20
     env = rec.environment
     assert env["libraries"]["torch"].startswith("2.13.0") and env["deterministic"]["torch_deterministic_algorithms"]
-    assert env["threads"] == rec.worker.threads
+    # threads from the cores free when the worker started, capped by the run's CPU limit (issue 50); recorded
+    policy = env["thread_policy"]
+    assert env["threads"] == policy["threads"] <= rec.worker.threads and policy["chosen_by"] in ("measured",
+                                                                                               "environment")
+    assert policy["wait_policy"] in ("default", "PASSIVE", "ACTIVE") and policy["busy_cores"] >= 0
     assert env["gpu"]["nvml"]  # "ok" on a GPU machine, else the recorded reason NVML is missing
     pred_file = Path(rec.run_dir) / "out" / "predictions.jsonl"
     rows = [json.loads(line) for line in pred_file.read_text().splitlines()]

@@ -87,6 +87,7 @@ def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
             problems.append("'labels' must list the task labels in model output order")
         elif len(set(labels)) != len(labels):
             problems.append("'labels' has duplicates")
+    problems += _KIND_CHECKS[kind](manifest) if kind in _KIND_CHECKS else []
     if "label_map" in manifest and not (isinstance(manifest["label_map"], dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in manifest["label_map"].items())):
         problems.append("'label_map' must map model labels to task labels (strings)")
@@ -467,6 +468,19 @@ _ADAPTERS: dict[str, Callable[..., Adapter]] = {
 }
 
 
+_KIND_CHECKS: dict[str, Callable[[dict[str, Any]], list[str]]] = {}
+ARCHITECTURES: dict[str, tuple[str, ...]] = {}  # kind -> config.json architecture suffixes it loads
+
+
+def register_kind(kind: str, factory: Callable[..., Adapter], check: Callable[[dict[str, Any]], list[str]],
+                  *, architectures: tuple[str, ...] = (), classification: bool = False) -> None:
+    """The hook for kinds in their own modules: their adapter, manifest check and the architectures they load."""
+    global KINDS, CLASSIFICATION_KINDS
+    KINDS = (*KINDS, kind)
+    CLASSIFICATION_KINDS = (*CLASSIFICATION_KINDS, kind) if classification else CLASSIFICATION_KINDS
+    _ADAPTERS[kind], _KIND_CHECKS[kind], ARCHITECTURES[kind] = factory, check, architectures
+
+
 def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, device: str = "cpu",
                  allow_pickle: bool = False) -> Adapter:
     """Load a model folder for prediction (manifest read from the folder when not given)."""
@@ -478,3 +492,6 @@ def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, dev
     else:
         check_manifest(manifest, str(model_dir / MANIFEST_NAME))
     return _ADAPTERS[manifest["kind"]](model_dir, manifest, device=device, allow_pickle=allow_pickle)
+
+
+from dynadesk.evaluator import onnx_adapter  # noqa: E402,F401  (registers its kinds through register_kind)

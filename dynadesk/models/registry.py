@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.evaluator import onnx_adapter as _onnx
 from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
+QA_KINDS = ("hf-question-answering", _onnx.ONNX_QA)
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
@@ -152,6 +154,8 @@ def infer_kind(folder: Path) -> str:
     if (folder / _ad.BOW_WEIGHTS).exists():
         return "bag-of-words"
     config = folder / "config.json"
+    if any(folder.glob("*.onnx")):
+        return _onnx_kind(folder)
     if not config.exists():
         raise ModelError(f"{folder}: no config.json, so the model kind cannot be inferred; pass --kind "
                          f"({', '.join(KINDS)})")
@@ -164,6 +168,18 @@ def infer_kind(folder: Path) -> str:
                      f"model; pass --kind if you know better")
 
 
+def _onnx_kind(folder: Path) -> str:
+    """An ONNX folder's kind from the config.json of the model it was exported from."""
+    config = folder / "config.json"
+    archs = _read_json(config).get("architectures") or [] if config.exists() else []
+    if any(str(a).endswith("ForSequenceClassification") for a in archs):
+        return _onnx.ONNX_CLASSIFICATION
+    if any(str(a).endswith("ForQuestionAnswering") for a in archs):
+        return _onnx.ONNX_QA
+    raise ModelError(f"{folder}: an ONNX graph without the exported model's config.json architectures; pass --kind "
+                     f"({', '.join(_onnx.ONNX_KINDS)})")
+
+
 def build_manifest(folder: Path, task: Task, kind: str | None = None,
                    labels: list[str] | None = None) -> dict[str, Any]:
     """The manifest for a folder that has none."""
@@ -172,7 +188,7 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
     if kind not in KINDS:
         raise ModelError(f"unknown model kind '{kind}' (known: {', '.join(KINDS)})")
     manifest: dict[str, Any] = {"task": task.name, "kind": kind, "inputs": list(task.input_names)}
-    if kind == "hf-question-answering":
+    if kind in QA_KINDS:
         if task.kind.chooses_labels:
             raise ModelError(f"{folder}: a question-answering model cannot serve task '{task.name}', whose "
                              "output is a label")
@@ -189,8 +205,8 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
             raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels "
                              f"({', '.join(task.labels)}) in the model's output order")
         manifest["labels"] = list(labels)
-    elif kind == "hf-sequence-classification":
-        config = _read_json(folder / "config.json")
+    elif kind in ("hf-sequence-classification", _onnx.ONNX_CLASSIFICATION):
+        config = _read_json(folder / "config.json") if (folder / "config.json").exists() else {}
         id2label = config.get("id2label")
         if not isinstance(id2label, dict) or not id2label:
             raise ModelError(f"{folder / 'config.json'}: no id2label; pass --labels in output order")
@@ -214,29 +230,32 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
         raise ModelError(f"{where}: manifest inputs {manifest['inputs']} differ from task '{task.name}' inputs "
                          f"{list(task.input_names)}")
     if task.kind.chooses_labels:
-        if manifest["kind"] == "hf-question-answering":
+        if manifest["kind"] in QA_KINDS:
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
         if sorted(manifest["labels"]) != sorted(task.labels):
             raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
                              f"{list(task.labels)}; fix: set the manifest's \"labels\" to the task's labels, in the "
                              "order of the model's outputs, or register it for the task it was trained for")
-    elif manifest["kind"] != "hf-question-answering":
+    elif manifest["kind"] not in QA_KINDS:
         raise ModelError(f"{where}: task '{task.name}' wants answer spans; kind '{manifest['kind']}' gives labels")
 
 
 def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
     """Cheap structural checks so a broken folder fails at registration, not mid-evaluation."""
     kind = manifest["kind"]
-    if kind.startswith("hf-"):
-        missing = [f for f in ("config.json",) if not (folder / f).exists()]
+    if kind.startswith(("hf-", "onnx-")):
+        onnx = kind in _onnx.ONNX_KINDS
+        missing = [f for f in ("config.json",) if not onnx and not (folder / f).exists()]
         safe, pickles = _ad.weight_files(folder)
-        if not safe and not pickles:
+        if onnx and not _onnx.onnx_file(folder, manifest).is_file():
+            missing.append(f"the ONNX graph ({manifest.get('onnx_file', _onnx.DEFAULT_ONNX_FILE)})")
+        elif not onnx and not safe and not pickles:
             missing.append("weights (*.safetensors)")
         if not any((folder / f).exists() for f in ("tokenizer.json", "vocab.txt", "tokenizer.model",
                                                    "vocab.json", "spiece.model")):
             missing.append("tokenizer files (tokenizer.json or vocab.txt ...)")
         if missing:
-            raise ModelError(f"{folder}: not a complete transformers model folder; missing {', '.join(missing)}")
+            raise ModelError(f"{folder}: not a complete {'ONNX' if onnx else 'transformers'} model folder; missing {', '.join(missing)}")
     elif kind == "majority" and not (folder / _ad.MAJORITY_FILE).exists():
         raise ModelError(f"{folder}: a majority baseline needs {_ad.MAJORITY_FILE}")
     elif kind == "bag-of-words":

@@ -493,5 +493,3 @@ def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, dev
         check_manifest(manifest, str(model_dir / MANIFEST_NAME))
     return _ADAPTERS[manifest["kind"]](model_dir, manifest, device=device, allow_pickle=allow_pickle)
 
-
-from dynadesk.evaluator import onnx_adapter  # noqa: E402,F401  (registers its kinds through register_kind)

@@ -24,8 +24,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from dynadesk.evaluator.adapters import (
-    DEFAULT_MAX_ANSWER_TOKENS, DEFAULT_MAX_LENGTH, DEFAULT_QA_MAX_LENGTH, AdapterError, QuestionAnsweringAdapter, SequenceClassificationAdapter,
-    _max_length, register_kind)
+    DEFAULT_MAX_ANSWER_TOKENS,
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_QA_MAX_LENGTH,
+    AdapterError,
+    QuestionAnsweringAdapter,
+    SequenceClassificationAdapter,
+    _max_length,
+    register_kind,
+)
 
 ONNX_CLASSIFICATION = "onnx-sequence-classification"
 ONNX_QA = "onnx-question-answering"

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
 QA_KINDS = ("hf-question-answering", _onnx.ONNX_QA)
+SPAN_KINDS = (*QA_KINDS, "openai-served")  # kinds that may serve a span task (a served model serves either)
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
@@ -232,11 +233,11 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
     if task.kind.chooses_labels:
         if manifest["kind"] in QA_KINDS:
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
-        if sorted(manifest["labels"]) != sorted(task.labels):
-            raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
+        if sorted(manifest.get("labels") or []) != sorted(task.labels):
+            raise ModelError(f"{where}: manifest labels {manifest.get('labels')} are not task '{task.name}' labels "
                              f"{list(task.labels)}; fix: set the manifest's \"labels\" to the task's labels, in the "
                              "order of the model's outputs, or register it for the task it was trained for")
-    elif manifest["kind"] not in QA_KINDS:
+    elif manifest["kind"] not in SPAN_KINDS:
         raise ModelError(f"{where}: task '{task.name}' wants answer spans; kind '{manifest['kind']}' gives labels")
 
 
@@ -255,7 +256,8 @@ def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
                                                    "vocab.json", "spiece.model")):
             missing.append("tokenizer files (tokenizer.json or vocab.txt ...)")
         if missing:
-            raise ModelError(f"{folder}: not a complete {'ONNX' if onnx else 'transformers'} model folder; missing {', '.join(missing)}")
+            what = "ONNX" if onnx else "transformers"
+            raise ModelError(f"{folder}: not a complete {what} model folder; missing {', '.join(missing)}")
     elif kind == "majority" and not (folder / _ad.MAJORITY_FILE).exists():
         raise ModelError(f"{folder}: a majority baseline needs {_ad.MAJORITY_FILE}")
     elif kind == "bag-of-words":

@@ -151,9 +151,13 @@ def check_payload(p: Any, version: int = 2) -> None:
     if "task_digest" in p:
         text(p["task_digest"], "payload.task_digest", DIGEST)
     m = obj(p["model"], "payload.model")
-    m = obj(m, "payload.model", {"name", "digest"} | ({"lineage"} & set(m)))
+    m = obj(m, "payload.model", {"name", "digest"} | ({"lineage", "served"} & set(m)))
     text(m["name"], "payload.model.name")
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
+    if "served" in m:  # a served model (evaluator/served.py): the endpoint, its declared model, a weights digest
+        sv = obj(m["served"], "payload.model.served", {"endpoint", "model"} | ({"weights_digest"} & set(m["served"])))
+        for key in sv:
+            text(sv[key], f"payload.model.served.{key}", max_len=2048)
     if "lineage" in m:
         check_lineage(m["lineage"], "payload.model.lineage")
     ds = p["datasets"]

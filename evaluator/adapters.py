@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 MANIFEST_NAME = "dynadesk-model.json"
-KINDS = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
-CLASSIFICATION_KINDS = ("hf-sequence-classification", "majority", "bag-of-words")
+KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
+CLASSIFICATION_KINDS: tuple[str, ...] = ("hf-sequence-classification", "majority", "bag-of-words")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 SAFE_SUFFIXES = (".safetensors",)
 DEFAULT_MAX_LENGTH = 256

@@ -1,10 +1,12 @@
 """Models served at an OpenAI-compatible endpoint (vLLM, llama.cpp's server, Ollama, ``transformers serve``).
 
-The model folder holds only ``dynadesk-model.json``: the endpoint's base URL, the model name the endpoint
-declares and, when the user gives one, a digest of the weights behind it. The folder's digest therefore
-names the endpoint and model, not the weights: a served run is *served, not sandboxed* -- the evaluator
-cannot see or pin what answers, so an audit re-runs against an endpoint the auditor names and compares the
-answers field by field.
+The model folder holds ``dynadesk-model.json`` (the model name the endpoint declares and, when the user gives
+one, a digest of the weights behind it) and ``endpoint.json`` (the server's base URL). The folder's digest
+leaves ``endpoint.json`` out (:func:`digest_exclusions`), as a folder's digest leaves out where the folder
+lies: it names *what* answers, not where it is reached. So an auditor registers the same model name and
+weights digest at an endpoint of their own, gets the same model digest, and the audit re-runs there and
+compares the answers field by field. A served run is *served, not sandboxed*: the evaluator cannot see or pin
+what answers.
 
 Prediction goes through the legacy ``/v1/completions`` endpoint, the one every server listed offers for a
 plain prompt (the chat endpoint needs a chat template that small or base models lack), greedily
@@ -34,6 +36,7 @@ from urllib.parse import urlsplit
 from dynadesk.evaluator.adapters import AdapterError, _texts, register_kind
 
 SERVED = "openai-served"
+ENDPOINT_FILE = "endpoint.json"
 DEFAULT_TIMEOUT_S = 60.0
 MAX_ANSWER_TOKENS = 16
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -42,9 +45,7 @@ _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 def check_served_manifest(manifest: dict[str, Any]) -> list[str]:
     """What a served manifest gets wrong beyond the common fields."""
     problems = []
-    endpoint = manifest.get("endpoint")
-    parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+    if "endpoint" in manifest and bad_endpoint(manifest["endpoint"]):
         problems.append("'endpoint' must be the server's http(s) base URL (e.g. http://127.0.0.1:8000)")
     if not isinstance(manifest.get("model"), str) or not manifest.get("model"):
         problems.append("'model' must name the model as the endpoint lists it (GET /v1/models)")
@@ -52,6 +53,35 @@ def check_served_manifest(manifest: dict[str, Any]) -> list[str]:
     if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
         problems.append("'weights_digest' must be sha256:<64 hex digits> when given")
     return problems
+
+
+def bad_endpoint(endpoint: Any) -> bool:
+    parts = urlsplit(endpoint) if isinstance(endpoint, str) else None
+    return parts is None or parts.scheme not in ("http", "https") or not parts.hostname
+
+
+def digest_exclusions(folder: Path) -> frozenset[str]:
+    """Files a model folder's digest leaves out: a served folder's ``endpoint.json`` (where, not what)."""
+    try:
+        kind = json.loads((Path(folder) / "dynadesk-model.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return frozenset()
+    return frozenset({ENDPOINT_FILE}) if kind == SERVED else frozenset()
+
+
+def read_endpoint(folder: Path, manifest: dict[str, Any] | None = None) -> str:
+    """The base URL a served folder is reached at (the manifest's ``endpoint`` wins when it has one)."""
+    if manifest and "endpoint" in manifest:
+        return str(manifest["endpoint"])
+    path = Path(folder) / ENDPOINT_FILE
+    try:
+        endpoint = json.loads(path.read_text(encoding="utf-8")).get("endpoint")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+        raise AdapterError(f"{path}: cannot read the served model's endpoint ({exc}); register it again with "
+                           "'dynadesk models add --served URL --model NAME'") from exc
+    if bad_endpoint(endpoint):
+        raise AdapterError(f"{path}: 'endpoint' must be the server's http(s) base URL, got {endpoint!r:.80}")
+    return str(endpoint)
 
 
 def _url(endpoint: str, path: str) -> str:
@@ -62,7 +92,7 @@ def _url(endpoint: str, path: str) -> str:
 
 def _call(request: urllib.request.Request, timeout: float) -> Any:
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (http(s) checked on registration)
+        with urllib.request.urlopen(request, timeout=timeout) as resp:  # http(s) only: checked on registration
             return json.loads(resp.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
         detail = exc.read(500).decode("utf-8", "replace").strip()
@@ -106,7 +136,7 @@ class ServedAdapter:
 
     def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
         self.inputs = list(manifest["inputs"])
-        self.endpoint = str(manifest["endpoint"])
+        self.endpoint = read_endpoint(model_dir, manifest)
         self.model = str(manifest["model"])
         self.labels: list[str] | None = list(manifest["labels"]) if "labels" in manifest else None
         self.context_field = manifest.get("context_field", "context")

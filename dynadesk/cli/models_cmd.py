@@ -72,6 +72,12 @@ def _add_served(app: AppContext, path: str | None, url: str, model: str | None, 
                            weights_digest=weights_digest, replace=replace)
 
 
+def _kind_text(m: Any) -> str:
+    """The kind column: a pickle-only folder and a served model say so."""
+    return m.kind + (" (pickle)" if m.has_pickle else "") + (" (served, not sandboxed)" if m.kind == "openai-served"
+                                                             else "")
+
+
 @models.command("relocate")
 @click.argument("name")
 @click.argument("new_path", type=click.Path(exists=True, file_okay=False))
@@ -96,7 +102,7 @@ def list_cmd(app, task_name, as_json) -> None:
         echo_json([m.to_dict() for m in items])
         return
     echo_table(["model", "task", "kind", "dev acc", "dev macro-F1", "digest"], [
-        [m.name, m.task, m.kind + (" (pickle)" if m.has_pickle else ""), _fmt(m.info.get("dev_accuracy")),
+        [m.name, m.task, _kind_text(m), _fmt(m.info.get("dev_accuracy")),
          _fmt(m.info.get("dev_macro_f1")), m.digest[:19]] for m in items])
 
 

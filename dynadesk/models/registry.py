@@ -20,6 +20,7 @@ from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import onnx_adapter as _onnx
+from dynadesk.evaluator import served as _served
 from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
@@ -99,7 +100,7 @@ def tree_files(folder: Path, exclude: frozenset[str] = frozenset()) -> list[tupl
 def tree_digest(folder: Path, exclude: frozenset[str] = frozenset()) -> str:
     """``sha256:<hex>`` over each file's relative path and sha256: stable across machines and copies."""
     h = hashlib.sha256()
-    files = tree_files(folder, exclude)
+    files = tree_files(folder, exclude | _served.digest_exclusions(folder))
     if not files:
         raise ModelError(f"{folder}: the folder is empty")
     for rel, path in files:

@@ -36,7 +36,7 @@ def served_manifest(url: str, model: str, task_name: str, weights_digest: str | 
     """The manifest of a served model for a task (checked, not yet probed)."""
     task = get_task(task_name)
     manifest: dict[str, Any] = {"task": task.name, "kind": SERVED, "inputs": list(task.input_names),
-                                "endpoint": url, "model": model}
+                                "model": model}
     if task.kind.chooses_labels:
         manifest["labels"] = list(task.labels)
     else:
@@ -47,12 +47,18 @@ def served_manifest(url: str, model: str, task_name: str, weights_digest: str | 
         _ad.check_manifest(manifest, "--served")
     except _ad.AdapterError as exc:
         raise ConfigError(str(exc)) from exc
+    if _served.bad_endpoint(url):
+        raise ConfigError(f"--served {url!r:.80}: 'endpoint' must be the server's http(s) base URL "
+                          "(e.g. http://127.0.0.1:8000)")
     return manifest
 
 
 def register_served(store: Store, models_dir: Path, url: str, model: str, task_name: str, *, name: str,
                     weights_digest: str | None = None, replace: bool = False) -> ModelRecord:
-    """Probe the endpoint, write the manifest folder ``models_dir/served/<name>`` and register it."""
+    """Probe the endpoint, write the folder ``models_dir/served/<name>`` and register it.
+
+    The same model name and weights digest at another endpoint give the same model digest (evaluator/served.py):
+    ``replace`` then points the registered model at the new endpoint, as an auditor does."""
     from dynadesk.models.registry import register_model
 
     check_name(name, "model name (pass --name)")
@@ -69,6 +75,7 @@ def register_served(store: Store, models_dir: Path, url: str, model: str, task_n
         folder.mkdir(parents=True, exist_ok=True)
         (folder / _ad.MANIFEST_NAME).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                                  encoding="utf-8")
+        (folder / _served.ENDPOINT_FILE).write_text(json.dumps({"endpoint": url}) + "\n", encoding="utf-8")
     except OSError as exc:
         raise ModelError(f"{folder}: cannot write the served model's manifest: {exc}") from exc
     return register_model(store, folder, task_name, name=name, replace=replace,

@@ -156,8 +156,8 @@ def check_payload(p: Any, version: int = 2) -> None:
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
     if "served" in m:  # a served model (evaluator/served.py): the endpoint, its declared model, a weights digest
         sv = obj(m["served"], "payload.model.served", {"endpoint", "model"} | ({"weights_digest"} & set(m["served"])))
-        for key in sv:
-            text(sv[key], f"payload.model.served.{key}", max_len=2048)
+        for served_key in sv:
+            text(sv[served_key], f"payload.model.served.{served_key}", max_len=2048)
     if "lineage" in m:
         check_lineage(m["lineage"], "payload.model.lineage")
     ds = p["datasets"]

@@ -19,7 +19,7 @@ from support.tiny_models import make_tiny_tokenizer
 
 from dynadesk.errors import ModelError
 from dynadesk.evaluator.adapters import AdapterError
-from dynadesk.evaluator.served import ServedAdapter
+from dynadesk.evaluator.served import ServedAdapter, read_endpoint
 
 pytest.importorskip("openai", reason="transformers serve needs transformers[serving] (dev extra)")
 SERVE = Path(sys.executable).with_name("transformers")
@@ -71,6 +71,7 @@ def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
     from dynadesk.audit.audit import audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.models import predict_live
+    from dynadesk.models.served import register_served
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
@@ -95,10 +96,23 @@ def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
         run = evaluate(store, ws, run_request("served-lm", runner="local", batch_size=4, latency_samples=4,
                                               warmup=1))
         assert run.status == "succeeded", run.error
+        shown = subprocess.run([sys.executable, "-c", "from dynadesk.cli import main; main()", "--home",
+                                str(ws.home), "runs", "show", str(run.id)], capture_output=True, text=True)
+        assert "runner local (served, NOT sandboxed)" in shown.stdout, shown.stdout + shown.stderr
+        with pytest.raises(Exception, match="sandbox \\(no network\\) cannot reach; evaluate it with --runner local"):
+            evaluate(store, ws, run_request("served-lm", runner="docker"))
         bundle = create_bundle(ws, store, run.id)
         assert bundle.payload["model"]["served"] == {"endpoint": url, "model": model, "weights_digest": weights}
         assert bundle.payload["runner"]["sandboxed"] is False
+        # the auditor names an endpoint of their own: the same model and weights digest, another URL, same digest
+        record = store.models.get("served-lm")
+        theirs = url.replace("127.0.0.1", "localhost")
+        again = register_served(store, ws.models_dir, theirs, model, "sentiment", name="served-lm",
+                                weights_digest=weights, replace=True)
+        assert again.digest == record.digest and read_endpoint(Path(again.path)) == theirs
         report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+        assert not report.failures and not report.incomplete, report.failures
+        assert store.evaluations.get(report.rerun_id).status == "succeeded"
         det = [c for c in report.checks if c.kind == DETERMINISTIC]
         assert det and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
     finally:

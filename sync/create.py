@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def served_record(model: Any) -> dict[str, str]:
     """A served model's endpoint (as the submitter reached it), declared model and any weights digest."""
-    from dynadesk.evaluator.served import read_endpoint
+    from dynadesk.evaluator.openai_served import read_endpoint
 
     return {"endpoint": read_endpoint(Path(model.path), model.manifest), "model": model.manifest["model"],
             **({"weights_digest": model.manifest["weights_digest"]} if "weights_digest" in model.manifest else {})}

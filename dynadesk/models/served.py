@@ -1,7 +1,7 @@
 """Registering a model served at an OpenAI-compatible endpoint (``dynadesk models add --served URL --model NAME``).
 
 The registration probes the endpoint (``GET /v1/models``) and refuses a model name it does not list, then
-writes a folder under the workspace's models folder holding only the manifest (evaluator/served.py says what
+writes a folder under the workspace's models folder holding only the manifest (evaluator/openai_served.py says what
 it holds and how prediction works) and registers that folder like any other: its digest covers the endpoint,
 the declared model and the weights digest the user gives. Runs of such a model are served, not sandboxed
 (:func:`is_served`).
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ConfigError, ModelError
 from dynadesk.evaluator import adapters as _ad
-from dynadesk.evaluator import served as _served
+from dynadesk.evaluator import openai_served as _served
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
@@ -57,7 +57,7 @@ def register_served(store: Store, models_dir: Path, url: str, model: str, task_n
                     weights_digest: str | None = None, replace: bool = False) -> ModelRecord:
     """Probe the endpoint, write the folder ``models_dir/served/<name>`` and register it.
 
-    The same model name and weights digest at another endpoint give the same model digest (evaluator/served.py):
+    The same model name and weights digest at another endpoint give the same model digest (evaluator/openai_served.py):
     ``replace`` then points the registered model at the new endpoint, as an auditor does."""
     from dynadesk.models.registry import register_model
 

@@ -154,7 +154,7 @@ def check_payload(p: Any, version: int = 2) -> None:
     m = obj(m, "payload.model", {"name", "digest"} | ({"lineage", "served"} & set(m)))
     text(m["name"], "payload.model.name")
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
-    if "served" in m:  # a served model (evaluator/served.py): the endpoint, its declared model, a weights digest
+    if "served" in m:  # a served model (evaluator/openai_served.py): endpoint, declared model, weights digest
         sv = obj(m["served"], "payload.model.served", {"endpoint", "model"} | ({"weights_digest"} & set(m["served"])))
         for served_key in sv:
             text(sv[served_key], f"payload.model.served.{served_key}", max_len=2048)

@@ -123,3 +123,16 @@ def test_a_corrupt_graph_and_an_absent_cuda_provider_are_adapter_errors(tmp_path
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
         with pytest.raises(AdapterError, match="no CUDA provider"):
             OnnxModule(bad, "cuda", ("logits",))
+
+
+def test_an_onnx_model_in_the_docker_sandbox_fails_naming_the_local_runner(classifier, store, home, evaluator_image):
+    """The image does not ship onnxruntime: the run fails with the one line that says where ONNX models run."""
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.workspace import Workspace
+
+    _, onnx_dir = classifier
+    register_model(store, shutil.copytree(onnx_dir, home / "tiny-onnx"), "sentiment", name="tiny-onnx")
+    add_test_set(store, "set0-test", 6, seed=0, perturbed=False)
+    run = evaluate(store, Workspace(home), run_request("tiny-onnx", runner="docker", image=evaluator_image.image_id))
+    assert run.status == "failed" and "onnxruntime is not installed here" in run.error, run.error
+    assert "--runner local" in run.error

@@ -1,4 +1,4 @@
-"""Served models (evaluator/served.py, dynadesk/models/served.py): a real ``transformers serve`` process on loopback
+"""Served models (evaluator/openai_served.py, dynadesk/models/served.py): a real ``transformers serve`` process on loopback
 serving a tiny causal LM built from a config; registered by URL and model name through the CLI, predicted live,
 evaluated on the local runner, bundled (the bundle records the endpoint and the declared model) and audited."""
 
@@ -19,7 +19,7 @@ from support.tiny_models import make_tiny_tokenizer
 
 from dynadesk.errors import ModelError
 from dynadesk.evaluator.adapters import AdapterError
-from dynadesk.evaluator.served import ServedAdapter, read_endpoint
+from dynadesk.evaluator.openai_served import ServedAdapter, read_endpoint
 
 pytest.importorskip("openai", reason="transformers serve needs transformers[serving] (dev extra)")
 SERVE = Path(sys.executable).with_name("transformers")

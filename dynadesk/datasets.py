@@ -70,10 +70,12 @@ def validate_example(task: Task, raw: Any, fallback_id: str) -> dict[str, Any]:
     if not ex_id or len(ex_id) > 200 or any(c in ex_id for c in "/\\\x00") or ex_id in (".", ".."):
         raise ValueError(f"field 'id' {ex_id[:40]!r} must be 1-200 characters without '/', '\\' or NUL")
     out["id"] = ex_id
-    for name in task.input_names:
-        value = raw.get(name)
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"field '{name}' must be a non-empty string")
+    for f in task.inputs:
+        name, value = f.name, raw.get(f.name)
+        if f.optional and value is None:
+            value = ""  # an optional input (the task file says so) may be absent: the model reads it empty
+        if not isinstance(value, str) or not (value.strip() or f.optional):
+            raise ValueError(f"field '{name}' must be a {'' if f.optional else 'non-empty '}string")
         out[name] = value
     gold = raw.get(task.gold_field)
     meta = raw.get("metadata")

@@ -331,6 +331,11 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
             ri = r.rank_interval
             row[3:3] = ["-" if not ri else f"{ri[0]}-{ri[1]}" if ri[0] != ri[1] else str(ri[0]),
                         f"= {r.tied_with}" if r.tied_with else ""]
+    for r in board.baselines:  # unranked (scoring.baselines): after the ranked rows; its notes say why
+        trivial = set((r.baseline or {}).get("trivial") or ())
+        rows.append(["baseline", r.model, f"{r.dynascore:.2f}", *([""] * (len(headers) - 3 - len(shown))), *(
+            "-" if r.values.get(m) is None else r.with_coverage(m, f"{r.values[m]:.4g}")
+            + (" trivial" if m in trivial else "") for m in shown)])
     widths = [max(len(x) for x in col) for col in zip(headers, *rows)]
     for i, row in enumerate([headers] + rows):
         echo("    " + "  ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(row, widths))))
@@ -345,6 +350,7 @@ def print_leaderboard(store: Store, echo: Echo) -> str:
         echo(f"    left off: {model}: {reason}")
     for note in board.notes:
         echo(f"    note: {note}")
+    echo(f"    exchange rates: {board.rates}; the public board (step 9) scores with its own rate edition")
     echo_robust_board(store, board, echo)
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")
@@ -445,9 +451,7 @@ def sync_and_show(store: Store, url: str, step: Steps) -> None:
         raise DynaDeskError(f"sync failed: {report.error}")
     step.note(f"sync: {len(report.sent)} sent, {len(report.already)} already on the server, "
               f"{len(report.rejected)} rejected {report.rejected or ''}")
-    board = SyncClient(url).get_json(f"/api/leaderboard/{TASK}", expect=dict)
-    for r in board.get("rows", []):
-        step.note(f"board: #{r['rank']} {r['model']} Dynascore {r['dynascore']:.2f} (bundle {r['bundle_url']})")
+    board = SyncClient(url).get_json(f"/api/leaderboard/{TASK}", expect=dict)  # printed once its rates are frozen
     if not board.get("rows"):
         raise DynaDeskError(f"the server's board is empty: {json.dumps(board)[:300]}")
 
@@ -527,13 +531,17 @@ def run_demo(workspace: Workspace, store: Store, runner: str = "auto", echo: Ech
     steps.start("Dynascore leaderboard (default weights: perf 4, others 1)")
     state.best_model = print_leaderboard(store, echo)
 
-    steps.start(f"Sign a score bundle for the best model ({state.best_model})")
-    state.bundle_id = ensure_bundle(store, workspace, state.evaluations[state.best_model], steps)
+    steps.start(f"Sign a score bundle for every model (the audited one: the best, {state.best_model})")
+    bundles = {name: ensure_bundle(store, workspace, run_id, steps) for name, run_id in state.evaluations.items()}
+    state.bundle_id = bundles[state.best_model]
 
-    steps.start("Leaderboard server on loopback: register the key, sync")
-    server, url, _ = start_server(workspace, steps)
+    steps.start("Leaderboard server on loopback: register the key, sync, freeze the rates")
+    server, url, db = start_server(workspace, steps)
     try:
         sync_and_show(store, url, steps)
+        from dynadesk.demo_rates import freeze_and_compare
+
+        freeze_and_compare(store, url, db, list(bundles.values()), state.bundle_id, steps.note, server_cmd)
         state.board_url = f"{url}/"
         steps.note(f"board URL: {state.board_url} (stopped at the end of the demo; restart with "
                    f"'dynadesk-server serve --db {Path(workspace.home) / 'server' / 'board.db'}')")

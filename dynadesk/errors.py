@@ -283,3 +283,10 @@ class HubForbiddenError(DynaDeskError):
 
 class ServerBusyError(RateLimitedError):
     """The server is checking as many uploads as it admits at once; ``retry_after`` says when to try again (503)."""
+
+
+# --- hostile text (issue 45) -------------------------------------------------------------------------
+
+class HiddenTextError(BundleFormatError):
+    """A bundle's text holds a control or invisible character (NUL, U+202E): well-formed, but what a reader or
+    PostgreSQL would get differs from what was signed; refused naming the field (422 ``invalid_text``)."""

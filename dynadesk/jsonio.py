@@ -11,6 +11,7 @@ containers walked to get the true depth.
 from __future__ import annotations
 
 import json
+import os
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from dynadesk.errors import DynaDeskError, JSONDepthError, ValidationError
 
 MAX_DEPTH = 64
+MAX_FILE_BYTES = 64 << 20  # a JSON file a person hands the CLI (tables, proofs, manifests); data files have their own
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [1 if b in b"[{" else -1 for b in range(256)]
 
@@ -73,15 +75,33 @@ def loads_bounded(text: str | bytes, where: str, max_depth: int = MAX_DEPTH, **k
     return doc
 
 
-def load_file(path: str | Path, max_depth: int = MAX_DEPTH) -> Any:
-    """Read and parse a UTF-8 JSON file; every failure names the file."""
-    path = Path(path)
+def read_capped(path: str | Path, max_bytes: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
+    """A file's bytes, refused unread when over ``max_bytes`` (at most ``max_bytes + 1`` are ever read: a 3 GB file
+    costs nothing); every failure names the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            if Path(path).is_file() and os.fstat(fh.fileno()).st_size > max_bytes:  # a pipe is read up to the cap
+                raise ValidationError(f"{path}: {what} over the {max_bytes:,}-byte limit; refused unread")
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise ValidationError(f"{path}: cannot read: {exc}") from exc
+    if len(data) > max_bytes:
+        raise ValidationError(f"{path}: {what} over the {max_bytes:,}-byte limit; refused unread")
+    return data
+
+
+def read_text_capped(path: str | Path, max_bytes: int = MAX_FILE_BYTES, what: str = "file") -> str:
+    """:func:`read_capped`, decoded as UTF-8."""
+    try:
+        return read_capped(path, max_bytes, what).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
+
+
+def load_file(path: str | Path, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """Read and parse a UTF-8 JSON file of at most ``max_bytes``; every failure names the file."""
+    path = Path(path)
+    text = read_text_capped(path, max_bytes, "JSON file")
     try:
         return loads_bounded(text, str(path), max_depth)
     except json.JSONDecodeError as exc:

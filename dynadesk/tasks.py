@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from dynadesk import taskfile_guard as guard
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
@@ -37,6 +38,7 @@ class InputField:
     name: str
     description: str = ""
     is_context: bool = False
+    optional: bool = False  # may be empty or absent (Dynabench's optional context): read as ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Task:
     fairness_suites: tuple[str, ...] = ()
     votes_needed: int = 3
     source: str = field(default="", compare=False)
+    baselines: tuple[str, ...] = ()  # models the task owner names baselines: shown unranked (scoring.baselines)
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -95,6 +98,11 @@ class Task:
         """Plain JSON-able form; the evaluator spec carries this."""
         d = asdict(self)
         d.pop("source", None)
+        if not d["baselines"]:  # absent unless set: a task without baselines keeps its digest
+            d.pop("baselines")
+        for f in d["inputs"]:  # only an optional input says so: every other task's dict (and digest) is unchanged
+            if not f["optional"]:
+                del f["optional"]
         return d
 
     @classmethod
@@ -102,7 +110,8 @@ class Task:
         d = dict(d)
         d["inputs"] = tuple(InputField(**f) for f in d["inputs"])
         d["fooled_rule"] = FooledRule(**d["fooled_rule"])
-        for key in ("labels", "secondary_metrics", "perturb_fields", "robustness_suites", "fairness_suites"):
+        for key in ("labels", "secondary_metrics", "perturb_fields", "robustness_suites", "fairness_suites",
+                    "baselines"):
             d[key] = tuple(d.get(key) or ())
         return cls(**d)
 
@@ -134,7 +143,7 @@ def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str,
 
 
 _TOP_KEYS = {"name", "title", "description", "inputs", "output", "metric", "secondary_metrics",
-             "fooled_rule", "perturbations", "validation"}
+             "fooled_rule", "perturbations", "validation", "baselines"}
 
 
 def parse_task(raw: Any, source: str) -> Task:
@@ -155,13 +164,14 @@ def parse_task(raw: Any, source: str) -> Task:
         where = f"{source}: inputs[{i}]"
         if not isinstance(f, dict):
             raise ConfigError(f"{where} must be a mapping")
-        extra = set(f) - {"name", "description", "is_context"}
+        extra = set(f) - {"name", "description", "is_context", "optional"}
         if extra:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(sorted(extra))}")
         inputs.append(InputField(
             name=_need(f, "name", str, where),
             description=str(f.get("description", "")),
             is_context=bool(f.get("is_context", False)),
+            optional=_need(f, "optional", bool, where) if "optional" in f else False,
         ))
     names = [f.name for f in inputs]
     if len(set(names)) != len(names):
@@ -181,6 +191,8 @@ def parse_task(raw: Any, source: str) -> Task:
         span_of = _need(output, "span_of", str, f"{source}: output")
         if span_of not in names:
             raise ConfigError(f"{source}: output.span_of names '{span_of}', which is not an input")
+        if any(f.name == span_of and f.optional for f in inputs):
+            raise ConfigError(f"{source}: output.span_of names '{span_of}', an optional input: answers need its text")
     metric = _need(raw, "metric", str, source)
     if metric not in metric_names():
         raise ConfigError(f"{source}: field 'metric' must be one of {', '.join(metric_names())}, got '{metric}'")
@@ -224,16 +236,12 @@ def parse_task(raw: Any, source: str) -> Task:
         fairness_suites=_str_list(pert, "fairness", f"{source}: perturbations", FAIRNESS_SUITES),
         votes_needed=votes,
         source=source,
+        baselines=_str_list(raw, "baselines", source),
     )
 
 
 def load_task_file(path: Path) -> Task:
-    try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read task file: {exc}") from exc
+    raw = guard.load_yaml(guard.read_task_text(Path(path)), str(path))[1]  # no aliases, size-capped
     task = parse_task(raw, str(path))
     if Path(path).stem != task.name:
         raise ConfigError(f"{path}: field 'name' is '{task.name}' but the file is named '{Path(path).stem}.yaml'")
@@ -387,7 +395,7 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         if not isinstance(f, dict):
             out.append((("inputs", i), f"inputs[{i}] must be a mapping"))
             continue
-        for key in sorted(set(f) - {"name", "description", "is_context"}):
+        for key in sorted(set(f) - {"name", "description", "is_context", "optional"}):
             out.append((("inputs", i, key), f"inputs[{i}]: unknown field '{key}'"))
         if not isinstance(f.get("name"), str):
             out.append((("inputs", i), f"inputs[{i}]: missing field 'name' (a string)"))
@@ -410,9 +418,6 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                 out.append((("output", "labels") if "labels" in output else ("output",),
                             "output.labels must be a list of label names"))
             else:
-                dup = sorted({v for v in labels if labels.count(v) > 1})
-                if dup:
-                    out.append((("output", "labels"), f"output.labels has duplicate labels: {', '.join(dup)}"))
                 if len(set(labels)) < 2:
                     out.append((("output", "labels"),
                                 f"output.labels must list at least two labels, got {len(set(labels))}"))
@@ -431,6 +436,7 @@ def _problems(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     if "fooled_rule" in raw:
         if not isinstance(rule, dict) or rule.get("kind") not in _FOOLED_TESTS:
             out.append((("fooled_rule",), f"fooled_rule.kind must be one of {', '.join(_FOOLED_TESTS)}"))
+    out.extend(guard.file_problems(raw, load_tasks()))  # caps, duplicates, label text, look-alike names
     if not out:
         try:
             parse_task(raw, "")
@@ -447,11 +453,7 @@ def parse_task_text(text: str, source: str) -> Task:
     Raises :class:`ConfigError` listing each problem on its own line (``SOURCE:LINE: message``);
     nothing is half-accepted: a file with any problem is refused whole.
     """
-    try:
-        node = yaml.compose(text)
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    node, raw = guard.load_yaml(text, source)
     if not isinstance(raw, dict) or node is None:
         raise ConfigError(f"{source}:1: a task file must be a mapping, got {type(raw).__name__}")
     lines: dict[tuple[Any, ...], int] = {}

@@ -1,4 +1,5 @@
-"""``python -m dynadesk.evaluator run --spec /spec/spec.json --out /out [--model /model] [--data /data]``."""
+"""``python -m dynadesk.evaluator run --spec /spec/spec.json --out /out [--model /model] [--data /data]
+[--loadgen /loadgen/s]``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", type=Path, default=Path("/out"))
     run.add_argument("--model", type=Path, default=Path("/model"))
     run.add_argument("--data", type=Path, default=Path("/data"))
+    run.add_argument("--loadgen", type=Path, default=None, help="the host's socket: it issues the timed queries")
     sub.add_parser("version", help="print the schema and evaluator code versions")
     args = parser.parse_args(argv)
     if args.command == "run":  # before torch allocates anything: memory is measured under this setting
@@ -35,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from dynadesk.evaluator.worker import main_run
 
-    return main_run(args.spec, args.out, args.model, args.data)
+    return main_run(args.spec, args.out, args.model, args.data, args.loadgen)
 
 
 if __name__ == "__main__":

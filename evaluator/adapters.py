@@ -94,6 +94,10 @@ def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
     max_length = manifest.get("max_length")
     if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < 8):
         problems.append("'max_length' must be an integer >= 8")
+    threshold = manifest.get("null_threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))
+                                  or threshold != threshold or abs(threshold) == float("inf")):
+        problems.append("'null_threshold' must be a finite number (SQuAD 2.0 abstention) or absent")
     if kind == "hf-question-answering" and isinstance(inputs, list):
         for key, default in (("context_field", "context"), ("question_field", "question")):
             if manifest.get(key, default) not in inputs:
@@ -283,6 +287,8 @@ class QuestionAnsweringAdapter:
         self.stride = max(0, min(128, self.max_length // 4))
         self.max_answer_tokens = int(manifest.get("max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
         self.pad_right = self.tokenizer.padding_side == "right"
+        threshold = manifest.get("null_threshold")
+        self.null_threshold = None if threshold is None else float(threshold)
 
     def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
         import numpy as np
@@ -303,10 +309,14 @@ class QuestionAnsweringAdapter:
         starts = out.start_logits.float().cpu().numpy()
         ends = out.end_logits.float().cpu().numpy()
         best: list[dict[str, Any]] = [{"answer": "", "start": 0, "end": 0, "score": 0.0} for _ in batch]
+        raw: list[float] = [-np.inf] * len(batch)  # the chosen span's start + end logits
+        null: list[float] = [np.inf] * len(batch)  # the least null (CLS) score over the example's windows
         band = None
         for w, sample in enumerate(windows_of):
             seq_ids = enc.sequence_ids(w)
             ctx = np.array([s == 1 for s in seq_ids], dtype=bool)
+            cls = _cls_index(enc["input_ids"][w].tolist(), self.tokenizer)
+            null[sample] = min(null[sample], float(starts[w][cls] + ends[w][cls]))
             if not ctx.any():
                 continue
             s_logp = _log_softmax(starts[w][ctx])
@@ -328,7 +338,30 @@ class QuestionAnsweringAdapter:
             text = contexts[sample]
             best[sample] = {"answer": text[start_char:end_char], "start": start_char, "end": end_char,
                             "score": score}
-        return best
+            raw[sample] = float(starts[w][ctx_pos[i]] + ends[w][ctx_pos[j]])
+        return [self._abstain(b, null[k] - raw[k]) for k, b in enumerate(best)]
+
+    def _abstain(self, pred: dict[str, Any], diff: float) -> dict[str, Any]:
+        """SQuAD 2.0's null-score rule (as the reference BERT/transformers post-processing): the null score
+        (start + end logit of the CLS token, least over the windows) minus the best span's; above the run's
+        ``null_threshold`` the model abstains (empty answer). Without a threshold (a v1.1 run) it never
+        abstains and adds nothing. Every v2 prediction keeps its ``null_score_diff`` and ``span_answer``, so a
+        threshold can be chosen on a dev set from the predictions alone (``metrics.best_null_threshold``)."""
+        import math
+
+        if self.null_threshold is None:  # a v1.1 run: its predictions stay as they always were
+            return pred
+        diff = diff if math.isfinite(diff) else 0.0
+        out = {**pred, "null_score_diff": round(diff, 6), "span_answer": pred["answer"]}
+        if diff > self.null_threshold:
+            out.update(answer="", start=0, end=0, abstained=True)
+        return out
+
+
+def _cls_index(ids: list[int], tokenizer: Any) -> int:
+    """Where the window's CLS token is (the null answer's position); 0 when the tokenizer has none."""
+    cls = getattr(tokenizer, "cls_token_id", None)
+    return ids.index(cls) if cls is not None and cls in ids else 0
 
 
 def _log_softmax(x: Any) -> Any:

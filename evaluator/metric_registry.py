@@ -134,6 +134,8 @@ def _builtin() -> None:
     score("perf", dynascore=DynascoreDefault(4.0, order=0))
     for name in ("accuracy", "macro_f1", "squad_f1", "exact_match"):
         score(name, TASK)
+    score("has_ans")  # SQuAD 2.0 sets: the primary metric on answerable questions (metrics.answerability_scores)
+    score("no_ans")   # ... and on unanswerable ones
     score("robustness", dynascore=DynascoreDefault(1.0, order=3))
     score("fairness", dynascore=DynascoreDefault(1.0, order=4))
     for kind in ("robustness", "fairness"):

@@ -166,6 +166,17 @@ def _gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str) -> An
     return example[key]
 
 
+def example_gold(task: Mapping[str, Any], example: Mapping[str, Any], where: str = "example") -> Any:
+    """An example's gold as every metric scores it (a SQuAD 2.0 example's answers as :class:`SquadV2Answers`):
+    the one reading the worker, the host's recompute and the bootstrap share."""
+    return _gold(task, example, where)
+
+
+def span_score(metric: str, pred: str, gold: Any) -> float:
+    """One answer's score (0-100) under ``metric``, by the v2.0 rule for a :class:`SquadV2Answers` gold."""
+    return _span_score(metric, pred, gold)
+
+
 def metric_value(task: Mapping[str, Any], metric: str, preds: Sequence[str], golds: Sequence[Any]) -> float:
     """One named task metric over aligned prediction strings and golds, computed as the metric registry says."""
     _check_lengths(preds, golds)
@@ -206,7 +217,23 @@ def task_score(task: Mapping[str, Any], predictions: Sequence[Any], examples: Se
     metrics = _task_metrics(task)
     preds, golds = _aligned(task, predictions, examples)
     out = {m: metric_value(task, m, preds, golds) for m in metrics}
-    return {"perf": out[metrics[0]], **out}
+    return {"perf": out[metrics[0]], **out, **answerability_scores(task, metrics[0], preds, golds)}
+
+
+HAS_ANS, NO_ANS = "has_ans", "no_ans"
+
+
+def answerability_scores(task: Mapping[str, Any], metric: str, preds: Sequence[str], golds: Sequence[Any]
+                         ) -> dict[str, float]:
+    """SQuAD 2.0's ``HasAns`` / ``NoAns`` figures: the primary metric over the answerable and over the
+    unanswerable questions of a v2.0-scored set (as ``evaluate-v2.0.py``: answerable = any gold answer listed).
+    Empty for a set with no v2.0 example; a group with no example is left out, never reported as 0."""
+    out: dict[str, float] = {}
+    for name, want in ((HAS_ANS, True), (NO_ANS, False)):
+        idx = [i for i, g in enumerate(golds) if isinstance(g, SquadV2Answers) and bool(g) == want]
+        if idx:
+            out[name] = metric_value(task, metric, [preds[i] for i in idx], [golds[i] for i in idx])
+    return out
 
 
 def tag_breakdown(task: Mapping[str, Any], predictions: Sequence[Any], examples: Sequence[Mapping[str, Any]]
@@ -225,6 +252,22 @@ def tag_breakdown(task: Mapping[str, Any], predictions: Sequence[Any], examples:
         row = {m: metric_value(task, m, sub_p, sub_g) for m in metrics}
         out[tag] = {"n": float(len(idx)), "perf": row[metrics[0]], **row}
     return out
+
+
+def best_null_threshold(diffs: Sequence[float], has_answer: Sequence[bool], span_scores: Sequence[float]) -> float:
+    """The null-score threshold that maximises the SQuAD 2.0 score on a dev set (``find_best_thresh`` of the
+    official ``evaluate-v2.0.py``, over the adapter's ``null_score_diff``: it abstains when the diff is above the
+    threshold). ``span_scores``: each example's v2.0 score when it answers with its best span; abstaining scores
+    100 on an unanswerable question and 0 on an answerable one. Ties keep the lowest threshold; no example: 0."""
+    if not diffs:
+        return 0.0
+    score = best = sum(100.0 for h in has_answer if not h)  # abstain everywhere
+    thresh = min(diffs) - 1.0
+    for k in sorted(range(len(diffs)), key=lambda k: diffs[k]):  # answer every example up to this diff
+        score += span_scores[k] - (0.0 if has_answer[k] else 100.0)
+        if score > best:
+            best, thresh = score, float(diffs[k])
+    return float(thresh)
 
 
 MIN_CONSISTENCY_SOURCES = 30

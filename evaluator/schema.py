@@ -29,9 +29,9 @@ ENVIRONMENT_FILE = "environment.json"
 LOG_FILE = "worker.log"
 PARTS_DIR = "parts"  # one finished predictions file per dataset; what resume keeps
 PROGRESS_PREFIX = "@@dynadesk "  # worker stdout lines carrying a JSON progress event
-# worker stdout lines marking the start and end of each timed window; the host timestamps them as it reads
-# them, which bounds the throughput the worker may claim (dynadesk/orchestration/bounds.py)
-WINDOW_PREFIX = "@@dynadesk-window "
+# the timed windows are driven by the host over its own socket (dynadesk/orchestration/loadgen.py); the worker
+# says this in its hello, and a host speaking another version refuses it
+LOADGEN_PROTOCOL = "dynadesk-loadgen/1"
 
 ROLES = ("test", "perturbation")
 PERTURBATION_KINDS = ("robustness", "fairness")
@@ -73,6 +73,7 @@ class Settings:
     noise_retries: int = 2  # a noisy measurement is taken again at most this many times
     allow_pickle: bool = False  # only a sandboxed runner may turn this on
     dedicated_cgroup: bool = False  # True in a container: the cgroup peak is this run's own
+    null_threshold: float | None = None  # SQuAD 2.0 abstention threshold (adapters.QuestionAnsweringAdapter)
 
     def validate(self) -> None:
         for name in ("batch_size", "latency_samples", "batched_queries", "trials"):
@@ -88,6 +89,9 @@ class Settings:
             raise SpecError(f"settings.min_seconds must be a number of seconds from 0 to 60, got {self.min_seconds!r}")
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise SpecError(f"settings.threads must be a positive integer or null, got {self.threads!r}")
+        t = self.null_threshold
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t != t or abs(t) == 1e999):
+            raise SpecError(f"settings.null_threshold must be a finite number or null, got {t!r}")
         if self.device not in ("cpu", "cuda"):
             raise SpecError(f"settings.device must be 'cpu' or 'cuda', got {self.device!r}")
 

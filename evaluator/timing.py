@@ -72,8 +72,14 @@ def measure_set(worker: Timed, examples: list[dict[str, Any]], threads: int,
 
 def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
                 sync: Callable[[], None] | None = None, mark: Mark | None = None) -> dict[str, Any]:
-    """Metric rows, profile entries and the signed summary (environment.json) of every test set's timing."""
+    """The in-process windows (the protocol before the host issued the timed queries; kept for the bench's
+    comparison): metric rows, profile entries and summary of every test set's timing."""
     per_set = {name: measure_set(worker, exs, threads, sync, mark, name) for name, exs in tests.items()}
+    return assemble(per_set, worker.spec.settings)
+
+
+def timed_rows(per_set: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The metric rows of the timed windows: per test set, and the run's aggregates."""
     rows = []
     for name, m in per_set.items():
         rows += [metric_row(name, "throughput", m["batch1"]["median"]),
@@ -85,22 +91,37 @@ def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: 
            for metric in LATENCY_METRICS}
     rows += [metric_row("", "throughput", b1), metric_row("", "throughput_batched", bb)]
     rows += [metric_row("", metric, value) for metric, value in lat.items()]
+    return rows
+
+
+def assemble(per_set: dict[str, dict[str, Any]], s: Any) -> dict[str, Any]:
+    """Metric rows, profile entries and the signed summary (environment.json) from each test set's
+    ``{"batch1", "batched", "latency"}`` measurements (the host's, :mod:`dynadesk.orchestration.loadgen`,
+    whose rows, :func:`timed_rows`, the host then finds unchanged in the worker's results)."""
+    rows = timed_rows(per_set)
+    b1 = harmonic_mean([m["batch1"]["median"] for m in per_set.values()])
+    bb = harmonic_mean([m["batched"]["median"] for m in per_set.values()])
+    lat = {metric: sum(m["latency"][metric.removeprefix("latency_")] for m in per_set.values()) / len(per_set)
+           for metric in LATENCY_METRICS}
     noisy = [f"{name} {mode}: {'; '.join(m[mode]['noise']['reasons'])}" for name, m in per_set.items()
              for mode in ("batch1", "batched") if m[mode]["noisy"]]
     thin = sorted({p for m in per_set.values() for p in m["latency"]["too_few_samples"]})
     tails = {p: max(m["latency"]["trial_spread"].get(p, 0.0) for m in per_set.values())
              for p in ("p50", "p90", "p99")}
-    s = worker.spec.settings
+    host = all(m["batch1"].get("protocol", {}).get("issued_by") == "host" for m in per_set.values())
+    clock = ("host-issued windows (the host's clock, issue to answer; every width sampled in proportion)" if host
+             else "in-process timed windows")
     profile = {
         "throughput": {"value": b1, "unit": "examples/s", "batch_size": 1, "aggregate": AGGREGATE,
-                       "method": "median of timed windows of batch-1 calls per test set (Dynaboard's throughput)"},
+                       "method": f"median of {clock} of batch-1 queries per test set (Dynaboard's throughput)"},
         "throughput_batched": {"value": bb, "unit": "examples/s", "batch_size": s.batch_size, "aggregate": AGGREGATE,
-                               "method": "median of timed windows of the evaluator's token-sorted batches"},
+                               "method": f"median of {clock} of the evaluator's token-sorted batches"},
         "latency": {**{m.removeprefix("latency_"): v for m, v in lat.items()}, "unit": "ms", "warmup": s.warmup,
                     "samples": sum(m["latency"]["samples"] for m in per_set.values()),
                     "too_few_samples": thin,
-                    "method": "per-call wall time (perf_counter_ns) at batch size 1 after warm-up; nearest-rank "
-                              "percentiles per test set, averaged over the test sets"},
+                    "method": ("issue-to-answer time on the host's clock" if host else
+                               "per-call wall time (perf_counter_ns)") + " at batch size 1 after warm-up; "
+                              "nearest-rank percentiles per test set, averaged over the test sets"},
         "measurement": {"datasets": per_set, "noisy": bool(noisy), "noisy_measurements": noisy,
                         "aggregate": AGGREGATE},
     }
@@ -108,7 +129,8 @@ def measure_run(worker: Timed, tests: dict[str, list[dict[str, Any]]], threads: 
                "latency_trial_spread": tails,
                "spread": {name: {"throughput": m["batch1"]["spread"], "throughput_batched": m["batched"]["spread"]}
                           for name, m in per_set.items()},
-               "protocol": {"trials": s.trials, "min_seconds": s.min_seconds, "warmup": s.warmup,
+               "protocol": {"issued_by": "host" if host else "worker", "trials": s.trials,
+                            "min_seconds": s.min_seconds, "warmup": s.warmup,
                             "latency_samples": s.latency_samples, "batched_queries": s.batched_queries,
                             "noise_retries": s.noise_retries}}
     return {"rows": rows, "profile": profile, "summary": summary}

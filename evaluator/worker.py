@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from dynadesk.evaluator import allocator, environment, profiling, timing
+from dynadesk.evaluator import allocator, environment, profiling, served
 from dynadesk.evaluator.schema import (
     ENVIRONMENT_FILE,
     LOG_FILE,
@@ -36,7 +36,6 @@ from dynadesk.evaluator.schema import (
     PROFILE_FILE,
     PROGRESS_PREFIX,
     SCHEMA_VERSION,
-    WINDOW_PREFIX,
     DatasetSpec,
     Spec,
     SpecError,
@@ -55,13 +54,6 @@ class WorkerError(RuntimeError):
 def emit(event: dict[str, Any]) -> None:
     """A progress event for the host, on its own stdout line."""
     sys.stdout.write(PROGRESS_PREFIX + json.dumps(event, sort_keys=True) + "\n")
-    sys.stdout.flush()
-
-
-def mark_window(edge: dict[str, Any]) -> None:
-    """A timed window's start or end, on its own stdout line, flushed at once: the host timestamps it as it
-    reads it (the host's own view of how long the window lasted)."""
-    sys.stdout.write(WINDOW_PREFIX + json.dumps(edge, sort_keys=True) + "\n")
     sys.stdout.flush()
 
 
@@ -129,14 +121,13 @@ def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
 
 class Worker:
     def __init__(self, spec: Spec, model_dir: Path, data_dir: Path, out_dir: Path,
-                 emit_fn: Callable[[dict[str, Any]], None] = emit,
-                 mark_fn: Callable[[dict[str, Any]], None] | None = mark_window):
+                 emit_fn: Callable[[dict[str, Any]], None] = emit, loadgen: Path | None = None):
         self.spec = spec
         self.model_dir = Path(model_dir)
         self.data_dir = Path(data_dir)
         self.out = Path(out_dir)
         self.emit = emit_fn
-        self.mark = mark_fn
+        self.loadgen = loadgen  # the host's socket: it issues the timed queries (served.py)
         self.parts = self.out / PARTS_DIR
         self.inputs = [f["name"] for f in spec.task["inputs"]]
         self.adapter: Adapter | None = None
@@ -329,7 +320,11 @@ class Worker:
         # threshold; the timed windows then run with the allocator of a long-running process (allocator.py)
         memory = profiling.memory_figures(s.dedicated_cgroup)
         allocator.timing_phase()
-        timed = timing.measure_run(self, {d.name: examples[d.name] for d in tests}, threads, sync, self.mark)
+        if self.loadgen is None:
+            raise WorkerError("no load generator to take the timed windows (--loadgen): the host issues them; "
+                              "run the worker through 'dynadesk eval'")
+        timed = served.serve(self, {d.name: examples[d.name] for d in tests}, threads, sync, self.loadgen,
+                             lambda exs: self.batch_order(exs, self.encoded(exs)))
         memory["malloc"] = allocator.malloc_settings()
         gpu = profiling.gpu_figures(gpu_baseline or {}, sampler.stop() if sampler else None) \
             if s.device == "cuda" else None
@@ -372,7 +367,7 @@ def setup_logging(out_dir: Path) -> None:
         root.addHandler(handler)
 
 
-def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path) -> int:
+def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path, loadgen: Path | None = None) -> int:
     """Entry point of ``python -m dynadesk.evaluator run``; exit 0 ok, 2 bad spec, 1 failure."""
     out_dir = Path(out_dir)
     try:
@@ -386,7 +381,7 @@ def main_run(spec_path: Path, out_dir: Path, model_dir: Path, data_dir: Path) ->
              sys.version.split()[0])
     try:
         spec = Spec.read(spec_path)
-        return Worker(spec, model_dir, data_dir, out_dir).run()
+        return Worker(spec, model_dir, data_dir, out_dir, loadgen=loadgen).run()
     except SpecError as exc:
         _fail(out_dir, "spec", exc)
         return 2

@@ -4,7 +4,8 @@
 * :class:`RadarChart` — several series over shared axes on 0–1 (model comparison); :func:`axis_fractions`
   puts an axis on a log scale where its values span orders of magnitude.
 * :class:`RankRangeChart` — each model's rank and the best–worst range it takes as weights vary.
-* :class:`BreakdownChart` — stacked bars: each metric's contribution to a model's score.
+* :class:`BreakdownChart` — stacked bars: each metric's contribution to a model's score, against a named reference
+  row where one is given (the baseline or the lowest-ranked row), so what every row shares does not fill it.
 """
 
 from __future__ import annotations
@@ -101,18 +102,21 @@ LOG_SPAN = 100.0  # an axis whose largest value is this many times its smallest 
 def axis_fractions(values: Sequence[float]) -> tuple[list[float], str]:
     """Where each value sits on its axis (0–1, the largest at 1) and the axis scale, ``"linear"`` or ``"log"``.
 
-    Linear axes start at zero (or the most negative value), so small differences stay small; an axis of
-    positive values spanning ``LOG_SPAN`` or more is logarithmic, the smallest one decade above the centre
-    (a 324k examples/s baseline would otherwise flatten every other model to the centre).
+    Linear axes start at zero (or the most negative value), so small differences stay small; an axis whose
+    non-zero magnitudes span ``LOG_SPAN`` or more is logarithmic in magnitude (sign kept, zero at zero; the
+    smallest magnitude one decade out), so a 324k examples/s row does not flatten every other model to the centre.
+    Values measured against a reference row (issue 44) have that row at zero and may be negative.
     """
     if not values:
         return [], "linear"
+    mags = [abs(v) for v in values if v != 0]
+    scale = "log" if mags and max(mags) / min(mags) >= LOG_SPAN else "linear"
+    if scale == "log":
+        least = min(mags)
+        values = [0.0 if v == 0 else math.copysign(math.log10(abs(v) / least) + 1.0, v) for v in values]
     lo, hi = min(values), max(values)
-    if lo > 0 and hi / lo >= LOG_SPAN:
-        decades = math.log10(hi / lo) + 1.0
-        return [(math.log10(v / lo) + 1.0) / decades for v in values], "log"
     base = min(0.0, lo)
-    return [1.0 if hi <= base else (v - base) / (hi - base) for v in values], "linear"
+    return [1.0 if hi <= base else (v - base) / (hi - base) for v in values], scale
 
 
 class RadarChart(QWidget):
@@ -123,16 +127,23 @@ class RadarChart(QWidget):
         self._axes: list[str] = []
         self._series: list[tuple[str, list[float]]] = []
         self._scales: dict[str, str] = {}
+        self._reference: str | None = None
         self.setMinimumSize(260, 220)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
     def set_data(self, axes: Sequence[str], series: Sequence[tuple[str, Sequence[float]]],
-                 scales: dict[str, str] | None = None) -> None:
-        """``scales``: axis -> ``"log"`` for axes drawn logarithmically (labelled so)."""
+                 scales: dict[str, str] | None = None, reference: str | None = None) -> None:
+        """``scales``: axis -> ``"log"`` for axes drawn logarithmically (labelled so); ``reference``: the row the
+        values are measured against, named under the chart (None: absolute values)."""
         self._axes = list(axes)
         self._series = [(n, [max(0.0, min(1.0, float(v))) for v in vals]) for n, vals in series]
         self._scales = dict(scales or {})
+        self._reference = reference
         self.update()
+
+    def reference(self) -> str | None:
+        """The row the axes are measured against, as named on the chart."""
+        return self._reference
 
     def scales(self) -> dict[str, str]:
         return {a: self._scales.get(a, "linear") for a in self._axes}
@@ -192,6 +203,9 @@ class RadarChart(QWidget):
             p.setPen(pal.windowText().color())
             p.drawText(QPointF(x + 14, 4 + fm.ascent() - 1), name)
             x += 24 + fm.horizontalAdvance(name)
+        if self._reference:
+            p.setPen(pal.placeholderText().color())
+            p.drawText(QPointF(4, self.height() - fm.descent() - 2), f"against {self._reference}")
 
 
 class _ModelRowsChart(QWidget):
@@ -278,12 +292,20 @@ class BreakdownChart(_ModelRowsChart):
         super().__init__(parent)
         self._metrics: list[str] = []
         self._rows: list[tuple[str, list[float]]] = []
+        self._reference: str | None = None
 
-    def set_data(self, metrics: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+    def set_data(self, metrics: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]],
+                 reference: str | None = None) -> None:
+        """``reference``: the row the contributions are measured against (named in the legend; None: absolute)."""
         self._metrics = list(metrics)
         self._rows = [(str(m), [float(v) for v in vals]) for m, vals in rows]
+        self._reference = reference
         self.updateGeometry()
         self.update()
+
+    def reference(self) -> str | None:
+        """The row the bars are measured against, as named on the chart."""
+        return self._reference
 
     def contributions(self) -> dict[str, dict[str, float]]:
         """``{model: {metric: contribution}}`` as drawn."""
@@ -297,6 +319,11 @@ class BreakdownChart(_ModelRowsChart):
         pal = self.palette()
         legend_h = fm.height() + 6
         x = 4.0
+        if self._reference:
+            head = f"points against {self._reference}:"
+            p.setPen(pal.windowText().color())
+            p.drawText(QPointF(x, 4 + fm.ascent() - 1), head)
+            x += 8 + fm.horizontalAdvance(head)
         for k, metric in enumerate(self._metrics):
             p.fillRect(QRectF(x, 4, 10, 10), color(k))
             p.setPen(pal.windowText().color())

@@ -68,6 +68,7 @@ def parse_audit(params: Mapping[str, str]) -> str:
 
 
 NOISY_PARAM = "exclude_noisy"
+RATES_PARAM = "rates"  # edition (default: the task's rate edition or provisional rates) | dynaboard
 
 
 def parse_exclude_noisy(params: Mapping[str, str]) -> bool:
@@ -109,7 +110,7 @@ def parse_weights(params: Mapping[str, str]) -> tuple[dict[str, float], dict[str
     dataset_w: dict[str, float] = {}
     for key, raw in params.items():
         if key in PAGE_PARAMS or key in FILTER_PARAMS or key in (BUDGET_PARAM, STABILITY_PARAM, AUDIT_PARAM,
-                                                                 NOISY_PARAM):
+                                                                 NOISY_PARAM, RATES_PARAM):
             continue
         kind, _, name = key.partition(".")
         if kind not in ("weight", "dataset") or not name:
@@ -323,7 +324,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                   limit: int = 100, offset: int = 0,
                   memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
                   stability: bool = False, reference: list[str] | None = None,
-                  intervals: BoardIntervals | None = None, wait_ranks: bool = False) -> dict[str, Any]:
+                  intervals: BoardIntervals | None = None, wait_ranks: bool = False,
+                  rates: Mapping[str, float | None] | None = None) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
     bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
 
@@ -333,11 +335,12 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     exchange rates are estimated from (default: every row, Dynaboard's definition); the answer's ``reference``
     names the rows that set them. ``intervals`` adds each row's intervals, paired test against the next row,
     "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`; ``wait_ranks``: never leave the rank
-    intervals pending)."""
+    intervals pending). ``rates``: fixed exchange rates (a rate edition, :meth:`ScoreBoard.score`) instead of
+    rates estimated from ``reference``."""
     scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
                                memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
                                known_datasets=[d["name"] for d in datasets], reference=reference,
-                               spreads=board.spreads)
+                               spreads=board.spreads, rates=rates)
     stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():
@@ -351,7 +354,8 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
                          "bundle_url": f"/api/bundles/{r['bundle_id']}"})
     pending = False
     if intervals is not None:
-        key = (tuple(sorted(metric_weights.items())), tuple(sorted(dataset_weights.items())), memory_budget_gib)
+        key = (tuple(sorted(metric_weights.items())), tuple(sorted(dataset_weights.items())), memory_budget_gib,
+               None if rates is None else tuple(sorted(rates.items())))  # the rates change scores, so ranks
         pending = intervals.annotate(out_rows, scored, board, offset, key, dataset_weights, wait_ranks)
     return {"task": task,
             **({"intervals": INTERVALS_ABOUT, "rank_intervals_pending": pending} if intervals is not None else {}),

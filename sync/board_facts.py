@@ -15,6 +15,7 @@ from typing import Any
 
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
 from dynadesk.scoring.amrs_noise import run_spreads
+from dynadesk.scoring.baselines import constant_predictions
 from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
@@ -42,13 +43,16 @@ class RowFacts:
     # (metric, relative trial spread) from the signed measurement summary: throughput's measurement floor
     # (the local board's rule, scoring.amrs_noise.run_spreads); () when the run recorded none
     spreads: tuple[tuple[str, float], ...] = ()
+    # the signed per-example outcomes show one label for every example (scoring.baselines.constant_predictions)
+    constant: bool = False
+    evaluation_id: int | None = None  # the signed run this row is (with its bundle id): one Dynascore per run
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware_class": self.hardware_class, "hardware_label": self.hardware_label,
                 "runner": self.runner, "sandboxed": self.sandboxed, "answerable_only": list(self.answerable_only),
                 "robustness_suites": list(self.robustness_suites),
                 "coverage": {kind: {"sources": n, "low_confidence": low} for kind, n, low in self.coverage},
-                "noisy": list(self.noisy)}
+                "noisy": list(self.noisy), "evaluation_id": self.evaluation_id}
 
 
 def coverage_of(payload: dict[str, Any]) -> tuple[tuple[str, int, bool], ...]:
@@ -77,7 +81,9 @@ def facts_of(payload: dict[str, Any]) -> RowFacts:
                     runner.get("sandboxed") is True,
                     tuple(str(d.get("name")) for d in datasets if d.get("answerable_only") is True),
                     tuple(sorted({str(s) for d in datasets for s in d.get("robustness_suites") or []})),
-                    coverage_of(payload), tuple(noisy_in_environment(env)), spreads_in(env))
+                    coverage_of(payload), tuple(noisy_in_environment(env)), spreads_in(env),
+                    constant_predictions(payload.get("outcomes")),
+                    payload["evaluation_id"] if type(payload.get("evaluation_id")) is int else None)
 
 
 def spreads_in(environment: dict[str, Any]) -> tuple[tuple[str, float], ...]:

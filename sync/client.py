@@ -370,3 +370,50 @@ def snapshot_currency(base_url: str, result: dict[str, Any], client: SyncClient 
         return (f"NOT CURRENT: the board's log has moved from head {result['log_size']} to {size} since this"
                 " snapshot (no newer snapshot of its task)")
     return f"current: no newer snapshot of '{result['task']}', log head still {size}"
+
+
+def load_rate_edition(store: Store, board: str, task: str) -> tuple[Any, str]:
+    """``dynadesk leaderboard --rates BOARD``: the board's signed rate edition of ``task`` and how it was checked.
+
+    ``BOARD`` is a server URL (its current edition, ``/api/rates/TASK``) or a saved edition file. The edition must
+    be signed by the board's server key: the key this workspace pinned for that server (``dynadesk sync
+    check-log``), else, for a URL, the key the server states (``/api/server-key``). A file needs a pinned key.
+    Anything else (a bad signature, another key, another task) is a :class:`SignatureError` or ``ValidationError``.
+    """
+    import json
+    from pathlib import Path
+
+    from dynadesk.errors import SignatureError, ValidationError
+    from dynadesk.sync.format.rate_edition import parse_edition
+
+    seen_raw = store.get_meta(LOG_HEAD_META)
+    seen = json.loads(seen_raw) if seen_raw else None
+    if board.startswith(("http://", "https://")):
+        client = SyncClient(board)
+        raw = client.get_bytes(f"/api/rates/{task}")
+        edition = parse_edition(raw, f"GET {client.base_url}/api/rates/{task}")
+        stated = client.get_json("/api/server-key", expect=dict)
+        key_hex = str(answer_field(stated, "public_key", str, f"GET {client.base_url}/api/server-key"))
+        if seen and seen["server"] == client.base_url:
+            if seen["public_key"] != key_hex:
+                raise SignatureError(f"{client.base_url} states a different server key than the one this workspace"
+                                     " pinned (dynadesk sync check-log): the rates are not used")
+            how = "its pinned server key"
+        else:
+            how = (f"the server key {client.base_url} states (not pinned: 'dynadesk sync check-log --server"
+                   f" {client.base_url}' pins it)")
+        source = client.base_url
+    else:
+        path = Path(board)
+        if not path.is_file():
+            raise ValidationError(f"--rates {board}: neither a server URL (http://...) nor a rate edition file")
+        edition = parse_edition(path.read_bytes(), str(path))
+        if not seen:
+            raise SignatureError(f"--rates {board}: no server key is pinned in this workspace to check the edition's"
+                                 " signature with; run 'dynadesk sync check-log --server URL' for its board first, or"
+                                 " give the board's URL")
+        key_hex, how, source = seen["public_key"], f"the server key pinned for {seen['server']}", str(path)
+    edition.verify(bytes.fromhex(key_hex))
+    if edition.task != task:
+        raise ValidationError(f"--rates {board}: the edition is of task '{edition.task}', not '{task}'")
+    return edition, f"{edition.describe()} from {source}, verified with {how}"

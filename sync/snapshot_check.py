@@ -17,7 +17,8 @@ stored bytes of every bundle the log holds up to the snapshot's head, :func:`che
 4b. the reference rows are the ones the stated rule gives from the log (reproduced rows by the log's
    attestations, or each key's latest row), never a list the snapshot merely states; rows pinned by the operator
    (not in the log) are reported as such;
-5. re-scoring those bundles' metrics with the stated weights and reference rows
+5. re-scoring those bundles' metrics with the stated weights and the stated rates (a rate edition's or provisional
+   ones), else the stated reference rows
    (:func:`dynadesk.sync.board.compute_board`, the server's own code) gives every row's rank, Dynascore and
    values, and their intervals, paired tests, "tied with" marks and rank intervals
    (:class:`dynadesk.sync.board.BoardIntervals` over the bundles' signed outcomes) exactly as stated.
@@ -181,6 +182,10 @@ def _filter_reason_holds(why: str, bundle: Any, query: Mapping[str, Any], ev: Ev
         return ev.key_state(bundle.key_fingerprint) == "unknown"
     if why.startswith("audit"):
         return query.get("audit") == "reproduced" and not ev.reproduced(bundle)
+    if why.startswith("baseline"):  # a constant predictor: from its signed outcomes; a task file's mark: stated
+        from dynadesk.scoring.baselines import CONSTANT
+
+        return facts.constant if CONSTANT in why else True
     return False
 
 
@@ -220,14 +225,56 @@ def _account(p: dict[str, Any], latest: dict[tuple[str, str], tuple[Any, int]], 
 
 
 RULE_REPRODUCED, RULE_PER_KEY = "reproduced", "one row per submitter key"
+RATE_STATUSES = ("edition", "provisional", "none", "dynaboard")  # issue 44: sync/server/rate_editions.py
 RULES_WITH_PINS = ("pinned by the operator", "reproduced or pinned by the operator")
 
 
-def _check_reference(p: dict[str, Any], scored: dict[str, tuple[Any, int]], ev: Evidence) -> list[str]:
+def _check_rates(rates: dict[str, Any], stated: list[str], ranked: dict[str, Any],
+                 latest: dict[tuple[str, str], tuple[Any, int]], ev: Evidence) -> list[str]:
+    """The rates a snapshot states it scored with (issue 44): Dynaboard's rule over exactly the rows ranked; a rate
+    edition that is a ``rates`` entry of the log at or before the snapshot's head (its bytes are the server's, at
+    ``/api/rates/TASK/N``); or provisional rates that the robust rule gives from the stated reference rows, which
+    must be board rows at the head (rows the log's attestations do not reproduce are the operator's pins, which are
+    not in the log: they are returned, as the server's word)."""
+    status = rates.get("status")
+    if status == "dynaboard":
+        if sorted(stated) != sorted(ranked):
+            raise SnapshotError("reference: under Dynaboard's rule the rates come from the rows ranked, but the"
+                                f" snapshot states {sorted(stated)[:5]}")
+        return []
+    if status == "edition":
+        logged = {str(ev.entries[s]["bundle_id"]) for s in range(1, ev.size + 1)
+                  if ev.entries[s].get("kind") == "rates"}
+        if str(rates.get("id")) not in logged:
+            raise SnapshotError(f"reference: rate edition {str(rates.get('id'))[:16]}… is not in the log at the"
+                                " snapshot's head")
+        return []
+    at_head = {row_id(b.model_name, b.key_fingerprint): b for b, _seq in latest.values()}
+    missing = sorted(set(stated) - set(at_head))
+    if missing:
+        raise SnapshotError(f"reference: row {missing[0]!r:.80} is not a board row at the snapshot's head")
+    from dynadesk.scoring.rates import rates_from_tables
+
+    derived = {k: r.rate for k, r in rates_from_tables(
+        {rid: {m: slot["values"] for m, slot in _board.board_metrics(at_head[rid].payload["metrics"]).items()}
+         for rid in stated}).items()}
+    if _norm(derived) != _norm(rates.get("amrs")):
+        raise SnapshotError(f"reference: the stated rates {_show(rates.get('amrs'))} are not what the robust rule"
+                            f" gives from the stated reference rows ({_show(derived)})")
+    return sorted(rid for rid in stated if not ev.reproduced(at_head[rid]))  # the operator's pins: not in the log
+
+
+def _check_reference(p: dict[str, Any], scored: dict[str, tuple[Any, int]], ev: Evidence,
+                     latest: dict[tuple[str, str], tuple[Any, int]]) -> list[str]:
     """The stated reference rows are the ones the stated rule gives from the log (sync/server/reference.py);
     returns the rows only the operator's pins (not in the log) account for."""
     rule, stated = str(p["reference"]["rule"]), [str(x) for x in p["reference"]["rows"]]
     ranked = {row_id(b.model_name, b.key_fingerprint): b for b, _seq in scored.values()}
+    rates = p["reference"].get("rates")
+    if isinstance(rates, dict) and rule in RATE_STATUSES:  # issue 44: scored with the task's rates
+        if rates.get("status") != rule:
+            raise SnapshotError(f"reference: rule {rule!r:.40} is not the stated rates' {rates.get('status')!r:.40}")
+        return _check_rates(rates, stated, ranked, latest, ev)
     repro = sorted(rid for rid, b in ranked.items() if ev.reproduced(b))
     unknown = sorted(set(stated) - set(ranked))
     if unknown:
@@ -238,11 +285,11 @@ def _check_reference(p: dict[str, Any], scored: dict[str, tuple[Any, int]], ev: 
                                 f" attestations reproduce {repro}")
         return []
     if rule == RULE_PER_KEY:
-        latest: dict[str, tuple[str, str]] = {}
+        per_key: dict[str, tuple[str, str]] = {}
         for rid, b in ranked.items():
             mine = (str(b.payload["created_at"]), rid)
-            latest[b.key_fingerprint] = max(latest.get(b.key_fingerprint, mine), mine)
-        want = sorted(v[1] for v in latest.values())
+            per_key[b.key_fingerprint] = max(per_key.get(b.key_fingerprint, mine), mine)
+        want = sorted(v[1] for v in per_key.values())
         if len(repro) >= 2 or sorted(stated) != want:
             raise SnapshotError(f"reference: rule {rule!r} gives {want} from the log ({len(repro)} reproduced rows),"
                                 f" but the snapshot states {sorted(stated)}")
@@ -284,7 +331,8 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
     while True:
         answer = _board.compute_board(p["task"], prep, p["datasets"], dict(q["weights"]), dict(q["dataset_weights"]),
                                       MAX_PAGE_ROWS, offset, float(q["memory_budget"]), False,
-                                      list(p["reference"]["rows"]), bi)
+                                      list(p["reference"]["rows"]), bi,
+                                      rates=(p["reference"].get("rates") or {}).get("amrs"))
         got.update({r["model"]: r for r in answer["rows"]})
         left = answer["left_off"]
         offset += MAX_PAGE_ROWS
@@ -336,7 +384,7 @@ def check_snapshot(raw: bytes, entries: list[dict[str, Any]], bundles: Mapping[s
     latest = latest_bundles(by_seq, size, bundles, str(p["task"]))
     ev = Evidence(by_seq, size, bundles, attestations, keys, epoch_us(str(p["created_at"]), "snapshot created_at"))
     scored = _account(p, latest, ev)
-    pinned = _check_reference(p, scored, ev)
+    pinned = _check_reference(p, scored, ev, latest)
     _rescore(p, scored)
     return {"snapshot": snap.id, "title": p["title"], "task": p["task"], "log_size": size, "log_head": head,
             "rows": len(p["rows"]), "left_off": len(p["left_off"]), "excluded": len(p["excluded"]),

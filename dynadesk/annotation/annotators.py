@@ -27,7 +27,10 @@ def check_name(name: str, where: str = "annotator name") -> str:
 
 def add_annotator(store: Store, name: str, role: str = "annotator") -> Annotator:
     """Create a profile; the first one created becomes the active annotator."""
+    from dynadesk.annotation.pack_identity import check_local_name
+
     check_name(name)
+    check_local_name(name)
     if role not in ROLES:
         raise ValidationError(f"role '{role}' is not one of {', '.join(ROLES)}")
     ann = store.annotation.add_annotator(name, role)
@@ -36,12 +39,15 @@ def add_annotator(store: Store, name: str, role: str = "annotator") -> Annotator
 
 
 def list_annotators(store: Store) -> list[Annotator]:
-    return store.annotation.list_annotators()
+    """The people of this machine (pack identities, ``name@pack:<key>``, are not people one can act as)."""
+    from dynadesk.annotation.pack_identity import is_pack_identity
+
+    return [a for a in store.annotation.list_annotators() if not is_pack_identity(a.name)]
 
 
 def use_annotator(store: Store, name: str) -> Annotator:
     """Make ``name`` the active annotator (the default for create/validate)."""
-    ann = store.annotation.get_annotator(name)
+    ann = resolve_annotator(store, name)
     store.set_meta(ACTIVE_KEY, name)
     return ann
 
@@ -57,8 +63,14 @@ def active_annotator(store: Store) -> Annotator | None:
 
 
 def resolve_annotator(store: Store, name: str | None) -> Annotator:
-    """The named annotator, or the active one when ``name`` is None."""
+    """The named annotator, or the active one when ``name`` is None; never a pack identity (acting as one here
+    would use up the votes of a person on another machine)."""
+    from dynadesk.annotation.pack_identity import is_pack_identity
+
     if name:
+        if is_pack_identity(name):
+            raise AnnotationError(f"'{name}' is a pack identity (votes merged from another machine's pack): nobody"
+                                  " creates or validates as it here; pick a person of this machine")
         return store.annotation.get_annotator(name)
     ann = active_annotator(store)
     if ann is None:

@@ -3,8 +3,10 @@
 A pack is signed by a *workspace* key, so it proves which machine sent it, not
 who on that machine voted. Three things follow (issue 37):
 
-* a vote counts with an owner's weight only when its voter is an owner here and
-  it was made here or came under a trusted key bound to that person
+* a vote from another machine's key is stored under its pack identity,
+  ``NAME@pack:<key>`` (:mod:`dynadesk.annotation.pack_identity`, issue 45), never
+  under a local person's name nor using up their vote; it counts with an owner's
+  weight only when the key is bound to that owner here
   (``dynadesk annotate trust KEY --person NAME``); the role lookup lives in
   :meth:`AnnotationRepo.validations_for`, so every reader (stats, export, queue)
   gets it;
@@ -21,7 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from dynadesk.store.annotation import AnnotationRepo
+
 from dynadesk.annotation.annotators import resolve_annotator
+from dynadesk.annotation.pack_identity import base_name, qualified
 from dynadesk.annotation.signing import own_fingerprint
 from dynadesk.errors import AnnotationError
 from dynadesk.store.annotation import AnnotatedExample, Validation
@@ -70,13 +76,48 @@ class Provenance:
         return None
 
     def vote_hold(self, vote: Validation) -> str | None:
-        if vote.annotator not in self.people:
-            return f"vote by '{vote.annotator}', who is not known here"
+        name = base_name(vote.annotator)  # the person as the pack's machine named them
+        if name not in self.people:
+            return f"vote by '{name}', who is not known here"
         return None
 
-    def borrows_owner(self, name: str) -> bool:
-        """A merged vote under the name of an owner here, from a key not bound to them."""
-        return self.vote_signer is not None and name in self.owners and self.bound_person != name
+    def voter(self, name: str) -> str:
+        """Whose name a merged vote by ``name`` is stored under: the name itself for a pack of this workspace's
+        own key, else its pack-qualified identity (:mod:`dynadesk.annotation.pack_identity`), never a local
+        person's name -- even for a key bound to that person (the binding lends the role, not the name)."""
+        return name if self.vote_signer is None else qualified(name, self.vote_signer)
+
+    def merged_vote(self, repo: AnnotationRepo, v: dict[str, Any]) -> tuple[Validation | None, list[tuple[str, str]]]:
+        """The pack's vote ``v`` as stored here -- under its pack-qualified identity when another machine's key
+        signed the pack (:meth:`voter`), so it never uses up a local person's vote -- or None when that identity
+        already voted on the example here or would validate an example written under its own name; with the
+        report's notes, ``(conflicts|refused|held, text)``."""
+        who = self.voter(v["annotator"])
+        author = repo.get_example(v["example_uid"], with_validations=False).annotator \
+            if repo.has_example(v["example_uid"]) else None
+        if repo.has_vote(v["example_uid"], who):
+            return None, [("conflicts", f"'{who}' already voted on example '{v['example_uid']}' here; the pack's"
+                                        f" vote '{v['verdict']}' was not added")]
+        if who != v["annotator"] and author == v["annotator"]:
+            return None, [("refused", f"vote {v['uid']} by '{v['annotator']}': validates an example written under"
+                                      " that same name here")]
+        vote = Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=who, verdict=v["verdict"],
+                          label=v.get("label"), reason=v["reason"], origin=v["origin"], created_at=v["created_at"],
+                          signer=self.vote_signer)
+        notes = []
+        if who != v["annotator"]:
+            repo.ensure_annotator(who, "annotator", v["created_at"])  # a pack identity: never a role here
+            if v["annotator"] in self.people:
+                here = "an owner" if v["annotator"] in self.owners else "a person"
+                bound = (" (its key is bound to them: it counts with their role)" if self.bound_person == v["annotator"]
+                         else f" ('dynadesk annotate trust KEY --person {v['annotator']}' binds the key to them)")
+                notes.append(("conflicts", f"vote {vote.uid} by '{v['annotator']}' ({here} here) is stored as '{who}':"
+                                           " a pack from another machine's key never votes under a local person's"
+                                           " name" + bound))
+        vote.held = self.vote_hold(vote)
+        if vote.held:
+            notes.append(("held", f"vote {vote.uid}: {vote.held}"))
+        return vote, notes
 
 
 def accept_held(store: Store, owner: str | None) -> dict[str, int]:

@@ -34,11 +34,12 @@ from dynadesk.annotation import held, signing
 from dynadesk.annotation.annotators import check_name
 from dynadesk.annotation.create import check_inputs, check_output, check_target, is_fooled
 from dynadesk.annotation.integrity import compute_hmac, signed_fields, tampered, workspace_id, workspace_secret
+from dynadesk.annotation.pack_identity import base_name
 from dynadesk.annotation.pack_tasks import pack_task_problems, task_definitions
 from dynadesk.errors import AnnotationError, ConfigError, DynaDeskError, NotFoundError, ValidationError
 from dynadesk.jsonio import loads_bounded
 from dynadesk.names import check_name as check_any_name
-from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel, Validation
+from dynadesk.store.annotation import ROLES, VERDICTS, AnnotatedExample, AnnotationRepo, RoundModel
 from dynadesk.store.datasets import now_iso
 from dynadesk.tasks import Task, get_task
 
@@ -191,8 +192,8 @@ def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
         role = c.need(a, "role", str, where)
         c.need(a, "created_at", str, where)
         if name is not None:
-            try:
-                check_name(name, f"{where}.name")
+            try:  # a pack identity (a re-exported merge) is checked by the name it carries
+                check_name(base_name(name), f"{where}.name")
             except ValidationError as exc:
                 c.problems.append(str(exc))
             if name in seen:
@@ -448,22 +449,13 @@ def merge(store: Store, path: str | Path) -> MergeReport:
                 report.validations_present += 1
             elif v["example_uid"] in refused_uids:
                 report.refused.append(f"validations[{i}] ({v['uid']}): its example '{v['example_uid']}' was refused")
-            elif repo.has_vote(v["example_uid"], v["annotator"]):
-                report.conflicts.append(f"'{v['annotator']}' already voted on example '{v['example_uid']}' here;"
-                                        f" the pack's vote '{v['verdict']}' was not added")
             else:
-                vote = Validation(uid=v["uid"], example_uid=v["example_uid"], annotator=v["annotator"],
-                                  verdict=v["verdict"], label=v.get("label"), reason=v["reason"],
-                                  origin=v["origin"], created_at=v["created_at"], signer=trust.vote_signer)
-                vote.held = trust.vote_hold(vote)
-                if vote.held:
-                    report.validations_held += 1
-                    report.held.append(f"vote {vote.uid}: {vote.held}")
-                elif trust.borrows_owner(vote.annotator):
-                    report.conflicts.append(f"vote {vote.uid} by '{vote.annotator}', an owner here, counts as a plain"
-                                            " annotator's: the pack's key is not bound to them ('dynadesk annotate"
-                                            f" trust KEY --person {vote.annotator}')")
-                new_votes.append(vote)
+                vote, notes = trust.merged_vote(repo, v)
+                for kind, text in notes:
+                    {"conflicts": report.conflicts, "refused": report.refused, "held": report.held}[kind].append(text)
+                if vote is not None:
+                    report.validations_held += vote.held is not None
+                    new_votes.append(vote)
         repo.merge_rows(new_examples, new_votes)
         report.examples_added = len(new_examples)
         report.validations_added = len(new_votes)

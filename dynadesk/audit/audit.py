@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import inputs, tolerances
 from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
+from dynadesk.audit.described import rerun_checks, runner_words
 from dynadesk.audit.intervals import compare_intervals
 from dynadesk.audit.report import (
     DETERMINISTIC,
@@ -59,7 +60,9 @@ def runner_check(payload: dict[str, Any]) -> Check:
         return Check("runner", INTEGRITY, DIFFERS, claimed, spec.sandboxed,
                      f"the bundle says its '{kind}' run was {'sandboxed' if claimed else 'not sandboxed'}, but the "
                      f"{kind} runner is {'sandboxed' if spec.sandboxed else 'not sandboxed'}")
-    return Check("runner", ENVIRONMENT, IDENTICAL, claimed, spec.sandboxed, spec.plain_label)
+    return Check("runner", ENVIRONMENT, IDENTICAL, claimed, spec.sandboxed,
+                 f"the bundle's run: {runner_words(kind, claimed)}, a claim the {kind} runner can make "
+                 "(how the audit's own run was made: the rerun.* rows)")
 
 
 def host_recomputation(record: Any) -> Check | None:
@@ -133,6 +136,7 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
         report.not_comparable = measured_comparability(p, results)
         if report.not_comparable and not hardware_difference(p.get("environment") or {}, results.environment):
             report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
+        report.add(*rerun_checks(p, record, rerun and against is None))  # how the compared run was made
         report.add(*compare_results(p, results))
         report.add(*compare_intervals(p, record))
     elif not rerun:

@@ -155,7 +155,7 @@ def environment_checks(expected_env: dict[str, Any], actual_env: dict[str, Any])
             continue
         diffs = [k for k in keys if a[k] != b[k]]
         out.append(Check(name, ENVIRONMENT, DIFFERS if diffs else IDENTICAL, a, b,
-                         ("different " + ", ".join(diffs)) if diffs else "same class"))
+                         ("different " + ", ".join(diffs)) if diffs else "same " + ", ".join(keys)))
     return out
 
 

@@ -15,8 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit.compare import predictions_files
 from dynadesk.canonical import file_sha256
-from dynadesk.errors import AuditError, DigestMismatch, MerkleProofError, NotFoundError, PredictionsUnavailable
-from dynadesk.jsonio import loads_bounded
+from dynadesk.errors import (
+    AuditError,
+    DigestMismatch,
+    MerkleProofError,
+    NotFoundError,
+    PredictionsUnavailable,
+    ValidationError,
+)
+from dynadesk.jsonio import loads_bounded, read_text_capped
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -103,6 +110,6 @@ def check_proof(bundle: Bundle, doc: Any) -> InclusionProof:
 
 def read_proof_file(path: str | Path) -> Any:
     try:
-        return loads_bounded(Path(path).read_text(encoding="utf-8"), str(path))
-    except (OSError, ValueError) as exc:
+        return loads_bounded(read_text_capped(path, what="proof file"), str(path))
+    except (OSError, ValueError, ValidationError) as exc:
         raise MerkleProofError(f"cannot read proof file {path}: {exc}") from None

@@ -80,6 +80,12 @@ class AuditReport:
         return [c for c in self.checks if c.unreproduced]
 
     @property
+    def other_differences(self) -> list[Check]:
+        """Fields that differ without failing the audit (the environment, the runner the re-run used): never
+        silent, the headline names them."""
+        return [c for c in self.checks if c.verdict == DIFFERS and not c.fails and not c.unreproduced]
+
+    @property
     def ok(self) -> bool:
         return not self.failures and not self.measured_failures
 
@@ -95,6 +101,10 @@ class AuditReport:
             lines.append("INCOMPLETE: the re-run could not be made")
         if not lines:
             lines.append("OK")
+        others = self.other_differences
+        if others:
+            lines[0] += "; differs (not failing): " + ", ".join(
+                f"{c.field}{f' ({c.note})' if c.note else ''}" for c in others)
         if self.not_comparable:
             lines[0] += f"; {self.not_comparable_what} not comparable: {self.not_comparable}"
         return lines
@@ -108,6 +118,7 @@ class AuditReport:
                 "notes": list(self.notes),
                 "failures": [c.field for c in self.failures],
                 "measured_failures": [c.field for c in self.measured_failures],
+                "other_differences": [c.field for c in self.other_differences],
                 "not_comparable": self.not_comparable,
                 "not_comparable_what": self.not_comparable_what if self.not_comparable else "",
                 "verdict": "\n".join(self.verdict_lines()),

@@ -95,9 +95,10 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
 @json_option
 def bundle_verify(file: str, as_json: bool) -> None:
     """Check a bundle's structure, canonical form and signature (exit 1 with the reason if it fails)."""
-    from dynadesk.sync.format.envelope import load_and_verify
+    from dynadesk.jsonio import read_capped
+    from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES, load_and_verify
 
-    b = load_and_verify(Path(file).read_bytes(), file)
+    b = load_and_verify(read_capped(file, MAX_BUNDLE_BYTES, "bundle"), file)
     if as_json:
         echo_json({"valid": True, **b.summary()})
         return
@@ -132,9 +133,10 @@ def bundle_canonical(file: str, output: str) -> None:
 @json_option
 def bundle_show(file: str, as_json: bool) -> None:
     """Print a bundle's contents (parsed, not trusted: run 'bundle verify' for that)."""
-    from dynadesk.sync.format.envelope import parse_bundle
+    from dynadesk.jsonio import read_capped
+    from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES, parse_bundle
 
-    b = parse_bundle(Path(file).read_bytes(), file)
+    b = parse_bundle(read_capped(file, MAX_BUNDLE_BYTES, "bundle"), file)
     if as_json:
         echo_json({"id": b.id, "payload": b.payload, "public_key": b.public_key.hex()})
         return

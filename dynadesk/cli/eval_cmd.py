@@ -134,6 +134,10 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
 @click.option("--out-limit", "out_gib", type=click.FloatRange(0.001, 4096), default=None,
               help="Most GiB the run may write to its output folder (default 2); past it the verdict is 'disk'.")
 @click.option("--image", default=None, help="Evaluator image (default: the one built for this evaluator version).")
+@click.option("--null-threshold", "null_threshold", type=float, default=None,
+              help="SQuAD 2.0: abstain when the null score beats the best span's by more than this (default 0).")
+@click.option("--null-dev", "null_dev", default=None, metavar="DATASET",
+              help="SQuAD 2.0: choose the null-score threshold on this dev set first (a calibration run).")
 @click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
 @click.option("--remeasure", "remeasure_id", type=int, default=None, metavar="RUN",
               help="Take RUN's timed windows again (same model, data, runner and image; its predictions reused) as a"
@@ -149,7 +153,8 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
 def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runner: str, gpus: str | None,
              batch_size: int, cpus: float | None, memory_gib: float | None, timeout_s: float | None,
              out_gib: float | None, image: str | None, resume_id: int | None, remeasure_id: int | None,
-             broker: str | None, wait: bool, as_json: bool) -> None:
+             broker: str | None, wait: bool, as_json: bool, null_threshold: float | None = None,
+             null_dev: str | None = None) -> None:
     """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run.
 
     With --queue, each MODEL becomes one job that some 'dynadesk worker' takes; the results are stored
@@ -162,7 +167,10 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
                                 timeout_s=timeout_s, out_bytes=int(out_gib * GIB) if out_gib else None, gpus=gpus)
         return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
-                          settings=RunSettings(batch_size=batch_size))
+                          settings=RunSettings(batch_size=batch_size, null_threshold=null_threshold))
+
+    if null_dev is not None and (null_threshold is not None or broker is not None or resume_id is not None):
+        raise click.UsageError("--null-dev chooses the threshold: give no --null-threshold, --queue or --resume")
 
     if broker is not None:
         from dynadesk.cli.queue_cmd import enqueue_and_wait
@@ -190,7 +198,15 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         else:
             if not model:
                 raise click.UsageError("missing MODEL (or --resume RUN)")
-            record = evaluate(app.store, app.workspace, request_for(model), progress=bar)
+            request = request_for(model)
+            if null_dev is not None:
+                from dynadesk.orchestration.squad_dev import calibrate, with_dev_threshold
+
+                threshold, dev_run = calibrate(app.store, app.workspace, request, null_dev, progress=bar)
+                click.echo(f"null-score threshold {threshold:.6g}, chosen on '{null_dev}' (calibration run "
+                           f"{dev_run})", err=True)
+                request = with_dev_threshold(request, threshold, null_dev)
+            record = evaluate(app.store, app.workspace, request, progress=bar)
     except KeyboardInterrupt:
         bar.close()
         click.echo(interrupted_line(app.store, bar.run_id if resume_id is None else resume_id), err=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
@@ -19,7 +21,7 @@ def hub() -> None:
 
 
 @hub.command("serve")
-@click.option("--lan", is_flag=True, help="Listen on every interface (default: 127.0.0.1 only).")
+@click.option("--lan", is_flag=True, help="Listen on every interface, over HTTPS only (default: 127.0.0.1, HTTP).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 @click.option("--session-hours", type=click.FloatRange(min=0.001, max=24 * 30), default=identity.DEFAULT_SESSION_HOURS,
               show_default=True, help="How long a sign-in lasts.")
@@ -32,17 +34,33 @@ def hub() -> None:
 @click.option("--signin-rate", default="10/60", show_default=True, help="Sign-in attempts per address: COUNT/SECONDS.")
 @click.option("--per-model", type=click.IntRange(1, 1024), default=16, show_default=True,
               help="Most example requests in flight per target model (the rest wait, shown as busy).")
+@click.option("--read-rate", default="300/60", show_default=True,
+              help="Reads (pages of examples, stats, models) per session: COUNT/SECONDS.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Serve HTTPS with this PEM certificate (with --tls-key). With --lan and no certificate, a "
+                   "self-signed one is made and kept in the workspace; its fingerprint is printed.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The certificate's PEM private key.")
+@click.option("--trusted-proxy", metavar="ADDR", default=None,
+              help="The address of a reverse proxy whose X-Forwarded-For is believed (default: none is).")
+@click.option("--max-connections", type=click.IntRange(8, 100_000), default=256, show_default=True,
+              help="Open connections at most; more are answered 503 and closed at once.")
+@click.option("--header-timeout", type=click.FloatRange(min=1, max=600), default=10.0, show_default=True,
+              help="Seconds a connection has to send a whole request head before it is closed.")
 @pass_app
-def hub_serve(app, lan, port, session_hours, batch_window_ms, max_batch, rate, signin_rate, per_model) -> None:
-    """Serve the annotators' web app over this workspace until Ctrl-C."""
+def hub_serve(app, lan, port, session_hours, batch_window_ms, max_batch, rate, signin_rate, per_model, read_rate,
+              tls_cert, tls_key, trusted_proxy, max_connections, header_timeout) -> None:
+    """Serve the annotators' web app over this workspace until Ctrl-C (HTTPS with --lan)."""
     from dynadesk.hub.limits import parse_rate
-    from dynadesk.hub.server import serve
+    from dynadesk.hub.server import NetOptions, serve
 
-    write_rate, sign_rate = parse_rate(rate, "--rate"), parse_rate(signin_rate, "--signin-rate")
+    net = NetOptions(lan=lan, port=port, tls_cert=tls_cert, tls_key=tls_key, trusted_proxy=trusted_proxy,
+                     max_connections=max_connections, header_timeout_s=header_timeout,
+                     read_rate=parse_rate(read_rate, "--read-rate"), write_rate=parse_rate(rate, "--rate"),
+                     signin_rate=parse_rate(signin_rate, "--signin-rate"))
     app.store  # noqa: B018 - create and migrate the workspace before the server's threads open it
-    serve(app.workspace.home, lan=lan, port=port, session_hours=session_hours, window_s=batch_window_ms / 1000,
-          max_batch=max_batch, write_rate=write_rate, signin_rate=sign_rate, per_model=per_model,
-          say=lambda line: click.echo(line, err=True))
+    serve(app.workspace.home, session_hours=session_hours, window_s=batch_window_ms / 1000, max_batch=max_batch,
+          per_model=per_model, net=net, say=lambda line: click.echo(line, err=True))
 
 
 @hub.command("invite")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from dynadesk.cli.common import echo_json, echo_table, json_option, pass_app
 from dynadesk.errors import ValidationError
-from dynadesk.jsonio import loads_bounded
+from dynadesk.jsonio import MAX_FILE_BYTES, loads_bounded, read_text_capped
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -30,7 +29,9 @@ def dynascore(file: str, as_json: bool) -> None:
     from dynadesk.scoring.board import from_document
 
     try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        text = sys.stdin.read(MAX_FILE_BYTES + 1) if file == "-" else read_text_capped(file, what="table")
+        if len(text) > MAX_FILE_BYTES:
+            raise ValidationError(f"{file}: table over the {MAX_FILE_BYTES:,}-byte limit; refused unread")
         doc = loads_bounded(text, file)
     except OSError as exc:
         raise ValidationError(f"{file}: cannot read: {exc}") from exc
@@ -136,20 +137,31 @@ def echo_intervals(board: Any) -> None:
                    "Dynaboard; docs/board.md).")
 @click.option("--exclude-noisy", is_flag=True,
               help="Rank without runs whose measured figures were flagged noisy (they are marked '*' otherwise).")
+@click.option("--rates", "rates_board", metavar="BOARD",
+              help="Score with a leaderboard's rate edition (a server URL or a saved edition file; its signature is"
+                   " checked against the board's server key): each run then shows the Dynascore that board shows"
+                   " for it. Default: Dynaboard's rule, rates from the runs ranked.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")
 @json_option
 @pass_app
 def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: tuple[str, ...],
                 memory_budget: float, stability: bool, wide: bool, hardware_class: str | None, amrs_mode: str,
-                exclude_noisy: bool, as_csv: bool, as_json: bool) -> None:
+                exclude_noisy: bool, rates_board: str | None, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
+    from dynadesk.scoring.answerability import beside
     from dynadesk.scoring.leaderboard import COVERAGE_LEGEND, build_leaderboard, parse_weights
 
     if as_csv and as_json:
         raise click.UsageError("choose one of --json and --csv")
+    rates, rates_from = None, None
+    if rates_board:
+        from dynadesk.sync.client import load_rate_edition
+
+        edition, rates_from = load_rate_edition(app.store, rates_board, task)
+        rates = edition.amrs
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
                               parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
-                              hardware_class, amrs_mode, exclude_noisy)
+                              hardware_class, amrs_mode, exclude_noisy, rates, rates_from)
     if as_json:
         echo_json(board.to_dict())
         return
@@ -169,7 +181,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     paired = any(r.paired_next for r in board.rows)
     for r in board.rows:
         row = [str(r.rank), r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
-               *(r.with_coverage(m, _num(r.values.get(m))) for m in shown)]
+               *(beside(r.with_coverage(m, _num(r.values.get(m))), r.values) if m == "perf"
+                 else r.with_coverage(m, _num(r.values.get(m))) for m in shown)]
         if stability:
             s = r.stability or {}
             lo, hi = s.get("min_rank", r.rank), s.get("max_rank", r.rank)
@@ -177,6 +190,12 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         if paired:
             lo, hi = r.rank_interval or [r.rank, r.rank]
             row[3:3] = [f"{lo}-{hi}" if lo != hi else str(lo), f"= {r.tied_with}" if r.tied_with else ""]
+        rows.append(row)
+    for r in board.baselines:  # unranked (scoring.baselines): after the ranked rows, rank column 'baseline'
+        trivial = set((r.baseline or {}).get("trivial") or ())
+        row = ["baseline", r.model + (" *" if r.noisy else ""), _fmt(r.dynascore, 2),
+               *(r.with_coverage(m, _num(r.values.get(m))) + (" trivial" if m in trivial else "") for m in shown)]
+        row[3:3] = [""] * ((1 if stability else 0) + (2 if paired else 0))
         rows.append(row)
     if paired:  # runs stored with per-example outcomes (dynadesk.scoring.bootstrap)
         headers[3:3] = ["rank 95%", "tied with next"]
@@ -188,6 +207,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         click.echo("units: dynascore points, " + ", ".join(f"{m} {board.units[m]}" for m in shown
                                                           if board.units.get(m)))
     click.echo("weights: " + ", ".join(f"{k}={v:.3f}" for k, v in board.weights.items()))
+    click.echo(f"exchange rates: {board.rates}")
     click.echo(f"hardware class: {board.hardware_class}"
                + (f" (classes present: {'; '.join(f'{c} [{n} model(s)]' for c, n in board.hardware_classes.items())})"
                   if len(board.hardware_classes) > 1 else ""))

@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from dynadesk.cli.common import AppContext, echo_json, echo_table, json_option, pass_app
-from dynadesk.errors import ConfigError
 from dynadesk.formats import FORMATS
 from dynadesk.formats.schema import file_schema
+from dynadesk.taskfile_guard import read_task_text
 from dynadesk.tasks import bundled_task_names, get_task, load_tasks, parse_task_text, task_digest
 
 
@@ -41,10 +41,7 @@ def list_tasks(as_json: bool) -> None:
 @pass_app
 def add_task(app: AppContext, path: Path, as_json: bool) -> None:
     """Validate a task file and store it in the workspace (refused whole on any problem)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read task file: {exc}") from exc
+    text = read_task_text(path)  # refused unread over the size cap
     task = parse_task_text(text, str(path))
     row = app.store.tasks.add(task, text)
     if as_json:

@@ -21,7 +21,7 @@ _LIST_FIELDS = {"answers", "tags"}
 
 def read_text(path: Path) -> str:
     """The file as text (gzip undone, a UTF-8 BOM dropped); bad UTF-8 names its line and byte."""
-    raw_bytes = read_source_bytes(path)
+    raw_bytes = read_source_bytes(path, "table")  # refused unread when over the cap
     try:
         return raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -37,8 +37,12 @@ def open_source(path: Path) -> gzip.GzipFile | io.BufferedReader:
     return fh
 
 
-def read_source_bytes(path: Path) -> bytes:
-    """The whole file (gunzipped, without a BOM), refused over :data:`MAX_TEXT_BYTES`."""
+def read_source_bytes(path: Path, what: str = "file") -> bytes:
+    """The whole file (gunzipped, without a BOM), refused over :data:`MAX_TEXT_BYTES`: a plain file larger than
+    that is refused unread (a 3 GB table costs nothing); a gzip one stops reading at the cap."""
+    if not is_gzip(path) and path.stat().st_size > MAX_TEXT_BYTES:
+        raise ValidationError(f"{path}: {what} over the {MAX_TEXT_BYTES:,}-byte limit; refused unread; "
+                              "split it into smaller files")
     with open_source(path) as fh:
         try:
             data = fh.read(MAX_TEXT_BYTES + 1)
@@ -46,7 +50,8 @@ def read_source_bytes(path: Path) -> bytes:
             raise ValidationError(f"{path}: a gzip file that cannot be read ({exc}); nothing was imported") \
                 from exc
     if len(data) > MAX_TEXT_BYTES:
-        raise ValidationError(f"{path}: over {MAX_TEXT_BYTES} bytes (after gzip); split it into smaller files")
+        raise ValidationError(f"{path}: {what} over the {MAX_TEXT_BYTES:,}-byte limit (after gzip); "
+                              "split it into smaller files")
     return data
 
 

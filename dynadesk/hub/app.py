@@ -46,6 +46,7 @@ ASSETS = {"hub.js": "text/javascript; charset=utf-8", "hub.css": "text/css; char
 MAX_BODY = 256 * 1024
 DEFAULT_WRITE_RATE = Rate(60, 60.0)
 DEFAULT_SIGNIN_RATE = Rate(10, 60.0)
+DEFAULT_READ_RATE = Rate(300, 60.0)  # a person's page reads a few times per action; a reading loop is bounded
 DEFAULT_PER_MODEL = 16
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
@@ -74,11 +75,14 @@ def error_answer(exc: DynaDeskError) -> JSONResponse:
 
 
 def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_rate: Rate = DEFAULT_SIGNIN_RATE,
-               per_model: int = DEFAULT_PER_MODEL, io_threads: int = 16, create_threads: int = 64) -> FastAPI:
+               per_model: int = DEFAULT_PER_MODEL, io_threads: int = 16, create_threads: int = 64,
+               read_rate: Rate = DEFAULT_READ_RATE, secure_cookies: bool = False) -> FastAPI:
+    """The app; ``secure_cookies`` (served over TLS) marks the session cookie ``Secure``."""
     io = ThreadPoolExecutor(io_threads, thread_name_prefix="hub-io")
     creates = ThreadPoolExecutor(create_threads, thread_name_prefix="hub-create")
     writes = Limiter(write_rate, "writes from this session")
     signins = Limiter(signin_rate, "sign-in attempts from this address")
+    reads = Limiter(read_rate, "reads from this session")
     gates: dict[str, asyncio.Semaphore] = {}
     queued: dict[str, int] = {}
 
@@ -108,6 +112,12 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
 
     async def session_of(request: Request) -> HubSession:
         return await call(io, core.authenticate, request.cookies.get(COOKIE))
+
+    async def reader(request: Request) -> HubSession:
+        """A reading route's checks: the session, then its read rate (a reading loop cannot starve the others)."""
+        session = await session_of(request)
+        reads.charge(f"session:{session.id}")
+        return session
 
     async def writer(request: Request) -> HubSession:
         """A writing route's checks, cheapest first: session, CSRF token, the session's rate."""
@@ -162,7 +172,7 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
         done = await call(io, core.sign_in, body.get("code", ""), f"{client} {request.headers.get('user-agent', '')}")
         resp = JSONResponse(me(done.session, done.token))
         resp.set_cookie(COOKIE, done.token, max_age=int(core.session_hours * 3600), httponly=True, samesite="strict",
-                        path="/")
+                        path="/", secure=secure_cookies)
         return resp
 
     @app.post("/api/signout")
@@ -175,22 +185,22 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
 
     @app.get("/api/me")
     async def who(request: Request) -> dict[str, Any]:
-        session = await session_of(request)
+        session = await reader(request)
         return me(session, str(request.cookies.get(COOKIE)))
 
     @app.get("/api/tasks")
     async def tasks(request: Request) -> list[dict[str, Any]]:
-        await session_of(request)
+        await reader(request)
         return await call(io, core.tasks)
 
     @app.get("/api/context")
     async def context(request: Request, task: str) -> dict[str, Any]:
-        session = await session_of(request)
+        session = await reader(request)
         return {"context": await call(io, core.context, session, task)}
 
     @app.get("/api/models")
     async def models(request: Request) -> list[dict[str, Any]]:
-        await session_of(request)
+        await reader(request)
         rows = core.models()
         for r in rows:
             r["waiting"] += queued.get(r["model"], 0)
@@ -198,12 +208,12 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
 
     @app.get("/api/stats")
     async def stats(request: Request, task: str) -> dict[str, Any]:
-        session = await session_of(request)
+        session = await reader(request)
         return await call(io, core.stats, session, task)
 
     @app.get("/api/validate/next")
     async def next_to_validate(request: Request, task: str, seed: int = 0) -> dict[str, Any]:
-        session = await session_of(request)
+        session = await reader(request)
         return {"example": await call(io, core.next_to_validate, session, task, seed)}
 
     @app.post("/api/examples")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from dynadesk.hub.batcher import DEFAULT_MAX_BATCH, DEFAULT_WINDOW_S, BatcherPoo
 from dynadesk.store import tasks as store_tasks
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.hub import HubSession
+from dynadesk.taskfile_guard import BIDI
 from dynadesk.tasks import Task, get_task, load_tasks
 from dynadesk.workspace import Workspace
 
@@ -82,6 +84,18 @@ def _request_id(body: dict[str, Any]) -> str:
         raise ValidationError(f"request_id must be 8 to {MAX_REQUEST_ID} letters, digits or dashes"
                               " (one per form submission; a retry sends the same one)")
     return rid
+
+
+def _check_visible(value: Any, field: str) -> None:
+    """Refuse text a validator would not see as written: a bidi control (U+202E shows what follows reversed) or a
+    control character other than a line break or tab (NUL included). Emoji joiners and accents pass."""
+    if not isinstance(value, str):
+        return
+    for i, c in enumerate(value):
+        if c in BIDI or (unicodedata.category(c) == "Cc" and c not in "\n\r\t"):
+            raise ValidationError(f"{field} holds U+{ord(c):04X} {unicodedata.name(c, 'a control character')} at "
+                                  f"position {i}: it would show the validator other text than was written; "
+                                  "remove it and send again")
 
 
 @dataclass
@@ -226,6 +240,8 @@ class HubCore:
             target = body.get("target")
         time_ms = body.get("time_ms", 0)
         explanation = body.get("explanation", "")
+        for where, value in [*((f"inputs.{k}", v) for k, v in inputs.items()), ("explanation", explanation)]:
+            _check_visible(value, where)
         prior = st.hub.reserve_write(session.name, session.id, "example", rid, identity.iso(identity.now_utc()))
         if prior is not None:
             return self._replay(st, session, "example", rid, prior)

@@ -24,19 +24,38 @@ if TYPE_CHECKING:
     from dynadesk.store import Store
 
 
+# transformers resolves its classes (AutoModelFor..., each model's module) by lazy import, which is not thread-safe:
+# two hub warm-up threads loading at once failed with "module 'transformers' has no attribute ..." at every start.
+# Loads take this lock (they are CPU-bound under the GIL anyway), so the first import happens once, under it.
+_LOAD_LOCK = threading.Lock()
+
+
 def load_adapter_for(record: ModelRecord, device: str = "cpu") -> _ad.Adapter:
-    """Load a registered model on the host (never a pickle), translating adapter errors."""
+    """Load a registered model on the host (never a pickle), translating adapter errors; one load at a time."""
+    with _LOAD_LOCK:
+        return _load_adapter_for(record, device)
+
+
+def _load_adapter_for(record: ModelRecord, device: str) -> _ad.Adapter:
     if record.has_pickle:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
                                "container (pickles execute code when loaded). Convert it to safetensors to try it "
                                "here.")
+    from safetensors import SafetensorError
+
     verify_model(record)
+    fix = (f"fix the folder, then register it again: dynadesk models add {record.path} --task {record.task} "
+           f"--name {record.name} --replace")
     try:
         return _ad.load_adapter(Path(record.path), record.manifest, device=device, allow_pickle=False)
     except _ad.PickleWeightsError as exc:
         raise UnsafeModelError(str(exc)) from exc
-    except _ad.AdapterError as exc:
-        raise ModelError(f"model '{record.name}': {exc}") from exc
+    except SafetensorError as exc:  # a truncated or corrupt weights file: the library's own error, not a traceback
+        raise ModelError(f"model '{record.name}': {record.path}: model.safetensors cannot be read ({exc}); "
+                         f"{fix}") from exc
+    except _ad.AdapterError as exc:  # one line: the library's advice can run to paragraphs
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"model '{record.name}': {first} (check config.json and the weights); {fix}") from exc
 
 
 def check_inputs(record: ModelRecord, inputs: dict[str, Any]) -> dict[str, str]:

@@ -21,7 +21,7 @@ from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, Mod
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import onnx_adapter as _onnx
 from dynadesk.evaluator import openai_served as _served
-from dynadesk.jsonio import loads_bounded
+from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
@@ -141,7 +141,7 @@ def map_labels(id2label: dict[Any, str], task: Task, where: str) -> tuple[list[s
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = loads_bounded(path.read_text(encoding="utf-8"), str(path))
+        data = loads_bounded(read_text_capped(path, what="JSON file"), str(path))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, JSONDepthError) as exc:
         raise ModelError(f"{path}: cannot read JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -228,9 +228,13 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
         raise ConfigError(str(exc)) from exc
     if manifest["task"] != task.name:
         raise ModelError(f"{where}: manifest says task '{manifest['task']}', not '{task.name}'")
-    if sorted(manifest["inputs"]) != sorted(task.input_names):
-        raise ModelError(f"{where}: manifest inputs {manifest['inputs']} differ from task '{task.name}' inputs "
-                         f"{list(task.input_names)}")
+    # a model may read a subset of the task's inputs (as Dynatask's models do: a hypothesis-only NLI baseline);
+    # the worker hands it the task's fields and its adapter reads the ones its manifest names
+    unknown = [i for i in manifest["inputs"] if i not in task.input_names]
+    if unknown or len(set(manifest["inputs"])) != len(manifest["inputs"]):
+        raise ModelError(f"{where}: manifest inputs {manifest['inputs']} must be inputs of task '{task.name}' "
+                         f"({', '.join(task.input_names)}), each at most once"
+                         + (f" ({', '.join(map(repr, unknown))} is not one)" if unknown else ""))
     if task.kind.chooses_labels:
         if manifest["kind"] in QA_KINDS:
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")

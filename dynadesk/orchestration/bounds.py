@@ -1,131 +1,154 @@
-"""Bounds on the measured figures from what the host observed outside the sandbox.
+"""The measured figures checked against what the host itself measured and observed outside the sandbox.
 
-Throughput and memory are measured by the worker, next to the model's code; a loader hole can
-rewrite them in ``metrics.json`` at exit. The host cannot measure them itself, but it saw the run
-(:mod:`.observe`), and that bounds what the worker may claim:
+Throughput, latency and memory are written by the worker, next to the model's code; a loader hole can
+rewrite them in ``metrics.json`` at exit. So:
 
-* **throughput / throughput_batched** (per test set): a window's rate is its queries over its summed
-  call time, which is its wall time less the loop's own work between calls. The host read each window's
-  start and end edge; ``host_seconds`` is that wall time give or take the stream's latency. So each
-  window allows at most ``queries / (host_seconds - WINDOW_SLACK_S - queries * CALL_GAP_S) *
-  (1 + LOOP_SLACK)``, there being at most one call per query (no bound when that time is not positive:
-  a model of a few microseconds a call); a measurement's claim (the median of its last attempt's
-  windows) may not exceed the median of its windows' bounds, and the whole-run figure (harmonic mean
-  over the test sets) not the harmonic mean of theirs.
+* **throughput, throughput_batched, latency percentiles** (per test set and the run's aggregates) are the
+  host's own: it issued every timed query and stamped issue and answer with its clock (:mod:`.loadgen`), and
+  sent its figures to the worker to write. The worker's rows must be exactly those; its timed answers must
+  equal its prediction pass's answers for the same examples (a fast wrong answer is caught). A run whose
+  timed windows the host did not drive to the end is refused.
 * **memory**: the definition (peak RSS less shared-library pages, taken before the timed windows) holds
   every anonymous page the worker had until then, so the claim may not be below the host's sampled
-  anonymous peak up to the first timed window by more than the gap the definition allows
-  (``MEMORY_GAP``, ``MEMORY_GAP_BYTES``: library pages touched after the peak, the container's init, the
-  kernel's per-CPU charge batches). The timed windows themselves run glibc's default allocator, which
-  keeps freed memory (an honest local run: 0.50 GiB anonymous during the windows, 0.25 GiB before), so
-  the samples after the first window's start edge are recorded but do not bound.
+  anonymous peak before it issued the first timed query by more than ``MEMORY_GAP`` + ``MEMORY_GAP_BYTES``
+  (library pages touched after the peak, the container's init, the kernel's per-CPU charge batches); nor
+  below the whole run's peak (the cgroup's own, page cache included, where it is the run's; else the
+  sampled anonymous peak) by more than ``WHOLE_RUN_GAP`` + ``MEMORY_GAP_BYTES`` (the timed windows run
+  glibc's default allocator, which keeps freed memory: an honest local run reached 0.50 GiB during its
+  windows against a 0.24 GiB claim).
 
-A claim past its bound fails the run, verdict ``out_of_bounds``, naming the field and both values.
-What this does not catch is said in docs/measurement.md ("What the host bounds").
+A figure that does not hold fails the run, verdict ``out_of_bounds``, naming the field and both values.
+What this does not catch is said in docs/measurement.md ("What the host measures").
 """
 
 from __future__ import annotations
 
-import statistics
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from dynadesk.evaluator.timing import timed_rows
+from dynadesk.orchestration.loadgen import answer_key
 from dynadesk.orchestration.recompute import ResultMismatch
 
-__all__ = ["BOUND_VERDICT", "CALL_GAP_S", "LOOP_SLACK", "MEMORY_GAP", "MEMORY_GAP_BYTES", "WINDOW_SLACK_S",
-           "BoundExceeded", "check_measured"]
+__all__ = ["BOUND_VERDICT", "MEMORY_GAP", "MEMORY_GAP_BYTES", "WHOLE_RUN_GAP", "BoundExceeded", "check_measured",
+           "host_figures"]
 
 BOUND_VERDICT = "out_of_bounds"
-WINDOW_SLACK_S = 0.1  # how much earlier than the end edge the host may read a window's start edge, relatively
-CALL_GAP_S = 20e-6  # the timing loop's own work between two calls (measured: 1.7 us; 12x that)
-LOOP_SLACK = 0.25  # preemption and the like, in proportion to the window
 MEMORY_GAP = 0.25  # of the host's anonymous peak before the windows: library pages touched after the peak, ...
 MEMORY_GAP_BYTES = 64 << 20  # the container's init, the kernel's per-CPU charge batches
+WHOLE_RUN_GAP = 0.6  # of the whole run's peak: the timed windows' allocator keeps freed memory (~2x measured)
 GIB = float(1 << 30)
-MODES = {"throughput": "batch1", "throughput_batched": "batched"}
+TIMED = ("throughput", "throughput_batched", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
+REL = 1e-9  # the worker writes the host's floats back through JSON; anything else is a different figure
 
 
 class BoundExceeded(ResultMismatch):
-    """A measured figure is past what the host observed (verdict ``out_of_bounds``)."""
+    """A measured figure is not what the host measured or observed (verdict ``out_of_bounds``)."""
 
     def __init__(self, message: str):
         super().__init__(message)
         self.verdict = BOUND_VERDICT
 
 
-def window_bound(window: Mapping[str, Any]) -> float:
-    """The most examples/s one host-observed window allows (inf: too short to bound)."""
-    queries = int(window["queries"])
-    room = float(window["host_seconds"]) - WINDOW_SLACK_S - queries * CALL_GAP_S
-    return float("inf") if room <= 0 else queries / room * (1 + LOOP_SLACK)
+def host_figures(observed: Mapping[str, Any], test_sets: Sequence[str]) -> dict[tuple[str, str], float]:
+    """``{(test set or '', metric): value}`` of the timed figures the host measured; raises
+    :class:`BoundExceeded` when the host did not drive every test set's timed windows to the end."""
+    loadgen = observed.get("loadgen")
+    if not isinstance(loadgen, Mapping):
+        raise BoundExceeded("the host issued none of this run's timed queries (no load generator record: an "
+                            "evaluator from before the host drove the timed windows?), so its measured figures "
+                            "cannot be observed; evaluate again with this installation's image")
+    got = loadgen.get("datasets")
+    datasets: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
+    problems = [str(p) for p in loadgen.get("problems") or []]
+    missing = [name for name in test_sets if name not in datasets]
+    if problems or not loadgen.get("finished") or missing:
+        why = "; ".join(problems) or f"no timed windows of {', '.join(missing)}"
+        raise BoundExceeded(f"the host could not observe this run's timed windows ({why}), so its measured "
+                            "figures are refused")
+    rows = timed_rows({name: datasets[name] for name in test_sets})
+    return {(str(r["dataset"]), str(r["metric"])): float(r["value"]) for r in rows}
 
 
-def _harmonic(values: Sequence[float]) -> float:
-    if any(v == float("inf") for v in values):
-        return float("inf")
-    return len(values) / sum(1.0 / v for v in values) if values and all(v > 0 for v in values) else 0.0
+def _answers_match(loadgen: Mapping[str, Any], predictions: Path) -> list[str]:
+    """Each timed answer that differs from the prediction pass's answer for the same example."""
+    got = loadgen.get("answers")
+    answers: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
+    wrong = []
+    with open(predictions, encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            timed = answers.get(row["dataset"])
+            if isinstance(timed, Mapping) and str(row["id"]) in timed:
+                passed = answer_key(row["prediction"])
+                if timed[str(row["id"])] != passed:
+                    wrong.append(f"{row['dataset']}/{row['id']}: {timed[str(row['id'])]!r} in the timed windows, "
+                                 f"{passed!r} in the prediction pass")
+    return wrong
 
 
-def throughput_bounds(windows: Sequence[Mapping[str, Any]], sets: Sequence[str]) -> dict[tuple[str, str], float]:
-    """``{(test set or '', metric): bound}`` from the last attempt's windows of each measurement."""
-    out: dict[tuple[str, str], float] = {}
-    for metric, mode in MODES.items():
-        per_set = []
-        for name in sets:
-            mine = [w for w in windows if w["set"] == name and w["mode"] == mode]
-            if not mine:
-                raise BoundExceeded(f"measured '{metric}' on '{name}': the host observed none of its timed windows "
-                                    "(no window edges in the worker's output), so the figure cannot be bounded")
-            last = max(w["attempt"] for w in mine)
-            out[(name, metric)] = statistics.median([window_bound(w) for w in mine if w["attempt"] == last])
-            per_set.append(out[(name, metric)])
-        out[("", metric)] = _harmonic(per_set)
-    return out
+def check_measured(rows: Sequence[Mapping[str, Any]], observed: object, test_sets: Sequence[str],
+                   predictions: Path | None = None) -> dict[str, Any]:
+    """Check the run's measured rows against the host's own figures and observations; the report to record.
 
-
-def check_measured(rows: Sequence[Mapping[str, Any]], observed: object, test_sets: Sequence[str]) -> dict[str, Any]:
-    """Check the run's measured rows against the host's observations; the report to record in the run.
-
-    Raises :class:`BoundExceeded` naming the field and both values when a throughput is above what the
-    host-observed windows allow or the memory is below the host's anonymous peak by more than the gap."""
+    Raises :class:`BoundExceeded` naming each field and both values when a timed figure is not the host's,
+    a timed answer is not the pass's, or the memory is below a floor the host observed."""
     if not isinstance(observed, Mapping):
         raise BoundExceeded("the host has no observation of this run's timed windows and memory, so its measured "
-                            "figures cannot be bounded")
-    windows = list(observed.get("windows") or [])
+                            "figures cannot be checked")
     claims = {(str(r["dataset"]), str(r["metric"])): float(r["value"]) for r in rows}
-    report: dict[str, Any] = {"windows": windows, "window_problems": list(observed.get("window_problems") or []),
+    host = host_figures(observed, test_sets) if test_sets else {}
+    got = observed.get("loadgen")
+    loadgen: Mapping[str, Any] = got if isinstance(got, Mapping) else {}
+    report: dict[str, Any] = {"loadgen": {k: v for k, v in loadgen.items() if k not in ("answers", "datasets")},
                               "memory": observed.get("memory"),
-                              "slack": {"window_s": WINDOW_SLACK_S, "call_gap_s": CALL_GAP_S, "loop": LOOP_SLACK,
-                                        "memory_gap": MEMORY_GAP,
-                                        "memory_gap_bytes": MEMORY_GAP_BYTES},
-                              "throughput": [], "bounded": []}
-    too_high = []
-    bounds = throughput_bounds(windows, test_sets) if test_sets else {}
-    for key, bound in bounds.items():
-        if key not in claims:
-            continue
-        claim = claims[key]
-        report["throughput"].append({"dataset": key[0], "metric": key[1], "claimed": claim,
-                                     "bound": None if bound == float("inf") else bound})
-        if claim > bound * (1 + 1e-9):
+                              "slack": {"memory_gap": MEMORY_GAP, "memory_gap_bytes": MEMORY_GAP_BYTES,
+                                        "whole_run_gap": WHOLE_RUN_GAP},
+                              "timed": [], "bounded": []}
+    wrong: list[str] = []
+    for key, value in host.items():
+        claim = claims.get(key)
+        report["timed"].append({"dataset": key[0], "metric": key[1], "claimed": claim, "host": value})
+        if claim is None or abs(claim - value) > REL * max(abs(value), 1e-12):
             where = f"on '{key[0]}'" if key[0] else "(whole run)"
-            too_high.append(f"measured '{key[1]}' {where}: the worker reports {claim!r} examples/s, the timed "
-                            f"windows the host observed allow at most {bound!r}")
-    if too_high:
-        raise BoundExceeded("; ".join(too_high))
-    report["bounded"] += sorted({k[1] for k in bounds if k in claims})
+            wrong.append(f"measured '{key[1]}' {where}: the worker reports {claim!r}, the host measured {value!r}")
+    if predictions is not None and host:
+        answers = _answers_match(loadgen, predictions)
+        wrong += [f"a timed answer is not the prediction pass's ({len(answers)}): " + "; ".join(answers[:3])] \
+            if answers else []
+        report["answers_checked"] = sum(len(v) for v in dict(loadgen.get("answers") or {}).values())
+    report["bounded"] += sorted({k[1] for k in host})
     memory = observed.get("memory")
     memory = memory if isinstance(memory, Mapping) else {}
-    peak = memory.get("anon_peak_bytes")
-    if ("", "memory") in claims and isinstance(peak, int) and peak > 0:
-        claim_bytes = claims[("", "memory")] * GIB
-        floor = peak * (1 - MEMORY_GAP) - MEMORY_GAP_BYTES
-        report["memory_floor_bytes"] = floor
-        if claim_bytes < floor:
-            raise BoundExceeded(f"measured 'memory' (whole run): the worker reports {claims[('', 'memory')]!r} GiB, "
-                                f"below the {floor / GIB!r} GiB the host's sampled anonymous peak before the "
-                                f"timed windows "
-                                f"({peak / GIB!r} GiB, {memory.get('source')}) allows (gap {MEMORY_GAP:.0%} + "
-                                f"{MEMORY_GAP_BYTES >> 20} MiB)")
-        report["bounded"].append("memory")
+    if ("", "memory") in claims:
+        wrong += _memory(claims[("", "memory")], memory, report)
+    if wrong:
+        raise BoundExceeded("; ".join(wrong))
     return report
+
+
+def _memory(claim_gib: float, memory: Mapping[str, Any], report: dict[str, Any]) -> list[str]:
+    """The memory claim against the host's floors (before the timed windows; the whole run)."""
+    floors = []
+    peak = memory.get("anon_peak_bytes")
+    if isinstance(peak, int) and peak > 0:
+        floors.append((peak * (1 - MEMORY_GAP) - MEMORY_GAP_BYTES,
+                       f"the host's sampled anonymous peak before the timed windows ({peak / GIB!r} GiB, "
+                       f"{memory.get('source')}; gap {MEMORY_GAP:.0%} + {MEMORY_GAP_BYTES >> 20} MiB)"))
+    whole = max([v for v in (memory.get("whole_run_anon_peak_bytes"), memory.get("cgroup_usage_peak_bytes"))
+                 if isinstance(v, int)] or [0])
+    if whole > 0:
+        floors.append((whole * (1 - WHOLE_RUN_GAP) - MEMORY_GAP_BYTES,
+                       f"the whole run's peak ({whole / GIB!r} GiB, {memory.get('source')}; gap "
+                       f"{WHOLE_RUN_GAP:.0%} + {MEMORY_GAP_BYTES >> 20} MiB)"))
+    if not floors:
+        return []
+    floor, what = max(floors)
+    report["memory_floor_bytes"] = floor
+    report["bounded"].append("memory")
+    if claim_gib * GIB < floor:
+        return [f"measured 'memory' (whole run): the worker reports {claim_gib!r} GiB, below the {floor / GIB!r} "
+                f"GiB that {what} allows"]
+    return []

@@ -42,6 +42,7 @@ from dynadesk.orchestration.runners import Runner, RunOutcome
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
+from dynadesk.store.reserve import keep_reserve, write_final_state
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
@@ -101,6 +102,13 @@ def select_datasets(store: Store, task: Any, names: tuple[str, ...] | list[str] 
     return chosen
 
 
+def scored_by_squad_v2(store: Store, dataset: str) -> bool:
+    """Whether the dataset holds examples scored by the SQuAD 2.0 rule (imported with ``--squad-v2``)."""
+    from dynadesk.evaluator.answers import SQUAD_V2_KEY
+
+    return any((ex.get("metadata") or {}).get(SQUAD_V2_KEY) is True for ex in store.datasets.examples(dataset))
+
+
 def _write_dataset(path: Path, examples: list[dict[str, Any]]) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         for ex in examples:
@@ -126,7 +134,10 @@ def prepare(store: Store, folder: RunFolder, model: Any, task: Any, datasets: li
             entries.append(DatasetSpec(name=member.name, file=file, sha256=sha, size=len(examples), role=role,
                                        derived_from=ds.name if role == "perturbation" else None, kind=kind,
                                        suite=(derivation or {}).get("suite")))
-    spec = Spec(task=task.to_dict(), model={"name": model.name, "digest": model.digest, "manifest": model.manifest},
+    manifest = dict(model.manifest)
+    if settings.null_threshold is not None:  # the run's SQuAD 2.0 abstention (signed in worker_settings too)
+        manifest["null_threshold"] = settings.null_threshold
+    spec = Spec(task=task.to_dict(), model={"name": model.name, "digest": model.digest, "manifest": manifest},
                 datasets=entries, settings=settings)
     spec.write(folder.spec_file)
     folder.open_inputs()
@@ -137,7 +148,7 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     s = request.settings
     settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
                         threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
-                        min_seconds=s.min_seconds,
+                        min_seconds=s.min_seconds, null_threshold=s.null_threshold,
                         allow_pickle=bool(has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()
@@ -166,6 +177,9 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
                               "sandbox (no network) cannot reach; evaluate it with --runner local (served, not "
                               "sandboxed)", verdict="refused")
     settings = worker_settings(request, run, bool(model.has_pickle))
+    if settings.null_threshold is None and model.manifest.get("kind") == "hf-question-answering" \
+            and any(scored_by_squad_v2(store, d.name) for d in chosen):
+        settings.null_threshold = 0.0  # SQuAD 2.0 data: the adapter abstains by the null score (default 0)
     run_id = store.evaluations.create(model.id, task.name, runner=run.name, sandboxed=run.sandboxed,
                                       datasets=[d.name for d in chosen], request=request.to_dict(), worker=settings,
                                       image_name=run.describe().get("image"), status="queued")
@@ -241,6 +255,7 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
     folder.out_dir.mkdir(exist_ok=True)
     image_id = run.image_id()
     build = image_build(images_dir, image_id) if image_id else None  # what rebuilds this Id (signed in the bundle)
+    keep_reserve(store)  # room for this run's final state, whatever its worker does to the disk
     store.evaluations.transition(run_id, "running", verdict=None, error=None, started_at=now_iso(), finished_at=None,
                                  pid=os.getpid(), host=socket.gethostname(), image_id=image_id,
                                  image_build=ImageBuild.from_dict(build) if build is not None else None)
@@ -253,11 +268,11 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
             progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
         outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
-        store.evaluations.transition(run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
-                                     error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
+        final_state(store, run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
+                    error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
         raise
     except BaseException as exc:  # recorded, then re-raised: the run must not stay 'running'
-        store.evaluations.transition(run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
+        final_state(store, run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
     return finish_run(store, run_id, folder, outcome, log)
@@ -276,8 +291,8 @@ def finish_run(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome
         _disk_full(store, run_id, folder, f"writing {folder.log_file.name}: {exc.strerror or exc}", log)
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
-        store.evaluations.transition(run_id, status, verdict=outcome.verdict, error=outcome.message,
-                                     log=log[-MAX_DB_LOG:], finished_at=now_iso())
+        final_state(store, run_id, status, verdict=outcome.verdict, error=outcome.message, log=log[-MAX_DB_LOG:],
+                    finished_at=now_iso())
         return store.evaluations.get(run_id)
     return store_results(store, run_id, folder, outcome, log)
 
@@ -293,11 +308,22 @@ def _disk_full(store: Store, run_id: int, folder: RunFolder, what: str, log: str
     with contextlib.suppress(OSError):
         folder.clear_out()
     try:
-        store.evaluations.transition(run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:],
-                                     finished_at=now_iso())
-    except StoreError as also:  # the database is on the same full disk
+        final_state(store, run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:], finished_at=now_iso())
+    except StoreError as also:  # the database is on the same full disk, and its reserve did not make room
         why += f" (and the run could not be marked failed: {also})"
     raise EvaluationError(why, verdict="error")
+
+
+def final_state(store: Store, run_id: int, status: str, **fields: Any) -> None:
+    """A run's last transition, written with the room kept for it (:mod:`dynadesk.store.reserve`); on a disk still
+    too full it is written again without its log, which is also kept in the run folder when there was room."""
+    def full() -> None:
+        store.evaluations.transition(run_id, status, **fields)
+
+    def small() -> None:
+        store.evaluations.transition(run_id, status, **{k: v for k, v in fields.items() if k != "log"})
+
+    write_final_state(store, full, small)
 
 
 def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:
@@ -317,7 +343,7 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
             raise SpecError("metrics.json 'values' is not a list")
         rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows,
                              metrics.get("tags"))
-        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder))
+        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file)
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in rows]
         bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only

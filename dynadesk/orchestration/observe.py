@@ -1,14 +1,13 @@
 """What the host sees of a run from outside the sandbox: its timed windows and its memory.
 
-The worker's measured figures (throughput, memory) are written by code that runs next to the
-model, so the host keeps its own view of the same run to bound them (:mod:`.bounds`):
+The worker's measured figures are written by code that runs next to the model, so the host keeps its own
+view of the same run (:mod:`.bounds` checks the worker's figures against it):
 
-* **Timed windows.** The worker prints a line at the start and at the end of every timed window
-  (``WINDOW_PREFIX``); :class:`~dynadesk.orchestration.output.WorkerOutput` stamps each with the
-  host's monotonic clock as it reads it. :func:`host_windows` pairs them.
+* **Timed windows.** The host issues every timed query itself and stamps it (:mod:`.loadgen`); what it
+  measured is recorded here as ``loadgen``.
 * **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``), its peak kept over the samples
-  taken before the host read the first timed window's start (the worker's memory figure is taken before
-  its timed windows, whose allocator keeps more) and over the whole run: the anonymous memory of
+  taken before the host issued the first timed query (the worker's memory figure is taken before its timed
+  windows, whose allocator keeps more) and over the whole run: the anonymous memory of
   the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1, ``anon`` on v2, plus
   the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the worker's process
   tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants). A sampled
@@ -58,7 +57,7 @@ class MemoryWatch(abc.ABC):
     def __init__(self) -> None:
         self.anon_peak = 0
         self.samples = 0
-        self.before_windows_peak = 0  # the peak of the samples taken before the first timed window was seen
+        self.before_windows_peak = 0  # the peak of the samples taken before the host issued the first timed query
         self.before_windows_samples = 0
         self.unavailable: str | None = None
 
@@ -67,7 +66,7 @@ class MemoryWatch(abc.ABC):
         """The run's anonymous memory now; None when it cannot be read (the run has ended, say)."""
 
     def sample(self, before_windows: bool) -> None:
-        """One reading; ``before_windows``: the host has not yet read the start of a timed window (the worker
+        """One reading; ``before_windows``: the host has not yet issued a timed query (the worker
         measures its memory before its timed windows, whose allocator may keep more)."""
         value = self.anon_bytes()
         if value is not None:
@@ -187,41 +186,10 @@ def local_memory(pid: int) -> MemoryWatch:
     return ProcessTreeMemory(pid)
 
 
-def host_windows(marks: list[tuple[float, dict[str, Any]]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The timed windows as the host saw them: each start edge paired with the next end edge of the same
-    (set, mode, attempt, trial); returns (windows, problems). A window's ``host_seconds`` is the time between
-    the host reading its two edges; ``queries`` is what the end edge says."""
-    open_: dict[tuple[str, str, int, int], float] = {}
-    windows: list[dict[str, Any]] = []
-    problems: list[str] = []
-    for seen, edge in marks:
-        try:
-            key = (str(edge["set"]), str(edge["mode"]), int(edge["attempt"]), int(edge["trial"]))
-            kind = edge["edge"]
-        except (KeyError, TypeError, ValueError):
-            problems.append(f"an unreadable window edge {str(edge)[:80]}")
-            continue
-        if kind == "start":
-            open_[key] = seen
-        elif kind == "end" and key in open_:
-            queries = edge.get("queries")
-            if isinstance(queries, bool) or not isinstance(queries, int) or queries < 0:
-                problems.append(f"window {key} ended with queries {queries!r}")
-                continue
-            windows.append({"set": key[0], "mode": key[1], "attempt": key[2], "trial": key[3],
-                            "queries": queries, "host_seconds": seen - open_.pop(key)})
-        else:
-            problems.append(f"a window edge {kind!r} of {key} without its start")
-    problems += [f"window {key} never ended" for key in open_]
-    return windows, problems
-
-
-def observations(marks: list[tuple[float, dict[str, Any]]], dropped: int, memory: MemoryWatch) -> dict[str, Any]:
-    """What a runner records of a run in ``RunOutcome.details['observed']`` (and a queue worker signs)."""
-    windows, problems = host_windows(marks)
-    if dropped:
-        problems.append(f"{dropped} window edges beyond the first {len(marks)} were not kept")
-    return {"windows": windows, "window_problems": problems[:20], "memory": memory.report()}
+def observations(loadgen: dict[str, Any], memory: MemoryWatch) -> dict[str, Any]:
+    """What a runner records of a run in ``RunOutcome.details['observed']`` (and a queue worker signs): the
+    host-issued timed windows (:mod:`.loadgen`) and the memory samples."""
+    return {"loadgen": loadgen, "memory": memory.report()}
 
 
 # ---------------------------------------------------------------- CPU spent in containers (for timing reports)

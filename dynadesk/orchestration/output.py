@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import json
 import queue
-import time
 from collections import deque
 from collections.abc import Iterable
-from typing import Any
 
-from dynadesk.evaluator.schema import PROGRESS_PREFIX, WINDOW_PREFIX
+from dynadesk.evaluator.schema import PROGRESS_PREFIX
 from dynadesk.progress import ProgressEvent, ProgressFn
 
 MAX_LOG_BYTES = 4 << 20
 MAX_LINE_BYTES = 64 << 10
 TAIL_LINES = 2000
 LOG_TAIL_LINES = 40
-MAX_WINDOW_MARKS = 1 << 15  # timed-window edges kept (an honest run prints at most 36 per test set)
 
 
 def log_tail(log: str, lines: int = LOG_TAIL_LINES) -> str:
@@ -44,9 +41,6 @@ class WorkerOutput:
         self.cut_bytes = 0
         self._pending = bytearray()
         self._overflow = 0  # bytes of the current line beyond MAX_LINE_BYTES
-        # (host monotonic seconds when the line was read, the edge): the host's own clock on each timed window
-        self.window_marks: list[tuple[float, dict[str, Any]]] = []
-        self.dropped_marks = 0
 
     def drain(self) -> None:
         while True:
@@ -87,9 +81,6 @@ class WorkerOutput:
         if overflow:
             self.cut_bytes += overflow
             text += f" [dynadesk: line cut, {overflow} more bytes dropped]"
-        elif text.startswith(WINDOW_PREFIX):
-            self._window_mark(text[len(WINDOW_PREFIX):])
-            return
         elif text.startswith(PROGRESS_PREFIX):
             try:
                 raw = json.loads(text[len(PROGRESS_PREFIX):])
@@ -99,21 +90,6 @@ class WorkerOutput:
                 self.events.put(ProgressEvent.from_dict(raw))
             return
         self.line(text)
-
-    def _window_mark(self, text: str) -> None:
-        """Timestamp a timed window's edge as the host reads it (see :mod:`dynadesk.orchestration.bounds`)."""
-        seen = time.monotonic()
-        if len(self.window_marks) >= MAX_WINDOW_MARKS:
-            self.dropped_marks += 1
-            return
-        try:
-            edge = json.loads(text)
-        except ValueError:
-            edge = None
-        if isinstance(edge, dict):
-            self.window_marks.append((seen, edge))
-        else:
-            self.dropped_marks += 1
 
     def line(self, text: str) -> None:
         size = len(text) + 1

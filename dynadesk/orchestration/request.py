@@ -20,7 +20,7 @@ from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.orchestration.runners import Limits
 
 # evaluation: a board entry; audit: an auditor's re-run; preflight: a determinism check; bench: a benchmark
-PURPOSES = ("evaluation", "audit", "preflight", "bench")
+PURPOSES = ("evaluation", "audit", "preflight", "bench", "calibration")  # calibration: a SQuAD 2.0 dev run
 
 
 def _expect_dict(raw: object, where: str) -> dict[str, Any]:
@@ -53,6 +53,10 @@ class RunSettings:
     # least duration of each timed window (docs/measurement.md): several of the host's 0.2 s polls per window, so a
     # window does not contain one poll or none by chance; the evaluator's own default (0.1 s) predates it
     min_seconds: float = 0.5
+    # SQuAD 2.0: the QA adapter abstains when its null score beats the best span's by more than this (None: the
+    # default, 0 on a set scored by the v2.0 rule, never on v1.1 data); chosen on a dev set by 'eval --null-dev'
+    null_threshold: float | None = None
+    null_dev: str | None = None  # the dev set the threshold was chosen on (None: given, or the default)
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "latency_samples"):
@@ -67,8 +71,17 @@ class RunSettings:
                 not 0 <= self.min_seconds <= 60:
             raise ConfigError(f"settings.min_seconds must be a number of seconds from 0 to 60, "
                               f"got {self.min_seconds!r}")
+        t = self.null_threshold
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t)):
+            raise ConfigError(f"settings.null_threshold must be a finite number or null, got {t!r}")
+        if self.null_dev is not None and (not isinstance(self.null_dev, str) or not self.null_dev):
+            raise ConfigError(f"settings.null_dev must be a dataset name or null, got {self.null_dev!r}")
         if not isinstance(self.deterministic, bool):
             raise ConfigError(f"settings.deterministic must be true or false, got {self.deterministic!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings; ``null_threshold`` only when set (a SQuAD 2.0 run), so every other request reads as before."""
+        return {k: v for k, v in asdict(self).items() if k not in ("null_threshold", "null_dev") or v is not None}
 
     @classmethod
     def from_dict(cls, raw: object) -> RunSettings:
@@ -110,7 +123,7 @@ class RunRequest:
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "datasets": list(self.datasets), "runner": self.runner, "image": self.image,
-                "limits": self.limits.to_dict(), "settings": asdict(self.settings), "purpose": self.purpose}
+                "limits": self.limits.to_dict(), "settings": self.settings.to_dict(), "purpose": self.purpose}
 
     @classmethod
     def from_dict(cls, raw: object) -> RunRequest:

@@ -56,6 +56,7 @@ from dynadesk.orchestration.folder import (
     read_no_follow,
     tree_bytes,
 )
+from dynadesk.orchestration.loadgen import CONTAINER_DIR, SOCKET_NAME, LoadGen, start_loadgen
 from dynadesk.orchestration.observe import (
     CONTAINER_CPU_SECONDS,
     MemoryWatch,
@@ -225,10 +226,13 @@ class LocalRunner(Runner):
         elif limits.gpus != "all":
             env["CUDA_VISIBLE_DEVICES"] = limits.gpus
         watch = _Watch(paths, limits, cancel)
+        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
-            proc = subprocess.Popen(self.command(paths), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+            proc = subprocess.Popen([*self.command(paths), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
         except OSError as exc:
+            loadgen.close()
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
         verdict = None
         try:  # from the moment the worker exists: a signal while the reader starts must not orphan it
@@ -241,7 +245,7 @@ class LocalRunner(Runner):
             reader.start()
             while proc.poll() is None:
                 out.drain()
-                memory.sample(before_windows=not out.window_marks)
+                memory.sample(before_windows=not loadgen.issuing)
                 verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
@@ -258,8 +262,10 @@ class LocalRunner(Runner):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)  # reaped, so it is gone when the exception reaches the caller
             raise
+        finally:
+            loadgen.close()
         return _outcome(verdict, proc.returncode, out.text(), watch.elapsed(), paths, limits,
-                        {"observed": _observed(out, memory)})
+                        {"observed": observations(loadgen.report(), memory)})
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -267,11 +273,6 @@ class LocalRunner(Runner):
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _observed(out: WorkerOutput, memory: MemoryWatch) -> dict[str, Any]:
-    """The host's own view of the run (timed windows, memory), which bounds its measured figures."""
-    return observations(out.window_marks, out.dropped_marks, memory)
 
 
 def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, paths: RunPaths,
@@ -437,21 +438,26 @@ class DockerRunner(Runner):
         if snapshot is not None:
             paths = RunPaths(paths.spec_dir, paths.data_dir, snapshot, paths.out_dir)
         watch = _Watch(paths, limits, cancel)
+        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
+            opts = self.container_options(paths, limits)  # the host's socket folder, mounted; the worker told
+            opts["volumes"][str(loadgen.dir)] = {"bind": CONTAINER_DIR, "mode": "ro"}
+            opts["command"] = [*opts["command"], "--loadgen", f"{CONTAINER_DIR}/{SOCKET_NAME}"]
             try:
-                container = self.client.containers.create(self.image, **self.container_options(paths, limits))
+                container = self.client.containers.create(self.image, **opts)
             except docker.errors.APIError as exc:
                 return _refused(exc, limits, watch.elapsed())
             except transport_errors() as exc:
                 raise DockerUnavailable(f"Docker failed creating the container: {first_line(exc)}; "
                                         f"{NO_DAEMON_FIX}") from exc
-            return self._run_container(container, paths, limits, WorkerOutput(progress), watch)
+            return self._run_container(container, paths, limits, WorkerOutput(progress), watch, loadgen)
         finally:
+            loadgen.close()
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
     def _run_container(self, container: DockerContainer, paths: RunPaths, limits: Limits, out: WorkerOutput,
-                       watch: _Watch) -> RunOutcome:
+                       watch: _Watch, loadgen: LoadGen) -> RunOutcome:
         import docker
 
         verdict = None
@@ -469,7 +475,7 @@ class DockerRunner(Runner):
             cpu_seen = 0.0
             while True:
                 out.drain()
-                memory.sample(before_windows=not out.window_marks)
+                memory.sample(before_windows=not loadgen.issuing)
                 cpu_seen = container_cpu_seconds(container.id) or cpu_seen
                 container.reload()
                 if container.status in ("exited", "dead"):
@@ -495,9 +501,10 @@ class DockerRunner(Runner):
             _remove(container)
             raise
         _remove(container)
+        loadgen.close()
         code = state.get("ExitCode")
         details = {"exit_code": code, "oom_killed": bool(state.get("OOMKilled")), "image": self.image,
-                   "observed": _observed(out, memory)}
+                   "observed": observations(loadgen.report(), memory)}
         if verdict is None and code in (124, 137) and watch.elapsed() >= limits.timeout_s:
             verdict = "timeout"  # the in-sandbox deadline fired before this poll loop saw the limit pass
         if verdict is None and state.get("OOMKilled"):

@@ -9,14 +9,18 @@ one run. The worker, its host, hardware class and attempt are recorded in the ru
 :class:`~dynadesk.store.evaluations.QueuePlacement` (``record.queue``), and the run ends in the same
 :func:`~dynadesk.orchestration.evaluate.finish_run` as a local one.
 
-Only a result signed by a worker key this workspace trusts, for the job's current attempt
-and lease and the request it sent, is stored (:func:`~dynadesk.queue.identity.verify`); any
-other is refused and the job queued again, so a process holding only the broker password
-cannot make a run. The signing key's fingerprint is ``record.queue.worker_key``.
+The coordinator keeps its own copy of every job it sends (:mod:`dynadesk.store.queue_jobs`: the run, the
+payload's digest, the round's challenge), never trusting the broker's. Only a result signed by a worker key this
+workspace trusts, for this job, having run exactly the payload sent and answered the round's challenge, is stored
+(:func:`~dynadesk.queue.identity.verify`); any other is refused and the job queued again with a new challenge, at
+most :data:`MAX_REFUSALS` times, then its run fails naming why. So a process holding only the broker password can
+neither make a run, nor swap the model, data or limits of one, nor replay an earlier result. The signing key's
+fingerprint is ``record.queue.worker_key``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import time
@@ -31,6 +35,7 @@ from dynadesk.queue import jobs
 from dynadesk.queue.broker import BrokerURL, RedisClient, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
+from dynadesk.store import queue_jobs
 from dynadesk.store.evaluations import ImageBuild, QueuePlacement
 
 if TYPE_CHECKING:
@@ -85,7 +90,9 @@ def send_run(store: Store, workspace: Workspace, queue: Queue, run_id: int, fold
     """Put a queued run's inputs on the broker and send its job; the job id (``why``: why it is sent again)."""
     from dynadesk.evaluator.schema import evaluator_version
     from dynadesk.models.registry import tree_files
+    from dynadesk.queue.identity import new_challenge, payload_digest
 
+    challenge = new_challenge()
     with translated(queue.broker):
         spec = put_file(queue.client, folder.spec_file)
         data = [[p.name, put_file(queue.client, p)] for p in sorted(folder.data_dir.iterdir())]
@@ -93,7 +100,10 @@ def send_run(store: Store, workspace: Workspace, queue: Queue, run_id: int, fold
         payload = {"request": request.to_dict(), "spec": spec, "data": data, "run_id": run_id,
                    "model": {"name": model.name, "digest": model.digest, "files": files},
                    "evaluator_version": evaluator_version()}
-        job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace), requeued_why=why)
+        sent = payload_digest(json.loads(json.dumps(payload)))  # as the worker reads it back
+        job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace), requeued_why=why,
+                              challenge=challenge)
+    queue_jobs.record(store, job_id, run_id, sent, challenge)  # our copy, before any worker is told of the job
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
                              queue=QueuePlacement(job=job_id, requeued_why=why or None))
     queue.send(job_id, 0)
@@ -147,13 +157,20 @@ def _collect_once(store: Store, workspace: Workspace, queue: Queue, pending: lis
             if again:
                 pending.append(again)
             continue
-        if view.workspace != workspace_id(workspace):
+        sent = queue_jobs.get(store, job_id)  # our own copy: the job's run, payload digest and challenge
+        if sent is not None:
+            view = replace(view, run_id=sent.run_id)  # the run is ours to name, not the broker's
+        elif view.workspace != workspace_id(workspace):
             raise QueueError(f"job {job_id} was queued by workspace {view.workspace}, not this one")
         if progress and seen.get(job_id) != (view.shown_state, view.progress.get("overall_done")):
             seen[job_id] = (view.shown_state, view.progress.get("overall_done"))
             progress(view)
         if view.state in jobs.FINAL:
-            refused = refuse_unsigned(store, queue, view)
+            refused, failed = refuse_unsigned(store, queue, view, sent)
+            if failed is not None:  # refused too often: the run failed, naming why
+                done.append(failed)
+                pending.remove(job_id)
+                continue
             if refused:
                 if progress:
                     progress(view)
@@ -186,26 +203,51 @@ def requeue_lost_job(store: Store, workspace: Workspace, queue: Queue, job_id: s
                      " (see 'dynadesk jobs list')")
 
 
-def refuse_unsigned(store: Store, queue: Queue, view: jobs.JobView) -> str:
-    """Why this final job's result is not a trusted worker's, after queuing the job again ('' when it is)."""
-    from dynadesk.queue.identity import ResultRefused, verify
+MAX_REFUSALS = 3
+"""How many times a job whose result was refused is sent again; the next refusal fails its run, naming why."""
+
+
+def refuse_unsigned(store: Store, queue: Queue, view: jobs.JobView,
+                    sent: queue_jobs.SentJob | None) -> tuple[str, Any]:
+    """Why this final job's result does not stand ('' when it does), after queuing the job again with a new
+    challenge, or -- refused more than :data:`MAX_REFUSALS` times, or a job this workspace has no copy of --
+    failing its run: (why, the failed run or None). Checked against ``sent``, this workspace's own copy."""
+    from dynadesk.queue.identity import ResultRefused, new_challenge, verify
 
     if view.state == "cancelled" and not view.result:  # cancelled here before any worker claimed it
-        return ""
+        return "", None
     if store.evaluations.get(view.run_id).status != "queued":
-        return ""  # stored already: store_result ignores it
-    with translated(queue.broker):
-        request = jobs.payload(queue.client, view.id).get("request") or {}
+        return "", None  # stored already: store_result ignores it
+    if sent is None:
+        why = (f"job {view.id}: this workspace kept no copy of the payload it sent (queued before jobs were bound,"
+               " or not by this workspace), so no result of it can be checked; evaluate the model again")
+        return why, _give_up(store, queue, view, why)
     try:
-        verify(store, view.result or {}, job=view.id, attempt=view.attempt, lease=view.lease_id, request=request)
-        return ""
+        verify(store, view.result or {}, job=view.id, payload=sent.payload_digest, challenge=sent.challenge,
+               state=view.state)
+        return "", None
     except ResultRefused as exc:
         why = str(exc)
+    challenge = new_challenge()
+    count = queue_jobs.refused(store, view.id, why, challenge)
+    if count > MAX_REFUSALS:
+        return why, _give_up(store, queue, view, f"job {view.id}: its result was refused {count} times (retried "
+                                                 f"at most {MAX_REFUSALS} times); the last: {why}")
     with translated(queue.broker):
-        attempt = jobs.requeue(queue.client, view.id, why)
+        attempt = jobs.requeue(queue.client, view.id, why, challenge)
     if attempt:
         queue.send(view.id, attempt)
-    return why
+    return why, None
+
+
+def _give_up(store: Store, queue: Queue, view: jobs.JobView, why: str) -> Any:
+    """Fail the job's (still queued) run with ``why``, and mark the job failed on the broker; the run."""
+    from dynadesk.store.datasets import now_iso
+
+    store.evaluations.transition(view.run_id, "failed", verdict="refused", finished_at=now_iso(), error=why)
+    with translated(queue.broker):
+        jobs.give_up(queue.client, view.id, why)
+    return store.evaluations.get(view.run_id)
 
 
 def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.JobView) -> Any:
@@ -240,7 +282,7 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
             shutil.copyfile(fetched, folder.out_dir / name)
             fetched.unlink()  # the run folder keeps the file; the cache is only the verified landing place
     placement = QueuePlacement(
-        job=view.id, attempt=view.attempt, worker=result.get("worker"), host=result.get("host"),
+        job=view.id, attempt=result.get("attempt", view.attempt), worker=result.get("worker"), host=result.get("host"),
         hardware_class=result.get("hardware_class"), requeued_from=view.requeued_from or None,
         requeued_why=view.requeued_why or None,
         worker_key=worker_key_of(result), limits=result.get("limits"), maxima=result.get("maxima"))
@@ -251,7 +293,7 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
     store.evaluations.transition(view.run_id, "running", queue=placement, image_build=build,
                                  started_at=result.get("started") or now, host=result.get("host"), pid=None,
                                  image_id=result.get("image_id"))
-    log = f"[dynadesk: job {view.id} attempt {view.attempt} on worker {result.get('worker')}]\n" + outcome.log
+    log = f"[dynadesk: job {view.id} attempt {placement.attempt} on worker {result.get('worker')}]\n" + outcome.log
     return finish_run(store, view.run_id, folder, outcome, log)
 
 

@@ -1,13 +1,17 @@
 """Worker identities: each ``dynadesk worker`` signs its results with its own Ed25519 key.
 
 Anyone holding the broker password can write anything on the broker, so nothing a result
-says is believed because of where it was found. The coordinator accepts a result only when
-it is signed by a worker key this workspace trusts (``dynadesk jobs trust-worker``) and the
-signed body names this job, this attempt, the lease that was taken for it (the digest of the
-claim's secret: a per-claim value, never the worker's public name), the run request the
-coordinator sent, and the digests of the result files (predictions, metrics, measured
-figures), the hardware class and the image Id. Anything else is refused and the job queued
-again. The key code is the project's own (:mod:`dynadesk.sync.format.keys`).
+says is believed because of where it was found, and nothing it says is compared with the
+broker's copy of the job. The coordinator accepts a result only when it is signed by a worker
+key this workspace trusts (``dynadesk jobs trust-worker``) and the signed body names this job,
+the digest of the payload the worker actually ran (:func:`payload_digest`: model files, spec,
+data files, the request with its limits), and the answer to the challenge the coordinator
+issued for the job's current round (its proof that it held the claim) -- both equal to the
+coordinator's own copy (:mod:`dynadesk.store.queue_jobs`), never the broker's -- plus the
+digests of the result files (predictions, metrics, measured figures), the hardware class and
+the image Id. Anything else is refused; the job is queued again with a new challenge a bounded
+number of times, then its run fails naming why. The key code is the project's own
+(:mod:`dynadesk.sync.format.keys`).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.canonical import canonical_bytes
+from dynadesk.canonical import canonical_bytes, digest
 from dynadesk.errors import DynaDeskError, QueueError
 from dynadesk.sync.format import keys
 
@@ -63,6 +67,17 @@ def lease_id(secret: str) -> str:
     return hashlib.sha1(secret.encode()).hexdigest()
 
 
+def new_challenge() -> str:
+    """A fresh challenge for one round of a job (kept by the coordinator; the worker signs it back)."""
+    return secrets.token_hex(32)
+
+
+def payload_digest(payload: dict[str, Any]) -> str:
+    """``sha256:`` of a job payload's canonical form: every input the worker runs with is in the payload (blob
+    digests it verifies on fetch, the model's tree digest, the request and its limits), so this names them all."""
+    return digest(payload)
+
+
 def sign(key: Any, body: dict[str, Any]) -> dict[str, Any]:
     """``body`` plus the worker's public key and an Ed25519 signature over its canonical bytes."""
     out = {k: v for k, v in body.items() if k != SIGNED}
@@ -82,13 +97,13 @@ def read_public_keyfile(path: Path) -> tuple[str, str]:
     return keys.fingerprint(raw), raw.hex()
 
 
-def verify(store: Store, result: dict[str, Any], *, job: str, attempt: int, lease: str,
-           request: dict[str, Any]) -> str:
-    """The fingerprint of the trusted key that signed ``result`` for this job's lease; :class:`ResultRefused`
-    saying why not."""
+def verify(store: Store, result: dict[str, Any], *, job: str, payload: str, challenge: str, state: str) -> str:
+    """The fingerprint of the trusted key that signed ``result`` for ``job``, having run the payload of digest
+    ``payload`` and answered ``challenge`` (the coordinator's own copies) and finished as ``state``;
+    :class:`ResultRefused` saying why not."""
     from dynadesk.store import worker_keys
 
-    where = f"job {job} attempt {attempt}"
+    where = f"job {job} attempt {str(result.get('attempt', '?'))[:12]}"
     sig, pub_hex = result.get(SIGNED), result.get("worker_key")
     if not isinstance(sig, str) or not isinstance(pub_hex, str):
         raise ResultRefused(f"{where}: the result is not signed by a worker key; refused")
@@ -107,8 +122,18 @@ def verify(store: Store, result: dict[str, Any], *, job: str, attempt: int, leas
         keys.verify_signature(public, signature, canonical_bytes(body), f"{where} result")
     except DynaDeskError as exc:
         raise ResultRefused(f"{exc}; refused") from None
-    for name, want in (("job", job), ("attempt", attempt), ("lease", lease), ("request", request)):
-        if result.get(name) != want:
-            raise ResultRefused(f"{where}: the signed result is for {name} {str(result.get(name))[:40]!r}, "
-                                f"not this job's {str(want)[:40]!r} (a lease it does not hold); refused")
+    if result.get("job") != job:
+        raise ResultRefused(f"{where}: the signed result is for job {str(result.get('job'))[:40]!r}; refused")
+    if result.get("payload_digest") != payload:
+        said = f" (the worker reported: {str(result['error'])[:300]})" if result.get("error") else ""
+        raise ResultRefused(f"{where}: the worker ran payload {str(result.get('payload_digest'))[:19]}..., not the "
+                            f"payload this workspace sent ({payload[:19]}...): the job's model, spec, data or limits "
+                            f"were changed on the broker{said}; refused")
+    if result.get("challenge") != challenge:
+        raise ResultRefused(f"{where}: the result answers challenge {str(result.get('challenge'))[:12]}..., not the "
+                            "one this workspace issued for this round (a result of an earlier round, or a claim "
+                            "made up on the broker); refused")
+    if result.get("state") != state:
+        raise ResultRefused(f"{where}: the signed result finished {str(result.get('state'))[:20]!r}, the broker says "
+                            f"{state!r}; refused")
     return fpr

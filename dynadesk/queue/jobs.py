@@ -7,8 +7,9 @@ decided here, atomically (Lua):
 * **claim** — only a ``queued`` job whose attempt matches the message's, and only by taking
   the lease ``dynadesk:lease:<id>`` (``SET NX`` with a TTL). The lease holds the sha1 of a
   secret the claiming worker drew for this claim, never its public name: heartbeat and finish
-  must show the secret, and the worker's signed result names the lease id (see
-  :mod:`dynadesk.queue.identity`). A second delivery of the same
+  must show the secret. (The lease keeps two honest workers apart; it proves nothing to the
+  coordinator, which checks the signed payload digest and the answer to its own challenge,
+  ``challenge`` in the job hash: see :mod:`dynadesk.queue.identity`.) A second delivery of the same
   message (Celery's visibility timeout, a restored unacked message) finds the job running or
   the attempt stale and is dropped: a running job never runs twice.
 * **heartbeat** — the worker renews its lease every few seconds and writes its progress; a
@@ -91,7 +92,8 @@ if state ~= 'succeeded' and state ~= 'failed' and state ~= 'cancelled' then retu
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 local who = redis.call('HGET', KEYS[1], 'worker') or ''
 redis.call('HSET', KEYS[1], 'state', 'queued', 'worker', '', 'requeued_from', who, 'progress', '', 'result', '',
-           'lease_id', '', 'refused', ARGV[1], 'requeued_why', 'its result was refused: ' .. ARGV[1])
+           'lease_id', '', 'refused', ARGV[1], 'requeued_why', 'its result was refused: ' .. ARGV[1],
+           'challenge', ARGV[2])
 redis.call('DEL', KEYS[2])
 return attempt
 """
@@ -120,14 +122,16 @@ RUNNING_SET = key("running")
 ALL_JOBS = key("jobs")
 
 
-def new_job(client: RedisClient, payload: dict[str, Any], run_id: int, workspace: str, requeued_why: str = "") -> str:
-    """Record a queued job (attempt 0) and return its id; the caller then sends its Celery message."""
+def new_job(client: RedisClient, payload: dict[str, Any], run_id: int, workspace: str, requeued_why: str = "",
+            challenge: str = "") -> str:
+    """Record a queued job (attempt 0) and return its id; the caller then sends its Celery message. ``challenge``
+    is the coordinator's for this round: the worker signs it back (public; the coordinator keeps its own copy)."""
     job_id = uuid.uuid4().hex[:12]
     now = time.time()
     client.hset(_job_key(job_id), mapping={
         "id": job_id, "state": "queued", "attempt": 0, "run_id": run_id, "workspace": workspace,
         "model": payload["request"]["model"], "created": now, "payload": json.dumps(payload), "cancel": 0,
-        "worker": "", "heartbeat": "", "progress": "", "requeued_why": requeued_why})
+        "worker": "", "heartbeat": "", "progress": "", "requeued_why": requeued_why, "challenge": challenge})
     client.expire(_job_key(job_id), JOB_TTL_S)
     client.zadd(ALL_JOBS, {job_id: now})
     return job_id
@@ -169,9 +173,21 @@ def reap(client: RedisClient) -> list[tuple[str, int]]:
     return out
 
 
-def requeue(client: RedisClient, job_id: str, why: str) -> int:
-    """Put a finished job whose result was refused back in the queue; its new attempt (0: it was not final)."""
-    return int(client.eval(REQUEUE, 2, _job_key(job_id), _lease_key(job_id), why[:500]))
+def requeue(client: RedisClient, job_id: str, why: str, challenge: str = "") -> int:
+    """Put a finished job whose result was refused back in the queue with the coordinator's new ``challenge``;
+    its new attempt (0: it was not final)."""
+    return int(client.eval(REQUEUE, 2, _job_key(job_id), _lease_key(job_id), why[:500], challenge))
+
+
+def give_up(client: RedisClient, job_id: str, why: str) -> None:
+    """Mark a job whose results were refused too often as failed on the broker too (``jobs list`` shows why)."""
+    client.hset(_job_key(job_id), mapping={"state": "failed", "refused": why[:500], "requeued_why": ""})
+
+
+def challenge(client: RedisClient, job_id: str) -> str:
+    """The challenge published for the job's current round ('' for a job sent before there were any)."""
+    raw = client.hget(_job_key(job_id), "challenge")
+    return _text(raw) if raw is not None else ""
 
 
 def cancel(client: RedisClient, job_id: str) -> str:

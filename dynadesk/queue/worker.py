@@ -10,7 +10,9 @@ Id at start and checked again before every run.
 The worker trusts nothing in a job (the broker is writable by anyone holding its password):
 every digest must be ``sha256:`` and 64 hex digits, a cached model folder is re-verified
 against its tree digest before every use, and the limits a job asks for are capped by this
-worker's own maxima (printed at start, recorded in the signed result). It refuses to start on
+worker's own maxima (printed at start, recorded in the signed result). It signs the digest of
+the payload it ran and the coordinator's challenge for the round, which the coordinator
+compares with its own copies: a payload edited on the broker is run, but its result never stands. It refuses to start on
 a broker that lets a client in without the password. Each result is signed with the worker's
 own key (:mod:`dynadesk.queue.identity`), and each claim's lease is held by a fresh secret.
 
@@ -113,6 +115,7 @@ class Worker:
         self.cancel = CancelToken()
         self.hardware_class = ""
         self.request: Any = None
+        self.payload_digest: str | None = None  # of the job in hand's payload, as fetched and run
         self._stop = threading.Event()
 
     def _image(self) -> tuple[str | None, str | None]:
@@ -182,8 +185,11 @@ class Worker:
         self.cancel.reset()
         self.progress = {}
         self.request = None
+        self.payload_digest = None
         self.secret = secret
         self.job = job_id
+        with translated(self.config.broker):
+            challenge = jobs.challenge(self.client, job_id)  # the coordinator's for this round: signed back
         _log(f"job {job_id} attempt {attempt}: running")
         try:
             state, result = self._execute(job_id, attempt)
@@ -194,7 +200,8 @@ class Worker:
         finally:
             self.job = None
         result.update(worker=self.config.name, host=self.host, attempt=attempt, job=job_id, lease=lease,
-                      state=state, maxima=self.config.maxima.to_dict())
+                      state=state, maxima=self.config.maxima.to_dict(), challenge=challenge,
+                      payload_digest=self.payload_digest)
         result.setdefault("request", self.request)
         signed = identity.sign(self.key, result)
         kept = self._finish(job_id, secret, state, signed)
@@ -224,6 +231,9 @@ class Worker:
 
         with translated(self.config.broker):
             payload = jobs.payload(self.client, job_id)
+        # what this worker runs is exactly this payload (every blob and the model folder are verified against the
+        # digests in it): its digest, signed, is compared with the coordinator's own copy
+        self.payload_digest = identity.payload_digest(payload)
         self.request = payload.get("request")
         request = RunRequest.from_dict(payload["request"])
         check_digests(job_id, payload)

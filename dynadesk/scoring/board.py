@@ -267,7 +267,8 @@ class ScoreBoard:
               weights: Mapping[str, float] | None = None, dataset_weights: Mapping[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, offset: int = 0, limit: int | None = None,
               known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard",
-              reference: Iterable[str] | None = None, spreads: Spreads | None = None) -> BoardScore:
+              reference: Iterable[str] | None = None, spreads: Spreads | None = None,
+              rates: Mapping[str, float | None] | None = None) -> BoardScore:
         """Score every model (the exchange rates depend on all of them) for one query; see the module docstring.
 
         ``known_datasets``: the dataset names a weight may name (default: those the board has; a server
@@ -276,7 +277,10 @@ class ScoreBoard:
         ``reference``: the model names the exchange rates are estimated from (default: every scored model,
         Dynaboard's definition); names not on the board or left off are ignored.
         ``spreads``: each model's relative trial spread per throughput metric, the floor :mod:`amrs_noise` judges
-        throughput pairs by (default: the declared runner tolerance)."""
+        throughput pairs by (default: the declared runner tolerance).
+        ``rates``: fixed exchange rates by metric (a rate edition, :mod:`dynadesk.scoring.rates`; None or absent: no
+        rate, the metric converts to 0): nothing is estimated from the rows, so a model's Dynascore depends on its
+        values, the weights and these rates alone, and the noise notes (about rows setting rates) do not apply."""
         if amrs_mode not in AMRS_MODES:
             raise ValidationError(f"--amrs {amrs_mode!r}: use one of {', '.join(AMRS_MODES)}")
         specs = self.specs(metrics, weights, memory_budget_gib)
@@ -311,16 +315,18 @@ class ScoreBoard:
         ref_names = None if reference is None else set(reference)
         ref_mask = None if ref_names is None else np.array([self.names[i] in ref_names for i in keep.tolist()],
                                                            dtype=bool)
+        fixed = None if rates is None else np.array(
+            [math.nan if rates.get(k) is None else float(rates[k]) for k in names_m])  # type: ignore[arg-type]
         with np.errstate(over="ignore", invalid="ignore"):
             scores, conv, util, amrs, core_notes = compute_arrays(
                 values, np.array([s.direction for s in spec_list]), np.array([s.offset for s in spec_list]), raw_w, pi,
-                ref_mask)
+                ref_mask, fixed)
         if not np.all(np.isfinite(scores)):
             raise ValidationError("metric values are too large to combine (the Dynascore overflows); check their units")
-        notes += core_notes + _amrs_notes(names_m, amrs, pi, len(keep))
+        notes += core_notes + ([] if fixed is not None else _amrs_notes(names_m, amrs, pi, len(keep)))
         rate_rows = np.ones(len(keep), dtype=bool) if ref_mask is None or ref_mask.sum() < 2 else ref_mask
-        if rate_rows.sum() > 1:  # whether a rate rests on noise (amrs_noise), over the rows that set the rates;
-            # --amrs robust leaves such a metric out
+        if rate_rows.sum() > 1 and fixed is None:  # whether a rate rests on noise (amrs_noise), over the rows
+            # that set the rates (fixed rates were not set by these rows); --amrs robust leaves such a metric out
             checks = noise_checks(names_m, [self.names[i] for i in keep[rate_rows].tolist()], values[rate_rows],
                                   util[rate_rows], pi, PAIR_TOLERANCE * abs(float(util[:, pi].max())), spreads)
             notes += noise_notes(checks)

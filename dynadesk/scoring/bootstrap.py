@@ -34,7 +34,6 @@ import numpy as np
 import numpy.typing as npt
 
 from dynadesk.evaluator import metrics as M
-from dynadesk.evaluator.kinds import kind_of
 
 RESAMPLES = 1000
 LEVEL = 95.0
@@ -123,8 +122,9 @@ def outcomes(task: Mapping[str, Any], metric: str, predictions: Sequence[Any], g
         raise M.MetricError(f"{len(predictions)} predictions for {len(golds)} examples")
     preds = [M.prediction_value(task, p, f"prediction {i}") for i, p in enumerate(predictions)]
     if metric in M.SPAN_METRICS:
-        fn = M.squad_f1 if metric == "squad_f1" else M.exact_match
-        return Outcomes(metric, scores=np.array([fn(p, g) for p, g in zip(preds, golds)], dtype=np.float64))
+        # a SQuAD 2.0 gold (M.example_gold) is scored by the v2.0 rule, as the point metric is
+        return Outcomes(metric, scores=np.array([M.span_score(metric, p, g) for p, g in zip(preds, golds)],
+                                                dtype=np.float64))
     if metric == "accuracy":
         return Outcomes(metric, scores=np.array([M.accuracy([p], [g]) for p, g in zip(preds, golds)], dtype=np.float64))
     if metric != "macro_f1":
@@ -251,7 +251,6 @@ def _scan(spec_file: Path, data_dir: Path, predictions_file: Path,
     spec = Spec.read(spec_file)
     task = spec.task
     metric = str(task["metric"])
-    gold_key = kind_of(task).gold_field
     by_dataset: dict[str, dict[str, Any]] = {}
     with open(predictions_file, encoding="utf-8") as fh:
         for line in fh:
@@ -268,7 +267,8 @@ def _scan(spec_file: Path, data_dir: Path, predictions_file: Path,
         missing = [ex["id"] for ex in examples if ex["id"] not in preds]
         if missing:
             raise M.MetricError(f"dataset '{ds.name}': no prediction for example '{missing[0]}'")
-        o = outcomes(task, metric, [preds[ex["id"]] for ex in examples], [ex[gold_key] for ex in examples])
+        o = outcomes(task, metric, [preds[ex["id"]] for ex in examples],
+                     [M.example_gold(task, ex, f"dataset '{ds.name}' example '{ex['id']}'") for ex in examples])
         out[ds.name] = interval(o, derive_seed(predictions_digest, f"sha256:{ds.sha256}", metric))
         compact[ds.name] = encode_outcomes(o, f"sha256:{ds.sha256}")
     return out, compact

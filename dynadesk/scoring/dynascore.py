@@ -165,7 +165,7 @@ def check_specs(metrics: Mapping[str, MetricSpec], perf_metric: str) -> None:
 # --------------------------------------------------------------------------- core
 
 def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarray, weights: np.ndarray,
-                   perf_index: int, reference: np.ndarray | None = None
+                   perf_index: int, reference: np.ndarray | None = None, rates: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """Vectorised Dynascore on a ``models x metrics`` matrix of dataset-averaged values.
 
@@ -175,7 +175,10 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
     models the exchange rates are estimated from; every model is then converted at those
     rates. With every model a reference model this is exactly Dynaboard's definition; a
     smaller reference set is how a public board keeps one submitter's extra rows from
-    moving everybody's rates (docs/board.md).
+    moving everybody's rates (docs/board.md). ``rates`` (one per metric, NaN: none) are fixed
+    exchange rates, a board's published rate edition (:mod:`dynadesk.scoring.rates`): nothing is
+    estimated from the rows, so a model's score depends on its own values, the weights and the
+    rates alone.
     """
     values = np.asarray(values, dtype=float)
     n, m = values.shape
@@ -188,7 +191,10 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
     perf = ref_util[:, perf_index] if len(ref_util) else np.zeros(0)
     threshold = PAIR_TOLERANCE * abs(float(perf.max())) if len(perf) else 0.0
     estimable = False
-    for j in range(m):
+    if rates is not None:
+        amrs = np.asarray(rates, dtype=float).copy()
+        amrs[perf_index] = 1.0
+    for j in range(m if rates is None else 0):
         if j == perf_index:
             continue
         col = ref_util[:, j]
@@ -200,7 +206,7 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
             continue
         estimable = True
         amrs[j] = float(np.mean(np.abs(np.diff(col[order]))[keep] / dp[keep]))
-    if m > 1 and n and not estimable:
+    if m > 1 and n and not estimable and rates is None:
         notes.append("no two models differ in performance by more than "
                      f"{PAIR_TOLERANCE:g} x the best: no exchange rate can be estimated, so only "
                      "performance counts (other metrics convert to 0)")

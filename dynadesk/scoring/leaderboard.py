@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metrics import COVERAGE_SUFFIXES, run_value
-from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
@@ -63,6 +63,7 @@ class BoardRow:
     paired_next: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> paired test vs the next row
     tied_with: str | None = None  # the next row's model, when no shared dataset tells the two apart
     rank_interval: list[int] | None = None  # central 95% of the rank over example resamples (measured fixed)
+    baseline: dict[str, Any] | None = None  # a baseline row (scoring.baselines): unranked, rank 0; why, trivial
 
     def coverage(self) -> dict[str, dict[str, Any]]:
         """Robustness/fairness -> ``{"sources": source examples its suites changed, "low_confidence": bool}``."""
@@ -100,6 +101,8 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     hardware_class: str = ALL_CLASSES               # the class whose runs are ranked, or ALL_CLASSES
     hardware_classes: dict[str, int] = field(default_factory=dict)  # classes present -> models with a run
+    baselines: list[BoardRow] = field(default_factory=list)  # unranked rows, scored at the ranked rows' rates
+    rates: str = "Dynaboard's rule: the exchange rates are estimated from the runs ranked"  # which rates scored it
 
     @property
     def shown_metrics(self) -> list[str]:
@@ -112,7 +115,8 @@ class Leaderboard:
                 "weights": self.weights, "dataset_weights": self.dataset_weights, "units": self.units,
                 "amrs": self.amrs, "rows": [r.to_dict() for r in self.rows], "left_off": self.left_off,
                 "notes": self.notes, "hardware_class": self.hardware_class,
-                "hardware_classes": self.hardware_classes}
+                "hardware_classes": self.hardware_classes, "baselines": [r.to_dict() for r in self.baselines],
+                "rates": self.rates}
 
     def to_csv(self) -> str:
         shown = self.shown_metrics
@@ -121,8 +125,8 @@ class Leaderboard:
         w = csv.writer(out, lineterminator="\n")
         w.writerow(["rank", "model", "dynascore", *(_header(m, self.units) for m in shown),
                     *(["min_rank", "max_rank"] if stab else []), "evaluation_id", "noisy"])
-        for r in self.rows:
-            w.writerow([r.rank, r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
+        for r in [*self.rows, *self.baselines]:
+            w.writerow([r.rank or "baseline", r.model, repr(r.dynascore), *(_cell(r.values.get(m)) for m in shown),
                         *([r.stability["min_rank"], r.stability["max_rank"]] if stab and r.stability else []),
                         r.evaluation_id, "; ".join(r.noisy)])
         return out.getvalue()
@@ -203,11 +207,16 @@ def coverage_values(table: dict[str, dict[str, float]], dataset_weights: dict[st
 class LocalBoard:
     """One task's latest succeeded runs as a scoring board, built once and re-ranked per query."""
 
-    def __init__(self, task: str, records: Sequence[EvaluationRecord]):
+    def __init__(self, task: str, records: Sequence[EvaluationRecord], marked: Sequence[str] = ()):
+        from dynadesk.scoring import baselines as _baselines
+
         self.task = task
         self.records = {r.model_name: r for r in records}
         self.tables, self.units = _collect(records)
-        self.board = ScoreBoard.from_tables(self.tables)
+        # baselines (constant predictors, or named in the task file) are never ranked (scoring.baselines)
+        self.baselines = {n: b for n, rec in self.records.items()
+                          if (b := _baselines.is_baseline(n, _baselines.constant_predictions(_outcomes(rec)), marked))}
+        self.board = ScoreBoard.from_tables({n: t for n, t in self.tables.items() if n not in self.baselines})
         self._paired: dict[tuple[Any, Any, str], dict[str, Any] | None] = {}
         self._resampled: dict[int, dict[str, Any]] = {}  # run id -> {dataset: bootstrap.Resampled}
 
@@ -227,16 +236,21 @@ class LocalBoard:
 
     def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
              memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-             amrs_mode: str = "dynaboard", exclude_noisy: bool = False) -> Leaderboard:
+             amrs_mode: str = "dynaboard", exclude_noisy: bool = False,
+             rates: Mapping[str, float | None] | None = None) -> Leaderboard:
         """The board for these weights (see :meth:`ScoreBoard.score` for what is refused). Runs whose measured
         figures were flagged noisy are marked on their rows; ``exclude_noisy`` ranks without them (their
-        throughput would otherwise also move every other row's exchange rates) and lists them as left off."""
+        throughput would otherwise also move every other row's exchange rates) and lists them as left off.
+        ``rates``: a rate edition's exchange rates (``--rates BOARD``): each run's Dynascore then depends on the
+        run, the weights and those rates alone, the same figure the board shows for it."""
         noisy = {name: why for name, rec in self.records.items() if (why := noisy_measurements(rec))}
         board = self.board
         if exclude_noisy and noisy:
-            board = ScoreBoard.from_tables({n: t for n, t in self.tables.items() if n not in noisy})
+            board = ScoreBoard.from_tables({n: t for n, t in self.tables.items()
+                                            if n not in noisy and n not in self.baselines})
         scored = board.score(weights=weights, dataset_weights=dataset_weights,
-                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads())
+                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads(),
+                             rates=rates)
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
@@ -251,8 +265,34 @@ class LocalBoard:
         left_off = dict(scored.left_off)
         if exclude_noisy:
             left_off.update(noisy_left_off(noisy, "--exclude-noisy"))
-        return Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
-                           scored.amrs, rows, left_off, scored.notes)
+        board_out = Leaderboard(self.task, scored.metrics, scored.weights, dict(dataset_weights or {}), self.units,
+                                scored.amrs, rows, left_off, scored.notes)
+        board_out.baselines = self._baseline_rows(scored, dataset_weights or {}, noisy)
+        if self.baselines:
+            from dynadesk.scoring.baselines import notes as baseline_notes
+
+            board_out.notes = [*board_out.notes, *baseline_notes(self.baselines)]
+        return board_out
+
+    def _baseline_rows(self, scored: BoardScore, dataset_weights: dict[str, float],
+                       noisy: dict[str, list[str]]) -> list[BoardRow]:
+        """The baseline rows, scored at the ranked rows' rates (never ranked: rank 0), with the board's notes on
+        them (scoring.baselines: why each is a baseline, and trivial robustness and fairness)."""
+        from dynadesk.scoring import baselines as _baselines
+        from dynadesk.scoring.board import score_input
+
+        found = _baselines.score_at_rates({n: score_input(self.tables[n]) for n in self.baselines}, scored.metrics,
+                                          scored.amrs, scored.perf_metric, dataset_weights=dataset_weights)
+        out = []
+        for b in found:
+            rec, why = self.records[b.name], self.baselines[b.name]
+            others = coverage_values(self.tables[b.name], dataset_weights)
+            row = BoardRow(b.name, 0, b.dynascore if b.dynascore is not None else float("nan"), rec.id,
+                           rec.finished_at, {**others, **b.values}, self.tables[b.name], b.converted,
+                           noisy=noisy.get(b.name, []), baseline=why.to_dict())
+            row.intervals = _run_intervals(rec)
+            out.append(row)
+        return out
 
 
 def _run_intervals(rec: EvaluationRecord) -> dict[str, dict[str, Any]]:
@@ -309,7 +349,18 @@ def local_board(store: RunStore, task: str,
     classes = store.evaluations.hardware_classes(task)
     chosen = choose_hardware_class(classes, hardware_class)
     runs = store.evaluations.board_runs(task, hardware_class=None if chosen == ALL_CLASSES else chosen)
-    return LocalBoard(task, runs), chosen, classes
+    return LocalBoard(task, runs, _marked_baselines(task)), chosen, classes
+
+
+def _marked_baselines(task: str) -> tuple[str, ...]:
+    """The models the task file names baselines (none for a task no longer defined here)."""
+    from dynadesk.errors import NotFoundError
+    from dynadesk.tasks import get_task
+
+    try:
+        return get_task(task).baselines
+    except NotFoundError:
+        return ()
 
 
 def label_suite_sets(board: Leaderboard, store: Store,
@@ -348,16 +399,20 @@ def build_leaderboard(store: Store, task: str, weights: dict[str, float] | None 
                       dataset_weights: dict[str, float] | None = None,
                       memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
                       hardware_class: str | None = None, amrs_mode: str = "dynaboard",
-                      exclude_noisy: bool = False) -> Leaderboard:
+                      exclude_noisy: bool = False, rates: Mapping[str, float | None] | None = None,
+                      rates_from: str | None = None) -> Leaderboard:
     """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
-    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise)."""
+    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise).
+    ``rates``: a board's rate edition (``rates_from`` names it on the board)."""
     from dynadesk.tasks import bundled_task_names, get_task
 
     if task not in bundled_task_names():  # (cached) else the workspace's own tasks are read as well
         get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
     ranked = with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode,
-                                      exclude_noisy), chosen, classes)
+                                      exclude_noisy, rates), chosen, classes)
+    if rates is not None:
+        ranked.rates = rates_from or "fixed exchange rates"
     return label_suite_sets(ranked, store, board.records)
 
 

@@ -133,6 +133,25 @@ def m003_held_pack_records(db: Database) -> None:
     db.execute("ALTER TABLE trusted_pack_keys ADD COLUMN person TEXT")
 
 
+# A pack identity's key tag in SQL: the first 16 hex digits of a fingerprint (dynadesk.annotation.pack_identity).
+_KEY_TAG_SQL = "substr(replace(k.fingerprint, 'sha256:', ''), 1, 16)"
+
+
+@migrations()
+def m004_pack_identities(db: Database) -> None:
+    """Votes a pack from another machine's key carried are stored under a pack-qualified identity
+    (``name@pack:<16 hex digits of the key's fingerprint>``; dynadesk.annotation.pack_identity), never under a local
+    person's name. Releases before stored them under the name itself, using up that person's vote here: every such
+    vote (a ``signer``, no pack mark) moves to its pack identity, created as a plain annotator."""
+    tag = "substr(replace(v.signer, 'sha256:', ''), 1, 16)"
+    db.execute("INSERT OR IGNORE INTO annotators (name, role, created_at) SELECT DISTINCT"
+               f" v.annotator || '@pack:' || {tag}, 'annotator', MIN(v.created_at) FROM validations v"
+               " WHERE v.signer IS NOT NULL AND instr(v.annotator, '@pack:') = 0"
+               f" GROUP BY v.annotator || '@pack:' || {tag}")
+    db.execute("UPDATE validations SET annotator = annotator || '@pack:' || substr(replace(signer, 'sha256:', ''),"
+               " 1, 16) WHERE signer IS NOT NULL AND instr(annotator, '@pack:') = 0")
+
+
 @dataclass
 class TrustedKey:
     fingerprint: str
@@ -501,16 +520,18 @@ class AnnotationRepo:
     def validations_for(self, uids: Iterable[str]) -> dict[str, list[Validation]]:
         """Validations per example uid, oldest first, each with the role it counts with; held votes left out.
 
-        A vote counts as an owner's only when its voter is an owner here and it was made here (no
-        ``signer``) or came under a pack key bound to that very person: a pack never lends a local role."""
+        A vote counts as an owner's only when it was made here (no ``signer``) by an owner here, or came under a
+        pack key bound to an owner here (stored under that person's pack identity, ``name@pack:<key>``, or under
+        the name itself by releases before m004): a pack never lends a local role."""
         uids = list(uids)
         out: dict[str, list[Validation]] = {u: [] for u in uids}
         for i in range(0, len(uids), 500):
             chunk = uids[i:i + 500]
             marks = ",".join("?" * len(chunk))
             for r in self.db.query(
-                    "SELECT v.*, CASE WHEN a.role = 'owner' AND (v.signer IS NULL OR EXISTS (SELECT 1 FROM"
-                    " trusted_pack_keys k WHERE k.fingerprint = v.signer AND k.person = v.annotator))"
+                    "SELECT v.*, CASE WHEN (v.signer IS NULL AND a.role = 'owner') OR EXISTS (SELECT 1 FROM"
+                    " trusted_pack_keys k JOIN annotators p ON p.name = k.person WHERE k.fingerprint = v.signer"
+                    f" AND p.role = 'owner' AND v.annotator IN (k.person, k.person || '@pack:' || {_KEY_TAG_SQL}))"
                     " THEN 'owner' ELSE 'annotator' END AS role"
                     " FROM validations v JOIN annotators a ON a.name = v.annotator"
                     f" WHERE v.example_uid IN ({marks}) AND v.held IS NULL ORDER BY v.created_at, v.rowid", chunk):

@@ -39,7 +39,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "cancelled": frozenset({"running"}),
     "succeeded": frozenset(),
 }
-PURPOSES = ("evaluation", "audit", "preflight", "bench")
+PURPOSES = ("evaluation", "audit", "preflight", "bench", "calibration")
 
 
 @migrations()

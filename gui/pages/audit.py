@@ -275,14 +275,21 @@ def make(services: Services, parent: QWidget | None = None) -> AuditPage:
 
 def verdict_headline(report) -> tuple[str, str]:
     """(headline, colour): "inputs checked" (nothing re-computed) is not "re-run: reproduced"."""
+    others = report.other_differences  # every differing field is named in the headline, failing or not
+    also = (" — also differs: " + ", ".join(f"{c.field} ({c.note})" if c.note else c.field for c in others)
+            ) if others else ""
     if report.failures:
-        return f"✘ audit failed: {len(report.failures)} field(s) differ", "#b71c1c"
+        return f"✘ audit failed: {', '.join(c.field for c in report.failures)} differ{also}", "#b71c1c"
     if report.measured_failures:
-        return (f"✘ measured claims not reproduced: {len(report.measured_failures)} field(s) outside tolerance "
-                "of the re-measurement"), "#b71c1c"
+        return (f"✘ measured claims not reproduced: {', '.join(c.field for c in report.measured_failures)} outside "
+                f"tolerance of the re-measurement{also}"), "#b71c1c"
     if report.incomplete:
-        return "⚠ incomplete: the re-run could not be made", "#6d4c00"
-    if report.rerun_id is None:
-        return "✔ inputs checked — audit passed (not re-run: predictions and metrics not reproduced)", "#1b5e20"
+        return f"⚠ incomplete: the re-run could not be made{also}", "#6d4c00"
     extra = f" — {report.not_comparable_what} not comparable: {report.not_comparable}" if report.not_comparable else ""
+    if report.rerun_id is None:
+        return (f"✔ inputs checked — audit passed (not re-run: predictions and metrics not reproduced){also}",
+                "#6d4c00" if others else "#1b5e20")
+    if others:  # passed, but not as the bundle was made: amber, and said
+        return (f"⚠ re-run: reproduced — audit passed, but differs: "
+                f"{', '.join(f'{c.field} ({c.note})' if c.note else c.field for c in others)}{extra}"), "#6d4c00"
     return f"✔ re-run: reproduced — audit passed{extra}", "#1b5e20"

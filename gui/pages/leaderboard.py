@@ -35,6 +35,7 @@ from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankR
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
+from dynadesk.scoring.answerability import beside
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
 
@@ -46,12 +47,30 @@ FIXED_COLUMNS = 3  # rank, model, Dynascore: always shown
 
 
 def _shown(row: Any, metric: str) -> object:
-    """A metric cell: the value, and beside robustness/fairness their coverage ("80.0 (n=466)", as the CLI)."""
+    """A metric cell: the value, and beside robustness/fairness their coverage ("80.0 (n=466)", as the CLI); a
+    constant predictor's robustness and fairness say "trivial" (scoring.baselines)."""
     if metric not in row.values:
         return ""
     value = round(row.values[metric], 3)
     text = row.with_coverage(metric, f"{value:g}")
+    if metric == "perf":  # SQuAD 2.0: HasAns / NoAns beside the overall figure, as every board
+        text = beside(text, row.values)
+    if metric in ((row.baseline or {}).get("trivial") or ()):
+        return f"{text} trivial"
     return value if text == f"{value:g}" else text
+
+
+def breakdown_reference(res: Leaderboard) -> tuple[str, str, dict[str, float]] | None:
+    """``(name, kind, contributions)`` the charts are drawn against (issue 44, item 7): the board's baseline, else
+    its lowest-ranked row; None on an empty board. What every row shares then does not fill the picture."""
+    scored = [b for b in res.baselines if b.converted]
+    if scored:
+        ref, kind = scored[0], "the baseline"
+    elif res.rows:
+        ref, kind = res.rows[-1], "the lowest-ranked row"
+    else:
+        return None
+    return ref.model, kind, {k: res.weights[k] * ref.converted.get(k, 0.0) for k in res.metrics}
 MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
 BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)
 
@@ -186,8 +205,10 @@ class LeaderboardPage(Page):
         self.radar = RadarChart()
         self.tabs.addTab(self.radar, "Compare selected")
         self.breakdown = BreakdownChart()
-        self.breakdown.setToolTip("Each metric's contribution (normalised weight × converted value, in points); "
-                                  "the bars add up to the Dynascore")
+        self.breakdown.setToolTip("Each metric's contribution (normalised weight × converted value, in points) "
+                                  "against the row named above the bars (the baseline, else the lowest-ranked row), "
+                                  "so what every row shares does not fill the bar; the table keeps the absolute "
+                                  "Dynascore")
         self.tabs.addTab(_scrolled(self.breakdown), "Dynascore breakdown")
         self.stability_chart = RankRangeChart()
         self.stability_chart.setToolTip("Ranks each model takes as each metric weight in turn varies over 0–5 "
@@ -212,6 +233,7 @@ class LeaderboardPage(Page):
         return {k: s.value() for k, s in self.dataset_sliders.items()}
 
     def ranking(self) -> list[str]:
+        """The ranked models, best first (baselines are listed after them, unranked)."""
         return [r.model for r in self.result.rows] if self.result else []
 
     def visible_metrics(self) -> list[str]:
@@ -316,13 +338,13 @@ class LeaderboardPage(Page):
         selected = {self.table.item(i.row(), 1).text() for i in self.table.selectionModel().selectedRows()}
         shown = res.shown_metrics
         headers = ["rank", "model", header("Dynascore", "pts")] + [header(m, res.units.get(m, "—")) for m in shown]
-        layout_key = (tuple(headers), tuple(sorted(r.model for r in res.rows)))
+        layout_key = (tuple(headers), tuple(sorted(r.model for r in [*res.rows, *res.baselines])))
         resize = layout_key != getattr(self, "_layout_key", None)  # same columns and models: keep the widths
         self._layout_key = layout_key
         self.table.setColumnCount(len(headers))
         self.table.setHorizontalHeaderLabels(headers)
-        fill(self.table, [[r.rank, r.model, round(r.dynascore, 3)]
-                          + [_shown(r, m) for m in shown] for r in res.rows],
+        fill(self.table, [[r.rank if r.baseline is None else "baseline", r.model, round(r.dynascore, 3)]
+                          + [_shown(r, m) for m in shown] for r in [*res.rows, *res.baselines]],
              numeric=set(range(2, len(headers))) | {0}, resize=False)
         warn = self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         noisy = {r.model: r.noisy for r in res.rows if r.noisy}
@@ -348,7 +370,8 @@ class LeaderboardPage(Page):
         amrs = ", ".join(f"{k} {v:.3g}" for k, v in res.amrs.items() if v is not None and k != "perf")
         weights = ", ".join(f"{k} {v:.0%}" for k, v in res.weights.items())
         self.notes.setText("<small>" + "<br>".join(notes + [f"Normalised weights: {weights}"]
-                                                   + ([f"AMRS: {amrs}"] if amrs else [])) + "</small>")
+                                                   + ([f"AMRS: {amrs}"] if amrs else [])
+                                                   + [f"Exchange rates: {res.rates}"]) + "</small>")
 
     def _sync_column_chooser(self, shown: list[str], res: Leaderboard) -> None:
         """One checkable entry per metric column; the Dynascore metrics start checked, a choice is kept."""
@@ -413,8 +436,11 @@ class LeaderboardPage(Page):
         selected = set(self._selected_models())
         rows = [r for i, r in enumerate(res.rows) if i < BREAKDOWN_MODELS or r.model in selected]
         metrics = list(res.metrics)
-        self.breakdown.set_data(metrics, [(r.model, [res.weights[k] * r.converted[k] for k in metrics])
-                                          for r in rows])
+        ref = breakdown_reference(res)
+        base = ref[2] if ref else {}
+        self.breakdown.set_data(metrics, [(r.model, [res.weights[k] * r.converted[k] - base.get(k, 0.0)
+                                                     for k in metrics]) for r in rows],
+                                f"{ref[0]} ({ref[1]})" if ref else None)
 
     def _selection_changed(self) -> None:
         if self.result is not None:
@@ -430,16 +456,20 @@ class LeaderboardPage(Page):
             self.radar.set_data([], [])
             return
         names = self._selected_models() or self.ranking()[:3]
-        index = {r.model: i for i, r in enumerate(res.rows)}
+        every = [*res.rows, *res.baselines]
+        index = {r.model: i for i, r in enumerate(every)}
         metrics = list(res.metrics)
-        # each axis: the converted (higher is better) value over every model on the board, from zero
-        # (not min-max, which would blow tiny differences up to the full axis), or log-scaled where the
-        # values span orders of magnitude
+        ref = breakdown_reference(res)
+        base = {k: v / res.weights[k] if res.weights[k] else 0.0 for k, v in (ref[2] if ref else {}).items()}
+        # each axis: the converted (higher is better) value over every model on the board against the reference
+        # (the baseline, else the lowest-ranked row: issue 44), from the lowest (not min-max, which would blow
+        # tiny differences up to the full axis), or log-scaled where the values span orders of magnitude
         fractions: dict[str, list[float]] = {}
         scales: dict[str, str] = {}
         for k in metrics:
-            fractions[k], scales[k] = axis_fractions([r.converted.get(k, 0.0) for r in res.rows])
-        self.radar.set_data(metrics, [(n, [fractions[k][index[n]] for k in metrics]) for n in names], scales)
+            fractions[k], scales[k] = axis_fractions([r.converted.get(k, 0.0) - base.get(k, 0.0) for r in every])
+        self.radar.set_data(metrics, [(n, [fractions[k][index[n]] for k in metrics]) for n in names], scales,
+                            f"{ref[0]} ({ref[1]})" if ref else None)
 
     # --------------------------------------------------------------- export
     def _export_dialog(self) -> None:

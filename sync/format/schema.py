@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, NoReturn
 
-from dynadesk.errors import BundleFormatError
+from dynadesk.errors import BundleFormatError, HiddenTextError
 from dynadesk.sync.format.timestamps import parse_utc
 from dynadesk.sync.format.tolerances import check_tolerances
 
@@ -47,7 +48,8 @@ PURPOSES = ("evaluation", "audit", "preflight", "bench")
 # name -> (kind, required); kinds: "count" (integer >= 1), "natural" (integer >= 0), "integer", "seconds"
 # (0 to 60), "positive" (number > 0), "bool", "device", "threads" (integer >= 1 or null), "gpus" (text or null)
 REQUEST_SETTINGS = {"batch_size": ("count", True), "seed": ("natural", True), "latency_samples": ("count", True),
-                    "warmup": ("natural", True), "deterministic": ("bool", False), "min_seconds": ("seconds", False)}
+                    "warmup": ("natural", True), "deterministic": ("bool", False), "min_seconds": ("seconds", False),
+                    "null_threshold": ("finite", False), "null_dev": ("name", False)}
 LIMITS = {"cpus": ("positive", True), "memory_bytes": ("count", True), "pids": ("count", False),
           "timeout_s": ("positive", True), "tmpfs_bytes": ("count", False), "out_bytes": ("count", False),
           "gpus": ("gpus", False)}
@@ -55,7 +57,8 @@ WORKER_SETTINGS = {"batch_size": ("count", True), "device": ("device", True), "d
                    "seed": ("integer", True), "threads": ("threads", False), "latency_samples": ("count", False),
                    "warmup": ("natural", False), "batched_queries": ("count", False), "trials": ("count", False),
                    "min_seconds": ("seconds", False), "noise_retries": ("natural", False),
-                   "allow_pickle": ("bool", False), "dedicated_cgroup": ("bool", False)}
+                   "allow_pickle": ("bool", False), "dedicated_cgroup": ("bool", False),
+                   "null_threshold": ("finite", False)}  # SQuAD 2.0 abstention: only a v2 run carries it
 
 
 def _fail(where: str, what: str) -> NoReturn:
@@ -98,14 +101,48 @@ def check_lineage(value: Any, where: str) -> None:
     text(lin["code_version"], f"{where}.code_version", max_len=64)
 
 
-def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512) -> str:
+def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len: int = 512, plain: bool = True) -> str:
+    """A non-empty string of at most ``max_len`` characters (matching ``pattern``); ``plain``: no control or invisible
+    character (the model name leaves that to the server's model-name check, which names the look-alike rule)."""
     if not isinstance(value, str) or not value:
         _fail(where, f"must be a non-empty string, got {value!r:.60}")
     if len(value) > max_len:
         _fail(where, f"is longer than {max_len} characters")
+    hidden = _hidden(value) if plain else None
+    if hidden is not None:
+        raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[hidden]):04X} at "
+                              f"position {hidden}")
     if pattern is not None and not pattern.match(value):
         _fail(where, f"has the wrong form ({value!r:.80})")
     return value
+
+
+def _hidden(value: str) -> int | None:
+    """Index of the first control, format (zero-width, bidi) or separator character a reader cannot see, or None:
+    NUL reaches neither PostgreSQL nor a person intact, U+202E shows text reversed."""
+    for i, c in enumerate(value):
+        if unicodedata.category(c) in ("Cc", "Cf", "Co", "Cs", "Zl", "Zp"):
+            return i
+    return None
+
+
+def plain_texts(value: Any, where: str, depth: int = 0) -> None:
+    """Every string in ``value`` (an object's keys and values, a list's items; the environment, whose texts make the
+    hardware class the board shows) holds no control or invisible character; refused naming the field."""
+    if depth > 16:
+        _fail(where, "is nested deeper than 16 levels")
+    if isinstance(value, str):
+        i = _hidden(value)
+        if i is not None:
+            raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[i]):04X} at "
+                                  f"position {i}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            plain_texts(k, f"{where} (a key)", depth + 1)
+            plain_texts(v, f"{where}.{k}", depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            plain_texts(v, f"{where}[{i}]", depth + 1)
 
 
 def integer(value: Any, where: str, minimum: int = 0) -> int:
@@ -152,7 +189,7 @@ def check_payload(p: Any, version: int = 2) -> None:
         text(p["task_digest"], "payload.task_digest", DIGEST)
     m = obj(p["model"], "payload.model")
     m = obj(m, "payload.model", {"name", "digest"} | ({"lineage", "served"} & set(m)))
-    text(m["name"], "payload.model.name")
+    text(m["name"], "payload.model.name", plain=False)
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
     if "served" in m:  # a served model (evaluator/openai_served.py): endpoint, declared model, weights digest
         sv = obj(m["served"], "payload.model.served", {"endpoint", "model"} | ({"weights_digest"} & set(m["served"])))
@@ -192,7 +229,7 @@ def check_payload(p: Any, version: int = 2) -> None:
     r = obj(p["runner"], "payload.runner", {"kind", "sandboxed"})
     text(r["kind"], "payload.runner.kind", RUNNER_NAME, max_len=32)
     boolean(r["sandboxed"], "payload.runner.sandboxed")
-    obj(p["environment"], "payload.environment")
+    plain_texts(obj(p["environment"], "payload.environment"), "payload.environment")
     if version == 1:
         obj(p["settings"], "payload.settings")
     else:
@@ -272,6 +309,10 @@ def fields_of(value: Any, where: str, spec: dict[str, tuple[str, bool]]) -> None
         elif kind == "gpus":
             if v is not None:
                 text(v, w, max_len=128)
+        elif kind == "finite":
+            number(v, w)
+        elif kind == "name":
+            text(v, w, max_len=128)
         elif kind == "seconds":
             if not 0 <= number(v, w) <= 60:
                 _fail(w, f"must be a number of seconds from 0 to 60, got {v!r:.40}")

@@ -43,6 +43,7 @@ from dynadesk.sync.server.html_routes import add_page_routes
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import DEFAULT_LIMITS, Limiter, UploadLimits, client_address, parse_limits
 from dynadesk.sync.server.pool import UploadPool, default_processes
+from dynadesk.sync.server.rate_routes import add_rate_routes
 from dynadesk.sync.server.snapshot_routes import add_snapshot_routes
 from dynadesk.sync.server.task_registry import LiveRules, LiveTasks, definition
 
@@ -216,6 +217,7 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
 
     add_page_routes(app, view, _head)
     add_snapshot_routes(app, view)  # issue 36: signed board snapshots
+    add_rate_routes(app, view)  # issue 44: signed rate editions
 
     @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
     def docs() -> HTMLResponse:

@@ -19,11 +19,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.baselines import marked_in
 from dynadesk.scoring.leaderboard import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache
+from dynadesk.sync.server import baseline_view as _baseline_view
 from dynadesk.sync.server import default_view as _default
+from dynadesk.sync.server import rate_editions as _rates
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
@@ -32,6 +35,20 @@ from dynadesk.sync.server.values import MetricRule
 from dynadesk.tasks import Task
 
 log = logging.getLogger("dynadesk.server")
+ROW_RULE = ("a row is one model name of one submitter key: its latest bundle (by signed created_at), whose run"
+            " (evaluation_id, bundle_id) it names; its Dynascore depends on that run, the weights and the rates"
+            " named in 'rates' alone")
+
+
+def rates_text(rates: Mapping[str, Any]) -> str:
+    """The rates a board answer scored with, in words (the model page, the demo)."""
+    if rates.get("status") == "edition":
+        return f"rate edition {rates['edition']} ({str(rates['id'])[:12]}, frozen {rates['created_at']})"
+    if rates.get("status") == "provisional":
+        return "provisional rates (no rate edition frozen yet)"
+    if rates.get("status") == "dynaboard":
+        return "Dynaboard's rule (rates from the rows in view)"
+    return "no exchange rates (only performance counts; see the board's notes)"
 
 
 class OffRequestPath:
@@ -103,6 +120,8 @@ class BoardView:
         self._lock = threading.Lock()
         self.operator = OperatorView(db)
         self._classes: dict[str, tuple[list[dict[str, Any]], dict[str, _default.ClassStanding]]] = {}
+        self.rates = _rates.RateBook(db)
+        self._unbaselined: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
 
     def check_task(self, task: str) -> Task:
         if task not in self.tasks:
@@ -149,13 +168,17 @@ class BoardView:
         budget = _board.parse_budget(params)
         row_filter, stability = _board.parse_filters(params)
         stored, facts = self.all_facts(task)
-        audit = _board.parse_audit(params)
+        asked_audit = _board.parse_audit(params) if params.get(_board.AUDIT_PARAM) else None
         settings = self.operator.settings(task)
         standings = self._standings(task, stored, facts)
         default = _default.choose(standings, settings.default_class)
         if row_filter.hardware_class is None:  # no class asked for: the operator's default, never the loudest key's
             row_filter = replace(row_filter, hardware_class=default.hardware_class)
         kept, chosen, classes = row_filter.select(stored, facts)
+        kept, baselines = _baseline_view.split(kept, facts, marked_in(spec))  # never ranked nor reference rows
+        base_rows = [r for r in stored if r["bundle_id"] in baselines]
+        audit, audit_why = _default.default_audit(asked_audit, kept)
+        audit_default = _default.default_audit(None, kept)[0]
         if audit == "reproduced":
             kept = [r for r in kept if _reference.reproduced(r)]
         exclude_noisy = _board.parse_exclude_noisy(params)
@@ -165,8 +188,12 @@ class BoardView:
         prep = self._prepare(task, (task, chosen, row_filter.runner, row_filter.sandboxed, audit, exclude_noisy),
                              stored, kept, frozenset(settings.pins))
         datasets = self.db.datasets(task)
+        rates_view = _rates.parse_rates_view(params)
+        source = (_rates.dynaboard_source() if rates_view == _rates.DYNABOARD
+                  else self.rate_source(task, stored, facts, frozenset(settings.pins)))
         answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      prep.reference, prep.intervals, wait_ranks)
+                                      None if source.amrs is None else prep.reference, prep.intervals, wait_ranks,
+                                      rates=source.amrs)
         left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
                      for rid, why in answer["left_off"].items()]
         if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
@@ -174,13 +201,24 @@ class BoardView:
             answer["left_off"] = {**answer.get("left_off", {}), **noisy_left_off(
                 {shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]: list(facts[r["bundle_id"]].noisy)
                  for r in noisy}, f"{_board.NOISY_PARAM}=yes")}
-        answer["reference"] = {"rule": prep.reference_rule, "amrs": answer["amrs"], "rows": [
+        every_label = _rows.labels(_rows.identified(stored))
+        answer["reference"] = {"rule": source.status, "amrs": answer["amrs"], "rows": [
+            {**r, "label": every_label.get(r["row_id"], r["row_id"])} for r in source.rows]
+            if source.amrs is not None else [
             {"row_id": rid, "label": prep.shown[rid], "submitter": prep.by_id[rid]["submitter"],
-             "bundle_id": prep.by_id[rid]["bundle_id"],
-             "why": _reference.why(prep.by_id[rid], prep.pinned, prep.reference_rule)}
+             "bundle_id": prep.by_id[rid]["bundle_id"], "why": "a row in view (Dynaboard's rule)"}
             for rid in answer["reference"]]}
+        answer["rates"] = source.to_dict()
+        answer["notes"] = source.notes + answer["notes"]
+        answer["row_rule"] = ROW_RULE
         answer = _rows.present(answer, prep.by_id, prep.shown, self.rules[task], self.db.dataset_versions(task))
         answer["left_off_rows"] = left_rows
+        shown_all = _rows.labels(_rows.identified(stored))
+        answer["baselines"] = _baseline_view.rows_of(
+            base_rows, baselines, answer, {r["bundle_id"]: shown_all[_rows.row_id(r["model"], r["key_fingerprint"])]
+                                           for r in base_rows}, facts, dw)
+        _baseline_view.relative_breakdown(answer, answer["baselines"], self._lowest(
+            answer, task, prep, datasets, (mw, dw, budget), source.amrs))
         for out in answer["rows"]:
             r = prep.by_id[out["row_id"]]
             out.update(facts[r["bundle_id"]].to_dict())
@@ -206,9 +244,59 @@ class BoardView:
             "hardware_class_status": standings[chosen].status if chosen in standings else None,
             "runners": sorted({f.runner for f in facts.values()}),
             "filters": {"runner": row_filter.runner, "sandboxed": row_filter.sandboxed, "audit": audit,
-                        "exclude_noisy": exclude_noisy},
+                        "exclude_noisy": exclude_noisy, "rates": rates_view},
+            "audit_default": {"audit": audit_default, "why": audit_why},
             "submissions": len(stored)})
         return answer
+
+    @staticmethod
+    def _lowest(answer: dict[str, Any], task: str, prep: _Prepared, datasets: list[dict[str, Any]],
+                query: tuple[dict[str, float], dict[str, float], float], rates: Mapping[str, float | None] | None
+                ) -> dict[str, Any] | None:
+        """The lowest-ranked row of the whole view (label, contributions): the breakdown's reference when the view
+        has no baseline; scored again (with the view's rates) only when it is not on this page."""
+        if not answer["total"]:
+            return None
+        if answer["rows"] and answer["offset"] + len(answer["rows"]) >= answer["total"]:
+            last = answer["rows"][-1]
+            return {"label": last["label"], "contributions": last["contributions"]}
+        mw, dw, budget = query
+        row = _board.compute_board(task, prep.board, datasets, mw, dw, 1, answer["total"] - 1, budget,
+                                   reference=None if rates is not None else prep.reference, rates=rates)["rows"][0]
+        return {"label": prep.shown[row["model"]], "contributions": row["contributions"]}
+
+    def rate_source(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts],
+                    pinned: frozenset[str]) -> _rates.RateSource:
+        """The task's rates (its current edition, else provisional ones), whatever rows a query shows; baselines
+        are never reference rows."""
+        keys = self.db.upload_config().keys
+        return self.rates.source(task, self._without_baselines(task, stored, facts), pinned,
+                                 lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
+                                 lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}")
+
+    def _without_baselines(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
+                           ) -> list[dict[str, Any]]:
+        """The stored rows less the baselines, the same list object while ``stored`` is (the rate cache keys on it)."""
+        with self._lock:
+            cached = self._unbaselined.get(task)
+        if cached is not None and cached[0] is stored:
+            return cached[1]
+        kept, _ = _baseline_view.split(stored, facts, marked_in(self.check_task(task)))
+        with self._lock:
+            self._unbaselined[task] = (stored, kept)
+        return kept
+
+    def freeze_rates(self, task: str, key: Any, bundle_ids: list[str] | None = None, note: str = "",
+                     factor: float = _rates.RATE_FACTOR) -> Any:
+        """Freeze ``task``'s rates into its next signed, logged edition (``dynadesk-server rates freeze``)."""
+        self.check_task(task)
+        stored, facts = self.all_facts(task)
+        stored, _ = _baseline_view.split(stored, facts, marked_in(self.check_task(task)))  # never reference rows
+        keys = self.db.upload_config().keys
+        return self.rates.freeze(task, key, stored, frozenset(self.operator.settings(task).pins),
+                                 lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
+                                 lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}",
+                                 bundle_ids, note, factor=factor)
 
     def _standings(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
                    ) -> dict[str, _default.ClassStanding]:
@@ -237,12 +325,18 @@ class BoardView:
     def standing(self, task: str, bundle_id: str, hardware_class: str) -> dict[str, Any] | None:
         """The row of ``bundle_id`` on its hardware class's default board (rank, total), or None when the bundle
         is not a board row any more (a newer bundle of the same model and submitter replaced it)."""
-        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000"}, wait_ranks=True)
+        answer = self.answer(task, {"hardware_class": hardware_class, "limit": "1000", "audit": "all"},
+                             wait_ranks=True)
+        for base in answer["baselines"]:  # a baseline has no rank (scoring.baselines)
+            if base["bundle_id"] == bundle_id:
+                return {"baseline": base["baseline"], "dynascore": base["dynascore"], "label": base["label"],
+                        "contributions": base["contributions"], "total": answer["total"]}
         for row in answer["rows"]:
             if row["bundle_id"] == bundle_id:
                 return {"rank": row["rank"], "total": answer["total"], "dynascore": row["dynascore"],
                         "contributions": row["contributions"], "label": row["label"],
                         "hardware_status": row["hardware_status"], "rank_interval": row.get("rank_interval"),
-                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {}}
+                        "tied_with": row.get("tied_with"), "paired_next": row.get("paired_next") or {},
+                        "rates": answer["rates"], "rates_text": rates_text(answer["rates"])}
         return None
 

@@ -12,6 +12,7 @@ import click
 from dynadesk import defaults
 from dynadesk.errors import DynaDeskError
 from dynadesk.sync.server.limits import DEFAULT_LIMITS
+from dynadesk.sync.server.rates_cli import rates as rates_group
 
 if TYPE_CHECKING:
     import uvicorn
@@ -544,8 +545,9 @@ def _pairs(values: tuple[str, ...], option: str, prefix: str) -> dict[str, str]:
 @click.option("--hardware-class", help="The hardware class ranked, or 'all' (default: the one with most models).")
 @click.option("--runner", help="Only rows of this runner (docker, local).")
 @click.option("--sandboxed", type=click.Choice(["yes", "no"]), help="Only sandboxed (or only not sandboxed) rows.")
-@click.option("--audit", type=click.Choice(["all", "reproduced"]), default="all", show_default=True,
-              help="reproduced: only rows an auditor reproduced.")
+@click.option("--audit", type=click.Choice(["all", "reproduced"]), default=None,
+              help="reproduced: only rows an auditor reproduced; all: every row (default: the board's default view,"
+                   " reproduced rows only once the view has one).")
 @json_option
 def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, weights: tuple[str, ...],
                     dataset_weights: tuple[str, ...], memory_budget: float | None, hardware_class: str | None,
@@ -564,7 +566,7 @@ def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, w
               **({"memory_budget": str(memory_budget)} if memory_budget is not None else {}),
               **({"hardware_class": hardware_class} if hardware_class else {}),
               **({"runner": runner} if runner else {}), **({"sandboxed": sandboxed} if sandboxed else {}),
-              "audit": audit}
+              **({"audit": audit} if audit else {})}
     db = _db(db_path)
     try:
         key = load_or_create_server_key(key_path or default_key_path(db_path))
@@ -594,6 +596,9 @@ def snapshot_list(db_path: str, task: str | None, as_json: bool) -> None:
         return
     _table(["id", "log entry", "task", "title", "taken"], [[r["id"], r["seq"], r["task"], r["title"], r["created_at"]]
                                                            for r in rows])
+
+
+cli.add_command(rates_group)  # issue 44: rate editions (sync/server/rates_cli.py)
 
 
 def main(argv: list[str] | None = None) -> None:

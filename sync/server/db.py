@@ -539,10 +539,12 @@ class ServerDB:
         with self.lock:
             rows = self.conn.execute(
                 "SELECT l.seq, l.kind, l.bundle_id, l.bundle_sha256,"
-                " CASE WHEN l.kind = 'attestation' THEN a.raw WHEN l.kind = 'snapshot' THEN s.raw ELSE b.raw END"
+                " CASE WHEN l.kind = 'attestation' THEN a.raw WHEN l.kind = 'snapshot' THEN s.raw"
+                " WHEN l.kind = 'rates' THEN r.raw ELSE b.raw END"
                 " FROM log l LEFT JOIN bundles b ON b.id = l.bundle_id AND b.seq = l.seq"
                 " LEFT JOIN attestations a ON a.id = l.bundle_id AND a.seq = l.seq"
                 " LEFT JOIN snapshots s ON s.id = l.bundle_id AND s.seq = l.seq"
+                " LEFT JOIN rate_editions r ON r.id = l.bundle_id AND r.seq = l.seq"
                 " WHERE l.seq > ? ORDER BY l.seq LIMIT ?", [after_seq, limit]).fetchall()
         return [(int(r[0]), str(r[1]), str(r[2]), str(r[3]), None if r[4] is None else bytes(r[4])) for r in rows]
 

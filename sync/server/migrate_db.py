@@ -22,7 +22,7 @@ from dynadesk.sync.server.db import ServerDB
 
 # Parents before children (organisations before keys, keys before bundles, log before bundles and attestations).
 TABLES = ("organisations", "keys", "board_datasets", "dataset_versions", "log", "bundles", "board", "attestations",
-          "bundle_intervals", "snapshots", "key_events", "attest_allowances")
+          "bundle_intervals", "snapshots", "key_events", "attest_allowances", "rate_editions")
 BATCH = 2000
 _LOG_PAGE = 10_000
 

@@ -237,3 +237,14 @@ def m009_key_changes(c: Tx) -> None:
         auditor_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint),
         submitter_fingerprint TEXT NOT NULL REFERENCES keys(fingerprint), allowed_at TEXT NOT NULL,
         PRIMARY KEY (auditor_fingerprint, submitter_fingerprint))""")
+
+
+@migration
+def m010_rate_editions(c: Tx) -> None:
+    """Issue 44: each task's signed rate editions (``dynadesk-server rates freeze``), numbered per task from 1, each
+    appended to the transparency log as a ``rates`` entry; the board scores every row with the newest one."""
+    c.ddl("""CREATE TABLE rate_editions (
+        id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE REFERENCES log(seq), task TEXT NOT NULL,
+        edition INTEGER NOT NULL, created_at TEXT NOT NULL, raw BLOB NOT NULL, UNIQUE (task, edition))""")
+    for stmt in c.dialect.config_triggers(("rate_editions",)):
+        c.execute(stmt)

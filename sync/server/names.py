@@ -3,7 +3,8 @@
 A row's label is its model name, so a name must not look like another row's: the server
 refuses (422 ``invalid_model_name``, naming the character and where it is) a name that
 
-- is not in Unicode NFC (an NFD "é" looks like the NFC one but is a different row);
+- is not in Unicode NFC (an NFD "é" looks like the NFC one but is a different row), or not in NFKC (full-width
+  "ＢＥＲＴ" reads as "BERT");
 - holds a control, format (zero-width, bidi), private-use, unassigned, line/paragraph separator
   or non-ASCII space character, NUL included (SQLite would store it, PostgreSQL cannot), or starts
   or ends with a space;
@@ -24,11 +25,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 
 from confusable_homoglyphs import categories, confusables
 
 from dynadesk.errors import ModelNameError
+from dynadesk.lookalike import look
+
+__all__ = ["check_model_name", "look"]
 
 _REFUSED_CATEGORIES = {"Cc": "control", "Cf": "invisible format", "Co": "private-use", "Cn": "unassigned",
                        "Zl": "line separator", "Zp": "paragraph separator"}
@@ -61,40 +64,10 @@ def check_model_name(name: str) -> str:
                                   or confusables.is_confusable(c, preferred_aliases=["latin"])):
                 raise ModelNameError(f"{WHERE} holds {_char(c)} at position {i}, confusable with an ASCII "
                                      "character in a name that is otherwise ASCII")
+    if unicodedata.normalize("NFKC", name) != name:  # full-width "ＢＥＲＴ" reads as "BERT" (issue 45)
+        raise ModelNameError(f"{WHERE} {name!r} holds full-width or compatibility characters (write it as "
+                             f"{unicodedata.normalize('NFKC', name)!r})")
     if _QUALIFIER.search(name):
         raise ModelNameError(f"{WHERE} {name!r} contains a submitter qualifier like '(Lab, 6f4de524)'; "
                              "the board adds those itself")
     return name
-
-
-@lru_cache(maxsize=1)
-def _prototypes() -> dict[str, str]:
-    """Character -> the prototype it reads as (UTS #39's confusables, from ``confusable-homoglyphs``' table).
-
-    That table lists each pair both ways: a source character lists only its prototype, a prototype lists
-    all its sources. So a character with one entry maps to it (a pair of single-entry characters maps to
-    the lower code point of the two); one with several is a prototype itself."""
-    data = {k.replace("\u200e", ""): [g["c"].replace("\u200e", "") for g in v]
-            for k, v in confusables.confusables_data.items()}
-    out: dict[str, str] = {}
-    for char, glyphs in data.items():
-        if len(glyphs) != 1 or not char:
-            continue
-        target = glyphs[0]
-        if len(target) == 1 and len(data.get(target, ())) == 1:
-            target = min(char, target)
-        out[char] = target
-    return out
-
-
-def _skeleton(text: str) -> str:
-    table = _prototypes()
-    return unicodedata.normalize("NFD", "".join(table.get(c, c) for c in unicodedata.normalize("NFD", text)))
-
-
-@lru_cache(maxsize=65536)
-def look(name: str) -> str:
-    """What ``name`` looks like: its case-folded confusable skeleton (UTS #39's skeleton, then case folding, then
-    the skeleton again). Two names with the same look are look-alikes ("BERT", "bert"; "роѕе", "pose"; "rnodel",
-    "model")."""
-    return _skeleton(_skeleton(name).casefold())

@@ -173,6 +173,15 @@ class Leaderboard(_Open):
     rank_intervals_pending: bool = Field(
         False, description="true when the weight setting was new to the server: the rows' rank_interval is null "
                            "while it is worked out off the request path; ask again to get it")
+    baselines: list[dict[str, Any]] = Field(
+        default_factory=list, description="baseline rows (constant predictors, or named in the task file): rank "
+                                          "null, scored at this view's rates, never ranked nor reference rows")
+    audit_default: dict[str, Any] = Field(
+        default_factory=dict, description="the audit filter in force and why (reproduced-only once the view has a "
+                                          "reproduced row)")
+    breakdown_reference: dict[str, Any] | None = Field(
+        None, description="the row each row's relative_contributions are measured against: the baseline, else the "
+                          "lowest-ranked row")
 
 
 REFUSALS: dict[int, str] = {
@@ -270,6 +279,8 @@ def board_parameters() -> dict[str, Any]:
         query("stability", yes_no, "yes: each row's rank range as the weights vary"),
         query("audit", {"type": "string", "enum": ["", *AUDIT_VALUES]}, "reproduced: only rows an auditor"
               " reproduced (empty: all)"),
+        query("rates", {"type": "string", "enum": ["", "edition", "dynaboard"]}, "edition (default): the task's"
+              " rate edition (or provisional rates); dynaboard: rates from the rows in view, Dynaboard's rule"),
     ]
     params += [query(f"weight.{m}", {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT},
                      f"the weight of metric {m}") for m in BOARD_METRICS]

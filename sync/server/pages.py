@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from dynadesk.errors import NotFoundError
+from dynadesk.scoring.answerability import per_dataset_text
 from dynadesk.sync.board_facts import facts_of, payload_of
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.server import rows as _rows
@@ -174,6 +175,14 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
     if standing is None:
         return ("<p class=\"warn\">This bundle is no longer on the board: a newer bundle of the same model from the"
                 " same submitter replaced it.</p>")
+    if standing.get("baseline"):
+        score = "" if standing["dynascore"] is None else (f" Dynascore at the board's rates:"
+                                                          f" <strong>{standing['dynascore']:.2f}</strong>.")
+        trivial = (f" Its {' and '.join(standing['baseline']['trivial'])} are trivial: a constant predictor never"
+                   " changes its answer." if standing["baseline"]["trivial"] else "")
+        return (f"<p class=\"standing baseline\">A <strong>baseline</strong> of the <a href=\"/?task={escape(task)}\">"
+                f"{h(task)}</a> board ({h(standing['baseline']['reason'])}): shown unranked beside its"
+                f" {standing['total']} ranked rows.{score}{trivial}</p>")
     parts = " + ".join(f"{k} {v:.2f}" for k, v in standing["contributions"].items())
     ri = standing.get("rank_interval")
     spread = (f" Rank 95% interval: <strong class=\"rank-interval\">{ri[0]}–{ri[1]}</strong> (resampling the"
@@ -183,7 +192,8 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
     return (f"<p class=\"standing\">Rank <strong>{standing['rank']}</strong> of {standing['total']} on the"
             f" <a href=\"/?task={escape(task)}\">{h(task)}</a> board of its hardware class ({h(hw_label)},"
             f" {h(standing['hardware_status'])}) at the default weights: Dynascore"
-            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}.{spread}{tied}</p>")
+            f" <strong>{standing['dynascore']:.2f}</strong> = {h(parts)}, scored with <span class=\"rate-source\">"
+            f"{h(standing.get('rates_text', 'the board rates'))}</span>.{spread}{tied}</p>")
 
 
 
@@ -251,6 +261,8 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
                   ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
+                  *([("SQuAD 2.0 (HasAns / NoAns)", squad)] if (squad := per_dataset_text(
+                      payload.get("metrics") or [])) else []),
                   ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
                   ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
                                          for k, n, low in facts.coverage) or "none"),

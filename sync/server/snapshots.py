@@ -46,8 +46,10 @@ def _row(r: dict[str, Any], entry: dict[str, Any], after: str | None) -> dict[st
     return out
 
 
-def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[str]) -> list[dict[str, Any]]:
-    """Every board row at this head (derived from the stored bundles) that is neither ranked nor left off, with why."""
+def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[str],
+              baselines: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every board row at this head (derived from the stored bundles) that is neither ranked nor left off, with why;
+    ``baselines``: bundle id -> why the view shows it as an unranked baseline (scoring.baselines)."""
     from dynadesk.sync.server.truth import derive_board
 
     keys = view.db.upload_config().keys
@@ -68,6 +70,8 @@ def _excluded(view: BoardView, task: str, query: Mapping[str, Any], taken: set[s
             why = f"runner {facts.runner}"
         elif query["sandboxed"] is not None and facts.sandboxed != query["sandboxed"]:
             why = f"sandboxed {'yes' if facts.sandboxed else 'no'}"
+        elif bundle_id in (baselines or {}):
+            why = f"baseline: {(baselines or {})[bundle_id]}"
         else:
             why = "audit: not reproduced by an auditor (audit=reproduced)"
         out.append({"bundle_id": bundle_id, "row_id": _rows.row_id(model, fp), "why": why})
@@ -98,10 +102,14 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
                "datasets": [{"name": d["name"], "split": d["split"], "digest": d["digest"]}
                             for d in answer["datasets"]],
                "reference": {"rule": answer["reference"]["rule"],
-                             "rows": [x["row_id"] for x in answer["reference"]["rows"]]},
+                             "rows": [x["row_id"] for x in answer["reference"]["rows"]],
+                             "rates": {k: answer["rates"][k] for k in ("status", "edition", "amrs")}
+                             | ({"id": answer["rates"]["id"]} if answer["rates"].get("id") else {})},
                "rows": [_row(r, entries[r["bundle_id"]], rows[i + 1]["row_id"] if i + 1 < len(rows) else None)
                         for i, r in enumerate(rows)], "left_off": left,
-               "excluded": _excluded(view, task, query, taken), "notes": answer["notes"],
+               "excluded": _excluded(view, task, query, taken,
+                                     {b["bundle_id"]: b["baseline"]["reason"] for b in answer["baselines"]}),
+               "notes": answer["notes"],
                "intervals": answer.get("intervals") or {}}
     return payload, head
 
@@ -179,6 +187,16 @@ def _bar(iv: dict[str, Any] | None) -> str:
             f" {lo:.1f}–{hi:.1f}")
 
 
+def _rates_line(reference: dict[str, Any]) -> str:
+    """Which rates the snapshot's rows were scored with: the rate edition (number and id), provisional rates, or
+    Dynaboard's rule over the rows shown (older snapshots name only the rule)."""
+    rates = reference.get("rates") or {}
+    if rates.get("status") == "edition":
+        return f"rate edition {rates.get('edition')} ({str(rates.get('id'))[:16]}…): {json.dumps(rates.get('amrs'))}"
+    return f"{reference['rule']}: {len(reference['rows'])} rows" + (f"; rates {json.dumps(rates.get('amrs'))}"
+                                                                    if rates.get("amrs") else "")
+
+
 def snapshot_page(view: BoardView, snapshot_id: str, base_url: str) -> str:
     """``/snapshots/{id}``: the frozen board, how to check it, and how to cite it."""
     from dynadesk.sync.server.pages import h, kv, layout, link, section
@@ -214,7 +232,7 @@ def snapshot_page(view: BoardView, snapshot_id: str, base_url: str) -> str:
                 ("dataset weights", json.dumps(q["dataset_weights"]) if q["dataset_weights"] else "1 each"),
                 ("memory budget (GiB)", q["memory_budget"]), ("hardware class", q["hardware_class"]),
                 ("runner / sandboxed / audit", f"{q['runner'] or 'any'} / {q['sandboxed']} / {q['audit']}"),
-                ("exchange rates from", f"{p['reference']['rule']}: {len(p['reference']['rows'])} rows"),
+                ("exchange rates from", _rates_line(p["reference"])),
                 ("signed by", f"server key {p['server']['key_fingerprint']}"),
                 ("documents", link(f"/api/snapshots/{snapshot_id}", "signed JSON"))])
     left = "".join(f"<li>{h(x['label'])}: {h(x['why'])}</li>" for x in p["left_off"])

@@ -18,16 +18,16 @@ from dynadesk.errors import AlreadyExistsError, ConfigError, NotOnBoardError
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.values import MetricRule, registry
+from dynadesk.taskfile_guard import name_problem, read_task_text
 from dynadesk.tasks import Task, bundled_task_names, load_tasks, parse_task_text, task_digest
 
 
 def add_task_file(db: ServerDB, path: Path) -> tuple[Task, str]:
     """Validate and register the task in ``path``; returns it and its digest (idempotent for the same file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read task file: {exc}") from exc
-    task = parse_task_text(text, str(path))
+    task = parse_task_text(read_task_text(Path(path)), str(path))  # the workspace's rules: caps, no aliases
+    problem = name_problem(task.name, board_tasks(db))  # look-alikes of this board's registered tasks too
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
     return task, add_task(db, task)
 
 

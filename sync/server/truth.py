@@ -18,6 +18,7 @@ from dynadesk.errors import DynaDeskError, LogIntegrityError
 from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format.attestation import parse_attestation
 from dynadesk.sync.format.envelope import parse_bundle
+from dynadesk.sync.format.rate_edition import parse_edition
 from dynadesk.sync.format.snapshot import parse_snapshot
 from dynadesk.sync.server.db import ServerDB
 
@@ -37,7 +38,8 @@ def check_documents(db: ServerDB) -> int:
                 raise LogIntegrityError(f"{where}: the stored bytes do not hash to the entry's {sha[:16]}...")
             try:
                 parsed_id = (parse_attestation(raw) if kind == "attestation" else parse_snapshot(raw)
-                             if kind == "snapshot" else parse_bundle(raw)).id
+                             if kind == "snapshot" else parse_edition(raw) if kind == "rates"
+                             else parse_bundle(raw)).id
             except DynaDeskError as exc:
                 raise LogIntegrityError(f"{where}: the stored document does not parse: {exc}") from exc
             if parsed_id != doc_id:

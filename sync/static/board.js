@@ -142,18 +142,6 @@ function defaultText(board) {
   return `Default: ${label} (${d.source === "operator" ? "set by the operator" : "chosen by distinct submitters"})`;
 }
 
-function auditToggle() {
-  const box = el("input", {type: "checkbox", id: "audit", name: "audit", checked: state.params.get("audit") === "reproduced",
-                           "aria-describedby": "audit-hint"});
-  box.addEventListener("change", () => {
-    setParam("audit", box.checked ? "reproduced" : "", "");
-    writeUrl();
-    refresh({controls: true, focus: "audit"});
-  });
-  return el("label", {for: "audit", class: "filter toggle"}, box, el("span", {text: "Reproduced rows only"}),
-            el("small", {id: "audit-hint", class: "hint", text: " rows an auditor re-ran and none disputed"}));
-}
-
 function elsewhere(board) {
   // rows shown as "reproduced by N" in a declared class were re-run by an auditor on another machine class
   const n = board.rows.filter(r => r.audit && r.audit.state.startsWith("reproduced")).length;
@@ -174,6 +162,9 @@ function classStatus(board) {
                           `submitter${c.confirmed_submitters === 1 ? "" : "s"} on this machine class.`})
              : el("span", {class: "declared warn", text: "declared — only its submitters say their runs were on this " +
                           "machine class; no auditor has re-run a row on it." + elsewhere(board)}));
+  if (!state.params.has("hardware_class") && d.reason) {
+    p.append(" ", el("small", {id: "default-why", text: `Why this class: ${d.reason}.`}));
+  }
   if (d.note) p.append(" ", el("small", {text: d.note}));
   return p;
 }
@@ -192,7 +183,7 @@ function renderControls(panel, board) {
            [["", "either"], ["yes", "sandboxed only"], ["no", "not sandboxed only"]], filterChanged("sandboxed")),
     select("exclude_noisy", "Noisy measurements", state.params.get("exclude_noisy") || "",
            [["", "ranked, marked noisy"], ["yes", "left out"]], filterChanged("exclude_noisy")),
-    auditToggle(), classStatus(board));
+    auditToggle(board), classStatus(board));
   const metricBox = el("fieldset", {}, el("legend", {text: "Metric weights"}));
   for (const m of METRICS) {
     const v = state.params.get(`weight.${m}`) ?? DEFAULT_WEIGHTS[m];
@@ -219,8 +210,8 @@ function columns(board) {
     {key: "rank_interval", label: "Rank 95%", sub: "resampled examples", num: true,
      get: r => (r.rank_interval ? r.rank_interval[1] - r.rank_interval[0] : null), cell: rankIntervalCell},
     {key: "tied", label: "Tied with next", get: r => r.tied_with || "", cell: tiedCell},
-    {key: "breakdown", label: "Score breakdown", sortable: false, cell: (r, td, ctx) =>
-      td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale))},
+    {key: "breakdown", label: "Score breakdown", sub: breakdownSub(board), sortable: false, cell: (r, td, ctx) =>
+      td.append(DynaCharts.breakdown(r, Object.keys(board.metrics), ctx.scale, ctx.reference))},
   ];
   for (const m of METRICS) {
     if (!board.metrics[m]) continue;
@@ -231,7 +222,7 @@ function columns(board) {
       .filter(Boolean).sort();
     const covered = m === "robustness" || m === "fairness";
     cols.push({key: m, label: m, sub, num: true, metric: m, datasets, measured, get: r => r.values[m],
-               cell: covered ? coveredCell(m) : undefined});
+               cell: covered ? coveredCell(m) : m === "perf" ? perfCell : undefined});
     if (open.has(m)) {
       for (const d of datasets) {
         cols.push({key: `${m}@${d}`, label: d, sub: m, num: true, perDataset: true,
@@ -292,6 +283,18 @@ function intervalCell(dataset) {
     const iv = (r.intervals || {})[dataset];
     if (iv) td.append(" ", DynaCharts.intervalBar(iv, v));
   };
+}
+
+// SQuAD 2.0: HasAns / NoAns (the perf metric on answerable / unanswerable questions) beside the overall figure,
+// as the local board and the app write them (dynadesk/scoring/answerability.py).
+function perfCell(r, td) {
+  td.className = "num";
+  td.append(fmt(r.values.perf));
+  const pd = r.per_dataset || {};
+  const parts = [["has_ans", "HasAns"], ["no_ans", "NoAns"]]
+    .filter(([m]) => typeof ((pd[m] || {})[""]) === "number")
+    .map(([m, label]) => `${label} ${pd[m][""].toFixed(2)}`);
+  if (parts.length) td.append(el("small", {class: "answerability", text: ` (${parts.join(" · ")})`}));
 }
 
 // Robustness and fairness beside their coverage (how many source examples the suites changed; "low" under 30),
@@ -400,7 +403,8 @@ function renderTable(panel, board, focusSort, focusExpand) {
   const table = panel.querySelector("table.board");
   const head = el("tr", {});
   for (const c of cols) head.append(header(c, board));
-  const ctx = {scale: DynaCharts.scaleOf(board.rows)};
+  const reference = board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null;
+  const ctx = {scale: DynaCharts.scaleOf(board.rows, reference), reference};
   const tbody = el("tbody");
   for (const r of sortedRows(board, cols)) {
     const tr = el("tr", {"data-model": r.model, "data-row": r.row_id, "data-bundle": r.bundle_id});
@@ -429,12 +433,14 @@ function renderBoard(panel, board) {
     warn.hidden = true;
   }
   if (!board.rows.length) {
-    panel.querySelector("table.board").replaceChildren(el("caption", {text: "no submissions yet"}));
+    panel.querySelector("table.board").replaceChildren(el("caption", {text: (board.baselines || []).length
+      ? "no ranked rows: the only rows are baselines (listed below, unranked)" : "no submissions yet"}));
     panel.querySelector(".legend-box").replaceChildren();
     panel.querySelector(".stability-box").replaceChildren(el("p", {text: "No submissions yet on this board."}));
   } else {
     renderTable(panel, board);
-    panel.querySelector(".legend-box").replaceChildren(DynaCharts.legend(Object.keys(board.metrics)));
+    panel.querySelector(".legend-box").replaceChildren(DynaCharts.legend(Object.keys(board.metrics),
+      board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null));
     panel.querySelector(".stability-box").replaceChildren(
       el("h3", {text: "Rank stability"}),
       el("p", {class: "hint", text: "Each bar spans the best and worst rank a model reaches when any one metric " +
@@ -442,6 +448,7 @@ function renderBoard(panel, board) {
       DynaCharts.stability(board.rows, board.total));
   }
   renderReference(panel.querySelector(".reference-box"), board);
+  renderBaselines(panel.querySelector(".baselines-box"), board);
   const left = Object.entries(board.left_off || {}).map(([m, why]) => `${m} left off: ${why}`);
   panel.querySelector(".notes").textContent = [...(board.notes || []), ...left].join(" · ");
 }
@@ -457,9 +464,21 @@ function renderReference(box, board) {
   box.replaceChildren(
     el("h3", {text: "Exchange rates"}),
     el("p", {class: "rates", text: `Rates (AMRS, per unit of each metric): ${rates.join(" · ") || "none"}.`}),
+    el("p", {class: "rate-edition", text: rateSourceText(board.rates || {})}),
     el("p", {class: "hint", text: `Set by ${ref.rows.length} reference row${ref.rows.length === 1 ? "" : "s"} ` +
-             `(${ref.rule}), not by every ranked row, so no submitter's extra rows move them.`}),
+             `(${ref.rule}), not by the rows on this page, so no submitter's rows move them.`}),
     list);
+}
+
+// Which rates scored the board (issue 44): the task's signed rate edition, provisional rates, or Dynaboard's rule.
+function rateSourceText(rates) {
+  if (rates.status === "edition") {
+    return `Rate edition ${rates.edition} (${String(rates.id).slice(0, 12)}, frozen ${rates.created_at}, signed by ` +
+           `${rates.key_fingerprint}): every row is scored with it (${rates.url}).`;
+  }
+  if (rates.status === "dynaboard") return "Dynaboard's rule: rates estimated from the rows in view (rates=dynaboard).";
+  if (rates.status === "provisional") return "Provisional rates: no rate edition has been frozen yet.";
+  return "No exchange rates: see the notes for why and what the operator can do.";
 }
 
 // ------------------------------------------------------------------ loading
@@ -475,6 +494,7 @@ function panelFor(task) {
     el("div", {class: "legend-box"}),
     el("div", {class: "table-wrap"}, el("table", {class: "board", id: `board-${task.name}`})),
     el("p", {class: "notes"}),
+    el("section", {class: "baselines-box", "aria-label": "Baselines"}),
     el("section", {class: "reference-box", "aria-label": "Rows that set the exchange rates"}),
     el("div", {class: "stability-box"}));
   document.getElementById("board").replaceChildren(panel);

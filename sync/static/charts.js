@@ -20,11 +20,17 @@ const DynaCharts = (() => {
 
   function num(v) { return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2); }
 
+  // A row's parts as drawn: relative to the board's stated reference (issue 44: the baseline or the lowest-ranked
+  // row) where there is one, else its absolute contributions.
+  function partsOf(row, reference) {
+    return (reference ? row.relative_contributions : row.contributions) || {};
+  }
+
   // The scale every row's bar shares: the largest positive and negative sums on the board.
-  function scaleOf(rows) {
+  function scaleOf(rows, reference) {
     let pos = 0, neg = 0;
     for (const r of rows) {
-      const parts = Object.values(r.contributions || {});
+      const parts = Object.values(partsOf(r, reference));
       pos = Math.max(pos, parts.filter(v => v > 0).reduce((a, b) => a + b, 0));
       neg = Math.max(neg, -parts.filter(v => v < 0).reduce((a, b) => a + b, 0));
     }
@@ -32,11 +38,14 @@ const DynaCharts = (() => {
   }
 
   // One row's Dynascore as a stacked bar of its metrics' contributions (weight x converted value).
-  function breakdown(row, metrics, scale, width = 170, height = 16) {
+  function breakdown(row, metrics, scale, reference, width = 170, height = 16) {
     const total = (scale.pos + scale.neg) || 1;
     const x0 = width * scale.neg / total;
-    const parts = metrics.map(m => [m, (row.contributions || {})[m] || 0]);
-    const label = `Dynascore ${num(row.dynascore)} = ` + parts.map(([m, v]) => `${m} ${num(v)}`).join(" + ");
+    const parts = metrics.map(m => [m, partsOf(row, reference)[m] || 0]);
+    const label = reference
+      ? `Dynascore ${num(row.dynascore)}; against ${reference.label} (${reference.kind}): ` +
+        parts.map(([m, v]) => `${m} ${v >= 0 ? "+" : ""}${num(v)}`).join(", ")
+      : `Dynascore ${num(row.dynascore)} = ` + parts.map(([m, v]) => `${m} ${num(v)}`).join(" + ");
     const root = svg("svg", {width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label,
                               class: "breakdown"});
     root.append(svg("title", {}, label));
@@ -51,14 +60,16 @@ const DynaCharts = (() => {
       rect.append(svg("title", {}, `${m}: ${num(v)}`));
       root.append(rect);
     });
+    root.setAttribute("data-reference", reference ? reference.label : "");
     if (scale.neg > 0) root.append(svg("line", {x1: x0, x2: x0, y1: 0, y2: height, stroke: "#1b1b1b"}));
     return root;
   }
 
-  function legend(metrics) {
+  function legend(metrics, reference) {
     const box = document.createElement("p");
     box.className = "legend";
-    box.append("Score breakdown: ");
+    box.append(reference ? `Score breakdown, each metric's points against ${reference.label} (${reference.kind}); ` +
+                           "the Dynascore column is absolute: " : "Score breakdown: ");
     metrics.forEach((m, i) => {
       const key = document.createElement("span");
       key.className = "key";

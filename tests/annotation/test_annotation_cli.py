@@ -251,7 +251,8 @@ def test_pack_and_merge_commands(session_home, tmp_path, minilm_dir):
     assert js(other, "annotate", "merge", str(pack_file))["examples_present"] == 1
     [got] = js(other, "annotate", "list", "sentiment")
     assert got["uid"] == ex["uid"] and got["model_output"] == ex["model_output"]
-    assert [v["annotator"] for v in got["validations"]] == ["v2"]
+    key_tag = rep["signer"].removeprefix("sha256:")[:16]  # votes from A's pack stay A's: v2@pack:<A's key>
+    assert [v["annotator"] for v in got["validations"]] == [f"v2@pack:{key_tag}"]
     assert js(other, "annotate", "verify")["ok"] is True
     broken = tmp_path / "broken.pack"
     broken.write_text(pack_file.read_text()[:100])

@@ -56,13 +56,23 @@ def test_pack_merge_both_ways_keeps_everything_once(two, tmp_path):
     ea = {e.uid: e for e in a.annotation.examples("sentiment")}
     eb = {e.uid: e for e in b.annotation.examples("sentiment")}
     assert set(ea) == set(eb) == {a1.uid, a2.uid, b1.uid}
-    assert sorted(v.annotator for v in ea[a1.uid].validations) == ["abe", "bob"]
+    # each side's votes are its own people's; the other machine's come under its pack identity
+    assert sorted(v.annotator for v in ea[a1.uid].validations) == ["abe", _pack_name(b, "bob")]
+    assert sorted(v.annotator for v in eb[a1.uid].validations) == [_pack_name(a, "abe"), "bob"]
     assert ea[b1.uid].model_output == b1.model_output and ea[b1.uid].origin == b1.origin
     assert ann.verify(a).ok and ann.verify(b).ok
     assert ann.round_stats(a, "sentiment").collected == 3
 
 
-def test_double_vote_across_machines_is_reported_not_duplicated(two, tmp_path):
+def _pack_name(store, name: str) -> str:
+    from dynadesk.annotation.signing import own_fingerprint
+
+    return f"{name}@pack:{own_fingerprint(store).removeprefix('sha256:')[:16]}"
+
+
+def test_the_same_name_on_two_machines_stays_two_identities(two, tmp_path):
+    """'zoe' on B is not known to be 'zoe' on A (a pack's key proves the machine, not the person): B's vote is
+    merged under zoe@pack:<B's key>, A's zoe keeps her own vote, and the report says where it went."""
     a, b = two
     ex = make_example(a, "amy", "one example", fooled=True)
     ann.pack(a, tmp_path / "a.pack")
@@ -75,8 +85,10 @@ def test_double_vote_across_machines_is_reported_not_duplicated(two, tmp_path):
     ann.validate(b, ex.uid, "zoe", "flagged", reason="typo")  # the same person voted on both machines
     ann.pack(b, tmp_path / "b.pack")
     rep = ann.merge(a, tmp_path / "b.pack")
-    assert rep.validations_added == 0 and any("'zoe' already voted" in c for c in rep.conflicts)
-    assert [v.verdict for v in a.annotation.get_example(ex.uid).validations] == ["correct"]
+    assert rep.validations_added == 1 and any(_pack_name(b, "zoe") in c for c in rep.conflicts)
+    assert [(v.annotator, v.verdict) for v in a.annotation.get_example(ex.uid).validations] == [
+        ("zoe", "correct"), (_pack_name(b, "zoe"), "flagged")]
+    assert ann.merge(a, tmp_path / "b.pack").validations_added == 0  # once
 
 
 def test_edited_examples_are_not_packed_and_conflicts_stop_a_merge(two, tmp_path):

@@ -29,8 +29,8 @@ from dynadesk.workspace import Workspace
 WORKER = "import sys; from dynadesk.evaluator.__main__ import main; sys.exit(main(sys.argv[1:]))"
 
 
-# Step 1: subclass Runner (here LocalRunner, whose run() already watches the subprocess, its timed windows and its
-# memory), set name and sandboxed, and say how the worker starts.
+# Step 1: subclass Runner (here LocalRunner, whose run() already watches the subprocess and its memory and issues its
+# timed queries), set name and sandboxed, and say how the worker starts.
 class ToySubprocessRunner(LocalRunner):
     """The worker in a plain subprocess of this Python; not sandboxed."""
 
@@ -71,7 +71,7 @@ def test_a_toy_runner_added_by_the_guide_runs_and_its_bundle_verifies(home, stor
     assert rec.status == "succeeded", rec.error
     assert rec.runner == "toy-subprocess" and rec.sandboxed is False
     assert 0 <= metric(rec, "macro_f1", "set0-test") <= 100 and metric(rec, "throughput") > 0
-    assert rec.profile["host_bounds"]["windows"]  # the host watched its timed windows, as for any runner
+    assert rec.profile["host_bounds"]["loadgen"]["finished"]  # the host issued its timed queries, as for any runner
 
     generate_key(ws.keys_dir)
     out = tmp_path / "toy.bundle.json"

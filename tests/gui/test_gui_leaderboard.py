@@ -48,6 +48,7 @@ def test_board_ranks_succeeded_runs_with_units(board_page):
                        "robustness\n(%)", "fairness\n(%)"]
     assert float(_column(page, 3)[0]) == pytest.approx(90.0)  # mean of d1/d2 at equal dataset weights
     assert set(page.dataset_sliders) == {"d1", "d2"}
+    assert "Exchange rates: Dynaboard's rule" in page.notes.text()  # which rates scored it (issue 44)
 
 
 def test_moving_a_weight_slider_reorders_the_table(board_page, qtbot):
@@ -96,8 +97,10 @@ def test_stability_chart_radar_and_csv_export(board_page, qtbot, tmp_path):
     page.table.selectAll()
     radar = page.radar.series()
     assert set(radar) == {"alpha", "bravo", "charlie"}
+    assert page.radar.reference() == "charlie (the lowest-ranked row)"  # issue 44: measured against a named row
     assert radar["alpha"]["perf"] == pytest.approx(1.0)  # the best perf spans the axis
-    assert radar["bravo"]["perf"] == pytest.approx(80 / 90)  # others as a fraction of it
+    assert radar["bravo"]["perf"] == pytest.approx((80 - 70) / (90 - 70))  # others as a fraction, from charlie
+    assert radar["charlie"]["perf"] == pytest.approx(0.0)
     assert radar["bravo"]["throughput"] == pytest.approx(1.0) and radar["alpha"]["throughput"] < 0.2
     assert set(page.radar.scales().values()) == {"linear"}  # throughput spans only 10x here
     out = tmp_path / "board.csv"
@@ -112,10 +115,12 @@ def test_breakdown_chart_is_each_metrics_share_of_the_dynascore(board_page, qtbo
     page.tabs.setCurrentIndex(1)
     shares = page.breakdown.contributions()
     assert list(shares) == page.ranking()
+    last = page.result.rows[-1]  # no baseline: the bars are measured against the lowest-ranked row (issue 44)
+    assert page.breakdown.reference() == f"{last.model} (the lowest-ranked row)"
     for r in page.result.rows:
-        assert shares[r.model] == {k: pytest.approx(page.result.weights[k] * r.converted[k])
+        assert shares[r.model] == {k: pytest.approx(page.result.weights[k] * (r.converted[k] - last.converted[k]))
                                    for k in page.result.metrics}
-        assert sum(shares[r.model].values()) == pytest.approx(r.dynascore)
+        assert sum(shares[r.model].values()) == pytest.approx(r.dynascore - last.dynascore)
     qtbot.keyClick(page.metric_sliders["perf"].slider, Qt.Key.Key_Home)  # perf weight 0: no perf share
     assert all(v["perf"] == 0 for v in page.breakdown.contributions().values())
     for chart in (page.breakdown, page.stability_chart, page.radar):  # painting raises nothing (pytest-qt fails it)
@@ -135,6 +140,14 @@ WIDE = {
 }
 
 
+def _constant_outcomes() -> dict:
+    from dynadesk.scoring import bootstrap as B
+
+    golds = ["negative", "neutral", "positive"] * 10
+    task = {"metric": "macro_f1", "output_kind": "label", "labels": ["negative", "neutral", "positive"]}
+    return B.encode_outcomes(B.outcomes(task, "macro_f1", ["positive"] * 30, golds), "sha256:d1")
+
+
 @pytest.fixture
 def wide_page(require_qt, qtbot, tmp_path):
     from dynadesk.workspace import Workspace
@@ -142,7 +155,9 @@ def wide_page(require_qt, qtbot, tmp_path):
     home = tmp_path / "ws"
     st = Workspace(home).open_store()
     for name, metrics in WIDE.items():
-        seed_run(st, name, "sentiment", metrics)
+        run = seed_run(st, name, "sentiment", metrics)
+        if name == "majority-baseline":  # its stored outcomes show one label for every example: a baseline
+            st.evaluations.update(run, profile={"outcomes": {"d1": _constant_outcomes()}})
     st.close()
     services, window = make_window(qtbot, tmp_path, home)
     window.resize(1100, 700)
@@ -177,25 +192,30 @@ def test_table_fits_its_pane_with_a_column_chooser(wide_page, qtbot):
     assert _visible_width(page) <= page.table.viewport().width()
 
 
-def test_throughput_radar_axis_is_log_scaled_when_it_spans_orders_of_magnitude(wide_page):
+def test_radar_axes_are_measured_against_the_baseline_and_log_scaled_where_they_span_decades(wide_page):
+    """Issue 44: the constant baseline (324,000 examples/s, robustness and fairness 100) was the largest polygon;
+    now every axis is measured against it (it sits at the centre wherever it gains nothing) and it is unranked."""
     from dynadesk.gui.charts import axis_fractions
 
     page = wide_page
+    assert "majority-baseline" not in page.ranking()
     page.table.selectAll()
-    scales = page.radar.scales()
-    assert scales["throughput"] == "log" and scales["perf"] == "linear"
+    assert page.radar.reference() == "majority-baseline (the baseline)"
     series = page.radar.series()
-    conv = {r.model: r.converted["throughput"] for r in page.result.rows}
-    lo, hi = min(conv.values()), max(conv.values())
-    import math
-
-    for model, value in conv.items():
-        expected = (math.log10(value / lo) + 1) / (math.log10(hi / lo) + 1)
-        assert series[model]["throughput"] == pytest.approx(expected)
-    assert series["small"]["throughput"] > 0.3  # a linear axis would put it at 90/324000 of the way out
+    assert set(series) == {*page.ranking(), "majority-baseline"}
+    base = page.result.baselines[0].converted
+    for metric in ("perf",):
+        rel = {r.model: r.converted[metric] - base[metric] for r in page.result.rows}
+        top = max(rel.values())
+        for model, v in rel.items():
+            assert series[model][metric] == pytest.approx(v / top)
+        assert series["majority-baseline"][metric] == 0.0
     assert not page.radar.grab().isNull()
     assert axis_fractions([1.0, 10.0, 100.0]) == ([pytest.approx(1 / 3), pytest.approx(2 / 3), 1.0], "log")
     assert axis_fractions([5.0, 10.0]) == ([0.5, 1.0], "linear")
+    # against a reference: zero at the reference, the sign kept, log in magnitude where it spans decades
+    fr, scale = axis_fractions([0.0, 1.0, -1000.0])
+    assert scale == "log" and fr == [pytest.approx(4 / 5), 1.0, 0.0]
 
 
 def test_memory_budget_box_reranks_like_the_cli(wide_page):
@@ -207,8 +227,10 @@ def test_memory_budget_box_reranks_like_the_cli(wide_page):
     page.budget.setValue(0.5)  # over budget: memory saved is negative, drawn left of zero
     shares = page.breakdown.contributions()
     assert any(v["memory"] < 0 for v in shares.values())
+    base = page.result.baselines[0]  # the bars are measured against the baseline (issue 44)
+    assert page.breakdown.reference() == "majority-baseline (the baseline)"
     for r in page.result.rows:
-        assert sum(shares[r.model].values()) == pytest.approx(r.dynascore)
+        assert sum(shares[r.model].values()) == pytest.approx(r.dynascore - base.dynascore)
     assert not page.breakdown.grab().isNull()
     page.reset_weights()
     assert page.budget.value() == 16.0 and {r.model: r.dynascore for r in page.result.rows} == before
@@ -269,3 +291,26 @@ def test_interval_chart_draws_error_bars_and_ties_from_stored_intervals(require_
     page.interval_chart.grab()  # painting raises nothing
     window.close()
     services.close()
+
+
+def test_the_majority_model_is_a_baseline_row_unranked_in_the_app(wide_page):
+    """Issue 44, item 4: the constant predictor is listed after the ranked rows with 'baseline' for its rank, its
+    robustness and fairness marked trivial, and the notes say why; a board without one says none of it."""
+    page = wide_page
+    ranks = dict(zip(_column(page, 1), _column(page, 0)))
+    assert ranks["majority-baseline"] == "baseline", "the constant predictor was ranked"
+    assert all(v.isdigit() for m, v in ranks.items() if m != "majority-baseline")  # (the two trained rows tie)
+    assert _column(page, 1)[-1] == "majority-baseline"  # after every ranked row
+    headers = [page.table.horizontalHeaderItem(c).text().split("\n")[0] for c in range(page.table.columnCount())]
+    row = _column(page, 1).index("majority-baseline")
+    assert page.table.item(row, headers.index("robustness")).text() == "100 trivial"
+    assert page.table.item(row, headers.index("fairness")).text() == "100 trivial"
+    notes = page.notes.text()
+    assert "majority-baseline: a baseline (its predictions are constant" in notes
+    assert "majority-baseline: robustness and fairness trivial" in notes
+
+
+def test_a_board_without_a_baseline_says_nothing_of_baselines(board_page):
+    plain = board_page
+    assert "baseline" not in plain.notes.text() and "trivial" not in plain.notes.text()
+    assert "baseline" not in _column(plain, 0)

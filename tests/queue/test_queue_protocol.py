@@ -16,7 +16,7 @@ from dynadesk.errors import BrokerUnavailable, QueueError, TransferError
 from dynadesk.queue import jobs
 from dynadesk.queue.broker import connect, parse_broker
 from dynadesk.queue.coordinator import Queue, collect, enqueue
-from dynadesk.queue.identity import lease_id, sign
+from dynadesk.queue.identity import lease_id, payload_digest, sign
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
 
 
@@ -123,8 +123,10 @@ def test_lease_claim_heartbeat_reap_and_a_late_result_is_refused(redis_server, s
     assert jobs.claim(client, job, 1, "w2", lease_s=5.0, secret="s2") == "claimed"
     assert not jobs.finish(client, job, "s1", "succeeded", {"late": True})  # w1 came back: refused
     key = trusted_key(store, tmp_path)
+    payload = jobs.payload(client, job)
     result = sign(key, {"error": "test", "worker": "w2", "job": job, "attempt": 1, "lease": lease_id("s2"),
-                        "request": jobs.payload(client, job)["request"]})
+                        "request": payload["request"], "state": "failed", "payload_digest": payload_digest(payload),
+                        "challenge": jobs.challenge(client, job)})
     assert jobs.finish(client, job, "s2", "failed", result)
     assert jobs.view(client, job).result == result
     records = collect(store, Workspace(home), queue, [job])

@@ -1,7 +1,8 @@
 """The queue's trust boundary, attacked on a real redis-server: what a process holding only the broker password,
 or a hostile coordinator, can no longer do.
 
-* a result is stored only when a worker key this workspace trusts signed it, for the job's lease;
+* a result is stored only when a worker key this workspace trusts signed it, for the job's payload and round
+  (the coordinator's own copy: see test_queue_binding.py);
 * a worker refuses digests that are not ``sha256:<64 hex>``, re-verifies cached model folders, caps the
   limits a job asks for, and will not start on a broker that lets a client in without the password.
 """
@@ -101,9 +102,12 @@ def test_a_forged_result_from_a_broker_password_holder_is_refused_and_queued_aga
     assert f"worker key {fpr}" in worker.text()
 
 
-def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(redis_server, store, home, tmp_path):
-    """A signature is bound to the job, attempt and lease it was made for: replayed on a later claim, or made
-    for a lease its signer does not hold, it is refused; a revoked key's results are refused."""
+def test_a_trusted_keys_result_for_another_round_or_after_revocation_is_refused(redis_server, store, home, tmp_path):
+    """A signature is bound to the job, the payload and the round's challenge it was made for: edited after
+    signing, or replayed on a later round, it is refused; a revoked key's results are refused; trusted again,
+    its result for the current round stands."""
+    from dynadesk.canonical import digest
+
     majority_workspace(store, tmp_path, size=6)
     ws = Workspace(home)
     queue = Queue.open(parse_broker(redis_server.url))
@@ -113,40 +117,37 @@ def test_a_trusted_keys_result_for_another_lease_or_after_revocation_is_refused(
     pub = tmp_path / "box" / "worker-key" / "worker.pub"
     assert run_cli("jobs", "trust-worker", str(pub), "--label", "box", home=home).stdout.startswith(
         f"trusted worker key {fingerprint_of(key)}")
-    request = jobs.payload(client, job)["request"]
-    body = {"error": "x", "verdict": "error", "job": job, "request": request}
+    payload = jobs.payload(client, job)
+    body = {"error": "x", "verdict": "error", "job": job, "request": payload["request"],
+            "payload_digest": digest(payload), "state": "failed"}
 
+    def signed(attempt: int, **edit) -> dict:
+        return sign(key, {**body, "attempt": attempt, "lease": lease_id(f"secret-{attempt}"),
+                          "challenge": jobs.challenge(client, job), **edit})
+
+    round0 = signed(0)
+    tampered = {**round0, "error": "edited after signing"}
     assert jobs.claim(client, job, 0, "box", 5.0, "secret-0") == "claimed"
-    wrong = sign(key, {**body, "attempt": 0, "lease": lease_id("a lease it does not hold")})
-    assert jobs.finish(client, job, "secret-0", "failed", wrong)
-    assert collect(store, ws, queue, [job], wait=False) == []
-    assert "a lease it does not hold" in jobs.view(client, job).refused
-
-    good0 = sign(key, {**body, "attempt": 0, "lease": lease_id("secret-0")})  # attempt 0's, replayed on attempt 1
-    assert jobs.claim(client, job, 1, "box", 5.0, "secret-1") == "claimed"
-    assert jobs.finish(client, job, "secret-1", "failed", good0)
-    assert collect(store, ws, queue, [job], wait=False) == []
-    assert "attempt" in jobs.view(client, job).refused and store.evaluations.get(run_id).status == "queued"
-
-    tampered = sign(key, {**body, "attempt": 2, "lease": lease_id("secret-2")})
-    tampered["error"] = "edited after signing"
-    assert jobs.claim(client, job, 2, "box", 5.0, "secret-2") == "claimed"
-    assert jobs.finish(client, job, "secret-2", "failed", tampered)
+    assert jobs.finish(client, job, "secret-0", "failed", tampered)
     assert collect(store, ws, queue, [job], wait=False) == []
     assert "does not verify" in jobs.view(client, job).refused
+
+    assert jobs.claim(client, job, 1, "box", 5.0, "secret-1") == "claimed"  # round 0's signature, replayed
+    assert jobs.finish(client, job, "secret-1", "failed", round0)
+    assert collect(store, ws, queue, [job], wait=False) == []
+    assert "not the one this workspace issued" in jobs.view(client, job).refused
+    assert store.evaluations.get(run_id).status == "queued"
 
     listed = json.loads(run_cli("jobs", "trusted-workers", "--json", home=home).stdout)
     assert [(r["fingerprint"], r["label"], r["revoked_at"]) for r in listed] == [(fingerprint_of(key), "box", None)]
     run_cli("jobs", "revoke-worker", fingerprint_of(key), home=home)
-    assert jobs.claim(client, job, 3, "box", 5.0, "secret-3") == "claimed"
-    assert jobs.finish(client, job, "secret-3", "failed", sign(key, {**body, "attempt": 3,
-                                                                     "lease": lease_id("secret-3")}))
+    assert jobs.claim(client, job, 2, "box", 5.0, "secret-2") == "claimed"
+    assert jobs.finish(client, job, "secret-2", "failed", signed(2))
     assert collect(store, ws, queue, [job], wait=False) == []
     assert "does not trust" in jobs.view(client, job).refused
-    run_cli("jobs", "trust-worker", str(pub), home=home)  # trusted again: the same result now stands
-    assert jobs.claim(client, job, 4, "box", 5.0, "secret-4") == "claimed"
-    assert jobs.finish(client, job, "secret-4", "failed", sign(key, {**body, "attempt": 4,
-                                                                     "lease": lease_id("secret-4")}))
+    run_cli("jobs", "trust-worker", str(pub), home=home)  # trusted again: its result for this round stands
+    assert jobs.claim(client, job, 3, "box", 5.0, "secret-3") == "claimed"
+    assert jobs.finish(client, job, "secret-3", "failed", signed(3))
     (record,) = collect(store, ws, queue, [job], wait=False)
     assert record.status == "failed" and record.queue == store.evaluations.get(run_id).queue
 
@@ -214,6 +215,7 @@ def test_oversized_job_limits_are_capped_and_a_traversal_digest_job_fails(redis_
     assert records[big_run].queue.maxima["memory_bytes"] == 3 * GIB
     assert "job limits capped at" in worker.text() and "3 GiB memory, 512 pids" in worker.text()
     assert records[bad_run].status == "failed" and "is not sha256:<64 hex digits>" in records[bad_run].error
+    assert "not the payload this workspace sent" in records[bad_run].error  # the digest was edited on the broker
     assert not any(p.name.startswith("..") for p in (tmp_path / "w1" / "queue-cache" / "models").iterdir())
     assert job_states(redis_server)[bad]["state"] == "failed"
 
@@ -320,8 +322,9 @@ def test_a_queued_bag_of_words_run_in_the_docker_sandbox_bundle_names_the_worker
         remove_containers(docker_client, tmp_path)
     assert record.sandboxed and record.image_id == evaluator_image.image_id
     bounds = record.profile["host_bounds"]
-    assert bounds["memory"]["source"].startswith("cgroup") and bounds["bounded"] == ["throughput",
-                                                                                     "throughput_batched", "memory"]
+    assert bounds["memory"]["source"].startswith("cgroup") and bounds["loadgen"]["finished"]
+    assert bounds["bounded"] == ["latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "throughput",
+                                 "throughput_batched", "memory"]
 
 
 def test_a_bundle_worker_field_is_schema_checked_and_old_bundles_still_pass():

@@ -86,7 +86,8 @@ OPERATIONS = [("GET", "/api/tasks"), ("POST", "/api/bundles"), ("GET", "/api/bun
               ("GET", "/api/bundles/{bundle_id}"), ("GET", "/api/leaderboard/{task}"), ("GET", "/api/log"),
               ("GET", "/api/log/head"), ("GET", "/api/server-key"), ("POST", "/api/attestations"),
               ("GET", "/api/attestations/{attestation_id}"), ("GET", "/api/snapshots"),
-              ("GET", "/api/snapshots/{snapshot_id}"), ("GET", "/api/snapshots/{snapshot_id}/evidence")]
+              ("GET", "/api/snapshots/{snapshot_id}"), ("GET", "/api/snapshots/{snapshot_id}/evidence"),
+              ("GET", "/api/rates/{task}"), ("GET", "/api/rates/{task}/{edition}")]
 
 
 # schema-violating cases exist only where there is something to violate (a body or typed parameters)

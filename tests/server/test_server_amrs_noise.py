@@ -52,10 +52,10 @@ def _board(db_target, tmp_path, spread: float | None):
         for b in bundles:
             operator.pin(b.id)
         with TestClient(create_app(db_target, tmp_path / "server.key"), raise_server_exceptions=False) as client:
-            resp = client.get("/api/leaderboard/sentiment", params={"hardware_class": "all"})
+            resp = client.get("/api/leaderboard/sentiment", params={"hardware_class": "all", "rates": "dynaboard"})
             assert resp.status_code == 200, resp.text
             assert len(resp.json()["reference"]["rows"]) == len(DEMO)
-            page = client.get("/", params={"hardware_class": "all"})
+            page = client.get("/", params={"hardware_class": "all", "rates": "dynaboard"})
             assert page.status_code == 200
             return resp.json(), build_leaderboard(store, "sentiment")
     finally:

@@ -79,7 +79,8 @@ def test_runner_and_sandbox_filters_select_the_rows_scored(board):
     assert [r["model"] for r in local["rows"]] == ["bob-local"] and local["total"] == 1
     sandboxed = get(board, "/api/leaderboard/sentiment", sandboxed="yes", hardware_class="all").json()
     assert sorted(r["model"] for r in sandboxed["rows"]) == ["bob-bigbox", "fast-small", "middle", "slow-accurate"]
-    assert sandboxed["filters"] == {"runner": None, "sandboxed": True, "audit": "all", "exclude_noisy": False}
+    assert sandboxed["filters"] == {"runner": None, "sandboxed": True, "audit": "all", "exclude_noisy": False,
+                                   "rates": "edition"}
     assert [r["rank"] for r in sandboxed["rows"]] == [1, 2, 3, 4]  # ranked among themselves, not a hidden subset
 
 
@@ -139,6 +140,6 @@ def test_model_page_lists_the_attestations_of_its_bundle(board):
     audit = page[page.index('id="audit"'):page.index('id="log-entry"')]
     assert "carol" in audit and "reproduced" in audit and "metrics.perf" in audit
     assert f'href="/api/attestations/{sent.json()["attestation_id"]}"' in audit
-    rows = {r["model"]: r for r in get(board, "/api/leaderboard/sentiment").json()["rows"]}
+    rows = {r["model"]: r for r in get(board, "/api/leaderboard/sentiment", audit="all").json()["rows"]}
     assert rows["middle"]["audit"]["state"] == "reproduced by 1"
     assert rows["fast-small"]["audit"]["state"] == "not audited"

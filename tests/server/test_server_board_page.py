@@ -189,10 +189,12 @@ def test_charts_show_the_servers_numbers(page, board):
     first = answer["rows"][0]
     label = page.locator(f"#board-sentiment tr[data-row='{first['row_id']}'] svg.breakdown").get_attribute("aria-label")
     assert label.startswith(f"Dynascore {first['dynascore']:.2f}")
-    for metric, part in first["contributions"].items():
-        assert f"{metric} {part:.2f}" in label
+    ref = answer["breakdown_reference"]  # issue 44: the parts are drawn against the named reference row
+    assert label.startswith(f"Dynascore {first['dynascore']:.2f}; against {ref['label']} ({ref['kind']}):")
+    for metric, part in first["relative_contributions"].items():
+        assert f"{metric} {'+' if part >= 0 else ''}{part:.2f}" in label
     segments = page.locator(f"#board-sentiment tr[data-row='{first['row_id']}'] svg.breakdown rect")
-    assert segments.count() == sum(1 for v in first["contributions"].values() if v)
+    assert segments.count() == sum(1 for v in first["relative_contributions"].values() if v)
     ranges = page.locator("svg.stability g").evaluate_all(
         "gs => gs.map(g => [g.dataset.model, +g.dataset.min, +g.dataset.max])")
     expected = [[r["model"], r["stability"]["min_rank"], r["stability"]["max_rank"]] for r in answer["rows"]]

@@ -100,8 +100,8 @@ def test_filler_rows_do_not_move_the_honest_rows(ref_board):
     after = b.board("?limit=1000")
     assert _view(b) == before, "the filler rows changed the honest board"
     assert after["amrs"] == answer["amrs"]
-    assert after["reference"]["rule"] == "reproduced"
-    assert sorted(r["label"] for r in after["reference"]["rows"]) == ["bert", "bow", "distil", "roberta"]
+    assert after["reference"] == answer["reference"]  # the reference rows: each organisation's latest reproduced row
+    assert sorted(r["label"] for r in after["reference"]["rows"]) == ["bert", "bow"]
     assert after["reference"]["amrs"] == after["amrs"]
     assert not any(r["submitter"] == "Lab B" for r in after["reference"]["rows"])
 
@@ -109,7 +109,7 @@ def test_filler_rows_do_not_move_the_honest_rows(ref_board):
 LOOK_ALIKES = (("r\u043eberta", "mixes scripts"), ("ro\u200bberta", "U+200B ZERO WIDTH SPACE"),
                ("bert\u2011base", "U+2011 NON-BREAKING HYPHEN"), ("be\x00rt", "U+0000"), (" bert", "starts or ends"),
                ("cafe\u0301", "NFC"), ("roberta (Lab A, 6f4de524)", "submitter qualifier"),
-               ("bert\u00a0x", "U+00A0 NO-BREAK SPACE"))
+               ("bert\u00a0x", "U+00A0 NO-BREAK SPACE"), ("\uff42\uff45\uff52\uff54", "full-width"))
 
 
 def test_look_alike_model_names_are_refused_naming_the_character(ref_board):
@@ -125,13 +125,22 @@ def test_look_alike_model_names_are_refused_naming_the_character(ref_board):
     assert b.post(b.bundle("Lab B", "résumé-bert", perf=50.0).raw).status_code == 201  # one script, NFC: fine
 
 
-def test_a_fabricated_claim_ranks_first_but_audit_reproduced_shows_the_reproduced_rows_alone(ref_board):
-    """Seen first on the old code: ``?audit=reproduced`` was an unknown query parameter (400)."""
+def test_a_fabricated_claim_does_not_rank_first_by_default_once_rows_are_reproduced(ref_board):
+    """Seen first on the old code: ``?audit=reproduced`` was an unknown query parameter (400); then (issue 44,
+    item 5) the fabricated in-range claim ranked first in the default view, which ranked every row."""
+    from dynadesk.sync.server.default_view import AUDIT_REPRODUCED
+
     b = ref_board
     before = _view(b)
     assert b.post(b.bundle("Lab B", "claimed", perf=99.0, throughput=900.0, memory=0.4).raw).status_code == 201
-    assert b.board()["rows"][0]["model"] == "claimed"  # nothing stops the claim ranking first ...
-    assert _view(b) == before  # ... but it moves no honest score (the rates come from reproduced rows)
+    default = b.board("?limit=1000")
+    assert "claimed" not in [r["model"] for r in default["rows"]], "the unaudited claim is in the default view"
+    assert default["filters"]["audit"] == "reproduced"
+    assert default["audit_default"] == {"audit": "reproduced", "why": AUDIT_REPRODUCED}
+    assert _view(b) == before  # the honest rows' order and scores are unchanged
+    everything = b.board("?audit=all&limit=1000")  # the toggle shows every row
+    assert everything["rows"][0]["model"] == "claimed" and everything["audit_default"]["audit"] == "reproduced"
+    assert [(r["row_id"], round(r["dynascore"], 9)) for r in everything["rows"] if r["model"] != "claimed"] == before
     audited = b.board("?audit=reproduced&limit=1000")
     assert audited["filters"]["audit"] == "reproduced"
     assert [(r["row_id"], round(r["dynascore"], 9)) for r in audited["rows"]] == before

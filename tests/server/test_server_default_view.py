@@ -125,17 +125,17 @@ def test_operator_pinned_rows_set_the_rates_with_the_reproduced_ones(board):
     b = board
     fresh = b.bundle("Lab B", "pinned-one", perf=50.0, throughput=4000.0, memory=0.1)
     assert b.post(fresh.raw).status_code == 201
-    assert "pinned-one" not in {r["label"] for r in b.board()["reference"]["rows"]}
+    assert "pinned-one" not in {r["label"] for r in b.board("?audit=all")["reference"]["rows"]}
     out = server_cli(b, "reference", "pin", fresh.id, "--note", "operator's own baseline")
     assert out.returncode == 0, out.stderr
-    ref = b.board()["reference"]
+    ref = b.board("?audit=all")["reference"]  # every row: reproduced-only is the default once rows are reproduced
     assert {r["label"]: r["why"] for r in ref["rows"]}["pinned-one"] == "pinned by the operator"
-    assert ref["rule"] == "reproduced or pinned by the operator"
+    assert ref["rule"] in ("provisional", "none")  # rates from the reference rows, until an edition is frozen
     assert server_cli(b, "reference", "pin", "0" * 64).returncode == 1
     listed = server_cli(b, "reference", "list", "--json")
     assert fresh.id in listed.stdout and "operator's own baseline" in listed.stdout
     assert server_cli(b, "reference", "unpin", fresh.id).returncode == 0
-    assert "pinned-one" not in {r["label"] for r in b.board()["reference"]["rows"]}
+    assert "pinned-one" not in {r["label"] for r in b.board("?audit=all")["reference"]["rows"]}
 
 
 LOOK_ALIKES = (("Lab A", "bert", "BERT"),                    # case only
@@ -149,7 +149,7 @@ def test_look_alike_names_are_always_shown_with_their_submitter(board):
         assert b.post(b.bundle(lab, honest, perf=55.0).raw).status_code == 201
         r = b.post(b.bundle("Lab B", fake, perf=99.0).raw)
         assert r.status_code == 201, (fake, r.text)  # a name of one script is allowed ...
-    rows = {r["model"]: r for r in b.board("?limit=1000")["rows"]}
+    rows = {r["model"]: r for r in b.board("?limit=1000&audit=all")["rows"]}
     for lab, honest, fake in LOOK_ALIKES:  # ... but never shown bare beside its look-alike
         assert rows[fake]["label"].startswith(f"{fake} (Lab B, "), rows[fake]["label"]
         assert rows[honest]["label"].startswith(f"{honest} ({lab}, "), rows[honest]["label"]
@@ -201,9 +201,14 @@ def test_the_page_follows_the_default_class_and_shows_marks_rates_and_the_audit_
         assert b.post(invented_bundle(b, f"quantum-{i}")).status_code == 201
     _load(page, b.url + "/")
     assert "hardware_class" not in _query(page), "the page pinned the default class into its URL"
-    assert sorted(_models(page)) == ["bert", "bow", "claimed", "distil", "roberta"]
+    # issue 44: reproduced-only is the default once rows are reproduced; the box shows it, and says why
+    assert sorted(_models(page)) == ["bert", "bow", "distil", "roberta"] and page.is_checked("#audit")
+    assert "audit" not in _query(page)
+    assert "an auditor reproduced" in page.inner_text("#audit-why")
     status = page.inner_text("#class-status")
     assert "confirmed" in status and "default, chosen by distinct submitters" in status
+    assert "Why this class: most organisations whose sandboxed rows an auditor reproduced" in status
+    _load(page, b.url + "/?audit=all")
     assert set(page.locator("#board-sentiment td.hardware small.class-mark").all_inner_texts()) == {
         "confirmed", "declared"}  # the honest rows are confirmed, Lab B's unaudited claim only declared
     rates = page.inner_text(".reference-box")
@@ -215,14 +220,17 @@ def test_the_page_follows_the_default_class_and_shows_marks_rates_and_the_audit_
                            ".startsWith('quantum')")
     assert _query(page)["hardware_class"] == INVENTED_CLASS
     assert "declared" in page.inner_text("#class-status")
-    # the audit toggle, from the keyboard: state in the URL, only reproduced rows
+    # the audit toggle, from the keyboard: unchecking shows every row, and the URL says so
     _load(page, b.url + "/")
     page.focus("#audit")
     page.keyboard.press("Space")
-    page.wait_for_function("() => location.search.includes('audit=reproduced')")
-    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 4")
-    assert sorted(_models(page)) == ["bert", "bow", "distil", "roberta"]
+    page.wait_for_function("() => location.search.includes('audit=all')")
+    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 5")
+    assert sorted(_models(page)) == ["bert", "bow", "claimed", "distil", "roberta"]
     assert page.evaluate("() => document.activeElement.id") == "audit"
+    page.keyboard.press("Space")  # back to the default: the link names no filter
+    page.wait_for_function("() => !location.search.includes('audit')")
+    page.wait_for_function("() => document.querySelectorAll('#board-sentiment tbody tr').length === 4")
     assert page.locator("label[for=audit]").inner_text().startswith("Reproduced rows only")
     _load(page, b.url + "/?audit=reproduced")
     assert page.is_checked("#audit") and len(_models(page)) == 4

@@ -127,13 +127,13 @@ class BadgeBoard:
         assert r.status_code == 200, r.text
         return r.json()
 
-    def row(self, bundle_id: str, query: str = "?hardware_class=all&limit=1000") -> dict[str, Any]:
+    def row(self, bundle_id: str, query: str = "?hardware_class=all&limit=1000&audit=all") -> dict[str, Any]:
         (r,) = [r for r in self.board(query)["rows"] if r["bundle_id"] == bundle_id]
         return r
 
     def honest_view(self) -> dict[str, Any]:
         """The default view's class and the honest rows in it: order, rounded Dynascores and badges."""
-        answer = self.board("?limit=1000")
+        answer = self.board("?limit=1000&audit=all")  # every honest row; the default filter is reproduced-only
         ids = set(self.honest.values())
         return {"class": answer["hardware_class"],
                 "rows": [(r["row_id"], round(r["dynascore"], 9), r["audit"]["state"]) for r in answer["rows"]

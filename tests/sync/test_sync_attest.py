@@ -87,8 +87,9 @@ def world(tmp_path_factory):
 
 
 def row(world) -> dict:
-    rows = requests.get(f"{world['url']}/api/leaderboard/sentiment", timeout=10).json()["rows"]
-    (r,) = [r for r in rows if r["bundle_id"] == world["bundle_id"]]
+    answer = requests.get(f"{world['url']}/api/leaderboard/sentiment", timeout=10, params={"audit": "all"}).json()
+    # the tiny model may answer one label for every example: then its row is a baseline (issue 44), listed apart
+    (r,) = [r for r in answer["rows"] + answer["baselines"] if r["bundle_id"] == world["bundle_id"]]
     return r
 
 

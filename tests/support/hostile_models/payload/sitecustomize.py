@@ -181,11 +181,46 @@ def _shrink_memory(target=None):
     _rewrite_measured(lambda metric, value: value / 10 if metric == "memory" else value)
 
 
-BEHAVIOURS = {"rewrite_metrics": _rewrite_metrics, "inflate_throughput": _inflate_throughput,
+def _forge_windows(target=None):
+    """Hold each timed-window start line until just before its end line (one early start line was printed at
+    interpreter start, :func:`_early_window_line`), and claim 1000x the throughput and a tenth of the memory
+    at exit (issue 45's forged-window model; ``target`` "speed": only the throughput)."""
+    prefix = "@@dynadesk-window "
+    real = sys.stdout
+
+    class Holder:
+        def __init__(self):
+            self.held = []
+
+        def write(self, text):
+            if text.startswith(prefix) and '"start"' in text:
+                self.held.append(text)
+                return len(text)
+            if text.startswith(prefix) and '"end"' in text:
+                for line in self.held:
+                    real.write(line)
+                self.held = []
+            return real.write(text)
+
+        def flush(self):
+            real.flush()
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    sys.stdout = Holder()
+    print("HOSTILE forge_windows: holding the timed-window start lines", file=sys.stderr, flush=True)
+    memory = 1.0 if target == "speed" else 0.1
+    _rewrite_measured(lambda metric, value: value * 1000 if metric.startswith("throughput")
+                      else value * memory if metric == "memory" else value)
+
+
+BEHAVIOURS = {"forge_windows": _forge_windows, "rewrite_metrics": _rewrite_metrics,
+              "inflate_throughput": _inflate_throughput,
               "shrink_memory": _shrink_memory, "duplicate_id": _duplicate_id, "missing_id": _missing_id,
               "network": _network, "write_model": _write_model, "fork_bomb": _fork_bomb, "memory": _memory,
               "hang": _hang, "symlink_out": _symlink_out, "fill_out": _fill_out, "flood": _flood}
-TAKES_TARGET = {"symlink_out", "fill_out", "flood", "rewrite_metrics", "duplicate_id", "missing_id",
+TAKES_TARGET = {"forge_windows", "symlink_out", "fill_out", "flood", "rewrite_metrics", "duplicate_id", "missing_id",
                 "inflate_throughput", "shrink_memory"}
 
 
@@ -226,4 +261,18 @@ class _LoadHook(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _early_window_line():
+    """forge_windows: one timed-window start line at interpreter start, before torch or the model load."""
+    try:
+        with open("/model/hostile.json") as fh:
+            if json.load(fh).get("behaviour") != "forge_windows":
+                return
+    except (OSError, ValueError, AttributeError):
+        return
+    sys.stdout.write('@@dynadesk-window {"edge": "start", "set": "early", "mode": "batch1", "attempt": 0, '
+                     '"trial": 0}\n')
+    sys.stdout.flush()
+
+
+_early_window_line()
 sys.meta_path.insert(0, _LoadHook())

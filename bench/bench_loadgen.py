@@ -1,0 +1,193 @@
+"""Host-driven timed windows (the host is the load generator, issue 45 item 1) against the in-process windows
+they replaced, on the same loaded model, and the stored batched figure against the prediction pass (issue 50
+item 2).
+
+    python bench/bench_loadgen.py [--quick]
+
+One worker process loads a MiniLM-L6 classifier once (the demo model's architecture) and, round after round in
+alternating order, (a) takes the in-process windows (``timing.measure_run``, the protocol before this one),
+(b) answers the windows this process issues as the host (``dynadesk.orchestration.loadgen`` over its Unix
+socket, exactly as a run does), (c) runs a whole prediction pass. Rows: the host's stamps against the worker's
+own timing of the same calls (batch-1 and batched; goal >= 0.95 for models above 1 ms per query), the host's
+overhead per query (its issue-to-answer time less the worker's account of the call), the host-driven figures
+against the previous in-process protocol's (paired medians; their samples differ), stored batched throughput /
+the pass (goal within 10 %), and the host-driven protocol's time for one test set. The load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_eval import LABELS, median, minilm_folder, texts, vader_test_texts  # noqa: E402
+
+
+def child(folder: Path, data_file: Path, spec_file: Path) -> None:
+    """The worker side: load once, then answer commands on stdin (one JSON result line each on stdout)."""
+    from bench_eval import evaluator_loop
+
+    from dynadesk.evaluator import environment, served, timing
+    from dynadesk.evaluator.schema import Spec
+
+    data = json.loads(data_file.read_text())
+    run, worker, examples = evaluator_loop(folder, data, 32)
+    worker.spec.settings = Spec.read(spec_file).settings
+    threads = environment.thread_count()
+    run()  # warm
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        t0 = time.perf_counter()
+        if cmd["op"] == "inprocess":
+            timed = timing.measure_run(worker, {"bench": examples}, threads)
+        elif cmd["op"] == "host":
+            timed = served.serve(worker, {"bench": examples}, threads, None, Path(cmd["path"]),
+                                 lambda exs: worker.batch_order(exs, worker.encoded(exs)))
+        else:  # the pass's own figure: its predict calls' seconds, as profile.json's prediction_pass
+            info = worker.run_dataset(worker.spec.datasets[0], examples, {"done": 0, "total": len(examples)})
+            print(json.dumps({"figures": {}, "seconds": info["seconds"]}), flush=True)
+            continue
+        figures = {r["metric"]: r["value"] for r in timed["rows"] if r["dataset"] == ""}
+        print(json.dumps({"figures": figures, "seconds": time.perf_counter() - t0}), flush=True)
+
+
+def _setup(tmp: Path, data: list[str]) -> tuple[Path, Path, Path]:
+    """The files a :class:`LoadGen` reads: spec (an evaluation's default settings), data, finished parts."""
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.orchestration.request import RunSettings
+
+    examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(data)]
+    (tmp / "data").mkdir()
+    (tmp / "data" / "d000.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
+    d = RunSettings()
+    settings = Settings(batch_size=32, min_seconds=d.min_seconds, latency_samples=d.latency_samples, warmup=d.warmup)
+    spec = Spec(task={"inputs": [{"name": "statement"}]}, model={"manifest": {}},
+                datasets=[DatasetSpec("bench", "d000.jsonl", "0" * 64, len(examples))], settings=settings)
+    (tmp / "spec").mkdir()
+    spec.write(tmp / "spec" / "spec.json")
+    (tmp / "out" / "parts").mkdir(parents=True)
+    for name in ("d000.jsonl", "d000.jsonl.done.json"):
+        (tmp / "out" / "parts" / name).write_text("{}")
+    (tmp / "texts.json").write_text(json.dumps(data))
+    return tmp / "spec" / "spec.json", tmp / "data", tmp / "out"
+
+
+def rounds(folder: Path, data: list[str], n_rounds: int,
+           ops: tuple[str, ...] = ("inprocess", "host", "pass")) -> dict[str, Any]:
+    """Interleaved rounds in one worker process (the order reversed every other round); each round's
+    in-process, host-driven and whole-pass figures (``ops``: which of them)."""
+    from dynadesk.orchestration.loadgen import LoadGen
+
+    got: dict[str, list[Any]] = {"inprocess": [], "host": [], "pass": [], "host_seconds": [], "overhead_us": [],
+                                 "call_ms": []}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        spec_file, data_dir, out_dir = _setup(tmp, data)
+        proc = subprocess.Popen([sys.executable, __file__, "--child", str(folder), str(tmp / "texts.json"),
+                                 str(spec_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdin is not None and proc.stdout is not None
+
+        def ask(cmd: dict[str, Any]) -> dict[str, Any]:
+            proc.stdin.write(json.dumps(cmd) + "\n")  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+            return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+        try:
+            if not json.loads(proc.stdout.readline()).get("ready"):
+                raise RuntimeError("the bench worker did not start")
+            for r in range(n_rounds):
+                for op in (ops if r % 2 == 0 else ops[::-1]):
+                    if op != "host":
+                        answer = ask({"op": op})
+                        got[op].append(len(data) / answer["seconds"] if op == "pass" else answer["figures"])
+                        continue
+                    lg = LoadGen(spec_file, data_dir, out_dir).start()
+                    try:
+                        answer = ask({"op": "host", "path": str(lg.path)})
+                    finally:
+                        lg.close()
+                    report = lg.report()
+                    if not report["finished"]:
+                        raise RuntimeError(f"host-driven windows failed: {report['problems']}")
+                    got["host"].append(answer["figures"])
+                    got["host_seconds"].append(answer["seconds"])
+                    trials = report["datasets"]["bench"]["batch1"]["trials"]
+                    calls = sum(t["calls"] for t in trials)
+                    got["overhead_us"].append(sum(t["seconds"] - t["worker_seconds"] for t in trials) / calls * 1e6)
+                    got["call_ms"].append(sum(t["worker_seconds"] for t in trials) / calls * 1e3)
+                    for mode in ("batch1", "batched"):  # the same calls, timed by the host and by the worker
+                        mine = report["datasets"]["bench"][mode]["trials"]
+                        got.setdefault(f"same_{mode}", []).append(
+                            sum(t["worker_seconds"] for t in mine) / sum(t["seconds"] for t in mine))
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    return got
+
+
+def run(quick: bool = False) -> list[dict]:
+    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
+    n, n_rounds = (48, 1) if smoke else (256, 3) if quick else (512, 5)
+    data = texts(n) if smoke else vader_test_texts(n)
+    got = rounds(minilm_folder(), data, n_rounds)
+    load = os.getloadavg()[0]
+    call_ms = median(got["call_ms"])
+    above = call_ms > 1.0
+    rows = []
+    for mode, label in (("batch1", "batch-1, one in flight"), ("batched", "batched (bs 32), up to 16 in flight")):
+        paired = got[f"same_{mode}"]
+        ratio = median(paired)
+        rows.append({"measure": f"host-timed / in-process-timed throughput of the same calls, {label}",
+                     "value": round(ratio, 3), "unit": "x", "goal": ">= 0.95 (models above 1 ms per query)",
+                     "baseline": f"the worker's own account of each call vs the host's stamps, {len(paired)} rounds "
+                                 f"({min(paired):.3f}-{max(paired):.3f}x), {n} texts, load average {load:.1f}",
+                     "ratio": round(ratio, 3), "ok": ratio >= 0.95 if above else None})
+    for metric, label in (("throughput", "batch-1"), ("throughput_batched", "batched (bs 32)")):
+        paired = [h[metric] / i[metric] for h, i in zip(got["host"], got["inprocess"])]
+        ratio = median(paired)
+        rows.append({"measure": f"host-driven windows / the previous in-process protocol, {label} (paired)",
+                     "value": round(ratio, 3), "unit": "x", "goal": "report",
+                     "baseline": f"host {median([h[metric] for h in got['host']]):.1f} vs in-process "
+                                 f"{median([i[metric] for i in got['inprocess']]):.1f} examples/s, {len(paired)} "
+                                 f"rounds ({min(paired):.3f}-{max(paired):.3f}x): the samples differ (the previous "
+                                 f"protocol's 2 s cap kept the first, shortest ones under load); load {load:.1f}",
+                     "ratio": round(ratio, 3), "ok": None})
+    overhead = median(got["overhead_us"])
+    rows.append({"measure": "host load generator's overhead per batch-1 query (issue to answer less the call)",
+                 "value": round(overhead, 1), "unit": "us", "goal": "report",
+                 "baseline": f"model {call_ms:.2f} ms per batch-1 call: {overhead / 10 / call_ms:.1f} % of it; "
+                             f"load average {load:.1f}", "ratio": round(overhead / 1000 / call_ms, 4), "ok": None})
+    paired = [h["throughput_batched"] / p for h, p in zip(got["host"], got["pass"])]
+    ratio = median(paired)
+    rows.append({"measure": "stored throughput_batched / the prediction pass (paired)", "value": round(ratio, 3),
+                 "unit": "x", "goal": "0.9-1.1", "baseline": f"pass {median(got['pass']):.1f} examples/s over {n} "
+                 f"texts; {len(paired)} rounds ({min(paired):.3f}-{max(paired):.3f}x), load average {load:.1f}",
+                 "ratio": round(ratio, 3), "ok": 0.9 <= ratio <= 1.1})
+    seconds = median(got["host_seconds"])
+    rows.append({"measure": "host-driven timed windows, one test set (fixed time per run)", "value": round(seconds, 2),
+                 "unit": "s", "goal": "<= 10 quiet", "baseline": f"prediction pass {n / median(got['pass']):.2f} s; "
+                 f"load average {load:.1f}", "ratio": None, "ok": seconds <= 10 if load < 2 else None})
+    return rows
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--child", nargs=3, metavar=("MODEL", "TEXTS", "SPEC"))
+    args = ap.parse_args()
+    if args.child:
+        child(Path(args.child[0]), Path(args.child[1]), Path(args.child[2]))
+    else:
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        for row in run(args.quick):
+            print(json.dumps(row))

@@ -1,0 +1,54 @@
+"""The rows that say which re-run an audit actually made: its runner, its sandbox and its hardware class, beside
+the bundle's.
+
+Why: the ``runner`` row checks the bundle's own claim against the runner registry, and the environment rows compare
+a few fields; neither said how the audit's re-run (or the run named with ``--against``) was made, so a local re-run
+of a Docker bundle read "identical ... docker (sandboxed)" and a re-run on another hardware class read "same class"
+while the headline named another class. These rows describe both runs, and any difference is named in the
+headline (:meth:`~dynadesk.audit.report.AuditReport.verdict_lines`). They are environment rows: they never fail
+the audit nor enter an attestation's fields (a re-run elsewhere is allowed; it must only be said).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, NOT_COMPARABLE, Check
+
+if TYPE_CHECKING:
+    from dynadesk.store.evaluations import EvaluationRecord
+
+__all__ = ["rerun_checks", "runner_words"]
+
+
+def runner_words(kind: str, sandboxed: bool) -> str:
+    """``docker (sandboxed)`` / ``local (not sandboxed)``: a runner as every report row writes it."""
+    return f"{kind} ({'sandboxed' if sandboxed else 'not sandboxed'})"
+
+
+def rerun_checks(payload: dict[str, Any], record: EvaluationRecord, rerun: bool) -> list[Check]:
+    """``rerun.runner``, ``rerun.sandboxed`` and ``environment.hardware_class``: the bundle's run against the run the
+    audit compared with (its own re-run, or the run named with ``--against``)."""
+    from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
+
+    what = f"the audit's re-run (run {record.id})" if rerun else f"the compared run {record.id}"
+    kind, sandboxed = str(payload["runner"]["kind"]), bool(payload["runner"]["sandboxed"])
+    bundle_words, run_words = runner_words(kind, sandboxed), runner_words(record.runner, bool(record.sandboxed))
+    same_runner = kind == record.runner
+    checks = [
+        Check("rerun.runner", ENVIRONMENT, IDENTICAL if same_runner else DIFFERS, kind, record.runner,
+              f"{what} ran with the {record.runner} runner, as the bundle's run" if same_runner else
+              f"{what} ran with the {record.runner} runner; the bundle's run with {kind}"),
+        Check("rerun.sandboxed", ENVIRONMENT, IDENTICAL if sandboxed == bool(record.sandboxed) else DIFFERS,
+              sandboxed, bool(record.sandboxed), f"bundle: {bundle_words}; {what}: {run_words}"),
+    ]
+    bundle_env, run_env = payload.get("environment") or {}, record.environment or {}
+    if not bundle_env or not run_env:
+        checks.append(Check("environment.hardware_class", ENVIRONMENT, NOT_COMPARABLE, None, None,
+                            f"{'the bundle' if not bundle_env else what} records no environment"))
+        return checks
+    a, b = hardware_class_of(bundle_env), hardware_class_of(run_env)
+    label_a, label_b = hardware_class_label(bundle_env), hardware_class_label(run_env)
+    checks.append(Check("environment.hardware_class", ENVIRONMENT, IDENTICAL if a == b else DIFFERS, a, b,
+                        f"same class: {label_a}" if a == b else f"bundle: {label_a}; {what}: {label_b}"))
+    return checks

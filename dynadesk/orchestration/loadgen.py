@@ -1,0 +1,359 @@
+"""The host is the load generator (after MLPerf LoadGen): it issues every timed query and holds the clock.
+
+The worker runs next to the model's code, so nothing it prints or writes about time can be trusted. Once
+its prediction pass is written, the worker connects to a Unix socket this module listens on, in a folder of
+the host's (the Docker runner mounts it into the container, the local runner passes its path). Over it:
+
+1. the worker says ``hello`` (protocol ``PROTOCOL``) with its token-sorted order of each test set (the host
+   checks it is a permutation of the set; its batches are that order cut every ``batch_size``: the pass's own
+   batches);
+2. the host, for each test set, issues the timed queries itself: each carries the examples themselves (they
+   reach the sandbox only as issued) and a fresh random nonce the answer must echo (an answer written before
+   its query was issued cannot carry it). The host stamps issue and answer with its own clock
+   (``time.perf_counter``); those stamps are the figures;
+3. the host sends the figures back (``done``) for the worker to write into its result files, where the host
+   later finds them unchanged (:func:`dynadesk.orchestration.bounds.check_measured`), and compares every
+   answer with the prediction pass's answer for the same example.
+
+Samples (issue 50 item 2): batch-1 windows take ``latency_samples`` examples, one from each equal stratum of
+the token-sorted order; batched windows take ``ceil(batched_queries / batch_size)`` of the pass's batches, one
+from each stratum of the batch list; the position within each stratum rotates from window to window. The
+warm-up's speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is
+timed in proportion whatever the load. A window issues its sample whole (repeated until ``min_seconds``);
+batch-1 queries one at a time (a query's latency is issue to answer), batched ones up to
+``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). Noise: the worker's own view of other
+processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
+measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dynadesk.evaluator.measurement import RETRY_BUDGET_S, SPREAD, latency, median, spread
+from dynadesk.evaluator.schema import PARTS_DIR, Spec
+
+PROTOCOL = "dynadesk-loadgen/1"
+MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
+CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
+SOCKET_NAME = "s"
+MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about this long at most
+WARMUP_S = 1.0  # no warm-up query starts after this long
+# batched queries in flight (a default window: all of it), so one is waiting whenever the model finishes one,
+# even while the host's own thread waits for a core (with 2 or 4 the figure fell to 0.4-0.7x the pass at load 12-15)
+BATCHED_IN_FLIGHT = 16
+
+
+class LoadGenError(RuntimeError):
+    """The worker broke the protocol (or the host could not run it): its timed figures are not observed."""
+
+
+def answer_key(prediction: object) -> object:
+    """What a query's answer must match in the prediction pass: the label (classification) or the answer text
+    (question answering), else the whole prediction. Probabilities may differ in the last bits between a
+    batch of one and the pass's padded batch, so they are not compared."""
+    if isinstance(prediction, dict):
+        for key in ("label", "answer"):
+            if key in prediction:
+                return prediction[key]
+    return json.dumps(prediction, sort_keys=True)
+
+
+def strata(n: int, k: int, phase: float) -> list[int]:
+    """``min(k, n)`` positions in ``range(n)``, one in each of ``k`` equal strata, at ``phase`` (0-1) within it."""
+    k = min(k, n)
+    return sorted({min(n - 1, int((i + phase) * n / k)) for i in range(k)})
+
+
+def read_examples(path: Path) -> list[dict[str, Any]]:
+    """A data file the host wrote, as the worker reads it (non-blank lines)."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def start_loadgen(spec_file: Path, data_dir: Path, out_dir: Path) -> LoadGen:
+    """A run's load generator, listening (the runners start one before the worker)."""
+    from dynadesk.errors import EvaluationError
+
+    try:
+        return LoadGen(spec_file, data_dir, out_dir).start()
+    except (OSError, ValueError) as exc:
+        raise EvaluationError(f"cannot start the host's load generator for the timed windows: {exc}") from exc
+
+
+class LoadGen:
+    """One run's load generator: ``start()`` before the worker starts, ``close()`` after it ended, then
+    :meth:`report` (recorded in the run as ``observed['loadgen']``)."""
+
+    def __init__(self, spec_file: Path, data_dir: Path, out_dir: Path):
+        self.spec = Spec.read(spec_file)
+        self.data_dir, self.out_dir = Path(data_dir), Path(out_dir)
+        self.dir = Path(tempfile.mkdtemp(prefix="dynadesk-lg-"))  # short: a socket path has 108 bytes
+        os.chmod(self.dir, 0o711)  # the sandbox user may connect, nobody may list it
+        self.path = self.dir / SOCKET_NAME
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        os.chmod(self.path, 0o777)
+        self.listener.listen(1)
+        self.listener.settimeout(0.2)
+        self.conn: socket.socket | None = None
+        self.issuing = False  # the first timed query was issued (the memory floor's samples stop here)
+        self.problems: list[str] = []
+        self.datasets: dict[str, Any] = {}
+        self.answers: dict[str, dict[str, object]] = {}
+        self.finished = False
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> LoadGen:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop (the worker has ended): unblock the driver, wait for it, remove the socket's folder."""
+        self._closing.set()
+        for s in (self.conn, self.listener):
+            if s is not None:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self._thread.join(timeout=10)
+        for s in (self.conn, self.listener):
+            if s is not None:
+                s.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def report(self) -> dict[str, Any]:
+        problems = list(self.problems)
+        if not self.finished and not problems:
+            problems.append("the worker never asked for its timed windows (no connection to the host's load "
+                            "generator)")
+        return {"protocol": PROTOCOL, "finished": self.finished and not problems, "problems": problems[:20],
+                "datasets": self.datasets, "answers": self.answers}
+
+    # ------------------------------------------------------------------ the protocol
+    def _serve(self) -> None:
+        while not self._closing.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.conn = conn
+            break
+        else:
+            return
+        self.listener.close()  # one worker, one connection: a second one is refused
+        conn.settimeout(None)
+        self._rfile = conn.makefile("rb")
+        try:
+            self._drive()
+            self.finished = True
+        except Exception as exc:  # noqa: BLE001 - any failure voids the windows; the worker must not wait on
+            self.problems.append(str(exc) if isinstance(exc, LoadGenError) else f"{type(exc).__name__}: {exc}")
+            self._send({"op": "refuse", "why": self.problems[-1]}, quiet=True)
+
+    def _send(self, message: dict[str, Any], quiet: bool = False) -> None:
+        assert self.conn is not None
+        try:
+            self.conn.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        except OSError:
+            if not quiet:
+                raise
+
+    def _recv(self) -> dict[str, Any]:
+        line = self._rfile.readline(MAX_LINE + 1)
+        if not line:
+            raise LoadGenError("the worker closed the load generator's connection before its timed windows ended")
+        if len(line) > MAX_LINE or not line.endswith(b"\n"):
+            raise LoadGenError(f"a message from the worker longer than {MAX_LINE} bytes")
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise LoadGenError(f"a message from the worker that is not an object: {line[:80]!r}")
+        if message.get("op") == "error":  # the worker failed (its own error file says why)
+            raise LoadGenError(f"the worker stopped its timed windows: {str(message.get('why'))[:300]}")
+        return message
+
+    def _hello(self) -> dict[str, list[int]]:
+        hello = self._recv()
+        if hello.get("hello") != PROTOCOL:
+            raise LoadGenError(f"the worker speaks {str(hello.get('hello'))[:40]!r}, the host {PROTOCOL!r}: "
+                               "rebuild the image with 'dynadesk image build'")
+        missing = [d.name for d in self.spec.datasets if not self._part_done(d.file)]
+        if missing:
+            raise LoadGenError(f"the worker asked for its timed windows before its prediction pass was written "
+                               f"(no finished predictions for {', '.join(missing[:5])})")
+        orders = hello.get("order")
+        if not isinstance(orders, dict):
+            raise LoadGenError("the worker's hello has no 'order'")
+        return orders
+
+    def _part_done(self, file: str) -> bool:
+        try:
+            return all(stat.S_ISREG(os.lstat(self.out_dir / PARTS_DIR / name).st_mode)
+                       for name in (file, file + ".done.json"))
+        except OSError:
+            return False
+
+    def _drive(self) -> None:
+        orders = self._hello()
+        s = self.spec.settings
+        for ds in self.spec.datasets:
+            if ds.role != "test":
+                continue
+            examples = read_examples(self.data_dir / ds.file)
+            order = orders.get(ds.name)
+            if not isinstance(order, list) or sorted(order) != list(range(len(examples))) or \
+                    any(isinstance(i, bool) for i in order):
+                raise LoadGenError(f"the worker's order of '{ds.name}' is not a permutation of its "
+                                   f"{len(examples)} examples")
+            self.answers[ds.name] = {}
+            batches = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
+            one = [[order[p]] for p in range(len(order))]
+            batch1 = self._measure(ds.name, "batch1", examples, one, s.latency_samples, 1)
+            lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
+            batched = self._measure(ds.name, "batched", examples, batches,
+                                    math.ceil(s.batched_queries / s.batch_size), BATCHED_IN_FLIGHT)
+            batched.pop("per_call_ms")
+            batched.pop("per_trial_ms")
+            batch1["batch_size"], batched["batch_size"] = 1, s.batch_size
+            self.datasets[ds.name] = {"batch1": batch1, "batched": batched, "latency": lat}
+        self._send({"op": "done", "datasets": self.datasets})
+        ack = self._recv()
+        if ack.get("op") != "written":
+            raise LoadGenError("the worker did not acknowledge the host's figures")
+
+    def _measure(self, name: str, mode: str, examples: list[dict[str, Any]], units: list[list[int]],
+                 per_window: int, depth: int) -> dict[str, Any]:
+        """Warm-up, trials and retries of one measurement (the shape :func:`measurement.measure` gives)."""
+        s = self.spec.settings
+        attempts: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        for attempt in range(s.noise_retries + 1):
+            each = self._warm_up(name, examples, units)
+            # a window lasts about MAX_WINDOW_S at most: fewer strata on a slow model or a loaded machine, never
+            # the first few (the protocol before this one timed only the shortest batches under load)
+            k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
+            trials: list[dict[str, Any]] = []
+            per_call: list[float] = []
+            per_trial: list[list[float]] = []
+            for trial in range(s.trials):
+                sample = [units[p] for p in strata(len(units), k, (trial + 0.5) / s.trials)]
+                self._send({"op": "window"})
+                queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds))
+                self._send({"op": "end"})
+                if seconds <= 0:
+                    raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
+                trials.append({"queries": queries, "seconds": seconds, "short": False, "calls": len(calls),
+                               "value": queries / seconds, "attempt": attempt, "trial": trial,
+                               "sample": [u[0] for u in sample],
+                               "worker_seconds": inside})
+                per_call += calls
+                per_trial.append(calls)
+            self._send({"op": "noise"})
+            reply = self._recv()
+            got = reply.get("noise")
+            noise: dict[str, Any] = dict(got) if isinstance(got, dict) else {}
+            noise["reasons"] = [str(r)[:200] for r in (noise.get("reasons") or [])][:10]
+            values = [float(t["value"]) for t in trials]
+            noise["spread"] = spread(values)
+            if noise["spread"] > SPREAD:
+                noise["reasons"].append(f"trials spread {noise['spread']:.1%}")
+            attempts.append({"median": median(values), "trials": trials, "noise": noise, "per_call_ms": per_call,
+                             "per_trial_ms": per_trial})
+            if not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S:
+                break
+        last = attempts[-1]
+        return {"value": last["median"], "unit": "examples/s", "median": last["median"],
+                "spread": last["noise"]["spread"], "trials": last["trials"], "noise": last["noise"],
+                "noisy": bool(last["noise"]["reasons"]), "attempts": len(attempts),
+                "earlier_attempts": [a["noise"]["reasons"] for a in attempts[:-1]],
+                "per_call_ms": last["per_call_ms"], "per_trial_ms": last["per_trial_ms"],
+                "protocol": {"issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
+                             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
+                             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
+                             "trials": s.trials, "retries": s.noise_retries}}
+
+    def _warm_up(self, name: str, examples: list[dict[str, Any]], units: list[list[int]]) -> float:
+        """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after
+        ``WARMUP_S``); the mean seconds of one, which sizes the windows."""
+        want = max(1, self.spec.settings.warmup)
+        spent, done = 0.0, 0
+        for p in strata(len(units), want, 0.5):
+            _, seconds, _, _ = self._window(name, examples, [units[p]], 1, 0.0)
+            spent, done = spent + seconds, done + 1
+            if spent >= WARMUP_S:
+                break
+        return spent / done
+
+    def _window(self, name: str, examples: list[dict[str, Any]], sample: Sequence[list[int]], depth: int,
+                min_seconds: float) -> tuple[int, float, list[float], float]:
+        """Issue ``sample`` (whole, repeated until ``min_seconds``) with ``depth`` queries in flight: (examples
+        answered, seconds, per-query ms, the worker's own account of its calls' seconds, informational). One in
+        flight: seconds are the sum of the queries' issue-to-answer times; more: the span from the first issue
+        to the last answer."""
+        self.issuing = True
+        pending: list[tuple[str, list[int], float]] = []
+        per_call: list[float] = []
+        queries, busy, inside = 0, 0.0, 0.0
+        first = time.perf_counter()
+        todo = list(sample)
+        while True:
+            while todo and len(pending) < depth:
+                unit = todo.pop(0)
+                nonce = secrets.token_hex(8)
+                message = json.dumps({"op": "query", "nonce": nonce, "examples": [examples[i] for i in unit]},
+                                     separators=(",", ":")).encode() + b"\n"
+                issued = time.perf_counter()
+                assert self.conn is not None
+                self.conn.sendall(message)
+                pending.append((nonce, unit, issued))
+            if not pending:
+                if time.perf_counter() - first >= min_seconds:
+                    break
+                todo = list(sample)
+                continue
+            reply = self._recv()
+            answered = time.perf_counter()
+            nonce, unit, issued = pending.pop(0)
+            inside += self._check_answer(name, examples, unit, nonce, reply)
+            per_call.append((answered - issued) * 1000)
+            busy += answered - issued
+            queries += len(unit)
+        return queries, (time.perf_counter() - first if depth > 1 else busy), per_call, inside
+
+    def _check_answer(self, name: str, examples: list[dict[str, Any]], unit: list[int], nonce: str,
+                      reply: dict[str, Any]) -> float:
+        """Check one answer (nonce, count, the same answer as before for each example); the worker's seconds."""
+        if reply.get("nonce") != nonce:
+            raise LoadGenError(f"an answer on '{name}' does not carry its query's nonce (written before the "
+                               "query was issued, or out of order)")
+        preds = reply.get("predictions")
+        if not isinstance(preds, list) or len(preds) != len(unit):
+            raise LoadGenError(f"an answer on '{name}' has {len(preds) if isinstance(preds, list) else 'no'} "
+                               f"predictions for a query of {len(unit)} examples")
+        seen = self.answers[name]
+        for i, pred in zip(unit, preds):
+            key, ex_id = answer_key(pred), str(examples[i].get("id"))
+            if ex_id in seen and seen[ex_id] != key:
+                raise LoadGenError(f"example '{name}/{ex_id}' was answered {seen[ex_id]!r} and {key!r} in the timed "
+                                   "windows")
+            seen[ex_id] = key
+        took = reply.get("seconds")
+        return float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) and 0 <= took < 1e6 \
+            else 0.0

@@ -1,0 +1,104 @@
+"""The worker's side of the timed windows: it answers the queries the host issues (the host is the load generator).
+
+After its prediction pass the worker connects to the host's Unix socket (``--loadgen PATH``; in a container
+a folder the host mounts), says hello with its token-sorted order of each test set, then answers each query
+the host sends: the examples arrive with the query, the answer echoes the query's nonce. The host stamps
+issue and answer with its own clock; those stamps are the figures, which the host sends back at the end for
+the worker to write (:func:`dynadesk.evaluator.timing.assemble`). What the worker still measures itself is
+the noise of each window (other processes' CPU, steal, throttling, :func:`measurement.competition`), which
+it reports when asked. Protocol: ``dynadesk/orchestration/loadgen.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dynadesk.evaluator import timing
+from dynadesk.evaluator.measurement import CpuSnapshot, competition, snapshot
+from dynadesk.evaluator.schema import LOADGEN_PROTOCOL
+
+MAX_LINE = 64 << 20
+
+
+class ServeError(RuntimeError):
+    """The host refused the worker's timed windows, or its connection broke."""
+
+
+class _Channel:
+    def __init__(self, path: Path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.connect(str(path))
+        except OSError as exc:
+            raise ServeError(f"cannot reach the host's load generator at {path}: {exc}") from exc
+        self.rfile = self.sock.makefile("rb")
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def recv(self) -> dict[str, Any]:
+        line = self.rfile.readline(MAX_LINE + 1)
+        if not line:
+            raise ServeError("the host closed the load generator's connection")
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ServeError("a message from the host that is not an object")
+        return message
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def serve(worker: timing.Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
+          sync: Callable[[], None] | None, path: Path, order: Callable[[list[dict[str, Any]]], list[int]]
+          ) -> dict[str, Any]:
+    """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result."""
+    channel = _Channel(path)
+    try:
+        channel.send({"hello": LOADGEN_PROTOCOL, "order": {name: order(exs) for name, exs in tests.items()}})
+        return _answer(channel, worker, threads, sync)
+    except BaseException as exc:
+        if not isinstance(exc, ServeError):
+            try:
+                channel.send({"op": "error", "why": f"{type(exc).__name__}: {exc}"[:300]})
+            except OSError:
+                pass
+        raise
+    finally:
+        channel.close()
+
+
+def _answer(channel: _Channel, worker: timing.Timed, threads: int,
+            sync: Callable[[], None] | None) -> dict[str, Any]:
+    windows: list[tuple[CpuSnapshot, CpuSnapshot]] = []
+    before: CpuSnapshot | None = None
+    while True:
+        message = channel.recv()
+        op = message.get("op")
+        if op == "query":
+            t0 = time.perf_counter()
+            preds = worker.predict(message["examples"])
+            if sync:
+                sync()
+            channel.send({"nonce": message.get("nonce"), "predictions": preds, "seconds": time.perf_counter() - t0})
+        elif op == "window":
+            before = snapshot()
+        elif op == "end" and before is not None:
+            windows.append((before, snapshot()))
+            before = None
+        elif op == "noise":
+            channel.send({"noise": competition(windows, threads)})
+            windows = []
+        elif op == "done":
+            result = timing.assemble(message["datasets"], worker.spec.settings)
+            channel.send({"op": "written"})
+            return result
+        elif op == "refuse":
+            raise ServeError(f"the host refused the timed windows: {message.get('why')}")
+        else:
+            raise ServeError(f"an unknown message from the host: {str(message)[:80]}")

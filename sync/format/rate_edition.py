@@ -1,0 +1,133 @@
+"""Signed rate editions: a task's exchange rates frozen by the board's operator, signed by the server's log key.
+
+The document is an envelope like a snapshot's (``{"format": "dynadesk-rate-edition", "payload", "signature",
+"version"}``, RFC 8785 bytes). Its payload holds the task, the edition number (1, 2, ... per task) and the previous
+edition's id, each metric's rate (``amrs``, None where no rate could be published) with the reference rows it rests on
+and the rows left out of it, the estimator and the bound it was made with. Its id is the sha256 of the payload bytes;
+the server appends it to the transparency log as a ``rates`` entry. A workspace verifies it before scoring its own
+runs with it (``dynadesk leaderboard --rates BOARD``). How the rates are estimated is
+:mod:`dynadesk.scoring.rates`; this module signs and parses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from dynadesk.errors import SignatureError, ValidationError
+from dynadesk.sync.format import keys as _keys
+from dynadesk.sync.format.canonical import canonical_bytes
+
+FORMAT = "dynadesk-rate-edition"
+VERSION = 1
+MAX_EDITION_BYTES = 4 << 20
+PAYLOAD_KEYS = {"task", "edition", "previous", "created_at", "server", "perf_metric", "amrs", "rates", "reference",
+                "estimator", "factor", "min_rows", "note"}
+
+
+@dataclass(frozen=True)
+class RateEdition:
+    payload: dict[str, Any]
+    payload_bytes: bytes
+    public_key: bytes
+    signature: bytes
+    raw: bytes
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(self.payload_bytes).hexdigest()
+
+    @property
+    def task(self) -> str:
+        return str(self.payload["task"])
+
+    @property
+    def number(self) -> int:
+        return int(self.payload["edition"])
+
+    @property
+    def amrs(self) -> dict[str, float | None]:
+        return {str(k): (None if v is None else float(v)) for k, v in self.payload["amrs"].items()}
+
+    @property
+    def key_fingerprint(self) -> str:
+        return _keys.fingerprint(self.public_key)
+
+    def describe(self) -> str:
+        """One line naming the edition: what a board, a snapshot and the local board print."""
+        return f"rate edition {self.number} of '{self.task}' ({self.id[:12]}, signed by {self.key_fingerprint})"
+
+    def verify(self, server_public_key: bytes | None = None) -> None:
+        """The signature over the payload, and (given) that the signer is the server key expected."""
+        if server_public_key is not None and server_public_key != self.public_key:
+            raise SignatureError(f"rate edition {self.id[:12]}: signed by key {self.key_fingerprint}, not the server"
+                                 f" key {_keys.fingerprint(server_public_key)} expected")
+        stated = (self.payload.get("server") or {}).get("key_fingerprint")
+        if stated != self.key_fingerprint:
+            raise SignatureError(f"rate edition {self.id[:12]}: payload.server.key_fingerprint {stated!r:.80} is not"
+                                 " the signing key's")
+        try:
+            key = _keys.public_from_raw(self.public_key)
+        except ValueError as exc:
+            raise SignatureError(f"rate edition {self.id[:12]}: malformed public key ({exc})") from None
+        _keys.verify_signature(key, self.signature, self.payload_bytes, f"rate edition {self.id[:12]}")
+
+    def to_summary(self) -> dict[str, Any]:
+        """What a board answer says of the edition it scored with."""
+        return {"edition": self.number, "id": self.id, "created_at": self.payload["created_at"],
+                "key_fingerprint": self.key_fingerprint, "url": f"/api/rates/{self.task}/{self.number}"}
+
+
+def sign_edition(payload: dict[str, Any], key: Ed25519PrivateKey) -> RateEdition:
+    """Sign an edition payload with the server key; the result is re-parsed and verified."""
+    payload_bytes = canonical_bytes(payload)
+    pub = _keys.public_raw(key)
+    doc = {"format": FORMAT, "version": VERSION, "payload": payload,
+           "signature": {"algorithm": "ed25519", "public_key": pub.hex(), "value": key.sign(payload_bytes).hex()}}
+    edition = parse_edition(canonical_bytes(doc))
+    edition.verify()
+    return edition
+
+
+def _check_rates(amrs: Any, where: str) -> None:
+    if not isinstance(amrs, dict) or not amrs:
+        raise ValidationError(f"{where}: payload.amrs must map metric names to rates")
+    for name, v in amrs.items():
+        ok = v is None or (type(v) in (int, float) and math.isfinite(v) and v >= 0)
+        if not ok:
+            raise ValidationError(f"{where}: payload.amrs.{name} must be a number >= 0 or null, got {v!r:.40}")
+
+
+def parse_edition(raw: bytes, where: str = "rate edition") -> RateEdition:
+    """Structure only (envelope, canonical form, payload fields); a :class:`ValidationError` naming the problem."""
+    if len(raw) > MAX_EDITION_BYTES:
+        raise ValidationError(f"{where}: {len(raw)} bytes is larger than the {MAX_EDITION_BYTES}-byte limit")
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise ValidationError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValidationError(f"{where}: field 'format' must be '{FORMAT}' (is this a rate edition?)")
+    if doc.get("version") != VERSION or set(doc) != {"format", "version", "payload", "signature"}:
+        raise ValidationError(f"{where}: must hold exactly format, version {VERSION}, payload and signature")
+    payload, sig = doc["payload"], doc["signature"]
+    if not isinstance(payload, dict) or set(payload) != PAYLOAD_KEYS:
+        got = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
+        raise ValidationError(f"{where}: payload must hold {', '.join(sorted(PAYLOAD_KEYS))}; got {got}")
+    if not isinstance(payload["task"], str) or type(payload["edition"]) is not int or payload["edition"] < 1:
+        raise ValidationError(f"{where}: payload.task must be a name and payload.edition a number from 1")
+    _check_rates(payload["amrs"], where)
+    if not isinstance(sig, dict) or sig.get("algorithm") != "ed25519":
+        raise ValidationError(f"{where}: signature.algorithm must be 'ed25519'")
+    try:
+        public_key, signature = bytes.fromhex(str(sig["public_key"])), bytes.fromhex(str(sig["value"]))
+    except (KeyError, ValueError):
+        raise ValidationError(f"{where}: signature.public_key and signature.value must be hex") from None
+    if canonical_bytes(doc) != bytes(raw):
+        raise ValidationError(f"{where}: not in RFC 8785 canonical form (was it edited by hand?)")
+    return RateEdition(payload, canonical_bytes(payload), public_key, signature, bytes(raw))

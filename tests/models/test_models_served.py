@@ -1,6 +1,7 @@
-"""Served models (evaluator/openai_served.py, dynadesk/models/served.py): a real ``transformers serve`` process on loopback
-serving a tiny causal LM built from a config; registered by URL and model name through the CLI, predicted live,
-evaluated on the local runner, bundled (the bundle records the endpoint and the declared model) and audited."""
+"""Served models (evaluator/openai_served.py, dynadesk/models/served.py): a real ``transformers serve`` process
+on loopback serving a tiny causal LM built from a config; registered by URL and model name through the CLI,
+predicted live, evaluated on the local runner, bundled (the bundle records the endpoint and the declared model),
+audited at an endpoint the auditor names."""
 
 from __future__ import annotations
 

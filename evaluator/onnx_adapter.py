@@ -182,6 +182,8 @@ class OnnxQuestionAnsweringAdapter(QuestionAnsweringAdapter):
         self.stride = max(0, min(128, self.max_length // 4))
         self.max_answer_tokens = int(manifest.get("max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
         self.pad_right = self.tokenizer.padding_side == "right"
+        threshold = manifest.get("null_threshold")  # SQuAD 2.0 abstention, as the transformers QA adapter
+        self.null_threshold = None if threshold is None else float(threshold)
 
 
 register_kind(ONNX_CLASSIFICATION, OnnxClassificationAdapter, check_onnx_manifest, classification=True)

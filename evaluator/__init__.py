@@ -6,7 +6,9 @@ model kinds kept in their own modules (``generative``) with ``adapters.register_
 import cycle).
 """
 
-from dynadesk.evaluator import generative  # noqa: F401  (registers its model kinds)
+# Kinds in their own modules register into ``adapters`` through its ``register_kind`` hook. Imported here, not at
+# the end of adapters.py, so that no two of the package's modules import each other (.importlinter, no-cycles).
+from dynadesk.evaluator import generative, onnx_adapter, openai_served  # noqa: F401
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
 
 __all__ = ["SCHEMA_VERSION", "evaluator_version"]

@@ -525,3 +525,4 @@ def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, dev
     else:
         check_manifest(manifest, str(model_dir / MANIFEST_NAME))
     return _ADAPTERS[manifest["kind"]](model_dir, manifest, device=device, allow_pickle=allow_pickle)
+

@@ -23,6 +23,14 @@ if TYPE_CHECKING:
     from dynadesk.workspace import Workspace
 
 
+def served_record(model: Any) -> dict[str, str]:
+    """A served model's endpoint (as the submitter reached it), declared model and any weights digest."""
+    from dynadesk.evaluator.openai_served import read_endpoint
+
+    return {"endpoint": read_endpoint(Path(model.path), model.manifest), "model": model.manifest["model"],
+            **({"weights_digest": model.manifest["weights_digest"]} if "weights_digest" in model.manifest else {})}
+
+
 def _predictions(run_dir: str | None, recorded: str | None, evaluation_id: int) -> dict[str, Any]:
     if not run_dir:
         raise BundleError(f"evaluation {evaluation_id} has no run folder, so there are no predictions to bundle")
@@ -86,7 +94,8 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "created_at": utc_now_text(now),
         "task": ev.task,
         "model": {"name": model.name, "digest": model.digest,
-                  **({"lineage": model.manifest["lineage"]} if model.manifest.get("lineage") else {})},
+                  **({"lineage": model.manifest["lineage"]} if model.manifest.get("lineage") else {}),
+                  **({"served": served_record(model)} if model.kind == "openai-served" else {})},
         "datasets": datasets,
         "evaluator": evaluator,
         "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},

@@ -73,13 +73,25 @@ def _summary_rows(record) -> list[list]:
     return rows
 
 
-def _show(record: EvaluationRecord, as_json: bool) -> None:
+def _served(app: Any, record: EvaluationRecord) -> bool:
+    """Whether the run's model answers from an endpoint (dynadesk/models/served.py): shown "served, not sandboxed"."""
+    from dynadesk.errors import NotFoundError
+    from dynadesk.models.served import is_served
+
+    try:
+        return is_served(app.store.models.get(record.model_name).kind)
+    except NotFoundError:
+        return False
+
+
+def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None:
     if as_json:
         echo_json(record.to_dict())
         return
     click.echo(f"run {record.id}: {record.model_name} on {record.task} - {record.status}"
                f"{f' ({record.verdict})' if record.verdict and record.verdict != 'ok' else ''}")
-    click.echo(f"runner {record.runner} ({'sandboxed' if record.sandboxed else 'NOT sandboxed'})"
+    where = ("served, " if served else "") + ("sandboxed" if record.sandboxed else "NOT sandboxed")
+    click.echo(f"runner {record.runner} ({where})"
                f"{f', image {record.image_id[:19]}' if record.image_id else ''}")
     if record.remeasure_of is not None:
         click.echo(f"re-measurement of run {record.remeasure_of}: its predictions reused, only the timed"
@@ -204,7 +216,7 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
     if record.status != "succeeded" and not as_json:
         click.echo(failure_line(record), err=True)
         raise SystemExit(1)  # click.exceptions.Exit is swallowed by main()'s standalone_mode=False
-    _show(record, as_json)
+    _show(record, as_json, _served(app, record))
     if record.status != "succeeded":
         raise SystemExit(1)
 
@@ -229,7 +241,7 @@ def _remeasure(app: Any, run_id: int, as_json: bool) -> None:
     elif new.status != "succeeded":
         click.echo(failure_line(new), err=True)
     else:
-        _show(new, as_json)
+        _show(new, as_json, _served(app, new))
         click.echo(f"run {new.id} re-measures run {run_id}: "
                    + ("every deterministic figure identical (same predictions digest)" if not result.differences
                       else "deterministic figures DIFFER: " + "; ".join(result.differences)))
@@ -277,7 +289,7 @@ def runs_list(app: Any, task: str | None, model: str | None, status: str | None,
 def runs_show(app: Any, run_id: int, show_log: bool, as_json: bool) -> None:
     """Show a run: status, verdict, every metric and profile figure."""
     record = app.store.evaluations.get(run_id)
-    _show(record, as_json)
+    _show(record, as_json, _served(app, record))
     if show_log and not as_json:
         click.echo(record.log)
 

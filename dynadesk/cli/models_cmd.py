@@ -26,7 +26,7 @@ def models() -> None:
 
 
 @models.command("add")
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True, file_okay=False), required=False)
 @click.option("--task", "task_name", required=True, help="Task the model serves.")
 @click.option("--name", help="Model name (default: the folder name).")
 @click.option("--kind", type=click.Choice(KINDS), help="Default: inferred from config.json.")
@@ -34,21 +34,48 @@ def models() -> None:
                                "id2label cannot be mapped.")
 @click.option("--allow-pickle", is_flag=True, help="Register pickle-only weights for sandboxed evaluation ONLY.")
 @click.option("--replace", is_flag=True, help="Replace a model of the same name.")
+@click.option("--served", "served_url", metavar="URL", help="Instead of PATH: an OpenAI-compatible endpoint's base URL "
+              "(vLLM, llama.cpp, Ollama, transformers serve); runs are served, not sandboxed.")
+@click.option("--model", "served_model", help="With --served: the model name the endpoint lists (GET /v1/models).")
+@click.option("--weights-digest", help="With --served: sha256:<hex> of the weights behind the endpoint, recorded.")
 @json_option
 @pass_app
-def add_cmd(app, path, task_name, name, kind, labels, allow_pickle, replace, as_json) -> None:
-    """Register a model folder (writes dynadesk-model.json when missing)."""
+def add_cmd(app, path, task_name, name, kind, labels, allow_pickle, replace, served_url, served_model,
+            weights_digest, as_json) -> None:
+    """Register a model folder PATH (writes dynadesk-model.json when missing), or a served model (--served)."""
     from dynadesk.models.registry import register_model
 
-    rec = register_model(app.store, path, task_name, name=name, kind=kind,
-                         labels=[x.strip() for x in labels.split(",")] if labels else None,
-                         allow_pickle=allow_pickle, replace=replace)
+    if served_url:
+        rec = _add_served(app, path, served_url, served_model, task_name, name, weights_digest, replace)
+    elif path is None:
+        raise click.UsageError("give a model folder PATH, or --served URL --model NAME")
+    else:
+        rec = register_model(app.store, path, task_name, name=name, kind=kind,
+                             labels=[x.strip() for x in labels.split(",")] if labels else None,
+                             allow_pickle=allow_pickle, replace=replace)
     if as_json:
         echo_json(rec.to_dict())
         return
     click.echo(f"registered '{rec.name}' ({rec.kind}, task {rec.task}) {rec.digest}")
     if rec.has_pickle:
         click.secho("  pickle weights: this model runs only inside the evaluation container", fg="yellow")
+
+
+def _add_served(app: AppContext, path: str | None, url: str, model: str | None, task_name: str, name: str | None,
+                weights_digest: str | None, replace: bool) -> Any:
+    from dynadesk.models.served import register_served
+
+    if path is not None or not model or not name:
+        raise click.UsageError("--served URL takes no PATH and needs --model NAME (as the endpoint lists it) and "
+                               "--name")
+    return register_served(app.store, app.workspace.models_dir, url, model, task_name, name=name,
+                           weights_digest=weights_digest, replace=replace)
+
+
+def _kind_text(m: Any) -> str:
+    """The kind column: a pickle-only folder and a served model say so."""
+    return m.kind + (" (pickle)" if m.has_pickle else "") + (" (served, not sandboxed)" if m.kind == "openai-served"
+                                                             else "")
 
 
 @models.command("relocate")
@@ -75,7 +102,7 @@ def list_cmd(app, task_name, as_json) -> None:
         echo_json([m.to_dict() for m in items])
         return
     echo_table(["model", "task", "kind", "dev acc", "dev macro-F1", "digest"], [
-        [m.name, m.task, m.kind + (" (pickle)" if m.has_pickle else ""), _fmt(m.info.get("dev_accuracy")),
+        [m.name, m.task, _kind_text(m), _fmt(m.info.get("dev_accuracy")),
          _fmt(m.info.get("dev_macro_f1")), m.digest[:19]] for m in items])
 
 

@@ -21,6 +21,8 @@ from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, Mod
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import generative as _gen
 from dynadesk.evaluator import prompts as _prompts
+from dynadesk.evaluator import onnx_adapter as _onnx
+from dynadesk.evaluator import openai_served as _served
 from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
 MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
 GENERATIVE_KINDS = (_gen.CAUSAL, _gen.SEQ2SEQ)
+QA_KINDS = ("hf-question-answering", _onnx.ONNX_QA)
+SPAN_KINDS = (*QA_KINDS, "openai-served")  # kinds that may serve a span task (a served model serves either)
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
@@ -99,7 +103,7 @@ def tree_files(folder: Path, exclude: frozenset[str] = frozenset()) -> list[tupl
 def tree_digest(folder: Path, exclude: frozenset[str] = frozenset()) -> str:
     """``sha256:<hex>`` over each file's relative path and sha256: stable across machines and copies."""
     h = hashlib.sha256()
-    files = tree_files(folder, exclude)
+    files = tree_files(folder, exclude | _served.digest_exclusions(folder))
     if not files:
         raise ModelError(f"{folder}: the folder is empty")
     for rel, path in files:
@@ -155,6 +159,8 @@ def infer_kind(folder: Path) -> str:
     if (folder / _ad.BOW_WEIGHTS).exists():
         return "bag-of-words"
     config = folder / "config.json"
+    if any(folder.glob("*.onnx")):
+        return _onnx_kind(folder)
     if not config.exists():
         raise ModelError(f"{folder}: no config.json, so the model kind cannot be inferred; pass --kind "
                          f"({', '.join(KINDS)})")
@@ -170,6 +176,18 @@ def infer_kind(folder: Path) -> str:
                      f"model; pass --kind if you know better")
 
 
+def _onnx_kind(folder: Path) -> str:
+    """An ONNX folder's kind from the config.json of the model it was exported from."""
+    config = folder / "config.json"
+    archs = _read_json(config).get("architectures") or [] if config.exists() else []
+    if any(str(a).endswith("ForSequenceClassification") for a in archs):
+        return _onnx.ONNX_CLASSIFICATION
+    if any(str(a).endswith("ForQuestionAnswering") for a in archs):
+        return _onnx.ONNX_QA
+    raise ModelError(f"{folder}: an ONNX graph without the exported model's config.json architectures; pass --kind "
+                     f"({', '.join(_onnx.ONNX_KINDS)})")
+
+
 def build_manifest(folder: Path, task: Task, kind: str | None = None,
                    labels: list[str] | None = None) -> dict[str, Any]:
     """The manifest for a folder that has none."""
@@ -180,7 +198,7 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
     manifest: dict[str, Any] = {"task": task.name, "kind": kind, "inputs": list(task.input_names)}
     if kind in GENERATIVE_KINDS:
         return generative_manifest(manifest, task, labels)
-    if kind == "hf-question-answering":
+    if kind in QA_KINDS:
         if task.kind.chooses_labels:
             raise ModelError(f"{folder}: a question-answering model cannot serve task '{task.name}', whose "
                              "output is a label")
@@ -197,8 +215,8 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
             raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels "
                              f"({', '.join(task.labels)}) in the model's output order")
         manifest["labels"] = list(labels)
-    elif kind == "hf-sequence-classification":
-        config = _read_json(folder / "config.json")
+    elif kind in ("hf-sequence-classification", _onnx.ONNX_CLASSIFICATION):
+        config = _read_json(folder / "config.json") if (folder / "config.json").exists() else {}
         id2label = config.get("id2label")
         if not isinstance(id2label, dict) or not id2label:
             raise ModelError(f"{folder / 'config.json'}: no id2label; pass --labels in output order")
@@ -249,29 +267,33 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
             raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
                              f"{list(task.labels)}")
     elif task.kind.chooses_labels:
-        if manifest["kind"] == "hf-question-answering":
+        if manifest["kind"] in QA_KINDS:
             raise ModelError(f"{where}: a question-answering model cannot serve label task '{task.name}'")
-        if sorted(manifest["labels"]) != sorted(task.labels):
-            raise ModelError(f"{where}: manifest labels {manifest['labels']} are not task '{task.name}' labels "
+        if sorted(manifest.get("labels") or []) != sorted(task.labels):
+            raise ModelError(f"{where}: manifest labels {manifest.get('labels')} are not task '{task.name}' labels "
                              f"{list(task.labels)}; fix: set the manifest's \"labels\" to the task's labels, in the "
                              "order of the model's outputs, or register it for the task it was trained for")
-    elif manifest["kind"] != "hf-question-answering":
+    elif manifest["kind"] not in SPAN_KINDS:
         raise ModelError(f"{where}: task '{task.name}' wants answer spans; kind '{manifest['kind']}' gives labels")
 
 
 def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
     """Cheap structural checks so a broken folder fails at registration, not mid-evaluation."""
     kind = manifest["kind"]
-    if kind.startswith("hf-"):
-        missing = [f for f in ("config.json",) if not (folder / f).exists()]
+    if kind.startswith(("hf-", "onnx-")):
+        onnx = kind in _onnx.ONNX_KINDS
+        missing = [f for f in ("config.json",) if not onnx and not (folder / f).exists()]
         safe, pickles = _ad.weight_files(folder)
-        if not safe and not pickles:
+        if onnx and not _onnx.onnx_file(folder, manifest).is_file():
+            missing.append(f"the ONNX graph ({manifest.get('onnx_file', _onnx.DEFAULT_ONNX_FILE)})")
+        elif not onnx and not safe and not pickles:
             missing.append("weights (*.safetensors)")
         if not any((folder / f).exists() for f in ("tokenizer.json", "vocab.txt", "tokenizer.model",
                                                    "vocab.json", "spiece.model")):
             missing.append("tokenizer files (tokenizer.json or vocab.txt ...)")
         if missing:
-            raise ModelError(f"{folder}: not a complete transformers model folder; missing {', '.join(missing)}")
+            what = "ONNX" if onnx else "transformers"
+            raise ModelError(f"{folder}: not a complete {what} model folder; missing {', '.join(missing)}")
     elif kind == "majority" and not (folder / _ad.MAJORITY_FILE).exists():
         raise ModelError(f"{folder}: a majority baseline needs {_ad.MAJORITY_FILE}")
     elif kind == "bag-of-words":

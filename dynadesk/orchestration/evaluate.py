@@ -172,6 +172,10 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
+    if model.kind == "openai-served" and run.sandboxed:
+        raise EvaluationError(f"model '{model.name}' is served at an endpoint, which the "
+                              "sandbox (no network) cannot reach; evaluate it with --runner local (served, not "
+                              "sandboxed)", verdict="refused")
     settings = worker_settings(request, run, bool(model.has_pickle))
     if settings.null_threshold is None and model.manifest.get("kind") == "hf-question-answering" \
             and any(scored_by_squad_v2(store, d.name) for d in chosen):

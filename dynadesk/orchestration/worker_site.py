@@ -30,7 +30,10 @@ from pathlib import Path
 
 from dynadesk.orchestration.image import TOP_REQUIREMENTS
 
-VIEW_VERSION = 1
+VIEW_VERSION = 2
+# Host-only runtimes an adapter imports lazily (evaluator/onnx_adapter.py): linked into the view when the host has
+# them, so ONNX models evaluate on the local runner; the image does not ship them (docs/models.md).
+OPTIONAL_REQUIREMENTS = ("onnxruntime",)
 
 
 def _canonical(name: str) -> str:
@@ -116,7 +119,7 @@ def site_view(root: Path | None = None) -> Path:
     if (view / ".complete").is_file():
         return view
     links: dict[str, Path] = {}
-    for dist in closure().values():
+    for dist in closure(TOP_REQUIREMENTS + OPTIONAL_REQUIREMENTS).values():
         for entry in _top_level_entries(dist):
             links.setdefault(entry.name, entry)
     init, evaluator = _evaluator_sources()

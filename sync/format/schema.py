@@ -188,9 +188,13 @@ def check_payload(p: Any, version: int = 2) -> None:
     if "task_digest" in p:
         text(p["task_digest"], "payload.task_digest", DIGEST)
     m = obj(p["model"], "payload.model")
-    m = obj(m, "payload.model", {"name", "digest"} | ({"lineage"} & set(m)))
+    m = obj(m, "payload.model", {"name", "digest"} | ({"lineage", "served"} & set(m)))
     text(m["name"], "payload.model.name", plain=False)
     text(m["digest"], "payload.model.digest", ANY_DIGEST)
+    if "served" in m:  # a served model (evaluator/openai_served.py): endpoint, declared model, weights digest
+        sv = obj(m["served"], "payload.model.served", {"endpoint", "model"} | ({"weights_digest"} & set(m["served"])))
+        for served_key in sv:
+            text(sv[served_key], f"payload.model.served.{served_key}", max_len=2048)
     if "lineage" in m:
         check_lineage(m["lineage"], "payload.model.lineage")
     ds = p["datasets"]

@@ -64,6 +64,7 @@ PLANTED = {
     "docker": ("scoring/planted.py", "def f():\n    import docker\n"),
     "torch": ("scoring/planted.py", "def f():\n    import torch\n"),
     "queue": ("orchestration/planted.py", "def f():\n    import redis\n"),
+    "onnxruntime": ("evaluator/planted.py", "def f():\n    import onnxruntime\n"),
 }
 
 
@@ -97,7 +98,9 @@ def test_a_planted_import_breaks_its_contract(tree, contract):
 
 
 WEB_MODULES = {"dynadesk.hub.app", "dynadesk.hub.server"}  # the hub's web stack: `dynadesk hub serve` loads them
-EVALUATOR_THIRD_PARTY = {"torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "pynvml"}
+# onnxruntime: only evaluator/onnx_adapter.py, lazily (contract "onnxruntime"); the image does not ship it
+EVALUATOR_THIRD_PARTY = {"torch", "transformers", "tokenizers", "safetensors", "numpy", "psutil", "pynvml",
+                         "onnxruntime"}
 
 
 def test_the_evaluator_imports_only_what_the_image_installs(tree):

@@ -20,9 +20,9 @@ from dynadesk.canonical import file_sha256
 from dynadesk.errors import AlreadyExistsError, ConfigError, JSONDepthError, ModelError, UnsafeModelError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import generative as _gen
-from dynadesk.evaluator import prompts as _prompts
 from dynadesk.evaluator import onnx_adapter as _onnx
 from dynadesk.evaluator import openai_served as _served
+from dynadesk.evaluator import prompts as _prompts
 from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord

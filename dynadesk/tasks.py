@@ -360,7 +360,9 @@ TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("perturbations.robustness", "list of strings", "no", "from: " + ", ".join(ROBUSTNESS_SUITES)),
     ("perturbations.fairness", "list of strings", "no", "from: " + ", ".join(FAIRNESS_SUITES)),
     ("validation", "mapping", "no", "annotation validation"),
-    ("validation.votes_needed", "positive integer", "no", "validator votes to settle an example (default 3)"),
+    ("validation.votes_needed", "positive integer", "no", "validator votes to settle an example (default 3): N "
+     "`correct` votes, or N `incorrect`, or N `flagged` (N of one kind, as Dynabench counts; an owner's vote decides "
+     "at once)"),
     ("guidelines", "mapping", "no", "what annotators read first (the hub shows it); not part of the task's digest"),
     ("guidelines.text", "string", "no", "the instructions"),
     ("guidelines.good", "list of mappings", "no", "good examples: text, and optional label and why"),

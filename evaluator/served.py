@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.evaluator import timing
-from dynadesk.evaluator.measurement import CpuSnapshot, competition, snapshot
+from dynadesk.evaluator.measurement import CpuSnapshot, competition, median, snapshot
 from dynadesk.evaluator.schema import LOADGEN_PROTOCOL
 
 MAX_LINE = 64 << 20
@@ -77,6 +77,7 @@ def _answer(channel: _Channel, worker: timing.Timed, threads: int,
             sync: Callable[[], None] | None) -> dict[str, Any]:
     windows: list[tuple[CpuSnapshot, CpuSnapshot]] = []
     before: CpuSnapshot | None = None
+    generation = _GenerationWindows(worker)
     while True:
         message = channel.recv()
         op = message.get("op")
@@ -87,18 +88,57 @@ def _answer(channel: _Channel, worker: timing.Timed, threads: int,
                 sync()
             channel.send({"nonce": message.get("nonce"), "predictions": preds, "seconds": time.perf_counter() - t0})
         elif op == "window":
+            generation.start(message)
             before = snapshot()
         elif op == "end" and before is not None:
             windows.append((before, snapshot()))
+            generation.end()
             before = None
         elif op == "noise":
             channel.send({"noise": competition(windows, threads)})
             windows = []
         elif op == "done":
-            result = timing.assemble(message["datasets"], worker.spec.settings)
+            result = timing.assemble(generation.added_to(message["datasets"]), worker.spec.settings)
             channel.send({"op": "written"})
             return result
         elif op == "refuse":
             raise ServeError(f"the host refused the timed windows: {message.get('why')}")
         else:
             raise ServeError(f"an unknown message from the host: {str(message)[:80]}")
+
+
+class _GenerationWindows:
+    """A generative adapter's tokens per second (batched windows) and time to first token (batch-1 windows),
+    counted inside the host's windows only (warm-up calls excluded). These two are the worker's own figures: the
+    host times whole queries, not tokens (docs/measurement.md names them among the in-process figures)."""
+
+    def __init__(self, worker: timing.Timed):
+        self.stats = getattr(getattr(worker, "adapter", None), "stats", None)  # generative.GenerationStats
+        self.current: tuple[str, str] | None = None
+        self.seen: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def start(self, message: dict[str, Any]) -> None:
+        self.current = (str(message.get("set", "")), str(message.get("mode", "")))
+        if self.stats is not None:
+            self.stats.reset()
+
+    def end(self) -> None:
+        if self.stats is None or self.current is None:
+            return
+        acc = self.seen.setdefault(self.current, {"first": [], "tokens": 0, "seconds": 0.0})
+        acc["first"] += list(self.stats.first_token_seconds)
+        acc["tokens"] += int(self.stats.tokens)
+        acc["seconds"] += float(self.stats.seconds)
+        self.current = None
+
+    def added_to(self, datasets: dict[str, Any]) -> dict[str, Any]:
+        """The host's per-set figures with each set's ``generation`` figures beside them (none for other models)."""
+        for name, figures in datasets.items():
+            gen: dict[str, float] = {}
+            one, many = self.seen.get((name, "batch1")), self.seen.get((name, "batched"))
+            if one and one["first"]:
+                gen["time_to_first_token_ms"] = 1000.0 * median(one["first"])
+            if many and many["tokens"] and many["seconds"] > 0:
+                gen["tokens_per_second"] = many["tokens"] / many["seconds"]
+            figures["generation"] = gen
+        return datasets

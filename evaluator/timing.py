@@ -101,7 +101,7 @@ def timed_rows(per_set: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
            for metric in LATENCY_METRICS}
     rows += [metric_row("", "throughput", b1), metric_row("", "throughput_batched", bb)]
     for metric in ("tokens_per_second", "time_to_first_token_ms"):  # generation runs: per set, then the mean
-        values = {name: m["generation"][metric] for name, m in per_set.items() if metric in m["generation"]}
+        values = {name: m["generation"][metric] for name, m in per_set.items() if metric in (m.get("generation") or {})}
         if values and len(values) == len(per_set):
             rows += [metric_row(name, metric, v) for name, v in values.items()]
             rows.append(metric_row("", metric, sum(values.values()) / len(values)))

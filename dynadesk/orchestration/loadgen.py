@@ -254,7 +254,7 @@ class LoadGen:
             per_trial: list[list[float]] = []
             for trial in range(s.trials):
                 sample = [units[p] for p in strata(len(units), k, (trial + 0.5) / s.trials)]
-                self._send({"op": "window"})
+                self._send({"op": "window", "set": name, "mode": mode})
                 queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds))
                 self._send({"op": "end"})
                 if seconds <= 0:

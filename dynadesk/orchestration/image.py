@@ -270,11 +270,21 @@ def _chroot(rootfs: Path, cmd: list[str], log: Path, what: str, epoch: int, chec
     return _run(["chroot", str(rootfs), *cmd], log, what, env=env, check=check)
 
 
+def _unmount_below(root: Path) -> None:
+    """Lazily unmount what an interrupted build left mounted inside the rootfs (debootstrap's /proc, the wheelhouse
+    bind), deepest first: rmtree cannot remove a mount point, so one killed build would fail every later one."""
+    prefix = str(root.resolve()) + "/"
+    with open("/proc/self/mounts", encoding="utf-8") as fh:
+        points = [line.split()[1].replace("\\040", " ") for line in fh if len(line.split()) > 1]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+
+
 def build_rootfs(rootfs: Path, tarball: Path, mirror: str, wheels: Path, wheel: Path, compile_bytecode: bool,
                  epoch: int, log: Path, step: StepFn) -> tuple[list[str], list[str]]:
     """Debootstrap from the kept tarball, install the worker, strip; returns (dpkg list, pip list)."""
     if rootfs.exists():
-        subprocess.run(["umount", "-l", str(rootfs / "wheelhouse")], check=False, capture_output=True)
+        _unmount_below(rootfs)
         shutil.rmtree(rootfs)
     step("debootstrap")
     _run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", f"--unpack-tarball={tarball}",

@@ -76,7 +76,9 @@ def test_remeasure_retakes_only_the_timed_windows_as_a_linked_run(noisy_run):
     assert deterministic_metrics(new) == deterministic_metrics(old)
     # the timed windows were taken again (their own trials), memory is the old run's and says so
     assert new.profile["measurement"]["datasets"] != old.profile["measurement"]["datasets"]
-    for name in TIMED_METRICS:
+    timed = {m.metric for m in old.metrics} & set(TIMED_METRICS)  # tokens/s and first-token time: generation runs only
+    assert {"throughput", "throughput_batched", "latency_p50_ms"} <= timed
+    for name in timed:
         assert metric(new, name) > 0
     assert metric(new, "memory") == metric(old, "memory") and new.profile["memory"] == old.profile["memory"]
     assert new.profile["remeasure"]["of_run"] == old.id and "memory" in new.profile["remeasure"]["kept_from_old_run"]

@@ -8,7 +8,7 @@
 
 const METRICS = ["perf", "throughput", "memory", "robustness", "fairness"];
 const DEFAULT_WEIGHTS = {perf: 4, throughput: 1, memory: 1, robustness: 1, fairness: 1};
-const FILTERS = ["hardware_class", "runner", "sandboxed", "audit", "exclude_noisy"];
+const FILTERS = ["hardware_class", "runner", "sandboxed", "audit", "exclude_noisy", "rates"];  // rates=dynaboard: the rule as a view
 const LIMIT = 1000;  // every row the board allows on one page: sorting is over all of them
 
 const state = {params: new URLSearchParams(location.search), tasks: [], board: null, token: 0, timer: null};

@@ -178,7 +178,8 @@ def test_a_task_added_while_the_server_runs_is_accepted_without_a_restart(home: 
     url = f"http://127.0.0.1:{port}"
     try:
         res = runner.invoke(cli, ["sync", "--server", url, "--json"])
-        refused = json.loads(res.output)["rejected"][bid]
+        assert res.exit_code == 1  # something was rejected (issue 49: sync exits non-zero then)
+        refused = json.loads(res.stdout)["rejected"][bid]
         assert "task 'emotion' is not on this board" in refused, res.output  # not registered yet
         assert "emotion" not in {t["name"] for t in requests.get(f"{url}/api/tasks", timeout=10).json()}
         admin(db, "tasks", "add", str(task_file))  # while the server runs

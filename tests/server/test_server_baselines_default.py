@@ -238,5 +238,6 @@ def test_the_page_lists_the_baseline_apart_and_draws_the_breakdown_against_it(re
         in listed
     legend = page.inner_text(".legend-box")
     assert "against majority-sentiment (the baseline)" in legend and "absolute" in legend
+    page.click("#board-sentiment button.details-all")  # the score breakdown is in each row's details
     refs = page.locator("#board-sentiment svg.breakdown").evaluate_all("s => s.map(x => x.dataset.reference)")
     assert refs and set(refs) == {"majority-sentiment"}

@@ -24,6 +24,7 @@ imported (``dynadesk/evaluator/__init__.py``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ class GenerationStats:
         self.first_token_seconds: list[float] = []
 
 
-class _GenerativeBase:
+class _GenerativeBase(ABC):
     """What a causal and a seq2seq model share: the manifest's prompt, labels, generation settings."""
 
     kind = ""
@@ -117,11 +118,13 @@ class _GenerativeBase:
         """Each text's verbaliser log-likelihoods, text by text (flat: text-major)."""
         return self.loglikelihoods([(t, v) for t in texts for v in verbs])
 
+    @abstractmethod
     def loglikelihoods(self, requests: list[tuple[str, str]]) -> list[float]:
-        raise NotImplementedError
+        """Each (prompt, continuation)'s summed log-likelihood: the causal and the seq2seq model score differently."""
 
+    @abstractmethod
     def generate(self, texts: list[str]) -> list[tuple[str, float]]:
-        raise NotImplementedError
+        """Greedy answers with their scores, each model its own way (left padding; encoder once)."""
 
     def _finish_generation(self, new_tokens: Any, transition: Any, t_first: float, t_all: float) -> list[
             tuple[str, float]]:

@@ -150,3 +150,17 @@ def notes(found: Mapping[str, Baseline]) -> list[str]:
            for label, b in sorted(found.items())]
     out += [f"{label}: robustness and fairness {TRIVIAL}" for label, b in sorted(found.items()) if b.constant]
     return out
+
+
+def breakdown_reference(res: Any) -> tuple[str, str, dict[str, float]] | None:
+    """``(name, kind, contributions)`` the charts are drawn against (issue 44, item 7): the board's baseline, else
+    its lowest-ranked row; None on an empty board. ``res`` is a ``scoring.leaderboard.Leaderboard`` (not
+    imported: leaderboard imports this module). What every row shares then does not fill the picture."""
+    scored = [b for b in res.baselines if b.converted]
+    if scored:
+        ref, kind = scored[0], "the baseline"
+    elif res.rows:
+        ref, kind = res.rows[-1], "the lowest-ranked row"
+    else:
+        return None
+    return ref.model, kind, {k: res.weights[k] * ref.converted.get(k, 0.0) for k in res.metrics}

@@ -36,6 +36,7 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.answerability import beside
+from dynadesk.scoring.baselines import breakdown_reference
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
 
@@ -60,17 +61,7 @@ def _shown(row: Any, metric: str) -> object:
     return value if text == f"{value:g}" else text
 
 
-def breakdown_reference(res: Leaderboard) -> tuple[str, str, dict[str, float]] | None:
-    """``(name, kind, contributions)`` the charts are drawn against (issue 44, item 7): the board's baseline, else
-    its lowest-ranked row; None on an empty board. What every row shares then does not fill the picture."""
-    scored = [b for b in res.baselines if b.converted]
-    if scored:
-        ref, kind = scored[0], "the baseline"
-    elif res.rows:
-        ref, kind = res.rows[-1], "the lowest-ranked row"
-    else:
-        return None
-    return ref.model, kind, {k: res.weights[k] * ref.converted.get(k, 0.0) for k in res.metrics}
+
 MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)
 BREAKDOWN_MODELS = 20  # the breakdown chart shows the best models (and any selected one)
 

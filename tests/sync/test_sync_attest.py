@@ -61,7 +61,9 @@ def world(tmp_path_factory):
     store = sub.open_store()
     generate_key(sub.keys_dir)
     setup_workspace(store, root / "submitter-data", sizes=(16, 8))
-    run = evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1))
+    # half-second windows: the audit re-measures throughput, and 0.1 s windows of a tiny model swing past its
+    # tolerance on a loaded CI machine
+    run = evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1, min_seconds=0.5))
     assert run.status == "succeeded", run.error
     model_folder = Path(store.models.get("tiny").path)
     store.close()

@@ -220,7 +220,7 @@ class RateBook:
             p = edition.payload
             found = RateSource(EDITION, edition.amrs, list(p["reference"]), dict(p["rates"]), edition,
                                [f"exchange rates: {edition.describe()}, frozen {p['created_at']}: every row is scored"
-                                " with them"] + edition_notes(edition))
+                                " with them"] + edition.notes())
         else:
             keyed = _rows.identified(stored)
             chosen = reference_candidates(keyed, pinned, sandboxed, organisation)
@@ -294,25 +294,6 @@ def _described(chosen: list[tuple[dict[str, Any], str]], organisation: Callable[
                ) -> list[dict[str, Any]]:
     return [{"row_id": r["model"], "bundle_id": r["bundle_id"], "submitter": r["submitter"],
              "organisation": organisation(r["key_fingerprint"]), "why": why} for r, why in chosen]
-
-
-def edition_notes(edition: RateEdition) -> list[str]:
-    """What a board scored with ``edition`` says of it, each when (and only when) the edition shows it: a metric
-    without a rate; rates by Dynaboard's unbounded rule; reference rows not of distinct organisations."""
-    p = edition.payload
-    notes = [f"metric '{k}' has no exchange rate in this edition ({(p['rates'].get(k) or {}).get('why')}): it"
-             " converts to 0" for k, v in edition.amrs.items() if v is None]
-    ref = [r for r in p["reference"] if isinstance(r, dict)]
-    if p["estimator"] == DYNABOARD_ESTIMATOR:
-        notes.append(f"rate edition {edition.number} follows Dynaboard's rule over its {len(ref)} reference rows, by"
-                     " the operator's choice: no bound, so any one of those rows can move its rates")
-    orgs = sorted({str(r.get("organisation")) for r in ref if r.get("organisation") is not None})
-    if orgs and len(orgs) < len(ref):
-        word = next((str(r["operator_word"]) for r in ref if r.get("operator_word")), "")
-        notes.append(f"rate edition {edition.number}: its {len(ref)} reference rows are of {len(orgs)}"
-                     f" organisation{'s' if len(orgs) != 1 else ''} ({', '.join(orgs)}), not distinct ones, by the"
-                     f" operator's word{': ' + repr(word) if word else ''}; those organisations set these rates")
-    return notes
 
 
 def dynaboard_source() -> RateSource:

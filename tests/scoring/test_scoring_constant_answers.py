@@ -12,7 +12,7 @@ import pytest
 import requests
 from click.testing import CliRunner
 from support.qa_runs import make_qa_run, right
-from support.sync import free_port, start_server, stop_server, workspace_with_key
+from support.sync import NO_LIMITS, free_port, start_server, stop_server, workspace_with_key
 
 from dynadesk.cli import cli
 from dynadesk.scoring import baselines as BL
@@ -70,7 +70,7 @@ def test_constant_answers_are_baselines_on_the_public_board(tmp_path, request, b
     import_workspace_datasets(db, ws.home)
     db.close()
     port = free_port()
-    proc = start_server(target, port)
+    proc = start_server(target, port, (*NO_LIMITS, "--key", str(tmp_path / "server.key")))
     try:
         url = f"http://127.0.0.1:{port}"
         assert sync_queue(store, url).ok

@@ -133,7 +133,7 @@ def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR, rule:
     """Each Dynascore metric's bounded robust rate over reference rows given as stored tables ``{row: {metric:
     {dataset or '': value}}}`` (equal dataset weights; utilities at the default directions and offsets). The one
     function the server's editions and a snapshot's verifier derive rates with. ``rule`` :data:`DYNABOARD`: Dynaboard's
-    own AMRS over exactly these rows, unbounded (an edition the operator freezes so says it, ``rates freeze --rule``)."""
+    own AMRS over exactly these rows, unbounded (an edition frozen so says it: ``rates freeze --rule``)."""
     from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
     from dynadesk.scoring.dynascore import PERF
 

@@ -100,7 +100,7 @@ class LeaderboardService(QObject):
 
     def use_rates(self, task: str, source: str) -> None:
         """Score ``task`` with a board's current rate edition (a server URL or a saved edition file), read and
-        verified off the GUI thread exactly as ``dynadesk leaderboard --rates`` does (``sync.client.load_rate_edition``);
+        verified off the GUI thread as ``dynadesk leaderboard --rates`` does (``sync.client.load_rate_edition``);
         ``ratesChanged(task)`` when it is in use, ``ratesFailed(message)`` when it cannot be."""
         from dynadesk.sync.client import load_rate_edition
 

@@ -101,7 +101,8 @@ def same_organisation(rows: list[dict[str, Any]], organisation: Callable[[str], 
 def distinct_rule(dupes: Mapping[str, list[str]]) -> str:
     """The rule in words, with the organisations whose rows it counts once."""
     return ("reference rows must be of distinct organisations, so that no submitter sets the rates: "
-            + "; ".join(f"organisation {org} holds {len(ids)} of them ({', '.join(ids)})" for org, ids in dupes.items()))
+            + "; ".join(f"organisation {org} holds {len(ids)} of them ({', '.join(ids)})"
+                        for org, ids in dupes.items()))
 
 
 def derive(chosen: list[tuple[dict[str, Any], str]], factor: float = RATE_FACTOR, rule: str = ROBUST
@@ -149,6 +150,18 @@ def _notes(task: str, status: str, rates: Mapping[str, MetricRate], n_rows: int)
         if r.rate is None:
             notes.append(f"metric '{k}' has no exchange rate ({r.why}): it converts to 0 for every row")
     return notes
+
+
+@dataclass(frozen=True)
+class FreezeChoice:
+    """What the operator chose at ``rates freeze``: the rows (None: the reference rows), a note, the bound, the rule
+    (:data:`scoring.rates.RULES`) and, when the rows need not be of distinct organisations, why (stated)."""
+
+    bundle_ids: list[str] | None = None
+    note: str = ""
+    factor: float = RATE_FACTOR
+    rule: str = ROBUST
+    single_organisation: str = ""
 
 
 class RateBook:
@@ -239,12 +252,14 @@ class RateBook:
 
     def freeze(self, task: str, key: Ed25519PrivateKey, stored: list[dict[str, Any]], pinned: Collection[str],
                sandboxed: Callable[[str], bool], organisation: Callable[[str], str],
-               bundle_ids: list[str] | None = None, note: str = "", now: datetime | None = None,
-               factor: float = RATE_FACTOR, rule: str = ROBUST, single_organisation: str = "") -> RateEdition:
+               choice: FreezeChoice | None = None, now: datetime | None = None) -> RateEdition:
         """Freeze ``task``'s rates into the next signed, logged edition, from the reference rows (or exactly the rows
-        of ``bundle_ids``, the operator's choice), by ``rule`` (bounded by ``factor``; both stated in the edition).
-        Refused, saying why and what to do, when no rate can be made or when the chosen rows hold two rows of one
+        the operator's ``choice`` names), by its rule (bounded by its factor; both stated in the edition). Refused,
+        saying why and what to do, when no rate can be made or when the chosen rows hold two rows of one
         organisation, unless the operator states why (``single_organisation``, kept in the edition)."""
+        choice = choice or FreezeChoice()
+        bundle_ids, note, factor, rule = choice.bundle_ids, choice.note, choice.factor, choice.rule
+        single_organisation = choice.single_organisation
         keyed = _rows.identified(stored)
         if bundle_ids:
             by_bundle = {r["bundle_id"]: r for r in keyed}

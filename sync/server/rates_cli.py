@@ -44,6 +44,7 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
     from dynadesk.sync.server.app import default_key_path
     from dynadesk.sync.server.board_view import BoardView
     from dynadesk.sync.server.db import ServerDB
+    from dynadesk.sync.server.rate_editions import FreezeChoice
     from dynadesk.sync.server.task_registry import board_tasks
     from dynadesk.sync.server.values import registry
 
@@ -52,8 +53,8 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
         key = load_or_create_server_key(key_path or default_key_path(db_path))
         tasks = board_tasks(db)
         view = BoardView(db, tasks, {name: registry(t) for name, t in tasks.items()})
-        edition = view.freeze_rates(task, key, list(bundle_ids) or None, note, float(how["factor"]),
-                                    rule=str(how["rule"]), single_organisation=str(how["single_organisation"]).strip())
+        edition = view.freeze_rates(task, key, FreezeChoice(list(bundle_ids) or None, note, float(how["factor"]),
+                                                            str(how["rule"]), str(how["single_organisation"]).strip()))
     finally:
         db.close()
     p = edition.payload

@@ -9,8 +9,8 @@ import json
 
 import pytest
 import requests
-from PySide6.QtCore import Qt
 from click.testing import CliRunner
+from PySide6.QtCore import Qt
 from support.gui import loaded, make_window
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 

@@ -44,7 +44,8 @@ def make_qa_run(store, runs_dir: Path, model: str, answer: Callable[[dict[str, A
                 throughput: float = 900.0, memory: float = 0.4, robustness: float = 60.0, fairness: float = 80.0
                 ) -> int:
     """A succeeded QA run of ``model`` answering ``answer(example)`` on every test set; its robustness sets (one per
-    test set) and fairness sets keep ``robustness`` / ``fairness`` percent of the answers (a constant answerer keeps them all, as it would)."""
+    test set) and fairness sets keep ``robustness`` / ``fairness`` percent of the answers (a constant answerer keeps
+    them all, as it would)."""
     from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
     from dynadesk.orchestration.folder import RunFolder
     from dynadesk.orchestration.recompute import recompute

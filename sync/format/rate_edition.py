@@ -86,6 +86,8 @@ class RateEdition:
         rates = p["rates"] if isinstance(p["rates"], dict) else {}
         notes = [f"metric '{k}' has no exchange rate in this edition ({(rates.get(k) or {}).get('why')}): it"
                  " converts to 0" for k, v in self.amrs.items() if v is None]
+        notes += [f"metric '{k}' has exchange rate 0 in this edition (its reference rows do not differ in it): it"
+                  " converts to 0 for every row" for k, v in self.amrs.items() if v == 0]
         ref = [r for r in p["reference"] if isinstance(r, dict)] if isinstance(p["reference"], list) else []
         if p["factor"] is None:
             notes.append(f"rate edition {self.number} follows Dynaboard's rule over its {len(ref)} reference rows, by"

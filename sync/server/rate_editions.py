@@ -149,6 +149,9 @@ def _notes(task: str, status: str, rates: Mapping[str, MetricRate], n_rows: int)
     for k, r in others.items():
         if r.rate is None:
             notes.append(f"metric '{k}' has no exchange rate ({r.why}): it converts to 0 for every row")
+        elif r.rate == 0:
+            notes.append(f"metric '{k}' has exchange rate 0 (its reference rows do not differ in it): it converts to"
+                         " 0 for every row")
     return notes
 
 

@@ -75,6 +75,7 @@ def test_one_pinned_row_per_organisation_makes_the_honest_rates(pin_board):
     assert "Lab B" in out and "distinct organisations" in out, out  # still two rows of Lab B among the pins
     for bid in b.steep_ids[1:]:
         b.operator("reference", "unpin", bid)
+    assert "distinct organisations" not in " ".join(b.board("?limit=1000&audit=all")["notes"])  # only while it holds
     out = b.operator("rates", "freeze", "--task", TASK, "--key", str(b.key_path))
     assert "edition 1" in out, out
     answer = b.board("?limit=1000&audit=all")
@@ -82,6 +83,8 @@ def test_one_pinned_row_per_organisation_makes_the_honest_rates(pin_board):
     assert orgs == ["Lab A", "Lab B", "Lab C", "Lab D", "Lab E"], answer["reference"]["rows"]
     # Lab B's one row is bounded like any row: the honest rate stands
     assert answer["amrs"]["throughput"] == pytest.approx(100.0)
+    said = " ".join(answer["notes"])
+    assert "rate edition 1 of 'sentiment'" in said and "not distinct ones" not in said and "Dynaboard's rule" not in said
 
 
 def test_a_board_of_one_lab_freezes_its_own_rows_only_by_saying_so(pin_board):

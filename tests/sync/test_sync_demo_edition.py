@@ -93,4 +93,7 @@ def test_the_demo_edition_has_every_rate_and_one_dynascore_per_run(demo_board):
     assert edition.amrs == pytest.approx(dyn.amrs, rel=1e-12)
     text = "\n".join(lines)
     assert "Dynaboard's rule over its 3 reference rows" in text and "1 organisation" in text, text
-    assert "no exchange rate" not in text, text
+    assert "no exchange rate" not in text and "no rate edition frozen" not in text and "provisional" not in text
+    # every board note the demo prints is one of the board's notes, and every board note is printed
+    assert [x.removeprefix("  board note: ") for x in lines if x.startswith("  board note: ")] == requests.get(
+        f"{d['url']}/api/leaderboard/sentiment?limit=1000", timeout=30).json()["notes"]

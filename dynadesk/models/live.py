@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import threads as thread_policy
+from dynadesk.models.handler import HANDLER, SANDBOX_NOTE
 from dynadesk.models.registry import verify_model
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
@@ -42,6 +43,9 @@ def _load_adapter_for(record: ModelRecord, device: str) -> _ad.Adapter:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
                                "container (pickles execute code when loaded). Convert it to safetensors to try it "
                                "here.")
+    if record.kind == HANDLER:
+        raise UnsafeModelError(f"model '{record.name}': {SANDBOX_NOTE}; live prediction loads models here, so it "
+                               "is not offered for handler models")
     from safetensors import SafetensorError
 
     verify_model(record)

@@ -168,8 +168,11 @@ class HubCore:
     # -- reads -------------------------------------------------------------------------
     def tasks(self) -> list[dict[str, Any]]:
         """Every task (bundled or the workspace's) with a round open for creation, and its targets."""
+        from dynadesk.models.served import served_names
+
         st = self.store()
         out = []
+        served = served_names(st)
         for name, task in sorted(load_tasks().items()):
             try:
                 rnd = ann.get_round(st, name)
@@ -177,6 +180,7 @@ class HubCore:
                 continue
             if rnd.is_open:
                 out.append({**task_view(task), "round": rnd.number, "targets": [m.name for m in rnd.models],
+                            "served": [m.name for m in rnd.models if m.name in served],  # "served, not sandboxed"
                             "has_pool": bool(rnd.n_contexts and task.context_field)})
         return out
 

@@ -23,8 +23,8 @@ from dynadesk.evaluator import generative as _gen
 from dynadesk.evaluator import onnx_adapter as _onnx
 from dynadesk.evaluator import openai_served as _served
 from dynadesk.evaluator import prompts as _prompts
-from dynadesk.models import handler as _handler
 from dynadesk.jsonio import loads_bounded, read_text_capped
+from dynadesk.models import handler as _handler
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task

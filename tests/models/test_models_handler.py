@@ -115,7 +115,8 @@ def test_each_way_a_handler_breaks_is_named(behaviour, cause, tmp_path):
 def test_output_written_straight_to_the_stdout_descriptor_is_caught(tmp_path):
     folder = make_handler_model(tmp_path / "fd")
     source = (folder / "handler.py").read_text()
-    (folder / "handler.py").write_text(source.replace("    out = []\n", "    os.write(1, b'raw bytes')\n    out = []\n"))
+    raw = "    os.write(1, b'raw bytes')\n    out = []\n"
+    (folder / "handler.py").write_text(source.replace("    out = []\n", raw))
     adapter = load_adapter(folder, MANIFEST, allow_pickle=True)
     with pytest.raises(HandlerError, match=r"printed to standard output \('raw bytes'"):
         adapter.predict(BATCH)

@@ -165,7 +165,9 @@ async function chooseTask(name) {
   delete $("app").dataset.ready;
   state.task = state.tasks.find((t) => t.name === name);
   $("task").value = name;
-  $("round").textContent = `round ${state.task.round}, target ${state.task.targets.join(", ")}`;
+  const served = state.task.served || [];
+  $("round").textContent = `round ${state.task.round}, target ${state.task.targets.map(
+    (m) => served.includes(m) ? `${m} (served, not sandboxed)` : m).join(", ")}`;
   $("task-description").textContent = state.task.description;
   state.skipped = new Set();
   const seenKey = `dynadesk-guidelines:${state.me.name}:${name}`;

@@ -123,6 +123,20 @@ class LivePredictor:
             raise ModelError(f"model '{record.name}' answered {len(out)} of {len(clean)} examples")
         return out
 
+    def draft(self, record: ModelRecord, prompt: str) -> str:
+        """Free text a generative model writes after ``prompt`` (greedy, its manifest's generation settings): the
+        annotation assistant's draft (dynadesk/annotation/assistant.py)."""
+        with self._lock:
+            adapter = self.adapter(record)
+            generate = getattr(adapter, "generate", None)
+            if generate is None:
+                raise ModelError(f"model '{record.name}' ({record.kind}) does not generate text; the assistant "
+                                 "needs a generative target (hf-causal-lm or hf-seq2seq-lm)")
+            try:
+                return str(generate([prompt])[0][0])
+            except _ad.AdapterError as exc:
+                raise ModelError(f"model '{record.name}': {exc}") from exc
+
     def warm(self, record: ModelRecord) -> None:
         """Load ahead of time (e.g. when an annotation round opens)."""
         self.adapter(record)

@@ -276,10 +276,14 @@ def runs_list(app: Any, task: str | None, model: str | None, status: str | None,
         echo_json([{k: v for k, v in r.to_dict().items() if k not in ("log", "environment", "profile")}
                    for r in records])
         return
+    from dynadesk.models.served import runner_text, served_names
+
+    served = served_names(app.store)
     rows = []
     for r in records:
         perf = next((m.value for m in r.metrics if m.dataset == "" and m.metric == "perf"), None)
-        rows.append([r.id, r.model_name, r.task, r.runner, r.purpose, r.status, r.verdict or "", len(r.datasets),
+        runner = runner_text(r.runner, r.sandboxed, r.model_name in served)  # "served, not sandboxed" marked
+        rows.append([r.id, r.model_name, r.task, runner, r.purpose, r.status, r.verdict or "", len(r.datasets),
                      f"{perf:.2f}" if perf is not None else "", (r.finished_at or r.created_at)[:19]])
     echo_table(["id", "model", "task", "runner", "purpose", "status", "verdict", "datasets", "perf", "time"], rows)
 

@@ -5,7 +5,7 @@ round statistics count it. In the library and through the hub's API (a real hub 
 from __future__ import annotations
 
 import pytest
-from support.hub import Client, hub_in_thread, rid
+from support.hub import Client, dynadesk, hub_in_thread, rid
 from support.tiny_models import make_tiny_classifier, make_tiny_generative
 
 from dynadesk import annotation as ann
@@ -55,6 +55,8 @@ def test_a_draft_is_the_generative_targets_and_its_use_is_counted(tmp_path, mode
         assert store.assists.all()[0]["example_uid"] == ex.uid
     finally:
         store.close()
+    shown = dynadesk(tmp_path / "ws", "rounds", "stats", "sentiment").stdout
+    assert "generative assistant: 1 examples written from a draft (1 edited)" in shown, shown
 
 
 def test_the_assistant_needs_a_generative_target_and_a_label(tmp_path, models):

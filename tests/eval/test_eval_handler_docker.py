@@ -40,12 +40,18 @@ def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, st
     assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
 
 
+# crash (a failure inside the container reaches the run's error) and network (the kernel refuses: the sandbox has
+# none) run always; the other causes are named by the same guard, tested fast without Docker
+# (tests/models/test_models_handler.py), and run here too with --long
+LONG = pytest.mark.long
+
+
 @pytest.mark.parametrize("behaviour,evidence", [
     ("crash", ["predict raised ValueError: HANDLER crash on purpose at handler.py line"]),
-    ("hang", ["predict did not return within 2 s (a hang)"]),
-    ("wrong_shape", ["predict returned a list of", "(the wrong shape)"]),
     ("network", ["predict tried the network", "Network is unreachable"]),
-    ("print", ["predict printed to standard output ('HANDLER says hello"]),
+    pytest.param("hang", ["predict did not return within 2 s (a hang)"], marks=LONG),
+    pytest.param("wrong_shape", ["predict returned a list of", "(the wrong shape)"], marks=LONG),
+    pytest.param("print", ["predict printed to standard output ('HANDLER says hello"], marks=LONG),
 ])
 def test_a_broken_handler_fails_the_sandboxed_run_naming_the_cause(behaviour, evidence, home, store, tmp_path,
                                                                    evaluator_image, docker_client):

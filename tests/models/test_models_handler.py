@@ -135,3 +135,16 @@ def test_malformed_answers_are_the_wrong_shape(answer, why, tmp_path):
     adapter = load_adapter(folder, MANIFEST, allow_pickle=True)
     with pytest.raises(HandlerError, match=why):
         adapter.predict(BATCH)
+
+
+def test_models_add_names_what_a_handler_lacks_in_one_line(tmp_path):
+    from support.hub import dynadesk
+
+    folder = make_handler_model(tmp_path / "kw")
+    (folder / "handler.py").write_text((folder / "handler.py").read_text().replace("def load(", "def setup("))
+    done = dynadesk(tmp_path / "ws", "models", "add", str(folder), "--task", "sentiment", check=False)
+    assert done.returncode != 0 and "defines no top-level function 'load'" in done.stderr, done.stderr
+    assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1, done.stderr
+    (folder / "handler.py").write_text((folder / "handler.py").read_text().replace("def setup(", "def load("))
+    added = dynadesk(tmp_path / "ws", "models", "add", str(folder), "--task", "sentiment")
+    assert "handler" in added.stdout, added.stdout

@@ -8,7 +8,7 @@ import cycle).
 
 # Kinds in their own modules register into ``adapters`` through its ``register_kind`` hook. Imported here, not at
 # the end of adapters.py, so that no two of the package's modules import each other (.importlinter, no-cycles).
-from dynadesk.evaluator import generative, onnx_adapter, openai_served  # noqa: F401
+from dynadesk.evaluator import generative, handler_adapter, onnx_adapter, openai_served  # noqa: F401
 from dynadesk.evaluator.schema import SCHEMA_VERSION, evaluator_version
 
 __all__ = ["SCHEMA_VERSION", "evaluator_version"]

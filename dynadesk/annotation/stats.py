@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
+from dynadesk.annotation.assistant import assistant_stats
 from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, ExampleStatus, example_status
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import get_task
@@ -109,6 +110,7 @@ class RoundStats:
     annotators: list[AnnotatorStats] = field(default_factory=list)
     by_model: list[ModelStats] = field(default_factory=list)
     held: int = 0  # merged examples waiting for an owner here (counted nowhere above)
+    assistant: dict[str, Any] = field(default_factory=dict)  # the generative assistant's use (assistant.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,7 +167,7 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
         validations=sum(len(ex.validations) for ex in examples),
         alpha=krippendorff_alpha_nominal([v.verdict for v in ex.validations] for ex in examples),
         annotators=sorted(people.values(), key=lambda a: a.annotator), by_model=list(targets.values()),
-        held=store.annotation.count_held_examples(task.name, rnd.number))
+        held=store.annotation.count_held_examples(task.name, rnd.number), assistant=assistant_stats(store, examples))
 
 
 def task_stats(store: Store, task_name: str) -> list[RoundStats]:

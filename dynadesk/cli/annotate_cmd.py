@@ -116,6 +116,10 @@ def rounds_stats(app, task, round_number, as_json) -> None:
         click.echo(f"{s.task} round {s.round} ({s.status}; {', '.join(s.models)}): collected {s.collected},"
                    f" fooled {s.fooled}, verified fooled {s.verified_fooled}, MER {_pct(s.mer)},"
                    f" vMER {_pct(s.vmer)}, median {s.median_time_ms or 0:.0f} ms, alpha {alpha}")
+        if s.assistant.get("assisted"):
+            a = s.assistant
+            click.echo(f"generative assistant: {a['assisted']} examples written from a draft ({a['edited']} edited),"
+                       f" MER {_pct(a['mer_assisted'])} with it, {_pct(a['mer_unassisted'])} without")
         echo_table(["annotator", "collected", "fooled", "v.fooled", "MER raw", "MER Dynabench board", "vMER",
                     "median ms", "validations"],
                    [[a.annotator, a.collected, a.fooled, a.verified_fooled, _pct(a.mer), _pct(a.board_mer),

@@ -148,13 +148,16 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
                    "worker' machines, instead of running here.")
 @click.option("--wait/--no-wait", default=True, show_default=True,
               help="With --queue: wait for the jobs and store their runs (else print the job ids and return).")
+@click.option("--trust-model-code", is_flag=True,
+              help="Let a handler model's own code (handler.py) run outside the Docker sandbox, on this machine, "
+                   "with your rights. Never stored with the run.")
 @json_option
 @pass_app
 def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runner: str, gpus: str | None,
              batch_size: int, cpus: float | None, memory_gib: float | None, timeout_s: float | None,
              out_gib: float | None, image: str | None, resume_id: int | None, remeasure_id: int | None,
              broker: str | None, wait: bool, as_json: bool, null_threshold: float | None = None,
-             null_dev: str | None = None) -> None:
+             null_dev: str | None = None, trust_model_code: bool = False) -> None:
     """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run.
 
     With --queue, each MODEL becomes one job that some 'dynadesk worker' takes; the results are stored
@@ -194,7 +197,7 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         if resume_id is not None:
             if model:
                 raise click.UsageError("give either MODEL or --resume RUN, not both")
-            record = resume(app.store, app.workspace, resume_id, progress=bar)
+            record = resume(app.store, app.workspace, resume_id, progress=bar, trust_model_code=trust_model_code)
         else:
             if not model:
                 raise click.UsageError("missing MODEL (or --resume RUN)")
@@ -206,7 +209,7 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
                 click.echo(f"null-score threshold {threshold:.6g}, chosen on '{null_dev}' (calibration run "
                            f"{dev_run})", err=True)
                 request = with_dev_threshold(request, threshold, null_dev)
-            record = evaluate(app.store, app.workspace, request, progress=bar)
+            record = evaluate(app.store, app.workspace, request, progress=bar, trust_model_code=trust_model_code)
     except KeyboardInterrupt:
         bar.close()
         click.echo(interrupted_line(app.store, bar.run_id if resume_id is None else resume_id), err=True)
@@ -273,10 +276,14 @@ def runs_list(app: Any, task: str | None, model: str | None, status: str | None,
         echo_json([{k: v for k, v in r.to_dict().items() if k not in ("log", "environment", "profile")}
                    for r in records])
         return
+    from dynadesk.models.served import runner_text, served_names
+
+    served = served_names(app.store)
     rows = []
     for r in records:
         perf = next((m.value for m in r.metrics if m.dataset == "" and m.metric == "perf"), None)
-        rows.append([r.id, r.model_name, r.task, r.runner, r.purpose, r.status, r.verdict or "", len(r.datasets),
+        runner = runner_text(r.runner, r.sandboxed, r.model_name in served)  # "served, not sandboxed" marked
+        rows.append([r.id, r.model_name, r.task, runner, r.purpose, r.status, r.verdict or "", len(r.datasets),
                      f"{perf:.2f}" if perf is not None else "", (r.finished_at or r.created_at)[:19]])
     echo_table(["id", "model", "task", "runner", "purpose", "status", "verdict", "datasets", "perf", "time"], rows)
 

@@ -246,6 +246,11 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
             if not entered:
                 queued[model] -= 1
 
+    @app.post("/api/assist")
+    async def assist(request: Request) -> dict[str, Any]:
+        session = await writer(request)
+        return await call(creates, core.assist, session, await body_of(request))
+
     @app.post("/api/votes")
     async def vote(request: Request) -> dict[str, Any]:
         session = await writer(request)

@@ -113,6 +113,7 @@ class HubCore:
     _stores: list[Store] = field(init=False, default_factory=list)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _touched: dict[int, float] = field(init=False, default_factory=dict)
+    _drafts: dict[tuple[int, str], Any] = field(init=False, default_factory=dict)  # (session, task) -> last Draft
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(Path(self.home)).ensure()
@@ -168,8 +169,13 @@ class HubCore:
     # -- reads -------------------------------------------------------------------------
     def tasks(self) -> list[dict[str, Any]]:
         """Every task (bundled or the workspace's) with a round open for creation, and its targets."""
+        from dynadesk.models.registry import GENERATIVE_KINDS
+        from dynadesk.models.served import served_names
+
         st = self.store()
         out = []
+        served = served_names(st)
+        drafts = {m.name for m in st.models.list() if m.kind in GENERATIVE_KINDS}  # targets that can draft
         for name, task in sorted(load_tasks().items()):
             try:
                 rnd = ann.get_round(st, name)
@@ -177,6 +183,8 @@ class HubCore:
                 continue
             if rnd.is_open:
                 out.append({**task_view(task), "round": rnd.number, "targets": [m.name for m in rnd.models],
+                            "served": [m.name for m in rnd.models if m.name in served],  # "served, not sandboxed"
+                            "assistant": [m.name for m in rnd.models if m.name in drafts],  # opt-in drafts
                             "has_pool": bool(rnd.n_contexts and task.context_field)})
         return out
 
@@ -192,7 +200,7 @@ class HubCore:
         mine = next((a for a in s.annotators if a.annotator == session.name), None)
         return {"task": s.task, "round": s.round, "status": s.status, "collected": s.collected, "fooled": s.fooled,
                 "verified_fooled": s.verified_fooled, "mer": s.mer, "vmer": s.vmer, "validations": s.validations,
-                "by_model": [m.__dict__ for m in s.by_model],
+                "by_model": [m.__dict__ for m in s.by_model], "assistant": s.assistant,
                 "mine": None if mine is None else mine.__dict__}
 
     def next_to_validate(self, session: HubSession, task: str, seed: int = 0,
@@ -225,6 +233,23 @@ class HubCore:
         st = self.store()
         return choose_target(st, ann.open_round(st, get_task(task).name), session.name)
 
+    def assist(self, session: HubSession, body: dict[str, Any]) -> dict[str, Any]:
+        """The generative assistant's draft for this person's next example (opt-in: only when asked); kept here so
+        the example they then submit with ``"assisted": true`` is recorded against the draft the hub proposed."""
+        from dynadesk.annotation.assistant import propose
+
+        identity.require_creator(session)
+        task = get_task(str(body.get("task", "")))
+        given = body.get("given") or {}
+        if not isinstance(given, dict):
+            raise ValidationError("given must be a mapping of input field to text")
+        label, model = body.get("label"), body.get("model")
+        draft = propose(self.store(), task.name, given=given, label=label if isinstance(label, str) else None,
+                        model=model if isinstance(model, str) else None)
+        with self._lock:
+            self._drafts[(session.id, task.name)] = draft
+        return draft.to_dict()
+
     def create(self, session: HubSession, body: dict[str, Any], model: str | None = None) -> dict[str, Any]:
         """Store one example (its target model answers through the batcher); a repeated request id answers
         with the example the first request stored."""
@@ -232,6 +257,7 @@ class HubCore:
         st = self.store()
         rid = _request_id(body)
         task = get_task(str(body.get("task", "")))
+        draft = self._draft_for(session, task.name, body.get("assisted", False))
         inputs = body.get("inputs")
         if not isinstance(inputs, dict):
             raise ValidationError(f"inputs must be a mapping of {', '.join(task.input_names)}")
@@ -269,9 +295,28 @@ class HubCore:
             raise
         st.hub.finish_write(session.name, "example", rid, ex.uid)
         view = self._example_view(ex, mine=True)
+        if draft is not None:
+            from dynadesk.annotation.assistant import record_use
+
+            view["assist"] = record_use(st, ex, draft).to_dict()
+            with self._lock:
+                self._drafts.pop((session.id, task.name), None)
         if info:
             view["live"] = info[0].__dict__
         return view
+
+    def _draft_for(self, session: HubSession, task: str, assisted: object) -> Any:
+        """The draft proposed to this session for ``task`` when the example says it was written from one."""
+        if assisted is False or assisted is None:
+            return None
+        if assisted is not True:
+            raise ValidationError("assisted must be true or false")
+        with self._lock:
+            draft = self._drafts.get((session.id, task))
+        if draft is None:
+            raise ValidationError(f"the example says it was written from the assistant's draft, but no draft for "
+                                  f"'{task}' was proposed to this session; ask for one (Suggest a draft) first")
+        return draft
 
     def vote(self, session: HubSession, body: dict[str, Any]) -> dict[str, Any]:
         st = self.store()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator import threads as thread_policy
+from dynadesk.models.handler import HANDLER, SANDBOX_NOTE
 from dynadesk.models.registry import verify_model
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
@@ -42,6 +43,9 @@ def _load_adapter_for(record: ModelRecord, device: str) -> _ad.Adapter:
         raise UnsafeModelError(f"model '{record.name}' has pickle weights only; it runs only inside the evaluation "
                                "container (pickles execute code when loaded). Convert it to safetensors to try it "
                                "here.")
+    if record.kind == HANDLER:
+        raise UnsafeModelError(f"model '{record.name}': {SANDBOX_NOTE}; live prediction loads models here, so it "
+                               "is not offered for handler models")
     from safetensors import SafetensorError
 
     verify_model(record)
@@ -118,6 +122,20 @@ class LivePredictor:
         if len(out) != len(clean):
             raise ModelError(f"model '{record.name}' answered {len(out)} of {len(clean)} examples")
         return out
+
+    def draft(self, record: ModelRecord, prompt: str) -> str:
+        """Free text a generative model writes after ``prompt`` (greedy, its manifest's generation settings): the
+        annotation assistant's draft (dynadesk/annotation/assistant.py)."""
+        with self._lock:
+            adapter = self.adapter(record)
+            generate = getattr(adapter, "generate", None)
+            if generate is None:
+                raise ModelError(f"model '{record.name}' ({record.kind}) does not generate text; the assistant "
+                                 "needs a generative target (hf-causal-lm or hf-seq2seq-lm)")
+            try:
+                return str(generate([prompt])[0][0])
+            except _ad.AdapterError as exc:
+                raise ModelError(f"model '{record.name}': {exc}") from exc
 
     def warm(self, record: ModelRecord) -> None:
         """Load ahead of time (e.g. when an annotation round opens)."""

@@ -24,6 +24,7 @@ from dynadesk.evaluator import onnx_adapter as _onnx
 from dynadesk.evaluator import openai_served as _served
 from dynadesk.evaluator import prompts as _prompts
 from dynadesk.jsonio import loads_bounded, read_text_capped
+from dynadesk.models import handler as _handler
 from dynadesk.names import check_name
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import Task, get_task
@@ -35,7 +36,7 @@ MANIFEST_NAME = _ad.MANIFEST_NAME
 KINDS = _ad.KINDS
 GENERATIVE_KINDS = (_gen.CAUSAL, _gen.SEQ2SEQ)
 QA_KINDS = ("hf-question-answering", _onnx.ONNX_QA)
-SPAN_KINDS = (*QA_KINDS, "openai-served")  # kinds that may serve a span task (a served model serves either)
+SPAN_KINDS = (*QA_KINDS, "openai-served", _handler.HANDLER)  # kinds that may serve a span task (these serve either)
 # Folders that tools create next to a model and that differ between machines.
 IGNORED_DIRS = frozenset({".git", ".hg", ".svn", ".cache", "__pycache__", ".ipynb_checkpoints"})
 IGNORED_FILES = frozenset({".DS_Store", "Thumbs.db"})
@@ -154,6 +155,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def infer_kind(folder: Path) -> str:
     """The adapter kind a folder needs, from its config.json architectures or baseline files."""
+    if _handler.is_handler_folder(folder):
+        return _handler.HANDLER
     if (folder / _ad.MAJORITY_FILE).exists():
         return "majority"
     if (folder / _ad.BOW_WEIGHTS).exists():
@@ -198,6 +201,8 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
     manifest: dict[str, Any] = {"task": task.name, "kind": kind, "inputs": list(task.input_names)}
     if kind in GENERATIVE_KINDS:
         return generative_manifest(manifest, task, labels)
+    if kind == _handler.HANDLER:
+        return _handler.handler_manifest(manifest, task, labels)
     if kind in QA_KINDS:
         if task.kind.chooses_labels:
             raise ModelError(f"{folder}: a question-answering model cannot serve task '{task.name}', whose "
@@ -258,9 +263,10 @@ def check_manifest_for_task(manifest: dict[str, Any], task: Task, where: str) ->
         raise ModelError(f"{where}: manifest inputs {manifest['inputs']} must be inputs of task '{task.name}' "
                          f"({', '.join(task.input_names)}), each at most once"
                          + (f" ({', '.join(map(repr, unknown))} is not one)" if unknown else ""))
-    if manifest["kind"] in GENERATIVE_KINDS:
+    if manifest["kind"] in (*GENERATIVE_KINDS, _handler.HANDLER):
         if task.kind.chooses_labels != ("labels" in manifest):
-            fix = ("labels; add \"labels\" and \"prompt.verbalisers\"" if task.kind.chooses_labels
+            fix = ("labels; add \"labels\"" + (" and \"prompt.verbalisers\"" if manifest["kind"] in GENERATIVE_KINDS
+                                               else "") if task.kind.chooses_labels
                    else "answer spans; remove \"labels\"")
             raise ModelError(f"{where}: task '{task.name}' wants {fix} in the manifest")
         if "labels" in manifest and sorted(manifest["labels"]) != sorted(task.labels):
@@ -294,6 +300,8 @@ def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
         if missing:
             what = "ONNX" if onnx else "transformers"
             raise ModelError(f"{folder}: not a complete {what} model folder; missing {', '.join(missing)}")
+    elif kind == _handler.HANDLER:
+        _handler.check_handler_folder(folder)
     elif kind == "majority" and not (folder / _ad.MAJORITY_FILE).exists():
         raise ModelError(f"{folder}: a majority baseline needs {_ad.MAJORITY_FILE}")
     elif kind == "bag-of-words":

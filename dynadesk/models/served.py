@@ -32,6 +32,17 @@ def is_served(kind: str) -> bool:
     return kind == SERVED
 
 
+def served_names(store: Store) -> frozenset[str]:
+    """The registered models whose runs and answers are marked "served, not sandboxed" wherever they are shown
+    (the app's run list and leaderboard, the hub's targets)."""
+    return frozenset(m.name for m in store.models.list() if is_served(m.kind))
+
+
+def runner_text(runner: str, sandboxed: bool, served: bool) -> str:
+    """How a run's runner is shown in a list: ``docker (sandbox)``, ``local``, ``local (served, not sandboxed)``."""
+    return f"{runner} ({SERVED_NOTE})" if served else runner + (" (sandbox)" if sandboxed else "")
+
+
 def served_manifest(url: str, model: str, task_name: str, weights_digest: str | None = None) -> dict[str, Any]:
     """The manifest of a served model for a task (checked, not yet probed)."""
     task = get_task(task_name)

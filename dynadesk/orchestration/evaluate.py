@@ -143,13 +143,16 @@ def prepare(store: Store, folder: RunFolder, model: Any, task: Any, datasets: li
     folder.open_inputs()
 
 
-def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Settings:
-    """The spec's settings: the request's, plus what the runner decides (device, threads, sandbox facts)."""
+def worker_settings(request: RunRequest, run: Runner, has_pickle: bool, runs_code: bool = False) -> Settings:
+    """The spec's settings: the request's, plus what the runner decides (device, threads, sandbox facts).
+
+    ``allow_pickle`` lets the worker run code from the model folder: pickle weights in the sandbox only, a
+    handler model's ``handler.py`` (``runs_code``, already cleared by :func:`check_model_code`)."""
     s = request.settings
     settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
                         threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
                         min_seconds=s.min_seconds, null_threshold=s.null_threshold,
-                        allow_pickle=bool(has_pickle and run.sandboxed), dedicated_cgroup=run.sandboxed)
+                        allow_pickle=bool(has_pickle and run.sandboxed) or runs_code, dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()
     except SpecError as exc:
@@ -157,7 +160,22 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool) -> Setti
     return settings
 
 
-def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Runner) -> tuple[int, RunFolder, Any]:
+def check_model_code(model: Any, run: Runner, trust_model_code: bool) -> bool:
+    """Whether the run executes the model folder's own code (a handler model); refused outside the sandbox unless
+    the user trusts it (``--trust-model-code``, never stored in the request: an audit or a replay must not
+    inherit it)."""
+    from dynadesk.models.handler import HANDLER, SANDBOX_NOTE
+
+    if model.kind != HANDLER:
+        return False
+    if not run.sandboxed and not trust_model_code:
+        raise EvaluationError(f"model '{model.name}': {SANDBOX_NOTE}; refused on the {run.name} runner",
+                              verdict="refused")
+    return True
+
+
+def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Runner,
+               trust_model_code: bool = False) -> tuple[int, RunFolder, Any]:
     """The run record (``queued``) and its prepared folder for ``request`` on ``run``: (run id, folder, model).
 
     The one start of every run, local or queued to another machine's worker: the model's files checked
@@ -176,7 +194,7 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
         raise EvaluationError(f"model '{model.name}' is served at an endpoint, which the "
                               "sandbox (no network) cannot reach; evaluate it with --runner local (served, not "
                               "sandboxed)", verdict="refused")
-    settings = worker_settings(request, run, bool(model.has_pickle))
+    settings = worker_settings(request, run, bool(model.has_pickle), check_model_code(model, run, trust_model_code))
     if settings.null_threshold is None and model.manifest.get("kind") == "hf-question-answering" \
             and any(scored_by_squad_v2(store, d.name) for d in chosen):
         settings.null_threshold = 0.0  # SQuAD 2.0 data: the adapter abstains by the null score (default 0)
@@ -198,14 +216,15 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
 
 def evaluate(store: Store, workspace: Workspace, request: RunRequest, *, runner: Runner | None = None,
              client: DockerClient | None = None, progress: ProgressFn | None = None,
-             cancel: CancelToken | None = None) -> EvaluationRecord:
-    """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests)."""
+             cancel: CancelToken | None = None, trust_model_code: bool = False) -> EvaluationRecord:
+    """Run ``request`` and store it; ``runner`` replaces the request's runner of the same kind (tests);
+    ``trust_model_code`` lets a handler model's code run outside the sandbox (:func:`check_model_code`)."""
     recover_stale(store)
     run = runner or make_runner(request, client)
     if run.name != request.runner:
         raise ConfigError(f"the request names the {request.runner} runner, but a {run.name} runner was given")
     run.check_ready()  # e.g. no daemon: a clear error now, before a run record is created
-    run_id, folder, _model = create_run(store, workspace, request, run)
+    run_id, folder, _model = create_run(store, workspace, request, run, trust_model_code)
     store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version())
     return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir))
 
@@ -221,7 +240,7 @@ def request_of(record: EvaluationRecord) -> RunRequest:
 
 def resume(store: Store, workspace: Workspace, run_id: int, *, runner: Runner | None = None,
            client: DockerClient | None = None, progress: ProgressFn | None = None,
-           cancel: CancelToken | None = None) -> EvaluationRecord:
+           cancel: CancelToken | None = None, trust_model_code: bool = False) -> EvaluationRecord:
     """Finish an interrupted, cancelled or failed run by replaying its stored request: datasets already
     predicted are kept. Links and files the worker never writes are first removed from ``out/`` (and named)."""
     recover_stale(store)
@@ -237,6 +256,7 @@ def resume(store: Store, workspace: Workspace, run_id: int, *, runner: Runner | 
     folder.check_inputs()
     request = request_of(record)
     run = runner or make_runner(request, client)
+    check_model_code(store.models.get_by_id(record.model_id), run, trust_model_code)
     run.check_ready()
     removed = folder.remove_strays()
     if removed and progress:

@@ -25,6 +25,7 @@ from dynadesk.store.datasets import DatasetRepo
 
 if TYPE_CHECKING:
     from dynadesk.store.annotation import AnnotationRepo
+    from dynadesk.store.assists import AssistRepo
     from dynadesk.store.bundles import BundleRepo
     from dynadesk.store.evaluations import EvaluationRepo
     from dynadesk.store.hub import HubRepo
@@ -37,9 +38,9 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 def _area_modules() -> list[ModuleType]:
     """The area modules in migration order (imported here, since they import this package)."""
-    from dynadesk.store import annotation, bundles, evaluations, hub, models, queue_jobs, tasks
+    from dynadesk.store import annotation, assists, bundles, evaluations, hub, models, queue_jobs, tasks
 
-    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs]
+    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs, assists]
 
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class Store:
     bundles: BundleRepo
     tasks: TaskRepo
     hub: HubRepo
+    assists: AssistRepo
 
     def __init__(self, db: Database, path: Path | None):
         self.db = db

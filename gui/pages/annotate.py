@@ -136,6 +136,12 @@ class AnnotatePage(Page):
         self.explanation = QLineEdit()
         self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
         row.addWidget(self.explanation, 1)
+        self.draft: object | None = None  # the generative assistant's draft this example is written from
+        self.suggest_button = QPushButton("Suggest a draft")  # opt-in: shown when a target can draft
+        self.suggest_button.setToolTip("The round's generative target drafts the example; edit it (its use is "
+                                       "recorded)")
+        self.suggest_button.clicked.connect(self.suggest_draft)
+        row.addWidget(self.suggest_button)
         self.submit_button = QPushButton("Submit  (Ctrl+Enter)")
         self.submit_button.setDefault(True)
         self.submit_button.clicked.connect(self.submit)
@@ -179,6 +185,8 @@ class AnnotatePage(Page):
 
         service.submitted.connect(self._on_submitted)
         service.submitFailed.connect(self._on_failed)
+        service.draftReady.connect(self._on_draft)
+        service.draftFailed.connect(self._on_failed)
         service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
         service.activeChanged.connect(lambda _n: self.refresh())
         # bound methods, not lambdas: Qt drops these connections when the page is destroyed, so a model that
@@ -227,6 +235,8 @@ class AnnotatePage(Page):
             w.setEnabled(ready)
         self.last_box.hide()
         self.round_models = [m.name for m in rnd.models] if rnd is not None and rnd.is_open else []
+        self.suggest_button.setVisible(bool(ready and self.guard(self._svc.assistant_models, name)))
+        self.draft = None
         if ready:
             if rnd.n_contexts and self.task.context_field:
                 self.load_context()
@@ -398,10 +408,26 @@ class AnnotatePage(Page):
         self.submit_button.setText("Asking the model…")
         self._svc.submit(self.task.name, inputs, target, explanation=self.explanation.text(),
                          time_ms=int(self.clock.elapsed()) if self.clock.isValid() else 0,
-                         context_id=self.context.id if self.context else None)
+                         context_id=self.context.id if self.context else None, draft=self.draft)
+
+    def suggest_draft(self) -> None:
+        """Ask the assistant for a draft of the example (with the chosen label, and the context when pooled)."""
+        given = {name: edit.toPlainText().strip() for name, edit in self.inputs.items()}
+        if self.context is not None:
+            given[self.context.field] = self.context.text
+        self.banner.show_message("Drafting…", "info")
+        self._svc.propose_draft(self.task.name, self.target() if self.task.kind.chooses_labels else None, given)
+
+    def _on_draft(self, draft) -> None:
+        if self.task is None or draft.task != self.task.name or draft.field not in self.inputs:
+            return
+        self.draft = draft
+        self.inputs[draft.field].setPlainText(draft.text)
+        self.banner.show_message(f"Draft by {draft.model}: edit it before submitting (its use is recorded).", "info")
 
     def _on_submitted(self, ex: AnnotatedExample) -> None:
         self._reset_button()
+        self.draft = None
         if self.task is None or ex.task != self.task.name:
             return  # a late answer for a task no longer on screen: the database has it, this view does not
         self.tally.add(ex.fooled)

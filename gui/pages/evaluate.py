@@ -34,6 +34,7 @@ from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
 from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
+from dynadesk.models.served import runner_text
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runner_registry import RUNNERS
@@ -364,7 +365,8 @@ class EvaluatePage(Page):
         self.runs_loading = False
         selected = self.selected_run()
         self._runs = {r.id: r for r in runs}
-        fill(self.runs_table, [[r.id, r.model_name, r.task, r.runner + (" (sandbox)" if r.sandboxed else ""),
+        served = self._svc.served_models
+        fill(self.runs_table, [[r.id, r.model_name, r.task, runner_text(r.runner, r.sandboxed, r.model_name in served),
                                 r.status, r.verdict or "", ", ".join(r.datasets), (r.started_at or "")[:19],
                                 (r.finished_at or "")[:19], (r.error or "").splitlines()[0][:120] if r.error else ""]
                                for r in runs], numeric={0})

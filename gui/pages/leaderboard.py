@@ -36,6 +36,7 @@ from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.leaderboard_rates import RatesBar
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
+from dynadesk.models.served import SERVED_NOTE
 from dynadesk.scoring.answerability import beside
 from dynadesk.scoring.baselines import breakdown_reference
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
@@ -344,6 +345,9 @@ class LeaderboardPage(Page):
         for row in range(self.table.rowCount()):
             cell = self.table.item(row, 1)
             cell.setToolTip(cell.text())
+            if cell.text() in self._svc.served_models:  # answers from an endpoint: icon, tooltip, a note below
+                cell.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_DriveNetIcon))
+                cell.setToolTip(f"{cell.text()}: {SERVED_NOTE}")
             if cell.text() in noisy:  # measured on a busy machine: never ranked silently (dynadesk leaderboard: '*')
                 cell.setIcon(warn)
                 cell.setToolTip(f"{cell.text()}: measured figures flagged noisy ({'; '.join(noisy[cell.text()])}); "
@@ -356,6 +360,7 @@ class LeaderboardPage(Page):
                 self.table.selectRow(r)
         notes = list(res.notes)
         notes += [f"{name} left off: {why}" for name, why in res.left_off.items()]
+        notes += [f"{r.model}: {SERVED_NOTE}" for r in res.rows if r.model in self._svc.served_models]
         if any(r.coverage() for r in res.rows):
             notes.append(COVERAGE_LEGEND)
         if not res.rows and not res.left_off:

@@ -31,6 +31,8 @@ class AnnotationService(QObject):
     modelFailed = Signal(str, str)  # model name, message
     reportReady = Signal(str, object)  # task, RoundReport
     reportFailed = Signal(str, str)  # task, message
+    draftReady = Signal(object)  # annotation.assistant.Draft: the generative assistant's proposal
+    draftFailed = Signal(str)
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -156,17 +158,36 @@ class AnnotationService(QObject):
     def next_context(self, task: str):
         return ann.next_context(self.store, task, self.active)
 
+    def assistant_models(self, task: str) -> list[str]:
+        """The open round's generative targets: the assistant is offered only when there is one."""
+        from dynadesk.annotation.assistant import assistant_models
+
+        return assistant_models(self.store, task)
+
+    def propose_draft(self, task: str, label: str | None, given: dict[str, str]) -> None:
+        """The generative assistant's draft, written on a worker; ``draftReady`` or ``draftFailed`` follows."""
+        from dynadesk.annotation.assistant import propose
+
+        self._ws.run_with_store(lambda store: propose(store, task, given=given, label=label),
+                                on_result=self.draftReady.emit, on_error=self.draftFailed.emit)
+
     def submit(self, task: str, inputs: dict[str, str], target: Any, *, explanation: str = "", time_ms: int = 0,
-               context_id: str | None = None, model: str | None = None) -> None:
-        """Ask the target model on a worker; ``submitted`` or ``submitFailed`` follows."""
+               context_id: str | None = None, model: str | None = None, draft: Any = None) -> None:
+        """Ask the target model on a worker; ``submitted`` or ``submitFailed`` follows. ``draft``: the assistant's
+        proposal the example was written from (its use is recorded with the example)."""
         if self.busy:
             return
         self.busy = True
         annotator = self.active
 
         def job(store):
-            return ann.submit_example(store, task, annotator, inputs, target, model=model, context_id=context_id,
-                                      explanation=explanation, time_ms=time_ms)
+            ex = ann.submit_example(store, task, annotator, inputs, target, model=model, context_id=context_id,
+                                    explanation=explanation, time_ms=time_ms)
+            if draft is not None:
+                from dynadesk.annotation.assistant import record_use
+
+                record_use(store, ex, draft)
+            return ex
 
         self._ws.run_with_store(job, on_result=self._on_submitted, on_error=self._on_submit_failed,
                                 on_done=self._not_busy)

@@ -38,6 +38,7 @@ class EvaluationService(QObject):
         self._ws = ws
         self._worker: Worker | None = None
         self._runs_request = 0  # the newest run-list read's number: an older read's answer is dropped
+        self.served_models: frozenset[str] = frozenset()  # models shown "served, not sandboxed" (models/served.py)
         ws.opened.connect(self._on_opened)
 
     def _on_opened(self, _home: str) -> None:
@@ -59,15 +60,18 @@ class EvaluationService(QObject):
         number = self._runs_request
 
         def read(store):
-            return number, store.evaluations.list(limit=limit)
+            from dynadesk.models.served import served_names
+
+            return number, store.evaluations.list(limit=limit), served_names(store)
 
         self._ws.run_with_store(read, on_result=self._on_runs_read,
                                 on_error=lambda msg, n=number: self._on_runs_failed(n, msg))
         return number
 
-    def _on_runs_read(self, result: tuple[int, list[EvaluationRecord]]) -> None:
-        number, records = result
+    def _on_runs_read(self, result: tuple[int, list[EvaluationRecord], frozenset[str]]) -> None:
+        number, records, served = result
         if number == self._runs_request:
+            self.served_models = served
             self.runsLoaded.emit(records)
 
     def _on_runs_failed(self, number: int, message: str) -> None:

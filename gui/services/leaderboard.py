@@ -35,6 +35,7 @@ class LeaderboardService(QObject):
         self._board: LocalBoard | None = None
         self.hardware_class = ""  # the class ranked ("all" for every run)
         self.hardware_classes: dict[str, int] = {}  # classes present -> models with a run
+        self.served_models: frozenset[str] = frozenset()  # models shown "served, not sandboxed" (models/served.py)
         self._request = 0  # the newest read's number: an older read's answer is dropped
         self._rates: dict[str, tuple[dict[str, float | None], str, list[str]]] = {}  # task -> a board's edition
         ws.opened.connect(self._invalidate)
@@ -52,16 +53,19 @@ class LeaderboardService(QObject):
         number = self._request
 
         def read(store):
-            return number, local_board(store, task, hardware_class)
+            from dynadesk.models.served import served_names
+
+            return number, local_board(store, task, hardware_class), served_names(store)
 
         self._ws.run_with_store(read, on_result=self._on_read, on_error=lambda msg, n=number: self._on_failed(n, msg))
         return number
 
-    def _on_read(self, result: tuple[int, tuple[LocalBoard, str, dict[str, int]]]) -> None:
-        number, (board, chosen, classes) = result
+    def _on_read(self, result: tuple[int, tuple[LocalBoard, str, dict[str, int]], frozenset[str]]) -> None:
+        number, (board, chosen, classes), served = result
         if number != self._request:
             return  # a newer read was asked for (another task or class, or another workspace)
         self._board, self.hardware_class, self.hardware_classes = board, chosen, classes
+        self.served_models = served
         self.loaded.emit(board.task)
 
     def _on_failed(self, number: int, message: str) -> None:
@@ -72,6 +76,9 @@ class LeaderboardService(QObject):
         """Read the task's runs of one hardware class (default: the one with the most models; "all": every
         run) here, on the calling thread (the CLI-like path; the page uses :meth:`load`)."""
         self._board, self.hardware_class, self.hardware_classes = local_board(self._ws.store, task, hardware_class)
+        from dynadesk.models.served import served_names
+
+        self.served_models = served_names(self._ws.store)
         return self._board
 
     def current(self, task: str) -> LocalBoard | None:

@@ -165,7 +165,9 @@ async function chooseTask(name) {
   delete $("app").dataset.ready;
   state.task = state.tasks.find((t) => t.name === name);
   $("task").value = name;
-  $("round").textContent = `round ${state.task.round}, target ${state.task.targets.join(", ")}`;
+  const served = state.task.served || [];
+  $("round").textContent = `round ${state.task.round}, target ${state.task.targets.map(
+    (m) => served.includes(m) ? `${m} (served, not sandboxed)` : m).join(", ")}`;
   $("task-description").textContent = state.task.description;
   state.skipped = new Set();
   const seenKey = `dynadesk-guidelines:${state.me.name}:${name}`;
@@ -223,6 +225,9 @@ async function resetCreate() {
   $("span-target").hidden = t.chooses_labels;
   labelChoices($("target"), "target", t.labels);
   $("explanation").value = "";
+  $("assistant").hidden = !(t.assistant && t.assistant.length);  // opt-in: nothing is drafted unless asked
+  $("assist-note").textContent = "";
+  state.assisted = false;
   state.shownAt = Date.now();
   const first = fields.querySelector("textarea");
   if (first && !$("panel-create").hidden && $("guidelines").hidden) first.focus();
@@ -257,6 +262,29 @@ function showGuidelines(show) {
   else if (!$("panel-create").hidden && $("fields").querySelector("textarea")) $("fields").querySelector("textarea").focus();
 }
 
+async function suggestDraft() {
+  const t = state.task;
+  const given = {};
+  for (const f of t.inputs) {
+    if (f.is_context && state.context) given[f.name] = state.context.text;
+    else if ($(`in-${f.name}`).value) given[f.name] = $(`in-${f.name}`).value;
+  }
+  const body = { task: t.name, given };
+  if (t.chooses_labels) {
+    body.label = chosen("target");
+    if (body.label === null) { showError("Choose the label the example should have first (press its number)."); return; }
+  }
+  $("assist-note").textContent = "Drafting…";
+  try {
+    const d = await api("POST", "/api/assist", body);
+    $(`in-${d.field}`).value = d.text;
+    state.assisted = true;
+    $("assist-note").textContent = `Draft by ${d.model}: edit it before submitting (its use is recorded).`;
+    $(`in-${d.field}`).focus();
+    showError("");
+  } catch (e) { $("assist-note").textContent = ""; showError(e.message); }
+}
+
 function useSelection() {
   const sel = selectionIn($(`in-${state.task.span_of}`));
   if (!sel) { showError("Select the answer in the passage first."); return; }
@@ -287,6 +315,7 @@ async function submitExample(ev) {
   const body = { task: t.name, inputs, explanation: $("explanation").value,
                  time_ms: Math.max(0, Date.now() - state.shownAt), request_id: requestId() };
   if (state.context) body.context_id = state.context.id;
+  if (state.assisted) body.assisted = true;
   if (!t.chooses_labels) {
     if (!state.answer) { showError("Select the answer in the passage and press 'Use selection as answer'."); return; }
     body.answer = state.answer;
@@ -420,6 +449,10 @@ async function loadStats() {
                 ["Verified fooled", s.verified_fooled], ["MER", pct(s.mer)], ["vMER", pct(s.vmer)],
                 ["My examples", m.collected], ["My fooled", m.fooled], ["My verified fooled", m.verified_fooled],
                 ["My MER", pct(m.mer)], ["My vMER", pct(m.vmer)], ["My validations", m.validations_given]];
+  const a = s.assistant || {};
+  if (a.assisted) rows.push(["Written from an assistant draft", `${a.assisted} (${a.edited} edited)`],
+                            ["MER with the assistant", pct(a.mer_assisted)],
+                            ["MER without it", pct(a.mer_unassisted)]);
   $("stats").tBodies[0].replaceChildren(...rows.map(([k, v]) => {
     const tr = document.createElement("tr");
     const th = document.createElement("th");
@@ -461,6 +494,7 @@ function wire() {
   $("task").addEventListener("change", () => chooseTask($("task").value).catch((e) => showError(e.message)));
   $("create-form").addEventListener("submit", submitExample);
   $("use-selection").addEventListener("click", useSelection);
+  $("suggest").addEventListener("click", suggestDraft);
   for (const t of ["create", "validate", "stats", "lead"]) $(`tab-${t}`).addEventListener("click", () => selectTab(t));
   $("skip-create").addEventListener("click", () => resetCreate().catch((e) => showError(e.message)));
   $("vote-skip").addEventListener("click", skipValidation);

@@ -1,7 +1,7 @@
-"""Leaderboard: the Dynascore table per task with 0–5 sliders for every metric and dataset
-weight and a memory budget (re-ranked on every move), units on every column, a column chooser
-so the table fits its pane, a radar comparing the selected models (log-scaled where values span
-orders of magnitude), a Dynascore breakdown per model, a rank-stability chart and CSV export."""
+"""Leaderboard: the Dynascore table per task with 0–5 sliders for every metric and dataset weight and a memory
+budget (re-ranked on every move), units on every column, a column chooser so the table fits its pane, a radar
+comparing the selected models (log-scaled where values span orders of magnitude), a Dynascore breakdown per model,
+a rank-stability chart and CSV export."""
 
 from __future__ import annotations
 

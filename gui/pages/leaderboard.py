@@ -1,7 +1,6 @@
-"""Leaderboard: the Dynascore table per task with 0–5 sliders for every metric and dataset weight and a memory
-budget (re-ranked on every move), units on every column, a column chooser so the table fits its pane, a radar
-comparing the selected models (log-scaled where values span orders of magnitude), a Dynascore breakdown per model,
-a rank-stability chart and CSV export."""
+"""Leaderboard: the Dynascore table per task, 0–5 weight sliders per metric and dataset and a memory budget
+(re-ranked on every move), units on every column, a column chooser, a radar of the selected models (log-scaled
+across orders of magnitude), a Dynascore breakdown per model, a rank-stability chart and CSV export."""
 
 from __future__ import annotations
 
@@ -61,7 +60,6 @@ def _shown(row: Any, metric: str) -> object:
     if metric in ((row.baseline or {}).get("trivial") or ()):
         return f"{text} trivial"
     return value if text == f"{value:g}" else text
-
 
 
 MODEL_SHARE = 0.35  # the model column takes at most this share of the table's width (full names in tooltips)

@@ -46,6 +46,7 @@ PAGES: list[PageSpec] = [
     PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make"),
     PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make"),
     PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make"),
+    PageSpec("review", "Lead's review", "dynadesk.gui.pages.review:make"),
     PageSpec("hub", "Hub", "dynadesk.gui.pages.hub:make"),
     PageSpec("train", "Train", "dynadesk.gui.pages.train:make"),
     PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make"),

@@ -55,6 +55,21 @@ class DataService(QObject):
     def task(self, name: str) -> Task:
         return self.tasks()[name]
 
+    def preferred_task(self, rounds: bool = False) -> str | None:
+        """The task a page opens on (issue 47: not the first name when only another has data): the task with a
+        round (``rounds``), else the one with the most datasets, else models; None on an empty workspace."""
+        store = self._ws.store
+        newest = max(store.annotation.list_rounds(), key=lambda r: r.created_at, default=None) if rounds else None
+        if newest is not None:
+            return newest.task
+        counts: dict[str, int] = {}
+        for d in store.datasets.list(None, include_derived=False):
+            counts[d.task] = counts.get(d.task, 0) + 1
+        if not counts:
+            for m in store.models.list():
+                counts[m.task] = counts.get(m.task, 0) + 1
+        return max(sorted(counts), key=lambda t: counts[t]) if counts else None
+
     def datasets(self, task: str | None = None, include_derived: bool = True) -> list[DatasetSummary]:
         return self._ws.store.datasets.list(task, include_derived=include_derived)
 

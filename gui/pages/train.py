@@ -118,7 +118,8 @@ class TrainPage(Page):
         self.refresh()
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task))
         self._fill()
 
     def _fill(self) -> None:

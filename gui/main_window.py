@@ -41,6 +41,7 @@ class PageSpec:
 
 
 PAGES: list[PageSpec] = [
+    PageSpec("start", "Start", "dynadesk.gui.pages.start:make"),
     PageSpec("tasks_data", "Tasks & data", "dynadesk.gui.pages.tasks_data:make"),
     PageSpec("models", "Models", "dynadesk.gui.pages.models:make"),
     PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make"),
@@ -115,10 +116,17 @@ class MainWindow(QMainWindow):
         self.stack.removeWidget(self.loading)
         self.loading.deleteLater()
         if self.sidebar.currentRow() < 0:
-            self.sidebar.setCurrentRow(0)
+            self.sidebar.setCurrentRow(self._first_row())
         else:
             self._on_row(self.sidebar.currentRow())
         self._prefetch_pages()
+
+    def _first_row(self) -> int:
+        """A brand-new workspace opens on the start page (issue 47), any other on Tasks & data."""
+        from dynadesk.gui.services.start import is_empty
+
+        key = "start" if is_empty(self.services.ws.store) else "tasks_data"  # type: ignore[union-attr]
+        return next(i for i, s in enumerate(PAGES) if s.key == key)
 
     def _prefetch_pages(self) -> None:
         """Import every page's module (and what it pulls in: scoring, orchestration) on a pool thread, so that
@@ -250,6 +258,9 @@ class MainWindow(QMainWindow):
             msg = getattr(widget, "statusMessage", None)
             if msg is not None:
                 msg.connect(lambda text: self.statusBar().showMessage(text, 5000))
+            go = getattr(widget, "goTo", None)
+            if go is not None:
+                go.connect(self.show_page)
             self.pages[key] = widget
             self.stack.addWidget(widget)
         return self.pages[key]

@@ -125,7 +125,7 @@ class MainWindow(QMainWindow):
         """A brand-new workspace opens on the start page (issue 47), any other on Tasks & data."""
         from dynadesk.gui.services.start import is_empty
 
-        key = "start" if is_empty(self.services.ws.store) else "tasks_data"  # type: ignore[union-attr]
+        key = "start" if is_empty(self.services.ws.store) else "tasks_data"
         return next(i for i, s in enumerate(PAGES) if s.key == key)
 
     def _prefetch_pages(self) -> None:
@@ -138,7 +138,7 @@ class MainWindow(QMainWindow):
             for spec in PAGES:
                 try:
                     importlib.import_module(spec.factory.split(":")[0])
-                except Exception:  # noqa: BLE001, S112 - the page shows its own failure when it is opened
+                except Exception:  # noqa: BLE001 - the page shows its own failure when it is opened
                     continue
 
         self.pages_ready = False

@@ -57,7 +57,7 @@ class LeadService(QObject):
             _vote, status = ann.validate(store, uid, lead, verdict, label, reason)
             return uid, status
 
-        self._ws.run_with_store(job, on_result=self._on_adjudicated, on_error=self.failed.emit)  # bound: dropped with us
+        self._ws.run_with_store(job, on_result=self._on_adjudicated, on_error=self.failed.emit)  # bound
 
     def _on_adjudicated(self, result: tuple[str, Any]) -> None:
         self.adjudicated.emit(*result)

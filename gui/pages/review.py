@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.gui.pages.base import Page, refill_combo
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.tables import fill, fit, table
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.lead import LeadService
@@ -193,6 +193,7 @@ class ReviewPage(Page):
         self.state_combo.addItems([ALL_STATES, *sorted(by_state)])
         self.state_combo.setCurrentText(state if state in by_state else ALL_STATES)
         self.state_combo.blockSignals(False)
+        self.examples_table.setSortingEnabled(False)  # the rows keep their order while their uids are set
         fill(self.examples_table, [
             [r["author"], _text(r["inputs"]), str(r["target"]), str(r["model_answer"]),
              "yes" if r["fooled"] else "no", "yes" if r["verified_fooled"] else "no", r["state"],
@@ -202,6 +203,7 @@ class ReviewPage(Page):
             self.examples_table.item(i, 0).setData(Qt.ItemDataRole.UserRole, r["uid"])
             self.examples_table.item(i, 1).setToolTip(_text(r["inputs"]))
         self.examples_table.setSortingEnabled(True)
+        fit(self.examples_table)
         fill(self.people_table, [[a["annotator"], a["agreed"], a["votes"], pct(a["rate"])]
                                  for a in data["agreement"]], numeric={1, 2, 3})
         fill(self.labels_table, [[lb["label"], lb["correct"], lb["votes"], pct(lb["rate"])]

@@ -131,7 +131,9 @@ class ReviewPage(Page):
         self.label_combo.setPlaceholderText("corrected label (optional)")
         row.addWidget(self.label_combo)
         self.reason_edit = QLineEdit()
-        self.reason_edit.setPlaceholderText("reason (when no corrected label)")
+        self.reason_edit.setPlaceholderText("reason (without a corrected label)")
+        self.reason_edit.setMinimumWidth(self.reason_edit.fontMetrics().horizontalAdvance(
+            self.reason_edit.placeholderText()) + 16)
         self.reason_edit.setAccessibleName("Reason")
         row.addWidget(self.reason_edit, 1)
         dl.addLayout(row)

@@ -72,6 +72,7 @@ class StartPage(Page):
         self.progress.setAccessibleName("Progress of the running step")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setTextVisible(False)  # busy or done: the line below says what happens
         prow.addWidget(self.progress, 1)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)

@@ -2,9 +2,10 @@
 is opened on a demo-like workspace and, where it has one, each task of its task box is chosen.
 
 A stall is what the heartbeat sees between two ticks: the GUI thread's own CPU time (``time.thread_time``), which
-must stay under 100 ms, and the wall time, which must stay under 250 ms (a wait on a lock or a disk read costs no
-CPU; the looser wall bound leaves room for the other processes of a shared 2-core machine, whose time the wall
-clock counts too). Real window, real workspace, real reads.
+must stay under 100 ms, and the wall time it was kept from running, which must stay under 250 ms: a wait on a lock,
+the GIL or a disk read costs no CPU. The time the thread sat runnable in the kernel's run queue
+(``/proc/thread-self/schedstat``: other processes of a shared 2-core machine had the CPUs) is not the app's and is
+taken off the wall time. Real window, real workspace, real reads.
 """
 
 from __future__ import annotations
@@ -21,26 +22,38 @@ CPU_LIMIT_S = 0.100
 WALL_LIMIT_S = 0.250
 
 
+def _run_queue_s() -> float:
+    """Seconds this thread has waited runnable for a CPU (0 where the kernel does not say)."""
+    try:
+        with open("/proc/thread-self/schedstat", encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class Heartbeat:
-    """Ticks every 10 ms; :meth:`worst` gives the longest gap (CPU of the GUI thread, wall) since :meth:`mark`."""
+    """Ticks every 10 ms; :meth:`worst` gives the longest gaps (CPU of the GUI thread, wall less run-queue wait)
+    since :meth:`mark`."""
 
     def __init__(self) -> None:
-        self.ticks: list[tuple[float, float]] = []
+        self.ticks: list[tuple[float, float, float]] = []
         self.timer = QTimer()
         self.timer.setInterval(10)
         self.timer.timeout.connect(self._tick)
         self.timer.start()
 
     def _tick(self) -> None:
-        self.ticks.append((time.thread_time(), time.perf_counter()))
+        self.ticks.append((time.thread_time(), time.perf_counter(), _run_queue_s()))
 
     def mark(self) -> None:
-        self.ticks = [(time.thread_time(), time.perf_counter())]
+        self.ticks = []
+        self._tick()
 
     def worst(self) -> tuple[float, float]:
         self._tick()
         pairs = list(zip(self.ticks, self.ticks[1:]))
-        return max(b[0] - a[0] for a, b in pairs), max(b[1] - a[1] for a, b in pairs)
+        return (max(b[0] - a[0] for a, b in pairs),
+                max((b[1] - a[1]) - (b[2] - a[2]) for a, b in pairs))
 
 
 @pytest.fixture
@@ -78,6 +91,9 @@ def test_no_page_stalls_the_gui_thread(demo_window, qtbot):
             seen[f"{spec.key}: task {combo.itemText(i)}"] = beat.worst()
     beat.timer.stop()
     assert len(seen) > len(PAGES)  # the task boxes were walked too
+    worst = max(seen, key=lambda k: seen[k][0])
+    print(f"\nheartbeat over {len(seen)} steps: worst GUI-thread CPU {1000 * seen[worst][0]:.0f} ms ({worst}),"
+          f" worst wall {1000 * max(w for _c, w in seen.values()):.0f} ms")
     stalls = {k: f"cpu {1000 * c:.0f} ms, wall {1000 * w:.0f} ms" for k, (c, w) in seen.items()
               if c > CPU_LIMIT_S or w > WALL_LIMIT_S}
     assert not stalls, stalls

@@ -46,6 +46,10 @@ class HubProcess(QObject):
         """Serve this workspace on ``port`` (every interface over HTTPS with ``lan``, else loopback)."""
         if self._proc is not None:
             return
+        if getattr(sys, "frozen", False):  # the one-folder build leaves the web stack out (packaging/dynadesk.spec)
+            self.stopped.emit(-1, "this desktop build does not include the hub's web server: run"
+                                  " 'dynadesk hub serve --lan' from a DynaDesk install on this workspace")
+            return
         self.local, self.network, self.fingerprint, self.lines = [], [], "", []
         self.asked_to_stop = False
         proc = QProcess(self)

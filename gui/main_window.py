@@ -41,11 +41,13 @@ class PageSpec:
 
 
 PAGES: list[PageSpec] = [
+    PageSpec("start", "Start", "dynadesk.gui.pages.start:make"),
     PageSpec("tasks_data", "Tasks & data", "dynadesk.gui.pages.tasks_data:make"),
     PageSpec("models", "Models", "dynadesk.gui.pages.models:make"),
     PageSpec("annotate", "Annotate", "dynadesk.gui.pages.annotate:make"),
     PageSpec("validate", "Validate", "dynadesk.gui.pages.validate:make"),
     PageSpec("rounds", "Rounds", "dynadesk.gui.pages.rounds:make"),
+    PageSpec("review", "Lead's review", "dynadesk.gui.pages.review:make"),
     PageSpec("hub", "Hub", "dynadesk.gui.pages.hub:make"),
     PageSpec("train", "Train", "dynadesk.gui.pages.train:make"),
     PageSpec("evaluate", "Evaluate", "dynadesk.gui.pages.evaluate:make"),
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("DynaDesk")
         self.resize(1280, 820)
         self.pages: dict[str, QWidget] = {}
+        self.pages_ready = False  # every page module imported off the GUI thread (see _prefetch_pages)
 
         self.sidebar = QListWidget()
         self.sidebar.setFixedWidth(170)
@@ -113,9 +116,38 @@ class MainWindow(QMainWindow):
         self.stack.removeWidget(self.loading)
         self.loading.deleteLater()
         if self.sidebar.currentRow() < 0:
-            self.sidebar.setCurrentRow(0)
+            self.sidebar.setCurrentRow(self._first_row())
         else:
             self._on_row(self.sidebar.currentRow())
+        self._prefetch_pages()
+
+    def _first_row(self) -> int:
+        """A brand-new workspace opens on the start page (issue 47), any other on Tasks & data."""
+        from dynadesk.gui.services.start import is_empty
+
+        key = "start" if is_empty(self.services.ws.store) else "tasks_data"
+        return next(i for i, s in enumerate(PAGES) if s.key == key)
+
+    def _prefetch_pages(self) -> None:
+        """Import every page's module (and what it pulls in: scoring, orchestration) on a pool thread, so that
+        opening a page later builds widgets only: a first import costs 50-100 ms of compiling on the GUI thread
+        otherwise (issue 47: no GUI-thread work over 100 ms). ``pages_ready`` is True once they are in."""
+        from dynadesk.gui.workers import Worker, start
+
+        def job(_ctx) -> None:
+            for spec in PAGES:
+                try:
+                    importlib.import_module(spec.factory.split(":")[0])
+                except Exception:  # noqa: BLE001 - the page shows its own failure when it is opened
+                    continue
+
+        self.pages_ready = False
+        worker = Worker(job)
+        worker.signals.done.connect(self._pages_imported)
+        start(worker)
+
+    def _pages_imported(self) -> None:
+        self.pages_ready = True
 
     # ------------------------------------------------------------- chrome
     def _build_toolbar(self) -> None:
@@ -226,6 +258,9 @@ class MainWindow(QMainWindow):
             msg = getattr(widget, "statusMessage", None)
             if msg is not None:
                 msg.connect(lambda text: self.statusBar().showMessage(text, 5000))
+            go = getattr(widget, "goTo", None)
+            if go is not None:
+                go.connect(self.show_page)
             self.pages[key] = widget
             self.stack.addWidget(widget)
         return self.pages[key]

@@ -5,9 +5,10 @@ suites, a majority baseline and two bag-of-words models evaluated for real with 
 local runner, an annotation round with examples and votes, a signing key and a
 bundle; a QA round whose target is the bundled MiniLM with a fresh QA head), starts the
 app under Xvfb (re-executing itself with ``xvfb-run`` when no display is set) and saves
-``docs/screenshots/<page>.png``, plus ``annotate_qa.png`` (a QA example being created: the
-answer selected in the context) and ``leaderboard_breakdown.png`` / ``leaderboard_stability.png``
-(the Dynascore breakdown and rank-stability charts with every model selected).
+``docs/screenshots/<page>.png`` (``start.png`` on a brand-new workspace, as a newcomer sees it), plus
+``annotate_qa.png`` (a QA example being created: the answer selected in the context) and
+``leaderboard_breakdown.png`` / ``leaderboard_stability.png`` (the Dynascore breakdown and rank-stability charts
+with every model selected).
 
     python packaging/screenshots.py [--home EXISTING_WORKSPACE] [--out docs/screenshots]
 """
@@ -82,7 +83,7 @@ def build_demo(home: Path, log=print) -> None:
         rec = evaluate(store, ws, RunRequest(model=name, datasets=("demo-test",), runner="local",
                                              settings=RunSettings(batch_size=16, latency_samples=16, warmup=2)))
         log(f"  run {rec.id}: {rec.status} {rec.error or ''}")
-    for who, role in (("alice", "owner"), ("bob", "annotator"), ("carol", "annotator")):
+    for who, role in (("alice", "owner"), ("bob", "annotator"), ("carol", "annotator"), ("dave", "annotator")):
         add_annotator(store, who, role)
     from dynadesk.errors import DynaDeskError
     from dynadesk.models import predict_live
@@ -107,6 +108,12 @@ def build_demo(home: Path, log=print) -> None:
     for ex in store.annotation.examples("sentiment")[:3]:
         voter = "carol" if ex.annotator == "bob" else "bob"
         validate(store, ex.uid, voter, "correct")
+    decided = store.annotation.examples("sentiment")[0]  # the lead (an owner) decided one: agreement to show
+    validate(store, decided.uid, "alice", "correct")
+    disputed = store.annotation.examples("sentiment")[3]  # the lead's review shows one to decide
+    validate(store, disputed.uid, "bob" if disputed.annotator != "bob" else "carol", "correct")
+    validate(store, disputed.uid, "dave", "incorrect", label="negative" if disputed.target != "negative" else
+             "neutral")
     qa = minilm_qa(ws.models_dir / "minilm-qa")
     register_model(store, qa, "qa", name="minilm-qa", replace=True)
     new_round(store, "qa", ["minilm-qa"], created_by="alice")
@@ -165,6 +172,8 @@ def capture(home: Path, out: Path, settings: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     saved = []
     for spec in PAGES:
+        if spec.key == "start":
+            continue  # shown on a brand-new workspace below, as a newcomer first sees it
         page = window.show_page(spec.key)
         if hasattr(page, "select_task"):
             page.select_task("sentiment")
@@ -186,7 +195,24 @@ def capture(home: Path, out: Path, settings: Path) -> list[Path]:
     window.close()
     services.close()
     QApplication.processEvents()
+    saved.append(capture_start(out, settings.with_name("new-ws"), settings.with_name("new.ini"), settle))
     return saved
+
+
+def capture_start(out: Path, home: Path, settings: Path, settle) -> Path:
+    """The start page, as a brand-new workspace opens on it."""
+    from dynadesk.gui.app import create_window
+
+    _app, services, window = create_window(str(home), str(settings))
+    window.resize(1360, 860)
+    window.show()
+    settle(1500)
+    path = out / "start.png"
+    window.grab().save(str(path))
+    print(f"saved {path}")
+    window.close()
+    services.close()
+    return path
 
 
 def _stage(key: str, page, services, settle) -> None:
@@ -214,6 +240,21 @@ def _stage(key: str, page, services, settle) -> None:
         page.data_table.resizeColumnToContents(0)
     elif key == "leaderboard" and page.table.rowCount() >= 2:
         page.table.selectAll()
+    elif key == "hub":  # the hub served from the app: its address, QR code and a code given out
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            page.server.port.setValue(sock.getsockname()[1])
+        page.server.start()
+        settle(8000)  # the certificate is made once, then the addresses print
+        page.invite_name.setText("ada")
+        page.invite()
+        settle(1500)
+    elif key == "review" and page.data:
+        uid = next((r["uid"] for r in page.data["examples"] if r["state"] == "disputed"), None)
+        if uid is not None:
+            page.select_example(uid)
     elif key == "evaluate" and page.runs_table.rowCount():
         page.runs_table.selectRow(0)
     elif key == "bundles" and page.table.rowCount():

@@ -45,12 +45,12 @@ def _state(status: str, decided_by: str | None, owners: set[str], votes: dict[st
     return "waiting for votes" if not any(votes.values()) else "more votes needed"
 
 
-def round_table(store: Store, task_name: str) -> dict[str, Any]:
-    """Every example of the task's newest round with its votes and state; agreement per annotator (a vote
-    agrees when it matches how the example was decided) and per label (share of ``correct`` votes on the
-    examples written with that label)."""
+def round_table(store: Store, task_name: str, round_number: int | None = None) -> dict[str, Any]:
+    """Every example of the task's round (the newest unless ``round_number``) with its votes and state;
+    agreement per annotator (a vote agrees when it matches how the example was decided) and per label (share of
+    ``correct`` votes on the examples written with that label)."""
     task = get_task(task_name)
-    rnd = store.annotation.get_round(task.name, None)
+    rnd = store.annotation.get_round(task.name, round_number)
     rows: list[dict[str, Any]] = []
     agree: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     per_label: dict[str, list[int]] = defaultdict(lambda: [0, 0])

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Banner, Page
+from dynadesk.gui.pages.base import Banner, Page, refill_combo
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -199,14 +199,8 @@ class AnnotatePage(Page):
 
     # ----------------------------------------------------------- building
     def refresh(self) -> None:
-        tasks = self.guard(self._data.tasks) or {}
-        current = self.task_combo.currentText()
-        self.task_combo.blockSignals(True)
-        self.task_combo.clear()
-        self.task_combo.addItems(list(tasks))
-        if current in tasks:
-            self.task_combo.setCurrentText(current)
-        self.task_combo.blockSignals(False)
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task, rounds=True))
         self._on_task()
 
     def select_task(self, name: str) -> None:
@@ -364,7 +358,8 @@ class AnnotatePage(Page):
         QTimer.singleShot(0, self.focus_first_input)  # new input widgets become visible on the next loop turn
 
     def focus_first_input(self) -> None:
-        first = next(iter(self.inputs.values()), None)
+        edits = list(self.inputs.values())
+        first = next((e for e in edits if not e.toPlainText()), edits[0] if edits else None)  # a kept context: on
         if first is not None and first.isEnabled():
             first.setFocus()
 
@@ -450,8 +445,9 @@ class AnnotatePage(Page):
                                           f"(score {out.get('score', 0):.2f}); you said "
                                           f"<b>{html.escape(str(ex.target))}</b>.")
             self.probs.set_data([])
-        for edit in self.inputs.values():
-            edit.clear()
+        for name, edit in self.inputs.items():
+            if name != self.task.span_of:  # QA: the next question is asked about the same context (issue 47)
+                edit.clear()
         self.explanation.clear()
         self.answer_edit.clear()
         checked = self.target_group.checkedButton()

@@ -104,10 +104,11 @@ class Page(QWidget):
             return None
 
 
-def refill_combo(combo, items) -> None:
-    """Replace a combo box's items without firing change signals, keeping the current choice if it remains."""
+def refill_combo(combo, items, prefer: str | None = None) -> None:
+    """Replace a combo box's items without firing change signals, keeping the current choice if it remains;
+    a box with no choice yet opens on ``prefer`` (a task that has data) when it is among the items."""
     items = list(items)
-    current = combo.currentText()
+    current = combo.currentText() or (prefer or "")
     combo.blockSignals(True)
     combo.clear()
     combo.addItems(items)

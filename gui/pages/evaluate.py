@@ -227,7 +227,8 @@ class EvaluatePage(Page):
         self.gpu.setToolTip(detail)
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task))
         self._fill_choices()
         self.refresh_runs()
         self._check_gpu()

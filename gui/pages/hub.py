@@ -20,8 +20,10 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.hub_server import HubServerBox
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.hub import HubService
+from dynadesk.gui.services.hub_process import HubProcess
 from dynadesk.store.hub import HUB_ROLES
 
 if TYPE_CHECKING:
@@ -37,15 +39,21 @@ def pct(x: float | None) -> str:
 class HubPage(Page):
     title = "Hub"
 
-    def __init__(self, service: HubService, parent: QWidget | None = None, poll_ms: int = POLL_MS):
+    def __init__(self, service: HubService, process: HubProcess, parent: QWidget | None = None,
+                 poll_ms: int = POLL_MS):
         super().__init__(parent)
         self._svc = service
+        self.process = process
         self.overview = None
         lay = self.body()
-        hint = QLabel("Annotators join from a browser while <code>dynadesk hub serve --lan</code> runs on this"
-                      " workspace. This view follows the workspace database as they work.")
+        hint = QLabel("Annotators join from a browser (or a phone: scan the code) while the hub runs on this"
+                      " workspace — started here or with <code>dynadesk hub serve --lan</code>. This view follows"
+                      " the workspace database as they work.")
         hint.setWordWrap(True)
         lay.addWidget(hint)
+        self.server = HubServerBox(process)
+        self.server.message.connect(self.banner.show_message)
+        lay.addWidget(self.server)
         self.summary = QLabel("reading…")
         lay.addWidget(self.summary)
         split = QSplitter(Qt.Orientation.Vertical)
@@ -107,6 +115,7 @@ class HubPage(Page):
 
     def shutdown(self) -> None:
         self.timer.stop()
+        self.process.close()
 
     def _show(self, ov) -> None:
         self.overview = ov
@@ -127,6 +136,7 @@ class HubPage(Page):
 
     def _on_invited(self, inv) -> None:
         self.code.setText(inv.code)
+        self.server.add_code(inv.name, inv.role, inv.code)
         self.banner.show_message(f"Give {inv.name} ({inv.role}) this one-time code: {inv.code}"
                                  f" (valid until {inv.expires_at[:16].replace('T', ' ')} UTC).", "ok")
         self._svc.refresh()
@@ -148,4 +158,4 @@ class HubPage(Page):
 
 
 def make(services: Services, parent: QWidget | None = None) -> HubPage:
-    return HubPage(services.hub, parent=parent)
+    return HubPage(services.hub, HubProcess(services.ws), parent=parent)

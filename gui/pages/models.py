@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService, parse_labels
@@ -131,12 +131,7 @@ class ModelsPage(Page):
 
     # ---------------------------------------------------------- listing
     def refresh(self) -> None:
-        tasks = list(self.guard(self._data.tasks) or {})
-        cur = self.task_combo.currentText()
-        self.task_combo.clear()
-        self.task_combo.addItems(tasks)
-        if cur:
-            self.task_combo.setCurrentText(cur)
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {}, prefer=self.guard(self._data.preferred_task))
         selected = self.selected_model()
         records = self.guard(self._svc.list) or []
         self._records = {r.name: r for r in records}

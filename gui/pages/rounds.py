@@ -130,7 +130,8 @@ class RoundsPage(Page):
         self.refresh()
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task, rounds=True))
         self.reload()
 
     def select_task(self, name: str) -> None:

@@ -22,7 +22,9 @@ def table(headers: list[str]) -> QTableWidget:
 
 
 def fill(t: QTableWidget, rows: list[list[object]], numeric: Set[int] = frozenset(), resize: bool = True) -> None:
-    """Replace the table's rows; ``resize=False`` keeps column widths (fast refills, e.g. while a slider moves)."""
+    """Replace the table's rows; ``resize=False`` keeps column widths (fast refills, e.g. while a slider moves).
+    A sortable table stays sortable, and is sized with its sort arrow in the headers (nothing cut, issue 47)."""
+    sorting = t.isSortingEnabled()
     t.setSortingEnabled(False)
     t.setRowCount(len(rows))
     for r, row in enumerate(rows):
@@ -35,6 +37,12 @@ def fill(t: QTableWidget, rows: list[list[object]], numeric: Set[int] = frozense
             if c in numeric:
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             t.setItem(r, c, item)
+    t.setSortingEnabled(sorting)
     if resize:
-        t.resizeColumnsToContents()
-        t.horizontalHeader().setSectionResizeMode(t.columnCount() - 1, QHeaderView.ResizeMode.Stretch)
+        fit(t)
+
+
+def fit(t: QTableWidget) -> None:
+    """Every column as wide as its header and cells; the last one stretches into what is left."""
+    t.resizeColumnsToContents()
+    t.horizontalHeader().setSectionResizeMode(t.columnCount() - 1, QHeaderView.ResizeMode.Stretch)

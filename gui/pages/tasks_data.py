@@ -3,6 +3,7 @@ distribution, and import with a per-line error report (nothing stored if any lin
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
@@ -22,7 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dynadesk.formats import FORMATS
+from dynadesk.errors import DynaDeskError
+from dynadesk.formats import FORMATS, Mapping
+from dynadesk.formats.base import parse_pairs
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.tables import fill, table
@@ -30,6 +33,23 @@ from dynadesk.gui.services.data import DataService, ImportOutcome
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
+
+
+def pairs(text: str, what: str) -> dict[str, str]:
+    """``"a=b, c=d"`` -> ``{"a": "b", "c": "d"}``; a malformed pair is named with the entry it came from."""
+    return parse_pairs([p.strip() for p in text.split(",") if p.strip()], what)
+
+
+def in_box_words(message: str) -> str:
+    """The library's advice names the command line's options ("pass --map a=b --map c=d"); here they are the
+    import box's entries ("fill in the field mapping with a=b, c=d")."""
+    for option, entry in (("--label-map", "label mapping"), ("--map", "field mapping")):
+        pair = re.compile(rf"{option} ([^\s;,]+)")
+        for run in re.findall(rf"(?:pass )?{option} [^\s;,]+(?: {option} [^\s;,]+)*", message):
+            message = message.replace(run, f"fill in the {entry} with " + ", ".join(pair.findall(run)), 1)
+    for option, entry in (("--keep-extra", "'keep extra fields'"), ("--quoting none", "'quotes are text'")):
+        message = message.replace(option, entry)
+    return message
 
 
 class TasksDataPage(Page):
@@ -43,7 +63,21 @@ class TasksDataPage(Page):
         self.tasks_table = table(["task", "title", "inputs", "output", "labels", "metric", "votes"])
         self.tasks_table.setAccessibleName("Tasks")
         self.tasks_table.setMaximumHeight(150)
-        lay.addWidget(QLabel("<b>Tasks</b>"))
+        trow = QHBoxLayout()
+        trow.addWidget(QLabel("<b>Tasks</b>"))
+        trow.addStretch(1)
+        self.task_file = QLineEdit()
+        self.task_file.setPlaceholderText("a task file (YAML) to add: docs/tasks.md")
+        self.task_file.setAccessibleName("Task file to add")
+        trow.addWidget(self.task_file, 2)
+        browse_task = QPushButton("Browse…")
+        browse_task.setAccessibleName("Browse for a task file")
+        browse_task.clicked.connect(self._browse_task)
+        trow.addWidget(browse_task)
+        self.add_task_button = QPushButton("Add task")
+        self.add_task_button.clicked.connect(self.add_task)
+        trow.addWidget(self.add_task_button)
+        lay.addLayout(trow)
         lay.addWidget(self.tasks_table)
 
         split = QSplitter(Qt.Orientation.Horizontal)
@@ -89,6 +123,7 @@ class TasksDataPage(Page):
         lay.addWidget(self._import_box())
         data.changed.connect(self.refresh)
         data.importFinished.connect(self._on_imported)
+        data.taskAdded.connect(self._on_task_added)
         self.refresh()
 
     def _import_box(self) -> QGroupBox:
@@ -128,6 +163,19 @@ class TasksDataPage(Page):
                                            "and SST phrases whose lone quote would otherwise be refused")
         row.addWidget(self.import_quotes_text)
         form.addRow("Name", row)
+        maprow = QHBoxLayout()
+        self.import_fields = QLineEdit()
+        self.import_fields.setPlaceholderText("task_field=file_field, … e.g. statement=tweet, label=sentiment")
+        self.import_fields.setAccessibleName("Field mapping")
+        maprow.addWidget(self.import_fields, 1)
+        self.import_labels = QLineEdit()
+        self.import_labels.setPlaceholderText("file_label=task_label, … e.g. 1=positive, -1=negative")
+        self.import_labels.setAccessibleName("Label mapping")
+        maprow.addWidget(self.import_labels, 1)
+        self.import_keep_extra = QCheckBox("keep extra fields")
+        self.import_keep_extra.setToolTip("Columns the task has no place for are kept under metadata")
+        maprow.addWidget(self.import_keep_extra)
+        form.addRow("Field / label mapping", maprow)
         self.import_button = QPushButton("Import")
         self.import_button.clicked.connect(self.start_import)
         form.addRow("", self.import_button)
@@ -198,6 +246,26 @@ class TasksDataPage(Page):
         head = self.guard(self._data.head, d.name, 50) or []
         fill(self.preview, [[ex["id"], " | ".join(str(v) for k, v in ex.items() if k != "id")] for ex in head])
 
+    # ------------------------------------------------------------ add a task
+    def _browse_task(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Add a task", "", "Task files (*.yaml *.yml);;All (*)")
+        if path:
+            self.task_file.setText(path)
+
+    def add_task(self) -> None:
+        path = self.task_file.text().strip()
+        if not path:
+            self.banner.error("Choose a task file (YAML) to add: its fields are described in docs/tasks.md.")
+            return
+        self._data.add_task(path)
+
+    def _on_task_added(self, ok: bool, line: str) -> None:
+        if ok:
+            self.banner.show_message(line, "ok")
+            self.task_file.clear()
+        else:
+            self.banner.error(line)
+
     # ---------------------------------------------------------------- import
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Import dataset", "",
@@ -211,13 +279,19 @@ class TasksDataPage(Page):
         if not path or not task:
             self.banner.error("Choose a file and a task to import.")
             return
+        try:
+            mapping = Mapping(pairs(self.import_fields.text(), "field mapping"),
+                              pairs(self.import_labels.text(), "label mapping"), self.import_keep_extra.isChecked())
+        except DynaDeskError as exc:
+            self.banner.error(str(exc))
+            return
         self.banner.show_message(f"Importing {path} …", "info")
         self.problems.clear()
         self.import_button.setEnabled(False)
         self._data.import_file(task, path, self.import_name.text().strip() or None,
                                self.import_split.currentText(), self.import_replace.isChecked(),
                                fmt=self.import_format.currentData(),
-                               quoting="none" if self.import_quotes_text.isChecked() else "auto")
+                               quoting="none" if self.import_quotes_text.isChecked() else "auto", mapping=mapping)
 
     def _on_imported(self, outcome: ImportOutcome) -> None:
         self.import_button.setEnabled(True)
@@ -233,8 +307,8 @@ class TasksDataPage(Page):
                                      f"format {outcome.format} ({how}){left}", "ok")
             self.select_dataset(s.name)
             return
-        self.banner.error(outcome.message)
-        self.problems.addItems(outcome.problems)
+        self.banner.error(in_box_words(outcome.message))
+        self.problems.addItems([in_box_words(p) for p in outcome.problems])
 
 
 def make(services: Services, parent: QWidget | None = None) -> TasksDataPage:

@@ -59,9 +59,11 @@ class TrainPage(Page):
         self.data_table.setTabKeyNavigation(False)  # Tab leaves the table: no keyboard trap
         self.data_table.setHorizontalHeaderLabels(["training dataset (tick to use)", "sampling weight"])
         self.data_table.horizontalHeader().setStretchLastSection(True)
+        self.data_table.horizontalHeader().setMinimumSectionSize(110)
         self.data_table.setMinimumHeight(140)
         form.addRow("Data", self.data_table)
         self.dev_combo = QComboBox()
+        self.dev_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         form.addRow("Dev set (early stopping)", self.dev_combo)
         lay.addWidget(form_box)
 
@@ -118,7 +120,8 @@ class TrainPage(Page):
         self.refresh()
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task))
         self._fill()
 
     def _fill(self) -> None:
@@ -140,8 +143,9 @@ class TrainPage(Page):
             weight.setRange(0.01, 100)
             weight.setValue(1.0)
             self.data_table.setCellWidget(r, 1, weight)
+        self.data_table.resizeColumnToContents(0)  # the names in full; the weight column takes what is left
         self.dev_combo.clear()
-        self.dev_combo.addItems(names)
+        self.dev_combo.addItems(self.guard(self._svc.datasets, task, first="dev") or [])
 
     def use_dataset(self, name: str, weight: float = 1.0) -> None:
         """Tick ``name`` with ``weight`` (what a click and a spin would do)."""

@@ -119,7 +119,8 @@ class ValidatePage(Page):
         return None
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {})
+        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
+                     prefer=self.guard(self._data.preferred_task, rounds=True))
         self.reload()
 
     def select_task(self, name: str) -> None:

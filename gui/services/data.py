@@ -17,6 +17,12 @@ from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.tasks import Task, load_tasks
 
 
+def replace_quoting(mapping: Mapping, quoting: str) -> Mapping:
+    from dataclasses import replace
+
+    return replace(mapping, quoting=quoting)
+
+
 @dataclass
 class ImportOutcome:
     """What the import dialog shows: the stored summary, or the message and each bad line."""
@@ -37,6 +43,7 @@ class ImportOutcome:
 class DataService(QObject):
     changed = Signal()
     importFinished = Signal(object)  # ImportOutcome
+    taskAdded = Signal(bool, str)  # stored?, the line to show (the task and its digest, or why not)
 
     splits = SPLITS
 
@@ -52,8 +59,46 @@ class DataService(QObject):
         self._tasks = load_tasks()
         return self._tasks
 
+    def add_task(self, path: str | Path) -> None:
+        """Store a task file in the workspace (``dynadesk tasks add``: refused whole on any problem) on a worker;
+        ``taskAdded`` follows, and ``changed`` when it was stored."""
+        def job(store) -> tuple[bool, str]:
+            from dynadesk.taskfile_guard import read_task_text
+            from dynadesk.tasks import parse_task_text
+
+            try:
+                text = read_task_text(Path(path))
+                task = parse_task_text(text, str(path))
+                row = store.tasks.add(task, text)
+            except DynaDeskError as exc:
+                return False, str(exc)
+            return True, f"Added the task '{task.name}' ({row.digest[:19]}…) to this workspace."
+
+        self._ws.run_with_store(job, on_result=self._on_task_added, on_error=lambda m: self.taskAdded.emit(False, m))
+
+    def _on_task_added(self, result: tuple[bool, str]) -> None:
+        ok, line = result
+        self.taskAdded.emit(ok, line)
+        if ok:
+            self.changed.emit()
+
     def task(self, name: str) -> Task:
         return self.tasks()[name]
+
+    def preferred_task(self, rounds: bool = False) -> str | None:
+        """The task a page opens on (issue 47: not the first name when only another has data): the task with a
+        round (``rounds``), else the one with the most datasets, else models; None on an empty workspace."""
+        store = self._ws.store
+        newest = max(store.annotation.list_rounds(), key=lambda r: r.created_at, default=None) if rounds else None
+        if newest is not None:
+            return newest.task
+        counts: dict[str, int] = {}
+        for d in store.datasets.list(None, include_derived=False):
+            counts[d.task] = counts.get(d.task, 0) + 1
+        if not counts:
+            for m in store.models.list():
+                counts[m.task] = counts.get(m.task, 0) + 1
+        return max(sorted(counts), key=lambda t: counts[t]) if counts else None
 
     def datasets(self, task: str | None = None, include_derived: bool = True) -> list[DatasetSummary]:
         return self._ws.store.datasets.list(task, include_derived=include_derived)
@@ -71,14 +116,17 @@ class DataService(QObject):
         return self._worker is not None
 
     def import_file(self, task: str, path: str | Path, name: str | None = None, split: str = "test",
-                    replace: bool = False, fmt: str | None = None, quoting: str = "auto") -> Worker:
-        """Validate and store a file on a worker; ``importFinished`` reports the outcome."""
+                    replace: bool = False, fmt: str | None = None, quoting: str = "auto",
+                    mapping: Mapping | None = None) -> Worker:
+        """Validate and store a file on a worker; ``importFinished`` reports the outcome. ``mapping`` carries the
+        field and label mapping (``quoting`` goes into it)."""
+        mapping = replace_quoting(mapping or Mapping(), quoting)
         def job(ctx: WorkContext) -> ImportOutcome:
             ctx.progress(0, 0, f"validating {Path(path).name}")
             store = self._ws.open_store()
             try:
                 done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace,
-                                        mapping=Mapping(quoting=quoting))
+                                        mapping=mapping)
                 return ImportOutcome(summary=done.summary, format=done.format, detected=done.detected,
                                      dropped=done.dropped, splits_found=done.splits_found)
             except ValidationError as exc:

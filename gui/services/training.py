@@ -33,8 +33,11 @@ class TrainingService(QObject):
     def running(self) -> bool:
         return self._worker is not None
 
-    def datasets(self, task: str) -> list[str]:
-        return [d.name for d in self._ws.store.datasets.list(task, include_derived=False)]
+    def datasets(self, task: str, first: str = "train") -> list[str]:
+        """The task's datasets that may train a model or stop it early: never a test split (issue 47; the
+        library refuses one anyway), the ``first`` split's sets listed first."""
+        sets = [d for d in self._ws.store.datasets.list(task, include_derived=False) if d.split != "test"]
+        return [d.name for d in sorted(sets, key=lambda d: (d.split != first, d.name))]
 
     def base_models(self, task: str) -> list[str]:
         return [m.name for m in self._ws.store.models.list(task)

@@ -138,6 +138,8 @@ def test_qa_create_with_selected_span_validate_with_corrected_span_stats(require
         stored = services.ws.store.annotation.examples("qa")
         assert [e.target for e in stored] == ["the Mediterranean Sea"]
         assert "answered" in page.prediction_label.text() and page.last_box.isVisible()
+        # the next question is about the same context (issue 47): it stays, the question and answer go
+        assert (ctx.toPlainText(), question.toPlainText(), page.answer_edit.text()) == (context, "", "")
 
         # tab order never leaves the form: from Submit, Tab goes back to the first input
         page.submit_button.setFocus()

@@ -94,3 +94,30 @@ def test_rounds_page_charts_the_report(require_qt, qtbot, tmp_path):
     finally:
         window.close()
         services.close()
+
+
+def test_test_splits_are_never_offered_for_training_and_names_fit(require_qt, qtbot, tmp_path):
+    """Issue 47: the training data table and the dev box list train and dev splits only (a test split would be
+    refused by the library anyway), and the dataset names are not squeezed under the weight column."""
+    from support.gui import demo_like_workspace
+
+    services, window = make_window(qtbot, tmp_path, demo_like_workspace(tmp_path))
+    try:
+        page = window.show_page("train")
+        assert page.task_combo.currentText() == "sentiment"
+        splits = {d.name: d.split for d in services.ws.store.datasets.list("sentiment")}
+        offered = [page.data_table.item(r, 0).text() for r in range(page.data_table.rowCount())]
+        dev = [page.dev_combo.itemText(i) for i in range(page.dev_combo.count())]
+        assert offered and dev
+        assert {splits[n] for n in offered} == {"train", "dev"} and {splits[n] for n in dev} == {"dev", "train"}
+        assert not [n for n in offered + dev if splits[n] == "test"]
+        assert page.dev_combo.currentText().endswith("-dev")  # a dev split first, not a train one
+        longest = max(offered, key=len)
+        metrics = page.data_table.fontMetrics()
+        assert page.data_table.columnWidth(0) >= metrics.horizontalAdvance(longest)
+        header = page.data_table.horizontalHeaderItem(0).text()
+        assert page.data_table.columnWidth(0) >= page.data_table.horizontalHeader().fontMetrics().horizontalAdvance(
+            header)
+    finally:
+        window.close()
+        services.close()

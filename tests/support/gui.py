@@ -110,3 +110,46 @@ def select_text(edit, text: str) -> None:
     cursor.setPosition(start)
     cursor.setPosition(start + len(text), QTextCursor.MoveMode.KeepAnchor)
     edit.setTextCursor(cursor)
+
+
+# --- a demo-like workspace (the stall test, the lead's view): the bundled data, a model, runs and a round
+
+
+def demo_like_workspace(tmp_path: Path, examples: int = 12) -> Path:
+    """The bundled sentiment sets (the pinned sdist from the repository's download cache), a majority model,
+    scored runs for the board, and an open round with examples by two annotators and votes from a third:
+    what the demo leaves, without its training. Returns the workspace home."""
+    import dynadesk.annotation as ann
+    from dynadesk.models import register_model
+    from dynadesk.recipes import fetch_default_data
+    from dynadesk.workspace import Workspace
+    from support import REPO
+
+    home = tmp_path / "ws"
+    cache = REPO / ".cache" / "downloads"  # one real download of the pinned sdist per machine
+    cache.mkdir(parents=True, exist_ok=True)
+    st = Workspace(home).open_store()
+    try:
+        names = fetch_default_data(st, cache)
+        register_model(st, majority_model(tmp_path / "maj"), "sentiment", name="majority")
+        tests = [n for n in names if n.endswith("-test")]
+        for i in range(4):
+            seed_run(st, f"model-{i}", "sentiment", dict(perf={t: 60 + 5 * i + j for j, t in enumerate(tests)},
+                                                         throughput=10 * (i + 1), memory=1 + i, robustness=70 + i,
+                                                         fairness=80 + i))
+        for name, role in (("lead", "owner"), ("ann", "annotator"), ("bea", "annotator"), ("val", "annotator")):
+            ann.add_annotator(st, name, role)
+        ann.new_round(st, "sentiment", ["majority"], None, created_by="lead")
+        labels = ("negative", "neutral", "positive")
+        for i in range(examples):
+            ex = ann.submit_example(st, "sentiment", ("ann", "bea")[i % 2], {"statement": f"example statement {i}"},
+                                    labels[i % 3])
+            if i % 3 == 0:
+                ann.validate(st, ex.uid, "val", "correct")
+                if i % 2 == 0:  # written by ann: bea disagrees, the example is disputed
+                    ann.validate(st, ex.uid, "bea", "incorrect", label=labels[(i + 1) % 3])
+            elif i % 4 == 1:
+                ann.validate(st, ex.uid, "val", "flagged", reason="unclear wording")
+    finally:
+        st.close()
+    return home

@@ -233,7 +233,7 @@ class LeaderboardPage(Page):
         return [m for m, a in self.column_actions.items() if a.isChecked()]
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._svc.tasks) or [])
+        refill_combo(self.task_combo, self.guard(self._svc.tasks) or [], prefer=self.guard(self._svc.preferred_task))
         self.reload()
 
     def select_task(self, task: str) -> None:

@@ -94,6 +94,13 @@ class LeaderboardService(QObject):
 
         return list(load_tasks())
 
+    def preferred_task(self) -> str | None:
+        """The task the board opens on (issue 47): the one with the most succeeded runs, None when nothing ran."""
+        counts: dict[str, int] = {}
+        for run in self._ws.store.evaluations.list(status="succeeded"):
+            counts[run.task] = counts.get(run.task, 0) + 1
+        return max(sorted(counts), key=lambda t: counts[t]) if counts else None
+
     def board(self, task: str, weights: dict[str, float] | None = None,
               dataset_weights: dict[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> Leaderboard:

@@ -97,3 +97,11 @@ def test_no_page_stalls_the_gui_thread(demo_window, qtbot):
     stalls = {k: f"cpu {1000 * c:.0f} ms, wall {1000 * w:.0f} ms" for k, (c, w) in seen.items()
               if c > CPU_LIMIT_S or w > WALL_LIMIT_S}
     assert not stalls, stalls
+
+
+def test_every_task_page_opens_on_the_task_that_has_data(demo_window, qtbot):
+    """Issue 47: the demo workspace holds sentiment only; no page opens on the first name (hate_speech)."""
+    _services, window = demo_window
+    for key in ("leaderboard", "evaluate", "annotate", "train", "validate"):
+        page = loaded(qtbot, window.show_page(key))
+        assert page.task_combo.currentText() == "sentiment", key

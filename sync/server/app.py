@@ -170,10 +170,10 @@ def create_app(db_path: str | Path, key_path: str | Path | None = None, *, tasks
     tasks = LiveTasks(db, tasks_dir)  # bundled + registered by file (dynadesk-server tasks add: seen without a restart)
     rules = LiveRules(tasks)
     upload_pool = UploadPool(default_processes() if verify_processes is None else verify_processes)
-    checks = UploadChecks(tasks, rules, Limiter("key", limits.per_key), max_skew, pool=upload_pool)
+    checks = UploadChecks(tasks, rules, Limiter(limits.per_key, "uploads from key {who}"), max_skew, pool=upload_pool)
     if key_quota_bytes is not None:
         checks.key_quota_bytes = key_quota_bytes
-    address_limiter = Limiter("address", limits.per_address)
+    address_limiter = Limiter(limits.per_address, "uploads from address {who}")
     trusted = frozenset(trusted_proxies)
     upload_threads = anyio.CapacityLimiter(upload_pool.bound)  # each admitted upload waits for the pool in one
 

@@ -60,7 +60,7 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
     import uvicorn
 
     from dynadesk.sync.format.keys import load_or_create_server_key
-    from dynadesk.sync.server.app import create_app, default_key_path
+    from dynadesk.sync.server.app import ServerOptions, create_app, default_key_path
     from dynadesk.sync.server.db import ServerDB
     from dynadesk.sync.server.dialect import is_postgres
     from dynadesk.sync.server.limits import parse_limits
@@ -78,8 +78,8 @@ def serve(db_path: str, host: str, port: int, key_path: str | None, workers: int
                f" {verify} upload-check process(es) each)", err=True)
     if workers == 1:
         # proxy_headers=False: uvicorn would otherwise take X-Forwarded-For from loopback as the client address
-        uvicorn.run(create_app(db_path, key_path, limits=limits, trusted_proxies=trusted_proxies,
-                               key_quota_bytes=key_quota, verify_processes=verify), host=host,
+        options = ServerOptions(trusted_proxies=trusted_proxies, key_quota_bytes=key_quota, verify_processes=verify)
+        uvicorn.run(create_app(db_path, key_path, limits=limits, options=options), host=host,
                     port=port, log_level="warning", access_log=False, proxy_headers=False)
         return
     os.environ["DYNADESK_SERVER_DB"] = db_path if is_postgres(db_path) else str(Path(db_path).resolve())

@@ -195,8 +195,8 @@ def test_the_served_board_loads_neither_the_desktop_cli_nor_the_workspace(tmp_pa
     none of the desktop CLI, the workspace store or the workspace."""
     proc = _run_blocked([], f"""
         from fastapi.testclient import TestClient
-        from dynadesk.sync.server.app import create_app
-        app = create_app({str(tmp_path / "board.db")!r}, verify_processes=0)
+        from dynadesk.sync.server.app import ServerOptions, create_app
+        app = create_app({str(tmp_path / "board.db")!r}, options=ServerOptions(verify_processes=0))
         with TestClient(app) as client:
             for path in ("/api/tasks", "/api/leaderboard/sentiment", "/api/log", "/", "/log"):
                 assert client.get(path).status_code == 200, path

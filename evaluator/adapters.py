@@ -24,8 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from dynadesk.evaluator.model_kinds import MODEL_KINDS, ModelKind
-
 MANIFEST_NAME = "dynadesk-model.json"
 KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
 CLASSIFICATION_KINDS: tuple[str, ...] = ("hf-sequence-classification", "majority", "bag-of-words")
@@ -514,11 +512,6 @@ def register_kind(kind: str, factory: Callable[..., Adapter], check: Callable[[d
     KINDS = (*KINDS, kind)
     CLASSIFICATION_KINDS = (*CLASSIFICATION_KINDS, kind) if classification else CLASSIFICATION_KINDS
     _ADAPTERS[kind], _KIND_CHECKS[kind], ARCHITECTURES[kind] = factory, check, architectures
-    MODEL_KINDS.add(kind, ModelKind(kind, factory, check, architectures, classification))
-
-
-for _kind, _factory in _ADAPTERS.items():  # the kinds built into this module, in the one registry of model kinds
-    MODEL_KINDS.add(_kind, ModelKind(_kind, _factory, lambda manifest: [], (), _kind in CLASSIFICATION_KINDS))
 
 
 def load_adapter(model_dir: Path, manifest: dict[str, Any] | None = None, *, device: str = "cpu",

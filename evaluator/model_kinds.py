@@ -1,7 +1,7 @@
 """The registry of model kinds (a manifest's ``kind``): what loads a model folder of that kind, the manifest check
-it adds, the ``config.json`` architectures it loads and whether it classifies. Built-in kinds come from
-:mod:`dynadesk.evaluator.adapters` (its ``register_kind`` hook adds here); a third party's come from the
-``dynadesk.model_kinds`` entry points (a :class:`ModelKind`), loaded when the evaluator package is imported."""
+it adds, the ``config.json`` architectures it loads and whether it classifies. Filled when the evaluator package is
+imported (``dynadesk/evaluator/__init__.py``): the kinds of :mod:`dynadesk.evaluator.adapters` and its kind modules,
+then a third party's from the ``dynadesk.model_kinds`` entry points (a :class:`ModelKind`)."""
 
 from __future__ import annotations
 

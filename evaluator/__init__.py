@@ -28,7 +28,7 @@ def _register_model_kinds() -> None:
     for kind in adapters.KINDS:
         MODEL_KINDS.add(kind, ModelKind(kind, adapters._ADAPTERS[kind], adapters._KIND_CHECKS.get(kind, _no_problems),
                                         adapters.ARCHITECTURES.get(kind, ()), kind in adapters.CLASSIFICATION_KINDS))
-    for name in MODEL_KINDS.discover():
+    for name in MODEL_KINDS.discover(rescan=False):
         try:
             plugin = MODEL_KINDS[name]
         except RegistryError as exc:

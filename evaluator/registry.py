@@ -52,15 +52,24 @@ class _Lazy:
 
 
 _ALL: dict[str, Registry[object]] = {}
-_SCANNED: list[importlib.metadata.EntryPoints] = []  # the installed entry points, read once for every registry
+_SCANNED: dict[str, list[importlib.metadata.EntryPoint]] = {}  # group -> its installed entry points, read once
 
 
-def _entry_points(group: str, rescan: bool) -> importlib.metadata.EntryPoints:
+def _entry_points(group: str, rescan: bool) -> list[importlib.metadata.EntryPoint]:
     """The installed entry points of ``group``: one scan of the installed distributions serves every registry's
     first read (a scan reads every distribution's metadata: tens of milliseconds); ``rescan`` reads them again."""
     if rescan or not _SCANNED:
-        _SCANNED[:] = [importlib.metadata.entry_points()]
-    return _SCANNED[0].select(group=group)
+        _SCANNED.clear()
+        seen: set[str] = set()
+        for dist in importlib.metadata.distributions():  # the first of a name on sys.path, as import finds it
+            name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+            if name in seen:
+                continue
+            seen.add(name)
+            for ep in dist.entry_points:
+                if ep.group.startswith("dynadesk."):
+                    _SCANNED.setdefault(ep.group, []).append(ep)
+    return _SCANNED.get(group, [])
 
 
 def registries() -> dict[str, Registry[object]]:

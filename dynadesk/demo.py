@@ -280,7 +280,8 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
         echo(f"    left off: {model}: {reason}")
     for note in board.notes:
         echo(f"    note: {note}")
-    echo(f"    exchange rates: {board.rates}; the public board (step 9) scores with its own rate edition")
+    echo(f"    exchange rates: {board.rates}; step 9 freezes the public board's rate edition by this rule over the same"
+         " runs and checks the bundled run's figure on both boards")
     echo_robust_board(store, board, echo)
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")

@@ -168,6 +168,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
     board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
                               parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
                               hardware_class, amrs_mode, exclude_noisy, rates, rates_from)
+    if rates_board:
+        board.notes += edition.notes()  # what the public board says of the same edition (sync.format.rate_edition)
     if as_json:
         echo_json(board.to_dict())
         return

@@ -25,7 +25,7 @@ import numpy as np
 from dynadesk.scoring.board import ScoreBoard
 from dynadesk.scoring.dynascore import PERF, MetricSpec
 
-CONSTANT = "its predictions are constant: one label for every example of every test set"
+CONSTANT = "its predictions are constant: one answer (label, span or abstention) for every example of every test set"
 MARKED = "the task file names it a baseline"
 TRIVIAL_METRICS = ("robustness", "fairness")
 TRIVIAL = ("trivial: a constant predictor never changes its answer, so its robustness and fairness are 100 by "
@@ -59,24 +59,32 @@ def outcomes_by_dataset(raw: Any) -> dict[str, Mapping[str, Any]]:
 
 
 def constant_predictions(outcomes: Any) -> bool:
-    """Whether the per-example outcomes show one predicted label for every example of every test set.
+    """Whether the per-example outcomes show one answer for every example of every test set.
 
-    Only the label-pair form (``label-pairs-u8``, macro-F1 tasks) records the prediction itself; a run whose
-    outcomes are all per-example scores (accuracy, SQuAD F1) or that carries none gives no evidence (False). A
-    test set on which every gold label is the same is no evidence either (a perfect model answers one label there
-    too), so at least one labelled test set must have two gold labels; a malformed outcome counts as none."""
+    The label-pair form (``label-pairs-u8``, macro-F1 tasks) records the prediction itself; the per-example score
+    form (``u16x100``: accuracy, SQuAD F1 / exact match) records ``one_answer`` when one answer (a span's normalised
+    text, an abstention, or a label) was given for every example of a test set whose golds vary
+    (``bootstrap.outcomes``). A test set on which every gold is the same is no evidence (a perfect model answers
+    one thing there too), so at least one test set must be informative, and every test set with evidence must show
+    the same kind: a run with a test set answered variously, or with no evidence at all, is not constant. A
+    malformed outcome counts as none."""
     from dynadesk.scoring.bootstrap import decode_outcomes
 
     informative = False
     seen = False
     for raw in outcomes_by_dataset(outcomes).values():
-        if raw.get("encoding") != "label-pairs-u8":
-            continue
         try:
             o = decode_outcomes(raw)
         except Exception:  # noqa: BLE001 - a malformed outcome is no evidence (the server refuses it at ingest)
             return False
-        if o.pred is None or o.gold is None or not o.size:
+        if not o.size:
+            continue
+        if o.scores is not None:  # per-example scores: the host recorded whether the answers were one
+            if not o.one_answer:
+                return False
+            seen = informative = True
+            continue
+        if o.pred is None or o.gold is None:
             continue
         if np.unique(o.pred).shape[0] != 1:
             return False

@@ -84,6 +84,7 @@ class Outcomes:
     pred: npt.NDArray[np.int64] | None = None  # macro-F1: predicted label code
     gold: npt.NDArray[np.int64] | None = None  # macro-F1: resolved gold label code
     allowed: npt.NDArray[np.bool_] | None = None  # macro-F1: label codes the average may use
+    one_answer: bool = False  # mean metrics: one (normalised) answer or abstention for every example, golds varied
 
     @property
     def size(self) -> int:
@@ -124,9 +125,11 @@ def outcomes(task: Mapping[str, Any], metric: str, predictions: Sequence[Any], g
     if metric in M.SPAN_METRICS:
         # a SQuAD 2.0 gold (M.example_gold) is scored by the v2.0 rule, as the point metric is
         return Outcomes(metric, scores=np.array([M.span_score(metric, p, g) for p, g in zip(preds, golds)],
-                                                dtype=np.float64))
+                                                dtype=np.float64),
+                        one_answer=_one_answer([M.normalize_answer(p) for p in preds], golds))
     if metric == "accuracy":
-        return Outcomes(metric, scores=np.array([M.accuracy([p], [g]) for p, g in zip(preds, golds)], dtype=np.float64))
+        return Outcomes(metric, scores=np.array([M.accuracy([p], [g]) for p, g in zip(preds, golds)], dtype=np.float64),
+                        one_answer=_one_answer(preds, golds))
     if metric != "macro_f1":
         raise M.MetricError(f"no bootstrap for metric '{metric}'")
     resolved = []
@@ -139,6 +142,14 @@ def outcomes(task: Mapping[str, Any], metric: str, predictions: Sequence[Any], g
     allowed = np.array([(name in task_labels) if task_labels else True for name in names], dtype=np.bool_)
     return Outcomes(metric, pred=np.array([code[p] for p in preds], dtype=np.int64),
                     gold=np.array([code[g] for g in resolved], dtype=np.int64), allowed=allowed)
+
+
+def _one_answer(answers: Sequence[str], golds: Sequence[Any]) -> bool:
+    """Whether one answer (a span's normalised text, "" for an abstention, or a label) was given for every example
+    of a test set whose golds are not all alike: a constant predictor (scoring.baselines), recorded in the compact
+    outcome because its per-example scores do not show the answers. Golds all alike are no evidence (a perfect
+    model answers one thing there too)."""
+    return len(set(answers)) == 1 and len({repr(g) for g in golds}) > 1
 
 
 def _bounds(values: npt.NDArray[np.float64]) -> tuple[float, float]:
@@ -196,7 +207,8 @@ def encode_outcomes(o: Outcomes, data_sha256: str) -> dict[str, Any]:
     out: dict[str, Any] = {"metric": o.metric, "n": o.size, "data_sha256": data_sha256}
     if o.scores is not None:
         q = np.rint(o.scores * 100).astype("<u2")
-        return {**out, "encoding": "u16x100", "data": base64.b64encode(q.tobytes()).decode("ascii")}
+        return {**out, "encoding": "u16x100", "data": base64.b64encode(q.tobytes()).decode("ascii"),
+                **({"one_answer": True} if o.one_answer else {})}  # absent otherwise: older bundles read the same
     assert o.pred is not None and o.gold is not None and o.allowed is not None
     if o.allowed.shape[0] > 255:
         raise M.MetricError(f"{o.allowed.shape[0]} labels: more than the 255 a compact outcome holds")
@@ -211,7 +223,8 @@ def decode_outcomes(raw: Mapping[str, Any]) -> Outcomes:
         data = base64.b64decode(str(raw["data"]), validate=True)
         n, metric, encoding = int(raw["n"]), str(raw["metric"]), raw["encoding"]
         if encoding == "u16x100" and len(data) == 2 * n:
-            return Outcomes(metric, scores=np.frombuffer(data, dtype="<u2").astype(np.float64) / 100.0)
+            return Outcomes(metric, scores=np.frombuffer(data, dtype="<u2").astype(np.float64) / 100.0,
+                            one_answer=raw.get("one_answer") is True)
         if encoding == "label-pairs-u8" and len(data) == 2 * n:
             pairs = np.frombuffer(data, dtype="u1").reshape(n, 2).astype(np.int64)
             allowed = np.array([bool(x) for x in raw["allowed"]], dtype=np.bool_)

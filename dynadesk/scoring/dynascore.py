@@ -206,7 +206,7 @@ def compute_arrays(values: np.ndarray, directions: np.ndarray, offsets: np.ndarr
             continue
         estimable = True
         amrs[j] = float(np.mean(np.abs(np.diff(col[order]))[keep] / dp[keep]))
-    if m > 1 and n and not estimable and rates is None:
+    if m > 1 and n > 1 and not estimable and rates is None:  # one model: the board's own note says so
         notes.append("no two models differ in performance by more than "
                      f"{PAIR_TOLERANCE:g} x the best: no exchange rate can be estimated, so only "
                      "performance counts (other metrics convert to 0)")

@@ -29,10 +29,16 @@ from typing import Any
 
 import numpy as np
 
+from dynadesk.errors import ValidationError
 from dynadesk.scoring.dynascore import PAIR_TOLERANCE
 
 RATE_FACTOR = 2.0   # no reference row may move a published rate by more than this factor
 MIN_ROWS = 3        # a rate needs this many reference rows (leaving one out must still leave a pair)
+ROBUST, DYNABOARD = "robust", "dynaboard"
+RULES = (ROBUST, DYNABOARD)  # how an edition's rates are made from its reference rows (``rates freeze --rule``)
+DYNABOARD_ESTIMATOR = ("Dynaboard's AMRS over exactly the reference rows: the mean over neighbouring pairs (by"
+                       " performance) of |delta utility| / delta perf; no bound, so any one reference row can move"
+                       " a rate")
 ESTIMATOR = ("median over reference rows of each row's median pair rate |delta utility| / |delta perf| (pairs"
              f" whose performance differs by more than {PAIR_TOLERANCE:g} x the best); a row that alone moves a rate"
              " by more than the factor is left out of it")
@@ -122,13 +128,25 @@ def robust_rates(names: Sequence[str], utilities: np.ndarray, metric_names: Sequ
     return out
 
 
-def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR) -> dict[str, MetricRate]:
+def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR, rule: str = ROBUST
+                      ) -> dict[str, MetricRate]:
     """Each Dynascore metric's bounded robust rate over reference rows given as stored tables ``{row: {metric:
     {dataset or '': value}}}`` (equal dataset weights; utilities at the default directions and offsets). The one
-    function the server's editions and a snapshot's verifier derive rates with."""
+    function the server's editions and a snapshot's verifier derive rates with. ``rule`` :data:`DYNABOARD`: Dynaboard's
+    own AMRS over exactly these rows, unbounded (an edition frozen so says it: ``rates freeze --rule``)."""
     from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
     from dynadesk.scoring.dynascore import PERF
 
-    scored = ScoreBoard.from_tables(tables, SCORE_METRICS).score(rates={})
+    if rule not in RULES:
+        raise ValidationError(f"--rule {rule!r:.40}: use one of {', '.join(RULES)}")
+    board = ScoreBoard.from_tables(tables, SCORE_METRICS)
+    if rule == DYNABOARD:
+        if len(tables) < 2:
+            return {k: MetricRate(k, 1.0 if k == PERF else None, list(tables), why=f"{len(tables)} reference row(s):"
+                                  " Dynaboard's rule needs two rows that differ in performance") for k in SCORE_METRICS}
+        own = board.score()
+        return {k: MetricRate(k, v, list(own.names), why=None if v is not None else "no two reference rows differ in"
+                              f" performance by more than {PAIR_TOLERANCE:g} x the best") for k, v in own.amrs.items()}
+    scored = board.score(rates={})
     metrics = list(scored.metrics)
     return robust_rates(scored.names, scored.utilities, metrics, metrics.index(PERF), factor)

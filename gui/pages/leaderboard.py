@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankRangeChart, axis_fractions
 from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.pages.leaderboard_rates import RatesBar
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.scoring.answerability import beside
@@ -152,7 +153,8 @@ class LeaderboardPage(Page):
         self.export_button.clicked.connect(self._export_dialog)
         top.addWidget(self.export_button)
         lay.addLayout(top)
-
+        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
+        lay.addWidget(self.rates_bar)
         split = QSplitter(Qt.Orientation.Horizontal)
         weights = QWidget()
         wl = QVBoxLayout(weights)

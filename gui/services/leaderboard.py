@@ -26,6 +26,8 @@ class LeaderboardService(QObject):
     changed = Signal()
     loaded = Signal(str)  # the task whose board is now read (the newest request's)
     loadFailed = Signal(str)  # why the newest read failed
+    ratesChanged = Signal(str)  # the task whose exchange rates changed (a board's edition loaded, or cleared)
+    ratesFailed = Signal(str)  # why a board's edition could not be used
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
         super().__init__(parent)
@@ -34,10 +36,12 @@ class LeaderboardService(QObject):
         self.hardware_class = ""  # the class ranked ("all" for every run)
         self.hardware_classes: dict[str, int] = {}  # classes present -> models with a run
         self._request = 0  # the newest read's number: an older read's answer is dropped
+        self._rates: dict[str, tuple[dict[str, float | None], str, list[str]]] = {}  # task -> a board's edition
         ws.opened.connect(self._invalidate)
 
     def _invalidate(self, *_args: object) -> None:
         self._board = None
+        self._rates = {}  # an edition was verified against the closed workspace's pinned key
         self._request += 1  # a read still running is for the workspace closed
         self.changed.emit()
 
@@ -86,8 +90,40 @@ class LeaderboardService(QObject):
     def board(self, task: str, weights: dict[str, float] | None = None,
               dataset_weights: dict[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> Leaderboard:
-        board = self._local(task).rank(weights, dataset_weights or None, memory_budget_gib, stability=True)
+        edition = self._rates.get(task)
+        board = self._local(task).rank(weights, dataset_weights or None, memory_budget_gib, stability=True,
+                                       rates=edition[0] if edition else None)
+        if edition is not None:  # as `dynadesk leaderboard --rates BOARD`: the edition named, its notes shown
+            board.rates = edition[1]
+            board.notes += edition[2]
         return with_hardware(board, self.hardware_class, self.hardware_classes)
+
+    def use_rates(self, task: str, source: str) -> None:
+        """Score ``task`` with a board's current rate edition (a server URL or a saved edition file), read and
+        verified off the GUI thread as ``dynadesk leaderboard --rates`` does (``sync.client.load_rate_edition``);
+        ``ratesChanged(task)`` when it is in use, ``ratesFailed(message)`` when it cannot be."""
+        from dynadesk.sync.client import load_rate_edition
+
+        def read(store):
+            edition, how = load_rate_edition(store, source, task)
+            return task, edition.amrs, how, edition.notes()
+
+        self._ws.run_with_store(read, on_result=self._on_rates, on_error=self.ratesFailed.emit)
+
+    def _on_rates(self, result: tuple[str, dict[str, float | None], str, list[str]]) -> None:
+        task, amrs, how, notes = result
+        self._rates[task] = (amrs, how, notes)
+        self.ratesChanged.emit(task)
+
+    def clear_rates(self, task: str) -> None:
+        """Back to Dynaboard's rule (rates from the runs ranked) for ``task``."""
+        if self._rates.pop(task, None) is not None:
+            self.ratesChanged.emit(task)
+
+    def rates_in_use(self, task: str) -> str | None:
+        """The edition ``task`` is scored with, in words (None: Dynaboard's rule)."""
+        edition = self._rates.get(task)
+        return edition[1] if edition else None
 
     def datasets(self, task: str) -> list[str]:
         """Datasets with per-dataset figures on this task's board (each gets a weight slider)."""

@@ -77,6 +77,30 @@ class RateEdition:
             raise SignatureError(f"rate edition {self.id[:12]}: malformed public key ({exc})") from None
         _keys.verify_signature(key, self.signature, self.payload_bytes, f"rate edition {self.id[:12]}")
 
+    def notes(self) -> list[str]:
+        """What every board scored with this edition says of it (the public board, ``dynadesk leaderboard --rates``,
+        the app), each when, and only when, the edition shows it: a metric without a rate; rates made with no bound
+        (``factor`` null: Dynaboard's rule, ``rates freeze --rule dynaboard``); reference rows not of distinct
+        organisations (``rates freeze --single-organisation``)."""
+        p = self.payload
+        rates = p["rates"] if isinstance(p["rates"], dict) else {}
+        notes = [f"metric '{k}' has no exchange rate in this edition ({(rates.get(k) or {}).get('why')}): it"
+                 " converts to 0" for k, v in self.amrs.items() if v is None]
+        notes += [f"metric '{k}' has exchange rate 0 in this edition (its reference rows do not differ in it): it"
+                  " converts to 0 for every row" for k, v in self.amrs.items() if v == 0]
+        ref = [r for r in p["reference"] if isinstance(r, dict)] if isinstance(p["reference"], list) else []
+        if p["factor"] is None:
+            notes.append(f"rate edition {self.number} follows Dynaboard's rule over its {len(ref)} reference rows, by"
+                         " the operator's choice: no bound, so any one of those rows can move its rates")
+        orgs = sorted({str(r["organisation"]) for r in ref if r.get("organisation") is not None})
+        if orgs and len(orgs) < len(ref):
+            word = next((str(r["operator_word"]) for r in ref if r.get("operator_word")), "")
+            notes.append(f"rate edition {self.number}: its {len(ref)} reference rows are of {len(orgs)}"
+                         f" organisation{'s' if len(orgs) != 1 else ''} ({', '.join(orgs)}), not distinct ones, by"
+                         f" the operator's word{': ' + repr(word) if word else ''}; those organisations set these"
+                         " rates")
+        return notes
+
     def to_summary(self) -> dict[str, Any]:
         """What a board answer says of the edition it scored with."""
         return {"edition": self.number, "id": self.id, "created_at": self.payload["created_at"],

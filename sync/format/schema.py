@@ -361,7 +361,10 @@ def check_outcomes(value: Any, sizes: dict[str, int]) -> None:
         w = f"payload.outcomes[{i}]"
         if obj(o, w).get("encoding") not in OUTCOME_ENCODINGS:
             _fail(f"{w}.encoding", f"must be one of {', '.join(OUTCOME_ENCODINGS)}, got {o.get('encoding')!r:.40}")
-        obj(o, w, OUTCOME_KEYS | ({"allowed"} if o["encoding"] == "label-pairs-u8" else set()))
+        obj(o, w, OUTCOME_KEYS | ({"allowed"} if o["encoding"] == "label-pairs-u8" else set())
+            | ({"one_answer"} if o["encoding"] == "u16x100" and "one_answer" in o else set()))
+        if "one_answer" in o and o["one_answer"] is not True:  # present only when true (a constant predictor)
+            _fail(f"{w}.one_answer", f"must be true when present, got {o['one_answer']!r:.20}")
         if o["dataset"] not in sizes or o["dataset"] in seen:
             _fail(f"{w}.dataset", f"must name one of the bundle's datasets once, got {o['dataset']!r:.60}")
         seen.add(o["dataset"])

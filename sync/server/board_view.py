@@ -286,8 +286,7 @@ class BoardView:
             self._unbaselined[task] = (stored, kept)
         return kept
 
-    def freeze_rates(self, task: str, key: Any, bundle_ids: list[str] | None = None, note: str = "",
-                     factor: float = _rates.RATE_FACTOR) -> Any:
+    def freeze_rates(self, task: str, key: Any, choice: _rates.FreezeChoice | None = None) -> Any:
         """Freeze ``task``'s rates into its next signed, logged edition (``dynadesk-server rates freeze``)."""
         self.check_task(task)
         stored, facts = self.all_facts(task)
@@ -296,7 +295,7 @@ class BoardView:
         return self.rates.freeze(task, key, stored, frozenset(self.operator.settings(task).pins),
                                  lambda bid: bool(facts[bid].sandboxed) if bid in facts else False,
                                  lambda fp: keys[fp].org if fp in keys and keys[fp].org else f"key:{fp}",
-                                 bundle_ids, note, factor=factor)
+                                 choice)
 
     def _standings(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts]
                    ) -> dict[str, _default.ClassStanding]:

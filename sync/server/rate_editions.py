@@ -22,7 +22,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import NotFoundError, ValidationError
 from dynadesk.scoring.dynascore import PERF
-from dynadesk.scoring.rates import ESTIMATOR, MIN_ROWS, RATE_FACTOR, MetricRate, rates_from_tables
+from dynadesk.scoring.rates import (
+    DYNABOARD_ESTIMATOR,
+    ESTIMATOR,
+    MIN_ROWS,
+    RATE_FACTOR,
+    ROBUST,
+    MetricRate,
+    rates_from_tables,
+)
 from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.rate_edition import RateEdition, parse_edition, sign_edition
 from dynadesk.sync.format.timestamps import utc_now_text
@@ -46,31 +54,63 @@ def what_to_do(task: str) -> str:
 
 
 def reference_candidates(rows: list[dict[str, Any]], pinned: Collection[str], sandboxed: Callable[[str], bool],
-                         organisation: Callable[[str], str]) -> list[tuple[dict[str, Any], str]]:
-    """``(row, why)`` for each reference row among a task's board rows (as :func:`rows.identified` keys them): every
-    row the operator pinned, and each organisation's latest row that an auditor reproduced and that ran sandboxed.
-    Never a baseline: the board view takes baselines out before rows reach here (``baseline_view.split``, over
-    ``scoring.baselines.is_baseline``). The predicate other parts decide is :func:`reference.reproduced`;
+                         organisation: Callable[[str], str], per_organisation: bool = True
+                         ) -> list[tuple[dict[str, Any], str]]:
+    """``(row, why)`` for each reference row among a task's board rows (as :func:`rows.identified` keys them): one
+    row per organisation (its latest pinned row, else its latest row that an auditor reproduced and that ran
+    sandboxed), so that no submitter sets the rates by having the operator pin its rows (:func:`same_organisation`
+    names the pins that do not count); with ``per_organisation`` False (``rates freeze --single-organisation``) every
+    pinned row. Never a baseline: the board view takes baselines out before rows reach here (``baseline_view.split``,
+    over ``scoring.baselines.is_baseline``). The predicate other parts decide is :func:`reference.reproduced`;
     ``sandboxed(bundle_id)`` and ``organisation(key_fingerprint)`` are the row's facts."""
     out: dict[str, tuple[dict[str, Any], str]] = {}
+    pins: dict[str, dict[str, Any]] = {}
     latest: dict[str, dict[str, Any]] = {}
     for r in rows:
+        org = organisation(r["key_fingerprint"])
         if r["bundle_id"] in pinned:
-            out[r["model"]] = (r, PINNED_WHY)
+            if not per_organisation:
+                out[r["model"]] = (r, PINNED_WHY)
+            elif org not in pins or _newer(r, pins[org]):
+                pins[org] = r
         elif _reference.reproduced(r) and sandboxed(r["bundle_id"]):
-            org = organisation(r["key_fingerprint"])
-            best = latest.get(org)
-            if best is None or (r["created_at"], r["model"]) > (best["created_at"], best["model"]):
+            if org not in latest or _newer(r, latest[org]):
                 latest[org] = r
-    for r in latest.values():
-        out.setdefault(r["model"], (r, REPRODUCED_WHY))
+    for r in pins.values():
+        out[r["model"]] = (r, PINNED_WHY)
+    taken = {organisation(r["key_fingerprint"]) for r, _ in out.values()}
+    for org, r in latest.items():
+        if org not in taken:
+            out.setdefault(r["model"], (r, REPRODUCED_WHY))
     return sorted(out.values(), key=lambda rw: str(rw[0]["model"]))
 
 
-def derive(chosen: list[tuple[dict[str, Any], str]], factor: float = RATE_FACTOR) -> dict[str, MetricRate]:
-    """Each metric's bounded robust rate over the chosen reference rows' values (equal dataset weights)."""
+def _newer(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return bool((a["created_at"], a["model"]) > (b["created_at"], b["model"]))
+
+
+def same_organisation(rows: list[dict[str, Any]], organisation: Callable[[str], str]) -> dict[str, list[str]]:
+    """``{organisation: [row ids]}`` for each organisation that holds more than one of ``rows`` (the operator's pins
+    or chosen rows): reference rows must be of distinct organisations."""
+    by_org: dict[str, list[str]] = {}
+    for r in rows:
+        by_org.setdefault(organisation(r["key_fingerprint"]), []).append(str(r["model"]))
+    return {org: sorted(ids) for org, ids in sorted(by_org.items()) if len(ids) > 1}
+
+
+def distinct_rule(dupes: Mapping[str, list[str]]) -> str:
+    """The rule in words, with the organisations whose rows it counts once."""
+    return ("reference rows must be of distinct organisations, so that no submitter sets the rates: "
+            + "; ".join(f"organisation {org} holds {len(ids)} of them ({', '.join(ids)})"
+                        for org, ids in dupes.items()))
+
+
+def derive(chosen: list[tuple[dict[str, Any], str]], factor: float = RATE_FACTOR, rule: str = ROBUST
+           ) -> dict[str, MetricRate]:
+    """Each metric's rate over the chosen reference rows' values (equal dataset weights): bounded robust, or
+    Dynaboard's own rule when the operator freezes with ``--rule dynaboard``."""
     return rates_from_tables({r["model"]: {name: slot["values"] for name, slot in r["metrics"].items()}
-                              for r, _ in chosen}, factor)
+                              for r, _ in chosen}, factor, rule)
 
 
 @dataclass
@@ -86,7 +126,8 @@ class RateSource:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, **(self.edition.to_summary() if self.edition else {"edition": None}),
-                "amrs": self.amrs, "estimator": ESTIMATOR if self.status != DYNABOARD else
+                "amrs": self.amrs, "estimator": self.edition.payload["estimator"] if self.edition else
+                ESTIMATOR if self.status != DYNABOARD else
                 "Dynaboard's AMRS: the mean over neighbouring pairs of the rows in view",
                 "factor": self.edition.payload["factor"] if self.edition else RATE_FACTOR, "min_rows": MIN_ROWS,
                 "metrics": self.detail, "notes": self.notes}
@@ -108,7 +149,22 @@ def _notes(task: str, status: str, rates: Mapping[str, MetricRate], n_rows: int)
     for k, r in others.items():
         if r.rate is None:
             notes.append(f"metric '{k}' has no exchange rate ({r.why}): it converts to 0 for every row")
+        elif r.rate == 0:
+            notes.append(f"metric '{k}' has exchange rate 0 (its reference rows do not differ in it): it converts to"
+                         " 0 for every row")
     return notes
+
+
+@dataclass(frozen=True)
+class FreezeChoice:
+    """What the operator chose at ``rates freeze``: the rows (None: the reference rows), a note, the bound, the rule
+    (:data:`scoring.rates.RULES`) and, when the rows need not be of distinct organisations, why (stated)."""
+
+    bundle_ids: list[str] | None = None
+    note: str = ""
+    factor: float = RATE_FACTOR
+    rule: str = ROBUST
+    single_organisation: str = ""
 
 
 class RateBook:
@@ -180,15 +236,17 @@ class RateBook:
             p = edition.payload
             found = RateSource(EDITION, edition.amrs, list(p["reference"]), dict(p["rates"]), edition,
                                [f"exchange rates: {edition.describe()}, frozen {p['created_at']}: every row is scored"
-                                " with them"] + [f"metric '{k}' has no exchange rate in this edition"
-                                                 f" ({(p['rates'].get(k) or {}).get('why')}): it converts to 0"
-                                                 for k, v in edition.amrs.items() if v is None])
+                                " with them"] + edition.notes())
         else:
-            chosen = reference_candidates(_rows.identified(stored), pinned, sandboxed, organisation)
+            keyed = _rows.identified(stored)
+            chosen = reference_candidates(keyed, pinned, sandboxed, organisation)
             rates = derive(chosen)
-            found = RateSource(PROVISIONAL, {k: r.rate for k, r in rates.items()}, _described(chosen),
+            dupes = same_organisation([r for r in keyed if r["bundle_id"] in pinned], organisation)
+            found = RateSource(PROVISIONAL, {k: r.rate for k, r in rates.items()}, _described(chosen, organisation),
                                {k: r.to_dict() for k, r in rates.items()}, None,
-                               _notes(task, PROVISIONAL, rates, len(chosen)))
+                               _notes(task, PROVISIONAL, rates, len(chosen)) + (
+                                   [f"pinned rows counted once per organisation: {distinct_rule(dupes)} (each"
+                                    " organisation's latest pin is its reference row)"] if dupes else []))
             if all(v is None for k, v in (found.amrs or {}).items() if k != PERF):
                 found.status = NONE
         with self._lock:
@@ -197,11 +255,14 @@ class RateBook:
 
     def freeze(self, task: str, key: Ed25519PrivateKey, stored: list[dict[str, Any]], pinned: Collection[str],
                sandboxed: Callable[[str], bool], organisation: Callable[[str], str],
-               bundle_ids: list[str] | None = None, note: str = "", now: datetime | None = None,
-               factor: float = RATE_FACTOR) -> RateEdition:
+               choice: FreezeChoice | None = None, now: datetime | None = None) -> RateEdition:
         """Freeze ``task``'s rates into the next signed, logged edition, from the reference rows (or exactly the rows
-        of ``bundle_ids``, the operator's choice), bounded by ``factor`` (stated in the edition). Refused, saying why
-        and what to do, when no rate can be made."""
+        the operator's ``choice`` names), by its rule (bounded by its factor; both stated in the edition). Refused,
+        saying why and what to do, when no rate can be made or when the chosen rows hold two rows of one
+        organisation, unless the operator states why (``single_organisation``, kept in the edition)."""
+        choice = choice or FreezeChoice()
+        bundle_ids, note, factor, rule = choice.bundle_ids, choice.note, choice.factor, choice.rule
+        single_organisation = choice.single_organisation
         keyed = _rows.identified(stored)
         if bundle_ids:
             by_bundle = {r["bundle_id"]: r for r in keyed}
@@ -209,22 +270,36 @@ class RateBook:
             if missing:
                 raise ValidationError(f"--bundle {missing[0]}: not a row of the '{task}' board (a replaced or unknown"
                                       " bundle; 'dynadesk-server reference list' and the board show the rows)")
-            chosen = [(by_bundle[b], "chosen by the operator at freeze") for b in dict.fromkeys(bundle_ids)]
+            picked = [by_bundle[b] for b in dict.fromkeys(bundle_ids)]
+            chosen = [(r, "chosen by the operator at freeze") for r in picked]
         else:
-            chosen = reference_candidates(keyed, pinned, sandboxed, organisation)
+            picked = [r for r in keyed if r["bundle_id"] in pinned]
+            chosen = reference_candidates(keyed, pinned, sandboxed, organisation, not single_organisation)
+        dupes = same_organisation(picked, organisation)
+        if dupes and not single_organisation:
+            raise ValidationError(
+                f"rates of '{task}' not frozen: {distinct_rule(dupes)}. Unpin all but one row of each such organisation"
+                " ('dynadesk-server reference unpin BUNDLE_ID'), or choose one row per organisation with --bundle; a"
+                " board whose rows are all one lab's can freeze them with --single-organisation 'why' (stated in the"
+                " signed edition and on every board scored with it)")
         if not factor > 1:
             raise ValidationError(f"--factor {factor:g}: the bound must be a factor above 1")
-        rates = derive(chosen, factor)
+        rates = derive(chosen, factor, rule)
         if all(r.rate is None for k, r in rates.items() if k != PERF):
             raise ValidationError(f"no exchange rate of '{task}' can be made from {len(chosen)} reference row(s): "
                                   + "; ".join(f"{k}: {r.why}" for k, r in rates.items() if k != PERF)
                                   + ". " + what_to_do(task)[0].upper() + what_to_do(task)[1:])
+        reference = _described(chosen, organisation)
+        if single_organisation:
+            for r in reference:
+                r["operator_word"] = single_organisation
         last = self.current(task)
         payload = {"task": task, "edition": (last.number + 1) if last else 1, "previous": last.id if last else None,
                    "created_at": utc_now_text(now), "server": {"key_fingerprint": _keys.fingerprint(
                        _keys.public_raw(key))}, "perf_metric": PERF,
                    "amrs": {k: r.rate for k, r in rates.items()}, "rates": {k: r.to_dict() for k, r in rates.items()},
-                   "reference": _described(chosen), "estimator": ESTIMATOR, "factor": factor,
+                   "reference": reference, "estimator": ESTIMATOR if rule == ROBUST else DYNABOARD_ESTIMATOR,
+                   "factor": factor if rule == ROBUST else None,
                    "min_rows": MIN_ROWS, "note": note}
         edition = sign_edition(payload, key)
         self.add(edition)
@@ -233,9 +308,10 @@ class RateBook:
         return edition
 
 
-def _described(chosen: list[tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
-    return [{"row_id": r["model"], "bundle_id": r["bundle_id"], "submitter": r["submitter"], "why": why}
-            for r, why in chosen]
+def _described(chosen: list[tuple[dict[str, Any], str]], organisation: Callable[[str], str]
+               ) -> list[dict[str, Any]]:
+    return [{"row_id": r["model"], "bundle_id": r["bundle_id"], "submitter": r["submitter"],
+             "organisation": organisation(r["key_fingerprint"]), "why": why} for r, why in chosen]
 
 
 def dynaboard_source() -> RateSource:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -25,17 +26,25 @@ def rates() -> None:
 @click.option("--factor", type=click.FloatRange(min=1.0, min_open=True), default=2.0, show_default=True,
               help="The bound: no reference row may move a rate by more than this factor (a row that does is left out"
                    " of that rate); stated in the edition.")
+@click.option("--rule", type=click.Choice(["robust", "dynaboard"]), default="robust", show_default=True,
+              help="robust: the bounded robust estimator; dynaboard: Dynaboard's own AMRS over exactly the reference"
+                   " rows, unbounded (for a board whose few rows the bound leaves rate-less); stated in the edition"
+                   " and on the board.")
+@click.option("--single-organisation", "single_organisation", default="", metavar="WHY",
+              help="Allow reference rows that are not of distinct organisations (a board of one lab): every pinned"
+                   " row counts; WHY is kept in the signed edition and every board scored with it says so.")
 @click.option("--key", "key_path", type=click.Path(dir_okay=False),
               help="The server's log-signing key (default: DB path + .server.key; required with PostgreSQL).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
-def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str, factor: float,
-                 key_path: str | None, as_json: bool) -> None:
+def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str, key_path: str | None,
+                 as_json: bool, **how: Any) -> None:
     """Freeze TASK's exchange rates into its next signed edition, appended to the log; every row is then scored
     with it."""
     from dynadesk.sync.format.keys import load_or_create_server_key
     from dynadesk.sync.server.app import default_key_path
     from dynadesk.sync.server.board_view import BoardView
     from dynadesk.sync.server.db import ServerDB
+    from dynadesk.sync.server.rate_editions import FreezeChoice
     from dynadesk.sync.server.task_registry import board_tasks
     from dynadesk.sync.server.values import registry
 
@@ -44,7 +53,8 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
         key = load_or_create_server_key(key_path or default_key_path(db_path))
         tasks = board_tasks(db)
         view = BoardView(db, tasks, {name: registry(t) for name, t in tasks.items()})
-        edition = view.freeze_rates(task, key, list(bundle_ids) or None, note, factor)
+        edition = view.freeze_rates(task, key, FreezeChoice(list(bundle_ids) or None, note, float(how["factor"]),
+                                                            str(how["rule"]), str(how["single_organisation"]).strip()))
     finally:
         db.close()
     p = edition.payload

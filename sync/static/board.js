@@ -469,9 +469,24 @@ function renderReference(box, board) {
     el("h3", {text: "Exchange rates"}),
     el("p", {class: "rates", text: `Rates (AMRS, per unit of each metric): ${rates.join(" · ") || "none"}.`}),
     el("p", {class: "rate-edition", text: rateSourceText(board.rates || {})}),
-    el("p", {class: "hint", text: `Set by ${ref.rows.length} reference row${ref.rows.length === 1 ? "" : "s"} ` +
-             `(${ref.rule}), not by the rows on this page, so no submitter's rows move them.`}),
+    el("p", {class: "hint", text: referenceHint(ref, board.rates || {})}),
     list);
+}
+
+// What sets the rates, in words true of this answer (issue 44, item 8): the rows in view under Dynaboard's rule;
+// no reference rows; reference rows not of distinct organisations (the operator's word, in the notes); else the
+// task's reference rows, one per organisation, which no upload moves.
+function referenceHint(ref, rates) {
+  const n = ref.rows.length, rows = `${n} row${n === 1 ? "" : "s"}`;
+  if (rates.status === "dynaboard") return `Set by the ${rows} in view (Dynaboard's rule): they change with the rows shown.`;
+  if (n === 0) return "No reference rows: no rate is set by any row (see the notes for what the operator can do).";
+  const orgs = new Set(ref.rows.filter(r => r.organisation != null).map(r => r.organisation));
+  if (orgs.size && orgs.size < n) {
+    return `Set by ${n} reference rows of ${orgs.size} organisation${orgs.size === 1 ? "" : "s"}, by the operator's ` +
+           "word (see the notes): those organisations set the rates; no upload moves them.";
+  }
+  return `Set by ${n} reference row${n === 1 ? "" : "s"} (${ref.rule}), one per organisation, not by the rows on ` +
+         "this page, so no submitter's rows move them.";
 }
 
 // Which rates scored the board (issue 44): the task's signed rate edition, provisional rates, or Dynaboard's rule.

@@ -171,7 +171,8 @@ def test_a_frozen_edition_is_what_every_row_is_scored_with(rate_board):
 
 def test_a_lab_with_one_key_gets_the_truth_then_real_rates(tmp_path, request):
     """Four rows of one key, perfs 67.5 / 55.4 / 44.1 / 19.1: no false note; the note says why there are no rates
-    and what the operator can do; once the operator pins the rows they set real rates."""
+    and what the operator can do; pinned, one organisation's rows count once; frozen by the operator's word
+    (``--single-organisation``) they set real rates."""
     b = RateBoard(tmp_path, tmp_path / "board.db")
     try:
         ids = [b.upload("Lab A", f"m{i}", perf) for i, perf in enumerate((67.5, 55.4, 44.1, 19.1))]
@@ -182,10 +183,13 @@ def test_a_lab_with_one_key_gets_the_truth_then_real_rates(tmp_path, request):
         assert answer["rates"]["status"] == "none" and "provisional exchange rates" not in notes
         for bid in ids:
             b.operator("reference", "pin", bid)
-        pinned = b.board("?limit=1000&audit=all")
-        assert pinned["rates"]["status"] == "provisional"
-        assert pinned["amrs"]["throughput"] == pytest.approx(100.0)
-        assert "provisional exchange rates" in " ".join(pinned["notes"])
-        assert "no exchange rates for" not in " ".join(pinned["notes"])
+        pinned = b.board("?limit=1000&audit=all")  # one organisation's pins count once (test_server_rate_pinning)
+        assert pinned["rates"]["status"] == "none" and "distinct organisations" in " ".join(pinned["notes"])
+        b.operator("rates", "freeze", "--task", TASK, "--key", str(b.key_path), "--single-organisation", "one lab")
+        frozen = b.board("?limit=1000&audit=all")
+        assert frozen["rates"]["status"] == "edition"
+        assert frozen["amrs"]["throughput"] == pytest.approx(100.0)
+        assert "provisional exchange rates" not in " ".join(frozen["notes"])
+        assert "no exchange rates for" not in " ".join(frozen["notes"])
     finally:
         stop_server(b.proc)

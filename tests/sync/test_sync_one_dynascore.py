@@ -48,7 +48,8 @@ def synced(tmp_path_factory):
         assert sync_queue(store, url).ok
         for b in bundles.values():
             admin(db_path, "reference", "pin", b.id)
-        admin(db_path, "rates", "freeze", "--task", "sentiment", "--note", "test edition")
+        admin(db_path, "rates", "freeze", "--task", "sentiment", "--note", "test edition", "--single-organisation",
+              "one workspace's board")
         yield {"ws": ws, "store": store, "url": url, "runs": runs, "bundles": bundles, "db": db_path, "root": root}
     finally:
         stop_server(proc)

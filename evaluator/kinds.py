@@ -16,6 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dynadesk.evaluator.answers import squad_f1
+from dynadesk.evaluator.registry import Registry
+
+__all__ = ["FOOLED_RULES", "KINDS", "FooledTest", "LabelKind", "OutputKind", "SpanKind", "kind_of"]
 
 FooledTest = Callable[[str, Sequence[str], "float | None"], bool]
 
@@ -162,7 +165,12 @@ class SpanKind(OutputKind):
         return None
 
 
-KINDS: dict[str, OutputKind] = {k.name: k for k in (LabelKind(), SpanKind())}
+# Third-party task kinds: an OutputKind as a `dynadesk.task_kinds` entry point (evaluator/registry.py).
+KINDS: Registry[OutputKind] = Registry(
+    "task_kinds", "task output kind", OutputKind,
+    check=lambda name, kind: None if kind.name == name else f"is registered as '{name}' but names itself '{kind.name}'")
+for _kind in (LabelKind(), SpanKind()):
+    KINDS.add(_kind.name, _kind)
 """The output kinds a task file may name (``output.kind``)."""
 
 

@@ -13,6 +13,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dynadesk.evaluator.registry import Registry, RegistryError
+
+__all__ = ["METRICS", "SCOPES", "SHARED", "TASK", "UNIT_RANGES", "DynascoreDefault", "MetricDef", "UnitsView",
+           "dynascore_defaults", "is_deterministic", "load_independent", "metric_def", "register_metric",
+           "shared_metrics", "timed_metrics", "tolerances"]
+
 TASK = "task"      # a task's own score, computed from its predictions; task files choose it (per output kind)
 SHARED = "shared"  # every run of every task may report it (perf, robustness, the timed and memory figures, ...)
 SCOPES = (TASK, SHARED)
@@ -69,14 +75,24 @@ class MetricDef:
             raise ValueError(f"metric '{self.name}': a measured metric needs an audit tolerance")
 
 
-METRICS: dict[str, MetricDef] = {}
+def _metric_problem(name: str, metric: MetricDef) -> str | None:
+    if metric.name != name:
+        return f"is registered as '{name}' but names itself '{metric.name}'"
+    if not metric.name or len(metric.name) > 64 or not metric.name.replace("_", "").isalnum():
+        return f"metric name {metric.name!r} must be 1-64 letters, digits and underscores"
+    return None
+
+
+# Third-party metrics: a MetricDef as a `dynadesk.metrics` entry point (evaluator/registry.py).
+METRICS: Registry[MetricDef] = Registry("metrics", "metric", MetricDef, check=_metric_problem)
 
 
 def register_metric(metric: MetricDef) -> MetricDef:
     """Add (or replace) a metric; a task metric also goes into its output kinds' ``metrics`` (evaluator/kinds.py)."""
-    if not metric.name or len(metric.name) > 64 or not metric.name.replace("_", "").isalnum():
-        raise ValueError(f"metric name {metric.name!r} must be 1-64 letters, digits and underscores")
-    METRICS[metric.name] = metric
+    try:
+        METRICS.add(metric.name, metric)
+    except RegistryError as exc:
+        raise ValueError(str(exc)) from None
     return metric
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
 from dynadesk.scoring.amrs_noise import run_spreads
 from dynadesk.scoring.baselines import constant_predictions
-from dynadesk.scoring.leaderboard import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
+from dynadesk.scoring.classes import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
            "payload_of", "spreads_of"]

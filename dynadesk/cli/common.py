@@ -14,6 +14,7 @@ import click
 
 from dynadesk.store import Store
 from dynadesk.tasks import register_task_source, unregister_task_source
+from dynadesk.texttable import table_lines
 from dynadesk.workspace import Workspace, resolve_home
 
 
@@ -55,14 +56,9 @@ def echo_json(obj: Any) -> None:
 
 
 def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
-    """A plain aligned text table."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    for j, r in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) if _numeric(c) else c.ljust(w)
-                             for i, (c, w) in enumerate(zip(r, widths))).rstrip())
-        if j == 0:
-            click.echo("  ".join("-" * w for w in widths))
+    """A plain aligned text table (:func:`dynadesk.texttable.table_lines`)."""
+    for line in table_lines(headers, rows):
+        click.echo(line)
 
 
 FALLBACK_WIDTH = 120  # columns when stdout is no terminal and COLUMNS is unset (a pipe, a file, a test)
@@ -81,14 +77,6 @@ def echo_wrapped(text: str, width: int | None = None, indent: str = "  ") -> Non
     for line in textwrap.wrap(text, width or terminal_width(), subsequent_indent=indent, break_on_hyphens=False) \
             or [""]:
         click.echo(line)
-
-
-def _numeric(s: str) -> bool:
-    try:
-        float(s.rstrip("%"))
-        return True
-    except ValueError:
-        return False
 
 
 PASSPHRASE_ENV = "DYNADESK_KEY_PASSPHRASE"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dynadesk.errors import ValidationError
+from dynadesk.evaluator.registry import Registry
 from dynadesk.formats.base import (
     Format,
     Mapping,
@@ -60,12 +61,15 @@ def _hf_row(s: Sniff) -> bool:
 # The format registry: name -> Format (title, reader, converter, detect hook). The CLI's --format choices, the
 # app's format box, `dynadesk tasks schema` and detection all read it. Detection asks each hook in detect_order:
 # the specific formats first, then the generic ones (csv, tsv by suffix; jsonl for anything else).
-FORMATS: dict[str, Format] = {}
+# Third-party formats: a Format as a `dynadesk.formats` entry point (evaluator/registry.py).
+FORMATS: Registry[Format] = Registry(
+    "formats", "data format", Format,
+    check=lambda name, fmt: None if fmt.name == name else f"is registered as '{name}' but names itself '{fmt.name}'")
 
 
 def register_format(fmt: Format) -> Format:
     """Add (or replace) a data format; ``dynadesk data import`` detects and reads it from now on."""
-    FORMATS[fmt.name] = fmt
+    FORMATS.add(fmt.name, fmt)
     return fmt
 
 

@@ -48,9 +48,10 @@ ASSETS = {"hub.js": "text/javascript; charset=utf-8", "lead.js": "text/javascrip
           "hub.css": "text/css; charset=utf-8"}
 MAX_SKIPPED = 200
 MAX_BODY = 256 * 1024
-DEFAULT_WRITE_RATE = Rate(60, 60.0)
-DEFAULT_SIGNIN_RATE = Rate(10, 60.0)
-DEFAULT_READ_RATE = Rate(300, 60.0)  # a person's page reads a few times per action; a reading loop is bounded
+DEFAULT_WRITE_RATE = Rate.per_window(60, 60.0)
+DEFAULT_SIGNIN_RATE = Rate.per_window(10, 60.0)
+# a person's page reads a few times per action; a reading loop is bounded
+DEFAULT_READ_RATE = Rate.per_window(300, 60.0)
 DEFAULT_PER_MODEL = 16
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
@@ -120,14 +121,14 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
     async def reader(request: Request) -> HubSession:
         """A reading route's checks: the session, then its read rate (a reading loop cannot starve the others)."""
         session = await session_of(request)
-        reads.charge(f"session:{session.id}")
+        reads.take(f"session:{session.id}")
         return session
 
     async def writer(request: Request) -> HubSession:
         """A writing route's checks, cheapest first: session, CSRF token, the session's rate."""
         session = await session_of(request)
         identity.check_csrf(str(request.cookies.get(COOKIE)), request.headers.get("x-csrf-token"))
-        writes.charge(f"session:{session.id}")
+        writes.take(f"session:{session.id}")
         return session
 
     def me(session: HubSession, token: str) -> dict[str, Any]:
@@ -172,7 +173,7 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
         if origin and urlsplit(origin).netloc != request.headers.get("host"):
             raise HubForbiddenError(f"sign-in from another site ({origin}) is refused")
         client = request.client.host if request.client else "?"
-        signins.charge(f"address:{client}")
+        signins.take(f"address:{client}")
         body = await body_of(request)
         done = await call(io, core.sign_in, body.get("code", ""), f"{client} {request.headers.get('user-agent', '')}")
         resp = JSONResponse(me(done.session, done.token))

@@ -1,44 +1,23 @@
-"""Rate limits of the hub's writing routes: a token bucket per key (a session, or an address for sign-in)."""
+"""Rate limits of the hub's writing routes: a token bucket per key (a session, or an address for sign-in), with the
+server's :mod:`dynadesk.ratelimit`; here only the hub's option form, ``COUNT/SECONDS``."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from dynadesk.errors import RateLimitedError, ValidationError
-from dynadesk.ratelimit import TokenBuckets
+from dynadesk.errors import ValidationError
+from dynadesk.ratelimit import Limiter, Rate
 
-
-@dataclass(frozen=True)
-class Rate:
-    count: int
-    seconds: float
-
-    def __str__(self) -> str:
-        return f"{self.count} per {self.seconds:g} s"
+__all__ = ["Limiter", "Rate", "parse_rate"]
 
 
 def parse_rate(text: str, option: str) -> Rate:
     """``"30/60"``: 30 requests per 60 seconds (a burst of 30, refilled evenly)."""
     try:
-        count, seconds = text.split("/")
-        rate = Rate(int(count), float(seconds))
+        count_text, seconds_text = text.split("/")
+        count, seconds = int(count_text), float(seconds_text)
     except ValueError:
         raise ValidationError(f"{option} must look like COUNT/SECONDS (e.g. 30/60), not {text!r}") from None
-    if rate.count < 1 or not math.isfinite(rate.seconds) or rate.seconds <= 0:
+    if count < 1 or not math.isfinite(seconds) or seconds <= 0:
         raise ValidationError(f"{option}: COUNT must be >= 1 and SECONDS > 0, not {text!r}")
-    return rate
-
-
-class Limiter:
-    """Token buckets by key; :meth:`charge` raises :class:`RateLimitedError` with the seconds to wait."""
-
-    def __init__(self, rate: Rate, what: str):
-        self.rate = rate
-        self.what = what
-        self._buckets = TokenBuckets(rate.count, rate.count / rate.seconds)
-
-    def charge(self, key: str) -> None:
-        wait = self._buckets.spend(key)
-        if wait:
-            raise RateLimitedError(f"too many {self.what} (at most {self.rate}); try again in {wait} s", wait)
+    return Rate.per_window(count, seconds)

@@ -13,7 +13,10 @@ import importlib
 from dataclasses import dataclass
 
 from dynadesk.errors import ConfigError
+from dynadesk.evaluator.registry import Registry, RegistryError
 from dynadesk.sync.format.schema import RUNNER_NAME
+
+__all__ = ["RUNNERS", "RunnerSpec", "register_runner", "runner_class", "runner_help", "runner_names", "runner_spec"]
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,27 @@ class RunnerSpec:
         return f"{self.name} ({'sandboxed' if self.sandboxed else 'not sandboxed'})"
 
 
-RUNNERS: dict[str, RunnerSpec] = {}
+def _runner_problem(name: str, spec: RunnerSpec) -> str | None:
+    """A runner's name must have the bundle format's runner-name form and its class be named ``module:Class``."""
+    if spec.name != name:
+        return f"is registered as '{name}' but names itself '{spec.name}'"
+    if not RUNNER_NAME.match(spec.name):
+        return f"runner name {spec.name!r} must match {RUNNER_NAME.pattern}"
+    if ":" not in spec.runner:
+        return f"its class must be named as 'module:Class', got {spec.runner!r}"
+    return None
+
+
+# Third-party runners: a RunnerSpec as a `dynadesk.runners` entry point (evaluator/registry.py).
+RUNNERS: Registry[RunnerSpec] = Registry("runners", "runner", RunnerSpec, check=_runner_problem)
 
 
 def register_runner(spec: RunnerSpec) -> RunnerSpec:
     """Add (or replace) a runner; its name must have the bundle format's runner-name form."""
-    if not RUNNER_NAME.match(spec.name):
-        raise ConfigError(f"runner name {spec.name!r} must match {RUNNER_NAME.pattern}")
-    if ":" not in spec.runner:
-        raise ConfigError(f"runner '{spec.name}': its class must be named as 'module:Class', got {spec.runner!r}")
-    RUNNERS[spec.name] = spec
+    try:
+        RUNNERS.add(spec.name, spec)
+    except RegistryError as exc:
+        raise ConfigError(str(exc)) from None
     return spec
 
 
@@ -53,7 +67,10 @@ def runner_names() -> tuple[str, ...]:
 
 def runner_spec(name: str) -> RunnerSpec:
     """The registered runner ``name``; :class:`ConfigError` naming the known ones otherwise."""
-    spec = RUNNERS.get(name)
+    try:
+        spec = RUNNERS.get(name)
+    except RegistryError as exc:  # a plugin's entry that does not load
+        raise ConfigError(str(exc)) from None
     if spec is None:
         raise ConfigError(f"unknown runner '{name}' (use one of {', '.join(RUNNERS)})")
     return spec

@@ -21,6 +21,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metrics import COVERAGE_SUFFIXES, run_value
 from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
+from dynadesk.scoring.classes import (
+    ALL_CLASSES,
+    NOT_COMPARABLE,
+    choose_hardware_class,
+    noisy_in_environment,
+    noisy_left_off,
+)
 from dynadesk.scoring.dynascore import (
     DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
@@ -38,12 +45,9 @@ class RunStore(Protocol):
 
     evaluations: EvaluationRepo
 
-__all__ = ["ALL_CLASSES", "SCORE_METRICS", "BoardRow", "Leaderboard", "LocalBoard", "build_leaderboard",
-           "choose_hardware_class", "parse_weights"]
+__all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "SCORE_METRICS", "BoardRow", "Leaderboard", "LocalBoard",
+           "build_leaderboard", "choose_hardware_class", "noisy_in_environment", "noisy_left_off", "parse_weights"]
 
-ALL_CLASSES = "all"
-NOT_COMPARABLE = ("runs of {n} hardware classes are ranked together: their measured metrics (throughput, latency, "
-                  "memory) were taken on different machines and are not comparable here")
 
 
 @dataclass
@@ -160,21 +164,6 @@ def noisy_measurements(record: EvaluationRecord) -> list[str]:
     """Why the run's timed measurements were flagged noisy (other processes, steal, trials' spread), [] if quiet:
     the evaluator's ``measurement`` summary in the run's environment."""
     return noisy_in_environment(record.environment)
-
-
-def noisy_in_environment(environment: Any) -> list[str]:
-    """The one noise rule, for a run record's environment and a signed bundle's ``payload.environment`` alike
-    (the public board marks and filters with it): the ``measurement`` summary's reasons, [] if quiet."""
-    summary = environment.get("measurement") if isinstance(environment, dict) else None
-    if not isinstance(summary, dict) or not summary.get("noisy"):
-        return []
-    return [str(x) for x in summary.get("noisy_measurements") or []] or ["flagged noisy"]
-
-
-def noisy_left_off(noisy: Mapping[str, list[str]], how: str) -> dict[str, str]:
-    """Row -> why it is not ranked, for rows left out because their measured figures were flagged noisy."""
-    return {name: f"its measured figures were flagged noisy ({'; '.join(why)}); left out by {how} (re-measure it"
-                  " on a quiet machine: dynadesk eval --remeasure RUN)" for name, why in noisy.items()}
 
 
 def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, dict[str, float]]], dict[str, str]]:
@@ -329,18 +318,6 @@ def mark_ties(rows: list[BoardRow], records: dict[str, EvaluationRecord],
 def _outcomes(rec: EvaluationRecord) -> dict[str, Any]:
     stored = (rec.profile or {}).get("outcomes")
     return stored if isinstance(stored, dict) else {}
-
-
-def choose_hardware_class(classes: dict[str, int], wanted: str | None) -> str:
-    """The class a board ranks: ``wanted`` (a class present, or :data:`ALL_CLASSES`), else by default the
-    class with the most models (measured metrics compare only within one class)."""
-    if wanted is None:
-        return max(sorted(classes), key=lambda c: classes[c]) if classes else ALL_CLASSES
-    if wanted != ALL_CLASSES and wanted not in classes:
-        present = "; ".join(sorted(classes)) or "none"
-        raise ValidationError(f"hardware class '{wanted}' has no runs on this board (classes present: {present}; "
-                              f"or '{ALL_CLASSES}')")
-    return wanted
 
 
 def local_board(store: RunStore, task: str,

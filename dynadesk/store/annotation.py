@@ -8,268 +8,52 @@ transaction that is committed before the method returns.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database, Migrations
+from sqlite_utils import Database
 
 from dynadesk.errors import AlreadyExistsError, AnnotationError, NotFoundError
+from dynadesk.store.annotation_records import (
+    ROLES,
+    VERDICTS,
+    AnnotatedExample,
+    Annotator,
+    Round,
+    RoundModel,
+    TrustedKey,
+    Validation,
+    dumps_json,
+    example_from_row,
+    validation_from_row,
+)
+from dynadesk.store.annotation_schema import KEY_TAG_SQL, migrations
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-migrations = Migrations("dynadesk.annotation")
-
-ROLES = ("annotator", "owner")
-VERDICTS = ("correct", "incorrect", "flagged")
-
-
-@migrations()
-def m001_annotation(db: Database) -> None:
-    db.execute("""
-        CREATE TABLE annotators (
-            name TEXT PRIMARY KEY,
-            role TEXT NOT NULL CHECK (role IN ('annotator', 'owner')),
-            created_at TEXT NOT NULL
-        )""")
-    db.execute("""
-        CREATE TABLE rounds (
-            id INTEGER PRIMARY KEY,
-            task TEXT NOT NULL,
-            number INTEGER NOT NULL CHECK (number >= 1),
-            status TEXT NOT NULL CHECK (status IN ('open', 'closed')),
-            created_by TEXT,
-            created_at TEXT NOT NULL,
-            closed_at TEXT,
-            UNIQUE (task, number)
-        )""")
-    db.execute("CREATE UNIQUE INDEX rounds_one_open ON rounds(task) WHERE status = 'open'")
-    db.execute("""
-        CREATE TABLE round_models (
-            round_id INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
-            position INTEGER NOT NULL,
-            model_name TEXT NOT NULL,
-            model_digest TEXT NOT NULL,
-            PRIMARY KEY (round_id, model_name)
-        )""")
-    db.execute("""
-        CREATE TABLE contexts (
-            round_id INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
-            context_id TEXT NOT NULL,
-            position INTEGER NOT NULL,
-            text TEXT NOT NULL,
-            PRIMARY KEY (round_id, context_id)
-        )""")
-    db.execute("""
-        CREATE TABLE annotated_examples (
-            seq INTEGER PRIMARY KEY,
-            uid TEXT NOT NULL UNIQUE,
-            round_id INTEGER NOT NULL REFERENCES rounds(id),
-            task TEXT NOT NULL,
-            annotator TEXT NOT NULL REFERENCES annotators(name),
-            context_id TEXT,
-            inputs TEXT NOT NULL,
-            target TEXT NOT NULL,
-            model_name TEXT NOT NULL,
-            model_digest TEXT NOT NULL,
-            model_output TEXT NOT NULL,
-            fooled INTEGER NOT NULL CHECK (fooled IN (0, 1)),
-            explanation TEXT NOT NULL DEFAULT '',
-            time_ms INTEGER NOT NULL CHECK (time_ms >= 0),
-            hmac TEXT NOT NULL,
-            origin TEXT NOT NULL,
-            created_at TEXT NOT NULL
-        )""")
-    db.execute("CREATE INDEX annotated_examples_round ON annotated_examples(round_id, annotator)")
-    db.execute("""
-        CREATE TABLE validations (
-            seq INTEGER PRIMARY KEY,
-            uid TEXT NOT NULL UNIQUE,
-            example_uid TEXT NOT NULL REFERENCES annotated_examples(uid) ON DELETE CASCADE,
-            annotator TEXT NOT NULL REFERENCES annotators(name),
-            verdict TEXT NOT NULL CHECK (verdict IN ('correct', 'incorrect', 'flagged')),
-            label TEXT,
-            reason TEXT NOT NULL DEFAULT '',
-            origin TEXT NOT NULL,
-            created_at TEXT NOT NULL,
-            UNIQUE (example_uid, annotator)
-        )""")
-    # Defence in depth: the library checks this too, with a friendlier message.
-    db.execute("""
-        CREATE TRIGGER validations_no_self BEFORE INSERT ON validations
-        WHEN NEW.annotator = (SELECT annotator FROM annotated_examples WHERE uid = NEW.example_uid)
-        BEGIN SELECT RAISE(ABORT, 'an annotator cannot validate their own example'); END""")
-
-
-
-@migrations()
-def m002_trusted_pack_keys(db: Database) -> None:
-    """Ed25519 keys whose signed annotation packs this workspace merges."""
-    db.execute("""
-        CREATE TABLE trusted_pack_keys (
-            fingerprint TEXT PRIMARY KEY,
-            public_key TEXT NOT NULL,
-            name TEXT NOT NULL,
-            added_at TEXT NOT NULL
-        )""")
-
-
-@migrations()
-def m003_held_pack_records(db: Database) -> None:
-    """Identities a pack cannot prove (issue 37): records held until an owner here accepts them.
-
-    ``held`` is why a merged example, vote or round target does not count yet (NULL: it counts);
-    ``validations.signer`` is the fingerprint of the pack key a merged vote came under (NULL: made
-    here); ``trusted_pack_keys.person`` binds a trusted key to the one person it speaks for."""
-    db.execute("ALTER TABLE annotated_examples ADD COLUMN held TEXT")
-    db.execute("ALTER TABLE validations ADD COLUMN held TEXT")
-    db.execute("ALTER TABLE validations ADD COLUMN signer TEXT")
-    db.execute("ALTER TABLE round_models ADD COLUMN held TEXT")
-    db.execute("ALTER TABLE trusted_pack_keys ADD COLUMN person TEXT")
-
-
-# A pack identity's key tag in SQL: the first 16 hex digits of a fingerprint (dynadesk.annotation.pack_identity).
-_KEY_TAG_SQL = "substr(replace(k.fingerprint, 'sha256:', ''), 1, 16)"
-
-
-@migrations()
-def m004_pack_identities(db: Database) -> None:
-    """Votes a pack from another machine's key carried are stored under a pack-qualified identity
-    (``name@pack:<16 hex digits of the key's fingerprint>``; dynadesk.annotation.pack_identity), never under a local
-    person's name. Releases before stored them under the name itself, using up that person's vote here: every such
-    vote (a ``signer``, no pack mark) moves to its pack identity, created as a plain annotator."""
-    tag = "substr(replace(v.signer, 'sha256:', ''), 1, 16)"
-    db.execute("INSERT OR IGNORE INTO annotators (name, role, created_at) SELECT DISTINCT"
-               f" v.annotator || '@pack:' || {tag}, 'annotator', MIN(v.created_at) FROM validations v"
-               " WHERE v.signer IS NOT NULL AND instr(v.annotator, '@pack:') = 0"
-               f" GROUP BY v.annotator || '@pack:' || {tag}")
-    db.execute("UPDATE validations SET annotator = annotator || '@pack:' || substr(replace(signer, 'sha256:', ''),"
-               " 1, 16) WHERE signer IS NOT NULL AND instr(annotator, '@pack:') = 0")
-
-
-@dataclass
-class TrustedKey:
-    fingerprint: str
-    public_key: str
-    name: str
-    added_at: str
-    person: str | None = None
-
-    def to_dict(self) -> dict[str, str | None]:
-        return dict(self.__dict__)
-
-@dataclass
-class Annotator:
-    name: str
-    role: str
-    created_at: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class RoundModel:
-    name: str
-    digest: str
-
-
-@dataclass
-class Round:
-    id: int
-    task: str
-    number: int
-    status: str
-    models: list[RoundModel]
-    n_contexts: int = 0
-    created_by: str | None = None
-    created_at: str = ""
-    closed_at: str | None = None
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == "open"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "id"}
-        d["models"] = [m.__dict__ for m in self.models]
-        return d
-
-
-@dataclass
-class Validation:
-    uid: str
-    example_uid: str
-    annotator: str
-    verdict: str
-    label: Any = None
-    reason: str = ""
-    origin: str = ""
-    created_at: str = ""
-    role: str = "annotator"
-    held: str | None = None
-    signer: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class AnnotatedExample:
-    """One model-in-the-loop example with the model's response as it was recorded."""
-
-    uid: str
-    task: str
-    round: int
-    annotator: str
-    inputs: dict[str, str]
-    target: Any
-    model_name: str
-    model_digest: str
-    model_output: dict[str, Any]
-    fooled: bool
-    explanation: str
-    time_ms: int
-    hmac: str
-    origin: str
-    created_at: str
-    context_id: str | None = None
-    validations: list[Validation] = field(default_factory=list)
-    held: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["validations"] = [v.to_dict() for v in self.validations]
-        return d
-
+__all__ = ["ROLES", "VERDICTS", "AnnotatedExample", "AnnotationRepo", "Annotator", "Round", "RoundModel",
+           "TrustedKey", "Validation", "attach", "example_from_row", "migrations"]
 
 _EXAMPLE_SELECT = ("SELECT e.*, r.number AS round_number FROM annotated_examples e"
                    " JOIN rounds r ON r.id = e.round_id")
 
 
-def example_from_row(row: dict[str, Any]) -> AnnotatedExample:
-    return AnnotatedExample(
-        uid=row["uid"], task=row["task"], round=row["round_number"], annotator=row["annotator"],
-        inputs=json.loads(row["inputs"]), target=json.loads(row["target"]), model_name=row["model_name"],
-        model_digest=row["model_digest"], model_output=json.loads(row["model_output"]), fooled=bool(row["fooled"]),
-        explanation=row["explanation"], time_ms=row["time_ms"], hmac=row["hmac"], origin=row["origin"],
-        created_at=row["created_at"], context_id=row["context_id"], held=row.get("held"))
 
+@dataclass(frozen=True)
+class _NewRound:
+    """A ``rounds`` row about to be inserted (its models and contexts go in beside it)."""
 
-def _validation(row: dict[str, Any]) -> Validation:
-    return Validation(uid=row["uid"], example_uid=row["example_uid"], annotator=row["annotator"],
-                      verdict=row["verdict"], label=json.loads(row["label"]) if row["label"] is not None else None,
-                      reason=row["reason"], origin=row["origin"], created_at=row["created_at"],
-                      role=row.get("role") or "annotator", held=row.get("held"), signer=row.get("signer"))
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    task: str
+    number: int
+    status: str
+    created_by: str | None
+    created_at: str
+    closed_at: str | None
 
 
 class AnnotationRepo:
@@ -338,15 +122,14 @@ class AnnotationRepo:
                        [now, task])
             number = db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM rounds WHERE task = ?",
                                 [task]).fetchone()[0]
-            rid = self._insert_round(db, task, number, "open", created_by, now, None, models, contexts)
+            rid = self._insert_round(db, _NewRound(task, number, "open", created_by, now, None), models, contexts)
         return self._round_by_id(rid)
 
-    def _insert_round(self, db: Database, task: str, number: int, status: str, created_by: str | None,
-                      created_at: str,
-                      closed_at: str | None, models: Iterable[RoundModel],
+    def _insert_round(self, db: Database, row: _NewRound, models: Iterable[RoundModel],
                       contexts: Iterable[tuple[str, str]]) -> int:
         cur = db.execute("INSERT INTO rounds(task, number, status, created_by, created_at, closed_at)"
-                         " VALUES (?,?,?,?,?,?)", [task, number, status, created_by, created_at, closed_at])
+                         " VALUES (?,?,?,?,?,?)", [row.task, row.number, row.status, row.created_by, row.created_at,
+                                                   row.closed_at])
         rid = int(cur.lastrowid or 0)
         db.conn.executemany("INSERT INTO round_models(round_id, position, model_name, model_digest) VALUES (?,?,?,?)",
                             [(rid, i, m.name, m.digest) for i, m in enumerate(models)])
@@ -372,8 +155,8 @@ class AnnotationRepo:
                                 " AND status = 'open'", [now, task])
             else:
                 status = "closed"
-            rid = self._insert_round(self.db, task, number, status, created_by, created_at,
-                                     now if status == "closed" else None, models, contexts)
+            rid = self._insert_round(self.db, _NewRound(task, number, status, created_by, created_at,
+                                                        now if status == "closed" else None), models, contexts)
             self._hold_models(rid, held or {})
             return True
         rid = row[0]
@@ -453,8 +236,8 @@ class AnnotationRepo:
             "INSERT INTO annotated_examples(uid, round_id, task, annotator, context_id, inputs, target, model_name,"
             " model_digest, model_output, fooled, explanation, time_ms, hmac, origin, created_at, held)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [ex.uid, round_id, ex.task, ex.annotator, ex.context_id, _dumps(ex.inputs), _dumps(ex.target),
-             ex.model_name, ex.model_digest, _dumps(ex.model_output), int(ex.fooled), ex.explanation, ex.time_ms,
+            [ex.uid, round_id, ex.task, ex.annotator, ex.context_id, dumps_json(ex.inputs), dumps_json(ex.target),
+             ex.model_name, ex.model_digest, dumps_json(ex.model_output), int(ex.fooled), ex.explanation, ex.time_ms,
              ex.hmac, ex.origin, ex.created_at, ex.held])
 
     def round_id(self, task: str, number: int) -> int:
@@ -507,7 +290,7 @@ class AnnotationRepo:
     def _insert_validation(self, db: Database, v: Validation) -> None:
         db.execute("INSERT INTO validations(uid, example_uid, annotator, verdict, label, reason, origin, created_at,"
                    " held, signer) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                   [v.uid, v.example_uid, v.annotator, v.verdict, None if v.label is None else _dumps(v.label),
+                   [v.uid, v.example_uid, v.annotator, v.verdict, None if v.label is None else dumps_json(v.label),
                     v.reason, v.origin, v.created_at, v.held, v.signer])
 
     def has_vote(self, example_uid: str, annotator: str) -> bool:
@@ -531,11 +314,11 @@ class AnnotationRepo:
             for r in self.db.query(
                     "SELECT v.*, CASE WHEN (v.signer IS NULL AND a.role = 'owner') OR EXISTS (SELECT 1 FROM"
                     " trusted_pack_keys k JOIN annotators p ON p.name = k.person WHERE k.fingerprint = v.signer"
-                    f" AND p.role = 'owner' AND v.annotator IN (k.person, k.person || '@pack:' || {_KEY_TAG_SQL}))"
+                    f" AND p.role = 'owner' AND v.annotator IN (k.person, k.person || '@pack:' || {KEY_TAG_SQL}))"
                     " THEN 'owner' ELSE 'annotator' END AS role"
                     " FROM validations v JOIN annotators a ON a.name = v.annotator"
                     f" WHERE v.example_uid IN ({marks}) AND v.held IS NULL ORDER BY v.created_at, v.rowid", chunk):
-                out[r["example_uid"]].append(_validation(r))
+                out[r["example_uid"]].append(validation_from_row(r))
         return out
 
     # -- held records (merged from packs, waiting for an owner here) ------------

@@ -13,300 +13,33 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database, Migrations
+from sqlite_utils import Database
 
 from dynadesk.errors import ConfigError, NotFoundError, RunStateError
 from dynadesk.evaluator.schema import Settings as WorkerSettings
 from dynadesk.store.core import disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
+from dynadesk.store.evaluations_records import (
+    PURPOSES,
+    STATUSES,
+    TRANSITIONS,
+    EvaluationRecord,
+    ImageBuild,
+    MetricValue,
+    QueuePlacement,
+    hardware_class,
+    record_from_row,
+)
+from dynadesk.store.evaluations_schema import _split_settings_bag, migrations
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-migrations = Migrations("dynadesk.evaluations")
-
-STATUSES = ("queued", "running", "succeeded", "failed", "interrupted", "cancelled")
-# queued -> running -> succeeded | failed | interrupted | cancelled; an unfinished run may run again (resume).
-# queued -> failed | cancelled: the run could not start (no model folder, refused container).
-TRANSITIONS: dict[str, frozenset[str]] = {
-    "queued": frozenset({"running", "failed", "cancelled"}),
-    "running": frozenset({"succeeded", "failed", "interrupted", "cancelled"}),
-    "failed": frozenset({"running"}),
-    "interrupted": frozenset({"running"}),
-    "cancelled": frozenset({"running"}),
-    "succeeded": frozenset(),
-}
-PURPOSES = ("evaluation", "audit", "preflight", "bench", "calibration")
-
-
-@migrations()
-def m001_evaluations(db: Database) -> None:
-    db.execute("""
-        CREATE TABLE evaluations (
-            id INTEGER PRIMARY KEY,
-            model_id INTEGER NOT NULL REFERENCES models(id),
-            task TEXT NOT NULL,
-            runner TEXT NOT NULL,
-            sandboxed INTEGER NOT NULL,
-            status TEXT NOT NULL,
-            verdict TEXT,
-            error TEXT,
-            settings TEXT NOT NULL DEFAULT '{}',
-            datasets TEXT NOT NULL DEFAULT '[]',
-            image_id TEXT,
-            evaluator_version TEXT,
-            run_dir TEXT,
-            predictions_digest TEXT,
-            environment TEXT NOT NULL DEFAULT '{}',
-            profile TEXT NOT NULL DEFAULT '{}',
-            log TEXT NOT NULL DEFAULT '',
-            created_at TEXT NOT NULL,
-            started_at TEXT,
-            finished_at TEXT
-        )""")
-    db.execute("""
-        CREATE TABLE metric_values (
-            evaluation_id INTEGER NOT NULL REFERENCES evaluations(id) ON DELETE CASCADE,
-            dataset TEXT NOT NULL,
-            metric TEXT NOT NULL,
-            value REAL NOT NULL,
-            unit TEXT NOT NULL,
-            deterministic INTEGER NOT NULL,
-            PRIMARY KEY (evaluation_id, dataset, metric)
-        )""")
-    db.execute("CREATE INDEX evaluations_model ON evaluations(model_id, status)")
-
-
-@migrations()
-def m002_run_owner(db: Database) -> None:
-    """Which process runs an evaluation, so a crash is told apart from a run still going."""
-    db.execute("ALTER TABLE evaluations ADD COLUMN pid INTEGER")
-    db.execute("ALTER TABLE evaluations ADD COLUMN host TEXT")
-
-
-@migrations()
-def m003_run_request(db: Database) -> None:
-    """The typed request a run was made from, and its purpose (only ``evaluation`` runs enter a board)."""
-    db.execute("ALTER TABLE evaluations ADD COLUMN request TEXT NOT NULL DEFAULT '{}'")
-    db.execute("ALTER TABLE evaluations ADD COLUMN purpose TEXT NOT NULL DEFAULT 'evaluation'")
-    db.execute("CREATE INDEX evaluations_board ON evaluations(task, purpose, status, model_id)")
-
-
-@migrations()
-def m004_worker_keys(db: Database) -> None:
-    """The queue workers whose signed results this workspace accepts (see dynadesk.store.worker_keys)."""
-    db.execute("""
-        CREATE TABLE worker_keys (
-            fingerprint TEXT PRIMARY KEY,
-            public_key_hex TEXT NOT NULL,
-            label TEXT NOT NULL,
-            trusted_at TEXT NOT NULL,
-            revoked_at TEXT
-        )""")
-
-
-# The keys of the settings bag before m005 that a typed field now holds; anything else in a row's bag is kept,
-# verbatim, in ``legacy_settings`` (no release wrote other keys; kept rather than lost).
-_BAG_RUNNER_KEYS = ("runner", "sandboxed", "image")  # Runner.describe()
-_BAG_OTHER_KEYS = ("limits", "request", "image_build", "queue")
-_LEGACY_REQUEST_KEYS = ("batch_size", "seed", "latency_samples", "warmup", "limits")
-
-
-def _split_settings_bag(bag: dict[str, Any], request: dict[str, Any], model: str, datasets: list[str],
-                        runner: str, purpose: str) -> dict[str, Any]:
-    """Migration m005's reading of one row's old ``settings`` bag: the typed columns' JSON (frozen with it)."""
-    from dynadesk.evaluator.schema import Settings
-
-    worker_keys = {f.name for f in fields(Settings)}
-    if not request and isinstance(bag.get("request"), dict):
-        request = bag["request"]
-    if not request and all(k in bag for k in _LEGACY_REQUEST_KEYS):
-        # a run recorded before requests were: its request as orchestration.request.legacy_request reads it
-        request = {"model": model, "datasets": datasets, "runner": runner, "image": bag.get("image"),
-                   "limits": bag["limits"], "purpose": purpose,
-                   "settings": {k: bag[k] for k in ("batch_size", "seed", "latency_samples", "warmup")}}
-    known = worker_keys | set(_BAG_RUNNER_KEYS) | set(_BAG_OTHER_KEYS)
-    rest = {k: v for k, v in bag.items() if k not in known or (k == "limits" and not request)}
-    image = bag.get("image")
-    return {"request": json.dumps(request or {}),
-            "worker": json.dumps({k: v for k, v in bag.items() if k in worker_keys}),
-            "image_name": image if isinstance(image, str) else None,
-            "image_build": json.dumps(bag["image_build"]) if isinstance(bag.get("image_build"), dict) else None,
-            "queue": json.dumps(bag["queue"]) if isinstance(bag.get("queue"), dict) else None,
-            "legacy_settings": json.dumps(rest) if rest else None}
-
-
-@migrations()
-def m005_run_record(db: Database) -> None:
-    """One typed run record instead of the ``settings`` bag, and rows that list without reading logs.
-
-    The bag (worker settings, limits, the runner's facts, a second copy of the request, ``image_build`` and the
-    queue's bookkeeping) is split into ``request`` (stored once; built from the flat settings of runs recorded
-    before requests, where they allow it), ``worker`` (the evaluator settings the worker was given),
-    ``image_name``, ``image_build`` and ``queue``; keys no typed field takes stay in ``legacy_settings``.
-    The environment, profile and log move to ``evaluation_outputs`` (a run's row stays a few hundred bytes, so
-    a listing or a board scan never pages through MiBs of log), and the hardware class is stored beside the run,
-    derived from its environment once (:func:`dynadesk.evaluator.environment.hardware_class_of`)."""
-    from dynadesk.evaluator.environment import hardware_class_of
-
-    for column in ("worker TEXT NOT NULL DEFAULT '{}'", "image_name TEXT", "image_build TEXT", "queue TEXT",
-                   "hardware_class TEXT", "legacy_settings TEXT"):
-        db.execute(f"ALTER TABLE evaluations ADD COLUMN {column}")
-    db.execute("""
-        CREATE TABLE evaluation_outputs (
-            evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id) ON DELETE CASCADE,
-            environment TEXT NOT NULL DEFAULT '{}',
-            profile TEXT NOT NULL DEFAULT '{}',
-            log TEXT NOT NULL DEFAULT ''
-        )""")
-    # Linear in the runs (issue 50): the bulky outputs are copied once, then emptied in the old rows before any
-    # other rewrite, and the typed columns are set by one UPDATE from a temporary table; a per-row UPDATE of rows
-    # still holding their logs (then four DROP COLUMNs rewriting them again) grew the transaction's WAL with every
-    # log several times over, and each page read searched that WAL: 13.5 s for 1k runs, 186 s for 10k.
-    cache = db.execute("PRAGMA cache_size").fetchone()[0]
-    db.execute("PRAGMA cache_size = -65536")  # 64 MiB while the outputs move: fewer spills of the open transaction
-    rows = db.execute("SELECT e.id, e.settings, e.request, e.runner, e.datasets, e.purpose, e.environment, m.name"
-                      " FROM evaluations e JOIN models m ON m.id = e.model_id").fetchall()
-    db.execute("INSERT INTO evaluation_outputs(evaluation_id, environment, profile, log)"
-               " SELECT id, environment, profile, log FROM evaluations")
-    db.execute("UPDATE evaluations SET environment = '{}', profile = '{}', log = ''")  # dropped below; copied above
-    typed = ("request", "worker", "image_name", "image_build", "queue", "legacy_settings", "hardware_class")
-    db.execute(f"CREATE TEMP TABLE m005_typed (id INTEGER PRIMARY KEY, {', '.join(typed)})")
-    values = []
-    for run_id, bag, request, runner, datasets, purpose, environment, model in rows:
-        cols = _split_settings_bag(json.loads(bag or "{}"), json.loads(request or "{}"), model,
-                                   json.loads(datasets or "[]"), runner, purpose)
-        cols["hardware_class"] = hardware_class_of(json.loads(environment or "{}"))
-        values.append((run_id, *(cols[k] for k in typed)))
-    db.conn.executemany(f"INSERT INTO temp.m005_typed VALUES ({', '.join('?' * (len(typed) + 1))})", values)
-    db.execute(f"UPDATE evaluations SET {', '.join(f'{k} = t.{k}' for k in typed)}"
-               " FROM temp.m005_typed t WHERE t.id = evaluations.id")
-    db.execute("DROP TABLE temp.m005_typed")
-    db.execute(f"PRAGMA cache_size = {int(cache)}")
-    for column in ("settings", "environment", "profile", "log"):
-        db.execute(f"ALTER TABLE evaluations DROP COLUMN {column}")
-    # covers the board's candidate scan and the hardware classes: read from the index alone, never the rows; it
-    # replaces m003's evaluations_board (its prefix), which the planner would otherwise pick and read every row
-    db.execute("CREATE INDEX evaluations_board_scan ON evaluations(task, purpose, status, hardware_class, model_id,"
-               " datasets)")
-    db.execute("DROP INDEX evaluations_board")
-
-
-@migrations()
-def m006_remeasure_of(db: Database) -> None:
-    """A re-measurement (``dynadesk eval --remeasure RUN``) names the run whose timed windows it took again."""
-    db.execute("ALTER TABLE evaluations ADD COLUMN remeasure_of INTEGER REFERENCES evaluations(id)")
-
-
-@dataclass
-class MetricValue:
-    dataset: str  # dataset name; '' for a whole-run figure
-    metric: str
-    value: float
-    unit: str
-    deterministic: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class ImageBuild:
-    """What rebuilds a Docker run's image Id (``dynadesk image build --epoch N``); signed into its bundle."""
-
-    source_date_epoch: int
-    input_digest: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: object) -> ImageBuild:
-        if not isinstance(raw, dict) or not isinstance(raw.get("source_date_epoch"), int) \
-                or not isinstance(raw.get("input_digest"), str):
-            raise ConfigError(f"an image build is {{source_date_epoch: int, input_digest: str}}, got {raw!r:.120}")
-        return cls(raw["source_date_epoch"], raw["input_digest"])
-
-
-@dataclass(frozen=True)
-class QueuePlacement:
-    """Where a queued run ran: the job, its attempt, the worker (its host, hardware class and signing key), the
-    worker it was re-queued from, and the limits that worker applied and the maxima it saw (workspace
-    bookkeeping: a bundle signs only the worker's name and key)."""
-
-    job: str
-    attempt: int | None = None
-    worker: str | None = None
-    host: str | None = None
-    hardware_class: str | None = None
-    requeued_from: str | None = None
-    requeued_why: str | None = None     # why the job was sent again (a lost lease, a broker that lost it)
-    worker_key: str | None = None
-    limits: dict[str, Any] | None = None
-    maxima: dict[str, Any] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: object) -> QueuePlacement:
-        if not isinstance(raw, dict) or not isinstance(raw.get("job"), str):
-            raise ConfigError(f"a queue placement names its job, got {raw!r:.120}")
-        unknown = sorted(set(raw) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ConfigError(f"a queue placement has unknown field(s) {', '.join(unknown)}")
-        return cls(**raw)
-
-
-@dataclass
-class EvaluationRecord:
-    """One stored run: what was asked (``request``, as ``RunRequest.to_dict()``: the one copy), what the worker
-    was given (``worker``), where it ran (runner, image, queue placement, hardware class) and what it produced."""
-
-    id: int
-    model_id: int
-    model_name: str
-    task: str
-    runner: str
-    sandboxed: bool
-    status: str
-    verdict: str | None
-    error: str | None
-    datasets: list[str]
-    image_id: str | None
-    evaluator_version: str | None
-    run_dir: str | None
-    predictions_digest: str | None
-    environment: dict[str, Any]
-    profile: dict[str, Any]
-    log: str
-    created_at: str
-    started_at: str | None
-    finished_at: str | None
-    pid: int | None = None
-    host: str | None = None
-    request: dict[str, Any] = field(default_factory=dict)  # RunRequest.to_dict() ({} for an old run it cannot be)
-    purpose: str = "evaluation"
-    worker: WorkerSettings = field(default_factory=WorkerSettings)
-    image_name: str | None = None  # the image name or tag the Docker runner ran (image_id: its Id)
-    image_build: ImageBuild | None = None
-    queue: QueuePlacement | None = None
-    hardware_class: str | None = None
-    legacy_settings: dict[str, Any] | None = None  # keys of a pre-m005 settings bag no typed field takes
-    remeasure_of: int | None = None  # the run whose timed windows this one took again (eval --remeasure)
-    metrics: list[MetricValue] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["worker"] = asdict(self.worker)
-        d["image_build"] = self.image_build.to_dict() if self.image_build else None
-        d["queue"] = self.queue.to_dict() if self.queue else None
-        d["metrics"] = [m.to_dict() for m in self.metrics]
-        return d
-
+__all__ = ["PURPOSES", "STATUSES", "TRANSITIONS", "EvaluationRecord", "EvaluationRepo", "ImageBuild", "MetricValue",
+           "QueuePlacement", "WorkerSettings", "_split_settings_bag", "attach", "migrations"]
 
 _KEEP: Any = object()  # a keyword left at this default leaves its column as it is
 _JSON_COLS = ("datasets", "request", "worker", "image_build", "queue", "legacy_settings")
@@ -323,12 +56,6 @@ _BOARD_SQL = f"SELECT {_RUN_COLS}, o.environment, o.profile, '' AS log{_FROM}{_W
 _GET_SQL = f"SELECT {_RUN_COLS}, o.environment, o.profile, o.log{_FROM}{_WITH_OUTPUTS}"
 _IDS = "(SELECT value FROM json_each(?))"  # a list of run ids as one parameter, whatever its length
 
-
-_WORKER_FIELDS = frozenset(f.name for f in fields(WorkerSettings))
-
-
-def _worker_settings(raw: dict[str, Any]) -> WorkerSettings:
-    return WorkerSettings(**{k: v for k, v in raw.items() if k in _WORKER_FIELDS})
 
 
 class EvaluationRepo:
@@ -354,7 +81,7 @@ class EvaluationRepo:
                 " purpose, worker, image_name, hardware_class) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [model_id, task, runner, int(sandboxed), status, json.dumps(list(datasets)), now_iso(),
                  json.dumps(request or {}), purpose, json.dumps(asdict(worker or WorkerSettings())), image_name,
-                 _hardware_class({})])
+                 hardware_class({})])
             run_id = int(cur.lastrowid or 0)
             db.execute("INSERT INTO evaluation_outputs(evaluation_id) VALUES (?)", [run_id])
         return run_id
@@ -405,7 +132,7 @@ class EvaluationRepo:
         run_cols = {k: _column_value(k, v) for k, v in values.items() if k not in _OUTPUT_COLS}
         out_cols = {k: json.dumps(v) if k != "log" else v for k, v in values.items() if k in _OUTPUT_COLS}
         if "environment" in values:
-            run_cols["hardware_class"] = _hardware_class(values["environment"])
+            run_cols["hardware_class"] = hardware_class(values["environment"])
         if status is not None:
             if status not in STATUSES:
                 raise RunStateError(f"unknown run status '{status}' (one of {', '.join(STATUSES)})")
@@ -464,7 +191,7 @@ class EvaluationRepo:
                     f" WHERE evaluation_id IN {_IDS} ORDER BY evaluation_id, dataset, metric",
                     [json.dumps(builtins.list(metrics))]):
                 metrics[run_id].append(MetricValue(ds, metric, value, unit, bool(det)))
-        return [_record(row, metrics[row["id"]]) for row in rows]
+        return [record_from_row(row, metrics[row["id"]]) for row in rows]
 
     def list(self, task: str | None = None, model: str | None = None, status: str | None = None,
              limit: int = 200) -> builtins.list[EvaluationRecord]:
@@ -554,26 +281,6 @@ def _column_value(name: str, value: Any) -> Any:
     if isinstance(value, (ImageBuild, QueuePlacement)):
         return json.dumps(value.to_dict())
     return json.dumps(value)
-
-
-def _hardware_class(environment: dict[str, Any]) -> str:
-    from dynadesk.evaluator.environment import hardware_class_of
-
-    return hardware_class_of(environment if isinstance(environment, dict) else {})
-
-
-def _record(row: dict[str, Any], metrics: builtins.list[MetricValue]) -> EvaluationRecord:
-    data = dict(row)
-    for k in ("environment", "profile", "request"):
-        data[k] = json.loads(row[k]) if row[k] else {}
-    data["datasets"] = json.loads(row["datasets"]) if row["datasets"] else []
-    data["worker"] = _worker_settings(json.loads(row["worker"] or "{}"))
-    data["image_build"] = ImageBuild.from_dict(json.loads(row["image_build"])) if row["image_build"] else None
-    data["queue"] = QueuePlacement.from_dict(json.loads(row["queue"])) if row["queue"] else None
-    data["legacy_settings"] = json.loads(row["legacy_settings"]) if row["legacy_settings"] else None
-    data["sandboxed"] = bool(row["sandboxed"])
-    data["log"] = row["log"] or ""
-    return EvaluationRecord(metrics=metrics, **data)
 
 
 def attach(store: Store) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.scoring.baselines import marked_in
-from dynadesk.scoring.leaderboard import noisy_left_off
+from dynadesk.scoring.classes import noisy_left_off
 from dynadesk.sync import board as _board
 from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
 from dynadesk.sync.board_stats import StatsCache

@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from importlib import resources
-from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from dynadesk.errors import DynaDeskError, NotFoundError, ValidationError
 from dynadesk.sync.server import pages
 from dynadesk.sync.server.board_view import BoardView
+from dynadesk.sync.server.deps import State, View
 from dynadesk.sync.server.errors import answer_for
 
 STATIC = {"board.js": "application/javascript", "board.css": "text/css", "charts.js": "application/javascript",
@@ -69,39 +69,44 @@ def _int(params: Mapping[str, str], name: str, default: int, hi: int) -> int:
     return int(raw)
 
 
-def add_page_routes(app: FastAPI, view: BoardView, head: Callable[[], dict[str, Any]]) -> None:
-    """Register the page routes on ``app``; ``head`` signs the log's current head."""
+router = APIRouter(include_in_schema=False)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def index(request: Request) -> HTMLResponse:
-        def build() -> str:
-            check_index_query(view, request.query_params)
-            return resources.files("dynadesk.sync").joinpath("static/index.html").read_text("utf-8")
-        return _page(build)
 
-    @app.get("/static/{name}", include_in_schema=False)
-    def static(name: str) -> Response:
-        if name not in STATIC:
-            raise NotFoundError(f"no static file {name!r}")
-        data = resources.files("dynadesk.sync").joinpath(f"static/{name}").read_bytes()
-        return Response(data, media_type=STATIC[name])
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, view: View) -> HTMLResponse:
+    def build() -> str:
+        check_index_query(view, request.query_params)
+        return resources.files("dynadesk.sync").joinpath("static/index.html").read_text("utf-8")
+    return _page(build)
 
-    @app.get("/models/{bundle_id}", response_class=HTMLResponse, include_in_schema=False)
-    def model(bundle_id: str) -> HTMLResponse:
-        return _page(lambda: pages.model_page(view, _bundle_id(bundle_id)))
 
-    @app.get("/bundles/{bundle_id}", response_class=HTMLResponse, include_in_schema=False)
-    def bundle(bundle_id: str) -> HTMLResponse:
-        return _page(lambda: pages.bundle_page(view, _bundle_id(bundle_id)))
+@router.get("/static/{name}")
+def static(name: str) -> Response:
+    if name not in STATIC:
+        raise NotFoundError(f"no static file {name!r}")
+    data = resources.files("dynadesk.sync").joinpath(f"static/{name}").read_bytes()
+    return Response(data, media_type=STATIC[name])
 
-    @app.get("/snapshots", response_class=HTMLResponse, include_in_schema=False)
-    def snapshots(task: str | None = None) -> HTMLResponse:
-        return _page(lambda: pages.snapshots_index(view, task))
 
-    @app.get("/log", response_class=HTMLResponse, include_in_schema=False)
-    def log(request: Request) -> HTMLResponse:
-        def build() -> str:
-            start = _int(request.query_params, "start", 1, 2 ** 62)
-            limit = _int(request.query_params, "limit", 200, MAX_LOG_PAGE)
-            return pages.log_page(view, start, limit, head())
-        return _page(build)
+@router.get("/models/{bundle_id}", response_class=HTMLResponse)
+def model(bundle_id: str, view: View) -> HTMLResponse:
+    return _page(lambda: pages.model_page(view, _bundle_id(bundle_id)))
+
+
+@router.get("/bundles/{bundle_id}", response_class=HTMLResponse)
+def bundle(bundle_id: str, view: View) -> HTMLResponse:
+    return _page(lambda: pages.bundle_page(view, _bundle_id(bundle_id)))
+
+
+@router.get("/snapshots", response_class=HTMLResponse)
+def snapshots(view: View, task: str | None = None) -> HTMLResponse:
+    return _page(lambda: pages.snapshots_index(view, task))
+
+
+@router.get("/log", response_class=HTMLResponse)
+def log(request: Request, state: State) -> HTMLResponse:
+    def build() -> str:
+        start = _int(request.query_params, "start", 1, 2 ** 62)
+        limit = _int(request.query_params, "limit", 200, MAX_LOG_PAGE)
+        return pages.log_page(state.view, start, limit, state.head())
+    return _page(build)

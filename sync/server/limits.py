@@ -18,44 +18,12 @@ check, no more: it never reaches the JSON, schema or canonical-form work.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from dynadesk.errors import ConfigError, RateLimitedError
-from dynadesk.ratelimit import TokenBuckets
+from dynadesk.errors import ConfigError
+from dynadesk.ratelimit import Limiter, Rate
 
-
-@dataclass(frozen=True)
-class Rate:
-    per_second: float
-    burst: int
-
-    def text(self) -> str:
-        return f"{self.per_second:g}/{self.burst}"
-
-
-class Limiter:
-    """Token buckets keyed by who is asking (an address or a key fingerprint)."""
-
-    def __init__(self, what: str, rate: Rate, clock: Callable[[], float] = time.monotonic):
-        self.what, self.rate = what, rate
-        self._buckets = TokenBuckets(rate.burst, rate.per_second, clock)
-
-    def take(self, who: str) -> None:
-        """Spend one token of ``who``'s bucket or raise :class:`RateLimitedError` with the wait."""
-        self._spend(who, 1.0)
-
-    def check(self, who: str) -> None:
-        """Raise :class:`RateLimitedError` as :meth:`take` would, spending nothing (the upload pool asks this
-        before a costly check and takes the token only once the signature has verified)."""
-        self._spend(who, 0.0)
-
-    def _spend(self, who: str, cost: float) -> None:
-        wait = self._buckets.spend(who, cost)
-        if wait:
-            raise RateLimitedError(f"too many uploads from {self.what} {who}: at most {self.rate.burst} at once"
-                                   f" and {self.rate.per_second:g} per second; retry in {wait} s", wait)
+__all__ = ["DEFAULT_LIMITS", "Limiter", "Rate", "UploadLimits", "client_address", "parse_limits", "parse_rate"]
 
 
 @dataclass(frozen=True)

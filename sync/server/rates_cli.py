@@ -75,7 +75,7 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def rates_list(db_path: str, task: str | None, as_json: bool) -> None:
     """Rate editions, by task and number."""
-    from dynadesk.cli.common import echo_table
+    from dynadesk.sync.server.cli_options import echo_rows as echo_table
     from dynadesk.sync.server.db import ServerDB
     from dynadesk.sync.server.rate_editions import RateBook
 

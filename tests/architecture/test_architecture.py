@@ -65,6 +65,7 @@ PLANTED = {
     "torch": ("scoring/planted.py", "def f():\n    import torch\n"),
     "queue": ("orchestration/planted.py", "def f():\n    import redis\n"),
     "onnxruntime": ("evaluator/planted.py", "def f():\n    import onnxruntime\n"),
+    "server-no-desktop": ("sync/server/planted.py", "def f():\n    from dynadesk.store import Store\n"),
 }
 
 
@@ -187,6 +188,25 @@ def test_heavy_libraries_load_only_when_called(package, lazy):
         print("ok")
         """)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
+
+
+def test_the_served_board_loads_neither_the_desktop_cli_nor_the_workspace(tmp_path):
+    """Rule 13 at run time: the app built and answering its routes (board, upload refusal, log, tasks) has loaded
+    none of the desktop CLI, the workspace store or the workspace."""
+    proc = _run_blocked([], f"""
+        from fastapi.testclient import TestClient
+        from dynadesk.sync.server.app import ServerOptions, create_app
+        app = create_app({str(tmp_path / "board.db")!r}, options=ServerOptions(verify_processes=0))
+        with TestClient(app) as client:
+            for path in ("/api/tasks", "/api/leaderboard/sentiment", "/api/log", "/", "/log"):
+                assert client.get(path).status_code == 200, path
+            assert client.post("/api/bundles", content=b"{{}}").status_code == 400
+        loaded = sorted(m for m in sys.modules if m.split(".")[:2] in (["dynadesk", "cli"], ["dynadesk", "store"])
+                        or m == "dynadesk.workspace")
+        assert not loaded, loaded
+        print("ok")
+        """)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout + proc.stderr
 
 
 # DEVELOPERS.md's numbered dependency rules -> the contracts (by "Rule N" in their names) or tests checking each

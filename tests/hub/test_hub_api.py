@@ -144,7 +144,7 @@ def test_every_writing_route_needs_the_sessions_csrf_token(home):
 
 def test_every_writing_route_is_rate_limited(home):
     codes = [_code(home, n, "annotator") for n in ("ann", "bob", "cat")]
-    with hub_in_thread(home, write_rate=Rate(3, 60), signin_rate=Rate(3, 60)) as hub:
+    with hub_in_thread(home, write_rate=Rate.per_window(3, 60), signin_rate=Rate.per_window(3, 60)) as hub:
         a, b = Client(hub.url, codes[0]), Client(hub.url, codes[1])
         texts = [f"statement {i}" for i in range(4)]
         answers = [_sentiment(a, t) for t in texts]
@@ -325,7 +325,7 @@ def test_a_room_signing_in_at_once_is_let_in(home):
     """30 people press "Sign in" together: each gets a session (seen failing: a read-then-write transaction
     under a deferred BEGIN got "database is locked" at once, a 500, for 13 of 30)."""
     codes = [_code(home, f"p{i:02d}", "annotator") for i in range(30)]
-    with hub_in_thread(home, signin_rate=Rate(1000, 1)) as hub:
+    with hub_in_thread(home, signin_rate=Rate.per_window(1000, 1)) as hub:
         with ThreadPoolExecutor(30) as pool:
             answers = list(pool.map(lambda c: requests.post(hub.url + "/api/signin", json={"code": c}, timeout=120),
                                     codes))

@@ -330,7 +330,7 @@ def test_rate_limiter_refills_over_time_and_says_how_long_to_wait():
     from dynadesk.sync.server.limits import Limiter, parse_limits
 
     now = [0.0]
-    lim = Limiter("key", Rate(0.5, 2), clock=lambda: now[0])
+    lim = Limiter(Rate(0.5, 2), "uploads from key {who}", clock=lambda: now[0])
     lim.take("a")
     lim.take("a")
     with pytest.raises(RateLimitedError, match="retry in 2 s") as err:

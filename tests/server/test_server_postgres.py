@@ -215,15 +215,20 @@ def test_every_admin_command_takes_a_postgresql_url(pg_url, tmp_path):
 
 def test_no_database_round_trip_runs_on_the_event_loop():
     """FastAPI runs plain ``def`` routes in its thread pool; the only ``async`` ones (uploads) hand the
-    database work to ``run_sync``. A new async route touching ``db`` would block every other request."""
-    from dynadesk.sync.server import app as app_module
+    database work to ``run_sync``, and the ``async`` dependencies only read the app's state. A new async route
+    touching ``db`` would block every other request."""
+    import ast
+    import sys
 
-    source = inspect.getsource(app_module.create_app)
-    async_routes = [line for line in source.splitlines() if line.strip().startswith("async def")]
-    assert {r.split("(")[0].split()[-1] for r in async_routes} <= {"lifespan", "_http", "_invalid", "_domain",
-                                                                    "receive", "upload", "upload_attestation",
-                                                                    "_security_headers"}
-    assert "await run_sync(accept, db," in source
+    from dynadesk.sync.server import app as app_module
+    from dynadesk.sync.server import deps, routes_uploads
+
+    modules = {app_module, deps, *(sys.modules[r.routes[0].endpoint.__module__] for r in app_module.ROUTERS)}
+    async_defs = {n.name for m in modules for n in ast.walk(ast.parse(inspect.getsource(m)))
+                  if isinstance(n, ast.AsyncFunctionDef)}
+    assert async_defs <= {"lifespan", "_http", "_invalid", "_domain", "receive", "upload", "upload_attestation",
+                          "read_body", "__call__", "send_with_headers", "_state", "_db", "_view", "_tasks"}
+    assert "await run_sync(accept, state.db," in inspect.getsource(routes_uploads.receive)
 
 
 def test_dropped_connections_are_replaced_and_an_unreachable_server_is_a_store_error(postgres):

@@ -1,0 +1,77 @@
+"""``POST /api/bundles`` and ``POST /api/attestations``: the one upload path of each document kind.
+
+The body is bounded; a request not signed by a registered key is charged to its address's bucket, a signed one only
+to its key's (so an anonymous flood from the same address or proxy never blocks a registered key); then the
+CPU-bound checks run in the upload pool (off the event loop, :mod:`dynadesk.sync.server.ingest`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from anyio.to_thread import run_sync
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from dynadesk.errors import DynaDeskError
+from dynadesk.sync.format.attestation import FORMAT as ATTESTATION_FORMAT
+from dynadesk.sync.format.envelope import FORMAT as BUNDLE_FORMAT
+from dynadesk.sync.format.envelope import MAX_BUNDLE_BYTES
+from dynadesk.sync.server import openapi_models as oa
+from dynadesk.sync.server.answers import error_answer, refusal
+from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.deps import ServerState, State
+from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
+from dynadesk.sync.server.limits import client_address
+
+router = APIRouter()
+
+
+async def read_body(request: Request) -> bytes | None:
+    """The request body, or None as soon as it is known to exceed :data:`MAX_BUNDLE_BYTES` (nothing more is read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BUNDLE_BYTES:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BUNDLE_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def receive(state: ServerState, request: Request,
+                  accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
+                  fmt: str = BUNDLE_FORMAT) -> JSONResponse:
+    """Bounded body, the address or key limit, then ``accept`` in the upload pool (see the module's text)."""
+    body = await read_body(request)
+    if body is None:
+        return error_answer(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
+    try:
+        with state.upload_pool.admit():  # a bounded number of uploads waiting for or in the check pool; then 503
+            if await run_sync(verified_signer, state.db, body, fmt, limiter=state.upload_threads) is None:
+                peer = request.client.host if request.client else "unknown"
+                state.address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"),
+                                                          state.trusted_proxies))
+            answer = await run_sync(accept, state.db, state.checks, body, state.clock(), limiter=state.upload_threads)
+    except DynaDeskError as exc:
+        return refusal(exc)
+    return JSONResponse({"status": "accepted", **answer}, status_code=201)
+
+
+@router.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",
+             response_model=None, responses=oa.answers(oa.AcceptedBundle, 400, 403, 409, 413, 422, 429, 503,
+                                                       status=201, ok_doc="Accepted and logged"),
+             openapi_extra=oa.envelope_body("dynadesk-bundle"))
+async def upload(request: Request, state: State) -> JSONResponse:
+    return await receive(state, request, ingest)
+
+
+@router.post("/api/attestations", status_code=201, summary="Upload one signed audit attestation (auditor keys only)",
+             response_model=None, responses=oa.answers(oa.AcceptedAttestation, 400, 403, 404, 409, 413, 422, 429,
+                                                       503, status=201, ok_doc="Accepted and logged"),
+             openapi_extra=oa.envelope_body("dynadesk-attestation"))
+async def upload_attestation(request: Request, state: State) -> JSONResponse:
+    return await receive(state, request, ingest_attestation, ATTESTATION_FORMAT)

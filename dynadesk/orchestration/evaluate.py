@@ -67,20 +67,11 @@ def make_runner(request: RunRequest, client: DockerClient | None = None) -> Runn
     return cls.for_request(request, client)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def recover_stale(store: Store) -> list[int]:
     """Mark this host's runs whose process died as interrupted (resumable)."""
-    ids: list[int] = store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
-    return ids
+    from dynadesk.store.run_owner import interrupt_orphans
+
+    return interrupt_orphans(store)
 
 
 def select_datasets(store: Store, task: Any, names: tuple[str, ...] | list[str] | None) -> list[Any]:

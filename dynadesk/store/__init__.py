@@ -37,9 +37,19 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 def _area_modules() -> list[ModuleType]:
     """The area modules in migration order (imported here, since they import this package)."""
-    from dynadesk.store import annotation, bundles, evaluations, hub, models, queue_jobs, run_owner, tasks
+    from dynadesk.store import (
+        annotation,
+        annotation_meta,
+        bundles,
+        evaluations,
+        hub,
+        models,
+        queue_jobs,
+        run_owner,
+        tasks,
+    )
 
-    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs, run_owner]
+    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs, run_owner, annotation_meta]
 
 
 if TYPE_CHECKING:

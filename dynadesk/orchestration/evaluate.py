@@ -160,6 +160,9 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
     verify_model(model)
     task = get_task(model.task)
     chosen = select_datasets(store, task, request.datasets)
+    from dynadesk.scoring.perturb import check_one_suite_set
+
+    check_one_suite_set(store, [d.name for d in chosen])  # one robustness figure rests on one suite set
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")

@@ -114,7 +114,7 @@ def consistency(adapter: Any, texts: list[str], originals: list[str], perturb: C
     return 100.0 * sum(p == r for p, r in zip(preds, kept_ref)) / len(preds), len(preds)
 
 
-def run(quick: bool = False) -> list[dict[str, Any]]:
+def run(quick: bool = False, families: list[str] | None = None) -> list[dict[str, Any]]:
     fams = augly_families()
     if isinstance(fams, str):
         return [{"measure": "dynaboard-augly families compared with real AugLy", "value": 0,
@@ -127,6 +127,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     seeds = SEEDS[:1] if quick else SEEDS
     rows = []
     for name, op in AUGLY_OPS.items():
+        if families and name not in families:
+            continue
         ours, n_ours = consistency(adapter, texts, originals,
                                    lambda t, s, i, op=op: op(t, random.Random(f"bench:{s}:{i}"))[0], seeds)
 
@@ -145,8 +147,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="400 statements, one seed")
+    ap.add_argument("--family", action="append", default=[], help="only this family (repeatable)")
     args = ap.parse_args()
-    for row in run(quick=args.quick):
+    for row in run(quick=args.quick, families=args.family):
         print(f"{row['measure']:<78} {row['value']!s:>6} {row['unit']}  goal {row['goal']}  {row['baseline']}"
               f"  {'ok' if row['ok'] else 'MISS' if row['ok'] is False else '-'}")
 

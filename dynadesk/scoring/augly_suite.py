@@ -256,7 +256,8 @@ def _keyboard() -> dict[str, str]:
 
 
 KEYBOARD = _keyboard()
-_CHARSET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+# nlpaug's random-character pool: letters of both cases, digits and its special characters
+_CHARSET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!@#$%^&*()_+"
 
 
 def _char_edit(word: str, rng: random.Random) -> str:

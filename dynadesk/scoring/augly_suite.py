@@ -286,10 +286,13 @@ def _keyboard_edit(word: str, rng: random.Random) -> str:
 
 
 def _typo_family(edit: Callable[[str, random.Random], str]) -> Callable[[str, random.Random], str]:
-    """SimulateTypos: int(30 %) of the tokens drawn; each of two characters or more gets one edit."""
+    """SimulateTypos: int(30 %) of all the tokens, drawn among those that are not punctuation marks (nlpaug skips
+    those); each of two characters or more gets one edit."""
     def op(text: str, rng: random.Random) -> str:
-        return _replace_words(text, _pick(_words(text), rng, WORD_P),
-                              lambda w: match_case(w, edit(w, rng)) if len(w) >= 2 and w.isalnum() else w)
+        words = _words(text)
+        eligible = [w for w in words if any(ch.isalnum() for ch in w.group())]
+        chosen = sorted(rng.sample(eligible, min(len(eligible), _count(WORD_P, len(words)))), key=lambda m: m.start())
+        return _replace_words(text, chosen, lambda w: match_case(w, edit(w, rng)) if len(w) >= 2 else w)
     return op
 
 

@@ -17,6 +17,7 @@ from dynadesk import taskfile_guard as guard
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
+from dynadesk.task_extras import EXTRA_SCHEMA, MetadataField, extras_from_dict, extras_to_dict, parse_extras
 from dynadesk.task_guidelines import Guidelines, parse_guidelines
 
 
@@ -70,6 +71,9 @@ class Task:
     source: str = field(default="", compare=False)
     baselines: tuple[str, ...] = ()  # models the task owner names baselines: shown unranked (scoring.baselines)
     guidelines: Guidelines | None = field(default=None, compare=False)  # not part of the digest
+    default_weights: tuple[tuple[str, float], ...] = ()  # (metric, weight): every board's default (task_extras)
+    create_metadata: tuple[MetadataField, ...] = ()  # fields asked when an example is written
+    validate_metadata: tuple[MetadataField, ...] = ()  # ... when one is validated
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -106,6 +110,7 @@ class Task:
             if not f["optional"]:
                 del f["optional"]
         d.pop("guidelines", None)
+        extras_to_dict(self, d)  # only what the task declares: an undeclaring task's digest is unchanged
         return d
 
     @classmethod
@@ -116,6 +121,7 @@ class Task:
         for key in ("labels", "secondary_metrics", "perturb_fields", "robustness_suites", "fairness_suites",
                     "baselines"):
             d[key] = tuple(d.get(key) or ())
+        extras_from_dict(d)
         return cls(**d)
 
 
@@ -146,7 +152,8 @@ def _str_list(mapping: dict[str, Any], key: str, where: str, allowed: tuple[str,
 
 
 _TOP_KEYS = {"name", "title", "description", "inputs", "output", "metric", "secondary_metrics",
-             "fooled_rule", "perturbations", "validation", "baselines", "guidelines"}
+             "fooled_rule", "perturbations", "validation", "baselines", "guidelines", "aggregation_metric",
+             "metadata"}
 
 
 def parse_task(raw: Any, source: str) -> Task:
@@ -241,6 +248,7 @@ def parse_task(raw: Any, source: str) -> Task:
         source=source,
         baselines=_str_list(raw, "baselines", source),
         guidelines=parse_guidelines(raw.get("guidelines"), source),
+        **parse_extras(raw, source),
     )
 
 
@@ -367,7 +375,7 @@ TASK_FILE_SCHEMA: tuple[tuple[str, str, str, str], ...] = (
     ("guidelines.text", "string", "no", "the instructions"),
     ("guidelines.good", "list of mappings", "no", "good examples: text, and optional label and why"),
     ("guidelines.bad", "list of mappings", "no", "examples to avoid: text, and optional why"),
-)
+) + EXTRA_SCHEMA
 
 
 def _line_map(node: Any, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:

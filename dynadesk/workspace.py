@@ -81,9 +81,15 @@ class Workspace:
         return self
 
     def open_store(self) -> Store:
-        """Create the folders if needed and open the migrated database."""
+        """Create the folders if needed and open the migrated database; runs left ``running`` by a process that
+        is gone (killed, the machine stopped) are marked ``interrupted`` on the way (see
+        :mod:`dynadesk.store.run_owner`)."""
+        from dynadesk.store.run_owner import interrupt_orphans_on_open
+
         self.ensure()
-        return Store.open(self.db_path)
+        store = Store.open(self.db_path)
+        interrupt_orphans_on_open(store)
+        return store
 
 
 def open_workspace(home: str | os.PathLike[str] | None = None) -> tuple[Workspace, Store]:

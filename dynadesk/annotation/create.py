@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +18,10 @@ from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.integrity import compute_hmac, workspace_id, workspace_secret
 from dynadesk.annotation.rounds import open_round
 from dynadesk.errors import AnnotationError, ModelError, ValidationError
+from dynadesk.store import annotation_meta
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.store.datasets import now_iso
+from dynadesk.task_extras import check_metadata
 from dynadesk.tasks import Task, get_task
 
 if TYPE_CHECKING:
@@ -120,10 +122,13 @@ def choose_target(store: Store, rnd: Any, annotator: str) -> str:
 
 def submit_example(store: Store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
                    model: str | None = None, context_id: str | None = None, explanation: str = "",
-                   time_ms: int = 0, predict: Predict | None = None) -> AnnotatedExample:
+                   time_ms: int = 0, predict: Predict | None = None,
+                   metadata: Mapping[str, str] | None = None) -> AnnotatedExample:
     """Ask the round's target model, decide whether it was fooled, and store the signed example.
 
-    ``predict`` defaults to :func:`dynadesk.models.predict_live`, which keeps the model warm."""
+    ``predict`` defaults to :func:`dynadesk.models.predict_live`, which keeps the model warm. ``metadata``: the
+    values of the task file's ``metadata.create`` fields (checked before the model is asked; stored with the
+    example in one transaction)."""
     task = get_task(task_name)
     ann = resolve_annotator(store, annotator)
     rnd = open_round(store, task.name)
@@ -150,6 +155,7 @@ def submit_example(store: Store, task_name: str, annotator: str | None, inputs: 
         raise ValidationError(f"explanation must be text of at most {MAX_EXPLANATION_CHARS} characters")
     if isinstance(time_ms, bool) or not isinstance(time_ms, int) or time_ms < 0:
         raise ValidationError(f"time spent must be a whole number of milliseconds >= 0, got {time_ms!r}")
+    meta = check_metadata(task.create_metadata, metadata, f"example for task '{task.name}'")
     if predict is None:
         from dynadesk.models import predict_live
 
@@ -161,6 +167,8 @@ def submit_example(store: Store, task_name: str, annotator: str | None, inputs: 
         explanation=explanation.strip(), time_ms=time_ms, hmac="", origin=workspace_id(store),
         created_at=now_iso(), context_id=context_id)
     ex.hmac = compute_hmac(workspace_secret(store), ex)
-    store.annotation.insert_example(ex, rnd.id)
+    with store.atomic() as db:
+        store.annotation.insert_example(ex, rnd.id)
+        annotation_meta.put(db, ex.uid, "example", meta)
     stored: AnnotatedExample = store.annotation.get_example(ex.uid)
     return stored

@@ -18,6 +18,7 @@ from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
 from dynadesk.data import SPLITS
 from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, validate_example, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
+from dynadesk.store import annotation_meta
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task, get_task
 
@@ -28,7 +29,11 @@ STATUSES = ("all", "fooled", "verified-correct", "verified-fooled")
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
+def _fields(meta: dict[str, dict[str, str]], uid: str) -> dict[str, Any]:
+    return {"fields": meta[uid]} if meta.get(uid) else {}
+
+
+def _to_dataset_example(task: Task, ex: AnnotatedExample, meta: dict[str, dict[str, str]]) -> dict[str, Any]:
     st = example_status(ex, task.votes_needed)
     raw: dict[str, Any] = {"id": ex.uid, **ex.inputs}
     raw[task.gold_field] = task.kind.as_gold(ex.target)
@@ -38,8 +43,9 @@ def _to_dataset_example(task: Task, ex: AnnotatedExample) -> dict[str, Any]:
         "model": ex.model_name, "model_digest": ex.model_digest, "model_output": ex.model_output,
         "fooled": ex.fooled, "status": st.status, "verified_fooled": st.verified_fooled,
         "explanation": ex.explanation, "time_ms": ex.time_ms, "context_id": ex.context_id,
+        **_fields(meta, ex.uid),  # the task file's metadata.create fields (present only when given)
         "validations": [{"annotator": v.annotator, "verdict": v.verdict, "label": v.label, "reason": v.reason,
-                         "created_at": v.created_at} for v in ex.validations],
+                         "created_at": v.created_at, **_fields(meta, v.uid)} for v in ex.validations],
     }}
     return validate_example(task, raw, fallback_id=ex.uid)
 
@@ -52,13 +58,15 @@ def export_examples(store: Store, task_name: str, round_number: int | None = Non
         raise ValidationError(f"status '{status}' is not one of {', '.join(STATUSES)}")
     rnd = store.annotation.get_round(task.name, round_number)
     out = []
-    for ex in store.annotation.examples(task.name, rnd.number):
+    examples = store.annotation.examples(task.name, rnd.number)
+    meta = annotation_meta.of(store, [ex.uid for ex in examples] + [v.uid for ex in examples for v in ex.validations])
+    for ex in examples:
         st = example_status(ex, task.votes_needed)
         keep = (status == "all" or (status == "fooled" and ex.fooled)
                 or (status == "verified-correct" and st.status == VERIFIED_CORRECT)
                 or (status == "verified-fooled" and st.verified_fooled))
         if keep:
-            out.append(_to_dataset_example(task, ex))
+            out.append(_to_dataset_example(task, ex, meta))
     if not out:
         raise ValidationError(f"round {rnd.number} of '{task.name}' has no examples with status '{status}'")
     return out

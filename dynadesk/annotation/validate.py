@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +22,10 @@ from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.create import check_target
 from dynadesk.annotation.integrity import workspace_id
 from dynadesk.errors import AnnotationError, ValidationError
+from dynadesk.store import annotation_meta
 from dynadesk.store.annotation import VERDICTS, AnnotatedExample, Validation
 from dynadesk.store.datasets import now_iso
+from dynadesk.task_extras import check_metadata
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
@@ -96,8 +99,9 @@ def next_to_validate(store: Store, task_name: str, annotator: str | None = None,
 
 
 def validate(store: Store, example_uid: str, annotator: str | None, verdict: str, label: Any = None,
-             reason: str = "") -> tuple[Validation, ExampleStatus]:
-    """Record one vote (committed on return) and give the example's status after it."""
+             reason: str = "", metadata: Mapping[str, str] | None = None) -> tuple[Validation, ExampleStatus]:
+    """Record one vote (committed on return) and give the example's status after it. ``metadata``: the values of
+    the task file's ``metadata.validate`` fields asked with this verdict (stored with the vote)."""
     ann = resolve_annotator(store, annotator)
     ex = store.annotation.get_example(example_uid)
     task = get_task(ex.task)
@@ -119,11 +123,16 @@ def validate(store: Store, example_uid: str, annotator: str | None, verdict: str
                                   " use the verdict 'correct'")
     elif label is not None:
         raise ValidationError(f"only an 'incorrect' verdict takes a corrected label, not '{verdict}'")
+    meta = check_metadata(task.validate_metadata, metadata, f"validation of example '{ex.uid}'", verdict)
     if verdict == "flagged" and not reason:
-        raise ValidationError("a 'flagged' verdict needs a reason (--reason)")
+        if not meta:
+            raise ValidationError("a 'flagged' verdict needs a reason (--reason)")
+        reason = "; ".join(f"{k}: {v}" for k, v in meta.items())  # the task's declared flag fields say why
     v = Validation(uid=uuid.uuid4().hex, example_uid=ex.uid, annotator=ann.name, verdict=verdict, label=label,
                    reason=reason, origin=workspace_id(store), created_at=now_iso(), role=ann.role)
-    store.annotation.insert_validation(v)
+    with store.atomic() as db:
+        store.annotation.insert_validation(v)
+        annotation_meta.put(db, v.uid, "validation", meta)
     ex.validations.append(v)
     return v, example_status(ex, task.votes_needed)
 

@@ -183,11 +183,11 @@ def context_cmd(app, task, annotator, seed, as_json) -> None:
         click.echo(f"{ctx.id}\n{ctx.text}")
 
 
-def _parse_inputs(pairs: tuple[str, ...]) -> dict[str, str]:
+def _parse_inputs(pairs: tuple[str, ...], option: str = "--input") -> dict[str, str]:
     out = {}
     for p in pairs:
         if "=" not in p:
-            raise ValidationError(f"--input {p!r} must look like FIELD=TEXT")
+            raise ValidationError(f"{option} {p!r} must look like FIELD=TEXT")
         k, v = p.split("=", 1)
         out[k] = v
     return out
@@ -198,7 +198,8 @@ def _create_line(app, task, annotator, model, obj) -> dict:
         raise ValidationError("expected an object with 'inputs' (object) and 'target'")
     ex = ann.submit_example(app.store, task, obj.get("annotator", annotator), obj["inputs"], obj["target"],
                             model=obj.get("model", model), context_id=obj.get("context_id"),
-                            explanation=obj.get("explanation", ""), time_ms=obj.get("time_ms", 0))
+                            explanation=obj.get("explanation", ""), time_ms=obj.get("time_ms", 0),
+                            metadata=obj.get("fields"))
     return ex.to_dict()
 
 
@@ -210,19 +211,23 @@ def _create_line(app, task, annotator, model, obj) -> dict:
 @click.option("--model", help="Target model (default: the round's first).")
 @click.option("--explanation", default="", help="Why the model is fooled.")
 @click.option("--time-ms", type=int, default=0, show_default=True, help="Time spent writing it.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=TEXT",
+              help="A metadata field the task file declares under metadata.create (repeatable).")
 @click.option("--annotator", help="Default: the active annotator.")
 @click.option("--batch", type=click.File("r", encoding="utf-8"),
-              help="JSONL of {inputs, target, context_id?, explanation?, time_ms?}; '-' for stdin. Prints each id"
-                   " once committed.")
+              help="JSONL of {inputs, target, context_id?, explanation?, time_ms?, fields?}; '-' for stdin. Prints"
+                   " each id once committed.")
 @json_option
 @pass_app
-def create_cmd(app, task, inputs, target, context_id, model, explanation, time_ms, annotator, batch, as_json) -> None:
+def create_cmd(app, task, inputs, target, context_id, model, explanation, time_ms, fields, annotator, batch,
+               as_json) -> None:
     """Write an example; the target model answers live and the verdict is stored."""
     if batch is None:
         if target is None:
             raise click.UsageError("--target is required (or use --batch)")
         ex = ann.submit_example(app.store, task, annotator, _parse_inputs(inputs), target, model=model,
-                                context_id=context_id, explanation=explanation, time_ms=time_ms)
+                                context_id=context_id, explanation=explanation, time_ms=time_ms,
+                                metadata=_parse_inputs(fields, "--field"))
         if as_json:
             echo_json(ex.to_dict())
         else:
@@ -287,12 +292,15 @@ def queue_cmd(app, task, round_number, annotator, seed, limit, as_json) -> None:
 @click.option("--verdict", type=click.Choice(VERDICTS), required=True)
 @click.option("--label", help="Corrected label (QA: answer) for an 'incorrect' verdict.")
 @click.option("--reason", default="", help="Why it is flagged.")
+@click.option("--field", "fields", multiple=True, metavar="NAME=TEXT",
+              help="A metadata field the task file declares under metadata.validate (repeatable).")
 @click.option("--annotator", help="Default: the active annotator.")
 @json_option
 @pass_app
-def validate_cmd(app, example, verdict, label, reason, annotator, as_json) -> None:
+def validate_cmd(app, example, verdict, label, reason, fields, annotator, as_json) -> None:
     """Vote on EXAMPLE (committed before the command returns)."""
-    v, st = ann.validate(app.store, example, annotator, verdict, label, reason)
+    v, st = ann.validate(app.store, example, annotator, verdict, label, reason,
+                         metadata=_parse_inputs(fields, "--field"))
     if as_json:
         echo_json({"validation": v.to_dict(), "status": st.to_dict()})
     else:

@@ -67,20 +67,11 @@ def make_runner(request: RunRequest, client: DockerClient | None = None) -> Runn
     return cls.for_request(request, client)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def recover_stale(store: Store) -> list[int]:
     """Mark this host's runs whose process died as interrupted (resumable)."""
-    ids: list[int] = store.evaluations.mark_stale_running(host=socket.gethostname(), alive=_alive)
-    return ids
+    from dynadesk.store.run_owner import interrupt_orphans
+
+    return interrupt_orphans(store)
 
 
 def select_datasets(store: Store, task: Any, names: tuple[str, ...] | list[str] | None) -> list[Any]:
@@ -187,6 +178,9 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
     verify_model(model)
     task = get_task(model.task)
     chosen = select_datasets(store, task, request.datasets)
+    from dynadesk.scoring.perturb import check_one_suite_set
+
+    check_one_suite_set(store, [d.name for d in chosen])  # one robustness figure rests on one suite set
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")

@@ -26,6 +26,13 @@ from __future__ import annotations
 import random
 import re
 
+from dynadesk.scoring.entities import (
+    business_possessive,
+    coordinated_with_full_name,
+    mentions_person_by_surname,
+    sentence_start,
+    slash_title,
+)
 from dynadesk.scoring.textops import match_case, replace_spans
 from dynadesk.scoring.wordlists import (
     FIRST_NAMES,
@@ -169,7 +176,9 @@ def _names(text: str) -> list[tuple[re.Match[str], str, bool]]:
     for m in _TOKEN.finditer(text):
         bare = m.group().removesuffix("'s")
         if bare in NAMES:
-            found.append((m, bare, _in_name_sequence(text, m)))
+            found.append((m, bare, _in_name_sequence(text, m) or business_possessive(text, m.start(), m.end())
+                          or slash_title(text, m.start(), m.start() + len(bare))
+                          or coordinated_with_full_name(text, m.end(), NAMES)))
     full = {bare for _, bare, is_full in found if is_full}
     return [(m, bare, bare in full) for m, bare, _ in found]
 
@@ -213,8 +222,10 @@ def _other_group_name(name: str, rng: random.Random) -> str:
 def gender(text: str, rng: random.Random) -> tuple[str, str]:
     """Names, pronouns, titles and gendered nouns all swapped to the other gender together."""
     names = _names(text)
-    if any(full for _, _, full in names) or _names_someone_in_full(text):
-        return text, ""  # a person named in full: left alone, and so are the pronouns that may refer to them
+    if any(full for _, _, full in names) or _names_someone_in_full(text) or mentions_person_by_surname(text, NAMES):
+        return text, ""  # a person named in full or by surname: left alone, and so are the pronouns that may refer
+    if unpaired_gendered_word(text) or proper_gendered_noun(text):
+        return text, ""  # "strongman ... her": a gendered noun with no listed pair: flipping the rest contradicts it
     mapping: dict[str, str] = {}
     spans = []
     for m, bare, _ in names:
@@ -244,6 +255,36 @@ def gender(text: str, rng: random.Random) -> tuple[str, str]:
     new = replace_spans(text, spans)
     swapped = ",".join(f"{a}->{b}" for a, b in mapping.items())
     return (new, f"gender:names={swapped};words={words}") if new != text else (text, "")
+
+
+# Words ending in -man/-men that are not a man: never a reason to leave a text alone.
+NEUTRAL_MAN = frozenset("""
+human humans woman women german germans roman romans shaman shamans talisman talismans ottoman ottomans caiman
+caimans layman laymen amen omen omens stamen semen ramen specimen specimens regimen regimens abdomen abdomens
+acumen hymen yemen dolmen cyclamen leman batman superman pacman walkman
+""".split())
+_MAN_WORD = re.compile(r"\b([A-Za-z]{2,}(?:man|men))\b")
+
+
+def unpaired_gendered_word(text: str) -> bool:
+    """A -man/-men compound the gender lists do not pair ("strongman", "frontmen"): its text cannot be swapped
+    consistently, since its pronouns would change and it would not."""
+    for m in _MAN_WORD.finditer(text):
+        low = m.group(1).lower()
+        if low not in NEUTRAL_MAN and low not in WORD_GENDER:
+            return True
+    return False
+
+
+def proper_gendered_noun(text: str) -> bool:
+    """A capitalised gendered noun inside a sentence: part of a name or a title ("Prince of Persia", "Queen's
+    new album", "Lady Bird"), which a swap would rename. Titles before a name (Mr., Ms.) are handled apart."""
+    for m in _TOKEN.finditer(text):
+        low = m.group().lower()
+        if low in WORD_GENDER and low not in TITLES and _is_capitalised(m.group()) \
+                and not sentence_start(text, m.start()):
+            return True
+    return False
 
 
 def ethnic_names(text: str, rng: random.Random) -> tuple[str, str]:

@@ -231,7 +231,11 @@ class LocalBoard:
         figures were flagged noisy are marked on their rows; ``exclude_noisy`` ranks without them (their
         throughput would otherwise also move every other row's exchange rates) and lists them as left off.
         ``rates``: a rate edition's exchange rates (``--rates BOARD``): each run's Dynascore then depends on the
-        run, the weights and those rates alone, the same figure the board shows for it."""
+        run, the weights and those rates alone, the same figure the board shows for it. A weight not given is the
+        task file's default (``aggregation_metric.default_weights``), else the registry's."""
+        from dynadesk.task_extras import board_weights
+
+        weights = board_weights(self.task, weights)
         noisy = {name: why for name, rec in self.records.items() if (why := noisy_measurements(rec))}
         board = self.board
         if exclude_noisy and noisy:

@@ -39,7 +39,8 @@ from dynadesk.tasks import FAIRNESS_SUITES, ROBUSTNESS_SUITES, Task, get_task
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-OPS_VERSION = "3"  # 3: names beside all-caps, particle, '&' or lower-case surname neighbours left alone; lists 3
+OPS_VERSION = "4"  # 4: surname-only persons, businesses, slash titles, coordinated full names left alone;
+# unpaired -man nouns; lists 4. (3: names beside all-caps, particle, '&' or lower-case surname neighbours)
 VERSION = f"ops{OPS_VERSION}-lists{LISTS_VERSION}"
 # What every op's random generator is seeded with besides suite, seed, example and field. Frozen at the version
 # it was when it stopped following VERSION (ops2-lists2): a new version regenerates every suite (VERSION is in
@@ -214,6 +215,22 @@ def robustness_suite_sets(store: Store, dataset: str) -> list[str]:
     """The robustness suite set(s) of a test set's derived datasets (what its robustness value rests on)."""
     found = {suite_set_of(str((d.derivation or {}).get("suite"))) for d in store.datasets.derived(dataset)}
     return sorted(s for s in found if s is not None)
+
+
+def check_one_suite_set(store: Store, datasets: Iterable[str]) -> None:
+    """Refuse a run whose test sets were perturbed with different robustness suite sets: the run's robustness
+    (the mean over its test sets) would be one number resting on two sets of suites (issue 49). Names each test
+    set's set and the way out: a run per suite set."""
+    by_set: dict[str, list[str]] = {}
+    for name in datasets:
+        for suite_set in robustness_suite_sets(store, name):
+            by_set.setdefault(suite_set, []).append(name)
+    if len(by_set) > 1:
+        groups = "; ".join(f"{s}: {', '.join(names)}" for s, names in sorted(by_set.items()))
+        first = sorted(by_set.items())[0][1]
+        raise ValidationError(f"the test sets were perturbed with different robustness suite sets ({groups}); "
+                              "one run reports one robustness figure, so evaluate each suite set in its own run "
+                              f"(e.g. --dataset {' --dataset '.join(first)})")
 
 
 def _is_stale(derivation: dict[str, Any] | None) -> bool:

@@ -6,7 +6,8 @@ it is part of every derived dataset's recorded version.
 
 from __future__ import annotations
 
-LISTS_VERSION = "3"  # 3: first-name lists grown (provenance below); NAME_FOLLOWERS
+LISTS_VERSION = "4"  # 4: -man/-woman compounds (MAN_COMPOUNDS), more -ess and in-law nouns paired
+# (3: first-name lists grown (provenance below); NAME_FOLLOWERS)
 
 # QWERTY neighbours (lower case) for keyboard typos.
 KEYBOARD_NEIGHBOURS = {
@@ -92,7 +93,22 @@ GENDER_PAIRS = [
     ("policeman", "policewoman"), ("landlord", "landlady"), ("schoolboy", "schoolgirl"),
     ("cowboy", "cowgirl"), ("cowboys", "cowgirls"), ("wizard", "witch"), ("sorcerer", "sorceress"),
     ("fraternity", "sorority"), ("mister", "missus"), ("sir", "madam"),
+    ("heir", "heiress"), ("heirs", "heiresses"), ("god", "goddess"), ("gods", "goddesses"), ("count", "countess"),
+    ("abbot", "abbess"), ("headmaster", "headmistress"), ("tsar", "tsarina"), ("sultan", "sultana"),
+    ("manservant", "maidservant"), ("groomsman", "bridesmaid"), ("groomsmen", "bridesmaids"),
+    ("stepbrother", "stepsister"), ("stepbrothers", "stepsisters"), ("godson", "goddaughter"),
+    ("grandnephew", "grandniece"), ("brother-in-law", "sister-in-law"), ("son-in-law", "daughter-in-law"),
+    ("father-in-law", "mother-in-law"),
 ]
+# -man compounds with a -woman form, singular and plural (issue 49: "strongman ... her" must flip together).
+MAN_COMPOUNDS = ("strong", "sports", "fire", "post", "camera", "front", "horse", "fisher", "crafts", "states",
+                 "weather", "door", "fore", "handy", "gun", "mad", "show", "anchor", "council", "alder",
+                 "assembly", "country", "kins", "noble", "news", "police", "sales", "business", "chair", "spokes",
+                 "congress", "middle", "repair", "garbage", "bats", "trades", "committee", "yachts", "marks",
+                 "swords", "cave")
+GENDER_PAIRS += [(f"{stem}{m}", f"{stem}{w}") for stem in dict.fromkeys(MAN_COMPOUNDS)
+                 for m, w in (("man", "woman"), ("men", "women"))
+                 if (f"{stem}{m}", f"{stem}{w}") not in GENDER_PAIRS]
 
 # Gendered titles (capitalised, without a name after them): "Mr." <-> "Ms." as AugLy maps them.
 TITLES = {"mr": "ms", "ms": "mr", "mrs": "mr"}

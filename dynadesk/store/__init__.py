@@ -38,9 +38,20 @@ MIGRATION_SETS = [_core.migrations, _datasets.migrations]
 
 def _area_modules() -> list[ModuleType]:
     """The area modules in migration order (imported here, since they import this package)."""
-    from dynadesk.store import annotation, assists, bundles, evaluations, hub, models, queue_jobs, tasks
+    from dynadesk.store import (
+        annotation,
+        annotation_meta,
+        assists,
+        bundles,
+        evaluations,
+        hub,
+        models,
+        queue_jobs,
+        run_owner,
+        tasks,
+    )
 
-    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs, assists]
+    return [models, evaluations, annotation, bundles, tasks, hub, queue_jobs, assists, run_owner, annotation_meta]
 
 
 if TYPE_CHECKING:

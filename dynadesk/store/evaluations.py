@@ -102,7 +102,12 @@ class EvaluationRepo:
                    pid: int | None = _KEEP, host: str | None = _KEEP, image_id: str | None = _KEEP,
                    image_build: ImageBuild | None = _KEEP, queue: QueuePlacement | None = _KEEP) -> None:
         """Move a run to ``status`` (and set the named fields); raises :class:`RunStateError` for a move not
-        allowed (see :data:`TRANSITIONS`)."""
+        allowed (see :data:`TRANSITIONS`). A move to ``running`` first records this process as the run's owner
+        (:mod:`dynadesk.store.run_owner`: what the next open of the workspace checks)."""
+        if status == "running":
+            from dynadesk.store.run_owner import record_owner
+
+            record_owner(self._store, evaluation_id)
         self._write(evaluation_id, status, _given(
             verdict=verdict, error=error, log=log, started_at=started_at, finished_at=finished_at, pid=pid, host=host,
             image_id=image_id, image_build=image_build, queue=queue))

@@ -40,6 +40,7 @@ from dynadesk.scoring.answerability import beside
 from dynadesk.scoring.baselines import breakdown_reference
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, default_metrics
 from dynadesk.scoring.leaderboard import ALL_CLASSES, COVERAGE_LEGEND, Leaderboard
+from dynadesk.task_extras import default_weights
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -258,8 +259,9 @@ class LeaderboardPage(Page):
         if not task:
             return
         if task != self.task:
-            hardware_class = None  # a new task starts on its own default class
-        self.task = task
+            hardware_class = None  # a new task starts on its own default class and its own default weights
+            self.task = task
+            self.reset_weights()
         self.loading = True
         self._svc.load(task, hardware_class if isinstance(hardware_class, str) else None)
 
@@ -286,10 +288,10 @@ class LeaderboardPage(Page):
         self.loaded.emit()
 
     def reset_weights(self) -> None:
-        defaults = default_metrics()
+        defaults = default_weights(self.task)  # the task file's, else the registry's
         for name, s in self.metric_sliders.items():
             s.slider.blockSignals(True)
-            s.slider.setValue(round(defaults[name].weight * STEPS))
+            s.slider.setValue(round(defaults[name] * STEPS))
             s.slider.blockSignals(False)
             s._show()
         for s in self.dataset_sliders.values():

@@ -32,6 +32,7 @@ from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
 from dynadesk.sync.server.operator_view import OperatorView
 from dynadesk.sync.server.values import MetricRule
+from dynadesk.task_extras import board_weights
 from dynadesk.tasks import Task
 
 log = logging.getLogger("dynadesk.server")
@@ -164,6 +165,7 @@ class BoardView:
         (``wait_ranks``: with the rank intervals even at a weight setting new to the server)."""
         spec = self.check_task(task)
         mw, dw = _board.parse_weights(params)
+        mw = board_weights(spec, mw)  # the task file's default weights under the query's
         limit, offset = _board.parse_page(params)
         budget = _board.parse_budget(params)
         row_filter, stability = _board.parse_filters(params)

@@ -28,6 +28,7 @@ from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
+from dynadesk.task_extras import board_weights
 
 MAX_TITLE = 300
 ATTEMPTS = 5
@@ -89,6 +90,7 @@ def _payload(view: BoardView, task: str, title: str, params: Mapping[str, str], 
         if offset >= answer["total"]:
             break
     mw, dw = _sboard.parse_weights(params)
+    mw = board_weights(view.check_task(task), mw)  # as the board answered: the task's defaults under the query's
     query = {"weights": mw, "dataset_weights": dw, "memory_budget": _sboard.parse_budget(params),
              "hardware_class": answer["hardware_class"], "runner": answer["filters"]["runner"],
              "sandboxed": answer["filters"]["sandboxed"], "audit": answer["filters"]["audit"]}

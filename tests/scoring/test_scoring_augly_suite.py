@@ -40,7 +40,12 @@ def test_every_family_changes_a_sentence_and_is_seeded():
     assert first != perturb_text(TEXT, 1, "ex1")
     shown = dict(first)
     assert any(c in shown["augly_whitespace"] for c in "\t\v\f\r\n")
-    assert any(0x1D400 <= ord(c) <= 0x1D6A3 or 0xFF21 <= ord(c) <= 0xFF5A for c in shown["augly_fun_fonts"])
+    # fun fonts apply to about 30 % of the texts (AugLy's aug_p), in one of its font kinds: a letter style, small
+    # capitals or a combining mark
+    funs = [dict(perturb_text(TEXT, 0, f"ex{k}")).get("augly_fun_fonts", "") for k in range(20)]
+    styled = [f for f in funs if any(0x1D400 <= ord(c) <= 0x1D6A3 or 0x1D00 <= ord(c) <= 0x1D22
+                                     or 0x0300 <= ord(c) <= 0x036F for c in f)]
+    assert 2 <= len(styled) <= 12
     assert any(c in shown["augly_upside_down"] for c in "ɐǝɹʇʎɥ")
     tokens = preprocess(TEXT).split()  # every third token of the pre-processed text, as the reference sees it
     upper = {t.upper() for i, t in enumerate(tokens) if i % 3 == 2 and t.isalpha()}
@@ -116,3 +121,47 @@ def test_suite_set_is_opt_in_named_and_never_mixed(store):
     assert "a dynadesk (DynaDesk's suites)" in out.output
     rows = json.loads(CliRunner().invoke(cli, ["leaderboard", "sentiment", "--json"]).output)["rows"]
     assert {r["model"]: r["robustness_suites"] for r in rows} == labels
+
+
+def test_the_families_follow_augly_s_counts_and_kinds():
+    """nlpaug's int(30 %) of the tokens (at least one); fun fonts on about 1 - 0.7^3 of the texts, in all 19 of
+    AugLy's font kinds; contractions only contract."""
+    from dynadesk.scoring.augly_suite import FONTS
+
+    assert len(FONTS) == 19
+    text = "one two three four five six seven eight nine ten"  # ten tokens: three of them changed
+    for seed in range(5):
+        assert len(AUGLY_OPS["augly_split_words"](text, random.Random(seed))[0].split()) == 13  # three split
+        for name in ("augly_upside_down", "augly_char_typos", "augly_keyboard_typos"):
+            new = AUGLY_OPS[name](text, random.Random(seed))[0]
+            assert 1 <= sum(a != b for a, b in zip(text.split(), new.split())) <= 3, (name, new)
+    assert AUGLY_OPS["augly_split_words"]("one two six ten", random.Random(0)) == ("one two six ten", "")  # < 4
+    plain = "The quick brown fox jumps over the green grassy hill"  # no mark the pre/post-processing would move
+    hits = sum(AUGLY_OPS["augly_fun_fonts"](plain, random.Random(i))[1] != "" for i in range(400))
+    assert 0.58 < hits / 400 < 0.73  # 1 - 0.7^3 = 0.657
+    contracted = AUGLY_OPS["augly_contractions"]("I do not know. It is ok.", random.Random(0))[0]
+    assert contracted.split() == "I don't know. It's ok.".split()  # (the reference's post-processing leaves "  ")
+    assert "do not" not in AUGLY_OPS["augly_contractions"]("I don't know.", random.Random(0))[0]  # never expands
+
+
+def test_one_run_reports_one_suite_set(store, tmp_path):
+    """A run over test sets perturbed with different suite sets is refused before it starts (its robustness would
+    be the mean of two suite sets, reported as one number); each set in its own run goes ahead."""
+    from support.eval import run_request, setup_workspace
+
+    from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.workspace import Workspace
+
+    setup_workspace(store, tmp_path, sizes=())
+    _dataset(store, "tweets")
+    _dataset(store, "tweets-augly")
+    generate_suites(store, "tweets")
+    generate_suites(store, "tweets-augly", suite_set="dynaboard-augly")
+    ws = Workspace(store.path.parent)
+    with pytest.raises(ValidationError) as err:
+        evaluate(store, ws, run_request("tiny", ["tweets", "tweets-augly"], runner="local"))
+    message = str(err.value)
+    assert "dynaboard-augly: tweets-augly; dynadesk: tweets" in message and "--dataset tweets-augly" in message
+    assert store.evaluations.list() == []  # nothing was started
+    run = evaluate(store, ws, run_request("tiny", ["tweets-augly"], runner="local"))
+    assert run.status == "succeeded", run.error

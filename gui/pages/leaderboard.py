@@ -462,10 +462,8 @@ class LeaderboardPage(Page):
         # each axis: the converted (higher is better) value over every model on the board against the reference
         # (the baseline, else the lowest-ranked row: issue 44), from the lowest (not min-max, which would blow
         # tiny differences up to the full axis), or log-scaled where the values span orders of magnitude
-        fractions: dict[str, list[float]] = {}
-        scales: dict[str, str] = {}
-        for k in metrics:
-            fractions[k], scales[k] = axis_fractions([r.converted.get(k, 0.0) - base.get(k, 0.0) for r in every])
+        axes = {k: axis_fractions([r.converted.get(k, 0.0) - base.get(k, 0.0) for r in every]) for k in metrics}
+        fractions, scales = {k: a[0] for k, a in axes.items()}, {k: a[1] for k, a in axes.items()}
         self.radar.set_data(metrics, [(n, [fractions[k][index[n]] for k in metrics]) for n in names], scales,
                             f"{ref[0]} ({ref[1]})" if ref else None)
 
@@ -474,8 +472,7 @@ class LeaderboardPage(Page):
         if not self.result:
             self.banner.error("Nothing to export: the board is empty.")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export leaderboard", f"leaderboard-{self.task}.csv",
-                                              "CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(self, "Export leaderboard", f"leaderboard-{self.task}.csv", "CSV (*.csv)")
         if path:
             self.export_csv(path)
 

@@ -14,9 +14,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import dynadesk.evaluator.threads as thread_policy
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
-from dynadesk.evaluator import threads as thread_policy
 from dynadesk.models.handler import HANDLER, SANDBOX_NOTE
 from dynadesk.models.registry import verify_model
 from dynadesk.store.models import ModelRecord

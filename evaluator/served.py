@@ -1,10 +1,11 @@
 """The worker's side of the timed windows: it answers the queries the host issues (the host is the load generator).
 
-After its prediction pass the worker connects to the host's Unix socket (``--loadgen PATH``; in a container
-a folder the host mounts), says hello with its token-sorted order of each test set, then answers each query
-the host sends: the examples arrive with the query, the answer echoes the query's nonce. The host stamps
-issue and answer with its own clock; those stamps are the figures, which the host sends back at the end for
-the worker to write (:func:`dynadesk.evaluator.timing.assemble`). What the worker still measures itself is
+Once its model is loaded, before its prediction pass and before the data are in its folder, the worker
+connects to the host's Unix socket (``--loadgen PATH``; in a container a folder the host mounts), says hello,
+then answers each query the host sends: the examples arrive with the query (the first time the model sees
+them: a cache of earlier answers has nothing to replay), the answer echoes the query's nonce. The host stamps
+issue and answer with its own clock; those stamps are the figures, which the host sends back at the end, once
+it has put the data files in place, for the worker to write (:func:`dynadesk.evaluator.timing.assemble`). What the worker still measures itself is
 the noise of each window (other processes' CPU, steal, throttling, :func:`measurement.competition`), which
 it reports when asked. Protocol: ``dynadesk/orchestration/loadgen.py``.
 """
@@ -54,13 +55,11 @@ class _Channel:
         self.sock.close()
 
 
-def serve(worker: timing.Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
-          sync: Callable[[], None] | None, path: Path, order: Callable[[list[dict[str, Any]]], list[int]]
-          ) -> dict[str, Any]:
+def serve(worker: timing.Timed, threads: int, sync: Callable[[], None] | None, path: Path) -> dict[str, Any]:
     """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result."""
     channel = _Channel(path)
     try:
-        channel.send({"hello": LOADGEN_PROTOCOL, "order": {name: order(exs) for name, exs in tests.items()}})
+        channel.send({"hello": LOADGEN_PROTOCOL})
         return _answer(channel, worker, threads, sync)
     except BaseException as exc:
         if not isinstance(exc, ServeError):

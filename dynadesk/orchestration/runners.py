@@ -228,7 +228,9 @@ class LocalRunner(Runner):
         watch = _Watch(paths, limits, cancel)
         loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
-            proc = subprocess.Popen([*self.command(paths), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
+            # the data folder the worker reads is the load generator's, empty until the timed windows are over
+            staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)
+            proc = subprocess.Popen([*self.command(staged), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     start_new_session=True)
         except OSError as exc:
@@ -440,7 +442,9 @@ class DockerRunner(Runner):
         watch = _Watch(paths, limits, cancel)
         loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
-            opts = self.container_options(paths, limits)  # the host's socket folder, mounted; the worker told
+            # /data is the load generator's folder, empty until the timed windows are over (the replay hole)
+            staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)
+            opts = self.container_options(staged, limits)  # the host's socket folder, mounted; the worker told
             opts["volumes"][str(loadgen.dir)] = {"bind": CONTAINER_DIR, "mode": "ro"}
             opts["command"] = [*opts["command"], "--loadgen", f"{CONTAINER_DIR}/{SOCKET_NAME}"]
             try:

@@ -171,7 +171,21 @@ class LoadGen:
             problems.append("the worker never asked for its timed windows (no connection to the host's load "
                             "generator)")
         return {"protocol": PROTOCOL, "finished": self.finished and not problems, "problems": problems[:20],
-                "datasets": self.datasets, "answers": self.answers}
+                "datasets": self.datasets, "answers": self.answers, "max_new_tokens": self._max_new_tokens()}
+
+    def _max_new_tokens(self) -> int | None:
+        """The most tokens one answer can have (a generative model's manifest, its default else); None for a
+        model that does not generate. Bounds the worker's tokens/s and first-token time (:mod:`.bounds`)."""
+        from dynadesk.evaluator.prompts import default_generation
+
+        manifest = self.spec.model.get("manifest") or {}
+        if not isinstance(manifest, dict) or "prompt" not in manifest:
+            return None
+        given = (manifest.get("generation") or {}).get("max_new_tokens") if isinstance(
+            manifest.get("generation"), dict) else None
+        value = given if isinstance(given, int) and not isinstance(given, bool) and given > 0 else \
+            default_generation()["max_new_tokens"]
+        return int(value)
 
     # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:

@@ -5,9 +5,10 @@ connects to the host's Unix socket (``--loadgen PATH``; in a container a folder 
 then answers each query the host sends: the examples arrive with the query (the first time the model sees
 them: a cache of earlier answers has nothing to replay), the answer echoes the query's nonce. The host stamps
 issue and answer with its own clock; those stamps are the figures, which the host sends back at the end, once
-it has put the data files in place, for the worker to write (:func:`dynadesk.evaluator.timing.assemble`). What the worker still measures itself is
-the noise of each window (other processes' CPU, steal, throttling, :func:`measurement.competition`), which
-it reports when asked. Protocol: ``dynadesk/orchestration/loadgen.py``.
+it has put the data files in place, for the worker to write (:func:`dynadesk.evaluator.timing.assemble`).
+What the worker still measures itself is the noise of each window (other processes' CPU, steal,
+throttling, :func:`measurement.competition`), which it reports when asked. Protocol:
+``dynadesk/orchestration/loadgen.py``.
 """
 
 from __future__ import annotations

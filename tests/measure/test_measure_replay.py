@@ -85,11 +85,6 @@ class StandIn:
         return {**self.lg.report(), "staged": staged}
 
 
-def _timed_ids(stand_in: StandIn, examples_ids: set[str]) -> list[str]:
-    """The example ids of the timed queries (the warm-up's inputs are made of random words: no example's)."""
-    return [ex["id"] for q in stand_in.queries for ex in q if ex["statement"] in examples_ids]
-
-
 def test_each_example_is_issued_once_while_unseen_ones_remain_and_the_data_come_after_the_windows(tmp_path):
     lg = _loadgen(tmp_path, 64, min_seconds=0.0)
     texts = {json.loads(line)["statement"] for line in (tmp_path / "data" / "d000.jsonl").read_text().splitlines()}
@@ -100,6 +95,7 @@ def test_each_example_is_issued_once_while_unseen_ones_remain_and_the_data_come_
     warm = [ex["statement"] for q in stand_in.queries for ex in q if ex["statement"] not in texts]
     assert len(timed) == len(set(timed)) >= 3 * 4 + 3 * 4  # batch-1 and batched trials, no example twice
     assert warm  # the warm-up asked inputs no timed query repeats
+    assert all(set(ex) == {"statement"} for q in stand_in.queries for ex in q)  # inputs only: no id, no label
     assert stand_in.data_seen_while_timed == [] and report["staged"] == ["d000.jsonl"]
     batch1, batched = (report["datasets"]["s"][m] for m in ("batch1", "batched"))
     assert batch1["protocol"]["asked_again"] == batched["protocol"]["asked_again"] == 0

@@ -37,6 +37,7 @@ def test_a_model_that_replays_cached_answers_in_the_timed_windows_gains_nothing(
     rec = evaluate(store, Workspace(home), request,
                    runner=HostileDockerRunner(evaluator_image.image_id, client=docker_client))
     assert "HOSTILE replay" in (rec.log or "")
+    print("replay run:", rec.status, rec.error or {m.metric: m.value for m in rec.metrics if not m.dataset})
     if rec.status == "succeeded":  # every timed query was an input it had not seen: its honest speed at most
         for name in ("throughput", "throughput_batched"):
             assert metric(rec, name, "replay-test") <= 1.5 * HONEST_CEILING, (name, rec.metrics)

@@ -8,9 +8,9 @@ rewrite them in ``metrics.json`` at exit. So:
   sent its figures to the worker to write. The worker's rows must be exactly those; its timed answers must
   equal its prediction pass's answers for the same examples (a fast wrong answer is caught). A run whose
   timed windows the host did not drive to the end is refused.
-* **memory**: the definition (peak RSS less shared-library pages, taken before the timed windows) holds
-  every anonymous page the worker had until then, so the claim may not be below the host's sampled
-  anonymous peak before it issued the first timed query by more than ``MEMORY_GAP`` + ``MEMORY_GAP_BYTES``
+* **memory**: the definition (peak RSS less shared-library pages over loading and the pass, the timed windows
+  between them left out) holds every anonymous page the worker had then, so the claim may not be below the
+  host's sampled anonymous peak outside the timed windows by more than ``MEMORY_GAP`` + ``MEMORY_GAP_BYTES``
   (library pages touched after the peak, the container's init, the kernel's per-CPU charge batches); nor
   below the whole run's peak (the cgroup's own, page cache included, where it is the run's; else the
   sampled anonymous peak) by more than ``WHOLE_RUN_GAP`` + ``MEMORY_GAP_BYTES`` (the timed windows run
@@ -145,12 +145,12 @@ def check_measured(rows: Sequence[Mapping[str, Any]], observed: object, test_set
 
 
 def _memory(claim_gib: float, memory: Mapping[str, Any], report: dict[str, Any]) -> list[str]:
-    """The memory claim against the host's floors (before the timed windows; the whole run)."""
+    """The memory claim against the host's floors (outside the timed windows; the whole run)."""
     floors = []
     peak = memory.get("anon_peak_bytes")
     if isinstance(peak, int) and peak > 0:
         floors.append((peak * (1 - MEMORY_GAP) - MEMORY_GAP_BYTES,
-                       f"the host's sampled anonymous peak before the timed windows ({peak / GIB!r} GiB, "
+                       f"the host's sampled anonymous peak outside the timed windows ({peak / GIB!r} GiB, "
                        f"{memory.get('source')}; gap {MEMORY_GAP:.0%} + {MEMORY_GAP_BYTES >> 20} MiB)"))
     whole = max([v for v in (memory.get("whole_run_anon_peak_bytes"), memory.get("cgroup_usage_peak_bytes"))
                  if isinstance(v, int)] or [0])

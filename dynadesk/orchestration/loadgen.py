@@ -279,6 +279,7 @@ class LoadGen:
             # a window lasts about MAX_WINDOW_S at most: fewer strata on a slow model or a loaded machine, never
             # the first few (the protocol before this one timed only the shortest batches under load)
             k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
+            share = pool.share(k, s.trials)  # the same share of the unseen units for every trial of this attempt
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
@@ -286,7 +287,6 @@ class LoadGen:
                 units = pool.units() or ([] if trials or attempts else pool.all_units())
                 if not units:
                     break  # every example of this share was issued: the trials taken are the measurement
-                share = pool.share(k, s.trials - trial)
                 sample = [units[p] for p in strata(len(units), share, (trial + 0.5) / s.trials)]
                 self._send({"op": "window", "set": name, "mode": mode})
                 queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),

@@ -21,7 +21,6 @@ queries from that table; that is a leak of the test set, which no timing can sho
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -56,9 +55,10 @@ class Fresh:
         """Every unit of this share (the first attempt of a set too small to have any unseen left)."""
         return [self.order[i:i + self.size] for i in range(0, len(self.order), self.size)]
 
-    def share(self, k: int, trials_left: int) -> int:
-        """How many units a trial may take so that each trial left still finds unseen ones."""
-        return max(1, min(k, math.ceil(len(self.units()) / max(1, trials_left))))
+    def share(self, k: int, trials: int) -> int:
+        """How many units each of ``trials`` may take (at most ``k``) so that all find unseen ones, in equal
+        shares (at least one: a set too small for every trial has fewer trials)."""
+        return max(1, min(k, len(self.units()) // max(1, trials)))
 
     def is_fresh(self, unit: Sequence[int]) -> bool:
         return not any(i in self.issued for i in unit)

@@ -56,12 +56,15 @@ class _Channel:
         self.sock.close()
 
 
-def serve(worker: timing.Timed, threads: int, sync: Callable[[], None] | None, path: Path) -> dict[str, Any]:
-    """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result."""
+def serve(worker: timing.Timed, threads: int, sync: Callable[[], None] | None, path: Path,
+          after: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result.
+    ``after`` runs before the worker acknowledges the figures: the host counts the windows as on until then
+    (the worker gives back what they held, so the host's memory samples after them are the pass's)."""
     channel = _Channel(path)
     try:
         channel.send({"hello": LOADGEN_PROTOCOL})
-        return _answer(channel, worker, threads, sync)
+        return _answer(channel, worker, threads, sync, after)
     except BaseException as exc:
         if not isinstance(exc, ServeError):
             try:
@@ -73,8 +76,8 @@ def serve(worker: timing.Timed, threads: int, sync: Callable[[], None] | None, p
         channel.close()
 
 
-def _answer(channel: _Channel, worker: timing.Timed, threads: int,
-            sync: Callable[[], None] | None) -> dict[str, Any]:
+def _answer(channel: _Channel, worker: timing.Timed, threads: int, sync: Callable[[], None] | None,
+            after: Callable[[], None] | None) -> dict[str, Any]:
     windows: list[tuple[CpuSnapshot, CpuSnapshot]] = []
     before: CpuSnapshot | None = None
     generation = _GenerationWindows(worker)
@@ -99,6 +102,8 @@ def _answer(channel: _Channel, worker: timing.Timed, threads: int,
             windows = []
         elif op == "done":
             result = timing.assemble(generation.added_to(message["datasets"]), worker.spec.settings)
+            if after:
+                after()
             channel.send({"op": "written"})
             return result
         elif op == "refuse":

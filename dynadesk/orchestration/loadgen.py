@@ -257,12 +257,12 @@ class LoadGen:
             batched.pop("per_trial_ms")
             batch1["batch_size"], batched["batch_size"] = 1, s.batch_size
             self.datasets[ds.name] = {"batch1": batch1, "batched": batched, "latency": lat}
-        self.issuing = False
         self._stage_data()
         self._send({"op": "done", "datasets": self.datasets})
         ack = self._recv()
         if ack.get("op") != "written":
             raise LoadGenError("the worker did not acknowledge the host's figures")
+        self.issuing = False  # the worker gave back what the windows held before it acknowledged
 
     def _measure(self, name: str, mode: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str],
                  per_window: int, depth: int) -> dict[str, Any]:
@@ -273,20 +273,19 @@ class LoadGen:
         services: list[tuple[bool, float]] = []
         started = time.perf_counter()
         for attempt in range(s.noise_retries + 1):
-            if attempts and not pool.units():
-                break  # a retry on examples the model has answered would time its cache
             each = self._warm_up(name, examples, pool, words)
             # a window lasts about MAX_WINDOW_S at most: fewer strata on a slow model or a loaded machine, never
             # the first few (the protocol before this one timed only the shortest batches under load)
             k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
-            share = pool.share(k, s.trials)  # the same share of the unseen units for every trial of this attempt
+            # unseen units for every trial, in equal shares; a set too small for that (a small set, a retry) asks
+            # its share again, and replay_check compares the examples asked again with their first answers
+            fresh = len(pool.units()) >= s.trials
+            share = pool.share(k, s.trials) if fresh else k
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
             for trial in range(s.trials):
-                units = pool.units() or ([] if trials or attempts else pool.all_units())
-                if not units:
-                    break  # every example of this share was issued: the trials taken are the measurement
+                units = pool.units() if fresh else pool.all_units()
                 sample = [units[p] for p in strata(len(units), share, (trial + 0.5) / s.trials)]
                 self._send({"op": "window", "set": name, "mode": mode})
                 queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),
@@ -325,7 +324,7 @@ class LoadGen:
                 "protocol": {"issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
                              "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
                              "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-                             "trials": s.trials, "trials_taken": len(last["trials"]), "retries": s.noise_retries,
+                             "trials": s.trials, "retries": s.noise_retries,
                              "examples_issued": len(pool.issued), "share": len(pool.order),
                              "asked_again": sum(1 for fresh, _ in services if not fresh)}}
 

@@ -7,13 +7,15 @@ such a cache can hold at a timed query is what the host itself issued before it.
 * :func:`host_order`: the host orders a set by its inputs' length (the sandbox cannot tell it the token order:
   it has not seen the data);
 * :class:`Fresh`: batch-1 and batched windows draw from disjoint halves of that order (a batch-1 answer cannot
-  serve a batched query), each example issued once while unseen ones remain in its half; a trial with no unseen
-  example left is not taken (the measurement keeps the trials it has, a retry stops);
+  serve a batched query), each example issued once while unseen ones remain in its half, in equal shares for
+  the trials of an attempt; an attempt with fewer unseen units than trials (a small set, a noise retry) asks its
+  half again;
 * :func:`warm_up_examples`: the warm-up asks inputs of the same lengths made of words drawn at random from
   the set (it warms the model and sizes the windows): inputs no timed query repeats or resembles;
 * :func:`replay_check`: where a window must cycle its sample to last ``min_seconds`` (a fast model, a small
-  set), an example asked again is compared with the examples asked for the first time: answered
-  ``REPLAY_RATIO`` times faster per example (and ``REPLAY_MIN_GAP_S`` sooner) voids the windows.
+  set) or an attempt asks its half again, an example asked again is compared with the examples asked for the
+  first time: answered ``REPLAY_RATIO`` times faster per example (and ``REPLAY_MIN_GAP_S`` sooner) voids the
+  windows.
 
 What is left: a model that memorised the test set itself (its answers shipped in its folder) answers unseen
 queries from that table; that is a leak of the test set, which no timing can show (docs/measurement.md).
@@ -57,7 +59,7 @@ class Fresh:
 
     def share(self, k: int, trials: int) -> int:
         """How many units each of ``trials`` may take (at most ``k``) so that all find unseen ones, in equal
-        shares (at least one: a set too small for every trial has fewer trials)."""
+        shares (at least one)."""
         return max(1, min(k, len(self.units()) // max(1, trials)))
 
     def is_fresh(self, unit: Sequence[int]) -> bool:

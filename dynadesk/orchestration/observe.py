@@ -7,11 +7,11 @@ view of the same run (:mod:`.bounds` checks the worker's figures against it):
   measured is recorded here as ``loadgen``.
 * **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``), its peak kept over the samples
   taken outside the timed windows (loading before them, the prediction pass after them: the worker's memory
-  figure covers those two and leaves out the windows, whose allocator keeps more) and over the whole run: the anonymous memory of
-  the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1, ``anon`` on v2, plus
-  the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the worker's process
-  tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants). A sampled
-  peak can only be below the true one, which is the safe side for a lower bound.
+  figure covers those two and leaves out the windows, whose allocator keeps more) and over the whole run:
+  the anonymous memory of the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1,
+  ``anon`` on v2, plus the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the
+  worker's process tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants).
+  A sampled peak can only be below the true one, which is the safe side for a lower bound.
 
 Nothing here trusts what the worker wrote to ``out/``.
 """

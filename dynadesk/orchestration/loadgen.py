@@ -44,6 +44,7 @@ import random
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -52,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.evaluator.measurement import RETRY_BUDGET_S, SPREAD, latency, median, spread
-from dynadesk.evaluator.schema import Spec
+from dynadesk.evaluator.schema import PARTS_DIR, Spec
 from dynadesk.orchestration.loadgen_fresh import Fresh, host_order, replay_check, vocabulary, warm_up_examples
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
@@ -120,6 +121,8 @@ class LoadGen:
         self.listener.settimeout(0.2)
         self.conn: socket.socket | None = None
         self.issuing = False  # the timed windows are on (the memory floor's samples skip them)
+        self.windows_over = False  # the worker acknowledged the figures: its prediction pass comes next
+        self.pass_over = False  # every dataset's finished predictions are in out/parts (sticky)
         # the folder the sandbox reads the data from: empty until the windows are over (:meth:`_stage_data`)
         self.sandbox_data = Path(tempfile.mkdtemp(prefix="dynadesk-data-"))
         os.chmod(self.sandbox_data, 0o755)
@@ -152,6 +155,25 @@ class LoadGen:
                 s.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.rmtree(self.sandbox_data, ignore_errors=True)
+
+    def counting(self) -> bool:
+        """Whether a memory sample taken now belongs to what the worker's memory figure covers: loading (until
+        the first warm-up query) and the prediction pass (from the worker's acknowledgement of the figures to
+        the last dataset's finished predictions in ``out/parts``; the worker measures after that, so writing
+        its files and its environment's report are outside). The runners sample the floor's peak here."""
+        if self.issuing or self.pass_over:
+            return False
+        if self.windows_over and all(self._part_done(ds.file) for ds in self.spec.datasets):
+            self.pass_over = True
+            return False
+        return True
+
+    def _part_done(self, file: str) -> bool:
+        try:
+            return all(stat.S_ISREG(os.lstat(self.out_dir / PARTS_DIR / name).st_mode)
+                       for name in (file, file + ".done.json"))
+        except OSError:
+            return False
 
     def _stage_data(self) -> None:
         """Put the run's data files where the sandbox reads them, once no timed query is left to issue (a
@@ -263,6 +285,7 @@ class LoadGen:
         if ack.get("op") != "written":
             raise LoadGenError("the worker did not acknowledge the host's figures")
         self.issuing = False  # the worker gave back what the windows held before it acknowledged
+        self.windows_over = True
 
     def _measure(self, name: str, mode: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str],
                  per_window: int, depth: int) -> dict[str, Any]:

@@ -247,7 +247,7 @@ class LocalRunner(Runner):
             reader.start()
             while proc.poll() is None:
                 out.drain()
-                memory.sample(before_windows=not loadgen.issuing)
+                memory.sample(before_windows=loadgen.counting())
                 verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
@@ -479,7 +479,7 @@ class DockerRunner(Runner):
             cpu_seen = 0.0
             while True:
                 out.drain()
-                memory.sample(before_windows=not loadgen.issuing)
+                memory.sample(before_windows=loadgen.counting())
                 cpu_seen = container_cpu_seconds(container.id) or cpu_seen
                 container.reload()
                 if container.status in ("exited", "dead"):

@@ -48,6 +48,7 @@ class StandIn:
         self.lg, self.cache = lg, cache
         self.queries: list[list[dict]] = []
         self.data_seen_while_timed: list[str] = []
+        self.counted_while_timed: list[bool] = []
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -63,6 +64,7 @@ class StandIn:
             if m.get("op") == "query":
                 self.queries.append(m["examples"])
                 self.data_seen_while_timed += [p.name for p in self.lg.sandbox_data.iterdir()]
+                self.counted_while_timed.append(self.lg.counting())
                 keys = [ex["statement"] for ex in m["examples"]]
                 if not (self.cache and all(k in seen for k in keys)):
                     time.sleep(SLOW_S * len(keys))
@@ -77,10 +79,12 @@ class StandIn:
                 break
         sock.close()
 
-    def finish(self) -> dict:
+    def finish(self, then=None) -> dict:
         self.thread.join(timeout=60)
         self.lg._thread.join(timeout=60)
         staged = sorted(p.name for p in self.lg.sandbox_data.iterdir())
+        if then:
+            then(self.lg)
         self.lg.close()
         return {**self.lg.report(), "staged": staged}
 
@@ -126,3 +130,26 @@ def test_replay_check_needs_both_kinds_and_a_material_gap():
     assert replay_check("s", "batch1", [slow, fast, fast]) is None  # one first-time query: nothing to compare
     assert replay_check("s", "batch1", [(True, 0.0006), (True, 0.0006), (False, 0.0001), (False, 0.0001)]) is None
     assert replay_check("s", "batch1", [slow, slow, (False, 0.02), (False, 0.02)]) is None
+
+
+def test_the_memory_floor_counts_loading_and_the_pass_never_the_windows(tmp_path):
+    """The host's floor of the worker's memory figure samples what that figure covers: not the windows (their
+    allocator keeps more), the pass after them until its predictions are written, nothing after that."""
+    lg = _loadgen(tmp_path, 24, min_seconds=0.0)
+    assert lg.counting()  # loading
+    stand_in = StandIn(lg, cache=False)
+    seen: list[bool] = []
+
+    def the_pass(lg: LoadGen) -> None:
+        seen.append(lg.counting())  # acknowledged: the pass runs
+        parts = tmp_path / "out" / "parts"
+        parts.mkdir()
+        for name in ("d000.jsonl", "d000.jsonl.done.json"):
+            (parts / name).write_text("{}")
+        seen.append(lg.counting())  # its predictions written: the worker measures, writes its files
+        (parts / "d000.jsonl").unlink()
+        seen.append(lg.counting())  # and stays over whatever it does to out/ then
+
+    assert stand_in.finish(the_pass)["finished"]
+    assert stand_in.counted_while_timed and not any(stand_in.counted_while_timed)
+    assert seen == [True, False, False]

@@ -71,6 +71,10 @@ class LoadGenError(RuntimeError):
     """The worker broke the protocol (or the host could not run it): its timed figures are not observed."""
 
 
+class WorkerStopped(LoadGenError):
+    """The worker itself stopped its timed windows (its own error file says why): not the host's refusal."""
+
+
 def answer_key(prediction: object) -> object:
     """What a query's answer must match in the prediction pass: the label (classification) or the answer text
     (question answering), else the whole prediction. Probabilities may differ in the last bits between a
@@ -132,6 +136,7 @@ class LoadGen:
         self.datasets: dict[str, Any] = {}
         self.answers: dict[str, dict[str, object]] = {}
         self.finished = False
+        self.refused: str | None = None  # why the host refused the windows, when it did (the run's verdict)
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
 
@@ -193,7 +198,8 @@ class LoadGen:
             problems.append("the worker never asked for its timed windows (no connection to the host's load "
                             "generator)")
         return {"protocol": PROTOCOL, "finished": self.finished and not problems, "problems": problems[:20],
-                "datasets": self.datasets, "answers": self.answers, "max_new_tokens": self._max_new_tokens()}
+                "datasets": self.datasets, "answers": self.answers, "max_new_tokens": self._max_new_tokens(),
+                "refused": self.refused}
 
     def _max_new_tokens(self) -> int | None:
         """The most tokens one answer can have (a generative model's manifest, its default else); None for a
@@ -230,6 +236,8 @@ class LoadGen:
             self.finished = True
         except Exception as exc:  # noqa: BLE001 - any failure voids the windows; the worker must not wait on
             self.problems.append(str(exc) if isinstance(exc, LoadGenError) else f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, LoadGenError) and not isinstance(exc, WorkerStopped):
+                self.refused = self.problems[-1]  # the host's own finding (a replayed answer, a foreign nonce...)
             self._send({"op": "refuse", "why": self.problems[-1]}, quiet=True)
 
     def _send(self, message: dict[str, Any], quiet: bool = False) -> None:
@@ -250,7 +258,7 @@ class LoadGen:
         if not isinstance(message, dict):
             raise LoadGenError(f"a message from the worker that is not an object: {line[:80]!r}")
         if message.get("op") == "error":  # the worker failed (its own error file says why)
-            raise LoadGenError(f"the worker stopped its timed windows: {str(message.get('why'))[:300]}")
+            raise WorkerStopped(f"the worker stopped its timed windows: {str(message.get('why'))[:300]}")
         return message
 
     def _hello(self) -> None:

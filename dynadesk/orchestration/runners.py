@@ -294,6 +294,10 @@ def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, pa
     if code == -signal.SIGKILL:
         return RunOutcome("oom", code, log, seconds, "the worker was killed (SIGKILL), most likely by the "
                                                      "kernel's out-of-memory killer", details)
+    refused = ((details.get("observed") or {}).get("loadgen") or {}).get("refused")
+    if refused:  # the host's load generator refused the timed windows, and the worker stopped on that
+        return RunOutcome("out_of_bounds", code, log, seconds,
+                          f"the host refused this run's timed windows: {refused}", details)
     return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
 
 

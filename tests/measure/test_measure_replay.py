@@ -111,6 +111,7 @@ def test_a_cache_that_answers_an_example_asked_again_at_once_voids_the_windows(t
     lg = _loadgen(tmp_path, 12, min_seconds=0.15)  # a small set: each window cycles its sample to last 0.15 s
     report = StandIn(lg, cache=True).finish()
     assert not report["finished"] and "faster when asked again" in report["problems"][0], report["problems"]
+    assert report["refused"] == report["problems"][0]  # the host's finding: the run's verdict is out_of_bounds
     assert report["staged"] == []  # refused during the windows: the data never reached the sandbox
     with pytest.raises(BoundExceeded, match="answers replayed from a cache"):
         host_figures({"loadgen": report}, ["s"])

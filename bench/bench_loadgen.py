@@ -51,8 +51,7 @@ def child(folder: Path, data_file: Path, spec_file: Path) -> None:
         if cmd["op"] == "inprocess":
             timed = timing.measure_run(worker, {"bench": examples}, threads)
         elif cmd["op"] == "host":
-            timed = served.serve(worker, {"bench": examples}, threads, None, Path(cmd["path"]),
-                                 lambda exs: worker.batch_order(exs, worker.encoded(exs)))
+            timed = served.serve(worker, threads, None, Path(cmd["path"]))
         else:  # the pass's own figure: its predict calls' seconds, as profile.json's prediction_pass
             info = worker.run_dataset(worker.spec.datasets[0], examples, {"done": 0, "total": len(examples)})
             print(json.dumps({"figures": {}, "seconds": info["seconds"]}), flush=True)

@@ -5,12 +5,14 @@ was mmapped, later blocks up to that size come from the heap, where blocks freed
 pinned by small live objects, and a later peak counts them. Three identical Docker runs of one model
 peaked at 0.742, 0.744 and 0.549 GiB that way (docs/measurement.md).
 
-So the worker runs in two phases. While it loads the model and predicts (where ``memory`` is
+So the worker runs in phases. While it loads the model and predicts (where ``memory`` is
 measured) the threshold is fixed at :data:`MEMORY_MMAP_THRESHOLD_BYTES`: every block at or above it
 is an mmap of its own, returned on free, and the peak follows the live tensors. That costs speed
-(page faults on every large block), so before the timed windows :func:`timing_phase` fixes the
-threshold at glibc's largest, where its moving threshold settles in a long run, with the matching
-trim threshold: timing sees the allocator a long-running process has, without its history.
+(page faults on every large block), so for the timed windows (between loading and the prediction pass,
+issue 45's replay hole) :func:`timing_phase` fixes the threshold at glibc's largest, where its moving
+threshold settles in a long run, with the matching trim threshold: timing sees the allocator a
+long-running process has, without its history. :func:`memory_phase` then restores the memory settings
+and returns what the windows freed before the pass.
 The worker calls :func:`fix_malloc` first thing, before torch loads, on every runner: the settings are
 the worker's, not the launcher's environment.
 """
@@ -32,6 +34,7 @@ TIMING_TRIM_THRESHOLD_BYTES = 2 * TIMING_MMAP_THRESHOLD_BYTES
 """glibc sets the trim threshold to twice the mmap threshold whenever it moves the latter."""
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
+DEFAULT_TRIM_THRESHOLD_BYTES = 128 * 1024  # glibc's M_TRIM_THRESHOLD before anything moved it
 
 _state: dict[str, Any] = {"fixed": False, "reason": "fix_malloc() was not called (the worker was not started "
                                                      "by python -m dynadesk.evaluator)"}
@@ -78,6 +81,22 @@ def timing_phase() -> dict[str, Any]:
               and _mallopt(_M_TRIM_THRESHOLD, TIMING_TRIM_THRESHOLD_BYTES) == 1)
         _state = {**_state, "timing_mmap_threshold_bytes": TIMING_MMAP_THRESHOLD_BYTES if ok else None,
                   "timing_trim_threshold_bytes": TIMING_TRIM_THRESHOLD_BYTES if ok else None}
+    return dict(_state)
+
+
+def memory_phase() -> dict[str, Any]:
+    """Back to the memory settings after the timed windows (nothing where :func:`fix_malloc` did not fix it),
+    giving back to the system what the windows freed (``malloc_trim``), so the pass's peak is its own."""
+    global _state
+    if _state["fixed"] and _mallopt is not None:
+        ok = (_mallopt(_M_MMAP_THRESHOLD, int(_state["mmap_threshold_bytes"])) == 1
+              and _mallopt(_M_TRIM_THRESHOLD, DEFAULT_TRIM_THRESHOLD_BYTES) == 1)
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+            libc.malloc_trim(0)
+        except (OSError, AttributeError):
+            ok = False
+        _state = {**_state, "memory_phase_restored": ok}
     return dict(_state)
 
 

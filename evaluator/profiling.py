@@ -88,6 +88,31 @@ def shared_library_rss_bytes(pid: str | int) -> int:
     return total
 
 
+def reset_peak() -> bool:
+    """Restart this process's ``VmHWM`` at its RSS now (Linux: ``5`` written to /proc/self/clear_refs), so a
+    later :func:`memory_figures` is the peak from here on; False where it cannot (the peak then keeps what came
+    before, which only raises it)."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def load_and_pass(load: dict[str, Any], after: dict[str, Any], reset: bool) -> dict[str, Any]:
+    """The memory figures over loading (``load``, taken before the timed windows) and the prediction pass
+    (``after``, taken after it, its peak restarted after the windows when ``reset``): the larger peak of the
+    two, the same quantity as when the pass preceded the windows (issue 45: the windows now come between)."""
+    out = dict(after)
+    if load["peak_bytes"] > after["peak_bytes"]:
+        for key in ("peak_bytes", "peak_gib", "rss_peak_bytes", "children_rss_peak_bytes",
+                    "shared_library_rss_bytes"):
+            out[key] = load[key]
+    out.update(load_peak_bytes=load["peak_bytes"], pass_peak_bytes=after["peak_bytes"], windows_excluded=reset)
+    return out
+
+
 def _tree_pids() -> list[int]:
     """This process's live descendants (none when psutil is missing)."""
     try:

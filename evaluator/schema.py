@@ -31,7 +31,7 @@ PARTS_DIR = "parts"  # one finished predictions file per dataset; what resume ke
 PROGRESS_PREFIX = "@@dynadesk "  # worker stdout lines carrying a JSON progress event
 # the timed windows are driven by the host over its own socket (dynadesk/orchestration/loadgen.py); the worker
 # says this in its hello, and a host speaking another version refuses it
-LOADGEN_PROTOCOL = "dynadesk-loadgen/1"
+LOADGEN_PROTOCOL = "dynadesk-loadgen/2"
 
 ROLES = ("test", "perturbation")
 PERTURBATION_KINDS = ("robustness", "fairness")

@@ -1,12 +1,14 @@
 """The worker's side of the timed windows: it answers the queries the host issues (the host is the load generator).
 
-After its prediction pass the worker connects to the host's Unix socket (``--loadgen PATH``; in a container
-a folder the host mounts), says hello with its token-sorted order of each test set, then answers each query
-the host sends: the examples arrive with the query, the answer echoes the query's nonce. The host stamps
-issue and answer with its own clock; those stamps are the figures, which the host sends back at the end for
-the worker to write (:func:`dynadesk.evaluator.timing.assemble`). What the worker still measures itself is
-the noise of each window (other processes' CPU, steal, throttling, :func:`measurement.competition`), which
-it reports when asked. Protocol: ``dynadesk/orchestration/loadgen.py``.
+Once its model is loaded, before its prediction pass and before the data are in its folder, the worker
+connects to the host's Unix socket (``--loadgen PATH``; in a container a folder the host mounts), says hello,
+then answers each query the host sends: the examples arrive with the query (the first time the model sees
+them: a cache of earlier answers has nothing to replay), the answer echoes the query's nonce. The host stamps
+issue and answer with its own clock; those stamps are the figures, which the host sends back at the end, once
+it has put the data files in place, for the worker to write (:func:`dynadesk.evaluator.timing.assemble`).
+What the worker still measures itself is the noise of each window (other processes' CPU, steal,
+throttling, :func:`measurement.competition`), which it reports when asked. Protocol:
+``dynadesk/orchestration/loadgen.py``.
 """
 
 from __future__ import annotations
@@ -54,14 +56,15 @@ class _Channel:
         self.sock.close()
 
 
-def serve(worker: timing.Timed, tests: dict[str, list[dict[str, Any]]], threads: int,
-          sync: Callable[[], None] | None, path: Path, order: Callable[[list[dict[str, Any]]], list[int]]
-          ) -> dict[str, Any]:
-    """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result."""
+def serve(worker: timing.Timed, threads: int, sync: Callable[[], None] | None, path: Path,
+          after: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Answer the host's timed queries until it sends its figures; returns :func:`timing.assemble`'s result.
+    ``after`` runs before the worker acknowledges the figures: the host counts the windows as on until then
+    (the worker gives back what they held, so the host's memory samples after them are the pass's)."""
     channel = _Channel(path)
     try:
-        channel.send({"hello": LOADGEN_PROTOCOL, "order": {name: order(exs) for name, exs in tests.items()}})
-        return _answer(channel, worker, threads, sync)
+        channel.send({"hello": LOADGEN_PROTOCOL})
+        return _answer(channel, worker, threads, sync, after)
     except BaseException as exc:
         if not isinstance(exc, ServeError):
             try:
@@ -73,8 +76,8 @@ def serve(worker: timing.Timed, tests: dict[str, list[dict[str, Any]]], threads:
         channel.close()
 
 
-def _answer(channel: _Channel, worker: timing.Timed, threads: int,
-            sync: Callable[[], None] | None) -> dict[str, Any]:
+def _answer(channel: _Channel, worker: timing.Timed, threads: int, sync: Callable[[], None] | None,
+            after: Callable[[], None] | None) -> dict[str, Any]:
     windows: list[tuple[CpuSnapshot, CpuSnapshot]] = []
     before: CpuSnapshot | None = None
     generation = _GenerationWindows(worker)
@@ -99,6 +102,8 @@ def _answer(channel: _Channel, worker: timing.Timed, threads: int,
             windows = []
         elif op == "done":
             result = timing.assemble(generation.added_to(message["datasets"]), worker.spec.settings)
+            if after:
+                after()
             channel.send({"op": "written"})
             return result
         elif op == "refuse":

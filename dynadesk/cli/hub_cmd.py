@@ -46,7 +46,8 @@ def hub() -> None:
 @click.option("--max-connections", type=click.IntRange(8, 100_000), default=256, show_default=True,
               help="Open connections at most; more are answered 503 and closed at once.")
 @click.option("--header-timeout", type=click.FloatRange(min=1, max=600), default=10.0, show_default=True,
-              help="Seconds a connection has to send a whole request head before it is closed.")
+              help="Seconds a connection has to finish its TLS handshake, then to send a whole request head, "
+                   "before it is closed.")
 @pass_app
 def hub_serve(app, lan, port, session_hours, batch_window_ms, max_batch, rate, signin_rate, per_model, read_rate,
               tls_cert, tls_key, trusted_proxy, max_connections, header_timeout) -> None:

@@ -11,7 +11,9 @@ On a real office network (issue 45 item 5) the hub
   closed at once, so its descriptor is freed; uvicorn's ``limit_concurrency`` answers 503 at the same count) and
   the **time to send request headers** (a connection that has not sent a whole request head within
   ``header_timeout_s`` is closed: uvicorn has no such timer, so 1,100 idle or trickling connections held their
-  descriptors until the process ran out), and header size (h11's limit);
+  descriptors until the process ran out), and header size (h11's limit); the **TLS handshake** has the same
+  deadline (:func:`bounded_handshake_server`: uvicorn passes none, so asyncio's 60 s held a connection that
+  connected and never finished its handshake, before the request-head deadline could start);
 - logs "accept() out of system resource" **once** (:class:`OnceFilter`) instead of on every retry, and raises its
   own soft descriptor limit to the hard one at start.
 """
@@ -19,9 +21,11 @@ On a real office network (issue 45 item 5) the hub
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import resource
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +43,7 @@ ALL_INTERFACES = "0.0.0.0"  # only with --lan, which the lead chooses
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
+STARTUP_FAILURE = 3  # uvicorn's exit status when the server did not start
 BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n"
 
 
@@ -133,6 +138,31 @@ def guarded_protocol(max_connections: int, header_timeout_s: float) -> type[Any]
     return GuardedH11Protocol
 
 
+def bounded_handshake_server(config: Any, handshake_timeout_s: float) -> Any:
+    """A ``uvicorn.Server`` for ``config`` whose TLS handshakes must finish within ``handshake_timeout_s``:
+    uvicorn calls ``loop.create_server(ssl=...)`` without ``ssl_handshake_timeout``, so asyncio's default (60 s)
+    applied. The listening sockets are created with the timeout; nothing else of uvicorn changes."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            loop = asyncio.get_running_loop()
+            real = loop.create_server
+
+            async def create_server(*args: Any, **kwargs: Any) -> asyncio.Server:
+                if kwargs.get("ssl") is not None:
+                    kwargs.setdefault("ssl_handshake_timeout", handshake_timeout_s)
+                return await real(*args, **kwargs)
+
+            loop.create_server = create_server  # type: ignore[method-assign]
+            try:
+                await super().startup(sockets)
+            finally:
+                del loop.create_server  # the loop's own method again
+
+    return Server(config)
+
+
 def lan_addresses() -> list[str]:
     """This machine's IPv4 addresses others on the network can reach (no packet is sent)."""
     found: set[str] = set()
@@ -183,9 +213,14 @@ def serve(home: Path, *, session_hours: float = DEFAULT_SESSION_HOURS, window_s:
     say(f"  limits: {net.max_connections} connections, {net.header_timeout_s:g} s to send a request head, "
         f"reads {net.read_rate} and writes {write_rate} per session; proxy trusted: {net.trusted_proxy or 'none'}")
     say("  invite people with: dynadesk hub invite NAME --role annotator|validator|owner")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                http=guarded_protocol(net.max_connections, net.header_timeout_s),
-                limit_concurrency=net.max_connections, timeout_keep_alive=5,
-                h11_max_incomplete_event_size=MAX_HEADER_BYTES,
-                proxy_headers=net.trusted_proxy is not None, forwarded_allow_ips=net.trusted_proxy or "",
-                ssl_certfile=str(tls.cert) if tls else None, ssl_keyfile=str(tls.key) if tls else None)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, loop="asyncio",
+                            http=guarded_protocol(net.max_connections, net.header_timeout_s),
+                            limit_concurrency=net.max_connections, timeout_keep_alive=5,
+                            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+                            proxy_headers=net.trusted_proxy is not None, forwarded_allow_ips=net.trusted_proxy or "",
+                            ssl_certfile=str(tls.cert) if tls else None, ssl_keyfile=str(tls.key) if tls else None)
+    server = bounded_handshake_server(config, net.header_timeout_s)
+    with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run: Ctrl-C ends the hub quietly
+        server.run()
+    if not server.started:  # as uvicorn.run: the port could not be bound (uvicorn has logged why)
+        sys.exit(STARTUP_FAILURE)

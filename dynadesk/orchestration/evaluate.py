@@ -39,6 +39,7 @@ from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 from dynadesk.orchestration.request import RunRequest, default_limits
 from dynadesk.orchestration.runner_registry import RUNNERS, runner_class
 from dynadesk.orchestration.runners import Runner, RunOutcome
+from dynadesk.orchestration.timed_accuracy import gold_labels
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
@@ -357,7 +358,8 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
             raise SpecError("metrics.json 'values' is not a list")
         rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows,
                              metrics.get("tags"))
-        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file)
+        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file,
+                                 gold_labels(Spec.read(folder.spec_file), folder.data_dir))
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in rows]
         bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only

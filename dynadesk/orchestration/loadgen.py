@@ -1,29 +1,38 @@
 """The host is the load generator (after MLPerf LoadGen): it issues every timed query and holds the clock.
 
 The worker runs next to the model's code, so nothing it prints or writes about time can be trusted. Once
-its prediction pass is written, the worker connects to a Unix socket this module listens on, in a folder of
-the host's (the Docker runner mounts it into the container, the local runner passes its path). Over it:
+the model is loaded, and BEFORE its prediction pass, the worker connects to a Unix socket this module
+listens on, in a folder of the host's (the Docker runner mounts it into the container, the local runner
+passes its path). Over it:
 
-1. the worker says ``hello`` (protocol ``PROTOCOL``) with its token-sorted order of each test set (the host
-   checks it is a permutation of the set; its batches are that order cut every ``batch_size``: the pass's own
-   batches);
-2. the host, for each test set, issues the timed queries itself: each carries the examples themselves (they
-   reach the sandbox only as issued) and a fresh random nonce the answer must echo (an answer written before
-   its query was issued cannot carry it). The host stamps issue and answer with its own clock
-   (``time.perf_counter``); those stamps are the figures;
-3. the host sends the figures back (``done``) for the worker to write into its result files, where the host
-   later finds them unchanged (:func:`dynadesk.orchestration.bounds.check_measured`), and compares every
-   answer with the prediction pass's answer for the same example.
+1. the worker says ``hello`` (protocol ``PROTOCOL``);
+2. the host, for each test set, issues the timed queries itself: each carries the examples themselves and a
+   fresh random nonce the answer must echo (an answer written before its query was issued cannot carry it).
+   The host stamps issue and answer with its own clock (``time.perf_counter``); those stamps are the figures;
+3. only then does the host put the run's data files into the folder the sandbox reads them from
+   (:attr:`LoadGen.sandbox_data`, empty until now), and send the figures back (``done``) for the worker to
+   write into its result files, where the host later finds them unchanged
+   (:func:`dynadesk.orchestration.bounds.check_measured`); the worker then runs its prediction pass, and the
+   host compares every timed answer with the pass's answer for the same example.
 
-Samples (issue 50 item 2): batch-1 windows take ``latency_samples`` examples, one from each equal stratum of
-the token-sorted order; batched windows take ``ceil(batched_queries / batch_size)`` of the pass's batches, one
-from each stratum of the batch list; the position within each stratum rotates from window to window. The
-warm-up's speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is
-timed in proportion whatever the load. A window issues its sample whole (repeated until ``min_seconds``);
-batch-1 queries one at a time (a query's latency is issue to answer), batched ones up to
-``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). Noise: the worker's own view of other
-processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
-measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
+The replay hole (issue 45): when the pass came first, a model could keep the pass's answers keyed by the
+input and answer every timed query from that cache at once (seen: 12,316 examples/s for a model whose honest
+ceiling is 33, every answer "equal to the pass"). Now no timed input has reached the sandbox before it is
+issued; the next cache is the windows' own (an example asked twice), so the host issues each example once
+while unseen ones remain (:class:`Fresh`), and where it must ask one again (a small set, a fast model filling
+``min_seconds``) an example answered much faster the second time voids the windows (:func:`replay_check`).
+
+Samples (issue 50 item 2): the host orders each test set by its inputs' length in characters (stable; the
+model's tokenizer is inside the sandbox, and the sandbox has not seen the data); batch-1 windows take
+``latency_samples`` examples, one from each equal stratum of that order; batched windows take
+``ceil(batched_queries / batch_size)`` batches (that order cut every ``batch_size``), one from each stratum;
+the strata are drawn from the examples not yet issued, so they move from window to window. The warm-up's
+speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is timed in
+proportion whatever the load. A window issues its sample whole (repeated until ``min_seconds``); batch-1
+queries one at a time (a query's latency is issue to answer), batched ones up to ``BATCHED_IN_FLIGHT`` at a
+time (the model never waits for the host). Noise: the worker's own view of other processes' CPU (in-process,
+see docs/measurement.md) plus the spread of the host's figures; a noisy measurement is taken again as before
+(:mod:`dynadesk.evaluator.measurement`).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import secrets
 import shutil
 import socket
@@ -44,8 +54,9 @@ from typing import Any
 
 from dynadesk.evaluator.measurement import RETRY_BUDGET_S, SPREAD, latency, median, spread
 from dynadesk.evaluator.schema import PARTS_DIR, Spec
+from dynadesk.orchestration.loadgen_fresh import Fresh, host_order, replay_check, vocabulary, warm_up_examples
 
-PROTOCOL = "dynadesk-loadgen/1"
+PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
 CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
 SOCKET_NAME = "s"
@@ -58,6 +69,10 @@ BATCHED_IN_FLIGHT = 16
 
 class LoadGenError(RuntimeError):
     """The worker broke the protocol (or the host could not run it): its timed figures are not observed."""
+
+
+class WorkerStopped(LoadGenError):
+    """The worker itself stopped its timed windows (its own error file says why): not the host's refusal."""
 
 
 def answer_key(prediction: object) -> object:
@@ -109,11 +124,19 @@ class LoadGen:
         self.listener.listen(1)
         self.listener.settimeout(0.2)
         self.conn: socket.socket | None = None
-        self.issuing = False  # the first timed query was issued (the memory floor's samples stop here)
+        self.issuing = False  # the timed windows are on (the memory floor's samples skip them)
+        self.windows_over = False  # the worker acknowledged the figures: its prediction pass comes next
+        self.pass_over = False  # every dataset's finished predictions are in out/parts (sticky)
+        # the folder the sandbox reads the data from: empty until the windows are over (:meth:`_stage_data`)
+        self.sandbox_data = Path(tempfile.mkdtemp(prefix="dynadesk-data-"))
+        os.chmod(self.sandbox_data, 0o755)
+        self.inputs = [str(f["name"]) for f in self.spec.task.get("inputs") or [] if isinstance(f, dict)]
+        self._rng = random.Random(secrets.token_hex(16))
         self.problems: list[str] = []
         self.datasets: dict[str, Any] = {}
         self.answers: dict[str, dict[str, object]] = {}
         self.finished = False
+        self.refused: str | None = None  # why the host refused the windows, when it did (the run's verdict)
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
 
@@ -136,6 +159,38 @@ class LoadGen:
             if s is not None:
                 s.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.sandbox_data, ignore_errors=True)
+
+    def counting(self) -> bool:
+        """Whether a memory sample taken now belongs to what the worker's memory figure covers: loading (until
+        the first warm-up query) and the prediction pass (from the worker's acknowledgement of the figures to
+        the last dataset's finished predictions in ``out/parts``; the worker measures after that, so writing
+        its files and its environment's report are outside). The runners sample the floor's peak here."""
+        if self.issuing or self.pass_over:
+            return False
+        if self.windows_over and all(self._part_done(ds.file) for ds in self.spec.datasets):
+            self.pass_over = True
+            return False
+        return True
+
+    def _part_done(self, file: str) -> bool:
+        try:
+            return all(stat.S_ISREG(os.lstat(self.out_dir / PARTS_DIR / name).st_mode)
+                       for name in (file, file + ".done.json"))
+        except OSError:
+            return False
+
+    def _stage_data(self) -> None:
+        """Put the run's data files where the sandbox reads them, once no timed query is left to issue (a
+        link where the file system allows, else a copy): before this the model has seen none of them."""
+        for ds in self.spec.datasets:
+            src, dst = self.data_dir / ds.file, self.sandbox_data / ds.file
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copyfile(src, dst)
+                os.chmod(dst, 0o644)
 
     def report(self) -> dict[str, Any]:
         problems = list(self.problems)
@@ -143,7 +198,22 @@ class LoadGen:
             problems.append("the worker never asked for its timed windows (no connection to the host's load "
                             "generator)")
         return {"protocol": PROTOCOL, "finished": self.finished and not problems, "problems": problems[:20],
-                "datasets": self.datasets, "answers": self.answers}
+                "datasets": self.datasets, "answers": self.answers, "max_new_tokens": self._max_new_tokens(),
+                "refused": self.refused}
+
+    def _max_new_tokens(self) -> int | None:
+        """The most tokens one answer can have (a generative model's manifest, its default else); None for a
+        model that does not generate. Bounds the worker's tokens/s and first-token time (:mod:`.bounds`)."""
+        from dynadesk.evaluator.prompts import default_generation
+
+        manifest = self.spec.model.get("manifest") or {}
+        if not isinstance(manifest, dict) or "prompt" not in manifest:
+            return None
+        given = (manifest.get("generation") or {}).get("max_new_tokens") if isinstance(
+            manifest.get("generation"), dict) else None
+        value = given if isinstance(given, int) and not isinstance(given, bool) and given > 0 else \
+            default_generation()["max_new_tokens"]
+        return int(value)
 
     # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:
@@ -166,6 +236,8 @@ class LoadGen:
             self.finished = True
         except Exception as exc:  # noqa: BLE001 - any failure voids the windows; the worker must not wait on
             self.problems.append(str(exc) if isinstance(exc, LoadGenError) else f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, LoadGenError) and not isinstance(exc, WorkerStopped):
+                self.refused = self.problems[-1]  # the host's own finding (a replayed answer, a foreign nonce...)
             self._send({"op": "refuse", "why": self.problems[-1]}, quiet=True)
 
     def _send(self, message: dict[str, Any], quiet: bool = False) -> None:
@@ -186,76 +258,69 @@ class LoadGen:
         if not isinstance(message, dict):
             raise LoadGenError(f"a message from the worker that is not an object: {line[:80]!r}")
         if message.get("op") == "error":  # the worker failed (its own error file says why)
-            raise LoadGenError(f"the worker stopped its timed windows: {str(message.get('why'))[:300]}")
+            raise WorkerStopped(f"the worker stopped its timed windows: {str(message.get('why'))[:300]}")
         return message
 
-    def _hello(self) -> dict[str, list[int]]:
+    def _hello(self) -> None:
         hello = self._recv()
         if hello.get("hello") != PROTOCOL:
             raise LoadGenError(f"the worker speaks {str(hello.get('hello'))[:40]!r}, the host {PROTOCOL!r}: "
                                "rebuild the image with 'dynadesk image build'")
-        missing = [d.name for d in self.spec.datasets if not self._part_done(d.file)]
-        if missing:
-            raise LoadGenError(f"the worker asked for its timed windows before its prediction pass was written "
-                               f"(no finished predictions for {', '.join(missing[:5])})")
-        orders = hello.get("order")
-        if not isinstance(orders, dict):
-            raise LoadGenError("the worker's hello has no 'order'")
-        return orders
-
-    def _part_done(self, file: str) -> bool:
-        try:
-            return all(stat.S_ISREG(os.lstat(self.out_dir / PARTS_DIR / name).st_mode)
-                       for name in (file, file + ".done.json"))
-        except OSError:
-            return False
 
     def _drive(self) -> None:
-        orders = self._hello()
+        self._hello()
+        self.issuing = True  # from the warm-up on: the worker's allocator is the timing one until the pass
         s = self.spec.settings
         for ds in self.spec.datasets:
             if ds.role != "test":
                 continue
             examples = read_examples(self.data_dir / ds.file)
-            order = orders.get(ds.name)
-            if not isinstance(order, list) or sorted(order) != list(range(len(examples))) or \
-                    any(isinstance(i, bool) for i in order):
-                raise LoadGenError(f"the worker's order of '{ds.name}' is not a permutation of its "
-                                   f"{len(examples)} examples")
+            order = host_order(examples, self.inputs)
+            words = vocabulary(examples, self.inputs)
+            issued: set[int] = set()  # both modes': a batch-1 answer must not serve a batched query
             self.answers[ds.name] = {}
-            batches = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
-            one = [[order[p]] for p in range(len(order))]
-            batch1 = self._measure(ds.name, "batch1", examples, one, s.latency_samples, 1)
+            batch1 = self._measure(ds.name, "batch1", examples, Fresh(order, 0, 1, issued), words, s.latency_samples, 1)
             lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
-            batched = self._measure(ds.name, "batched", examples, batches,
+            batched = self._measure(ds.name, "batched", examples, Fresh(order, 1, s.batch_size, issued), words,
                                     math.ceil(s.batched_queries / s.batch_size), BATCHED_IN_FLIGHT)
             batched.pop("per_call_ms")
             batched.pop("per_trial_ms")
             batch1["batch_size"], batched["batch_size"] = 1, s.batch_size
             self.datasets[ds.name] = {"batch1": batch1, "batched": batched, "latency": lat}
+        self._stage_data()
         self._send({"op": "done", "datasets": self.datasets})
         ack = self._recv()
         if ack.get("op") != "written":
             raise LoadGenError("the worker did not acknowledge the host's figures")
+        self.issuing = False  # the worker gave back what the windows held before it acknowledged
+        self.windows_over = True
 
-    def _measure(self, name: str, mode: str, examples: list[dict[str, Any]], units: list[list[int]],
+    def _measure(self, name: str, mode: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str],
                  per_window: int, depth: int) -> dict[str, Any]:
-        """Warm-up, trials and retries of one measurement (the shape :func:`measurement.measure` gives)."""
+        """Warm-up, trials and retries of one measurement (the shape :func:`measurement.measure` gives); each
+        trial on examples not issued before (``pool``), none taken once it has none left."""
         s = self.spec.settings
         attempts: list[dict[str, Any]] = []
+        services: list[tuple[bool, float]] = []
         started = time.perf_counter()
         for attempt in range(s.noise_retries + 1):
-            each = self._warm_up(name, examples, units)
+            each = self._warm_up(name, examples, pool, words)
             # a window lasts about MAX_WINDOW_S at most: fewer strata on a slow model or a loaded machine, never
             # the first few (the protocol before this one timed only the shortest batches under load)
             k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
+            # unseen units for every trial, in equal shares; a set too small for that (a small set, a retry) asks
+            # its share again, and replay_check compares the examples asked again with their first answers
+            fresh = len(pool.units()) >= s.trials
+            share = pool.share(k, s.trials) if fresh else k
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
             for trial in range(s.trials):
-                sample = [units[p] for p in strata(len(units), k, (trial + 0.5) / s.trials)]
+                units = pool.units() if fresh else pool.all_units()
+                sample = [units[p] for p in strata(len(units), share, (trial + 0.5) / s.trials)]
                 self._send({"op": "window", "set": name, "mode": mode})
-                queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds))
+                queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),
+                                                               pool, services)
                 self._send({"op": "end"})
                 if seconds <= 0:
                     raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
@@ -278,6 +343,9 @@ class LoadGen:
                              "per_trial_ms": per_trial})
             if not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S:
                 break
+        replayed = replay_check(name, mode, services)
+        if replayed:
+            raise LoadGenError(replayed)
         last = attempts[-1]
         return {"value": last["median"], "unit": "examples/s", "median": last["median"],
                 "spread": last["noise"]["spread"], "trials": last["trials"], "noise": last["noise"],
@@ -287,42 +355,69 @@ class LoadGen:
                 "protocol": {"issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
                              "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
                              "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-                             "trials": s.trials, "retries": s.noise_retries}}
+                             "trials": s.trials, "retries": s.noise_retries,
+                             "examples_issued": len(pool.issued), "share": len(pool.order),
+                             "asked_again": sum(1 for fresh, _ in services if not fresh)}}
 
-    def _warm_up(self, name: str, examples: list[dict[str, Any]], units: list[list[int]]) -> float:
+    def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after
-        ``WARMUP_S``); the mean seconds of one, which sizes the windows."""
+        ``WARMUP_S``), on inputs of the units' lengths made of random words of the set
+        (:func:`warm_up_examples`); the mean seconds of one, which sizes the windows."""
         want = max(1, self.spec.settings.warmup)
+        units = pool.all_units()
         spent, done = 0.0, 0
         for p in strata(len(units), want, 0.5):
-            _, seconds, _, _ = self._window(name, examples, [units[p]], 1, 0.0)
-            spent, done = spent + seconds, done + 1
+            salad = warm_up_examples([examples[i] for i in units[p]], self.inputs, words, self._rng)
+            spent += self._issue_untimed(name, salad)
+            done += 1
             if spent >= WARMUP_S:
                 break
         return spent / done
 
+    def _asked(self, example: dict[str, Any]) -> dict[str, Any]:
+        """What a query carries of an example: its input fields only (the model answers from them; its id, gold
+        label and metadata would let a model key a cache by id or answer with the label)."""
+        return {k: example[k] for k in self.inputs if k in example} if self.inputs else example
+
+    def _issue_untimed(self, name: str, batch: list[dict[str, Any]]) -> float:
+        """One warm-up query (answers not compared: its inputs are no example's); its seconds on the host."""
+        nonce = secrets.token_hex(8)
+        issued = time.perf_counter()
+        self._send({"op": "query", "nonce": nonce, "examples": [self._asked(ex) for ex in batch]})
+        reply = self._recv()
+        took = time.perf_counter() - issued
+        preds = reply.get("predictions")
+        if reply.get("nonce") != nonce or not isinstance(preds, list) or len(preds) != len(batch):
+            raise LoadGenError(f"a warm-up answer on '{name}' does not carry its query's nonce or has "
+                               f"{len(preds) if isinstance(preds, list) else 'no'} predictions for {len(batch)}")
+        return took
+
     def _window(self, name: str, examples: list[dict[str, Any]], sample: Sequence[list[int]], depth: int,
-                min_seconds: float) -> tuple[int, float, list[float], float]:
+                min_seconds: float, pool: Fresh, services: list[tuple[bool, float]]
+                ) -> tuple[int, float, list[float], float]:
         """Issue ``sample`` (whole, repeated until ``min_seconds``) with ``depth`` queries in flight: (examples
         answered, seconds, per-query ms, the worker's own account of its calls' seconds, informational). One in
         flight: seconds are the sum of the queries' issue-to-answer times; more: the span from the first issue
-        to the last answer."""
-        self.issuing = True
-        pending: list[tuple[str, list[int], float]] = []
+        to the last answer. Each query's seconds per example, and whether its examples were asked for the first
+        time, go to ``services`` (:func:`replay_check`)."""
+        pending: list[tuple[str, list[int], float, bool]] = []
         per_call: list[float] = []
         queries, busy, inside = 0, 0.0, 0.0
-        first = time.perf_counter()
+        first = last_answer = time.perf_counter()
         todo = list(sample)
         while True:
             while todo and len(pending) < depth:
                 unit = todo.pop(0)
                 nonce = secrets.token_hex(8)
-                message = json.dumps({"op": "query", "nonce": nonce, "examples": [examples[i] for i in unit]},
+                asked = [self._asked(examples[i]) for i in unit]
+                message = json.dumps({"op": "query", "nonce": nonce, "examples": asked},
                                      separators=(",", ":")).encode() + b"\n"
+                fresh = pool.is_fresh(unit)
+                pool.mark(unit)
                 issued = time.perf_counter()
                 assert self.conn is not None
                 self.conn.sendall(message)
-                pending.append((nonce, unit, issued))
+                pending.append((nonce, unit, issued, fresh))
             if not pending:
                 if time.perf_counter() - first >= min_seconds:
                     break
@@ -330,11 +425,14 @@ class LoadGen:
                 continue
             reply = self._recv()
             answered = time.perf_counter()
-            nonce, unit, issued = pending.pop(0)
+            nonce, unit, issued, fresh = pending.pop(0)
             inside += self._check_answer(name, examples, unit, nonce, reply)
+            if per_call:  # a window's first answer waits for a worker woken from its idle read: left out
+                services.append((fresh, (answered - max(issued, last_answer)) / len(unit)))
             per_call.append((answered - issued) * 1000)
             busy += answered - issued
             queries += len(unit)
+            last_answer = answered
         return queries, (time.perf_counter() - first if depth > 1 else busy), per_call, inside
 
     def _check_answer(self, name: str, examples: list[dict[str, Any]], unit: list[int], nonce: str,

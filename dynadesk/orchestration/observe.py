@@ -6,12 +6,12 @@ view of the same run (:mod:`.bounds` checks the worker's figures against it):
 * **Timed windows.** The host issues every timed query itself and stamps it (:mod:`.loadgen`); what it
   measured is recorded here as ``loadgen``.
 * **Memory.** Sampled every poll of the runner's loop (``runners.POLL_S``), its peak kept over the samples
-  taken before the host issued the first timed query (the worker's memory figure is taken before its timed
-  windows, whose allocator keeps more) and over the whole run: the anonymous memory of
-  the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1, ``anon`` on v2, plus
-  the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the worker's process
-  tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants). A sampled
-  peak can only be below the true one, which is the safe side for a lower bound.
+  taken outside the timed windows (loading before them, the prediction pass after them: the worker's memory
+  figure covers those two and leaves out the windows, whose allocator keeps more) and over the whole run:
+  the anonymous memory of the container's cgroup (Docker: ``memory.stat`` ``total_rss`` on cgroup v1,
+  ``anon`` on v2, plus the cgroup's own peak ``memory.max_usage_in_bytes`` / ``memory.peak``), or of the
+  worker's process tree (local runner: ``RssAnon`` of /proc/PID/status for the worker and its descendants).
+  A sampled peak can only be below the true one, which is the safe side for a lower bound.
 
 Nothing here trusts what the worker wrote to ``out/``.
 """
@@ -57,7 +57,7 @@ class MemoryWatch(abc.ABC):
     def __init__(self) -> None:
         self.anon_peak = 0
         self.samples = 0
-        self.before_windows_peak = 0  # the peak of the samples taken before the host issued the first timed query
+        self.before_windows_peak = 0  # the peak of the samples taken outside the timed windows (the name is older)
         self.before_windows_samples = 0
         self.unavailable: str | None = None
 
@@ -66,8 +66,8 @@ class MemoryWatch(abc.ABC):
         """The run's anonymous memory now; None when it cannot be read (the run has ended, say)."""
 
     def sample(self, before_windows: bool) -> None:
-        """One reading; ``before_windows``: the host has not yet issued a timed query (the worker
-        measures its memory before its timed windows, whose allocator may keep more)."""
+        """One reading; ``before_windows``: the timed windows are not on (the worker measures its memory over
+        loading and the pass, outside its timed windows, whose allocator may keep more)."""
         value = self.anon_bytes()
         if value is not None:
             self.anon_peak = max(self.anon_peak, value)

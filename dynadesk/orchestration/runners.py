@@ -228,7 +228,9 @@ class LocalRunner(Runner):
         watch = _Watch(paths, limits, cancel)
         loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
-            proc = subprocess.Popen([*self.command(paths), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
+            # the data folder the worker reads is the load generator's, empty until the timed windows are over
+            staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)
+            proc = subprocess.Popen([*self.command(staged), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     start_new_session=True)
         except OSError as exc:
@@ -245,7 +247,7 @@ class LocalRunner(Runner):
             reader.start()
             while proc.poll() is None:
                 out.drain()
-                memory.sample(before_windows=not loadgen.issuing)
+                memory.sample(before_windows=loadgen.counting())
                 verdict = watch.verdict()
                 if verdict:
                     self._kill(proc)
@@ -292,6 +294,10 @@ def _outcome(verdict: str | None, code: int | None, log: str, seconds: float, pa
     if code == -signal.SIGKILL:
         return RunOutcome("oom", code, log, seconds, "the worker was killed (SIGKILL), most likely by the "
                                                      "kernel's out-of-memory killer", details)
+    refused = ((details.get("observed") or {}).get("loadgen") or {}).get("refused")
+    if refused:  # the host's load generator refused the timed windows, and the worker stopped on that
+        return RunOutcome("out_of_bounds", code, log, seconds,
+                          f"the host refused this run's timed windows: {refused}", details)
     return RunOutcome("error", code, log, seconds, _error_message(paths.out_dir, code, log), details)
 
 
@@ -440,7 +446,9 @@ class DockerRunner(Runner):
         watch = _Watch(paths, limits, cancel)
         loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
         try:
-            opts = self.container_options(paths, limits)  # the host's socket folder, mounted; the worker told
+            # /data is the load generator's folder, empty until the timed windows are over (the replay hole)
+            staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)
+            opts = self.container_options(staged, limits)  # the host's socket folder, mounted; the worker told
             opts["volumes"][str(loadgen.dir)] = {"bind": CONTAINER_DIR, "mode": "ro"}
             opts["command"] = [*opts["command"], "--loadgen", f"{CONTAINER_DIR}/{SOCKET_NAME}"]
             try:
@@ -475,7 +483,7 @@ class DockerRunner(Runner):
             cpu_seen = 0.0
             while True:
                 out.drain()
-                memory.sample(before_windows=not loadgen.issuing)
+                memory.sample(before_windows=loadgen.counting())
                 cpu_seen = container_cpu_seconds(container.id) or cpu_seen
                 container.reload()
                 if container.status in ("exited", "dead"):

@@ -205,6 +205,34 @@ def test_a_slow_connection_flood_is_bounded_and_logged_once(bare: Path, tmp_path
                 s.close()
 
 
+@pytest.mark.parametrize("greeting", [b"", bytes.fromhex("16030100c8010000c40303")],
+                         ids=["nothing", "half-a-client-hello"])
+def test_a_connection_stuck_in_the_tls_handshake_is_closed_within_the_header_timeout(bare: Path, tmp_path: Path,
+                                                                                   greeting: bytes):
+    """Seen on the old code: a connection to the `--lan` hub that never finished its TLS handshake (it sent
+    nothing, or half a ClientHello) held its descriptor for asyncio's 60 s, whatever `--header-timeout` said
+    (uvicorn passes no handshake timeout, and its request-head deadline starts after the handshake). Now the
+    handshake has the header timeout too; other clients are served meanwhile."""
+    log = tmp_path / "hub.log"
+    with hub(bare, log, "--lan", "--header-timeout", "2", scheme="https") as url:
+        port = int(url.rsplit(":", 1)[1])
+        stuck = []
+        for _ in range(40):
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+            s.sendall(greeting) if greeting else None
+            stuck.append(s)
+        start = time.monotonic()
+        try:
+            assert requests.get(url + "/", verify=False, timeout=5).status_code == 200  # served meanwhile
+            while not all(_closed_by_peer(s) for s in stuck):
+                assert time.monotonic() - start < 6, (f"{sum(not _closed_by_peer(s) for s in stuck)} handshakes "
+                                                      "still held 6 s after they stalled (header timeout 2 s)")
+                time.sleep(0.25)
+        finally:
+            for s in stuck:
+                s.close()
+
+
 def test_warm_up_threads_do_not_race_on_the_lazy_import(tmp_path: Path):
     home = tmp_path / "home"
     build_workspace(home, tmp_path / "models")  # two targets (sentiment and QA), both transformers models

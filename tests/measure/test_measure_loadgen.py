@@ -29,7 +29,7 @@ from dynadesk.orchestration.bounds import (
     host_figures,
 )
 from dynadesk.orchestration.evaluate import evaluate
-from dynadesk.orchestration.loadgen import LoadGen, answer_key, strata
+from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen, answer_key, strata
 from dynadesk.orchestration.output import WorkerOutput
 from dynadesk.workspace import Workspace
 
@@ -106,10 +106,7 @@ def _loadgen(tmp_path: Path) -> tuple[LoadGen, list[dict]]:
                                   noise_retries=0))
     (tmp_path / "spec").mkdir()
     spec.write(tmp_path / "spec" / "spec.json")
-    parts = tmp_path / "out" / "parts"
-    parts.mkdir(parents=True)
-    for name in ("d000.jsonl", "d000.jsonl.done.json"):
-        (parts / name).write_text("{}")
+    (tmp_path / "out").mkdir()
     return LoadGen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out").start(), examples
 
 
@@ -127,7 +124,7 @@ def test_an_answer_written_before_its_query_cannot_carry_its_nonce_and_voids_the
     lg, _examples = _loadgen(tmp_path)
     sock, _rfile = _client(lg)
     # the model answers ahead of the host: a correct-looking answer, already waiting when the first query comes
-    _send(sock, {"hello": "dynadesk-loadgen/1", "order": {"s": [0, 1, 2, 3, 4, 5]}})
+    _send(sock, {"hello": PROTOCOL})
     _send(sock, {"nonce": "guessed", "predictions": [{"label": "a"}], "seconds": 0.0})
     lg._thread.join(timeout=10)
     sock.close()
@@ -138,22 +135,15 @@ def test_an_answer_written_before_its_query_cannot_carry_its_nonce_and_voids_the
         host_figures({"loadgen": report}, ["s"])
 
 
-def test_a_worker_that_asks_before_its_pass_is_written_or_sends_a_foreign_order_is_refused(tmp_path):
+def test_a_worker_of_the_protocol_before_the_replay_fix_is_refused_naming_the_rebuild(tmp_path):
     lg, _examples = _loadgen(tmp_path)
     sock, _rfile = _client(lg)
-    _send(sock, {"hello": "dynadesk-loadgen/1", "order": {"s": [0, 0, 1, 2, 3, 4]}})
+    _send(sock, {"hello": "dynadesk-loadgen/1", "order": {"s": [0, 1, 2, 3, 4, 5]}})  # its pass already ran
     lg._thread.join(timeout=10)
+    assert lg.sandbox_data.is_dir() and not any(lg.sandbox_data.iterdir())  # no data reached the sandbox's folder
     sock.close()
     lg.close()
-    assert "is not a permutation of its 6 examples" in lg.report()["problems"][0]
-    early, _ = _loadgen(tmp_path / "early")
-    (tmp_path / "early" / "out" / "parts" / "d000.jsonl.done.json").unlink()
-    sock, _rfile = _client(early)
-    _send(sock, {"hello": "dynadesk-loadgen/1", "order": {"s": list(range(6))}})
-    early._thread.join(timeout=10)
-    sock.close()
-    early.close()
-    assert "before its prediction pass was written" in early.report()["problems"][0]
+    assert "the host 'dynadesk-loadgen/2': rebuild the image" in lg.report()["problems"][0]
 
 
 def test_an_honest_local_run_takes_its_figures_from_the_host_and_its_answers_match_the_pass(home, store, tmp_path):

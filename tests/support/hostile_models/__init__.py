@@ -22,7 +22,8 @@ from dynadesk.orchestration.runners import DockerRunner, Limits, RunPaths
 
 PAYLOAD_DIR = Path(__file__).resolve().parent / "payload"
 BEHAVIOURS = ("network", "write_model", "fork_bomb", "memory", "hang", "symlink_out", "fill_out", "flood",
-              "rewrite_metrics", "duplicate_id", "missing_id", "inflate_throughput", "shrink_memory", "forge_windows")
+              "rewrite_metrics", "duplicate_id", "missing_id", "inflate_throughput", "shrink_memory", "forge_windows",
+              "replay")
 
 
 def make_hostile_model(path: Path, behaviour: str, target: str | None = None) -> Path:

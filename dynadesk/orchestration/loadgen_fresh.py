@@ -1,0 +1,108 @@
+"""Timed queries on inputs the model has not seen (issue 45, the replay hole), for :mod:`.loadgen`.
+
+A model's code may keep every answer it gives, keyed by the input, and answer an input it has seen before at
+once. The prediction pass now runs after the timed windows and the data reach the sandbox only then, so what
+such a cache can hold at a timed query is what the host itself issued before it. Hence:
+
+* :func:`host_order`: the host orders a set by its inputs' length (the sandbox cannot tell it the token order:
+  it has not seen the data);
+* :class:`Fresh`: batch-1 and batched windows draw from disjoint halves of that order (a batch-1 answer cannot
+  serve a batched query), each example issued once while unseen ones remain in its half, in equal shares for
+  the trials of an attempt; an attempt with fewer unseen units than trials (a small set, a noise retry) asks its
+  half again;
+* :func:`warm_up_examples`: the warm-up asks inputs of the same lengths made of words drawn at random from
+  the set (it warms the model and sizes the windows): inputs no timed query repeats or resembles;
+* :func:`replay_check`: where a window must cycle its sample to last ``min_seconds`` (a fast model, a small
+  set) or an attempt asks its half again, an example asked again is compared with the examples asked for the
+  first time: answered ``REPLAY_RATIO`` times faster per example (and ``REPLAY_MIN_GAP_S`` sooner) voids the
+  windows.
+
+What is left: a model that memorised the test set itself (its answers shipped in its folder) answers unseen
+queries from that table; that is a leak of the test set, which no timing can show (docs/measurement.md).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from dynadesk.evaluator.measurement import median
+
+# an example asked again answered this many times faster than first-time ones: a cache. An honest tiny model on a
+# loaded 2-core machine was 4x faster on its repeats (warm primitives per input shape, a worker woken for the
+# second query of a window and not the first), a replaying one 993x
+REPLAY_RATIO = 10.0
+REPLAY_MIN_GAP_S = 0.001  # ... and this much sooner per example (a model of a few microseconds varies more)
+REPLAY_MIN_QUERIES = 3  # queries of each kind a measurement needs before the two are compared
+
+
+def host_order(examples: Sequence[dict[str, Any]], inputs: Sequence[str]) -> list[int]:
+    """Example indices by the total length of their input fields in characters (stable, a pure function of the
+    data: the batch order the worker uses without a tokenizer)."""
+    return sorted(range(len(examples)), key=lambda i: sum(len(str(examples[i].get(k, ""))) for k in inputs))
+
+
+class Fresh:
+    """One mode's share of a test set (``order[part::2]``): its units, preferring examples not yet issued."""
+
+    def __init__(self, order: Sequence[int], part: int, size: int, issued: set[int]):
+        self.order = list(order[part::2]) or list(order)  # a set of one example: both modes share it
+        self.size = size
+        self.issued = issued  # the set's examples issued so far, by either mode
+
+    def units(self) -> list[list[int]]:
+        """Units (``size`` examples, length-sorted) of the examples not yet issued; empty once all were."""
+        fresh = [i for i in self.order if i not in self.issued]
+        return [fresh[i:i + self.size] for i in range(0, len(fresh), self.size)]
+
+    def all_units(self) -> list[list[int]]:
+        """Every unit of this share (the first attempt of a set too small to have any unseen left)."""
+        return [self.order[i:i + self.size] for i in range(0, len(self.order), self.size)]
+
+    def share(self, k: int, trials: int) -> int:
+        """How many units each of ``trials`` may take (at most ``k``) so that all find unseen ones, in equal
+        shares (at least one)."""
+        return max(1, min(k, len(self.units()) // max(1, trials)))
+
+    def is_fresh(self, unit: Sequence[int]) -> bool:
+        return not any(i in self.issued for i in unit)
+
+    def mark(self, unit: Sequence[int]) -> None:
+        self.issued.update(unit)
+
+
+def vocabulary(examples: Sequence[dict[str, Any]], inputs: Sequence[str]) -> list[str]:
+    """Every word of a set's text inputs (with repeats: drawn from, it keeps their frequencies)."""
+    return [w for ex in examples for key in inputs if isinstance(ex.get(key), str) for w in ex[key].split()]
+
+
+def warm_up_examples(examples: Sequence[dict[str, Any]], inputs: Sequence[str], words: Sequence[str],
+                     rng: random.Random) -> list[dict[str, Any]]:
+    """``examples`` with each text input replaced by as many words drawn at random from the set's ``words``:
+    warm-up inputs of the same lengths and vocabulary that no timed query repeats or resembles (the words of an
+    example shuffled would let a cache keyed by its bag of words answer the example itself from the warm-up)."""
+    out = []
+    for ex in examples:
+        copy = dict(ex)
+        for key in inputs:
+            if isinstance(copy.get(key), str) and words:
+                copy[key] = " ".join(rng.choice(words) for _ in copy[key].split()) or copy[key]
+        out.append(copy)
+    return out
+
+
+def replay_check(name: str, mode: str, services: Sequence[tuple[bool, float]]) -> str | None:
+    """Why the windows of ``name`` (``mode``) look answered from a cache, or None. ``services``: for each timed
+    query, whether every example in it was asked for the first time, and its seconds per example on the host's
+    clock (from its issue, or the previous answer when it waited behind one, to its answer)."""
+    first = [s for fresh, s in services if fresh]
+    again = [s for fresh, s in services if not fresh]
+    if len(first) < REPLAY_MIN_QUERIES or len(again) < REPLAY_MIN_QUERIES:
+        return None
+    first_s, again_s = median(first), median(again)
+    if first_s > REPLAY_RATIO * again_s and first_s - again_s > REPLAY_MIN_GAP_S:
+        return (f"the timed windows of '{name}' ({mode}) were answered {first_s / max(again_s, 1e-9):.0f}x faster "
+                f"when asked again ({1000 * again_s:.3f} ms per example against {1000 * first_s:.3f} ms the first "
+                f"time, {len(again)} and {len(first)} queries): answers replayed from a cache, not computed")
+    return None

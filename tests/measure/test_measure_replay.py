@@ -1,0 +1,157 @@
+"""Issue 45, the replay hole, on the host's load generator itself (the Docker attack: test_measure_replay_docker.py).
+
+A worker stands in for the model over the real Unix socket: slow on an input it has not seen, instant on one it
+has (a cache keyed by the input), or slow on every input (honest). The host must issue each example once while
+unseen ones remain, keep the data out of the sandbox's folder until the windows are over, warm up on inputs no
+timed query repeats, and void the windows when an example asked again comes back much faster.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from dynadesk.orchestration.bounds import BoundExceeded, host_figures
+from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen
+from dynadesk.orchestration.loadgen_fresh import replay_check
+
+SLOW_S = 0.004  # seconds per example the stand-in model spends on an input it computes
+
+
+def _loadgen(tmp_path: Path, n: int, min_seconds: float, trials: int = 3) -> LoadGen:
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+
+    words = "good bad film plot actor scene long short dull bright".split()
+    examples = [{"id": f"e{i}", "statement": " ".join(words[(i + j) % 10] for j in range(1 + i % 7)) + f" {i}",
+                 "label": "a"} for i in range(n)]
+    (tmp_path / "data").mkdir(parents=True)
+    (tmp_path / "data" / "d000.jsonl").write_text("".join(json.dumps(e) + "\n" for e in examples))
+    spec = Spec(task={"inputs": [{"name": "statement"}]}, model={"manifest": {}},
+                datasets=[DatasetSpec("s", "d000.jsonl", "0" * 64, n)],
+                settings=Settings(batch_size=4, latency_samples=4, batched_queries=8, warmup=2, trials=trials,
+                                  min_seconds=min_seconds, noise_retries=0))
+    (tmp_path / "spec").mkdir()
+    spec.write(tmp_path / "spec" / "spec.json")
+    (tmp_path / "out").mkdir()
+    return LoadGen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out").start()
+
+
+class StandIn:
+    """The worker's side of the protocol over the host's socket, with a model that caches or not."""
+
+    def __init__(self, lg: LoadGen, cache: bool):
+        self.lg, self.cache = lg, cache
+        self.queries: list[list[dict]] = []
+        self.data_seen_while_timed: list[str] = []
+        self.counted_while_timed: list[bool] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(self.lg.path))
+        rfile = sock.makefile("rb")
+        send = lambda m: sock.sendall(json.dumps(m).encode() + b"\n")  # noqa: E731
+        send({"hello": PROTOCOL})
+        seen: set[str] = set()
+        while line := rfile.readline():
+            m = json.loads(line)
+            if m.get("op") == "query":
+                self.queries.append(m["examples"])
+                self.data_seen_while_timed += [p.name for p in self.lg.sandbox_data.iterdir()]
+                self.counted_while_timed.append(self.lg.counting())
+                keys = [ex["statement"] for ex in m["examples"]]
+                if not (self.cache and all(k in seen for k in keys)):
+                    time.sleep(SLOW_S * len(keys))
+                seen.update(keys)
+                send({"nonce": m["nonce"], "predictions": [{"label": "a"}] * len(keys), "seconds": 0.0})
+            elif m.get("op") == "noise":
+                send({"noise": {"reasons": []}})
+            elif m.get("op") == "done":
+                send({"op": "written"})
+                break
+            elif m.get("op") == "refuse":
+                break
+        sock.close()
+
+    def finish(self, then=None) -> dict:
+        self.thread.join(timeout=60)
+        self.lg._thread.join(timeout=60)
+        staged = sorted(p.name for p in self.lg.sandbox_data.iterdir())
+        if then:
+            then(self.lg)
+        self.lg.close()
+        return {**self.lg.report(), "staged": staged}
+
+
+def test_each_example_is_issued_once_while_unseen_ones_remain_and_the_data_come_after_the_windows(tmp_path):
+    lg = _loadgen(tmp_path, 64, min_seconds=0.0)
+    texts = {json.loads(line)["statement"] for line in (tmp_path / "data" / "d000.jsonl").read_text().splitlines()}
+    stand_in = StandIn(lg, cache=True)
+    report = stand_in.finish()
+    assert report["finished"], report["problems"]
+    timed = [ex["statement"] for q in stand_in.queries for ex in q if ex["statement"] in texts]
+    warm = [ex["statement"] for q in stand_in.queries for ex in q if ex["statement"] not in texts]
+    assert len(timed) == len(set(timed)) >= 3 * 4 + 3 * 4  # batch-1 and batched trials, no example twice
+    assert warm  # the warm-up asked inputs no timed query repeats
+    assert all(set(ex) == {"statement"} for q in stand_in.queries for ex in q)  # inputs only: no id, no label
+    assert stand_in.data_seen_while_timed == [] and report["staged"] == ["d000.jsonl"]
+    batch1, batched = (report["datasets"]["s"][m] for m in ("batch1", "batched"))
+    assert batch1["protocol"]["asked_again"] == batched["protocol"]["asked_again"] == 0
+    # a cache had nothing to serve: the host's figure is the stand-in's honest speed
+    assert batch1["value"] <= 1.3 / SLOW_S and batched["value"] <= 1.3 / SLOW_S
+
+
+def test_a_cache_that_answers_an_example_asked_again_at_once_voids_the_windows(tmp_path):
+    lg = _loadgen(tmp_path, 12, min_seconds=0.15)  # a small set: each window cycles its sample to last 0.15 s
+    report = StandIn(lg, cache=True).finish()
+    assert not report["finished"] and "faster when asked again" in report["problems"][0], report["problems"]
+    assert report["refused"] == report["problems"][0]  # the host's finding: the run's verdict is out_of_bounds
+    assert report["staged"] == []  # refused during the windows: the data never reached the sandbox
+    with pytest.raises(BoundExceeded, match="answers replayed from a cache"):
+        host_figures({"loadgen": report}, ["s"])
+
+
+def test_an_honest_model_asked_again_on_a_small_set_keeps_its_figures(tmp_path):
+    lg = _loadgen(tmp_path, 12, min_seconds=0.15)
+    report = StandIn(lg, cache=False).finish()
+    assert report["finished"], report["problems"]
+    assert report["datasets"]["s"]["batch1"]["protocol"]["asked_again"] > 0
+    assert report["datasets"]["s"]["batch1"]["value"] <= 1.3 / SLOW_S
+
+
+def test_replay_check_needs_both_kinds_and_a_material_gap():
+    slow, fast = (True, 0.03), (False, 0.0001)
+    assert replay_check("s", "batch1", [slow] * 3 + [fast] * 3) is not None
+    assert replay_check("s", "batch1", [slow] * 2 + [fast] * 9) is None  # two first-time queries: too few
+    assert replay_check("s", "batch1", [(True, 0.0009)] * 3 + [(False, 0.00001)] * 3) is None  # under 1 ms apart
+    # an honest tiny model on a loaded machine: 4x faster on its repeats (warm per-shape primitives), kept
+    assert replay_check("s", "batch1", [(True, 0.022)] * 6 + [(False, 0.0054)] * 118) is None
+
+
+def test_the_memory_floor_counts_loading_and_the_pass_never_the_windows(tmp_path):
+    """The host's floor of the worker's memory figure samples what that figure covers: not the windows (their
+    allocator keeps more), the pass after them until its predictions are written, nothing after that."""
+    lg = _loadgen(tmp_path, 24, min_seconds=0.0)
+    assert lg.counting()  # loading
+    stand_in = StandIn(lg, cache=False)
+    seen: list[bool] = []
+
+    def the_pass(lg: LoadGen) -> None:
+        seen.append(lg.counting())  # acknowledged: the pass runs
+        parts = tmp_path / "out" / "parts"
+        parts.mkdir()
+        for name in ("d000.jsonl", "d000.jsonl.done.json"):
+            (parts / name).write_text("{}")
+        seen.append(lg.counting())  # its predictions written: the worker measures, writes its files
+        (parts / "d000.jsonl").unlink()
+        seen.append(lg.counting())  # and stays over whatever it does to out/ then
+
+    assert stand_in.finish(the_pass)["finished"]
+    assert stand_in.counted_while_timed and not any(stand_in.counted_while_timed)
+    assert seen == [True, False, False]

@@ -138,9 +138,9 @@ def bundle_show(file: str, as_json: bool) -> None:
 
     b = parse_bundle(read_capped(file, MAX_BUNDLE_BYTES, "bundle"), file)
     if as_json:
-        echo_json({"id": b.id, "payload": b.payload, "public_key": b.public_key.hex()})
+        echo_json({"id": b.id, "payload": b.payload.to_json(), "public_key": b.public_key.hex()})
         return
-    p = b.payload
+    p = b.payload.to_json()  # printed field by field: the JSON object
     click.echo(f"bundle {b.id}\n  task {p['task']}  model {p['model']['name']} ({p['model']['digest']})\n"
                f"  created {p['created_at']}  runner {p['runner']['kind']}"
                f"{' sandboxed' if p['runner']['sandboxed'] else ''}  key {b.key_fingerprint}\n"

@@ -1,0 +1,584 @@
+"""The parts of a signed bundle payload (:mod:`dynadesk.sync.format.payload`), each a frozen type.
+
+Each part's ``from_json(value, where)`` checks the JSON value field by field, in the order and with the messages
+of the format's checks (:mod:`dynadesk.sync.format.schema`), and ``to_json()`` gives it back exactly (optional
+fields absent stay absent), so the canonical bytes of a parsed payload are the bytes that were signed. The
+settings-like parts (:class:`WorkerSettings`, :class:`Limits`, :class:`RequestSettings`) declare each field's
+kind with :func:`setting`: a new setting is one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from dynadesk.sync.format import schema as _s
+
+__all__ = ["Dataset", "Evaluator", "Interval", "Limits", "Lineage", "Metric", "Model", "Outcome", "Predictions",
+           "Request", "RequestSettings", "Runner", "Served", "Submitter", "Tolerance", "Worker", "WorkerSettings",
+           "json_of"]
+
+S = TypeVar("S", bound="FieldSet")
+
+
+def json_of(value: Any) -> Any:
+    """The JSON value of a part, a tuple of parts, a mapping or a scalar (parts write themselves)."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, tuple):
+        return [json_of(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: json_of(v) for k, v in value.items()}
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ settings
+def setting(kind: str, required: bool, doc: str = "") -> Any:
+    """A field of a settings-like part: ``kind`` (see :func:`_scalar`), whether every payload has it."""
+    return field(default=None, metadata={"kind": kind, "required": required, "doc": doc})
+
+
+KIND_TEXT = {"count": "int ≥ 1", "natural": "int ≥ 0", "integer": "int", "seconds": "0-60", "positive": "number > 0",
+             "bool": "bool", "device": "`\"cpu\"`/`\"cuda\"`", "threads": "int ≥ 1 or null", "gpus": "string or null",
+             "finite": "number", "name": "string"}
+
+
+def _scalar(kind: str, v: Any, w: str) -> None:
+    if kind in ("count", "natural", "integer"):
+        _s.integer(v, w, minimum={"count": 1, "natural": 0, "integer": -(2 ** 53)}[kind])
+    elif kind == "bool":
+        _s.boolean(v, w)
+    elif kind == "device":
+        if v not in ("cpu", "cuda"):
+            _s.fail(w, f"must be 'cpu' or 'cuda', got {v!r:.40}")
+    elif kind == "threads":
+        if v is not None:
+            _s.integer(v, w, minimum=1)
+    elif kind == "gpus":
+        if v is not None:
+            _s.text(v, w, max_len=128)
+    elif kind == "finite":
+        _s.number(v, w)
+    elif kind == "name":
+        _s.text(v, w, max_len=128)
+    elif kind == "seconds":
+        if not 0 <= _s.number(v, w) <= 60:
+            _s.fail(w, f"must be a number of seconds from 0 to 60, got {v!r:.40}")
+    elif _s.number(v, w) <= 0:  # positive
+        _s.fail(w, f"must be a number above 0, got {v!r:.40}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FieldSet:
+    """An object of known scalar fields, each of its declared kind; ``present``: the fields it has (an optional
+    field absent and one present as null differ in the signed bytes)."""
+
+    present: frozenset[str] = frozenset()
+
+    @classmethod
+    def spec(cls) -> dict[str, tuple[str, bool]]:
+        """name -> (kind, required), in declaration order."""
+        return {f.name: (f.metadata["kind"], f.metadata["required"]) for f in fields(cls) if "kind" in f.metadata}
+
+    @classmethod
+    def from_json(cls: type[S], value: Any, where: str) -> S:
+        spec = cls.spec()
+        o = _s.obj(value, where)
+        _s.obj(o, where, {k for k, (_, required) in spec.items() if required or k in o})
+        for name, v in o.items():
+            _scalar(spec[name][0], v, f"{where}.{name}")
+        return cls(present=frozenset(o), **o)
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.spec() if name in self.present}
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A setting by name (``default`` when this object does not have it): for code that walks the settings."""
+        return getattr(self, name) if name in self.present else default
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings(FieldSet):
+    DOC: ClassVar[str] = "what the evaluator worker was given (its `spec.json` settings), each field checked"
+
+    batch_size: int = setting("count", True)
+    device: str = setting("device", True)
+    deterministic: bool = setting("bool", True)
+    seed: int = setting("integer", True)
+    threads: int | None = setting("threads", False)
+    latency_samples: int | None = setting("count", False)
+    warmup: int | None = setting("natural", False)
+    batched_queries: int | None = setting("count", False)
+    trials: int | None = setting("count", False)
+    min_seconds: float | None = setting("seconds", False)
+    noise_retries: int | None = setting("natural", False)
+    allow_pickle: bool | None = setting("bool", False)
+    dedicated_cgroup: bool | None = setting("bool", False)
+    null_threshold: float | None = setting("finite", False, "SQuAD 2.0 abstention")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits(FieldSet):
+    cpus: float = setting("positive", True)
+    memory_bytes: int = setting("count", True)
+    pids: int | None = setting("count", False)
+    timeout_s: float = setting("positive", True)
+    tmpfs_bytes: int | None = setting("count", False)
+    out_bytes: int | None = setting("count", False)
+    gpus: str | None = setting("gpus", False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestSettings(FieldSet):
+    batch_size: int = setting("count", True)
+    seed: int = setting("natural", True)
+    latency_samples: int = setting("count", True)
+    warmup: int = setting("natural", True)
+    deterministic: bool | None = setting("bool", False)
+    min_seconds: float | None = setting("seconds", False)
+    null_threshold: float | None = setting("finite", False)
+    null_dev: str | None = setting("name", False)
+
+
+def describe(cls: type[FieldSet]) -> str:
+    """``name`` (kind) per field, required first: a settings part's line in docs/bundle-format.md."""
+    spec = cls.spec()
+    always = ", ".join(f"`{n}` ({KIND_TEXT[k]})" for n, (k, r) in spec.items() if r)
+    optional = ", ".join(f"`{n}` ({KIND_TEXT[k]})" for n, (k, r) in spec.items() if not r)
+    return f"{always} always; optional {optional}; no other field" if optional else f"{always}; no other field"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    DOC: ClassVar[str] = ("the run as asked (`RunRequest.to_dict()`), what an audit re-run replays; absent only for a "
+                          "run recorded before requests whose flat settings lacked a part of one")
+
+    model: str
+    datasets: tuple[str, ...]
+    runner: str
+    image: str | None
+    limits: Limits
+    settings: RequestSettings
+    purpose: str
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Request:
+        r = _s.obj(value, where, {"model", "datasets", "runner", "image", "limits", "settings", "purpose"})
+        _s.text(r["model"], f"{where}.model")
+        if not isinstance(r["datasets"], list) or len(r["datasets"]) > 256:
+            _s.fail(f"{where}.datasets", "must be a list of at most 256 dataset names")
+        for i, name in enumerate(r["datasets"]):
+            _s.text(name, f"{where}.datasets[{i}]")
+        _s.text(r["runner"], f"{where}.runner", _s.RUNNER_NAME, max_len=32)
+        if r["image"] is not None:
+            _s.text(r["image"], f"{where}.image")
+        if r["purpose"] not in _s.PURPOSES:
+            _s.fail(f"{where}.purpose", f"must be one of {', '.join(_s.PURPOSES)}, got {r['purpose']!r:.40}")
+        limits = Limits.from_json(r["limits"], f"{where}.limits")
+        return cls(model=r["model"], datasets=tuple(r["datasets"]), runner=r["runner"], image=r["image"],
+                   limits=limits, settings=RequestSettings.from_json(r["settings"], f"{where}.settings"),
+                   purpose=r["purpose"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "datasets": list(self.datasets), "runner": self.runner, "image": self.image,
+                "limits": self.limits.to_json(), "settings": self.settings.to_json(), "purpose": self.purpose}
+
+
+# ------------------------------------------------------------------------------------------------ the model
+@dataclass(frozen=True, slots=True)
+class Served:
+    endpoint: str
+    model: str
+    weights_digest: str | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Served:
+        sv = _s.obj(value, where, {"endpoint", "model"} | ({"weights_digest"} & set(_s.obj(value, where))))
+        for key in sv:
+            _s.text(sv[key], f"{where}.{key}", max_len=2048)
+        return cls(sv["endpoint"], sv["model"], sv.get("weights_digest"))
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"endpoint": self.endpoint, "model": self.model}
+        return out | ({"weights_digest": self.weights_digest} if self.weights_digest is not None else {})
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A dataset a trained model's lineage names (``train`` entries carry a ``weight``)."""
+
+    dataset: str
+    digest: str
+    weight: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dataset": self.dataset, "digest": self.digest}
+        return out | ({"weight": self.weight} if self.weight is not None else {})
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A trained model's lineage (``dynadesk models train``): base, training and dev datasets, settings."""
+
+    base_name: str
+    base_digest: str
+    train: tuple[Source, ...]
+    dev: Source
+    hyperparameters: Mapping[str, str | int | float | bool]
+    code_version: str
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Lineage:
+        lin = _s.obj(value, where, {"base", "train", "dev", "hyperparameters", "code_version"})
+        base = _s.obj(lin["base"], f"{where}.base", {"name", "digest"})
+        _s.text(base["name"], f"{where}.base.name")
+        _s.text(base["digest"], f"{where}.base.digest", _s.ANY_DIGEST)
+        if not isinstance(lin["train"], list) or not lin["train"] or len(lin["train"]) > 64:
+            _s.fail(f"{where}.train", "must be a list of 1 to 64 datasets")
+        train = []
+        for i, src in enumerate(lin["train"]):
+            s = _s.obj(src, f"{where}.train[{i}]", {"dataset", "digest", "weight"})
+            _s.text(s["dataset"], f"{where}.train[{i}].dataset")
+            _s.text(s["digest"], f"{where}.train[{i}].digest", _s.ANY_DIGEST)
+            w = s["weight"]
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w <= 100:
+                _s.fail(f"{where}.train[{i}].weight", f"must be a number in (0, 100], got {w!r:.40}")
+            train.append(Source(s["dataset"], s["digest"], w))
+        dev = _s.obj(lin["dev"], f"{where}.dev", {"dataset", "digest"})
+        _s.text(dev["dataset"], f"{where}.dev.dataset")
+        _s.text(dev["digest"], f"{where}.dev.digest", _s.ANY_DIGEST)
+        hp = _s.obj(lin["hyperparameters"], f"{where}.hyperparameters")
+        if len(hp) > 64 or not all(isinstance(v, (str, int, float, bool)) for v in hp.values()):
+            _s.fail(f"{where}.hyperparameters", "must be an object of at most 64 scalar settings")
+        _s.text(lin["code_version"], f"{where}.code_version", max_len=64)
+        return cls(base["name"], base["digest"], tuple(train), Source(dev["dataset"], dev["digest"]), hp,
+                   lin["code_version"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": {"name": self.base_name, "digest": self.base_digest},
+                "train": [s.to_json() for s in self.train], "dev": self.dev.to_json(),
+                "hyperparameters": dict(self.hyperparameters), "code_version": self.code_version}
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    DOC: ClassVar[str] = (
+        "`name` (registered name; the server checks it for look-alikes), `digest` (content digest of the model "
+        "folder, `<algorithm>:<hex>`); optional `served` for a served model: `{endpoint, model, weights_digest "
+        "(optional)}`; optional `lineage` for a model made by `dynadesk models train`: `{base: {name, digest}, "
+        "train: [{dataset, digest, weight}] (1–64), dev: {dataset, digest}, hyperparameters: {name: scalar} (≤64), "
+        "code_version}` (also in the model's manifest, so covered by `digest`)")
+
+    name: str
+    digest: str
+    served: Served | None = None
+    lineage: Lineage | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Model:
+        m = _s.obj(value, where)
+        m = _s.obj(m, where, {"name", "digest"} | ({"lineage", "served"} & set(m)))
+        _s.text(m["name"], f"{where}.name", plain=False)
+        _s.text(m["digest"], f"{where}.digest", _s.ANY_DIGEST)
+        served = Served.from_json(m["served"], f"{where}.served") if "served" in m else None
+        lineage = Lineage.from_json(m["lineage"], f"{where}.lineage") if "lineage" in m else None
+        return cls(m["name"], m["digest"], served, lineage)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "digest": self.digest}
+        if self.served is not None:
+            out["served"] = self.served.to_json()
+        if self.lineage is not None:
+            out["lineage"] = self.lineage.to_json()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    DOC: ClassVar[str] = (
+        "each `{name, split, digest: \"sha256:<hex>\", size: int}`; names unique; two optional labels: "
+        "`answerable_only: true` when the dataset was imported without its unanswerable questions (SQuAD 2.0 "
+        "without `--squad-v2`: not the dataset as published), and `robustness_suites: [\"dynadesk\"]` or "
+        "`[\"dynaboard-augly\"]`, the suite set its robustness rests on ([perturbations.md](perturbations.md)); "
+        "absent where they do not apply")
+
+    name: str
+    split: str
+    digest: str
+    size: int
+    answerable_only: bool = False  # signed only when true
+    robustness_suites: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str, names: set[str]) -> Dataset:
+        """One dataset entry; ``names``: the names before it (a name twice is refused), this one added."""
+        labels = {"answerable_only", "robustness_suites"} & set(value) if isinstance(value, dict) else set()
+        d = _s.obj(value, where, {"name", "split", "digest", "size"} | labels)
+        if _s.text(d["name"], f"{where}.name") in names:
+            _s.fail(f"{where}.name", f"names dataset '{d['name']}' twice")
+        names.add(d["name"])
+        _s.text(d["split"], f"{where}.split", max_len=64)
+        _s.text(d["digest"], f"{where}.digest", _s.DIGEST)
+        _s.integer(d["size"], f"{where}.size")
+        if "answerable_only" in d and d["answerable_only"] is not True:
+            _s.fail(f"{where}.answerable_only", f"must be true when present, got {d['answerable_only']!r:.40}")
+        suites = d.get("robustness_suites")
+        if "robustness_suites" in d:
+            if not isinstance(suites, list) or not 1 <= len(suites) <= 4 or len(set(map(str, suites))) != len(suites):
+                _s.fail(f"{where}.robustness_suites", "must be a list of 1 to 4 distinct suite set names")
+            for j, name in enumerate(suites):
+                _s.text(name, f"{where}.robustness_suites[{j}]", _s.SUITE_SET_NAME, max_len=32)
+        return cls(d["name"], d["split"], d["digest"], d["size"], "answerable_only" in d,
+                   None if suites is None else tuple(suites))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "split": self.split, "digest": self.digest, "size": self.size}
+        if self.answerable_only:
+            out["answerable_only"] = True
+        if self.robustness_suites is not None:
+            out["robustness_suites"] = list(self.robustness_suites)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluator:
+    DOC: ClassVar[str] = (
+        "`image_digest` (string or null: the evaluator image Id of a Docker run), `version` (string or null: "
+        "`sha256:` over the evaluator source files); Docker runs add `source_date_epoch` (int ≥ 0: the "
+        "`SOURCE_DATE_EPOCH` the image was built with) and `input_digest` (`sha256:` over the build's inputs), "
+        "together and only with an `image_digest`, so an auditor rebuilds the Id with "
+        "`dynadesk image build --epoch N`")
+
+    image_digest: str | None
+    version: str | None
+    source_date_epoch: int | None = None
+    input_digest: str | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Evaluator:
+        ev = _s.obj(value, where)
+        build = set(_s.IMAGE_BUILD_KEYS) & set(ev)
+        _s.obj(ev, where, {"image_digest", "version"} | build)
+        for k in ("image_digest", "version"):
+            if ev[k] is not None:
+                _s.text(ev[k], f"{where}.{k}")
+        if build:
+            if ev["image_digest"] is None:
+                _s.fail(where, "records an image build but no image Id")
+            missing = [k for k in _s.IMAGE_BUILD_KEYS if k not in ev]
+            if missing:
+                _s.fail(where, f"records an image build without {', '.join(missing)}")
+            _s.integer(ev["source_date_epoch"], f"{where}.source_date_epoch")
+            _s.text(ev["input_digest"], f"{where}.input_digest", _s.DIGEST)
+        return cls(ev["image_digest"], ev["version"], ev.get("source_date_epoch"), ev.get("input_digest"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"image_digest": self.image_digest, "version": self.version}
+        if self.source_date_epoch is not None:
+            out |= {"source_date_epoch": self.source_date_epoch, "input_digest": self.input_digest}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Runner:
+    DOC: ClassVar[str] = (
+        "`kind` (a runner name, `^[a-z][a-z0-9_-]{0,31}$`: `\"docker\"`, `\"local\"` or a runner a lab registered; "
+        "the format checks the form, not a fixed list), `sandboxed` (bool): how the run was isolated")
+
+    kind: str
+    sandboxed: bool
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Runner:
+        r = _s.obj(value, where, {"kind", "sandboxed"})
+        _s.text(r["kind"], f"{where}.kind", _s.RUNNER_NAME, max_len=32)
+        return cls(r["kind"], _s.boolean(r["sandboxed"], f"{where}.sandboxed"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "sandboxed": self.sandboxed}
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    DOC: ClassVar[str] = (
+        "`{dataset, metric, value, unit, deterministic}`; `dataset` is one of `datasets[].name` or `\"\"` for "
+        "whole-run figures; `value` finite; `deterministic` true for perf/robustness/fairness (reruns must "
+        "reproduce them), false for measured throughput/latency/memory; (dataset, metric) unique")
+
+    dataset: str
+    metric: str
+    value: float
+    unit: str
+    deterministic: bool
+
+    @classmethod
+    def from_json(cls, value: Any, where: str, names: set[str], seen: set[tuple[str, str]]) -> Metric:
+        """One metric row; ``names``: the bundle's datasets; ``seen``: the (dataset, metric) pairs before it."""
+        mv = _s.obj(value, where, {"dataset", "metric", "value", "unit", "deterministic"})
+        if not isinstance(mv["dataset"], str) or (mv["dataset"] and mv["dataset"] not in names):
+            _s.fail(f"{where}.dataset", f"must be '' or one of the bundle's datasets, got {mv['dataset']!r:.60}")
+        key = (mv["dataset"], _s.text(mv["metric"], f"{where}.metric", max_len=64))
+        if key in seen:
+            _s.fail(where, f"repeats metric '{key[1]}' for dataset '{key[0]}'")
+        seen.add(key)
+        _s.number(mv["value"], f"{where}.value")
+        _s.text(mv["unit"], f"{where}.unit", max_len=32)
+        return cls(mv["dataset"], mv["metric"], mv["value"], mv["unit"],
+                   _s.boolean(mv["deterministic"], f"{where}.deterministic"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "metric": self.metric, "value": self.value, "unit": self.unit,
+                "deterministic": self.deterministic}
+
+
+@dataclass(frozen=True, slots=True)
+class Predictions:
+    DOC: ClassVar[str] = ("`digest` (`sha256:` of the `predictions.jsonl` file bytes), `merkle_root` (64 hex: the "
+                          "Merkle root over the prediction records, below), `count` (int: the records, its leaves)")
+
+    digest: str
+    merkle_root: str
+    count: int
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Predictions:
+        pr = _s.obj(value, where, {"digest", "merkle_root", "count"})
+        _s.text(pr["digest"], f"{where}.digest", _s.DIGEST)
+        _s.text(pr["merkle_root"], f"{where}.merkle_root", _s.HEX64)
+        return cls(pr["digest"], pr["merkle_root"], _s.integer(pr["count"], f"{where}.count"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"digest": self.digest, "merkle_root": self.merkle_root, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class Submitter:
+    DOC: ClassVar[str] = "`key_fingerprint`: `sha256:<hex>` of the raw 32-byte Ed25519 public key"
+
+    key_fingerprint: str
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Submitter:
+        s = _s.obj(value, where, {"key_fingerprint"})
+        return cls(_s.text(s["key_fingerprint"], f"{where}.key_fingerprint", _s.DIGEST))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key_fingerprint": self.key_fingerprint}
+
+
+@dataclass(frozen=True, slots=True)
+class Worker:
+    DOC: ClassVar[str] = "a queued run's worker: `{name, key_fingerprint}`, the key that signed its result"
+
+    name: str
+    key_fingerprint: str
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Worker:
+        wk = _s.obj(value, where, {"name", "key_fingerprint"})
+        _s.text(wk["name"], f"{where}.name", max_len=128)
+        return cls(wk["name"], _s.text(wk["key_fingerprint"], f"{where}.key_fingerprint", _s.DIGEST))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "key_fingerprint": self.key_fingerprint}
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    DOC: ClassVar[str] = (
+        "the host's seeded 95% bootstrap interval of the task metric, one object per test set: `dataset` (one of "
+        "`datasets`, once), `metric`, `low` <= `high`, `level` (0-100), `resamples`, `seed` (16 hex digits), "
+        "`method`. An audit's re-run reproduces it bit for bit. See [board.md](board.md#intervals-ties-and-snapshots)")
+
+    dataset: str
+    metric: str
+    low: float
+    high: float
+    level: float
+    resamples: int
+    seed: str
+    method: str
+
+    @classmethod
+    def from_json(cls, value: Any, where: str, allowed: set[str]) -> Interval:
+        iv = _s.obj(value, where, {"dataset", "metric", "low", "high", "level", "resamples", "seed", "method"})
+        if iv["dataset"] not in allowed:
+            _s.fail(f"{where}.dataset", f"must name one of the bundle's datasets once, got {iv['dataset']!r:.60}")
+        _s.text(iv["metric"], f"{where}.metric", max_len=64)
+        _s.text(iv["method"], f"{where}.method", max_len=64)
+        _s.text(iv["seed"], f"{where}.seed", _s.SEED_HEX)
+        low, high = _s.number(iv["low"], f"{where}.low"), _s.number(iv["high"], f"{where}.high")
+        if low > high:
+            _s.fail(where, f"low {low!r} is above high {high!r}")
+        if not 0 < _s.number(iv["level"], f"{where}.level") < 100:
+            _s.fail(f"{where}.level", f"must be a percentage between 0 and 100, got {iv['level']!r:.20}")
+        _s.integer(iv["resamples"], f"{where}.resamples", minimum=1)
+        return cls(iv["dataset"], iv["metric"], iv["low"], iv["high"], iv["level"], iv["resamples"], iv["seed"],
+                   iv["method"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "metric": self.metric, "low": self.low, "high": self.high,
+                "level": self.level, "resamples": self.resamples, "seed": self.seed, "method": self.method}
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    """A measured metric's declared tolerance: a re-measured ``a`` matches the signed ``b`` when
+    ``|a - b| <= relative * |b|`` (:mod:`dynadesk.audit.tolerances`)."""
+
+    relative: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"relative": self.relative}
+
+
+OUTCOME_ENCODINGS = ("u16x100", "label-pairs-u8")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    DOC: ClassVar[str] = (
+        "each test set's per-example outcomes, two bytes per example, base64 (`dataset`, `metric`, `n` = the "
+        "dataset's size, `data_sha256`: the run's data file, `encoding`: `u16x100` per-example score x100 or "
+        "`label-pairs-u8` (predicted, gold) label codes with `allowed` flags, `data`); what a paired bootstrap "
+        "between two bundles on the same data reads. Derived from the predictions the Merkle root commits to: an "
+        "audit's re-run re-derives them and compares (`outcomes.<dataset>`)")
+
+    dataset: str
+    metric: str
+    n: int
+    data_sha256: str
+    encoding: str
+    data: str
+    allowed: tuple[bool, ...] | None = None
+
+    @classmethod
+    def from_json(cls, value: Any, where: str, sizes: Mapping[str, int]) -> Outcome:
+        o = _s.obj(value, where)
+        if o.get("encoding") not in OUTCOME_ENCODINGS:
+            _s.fail(f"{where}.encoding",
+                    f"must be one of {', '.join(OUTCOME_ENCODINGS)}, got {o.get('encoding')!r:.40}")
+        _s.obj(o, where, {"dataset", "metric", "n", "data_sha256", "encoding", "data"}
+               | ({"allowed"} if o["encoding"] == "label-pairs-u8" else set()))
+        if o["dataset"] not in sizes:
+            _s.fail(f"{where}.dataset", f"must name one of the bundle's datasets once, got {o['dataset']!r:.60}")
+        _s.text(o["metric"], f"{where}.metric", max_len=64)
+        _s.text(o["data_sha256"], f"{where}.data_sha256", _s.DIGEST)
+        n = _s.integer(o["n"], f"{where}.n")
+        if n != sizes[o["dataset"]]:
+            _s.fail(f"{where}.n", f"is {n}, but dataset '{o['dataset']}' has {sizes[o['dataset']]} examples")
+        data = _s.text(o["data"], f"{where}.data", _s.BASE64, max_len=4 * (2 * n + 2) // 3 + 4)
+        if len(data) != 4 * ((2 * n + 2) // 3):
+            _s.fail(f"{where}.data", f"must be base64 of {2 * n} bytes (two per example)")
+        allowed = None
+        if "allowed" in o:
+            if not isinstance(o["allowed"], list) or not 0 < len(o["allowed"]) <= 255:
+                _s.fail(f"{where}.allowed", "must be a list of 1 to 255 flags")
+            allowed = tuple(_s.boolean(flag, f"{where}.allowed[{j}]") for j, flag in enumerate(o["allowed"]))
+        return cls(o["dataset"], o["metric"], n, o["data_sha256"], o["encoding"], data, allowed)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dataset": self.dataset, "metric": self.metric, "n": self.n,
+                               "data_sha256": self.data_sha256, "encoding": self.encoding, "data": self.data}
+        return out | ({"allowed": list(self.allowed)} if self.allowed is not None else {})

@@ -134,7 +134,7 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
                             f"{', sandboxed' if record.sandboxed else ', not sandboxed'})")
         results = results_from_record(record)
         report.not_comparable = measured_comparability(p, results)
-        if report.not_comparable and not hardware_difference(p.get("environment") or {}, results.environment):
+        if report.not_comparable and not hardware_difference(dict(p.environment), results.environment):
             report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
         report.add(*rerun_checks(p, record, rerun and against is None))  # how the compared run was made
         report.add(*compare_results(p, results))

@@ -404,7 +404,13 @@ class Metric:
     DOC: ClassVar[str] = (
         "`{dataset, metric, value, unit, deterministic}`; `dataset` is one of `datasets[].name` or `\"\"` for "
         "whole-run figures; `value` finite; `deterministic` true for perf/robustness/fairness (reruns must "
-        "reproduce them), false for measured throughput/latency/memory; (dataset, metric) unique")
+        "reproduce them), false for measured throughput/latency/memory; (dataset, metric) unique. "
+        "`robustness`/`fairness` (0–100): for each source example with perturbed copies of that kind, the task's "
+        "metric (accuracy, macro-F1, SQuAD F1) of the copies' predictions against the model's original prediction, "
+        "averaged over those source examples (Dynaboard's `get_unperturbed_percent`, unrounded); "
+        "`robustness_sources`/`fairness_sources` (unit `examples`): how many source examples it rests on (summed for "
+        "`\"\"`); `robustness_low_confidence`/`fairness_low_confidence` (unit `flag`): 1 when that is under 30, "
+        "else 0 (`\"\"`: 1 if any test set is)")
 
     dataset: str
     metric: str

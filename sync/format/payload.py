@@ -19,7 +19,7 @@ import copy
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self
 
 from dynadesk.sync.format import schema as _s
 from dynadesk.sync.format.parts import (
@@ -44,7 +44,6 @@ from dynadesk.sync.format.tolerances import check_tolerances
 __all__ = ["Payload", "parse_payload", "signed"]
 
 Parser = Callable[[Any, str, Mapping[str, Any]], Any]  # (value, JSON path, the fields parsed before) -> typed value
-T = TypeVar("T")
 
 
 def signed(parse: Parser, *, doc: str, type_: str, optional: bool = False, versions: tuple[int, ...] = (1, 2)) -> Any:
@@ -191,9 +190,8 @@ class Payload:
                 and (version is None or version in f.metadata["versions"])]
 
     @classmethod
-    def from_json(cls: type[T], value: Any, version: int = 2) -> T:
+    def from_json(cls, value: Any, version: int = 2) -> Self:
         """The typed payload of the JSON object ``value``; :class:`BundleFormatError` naming the first bad field."""
-        assert issubclass(cls, Payload)
         own = cls.signed_fields(version)
         required = {f.name for f in own if not f.metadata["optional"]}
         optional = {f.name for f in own if f.metadata["optional"]}
@@ -202,7 +200,7 @@ class Payload:
         for f in own:
             if f.name in value:
                 parsed[f.name] = f.metadata["parse"](value[f.name], f"{cls.KEY}.{f.name}", parsed)
-        return cls(**parsed, version=version)  # type: ignore[return-value]  # T is a Payload (asserted above)
+        return cls(**parsed, version=version)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object this payload was parsed from (a fresh copy): its RFC 8785 bytes are the signed bytes."""

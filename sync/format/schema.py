@@ -12,13 +12,10 @@ import math
 import re
 import unicodedata
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from dynadesk.errors import BundleFormatError, HiddenTextError
 from dynadesk.sync.format.timestamps import parse_utc
-
-if TYPE_CHECKING:
-    from dynadesk.sync.format.payload import Payload
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -122,17 +119,3 @@ def boolean(value: Any, where: str) -> bool:
 
 def timestamp(value: Any, where: str) -> datetime:
     return parse_utc(value, f"bundle {where}")
-
-
-def check_payload(p: Any, version: int = 2) -> Payload:
-    """The typed payload of ``p`` (format ``version``, 1 or 2): :func:`dynadesk.sync.format.payload.parse_payload`."""
-    from dynadesk.sync.format.payload import parse_payload
-
-    return parse_payload(p, version)
-
-
-def payload_keys(version: int = 2) -> set[str]:
-    """The signed top-level fields of format ``version`` (the model's declarations)."""
-    from dynadesk.sync.format.payload import Payload
-
-    return {f.name for f in Payload.signed_fields(version)}

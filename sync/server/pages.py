@@ -261,7 +261,7 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("signed at", payload.created_at), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
                   *([("SQuAD 2.0 (HasAns / NoAns)", squad)] if (squad := per_dataset_text(
-                      payload.metric_rows())) else []),
+                      [*map(dict, payload.metric_rows())])) else []),
                   ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
                   ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
                                          for k, n, low in facts.coverage) or "none"),

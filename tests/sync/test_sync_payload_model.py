@@ -92,8 +92,8 @@ def test_the_model_is_frozen_and_a_malformed_payload_never_becomes_one(made):
     with pytest.raises(BundleFormatError, match=r"^bundle payload\.metrics\[1\]\.value: must be a finite number"):
         parse_payload(doc)
     doc = bundle.payload.to_json()
-    doc["request"]["limits"]["cpus"] = 0
-    with pytest.raises(BundleFormatError, match=r"^bundle payload\.request\.limits\.cpus: must be a number above 0"):
+    doc["worker_settings"]["batch_size"] = 0
+    with pytest.raises(BundleFormatError, match=r"^bundle payload\.worker_settings\.batch_size: must be an integer >= 1"):
         parse_payload(doc)
 
 

@@ -43,6 +43,7 @@ from dynadesk.sync.format.tolerances import check_tolerances
 
 __all__ = ["Payload", "parse_payload", "signed"]
 
+_FIELDS: dict[tuple[type, int | None], list[Any]] = {}
 Parser = Callable[[Any, str, Mapping[str, Any]], Any]  # (value, JSON path, the fields parsed before) -> typed value
 
 
@@ -185,9 +186,13 @@ class Payload:
 
     @classmethod
     def signed_fields(cls, version: int | None = None) -> list[Any]:
-        """The signed fields' declarations (``dataclasses.Field``), in parsing order; of ``version`` when given."""
-        return [f for f in fields(cls) if not f.metadata.get("unsigned")
-                and (version is None or version in f.metadata["versions"])]
+        """The signed fields' declarations (``dataclasses.Field``), in parsing order; of ``version`` when given
+        (worked out once per class and version: every upload parses one)."""
+        found = _FIELDS.get((cls, version))
+        if found is None:
+            found = _FIELDS[(cls, version)] = [f for f in fields(cls) if not f.metadata.get("unsigned")
+                                               and (version is None or version in f.metadata["versions"])]
+        return found
 
     @classmethod
     def from_json(cls, value: Any, version: int = 2) -> Self:

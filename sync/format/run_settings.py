@@ -15,6 +15,7 @@ from dynadesk.sync.format import schema as _s
 __all__ = ["FieldSet", "Limits", "Request", "RequestSettings", "WorkerSettings", "describe", "setting"]
 
 S = TypeVar("S", bound="FieldSet")
+_SPECS: dict[type, dict[str, tuple[str, bool]]] = {}
 
 
 def setting(kind: str, required: bool, doc: str = "") -> Any:
@@ -61,8 +62,12 @@ class FieldSet:
 
     @classmethod
     def spec(cls) -> dict[str, tuple[str, bool]]:
-        """name -> (kind, required), in declaration order."""
-        return {f.name: (f.metadata["kind"], f.metadata["required"]) for f in fields(cls) if "kind" in f.metadata}
+        """name -> (kind, required), in declaration order (worked out once per class: every upload parses one)."""
+        found = _SPECS.get(cls)
+        if found is None:
+            found = _SPECS[cls] = {f.name: (f.metadata["kind"], f.metadata["required"]) for f in fields(cls)
+                                   if "kind" in f.metadata}
+        return found
 
     @classmethod
     def from_json(cls: type[S], value: Any, where: str) -> S:

@@ -93,7 +93,8 @@ def test_the_model_is_frozen_and_a_malformed_payload_never_becomes_one(made):
         parse_payload(doc)
     doc = bundle.payload.to_json()
     doc["worker_settings"]["batch_size"] = 0
-    with pytest.raises(BundleFormatError, match=r"^bundle payload\.worker_settings\.batch_size: must be an integer >= 1"):
+    with pytest.raises(BundleFormatError,
+                       match=r"^bundle payload\.worker_settings\.batch_size: must be an integer >= 1"):
         parse_payload(doc)
 
 

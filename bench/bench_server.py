@@ -130,7 +130,7 @@ def populate(db_path: Path | str, factory: Factory, n: int, models: int) -> None
         raw, info = factory.make(f"model-{i % models:04d}", i, rng)
         if i < 50:  # the factory's bytes are real bundles: full verification agrees with what it states
             b = load_and_verify(raw)
-            assert (b.id, b.model_name, board_metrics(b.payload["metrics"])) == \
+            assert (b.id, b.model_name, board_metrics(b.payload.metric_rows())) == \
                 (info["bundle_id"], info["model_name"], info["metrics"])
         batch.append(CheckedBundle(info["bundle_id"], raw, hashlib.sha256(raw).hexdigest(), "sentiment",
                                    info["model_name"], info["model_digest"], fingerprint(factory.pub),

@@ -17,15 +17,16 @@ from dynadesk.evaluator.environment import hardware_class_label, hardware_class_
 from dynadesk.scoring.amrs_noise import run_spreads
 from dynadesk.scoring.baselines import constant_predictions
 from dynadesk.scoring.classes import ALL_CLASSES, NOT_COMPARABLE, choose_hardware_class, noisy_in_environment
+from dynadesk.sync.format.payload import Payload, parse_payload
 
 __all__ = ["ALL_CLASSES", "NOT_COMPARABLE", "FactsCache", "RowFacts", "RowFilter", "choose_hardware_class",
            "payload_of", "spreads_of"]
 
 
-def payload_of(raw: bytes) -> dict[str, Any]:
-    """The signed payload of a stored (already verified) bundle."""
-    payload = json.loads(raw)["payload"]
-    return payload if isinstance(payload, dict) else {}
+def payload_of(raw: bytes) -> Payload:
+    """The typed signed payload of a stored (already verified) bundle (its canonical form is not re-checked)."""
+    doc = json.loads(raw)
+    return parse_payload(doc["payload"], doc["version"])
 
 
 @dataclass(frozen=True)
@@ -55,35 +56,29 @@ class RowFacts:
                 "noisy": list(self.noisy), "evaluation_id": self.evaluation_id}
 
 
-def coverage_of(payload: dict[str, Any]) -> tuple[tuple[str, int, bool], ...]:
+def coverage_of(payload: Payload) -> tuple[tuple[str, int, bool], ...]:
     """How many source examples the robustness and fairness values rest on (the run's ``*_sources``: the whole-run
     figure, else the sum over its test sets) and whether that is low confidence, from the signed metrics."""
-    metrics = [m for m in payload.get("metrics") or [] if isinstance(m, dict)]
     out = []
     for kind in ("robustness", "fairness"):
         def values(name: str) -> list[float]:
-            found = [m for m in metrics if m.get("metric") == name]
-            whole = [float(m["value"]) for m in found if m.get("dataset") == ""]
-            return whole or [float(m["value"]) for m in found]
+            found = [m for m in payload.metrics if m.metric == name]
+            whole = [float(m.value) for m in found if m.dataset == ""]
+            return whole or [float(m.value) for m in found]
         sources, low = values(f"{kind}_sources"), values(f"{kind}_low_confidence")
         if sources:
             out.append((kind, int(sum(sources)), max(low, default=0.0) > 0))
     return tuple(out)
 
 
-def facts_of(payload: dict[str, Any]) -> RowFacts:
-    env = payload.get("environment")
-    env = env if isinstance(env, dict) else {}
-    runner = payload.get("runner")
-    runner = runner if isinstance(runner, dict) else {}
-    datasets = [d for d in payload.get("datasets") or [] if isinstance(d, dict)]
-    return RowFacts(hardware_class_of(env), hardware_class_label(env), str(runner.get("kind", "unknown")),
-                    runner.get("sandboxed") is True,
-                    tuple(str(d.get("name")) for d in datasets if d.get("answerable_only") is True),
-                    tuple(sorted({str(s) for d in datasets for s in d.get("robustness_suites") or []})),
+def facts_of(payload: Payload) -> RowFacts:
+    env = dict(payload.environment)
+    datasets = payload.datasets
+    return RowFacts(hardware_class_of(env), hardware_class_label(env), payload.runner.kind, payload.runner.sandboxed,
+                    tuple(d.name for d in datasets if d.answerable_only),
+                    tuple(sorted({s for d in datasets for s in d.robustness_suites or ()})),
                     coverage_of(payload), tuple(noisy_in_environment(env)), spreads_in(env),
-                    constant_predictions(payload.get("outcomes")),
-                    payload["evaluation_id"] if type(payload.get("evaluation_id")) is int else None)
+                    constant_predictions([o.to_json() for o in payload.outcomes or ()]), payload.evaluation_id)
 
 
 def spreads_in(environment: dict[str, Any]) -> tuple[tuple[str, float], ...]:

@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 from dynadesk.scoring.bootstrap import Resampled, resampled_rows
 from dynadesk.sync.board_facts import payload_of
+from dynadesk.sync.format.parts import Interval, Outcome
+from dynadesk.sync.format.payload import Payload
 
 
 class StatsSource(Protocol):
@@ -28,17 +30,14 @@ class StatsSource(Protocol):
     def bundle_raw(self, bundle_id: str) -> bytes: ...
 
 
-def _by_dataset(items: Any) -> dict[str, dict[str, Any]]:
-    if not isinstance(items, list):
-        return {}
-    return {str(x["dataset"]): {k: v for k, v in x.items() if k != "dataset"}
-            for x in items if isinstance(x, dict) and "dataset" in x}
+def _by_dataset(items: tuple[Interval, ...] | tuple[Outcome, ...] | None) -> dict[str, dict[str, Any]]:
+    return {x.dataset: {k: v for k, v in x.to_json().items() if k != "dataset"} for x in items or ()}
 
 
-def bundle_stats(payload: dict[str, Any]) -> dict[str, Any] | None:
+def bundle_stats(payload: Payload) -> dict[str, Any] | None:
     """``{"intervals", "outcomes", "resampled"}`` (JSON-safe) of a bundle's payload; None when it carries neither
     intervals nor outcomes (a bundle made before them)."""
-    intervals, outcomes = _by_dataset(payload.get("intervals")), _by_dataset(payload.get("outcomes"))
+    intervals, outcomes = _by_dataset(payload.intervals), _by_dataset(payload.outcomes)
     if not intervals and not outcomes:
         return None
     return {"intervals": intervals, "outcomes": outcomes,

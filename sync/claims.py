@@ -28,14 +28,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynadesk.sync.format.canonical import canonical_bytes
+from dynadesk.sync.format.payload import Payload
 
 REPRODUCED = "reproduced"
 DISPUTED = "disputed"
 
 
-def claim_key(payload: Mapping[str, Any]) -> str:
-    """The claim a bundle makes: SHA-256 (hex) of its canonical payload without the signing time."""
-    return hashlib.sha256(canonical_bytes({k: v for k, v in payload.items() if k != "created_at"})).hexdigest()
+def claim_key(payload: Payload | Mapping[str, Any]) -> str:
+    """The claim a bundle makes: SHA-256 (hex) of its canonical payload without the signing time (the typed
+    payload, or a stored bundle's JSON object where a migration reads raw rows)."""
+    doc = payload.to_json() if isinstance(payload, Payload) else payload
+    return hashlib.sha256(canonical_bytes({k: v for k, v in doc.items() if k != "created_at"})).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -170,5 +170,5 @@ def create_bundle(workspace: Workspace, store: Store, evaluation_id: int, passph
             raise BundleError(f"cannot write bundle file {target}: {exc}") from exc
     store.bundles.add(bundle.id, bundle.raw, evaluation_id=evaluation_id, task=bundle.task,
                       model_name=bundle.model_name, key_fingerprint=bundle.key_fingerprint,
-                      created_at=bundle.payload["created_at"], path=str(path))
+                      created_at=bundle.payload.created_at, path=str(path))
     return bundle

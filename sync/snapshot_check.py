@@ -92,7 +92,7 @@ def latest_bundles(entries: Mapping[int, dict[str, Any]], size: int, bundles: Ma
             raise SnapshotError(f"log entry {seq}: the bundle's id is {b.id[:16]}…, not the entry's")
         if b.task != task:
             continue
-        created = epoch_us(b.payload["created_at"], f"bundle {b.id[:12]} created_at")
+        created = epoch_us(b.payload.created_at, f"bundle {b.id[:12]} created_at")
         key = (b.model_name, b.key_fingerprint)
         if key not in out or created >= out[key][2]:
             out[key] = (b, seq, created)
@@ -161,8 +161,8 @@ class Evidence:
 
 def _claim_facts(bundle: Any) -> ClaimFacts:
     p = bundle.payload
-    return ClaimFacts.of(bundle.id, bundle.key_fingerprint, None, bundle.model_name, str(p["model"]["digest"]),
-                         str(p["predictions"]["digest"]), claim_key(p))
+    return ClaimFacts.of(bundle.id, bundle.key_fingerprint, None, bundle.model_name, p.model.digest,
+                         p.predictions.digest, claim_key(p))
 
 
 def _filter_reason_holds(why: str, bundle: Any, query: Mapping[str, Any], ev: Evidence) -> bool:
@@ -256,7 +256,7 @@ def _check_rates(rates: dict[str, Any], stated: list[str], ranked: dict[str, Any
     from dynadesk.scoring.rates import rates_from_tables
 
     derived = {k: r.rate for k, r in rates_from_tables(
-        {rid: {m: slot["values"] for m, slot in _board.board_metrics(at_head[rid].payload["metrics"]).items()}
+        {rid: {m: slot["values"] for m, slot in _board.board_metrics(at_head[rid].payload.metric_rows()).items()}
          for rid in stated}).items()}
     if _norm(derived) != _norm(rates.get("amrs")):
         raise SnapshotError(f"reference: the stated rates {_show(rates.get('amrs'))} are not what the robust rule"
@@ -287,7 +287,7 @@ def _check_reference(p: dict[str, Any], scored: dict[str, tuple[Any, int]], ev: 
     if rule == RULE_PER_KEY:
         per_key: dict[str, tuple[str, str]] = {}
         for rid, b in ranked.items():
-            mine = (str(b.payload["created_at"]), rid)
+            mine = (b.payload.created_at, rid)
             per_key[b.key_fingerprint] = max(per_key.get(b.key_fingerprint, mine), mine)
         want = sorted(v[1] for v in per_key.values())
         if len(repro) >= 2 or sorted(stated) != want:
@@ -312,9 +312,9 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
         rid = row_id(b.model_name, b.key_fingerprint)
         facts[rid] = facts_of(b.payload)
         rows.append({"model": rid, "model_name": b.model_name, "submitter": stated[bid].get("submitter", ""),
-                     "key_fingerprint": b.key_fingerprint, "bundle_id": bid, "created_at": b.payload["created_at"],
-                     "model_digest": b.payload["model"]["digest"],
-                     "metrics": _board.board_metrics(b.payload["metrics"])})
+                     "key_fingerprint": b.key_fingerprint, "bundle_id": bid, "created_at": b.payload.created_at,
+                     "model_digest": b.payload.model.digest,
+                     "metrics": _board.board_metrics(b.payload.metric_rows())})
         stats = bundle_stats(b.payload) or {"intervals": {}, "outcomes": {}}
         intervals[rid] = stats["intervals"]
         resampled[rid] = resampled_rows(stats["outcomes"])

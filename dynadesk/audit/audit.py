@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynadesk.audit import inputs, tolerances
+from dynadesk.audit import inputs
 from dynadesk.audit.compare import compare_results, hardware_difference, measured_comparability, results_from_record
 from dynadesk.audit.described import rerun_checks, runner_words
 from dynadesk.audit.intervals import compare_intervals
@@ -25,6 +25,7 @@ from dynadesk.audit.report import (
     Check,
 )
 from dynadesk.errors import AuditError, BundleError
+from dynadesk.sync.format.payload import Payload
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
@@ -45,12 +46,12 @@ def signature_check(bundle: Any) -> Check:
                  "not that the signer is trusted: use --server or compare the fingerprint)")
 
 
-def runner_check(payload: dict[str, Any]) -> Check:
+def runner_check(payload: Payload) -> Check:
     """The bundle's runner against this installation's runner registry: the format (a leaf) checks only the name's
     form, so here a sandbox claim the named runner cannot make fails, and a runner not registered here is said."""
     from dynadesk.orchestration.runner_registry import RUNNERS
 
-    kind, claimed = payload["runner"]["kind"], bool(payload["runner"]["sandboxed"])
+    kind, claimed = payload.runner.kind, payload.runner.sandboxed
     spec = RUNNERS.get(kind)
     if spec is None:
         return Check("runner", ENVIRONMENT, NOT_COMPARABLE, claimed, None,
@@ -95,11 +96,11 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
 
     bundle = parse_bundle(raw, where)
     p = bundle.payload
-    report = AuditReport(bundle.id, p["task"], p["model"]["name"])
+    report = AuditReport(bundle.id, p.task, p.model.name)
     report.add(Check("structure", INTEGRITY, IDENTICAL, None, None,
                      f"well-formed, RFC 8785 canonical, version {bundle.version}"),
                signature_check(bundle))
-    declared = tolerances.FIELD in p
+    declared = p.tolerances is not None
     report.notes.append("measured-metric tolerances: " + ("declared by the bundle (signed)" if declared else
                                                           "the bundle declares none; audit defaults apply"))
     if server:
@@ -107,9 +108,8 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
 
         report.add(*check_transparency(bundle, server, server_key))
     model_check, loc = inputs.check_model(store, p, model_path)
-    if p.get("worker"):
-        report.notes.append(f"evaluated by queue worker {p['worker']['name']} (worker key "
-                            f"{p['worker']['key_fingerprint']})")
+    if p.worker:
+        report.notes.append(f"evaluated by queue worker {p.worker.name} (worker key {p.worker.key_fingerprint})")
     report.add(runner_check(p), model_check, *inputs.check_datasets(store, p), inputs.check_evaluator_code(p))
     report.add(inputs.check_image(p, client))
     record = None
@@ -134,7 +134,7 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str =
                             f"{', sandboxed' if record.sandboxed else ', not sandboxed'})")
         results = results_from_record(record)
         report.not_comparable = measured_comparability(p, results)
-        if report.not_comparable and not hardware_difference(p.get("environment") or {}, results.environment):
+        if report.not_comparable and not hardware_difference(dict(p.environment), results.environment):
             report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
         report.add(*rerun_checks(p, record, rerun and against is None))  # how the compared run was made
         report.add(*compare_results(p, results))

@@ -30,6 +30,8 @@ from dynadesk.audit.report import (
 from dynadesk.canonical import digest, file_sha256
 from dynadesk.evaluator.metric_registry import load_independent
 from dynadesk.evaluator.schema import METRIC_UNITS
+from dynadesk.sync.format.parts import Metric
+from dynadesk.sync.format.payload import Payload
 
 if TYPE_CHECKING:
     from dynadesk.store.evaluations import EvaluationRecord
@@ -122,9 +124,9 @@ LOAD_INDEPENDENT = load_independent()
 """Measured metrics that competing CPU load does not move: judged even when the re-measurement was noisy."""
 
 
-def measured_comparability(payload: dict[str, Any], results: RunResults) -> str:
+def measured_comparability(payload: Payload, results: RunResults) -> str:
     """'' when measured claims can be judged against ``results``, else why not."""
-    hw = hardware_difference(payload.get("environment") or {}, results.environment)
+    hw = hardware_difference(dict(payload.environment), results.environment)
     if hw:
         return hw
     summary = results.environment.get("measurement")
@@ -169,41 +171,41 @@ def _same_bits(a: float, b: float) -> bool:
     return float(a).hex() == float(b).hex()
 
 
-def compare_predictions(payload: dict[str, Any], results: RunResults) -> list[Check]:
-    p = payload["predictions"]
+def compare_predictions(payload: Payload, results: RunResults) -> list[Check]:
+    p = payload.predictions
     return [
-        _exact("predictions.digest", p["digest"], results.predictions_digest,
+        _exact("predictions.digest", p.digest, results.predictions_digest,
                f"{results.source} wrote other predictions.jsonl bytes"),
-        _exact("predictions.merkle_root", p["merkle_root"], results.merkle_root,
+        _exact("predictions.merkle_root", p.merkle_root, results.merkle_root,
                f"{results.source}: at least one per-example prediction differs (prove single ones with 'audit prove')"),
-        _exact("predictions.count", p["count"], results.count, f"{results.source} made another number of predictions"),
+        _exact("predictions.count", p.count, results.count, f"{results.source} made another number of predictions"),
     ]
 
 
-def compare_metric(payload: dict[str, Any], m: dict[str, Any], actual: float | None, hw_note: str,
+def compare_metric(payload: Payload, m: Metric, actual: float | None, hw_note: str,
                    source: str) -> Check:
-    name = metric_field(m["dataset"], m["metric"])
-    schema_det = METRIC_UNITS.get(m["metric"], (None, None))[1]
-    deterministic = bool(m["deterministic"]) or bool(schema_det)
+    name = metric_field(m.dataset, m.metric)
+    schema_det = METRIC_UNITS.get(m.metric, (None, None))[1]
+    deterministic = m.deterministic or bool(schema_det)
     relabelled = (" (the bundle marks it measured, but the evaluator's schema says deterministic)"
-                  if schema_det and not m["deterministic"] else "")
+                  if schema_det and not m.deterministic else "")
     if actual is None:
-        return Check(name, DETERMINISTIC if deterministic else MEASURED, NOT_COMPARABLE, m["value"], None,
+        return Check(name, DETERMINISTIC if deterministic else MEASURED, NOT_COMPARABLE, m.value, None,
                      f"{source} did not produce this value")
     if deterministic:
-        if _same_bits(m["value"], actual):
-            return Check(name, DETERMINISTIC, IDENTICAL, m["value"], actual, relabelled.strip(" ()"))
-        return Check(name, DETERMINISTIC, DIFFERS, m["value"], actual,
-                     f"{m['unit']}: {source} gives {actual!r}, the bundle says {m['value']!r}"
-                     f" (difference {actual - m['value']:+.6g}){relabelled}")
-    rel, source_kind = tol.tolerance_for(payload, m["metric"])
-    change = tol.relative_change(actual, m["value"])
+        if _same_bits(m.value, actual):
+            return Check(name, DETERMINISTIC, IDENTICAL, m.value, actual, relabelled.strip(" ()"))
+        return Check(name, DETERMINISTIC, DIFFERS, m.value, actual,
+                     f"{m.unit}: {source} gives {actual!r}, the bundle says {m.value!r}"
+                     f" (difference {actual - m.value:+.6g}){relabelled}")
+    rel, source_kind = tol.tolerance_for(payload, m.metric)
+    change = tol.relative_change(actual, m.value)
     shown = f"{change:+.1%}" if change is not None else "n/a"
-    note = f"{m['unit']}: the bundle claims {shown} vs the re-measurement; tolerance ±{rel:.0%} ({source_kind})"
+    note = f"{m.unit}: the bundle claims {shown} vs the re-measurement; tolerance ±{rel:.0%} ({source_kind})"
     if hw_note:
-        return Check(name, MEASURED, NOT_COMPARABLE, m["value"], actual, f"{note}; {hw_note}", rel)
-    verdict = WITHIN if tol.within(actual, m["value"], rel) else DIFFERS
-    return Check(name, MEASURED, verdict, m["value"], actual, note, rel)
+        return Check(name, MEASURED, NOT_COMPARABLE, m.value, actual, f"{note}; {hw_note}", rel)
+    verdict = WITHIN if tol.within(actual, m.value, rel) else DIFFERS
+    return Check(name, MEASURED, verdict, m.value, actual, note, rel)
 
 
 def thin_percentiles(results: RunResults) -> set[str]:
@@ -232,34 +234,34 @@ def unstable_percentiles(results: RunResults) -> dict[str, float]:
     return out
 
 
-def compare_results(payload: dict[str, Any], results: RunResults) -> list[Check]:
+def compare_results(payload: Payload, results: RunResults) -> list[Check]:
     """Every prediction and metric field of the bundle against ``results``; plus values the bundle lacks."""
     hw_note = measured_comparability(payload, results)
-    same_class = not hardware_difference(payload.get("environment") or {}, results.environment)
+    same_class = not hardware_difference(dict(payload.environment), results.environment)
     thin = thin_percentiles(results)
     unstable = unstable_percentiles(results)
     checks = compare_predictions(payload, results)
     seen = set()
-    for m in payload["metrics"]:
-        key = (m["dataset"], m["metric"])
+    for m in payload.metrics:
+        key = (m.dataset, m.metric)
         seen.add(key)
-        note = "" if same_class and m["metric"] in LOAD_INDEPENDENT else hw_note
-        if not note and m["metric"] in thin and not METRIC_UNITS.get(m["metric"], (None, None))[1]:
-            note = (f"{results.source}'s {m['metric'].split('_')[1]} rests on too few samples "
+        note = "" if same_class and m.metric in LOAD_INDEPENDENT else hw_note
+        if not note and m.metric in thin and not METRIC_UNITS.get(m.metric, (None, None))[1]:
+            note = (f"{results.source}'s {m.metric.split('_')[1]} rests on too few samples "
                     "(fewer than 5 calls above it) to be reproduced")
-        if not note and m["metric"] in unstable:
-            note = (f"{results.source}'s {m['metric'].split('_')[1]} moved {unstable[m['metric']]:.0%} between its "
-                    f"own trials (more than the audit's ±{tol.POLICY_MAX.get(m['metric'], tol.FALLBACK):.0%}): "
+        if not note and m.metric in unstable:
+            note = (f"{results.source}'s {m.metric.split('_')[1]} moved {unstable[m.metric]:.0%} between its "
+                    f"own trials (more than the audit's ±{tol.POLICY_MAX.get(m.metric, tol.FALLBACK):.0%}): "
                     "audit again on a quieter machine")
-        if not note and m["metric"] == "memory":
-            note = memory_definition_difference(payload.get("environment") or {}, results)
+        if not note and m.metric == "memory":
+            note = memory_definition_difference(dict(payload.environment), results)
         checks.append(compare_metric(payload, m, results.metrics.get(key), note, results.source))
     for (ds, metric), value in sorted(results.metrics.items()):
         if (ds, metric) not in seen:
             kind = DETERMINISTIC if METRIC_UNITS.get(metric, (None, False))[1] else MEASURED
             checks.append(Check(metric_field(ds, metric), kind, NOT_COMPARABLE, None, value,
                                 f"{results.source} produced it; the bundle does not state it"))
-    checks += environment_checks(payload.get("environment") or {}, results.environment)
+    checks += environment_checks(dict(payload.environment), results.environment)
     return checks
 
 

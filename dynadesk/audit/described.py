@@ -11,9 +11,10 @@ the audit nor enter an attestation's fields (a re-run elsewhere is allowed; it m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, NOT_COMPARABLE, Check
+from dynadesk.sync.format.payload import Payload
 
 if TYPE_CHECKING:
     from dynadesk.store.evaluations import EvaluationRecord
@@ -26,13 +27,13 @@ def runner_words(kind: str, sandboxed: bool) -> str:
     return f"{kind} ({'sandboxed' if sandboxed else 'not sandboxed'})"
 
 
-def rerun_checks(payload: dict[str, Any], record: EvaluationRecord, rerun: bool) -> list[Check]:
+def rerun_checks(payload: Payload, record: EvaluationRecord, rerun: bool) -> list[Check]:
     """``rerun.runner``, ``rerun.sandboxed`` and ``environment.hardware_class``: the bundle's run against the run the
     audit compared with (its own re-run, or the run named with ``--against``)."""
     from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
 
     what = f"the audit's re-run (run {record.id})" if rerun else f"the compared run {record.id}"
-    kind, sandboxed = str(payload["runner"]["kind"]), bool(payload["runner"]["sandboxed"])
+    kind, sandboxed = payload.runner.kind, payload.runner.sandboxed
     bundle_words, run_words = runner_words(kind, sandboxed), runner_words(record.runner, bool(record.sandboxed))
     same_runner = kind == record.runner
     checks = [
@@ -42,7 +43,7 @@ def rerun_checks(payload: dict[str, Any], record: EvaluationRecord, rerun: bool)
         Check("rerun.sandboxed", ENVIRONMENT, IDENTICAL if sandboxed == bool(record.sandboxed) else DIFFERS,
               sandboxed, bool(record.sandboxed), f"bundle: {bundle_words}; {what}: {run_words}"),
     ]
-    bundle_env, run_env = payload.get("environment") or {}, record.environment or {}
+    bundle_env, run_env = dict(payload.environment), record.environment or {}
     if not bundle_env or not run_env:
         checks.append(Check("environment.hardware_class", ENVIRONMENT, NOT_COMPARABLE, None, None,
                             f"{'the bundle' if not bundle_env else what} records no environment"))

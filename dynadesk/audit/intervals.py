@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE, Check
+from dynadesk.sync.format.payload import Payload
 
 COMPARED = ("metric", "low", "high", "level", "resamples", "seed", "method")
 
@@ -18,9 +19,9 @@ def _bits(value: Any) -> Any:
     return float(value).hex() if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
-def compare_intervals(payload: dict[str, Any], record: Any) -> list[Check]:
+def compare_intervals(payload: Payload, record: Any) -> list[Check]:
     """One check per signed interval (``intervals.<dataset>``); none for bundles made before intervals."""
-    signed = payload.get("intervals") or []
+    signed = [iv.to_json() for iv in payload.intervals or ()]  # compared field by field with the re-run's
     stored = (record.profile or {}).get("intervals") or {}
     checks = []
     for iv in signed:
@@ -41,12 +42,12 @@ def compare_intervals(payload: dict[str, Any], record: Any) -> list[Check]:
     return checks + compare_outcomes(payload, record)
 
 
-def compare_outcomes(payload: dict[str, Any], record: Any) -> list[Check]:
+def compare_outcomes(payload: Payload, record: Any) -> list[Check]:
     """One check per signed compact outcome (``outcomes.<dataset>``): re-derived from the re-run's predictions,
     which the bundle's Merkle root commits to (the root itself is checked by compare_predictions)."""
     stored = (record.profile or {}).get("outcomes") or {}
     checks = []
-    for o in payload.get("outcomes") or []:
+    for o in (signed.to_json() for signed in payload.outcomes or ()):
         name = f"outcomes.{o['dataset']}"
         expected = {k: v for k, v in o.items() if k != "dataset"}
         actual = stored.get(o["dataset"])

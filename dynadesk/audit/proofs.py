@@ -24,6 +24,7 @@ from dynadesk.errors import (
     ValidationError,
 )
 from dynadesk.jsonio import loads_bounded, read_text_capped
+from dynadesk.sync.format.payload import Payload
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -34,19 +35,19 @@ if TYPE_CHECKING:
 PROOF_FORMAT = "dynadesk-prediction-proof"
 
 
-def _candidates(store: Store, payload: dict[str, Any]) -> Iterator[EvaluationRecord]:
+def _candidates(store: Store, payload: Payload) -> Iterator[EvaluationRecord]:
     try:
-        yield store.evaluations.get(payload["evaluation_id"])
+        yield store.evaluations.get(payload.evaluation_id)
     except NotFoundError:
         pass
     for record in store.evaluations.list(status="succeeded", limit=1_000_000):
-        if record.predictions_digest == payload["predictions"]["digest"]:
+        if record.predictions_digest == payload.predictions.digest:
             yield record
 
 
-def find_predictions(store: Store, payload: dict[str, Any]) -> Path:
+def find_predictions(store: Store, payload: Payload) -> Path:
     """The workspace file whose sha256 is the bundle's predictions digest."""
-    want = payload["predictions"]["digest"]
+    want = payload.predictions.digest
     for record in _candidates(store, payload):
         for path in predictions_files(record):
             if path.is_file() and "sha256:" + file_sha256(path) == want:
@@ -55,16 +56,16 @@ def find_predictions(store: Store, payload: dict[str, Any]) -> Path:
                                  "made in the submitter's workspace, which holds the run's predictions")
 
 
-def prove_example(store: Store, payload: dict[str, Any], example_id: str,
+def prove_example(store: Store, payload: Payload, example_id: str,
                   dataset: str | None = None) -> Any:
     """An :class:`~dynadesk.sync.format.merkle.InclusionProof` for one example's prediction."""
     from dynadesk.sync.format.merkle import prove, read_predictions
 
     path = find_predictions(store, payload)
     tree = read_predictions(path)
-    if tree.root_hex != payload["predictions"]["merkle_root"]:
+    if tree.root_hex != payload.predictions.merkle_root:
         raise DigestMismatch(f"{path}: Merkle root {tree.root_hex} is not the bundle's "
-                             f"{payload['predictions']['merkle_root']}")
+                             f"{payload.predictions.merkle_root}")
     hits = [i for i, r in enumerate(tree.records) if isinstance(r, dict) and r.get("id") == example_id
             and (dataset is None or r.get("dataset") == dataset)]
     if not hits:
@@ -101,10 +102,10 @@ def check_proof(bundle: Bundle, doc: Any) -> InclusionProof:
 
     verify_bundle(bundle)
     proof = parse_proof(doc, bundle.id)
-    count = bundle.payload["predictions"]["count"]
+    count = bundle.payload.predictions.count
     if proof.tree_size != count:
         raise MerkleProofError(f"the proof is for a tree of {proof.tree_size} predictions; the bundle signs {count}")
-    verify_proof(proof, bundle.payload["predictions"]["merkle_root"])
+    verify_proof(proof, bundle.payload.predictions.merkle_root)
     return proof
 
 

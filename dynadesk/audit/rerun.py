@@ -25,45 +25,46 @@ from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, ConfigError, DynaDeskError
 from dynadesk.orchestration.request import RunRequest, legacy_request
 from dynadesk.orchestration.runner_registry import runner_spec
+from dynadesk.sync.format.payload import Payload
 
 
-def recorded_request(payload: dict[str, Any], model_name: str, runner: str, image: str | None) -> RunRequest:
+def recorded_request(payload: Payload, model_name: str, runner: str, image: str | None) -> RunRequest:
     """The request the bundle signed, replayed for ``model_name`` as an audit re-run (never a board entry).
 
     A version-2 bundle signs it as ``payload.request``; a version-1 bundle inside its ``settings``, or, made
     before requests were stored, only as the flat settings, which are read as such."""
     try:
-        if "request" in payload:
-            signed = RunRequest.from_dict(payload["request"])
-        elif "settings" not in payload:
+        if payload.request is not None:
+            signed = RunRequest.from_dict(payload.request.to_json())
+        elif payload.settings is None:
             raise ConfigError("the bundle carries no run request (its run was recorded before requests, with "
                               "settings that do not allow rebuilding one)")
-        elif "request" in payload["settings"]:
-            signed = RunRequest.from_dict(payload["settings"]["request"])
+        elif "request" in payload.settings:  # version 1: its free settings object (raw JSON) held the request
+            signed = RunRequest.from_dict(payload.settings["request"])
         else:
-            signed = legacy_request(model_name, [d["name"] for d in payload["datasets"]], runner, payload["settings"])
-        seed = payload["seeds"].get("seed", signed.settings.seed)
+            signed = legacy_request(model_name, payload.dataset_names, runner, dict(payload.settings))
+        seed = payload.seeds.get("seed", signed.settings.seed)
         return replace(signed, model=model_name, runner=runner, image=image, purpose="audit",
-                       datasets=tuple(d["name"] for d in payload["datasets"]),
+                       datasets=tuple(payload.dataset_names),
                        settings=replace(signed.settings, seed=seed))
     except ConfigError as exc:
         raise AuditError(f"the bundle's run request is not understood here: {exc}") from None
 
 
-def model_for_rerun(store: Store, payload: dict[str, Any], loc: ModelLocation) -> str:
+def model_for_rerun(store: Store, payload: Payload, loc: ModelLocation) -> str:
     """A registered model name for the audited folder (registered as ``<name>.audit-<digest>`` if needed)."""
     from dynadesk.models.registry import register_model
 
     if loc.folder is None or loc.digest is None:
         raise AuditError("no local model folder to re-run: pass --model PATH")
-    for m in store.models.list(payload["task"]):
+    for m in store.models.list(payload.task):
         if Path(m.path) == loc.folder and m.digest == loc.digest:
             return m.name
-    name = f"{payload['model']['name'][:80]}.audit-{loc.digest.split(':')[-1][:12]}"
-    return register_model(store, loc.folder, payload["task"], name=name).name
+    name = f"{payload.model.name[:80]}.audit-{loc.digest.split(':')[-1][:12]}"
+    return register_model(store, loc.folder, payload.task, name=name).name
 
 
-def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: ModelLocation, runner: str | None = None,
+def rerun(store: Store, workspace: Workspace, payload: Payload, loc: ModelLocation, runner: str | None = None,
           client: DockerClient | None = None, progress: ProgressFn | None = None,
           cancel: CancelToken | None = None) -> EvaluationRecord:
     """Evaluate again and return the stored run; raises :class:`AuditError` when it cannot be done.
@@ -71,15 +72,15 @@ def rerun(store: Store, workspace: Workspace, payload: dict[str, Any], loc: Mode
     cancelling ``cancel`` stops the re-run; the run is stored ``cancelled``."""
     from dynadesk.orchestration.evaluate import evaluate
 
-    kind = runner or payload["runner"]["kind"]
+    kind = runner or payload.runner.kind
     try:
         uses_image = runner_spec(kind).uses_image
     except ConfigError as exc:
         raise AuditError(f"cannot re-run here: {exc}") from exc
-    image = payload["evaluator"]["image_digest"] if uses_image else None
+    image = payload.evaluator.image_digest if uses_image else None
     if uses_image and image is not None:
-        _require_image(image, payload["evaluator"]["version"], client, payload["evaluator"])
-    names = [d["name"] for d in payload["datasets"]]
+        _require_image(image, payload.evaluator.version, client, payload.evaluator.to_json())
+    names = payload.dataset_names
     missing = [n for n in names if not store.datasets.exists(n)]
     if missing:
         raise AuditError(f"datasets {', '.join(missing)} are not in this workspace (see the datasets checks)")

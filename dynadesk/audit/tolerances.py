@@ -15,9 +15,8 @@ audit applies it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dynadesk.evaluator.metric_registry import tolerances
+from dynadesk.sync.format.payload import Payload
 
 # The format's part (field name, shape check) lives with the bundle format; the defaults are the metric registry's.
 from dynadesk.sync.format.tolerances import FALLBACK, FIELD, MAX_ENTRIES, check_tolerances
@@ -39,12 +38,12 @@ __all__ = ["DEFAULTS", "FALLBACK", "FIELD", "MAX_ENTRIES", "POLICY_MAX", "check_
 POLICY_MAX: dict[str, float] = dict(DEFAULTS)
 
 
-def tolerance_for(payload: dict[str, Any], metric: str) -> tuple[float, str]:
+def tolerance_for(payload: Payload, metric: str) -> tuple[float, str]:
     """``(relative tolerance, source)``: the declared one capped at the policy maximum, else the default."""
     cap = POLICY_MAX.get(metric, FALLBACK)
-    declared = payload.get(FIELD)
-    if isinstance(declared, dict) and metric in declared:
-        rel = float(declared[metric]["relative"])
+    declared = payload.tolerances or {}
+    if metric in declared:
+        rel = float(declared[metric].relative)
         if rel > cap:
             return cap, f"declared ±{rel:.0%}, capped at the policy maximum"
         return rel, "declared"

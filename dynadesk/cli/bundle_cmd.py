@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from dynadesk.cli.common import PASSPHRASE_ENV, echo_json, echo_table, json_option, key_passphrase, pass_app
+
+if TYPE_CHECKING:
+    from dynadesk.sync.format.parts import Dataset
 
 
 @click.group()
@@ -138,37 +141,37 @@ def bundle_show(file: str, as_json: bool) -> None:
 
     b = parse_bundle(read_capped(file, MAX_BUNDLE_BYTES, "bundle"), file)
     if as_json:
-        echo_json({"id": b.id, "payload": b.payload, "public_key": b.public_key.hex()})
+        echo_json({"id": b.id, "payload": b.payload.to_json(), "public_key": b.public_key.hex()})
         return
     p = b.payload
-    click.echo(f"bundle {b.id}\n  task {p['task']}  model {p['model']['name']} ({p['model']['digest']})\n"
-               f"  created {p['created_at']}  runner {p['runner']['kind']}"
-               f"{' sandboxed' if p['runner']['sandboxed'] else ''}  key {b.key_fingerprint}\n"
-               f"  predictions {p['predictions']['count']} (merkle root {p['predictions']['merkle_root']})")
-    click.echo(f"  task digest {p.get('task_digest', '(not recorded: made before task digests)')}")
-    if p.get("worker"):
-        click.echo(f"  evaluated by queue worker {p['worker']['name']}  worker key {p['worker']['key_fingerprint']}")
-    lineage = p["model"].get("lineage")
+    click.echo(f"bundle {b.id}\n  task {p.task}  model {p.model.name} ({p.model.digest})\n"
+               f"  created {p.created_at}  runner {p.runner.kind}"
+               f"{' sandboxed' if p.runner.sandboxed else ''}  key {b.key_fingerprint}\n"
+               f"  predictions {p.predictions.count} (merkle root {p.predictions.merkle_root})")
+    click.echo(f"  task digest {p.task_digest or '(not recorded: made before task digests)'}")
+    if p.worker:
+        click.echo(f"  evaluated by queue worker {p.worker.name}  worker key {p.worker.key_fingerprint}")
+    lineage = p.model.lineage
     if lineage:
-        trained = ", ".join(f"{t['dataset']}×{t['weight']:g} ({t['digest'][:19]})" for t in lineage["train"])
-        click.echo(f"  trained from {lineage['base']['name']} ({lineage['base']['digest'][:19]}) on {trained}; "
-                   f"dev {lineage['dev']['dataset']}; dynadesk {lineage['code_version']}")
+        trained = ", ".join(f"{t.dataset}×{t.weight:g} ({t.digest[:19]})" for t in lineage.train)
+        click.echo(f"  trained from {lineage.base_name} ({lineage.base_digest[:19]}) on {trained}; "
+                   f"dev {lineage.dev.dataset}; dynadesk {lineage.code_version}")
     echo_table(["dataset", "split", "size", "digest", "labels"],
-               [[d["name"], d["split"], d["size"], d["digest"], dataset_label_text(d)] for d in p["datasets"]])
+               [[d.name, d.split, d.size, d.digest, dataset_label_text(d)] for d in p.datasets])
     echo_table(["dataset", "metric", "value", "unit", "kind"],
-               [[m["dataset"] or "(run)", m["metric"], f"{m['value']:.4g}", m["unit"],
-                 "deterministic" if m["deterministic"] else "measured"] for m in p["metrics"]])
+               [[m.dataset or "(run)", m.metric, f"{m.value:.4g}", m.unit,
+                 "deterministic" if m.deterministic else "measured"] for m in p.metrics])
     from dynadesk.audit.hardware import measurement_lines  # measure branch: hardware class and noise
 
-    for line in measurement_lines(p.get("environment") or {}):
+    for line in measurement_lines(dict(p.environment)):
         click.echo(f"  {line}")
 
 
-def dataset_label_text(d: dict[str, Any]) -> str:
+def dataset_label_text(d: Dataset) -> str:
     """A dataset entry's optional labels in words: answerable-only, and the robustness suite set."""
-    parts = ["answerable-only"] if d.get("answerable_only") else []
-    if d.get("robustness_suites"):
-        parts.append("robustness suites " + ", ".join(d["robustness_suites"]))
+    parts = ["answerable-only"] if d.answerable_only else []
+    if d.robustness_suites:
+        parts.append("robustness suites " + ", ".join(d.robustness_suites))
     return "; ".join(parts) or "-"
 
 

@@ -187,7 +187,7 @@ class AuditPage(Page):
         self.verdict.setText(f"<span style='color:#1b5e20'>✔ signature valid</span> — key "
                              f"<code>{bundle.key_fingerprint}</code>, bundle <code>{bundle.id[:16]}…</code>")
         rows = [("bundle id", bundle.id), ("signature", "valid (ed25519)"),
-                ("key fingerprint", bundle.key_fingerprint)] + flatten(bundle.payload, "payload")
+                ("key fingerprint", bundle.key_fingerprint)] + flatten(bundle.payload.to_json(), "payload")
         fill(self.fields, [list(r) for r in rows])
         return True
 

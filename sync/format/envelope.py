@@ -3,7 +3,7 @@
 A bundle file is exactly the RFC 8785 bytes of::
 
     {"format": "dynadesk-bundle", "version": 2,
-     "payload": {...signed fields, see sync/format/schema.py...},
+     "payload": {...signed fields, see sync/format/payload.py...},
      "signature": {"algorithm": "ed25519", "public_key": <hex>, "value": <hex>}}
 
 The signature is over the JCS bytes of ``payload``. Because the file itself
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -33,9 +34,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from dynadesk.errors import BundleFormatError, FingerprintMismatch, UnsupportedVersionError
 from dynadesk.jsonio import check_depth
 from dynadesk.sync.format import keys as _keys
+from dynadesk.sync.format import payload as _payload
 from dynadesk.sync.format.canonical import canonical_bytes, loads_checked
-from dynadesk.sync.format.schema import check_payload, obj
-from dynadesk.sync.format.timestamps import parse_utc
+from dynadesk.sync.format.payload import Payload
+from dynadesk.sync.format.schema import obj
 
 FORMAT = "dynadesk-bundle"
 VERSION = 2  # what this program writes for bundles
@@ -133,9 +135,12 @@ def _diagnose_envelope(raw: bytes, where: str, fmt: str) -> None:
 
 @dataclass(frozen=True)
 class Bundle:
-    """A structurally valid bundle. Holding one says nothing about its signature: call verify_bundle."""
+    """A structurally valid bundle. Holding one says nothing about its signature: call verify_bundle.
 
-    payload: dict[str, Any]
+    ``payload`` is the typed model of the signed fields (``payload.to_json()``: the JSON object, whose RFC 8785
+    bytes are ``payload_bytes``)."""
+
+    payload: Payload
     public_key: bytes
     signature: bytes
     raw: bytes  # the exact canonical file bytes
@@ -149,25 +154,25 @@ class Bundle:
 
     @property
     def key_fingerprint(self) -> str:
-        return str(self.payload["submitter"]["key_fingerprint"])
+        return self.payload.submitter.key_fingerprint
 
     @property
     def task(self) -> str:
-        return str(self.payload["task"])
+        return self.payload.task
 
     @property
     def model_name(self) -> str:
-        return str(self.payload["model"]["name"])
+        return self.payload.model.name
 
     @property
     def created_at(self) -> datetime:
-        return parse_utc(self.payload["created_at"], "payload.created_at")
+        return self.payload.created
 
     def summary(self) -> dict[str, Any]:
         p = self.payload
-        return {"id": self.id, "task": p["task"], "model": p["model"], "created_at": p["created_at"],
-                "key_fingerprint": self.key_fingerprint, "datasets": [d["name"] for d in p["datasets"]],
-                "runner": p["runner"], "metrics": len(p["metrics"]), "merkle_root": p["predictions"]["merkle_root"],
+        return {"id": self.id, "task": p.task, "model": p.model.to_json(), "created_at": p.created_at,
+                "key_fingerprint": self.key_fingerprint, "datasets": p.dataset_names,
+                "runner": p.runner.to_json(), "metrics": len(p.metrics), "merkle_root": p.predictions.merkle_root,
                 "bytes": len(self.raw)}
 
 
@@ -234,11 +239,11 @@ def _hint(raw: bytes) -> str:
 def parse_bundle(raw: bytes, where: str = "bundle") -> Bundle:
     """Check structure only; raises :class:`BundleFormatError` (or a subclass) naming the problem."""
     doc, is_canonical = parse_document(raw, where, FORMAT)
-    check_payload(doc["payload"], doc["version"])
+    payload = _payload.parse_payload(doc["payload"], doc["version"])
     raw = bytes(raw)
     payload_bytes = require_canonical(doc, raw, is_canonical, where)
     sig = doc["signature"]
-    return Bundle(doc["payload"], bytes.fromhex(sig["public_key"]), bytes.fromhex(sig["value"]), raw, payload_bytes,
+    return Bundle(payload, bytes.fromhex(sig["public_key"]), bytes.fromhex(sig["value"]), raw, payload_bytes,
                   doc["version"])
 
 
@@ -263,10 +268,11 @@ def load_and_verify(raw: bytes, where: str = "bundle") -> Bundle:
     return bundle
 
 
-def sign_payload(payload: dict[str, Any], key: Ed25519PrivateKey) -> Bundle:
-    """Sign a payload; the result is re-parsed and verified, so a bad payload never leaves this function."""
+def sign_payload(payload: Payload | Mapping[str, Any], key: Ed25519PrivateKey) -> Bundle:
+    """Sign a payload (the typed model, or its JSON object as a writer builds it): the signed bytes are the RFC
+    8785 form of its JSON object; the result is re-parsed and verified, so a bad payload never leaves here."""
     try:
-        payload_bytes = canonical_bytes(payload)
+        payload_bytes = canonical_bytes(payload.to_json() if isinstance(payload, Payload) else payload)
     except BundleFormatError as exc:
         raise BundleFormatError(f"bundle payload {exc}") from None
     pub = _keys.public_raw(key)

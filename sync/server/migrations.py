@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from dynadesk.sync.format.payload import Payload
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.backend import Executor, Tx
 
@@ -134,17 +135,27 @@ def m003_roles_times_versions(c: Tx) -> None:
     c.execute("DELETE FROM meta WHERE key = 'schema_version'")  # the old counter; server_migrations records names now
 
 
-def results_key(payload: dict[str, Any]) -> str:
+def results_key(payload: Payload | dict[str, Any]) -> str:
     """What an attestation attaches to: one submitter key's results (task, model digest, each dataset digest, the
     predictions digest). Re-signing them with a new time or under a new model name (a new bundle id) keeps every
-    attestation of them; another key's identical results are its own claim and keep their own."""
+    attestation of them; another key's identical results are its own claim and keep their own. Takes the typed
+    payload, or a stored row's JSON object (the migration below reads raw rows, some hand-built by old tests)."""
     from dynadesk.sync.format.canonical import canonical_bytes
 
-    parts = {"task": payload["task"], "key": payload["submitter"]["key_fingerprint"],
-             "model": payload["model"]["digest"],
-             "datasets": sorted(d["digest"] for d in payload["datasets"]),
-             "predictions": payload["predictions"]["digest"]}
+    p = payload if isinstance(payload, Payload) else _stored_parts(payload)
+    parts = {"task": p.task, "key": p.submitter.key_fingerprint, "model": p.model.digest,
+             "datasets": sorted(d.digest for d in p.datasets), "predictions": p.predictions.digest}
     return hashlib.sha256(canonical_bytes(parts)).hexdigest()
+
+
+def _stored_parts(doc: dict[str, Any]) -> Any:
+    """The fields :func:`results_key` reads, as attributes, from a stored row's JSON (no schema check: a row that
+    lacks one raises KeyError or TypeError, which the migration turns into no key, as before)."""
+    from types import SimpleNamespace as Ns
+
+    return Ns(task=doc["task"], submitter=Ns(key_fingerprint=doc["submitter"]["key_fingerprint"]),
+              model=Ns(digest=doc["model"]["digest"]), datasets=[Ns(digest=d["digest"]) for d in doc["datasets"]],
+              predictions=Ns(digest=doc["predictions"]["digest"]))
 
 
 @migration

@@ -15,6 +15,8 @@ from dynadesk.errors import NotFoundError
 from dynadesk.scoring.answerability import per_dataset_text
 from dynadesk.sync.board_facts import facts_of, payload_of
 from dynadesk.sync.format.keys import fingerprint
+from dynadesk.sync.format.parts import Dataset, Interval, json_of
+from dynadesk.sync.format.payload import Payload
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.task_registry import describe
@@ -89,13 +91,13 @@ def folded(title: str, summary: str, body: Html, anchor: str) -> Html:
             f"{body}</details></section>")
 
 
-def metrics_table(payload: dict[str, Any]) -> Html:
+def metrics_table(payload: Payload) -> Html:
     """Every metric of the bundle: one row per metric, one column per dataset ('whole run' for '')."""
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, tuple[str, bool]] = {}
-    for m in payload.get("metrics") or []:
-        table.setdefault(m["metric"], {})[m["dataset"]] = m["value"]
-        info[m["metric"]] = (m["unit"], m["deterministic"])
+    for m in payload.metrics:
+        table.setdefault(m.metric, {})[m.dataset] = m.value
+        info[m.metric] = (m.unit, m.deterministic)
     datasets = sorted({d for by in table.values() for d in by})
     head = "".join(f"<th scope=\"col\">{h(d or 'whole run')}</th>" for d in datasets)
     body = []
@@ -107,10 +109,6 @@ def metrics_table(payload: dict[str, Any]) -> Html:
                     f"<td class=\"{kind}\">{kind}</td>{cells}</tr>")
     return (f"<table class=\"metrics\" id=\"metrics\"><thead><tr><th scope=\"col\">metric</th><th scope=\"col\">unit"
             f"</th><th scope=\"col\">kind</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-
-
-def _mapping(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
 
 
 def _num(v: Any) -> Html:
@@ -198,32 +196,32 @@ def _standing(task: str, standing: dict[str, Any] | None, hw_label: str) -> Html
 
 
 
-def intervals_table(payload: dict[str, Any]) -> Html:
+def intervals_table(payload: Payload) -> Html:
     """The bundle's signed 95% intervals of the task metric, one row per test set, each with a bar on 0-100."""
-    ivs = [iv for iv in payload.get("intervals") or [] if isinstance(iv, dict)]
+    ivs = payload.intervals or ()
     if not ivs:
         return "<p>This bundle carries no intervals (it was made before they existed).</p>"
     rows = "".join(
-        f"<tr><th scope=\"row\">{h(iv.get('dataset'))}</th><td>{h(iv.get('metric'))}</td>"
-        f"<td class=\"interval\">{_interval_bar(iv)}</td><td>{h(iv.get('resamples'))}</td>"
-        f"<td><code>{h(iv.get('seed'))}</code></td><td>{h(iv.get('method'))}</td></tr>" for iv in ivs)
+        f"<tr><th scope=\"row\">{h(iv.dataset)}</th><td>{h(iv.metric)}</td>"
+        f"<td class=\"interval\">{_interval_bar(iv)}</td><td>{h(iv.resamples)}</td>"
+        f"<td><code>{h(iv.seed)}</code></td><td>{h(iv.method)}</td></tr>" for iv in ivs)
     return ("<table class=\"intervals\" id=\"intervals\"><thead><tr><th>test set</th><th>metric</th>"
             "<th>95% interval</th><th>resamples</th><th>seed</th><th>method</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 
-def _interval_bar(iv: dict[str, Any]) -> Html:
-    lo, hi = float(iv["low"]), float(iv["high"])
+def _interval_bar(iv: Interval) -> Html:
+    lo, hi = float(iv.low), float(iv.high)
     return (f"<span class=\"ivbar\" title=\"{lo:.2f}–{hi:.2f}\"><span style=\"left:{max(0.0, min(lo, 100.0)):.2f}%;"
             f"width:{max(0.5, min(hi, 100.0) - max(lo, 0.0)):.2f}%\"></span></span> {h(f'{lo:.2f}–{hi:.2f}')}")
 
 
-def dataset_labels(d: dict[str, Any]) -> str:
+def dataset_labels(d: Dataset) -> str:
     """A dataset entry's signed labels, shown beside its name: answerable-only, the robustness suite set."""
     out = " <span class=warn>(answerable-only: unanswerable questions left out)</span>" \
-        if d.get("answerable_only") is True else ""
-    suites = d.get("robustness_suites")
-    if isinstance(suites, list) and suites:
+        if d.answerable_only else ""
+    suites = d.robustness_suites
+    if suites:
         out += f" <small>robustness suites: {h(', '.join(map(str, suites)))}</small>"
     return out
 
@@ -234,21 +232,21 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
     raw = db.bundle_raw(bundle_id)
     doc = json.loads(raw)
     payload = payload_of(raw)
-    task = str(payload.get("task"))
-    model = payload.get("model") or {}
+    task = payload.task
+    model = payload.model
     facts = facts_of(payload)
-    key_fp = (payload.get("submitter") or {}).get("key_fingerprint")
+    key_fp = payload.key_fingerprint
     try:
         submitter = db.get_key(str(key_fp)).name
     except NotFoundError:  # a key missing from this server only loses the name, never the page
         submitter = "unknown key"
-    digests = {d["name"]: d["digest"] for d in payload.get("datasets") or []}
+    digests = {d.name: d.digest for d in payload.datasets}
     versions = _rows.dataset_versions(digests, db.dataset_versions(task))
     ds_rows = "".join(
-        f"<tr><td>{h(d['name'])}{dataset_labels(d)}</td><td>{h(d.get('split'))}</td><td>{h(d.get('size'))}</td>"
-        f"<td><code>{h(d['digest'])}</code></td><td>{h(versions[d['name']]['version'])}"
-        f"{'' if versions[d['name']]['current'] else ' <span class=warn>(superseded)</span>'}</td></tr>"
-        for d in payload.get("datasets") or [])
+        f"<tr><td>{h(d.name)}{dataset_labels(d)}</td><td>{h(d.split)}</td><td>{h(d.size)}</td>"
+        f"<td><code>{h(d.digest)}</code></td><td>{h(versions[d.name]['version'])}"
+        f"{'' if versions[d.name]['current'] else ' <span class=warn>(superseded)</span>'}</td></tr>"
+        for d in payload.datasets)
     entry = db.log_entry_of(bundle_id)
     log_html = kv([("sequence number", entry["seq"]), ("kind", entry["kind"]), ("received", entry["received_at"]),
                    ("bundle sha256", entry["bundle_sha256"]), ("previous entry hash", entry["prev_hash"]),
@@ -256,14 +254,14 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                    ("in the log", link(f"/log?start={entry['seq']}#seq-{entry['seq']}", f"entry {entry['seq']}"))]
                   ) if entry else "<p>No log entry found.</p>"
     runner = f"{facts.runner}, " + ("sandboxed" if facts.sandboxed else "NOT sandboxed (a local run)")
-    summary = kv([("model", model.get("name")), ("model digest", model.get("digest")), ("task", task),
+    summary = kv([("model", model.name), ("model digest", model.digest), ("task", task),
                   ("task definition", describe(view.tasks[task]) if task in view.tasks else "not on this board"),
-                  ("task digest (signed)", payload.get("task_digest") or "not recorded (an older bundle)"),
+                  ("task digest (signed)", payload.task_digest or "not recorded (an older bundle)"),
                   ("submitter", Markup(f"{h(submitter)} <code>{h(key_fp)}</code>")),
-                  ("signed at", payload.get("created_at")), ("hardware class", facts.hardware_label),
+                  ("signed at", payload.created_at), ("hardware class", facts.hardware_label),
                   ("hardware class (canonical)", facts.hardware_class), ("runner", runner),
                   *([("SQuAD 2.0 (HasAns / NoAns)", squad)] if (squad := per_dataset_text(
-                      payload.get("metrics") or [])) else []),
+                      [*map(dict, payload.metric_rows())])) else []),
                   ("robustness suites", ", ".join(facts.robustness_suites) or "not recorded"),
                   ("coverage", "; ".join(f"{k}: {n} source examples changed" + (" (low confidence)" if low else "")
                                          for k, n, low in facts.coverage) or "none"),
@@ -272,13 +270,13 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
                   ("bundle id", bundle_id), ("signing key", fingerprint(bytes.fromhex(doc["signature"]["public_key"]))),
                   ("documents", Markup(f"{link(f'/bundles/{bundle_id}', 'readable bundle')} · "
                                        f"{link(f'/api/bundles/{bundle_id}', 'raw JSON')}"))]
-                 + ([("lineage", model["lineage"])] if model.get("lineage") else []))
+                 + ([("lineage", model.lineage.to_json())] if model.lineage else []))
     attested = db.attestations_of(bundle_id)
     standing = view.standing(task, bundle_id, facts.hardware_class)
-    title = standing["label"] if standing else str(model.get("name"))
-    env = _mapping(payload.get("environment"))
-    settings = _mapping(payload.get("settings")) if "settings" in payload else {  # version 1: one object
-        **_mapping(payload.get("worker_settings")), **({"request": payload["request"]} if "request" in payload else {})}
+    title = standing["label"] if standing else model.name
+    env = dict(payload.environment)
+    settings = dict(payload.settings) if payload.settings is not None else {  # version 1: one object
+        **json_of(payload.worker_settings), **({"request": payload.request.to_json()} if payload.request else {})}
     body = "".join([
         _standing(task, standing, facts.hardware_label),
         section("Summary", summary, "summary"),
@@ -286,15 +284,15 @@ def model_page(view: BoardView, bundle_id: str) -> Html:
         section("Intervals (task metric, 95%, host bootstrap)", intervals_table(payload), "intervals-section"),
         section("Datasets", "<table class=\"datasets\"><thead><tr><th>name</th><th>split</th><th>examples</th>"
                 f"<th>digest</th><th>board version</th></tr></thead><tbody>{ds_rows}</tbody></table>", "datasets"),
-        section("Evaluator", tree(payload.get("evaluator") or {}), "evaluator"),
+        section("Evaluator", tree(payload.evaluator.to_json()), "evaluator"),
         folded("Environment", f"{facts.hardware_label}; python {env.get('python', '?')}, torch "
                f"{env.get('torch', (env.get('libraries') or {}).get('torch', '?'))}",
                tree(env), "environment"),
-        section("Seeds", tree(payload.get("seeds") or {}), "seeds"),
+        section("Seeds", tree(dict(payload.seeds)), "seeds"),
         folded("Settings", ", ".join(f"{k} {v}" for k, v in settings.items() if not isinstance(v, dict | list))[:160],
                tree(settings), "settings"),
-        section("Tolerances (measured metrics)", tree(payload.get("tolerances") or {}), "tolerances"),
-        section("Predictions", tree(payload.get("predictions") or {}), "predictions"),
+        section("Tolerances (measured metrics)", tree(json_of(payload.tolerances or {})), "tolerances"),
+        section("Predictions", tree(payload.predictions.to_json()), "predictions"),
         section("Audit attestations", _attestations(attested, facts.hardware_class, bundle_id), "audit"),
         section("Transparency log entry", log_html, "log-entry"),
     ])

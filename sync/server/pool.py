@@ -41,6 +41,7 @@ from dynadesk.sync.claims import claim_key
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, parse_bundle, split_envelope
+from dynadesk.sync.format.parts import json_of
 from dynadesk.sync.server.migrations import results_key
 from dynadesk.sync.server.values import observed_outcomes
 
@@ -178,19 +179,20 @@ def _bundle_facts(raw: bytes, what: str) -> dict[str, Any]:
     """Everything the serving process needs from a signed bundle (not its free-form settings or environment)."""
     bundle = parse_bundle(raw, what)
     p = bundle.payload
-    for name, limit in (("settings", MAX_SETTINGS_BYTES), ("request", MAX_SETTINGS_BYTES),  # settings: version 1
-                        ("worker_settings", MAX_SETTINGS_BYTES), ("environment", MAX_ENVIRONMENT_BYTES)):
-        if name not in p:
+    for name, part in (("settings", p.settings), ("request", p.request),  # settings: version 1
+                       ("worker_settings", p.worker_settings), ("environment", p.environment)):
+        if part is None:
             continue
-        size = len(canonical_bytes(p[name]))
+        size = len(canonical_bytes(json_of(part)))
+        limit = MAX_ENVIRONMENT_BYTES if name == "environment" else MAX_SETTINGS_BYTES
         if size > limit:
             raise BundleFormatError(f"payload.{name}: {size} bytes in canonical form; at most {limit} are accepted")
     return {"id": bundle.id, "sha256": hashlib.sha256(bundle.raw).hexdigest(),
-            "key_fingerprint": bundle.key_fingerprint, "task": bundle.task, "model": p["model"],
-            "created_at": p["created_at"], "task_digest": p.get("task_digest"), "metrics": p["metrics"],
-            "datasets": p["datasets"], "results_key": results_key(p), "claim_key": claim_key(p),
-            "predictions_digest": p["predictions"]["digest"], "observed": observed_outcomes(p),
-            "intervals": p.get("intervals") or [],
+            "key_fingerprint": bundle.key_fingerprint, "task": bundle.task, "model": p.model.to_json(),
+            "created_at": p.created_at, "task_digest": p.task_digest, "metrics": p.metric_rows(),
+            "datasets": [d.to_json() for d in p.datasets], "results_key": results_key(p), "claim_key": claim_key(p),
+            "predictions_digest": p.predictions.digest, "observed": observed_outcomes(p),
+            "intervals": [iv.to_json() for iv in p.intervals or ()],
             "stats": bundle_stats(p)}  # intervals, outcomes and shared resamples (issue 36), worked out here too
 
 

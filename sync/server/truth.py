@@ -60,8 +60,8 @@ def derive_board(db: ServerDB) -> dict[BoardKey, tuple[Any, ...]]:
             old = rows.get(key)
             if old is None or created_us >= old[5]:
                 p = b.payload
-                rows[key] = (b.id, p["created_at"], p["model"]["digest"], json.dumps(board_metrics(p["metrics"])),
-                             json.dumps({d["name"]: d["digest"] for d in p["datasets"]}), created_us)
+                rows[key] = (b.id, p.created_at, p.model.digest, json.dumps(board_metrics(p.metric_rows())),
+                             json.dumps({d.name: d.digest for d in p.datasets}), created_us)
     return rows
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from dynadesk.errors import MetricValueError
 from dynadesk.evaluator.metric_registry import UNIT_RANGES, shared_metrics
 from dynadesk.evaluator.schema import METRIC_UNITS
+from dynadesk.sync.format.payload import Payload
 from dynadesk.tasks import Task
 
 # unit -> (lowest, highest) a real run can produce; measured values must also be > 0 (the metric registry's)
@@ -66,7 +67,7 @@ API_SLACK = 0.5e-4
 QUANTUM_SLACK = {"u16x100": 0.005, "label-pairs-u8": 0.0}
 
 
-def observed_outcomes(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def observed_outcomes(payload: Payload) -> list[dict[str, Any]]:
     """``[{index, dataset, metric, value, slack}]``: the metric each ``payload.outcomes`` entry gives (worked out in
     the upload pool: decoding is the costly part); :class:`MetricValueError` naming an entry that does not decode."""
     import numpy as np
@@ -75,16 +76,16 @@ def observed_outcomes(payload: dict[str, Any]) -> list[dict[str, Any]]:
     from dynadesk.scoring.bootstrap import decode_outcomes
 
     out = []
-    for i, raw in enumerate(payload.get("outcomes") or []):
+    for i, signed in enumerate(payload.outcomes or ()):
         try:
-            o = decode_outcomes(raw)
+            o = decode_outcomes(signed.to_json())
         except MetricError as exc:
             raise MetricValueError(f"payload.outcomes[{i}]: {exc}") from None
         if o.size == 0:
             continue
         value = float(o.statistic(np.arange(o.size, dtype=np.int64)[None, :])[0])
-        out.append({"index": i, "dataset": raw["dataset"], "metric": raw["metric"], "value": value,
-                    "slack": API_SLACK + QUANTUM_SLACK.get(str(raw["encoding"]), 0.0) + 1e-9})
+        out.append({"index": i, "dataset": signed.dataset, "metric": signed.metric, "value": value,
+                    "slack": API_SLACK + QUANTUM_SLACK.get(signed.encoding, 0.0) + 1e-9})
     return out
 
 

@@ -7,7 +7,6 @@ Real workspace, the tiny model, the real worker through the local runner, bundle
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -29,7 +28,7 @@ def made(tmp_path_factory):
 
 def _as_docker_elsewhere(bundle, ws) -> bytes:
     """The same run, signed as a Docker (sandboxed) run on a 64-core machine with another torch."""
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     payload["runner"] = {"kind": "docker", "sandboxed": True}
     payload["request"]["runner"] = "docker"
     env = payload["environment"]

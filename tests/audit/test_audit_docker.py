@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.eval import run_request, setup_workspace
@@ -31,8 +29,8 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
                                           limits=limits), client=docker_client)
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
-    assert bundle.payload["evaluator"]["image_digest"] == evaluator_image.image_id
-    assert bundle.payload["runner"] == {"kind": "docker", "sandboxed": True}
+    assert bundle.payload.to_json()["evaluator"]["image_digest"] == evaluator_image.image_id
+    assert bundle.payload.to_json()["runner"] == {"kind": "docker", "sandboxed": True}
 
     report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
     # deterministic fields must reproduce; measured ones may differ with noise (tests/audit/test_audit_measured.py)
@@ -46,7 +44,7 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     assert len(det) > 12 and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
 
     # the same bundle claiming another image (re-signed by someone else): named, with how to rebuild
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     payload["evaluator"]["image_digest"] = "sha256:" + "0" * 64
     key = Ed25519PrivateKey.generate()
     payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))

@@ -10,6 +10,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.payloads import metric, typed
 from support.sync import LABELS, make_run, workspace_with_key
 from support.tiny_models import make_tiny_classifier
 
@@ -61,7 +62,7 @@ def _audit(ws, path: str, run: int, *extra: str):
 
 def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_reproduced(made):
     ws, _store, run, bundle, tmp = made
-    res = _audit(ws, _forge(_inflate(bundle.payload), tmp), run)
+    res = _audit(ws, _forge(_inflate(bundle.payload.to_json()), tmp), run)
     assert res.exit_code != 0, res.output
     from dynadesk.cli.audit_cmd import EXIT_DIFFERS, EXIT_MEASURED
 
@@ -70,7 +71,7 @@ def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_re
     assert verdict[0].startswith("MEASURED CLAIMS NOT REPRODUCED") and "measured claims not reproduced" in \
         verdict[0].lower()
     assert "metrics[(run)].throughput" in verdict[0] and "metrics[(run)].memory" in verdict[0]
-    doc = json.loads(_audit(ws, _forge(_inflate(bundle.payload), tmp), run, "--json").output)
+    doc = json.loads(_audit(ws, _forge(_inflate(bundle.payload.to_json()), tmp), run, "--json").output)
     throughput = next(c for c in doc["checks"] if c["field"] == "metrics[(run)].throughput")
     assert throughput["verdict"] == "differs" and throughput["tolerance"] == 0.5  # capped from 10
     assert "capped" in throughput["note"] and doc["verdict"].lower().startswith("measured claims not reproduced")
@@ -78,10 +79,10 @@ def test_inflated_measured_claims_resigned_with_the_widest_tolerances_are_not_re
 
 def test_honest_claims_pass_and_a_deterministic_edit_keeps_its_own_exit_code(made):
     ws, _store, run, bundle, tmp = made
-    res = _audit(ws, _forge(bundle.payload, tmp, "honest.json"), run)
+    res = _audit(ws, _forge(bundle.payload.to_json(), tmp, "honest.json"), run)
     assert res.exit_code == 0, res.output
     assert res.output.split("VERDICT\n", 1)[1].startswith("OK")
-    p = copy.deepcopy(bundle.payload)
+    p = bundle.payload.to_json()
     next(m for m in p["metrics"] if m["metric"] == "perf")["value"] += 1
     res = _audit(ws, _forge(_inflate(p), tmp, "both.json"), run)
     from dynadesk.cli.audit_cmd import EXIT_DIFFERS
@@ -93,7 +94,7 @@ def test_honest_claims_pass_and_a_deterministic_edit_keeps_its_own_exit_code(mad
 
 def test_measured_fields_of_another_hardware_class_are_not_comparable(made):
     ws, _store, run, bundle, tmp = made
-    p = _inflate(bundle.payload)
+    p = _inflate(bundle.payload.to_json())
     p["environment"] = {**p["environment"], "cpu_model": "Another CPU 9000", "threads": 64}
     res = _audit(ws, _forge(p, tmp, "other-class.json"), run)
     assert res.exit_code == 0, res.output
@@ -111,17 +112,17 @@ def test_declared_tolerances_are_capped_and_judged_against_the_remeasurement():
 
     m = {"dataset": "", "metric": "throughput", "value": 150.0, "unit": "examples/s", "deterministic": False}
     payload = {"tolerances": {"throughput": {"relative": WIDEST}}, "metrics": []}
-    c = compare_metric(payload, m, 100.0, "", "run 9")
+    c = compare_metric(typed(payload), metric(m), 100.0, "", "run 9")
     assert c.tolerance == POLICY_MAX["throughput"] and c.verdict == WITHIN  # |150 - 100| <= 0.5 * 100
-    c = compare_metric(payload, dict(m, value=151.0), 100.0, "", "run 9")
+    c = compare_metric(typed(payload), metric(dict(m, value=151.0)), 100.0, "", "run 9")
     assert c.verdict == DIFFERS and c.unreproduced and not c.fails  # relative to the auditor's 100, not the claimed 151
     tight = {"tolerances": {"throughput": {"relative": 0.1}}, "metrics": []}
-    assert compare_metric(tight, dict(m, value=111.0), 100.0, "", "run 9").verdict == DIFFERS
+    assert compare_metric(typed(tight), metric(dict(m, value=111.0)), 100.0, "", "run 9").verdict == DIFFERS
 
 
 def test_bundle_show_names_the_hardware_class_and_the_measurement_state(made):
     ws, _store, run, bundle, tmp = made
-    p = copy.deepcopy(bundle.payload)
+    p = bundle.payload.to_json()
     p["environment"] = {**p["environment"], "hardware": {"cpu_model": "Test CPU", "cores": 2, "memory_limit_gib": 4,
                                                          "gpus": "none", "runtime": "cpu"},
                         "measurement": {"noisy": True, "noisy_measurements": ["set0 batch1: trials spread 40.0%"],
@@ -145,7 +146,7 @@ def test_a_latency_percentile_resting_on_too_few_samples_in_the_remeasurement_is
                "tolerances": {}, "metrics": [dict(metric, metric="latency_p99_ms", value=9.0),
                                              dict(metric, metric="latency_p50_ms", value=9.0),
                                              dict(metric, metric="throughput", value=900.0, unit="examples/s")]}
-    checks = {c.field: c for c in compare_results(payload, results)}
+    checks = {c.field: c for c in compare_results(typed(payload), results)}
     p99 = checks["metrics[(run)].latency_p99_ms"]
     assert p99.verdict == NOT_COMPARABLE and "too few samples" in p99.note
     # what rests on enough samples is still judged, and a claim cannot opt out: only the auditor's count decides
@@ -153,7 +154,7 @@ def test_a_latency_percentile_resting_on_too_few_samples_in_the_remeasurement_is
     assert checks["metrics[(run)].throughput"].verdict == DIFFERS
     payload["environment"] = {**env, "measurement": {"noisy": False, "latency_too_few_samples": ["p50", "p99"]}}
     results.environment = {**env, "measurement": {"noisy": False, "latency_too_few_samples": []}}
-    checks = {c.field: c for c in compare_results(payload, results)}
+    checks = {c.field: c for c in compare_results(typed(payload), results)}
     assert checks["metrics[(run)].latency_p99_ms"].verdict == DIFFERS
 
 
@@ -177,7 +178,7 @@ def test_a_latency_percentile_the_remeasurement_could_not_hold_is_not_comparable
     def verdicts(spread: dict) -> dict:
         values = {("", "latency_p99_ms"): 1.0, ("", "latency_p50_ms"): 1.0}
         results = RunResults("sha256:x", "root", 3, "sha256:l", values, measured(spread), "run 9")
-        return {c.field: c for c in compare_results(payload, results)}
+        return {c.field: c for c in compare_results(typed(payload), results)}
 
     checks = verdicts({"p50": 0.05, "p90": 0.2, "p99": 0.8})
     p99 = checks["metrics[(run)].latency_p99_ms"]

@@ -31,7 +31,7 @@ def test_a_proof_for_one_example_verifies_and_a_changed_prediction_does_not(made
     ws, store, bundle, _ = made
     proof = prove_example(store, bundle.payload, "vader-tweets-test-5")
     assert proof.record["id"] == "vader-tweets-test-5" and proof.record["dataset"] == "vader-tweets-test"
-    assert proof.tree_size == bundle.payload["predictions"]["count"] == PREDICTIONS_PER_RUN
+    assert proof.tree_size == bundle.payload.to_json()["predictions"]["count"] == PREDICTIONS_PER_RUN
     doc = proof_document(bundle.id, proof)
     assert check_proof(bundle, json.loads(json.dumps(doc))).index == proof.index
 

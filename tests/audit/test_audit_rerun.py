@@ -7,7 +7,6 @@ repeats it before signing.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 
@@ -51,17 +50,17 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert rerun.status == "succeeded" and rerun.worker.batch_size == 8 and rerun.worker.seed == 0
     assert rerun.request["limits"] == run.request["limits"] and rerun.model_name == "tiny"
     # the signed request is what the re-run replays; it is stored as an audit, never the model's board entry
-    assert bundle.payload["request"] == run.request and bundle.version == 2
-    names = [d["name"] for d in bundle.payload["datasets"]]  # the re-run names the signed test sets
+    assert bundle.payload.to_json()["request"] == run.request and bundle.version == 2
+    names = [d["name"] for d in bundle.payload.to_json()["datasets"]]  # the re-run names the signed test sets
     assert rerun.purpose == "audit" and rerun.request == {**run.request, "purpose": "audit", "datasets": names}
     assert [r.id for r in store.evaluations.board_runs("sentiment")] == [run.id]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
-    n_det = sum(1 for m in bundle.payload["metrics"] if m["deterministic"])
-    n_iv = len(bundle.payload["intervals"])  # one signed bootstrap interval and one compact outcome per test set
-    assert len(bundle.payload["outcomes"]) == n_iv
+    n_det = sum(1 for m in bundle.payload.to_json()["metrics"] if m["deterministic"])
+    n_iv = len(bundle.payload.intervals or ())  # one signed bootstrap interval and one compact outcome per test set
+    assert len(bundle.payload.to_json()["outcomes"]) == n_iv
     assert len(det) == n_det + 3 + 2 * n_iv and n_det >= 12 and n_iv == 2  # 4 metrics x (2 sets + run)
     assert all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
-    assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
+    assert report.get("predictions.merkle_root").actual == bundle.payload.to_json()["predictions"]["merkle_root"]
     measured = [c for c in report.checks if c.kind == MEASURED]
     assert {c.field for c in measured} >= {"metrics[(run)].throughput", "metrics[(run)].memory"}
     for c in measured:
@@ -73,7 +72,7 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
         assert c.verdict in (WITHIN, DIFFERS) or (c.verdict == NOT_COMPARABLE and
                                                   ("noisy" in report.not_comparable or thin)), c
         assert not c.fails  # a measured field never fails the deterministic verdict
-        assert c.tolerance == bundle.payload["tolerances"][c.field.split(".")[-1]]["relative"]
+        assert c.tolerance == bundle.payload.to_json()["tolerances"][c.field.split(".")[-1]]["relative"]
     assert report.get("environment.hardware").verdict == IDENTICAL
     # memory does not depend on CPU load or the page cache (peak RSS less shared-library pages): an honest
     # bundle's memory claim reproduces on its own machine, quiet or not
@@ -104,7 +103,7 @@ def test_cli_table_and_json_against_the_rerun(made, audited):
 
 def test_an_edited_metric_resigned_with_another_key_differs_from_the_rerun(made, audited, tmp_path):
     ws, store, run, bundle, path = made
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     target = next(m for m in payload["metrics"] if m["metric"] == "robustness" and m["dataset"] == "set1-test")
     target["value"] = math.nextafter(target["value"], -math.inf)
     key = Ed25519PrivateKey.generate()
@@ -151,7 +150,7 @@ def test_preflight_refuses_fields_that_do_not_reproduce_and_signs_nothing(made, 
 
 def test_the_audit_reproduces_the_signed_intervals_bit_for_bit(made, audited):
     ws, store, run, bundle, path = made
-    signed = bundle.payload["intervals"]
+    signed = bundle.payload.to_json()["intervals"]
     assert [iv["dataset"] for iv in signed] == sorted(run.profile["intervals"])
     rerun = store.evaluations.get(audited.rerun_id)
     for iv in signed:
@@ -161,7 +160,7 @@ def test_the_audit_reproduces_the_signed_intervals_bit_for_bit(made, audited):
         assert float(again["low"]).hex() == float(iv["low"]).hex()
         assert float(again["high"]).hex() == float(iv["high"]).hex()
         assert iv["resamples"] == 1000 and iv["metric"] == "macro_f1" and iv["low"] <= iv["high"]
-        perf = next(m["value"] for m in bundle.payload["metrics"]
+        perf = next(m["value"] for m in bundle.payload.to_json()["metrics"]
                     if m["dataset"] == iv["dataset"] and m["metric"] == "macro_f1")
         assert iv["low"] <= perf <= iv["high"]
         assert audited.get(f"outcomes.{iv['dataset']}").verdict == IDENTICAL
@@ -169,7 +168,7 @@ def test_the_audit_reproduces_the_signed_intervals_bit_for_bit(made, audited):
 
 def test_a_narrowed_interval_resigned_differs_from_the_rerun(made, audited):
     ws, store, run, bundle, path = made
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     iv = payload["intervals"][0]
     iv["low"] = iv["high"] = float(iv["high"])  # claims more certainty than the data give
     key = Ed25519PrivateKey.generate()
@@ -186,7 +185,7 @@ def test_edited_outcomes_resigned_differ_from_the_rerun(made, audited):
     import base64
 
     ws, store, run, bundle, path = made
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     o = payload["outcomes"][0]
     raw = bytearray(base64.b64decode(o["data"]))
     raw[0] = raw[1]  # example 0 predicted as its gold

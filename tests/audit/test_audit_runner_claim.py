@@ -6,8 +6,6 @@ Real SQLite workspace, a real tiny model folder, real signed bundles; no mocks.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from support.sync import LABELS, make_run, signed_payload, workspace_with_key
 from support.tiny_models import make_tiny_classifier
@@ -30,7 +28,7 @@ def made(home, tmp_path):
 
 
 def _with_runner(bundle, ws, kind: str, sandboxed: bool) -> bytes:
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     payload["runner"] = {"kind": kind, "sandboxed": sandboxed}
     if payload.get("request"):
         payload["request"]["runner"] = kind

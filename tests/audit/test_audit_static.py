@@ -13,6 +13,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.payloads import metric, typed
 from support.sync import LABELS, make_run, workspace_with_key
 from support.tiny_models import make_tiny_classifier
 
@@ -63,7 +64,7 @@ def test_an_untouched_bundle_checks_out(made):
         assert report.get(name).verdict == IDENTICAL, report.get(name)
     code = report.get("evaluator.version")  # the helper's run records a made-up evaluator version
     assert code.verdict == DIFFERS and not code.fails and "local re-run runs other code" in code.note
-    assert report.get("model.digest").actual == bundle.payload["model"]["digest"]
+    assert report.get("model.digest").actual == bundle.payload.to_json()["model"]["digest"]
     assert "declared by the bundle" in report.notes[0]
     assert "--rerun" in report.notes[-1]
 
@@ -77,7 +78,7 @@ def test_a_model_folder_altered_by_one_byte_is_named(made, tmp_path):
     weights.write_bytes(bytes(data))
     report = audit_bundle(store, ws, bundle.raw, model_path=altered)
     check = report.get("model.digest")
-    assert check.verdict == DIFFERS and check.expected == bundle.payload["model"]["digest"]
+    assert check.verdict == DIFFERS and check.expected == bundle.payload.to_json()["model"]["digest"]
     assert check.actual != check.expected and str(altered) in check.note
     assert [c.field for c in report.failures] == ["model.digest"]
 
@@ -93,7 +94,7 @@ def test_a_model_folder_altered_by_one_byte_is_named(made, tmp_path):
 
 def test_an_edited_metric_resigned_with_another_key_gets_the_precise_verdict(made):
     ws, store, run, bundle, folder = made
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     target = next(m for m in payload["metrics"] if m["metric"] == "perf" and m["dataset"] == "vader-tweets-test")
     target["value"] = math.nextafter(target["value"], math.inf)  # one ulp: only bit-for-bit catches it
     forged = _resign(payload)
@@ -151,7 +152,7 @@ def test_a_rerun_without_the_model_folder_is_incomplete_not_ok(made, tmp_path):
 
 def test_tolerances_are_signed_validated_and_optional(made):
     ws, store, run, bundle, folder = made
-    declared = bundle.payload["tolerances"]
+    declared = bundle.payload.to_json()["tolerances"]
     assert declared == {m: {"relative": DEFAULTS[m]} for m in ("latency_p99_ms", "memory", "throughput")}
     doc = json.loads(bundle.raw)
     doc["payload"]["tolerances"]["throughput"]["relative"] = 5
@@ -165,7 +166,7 @@ def test_tolerances_are_signed_validated_and_optional(made):
         doc["payload"]["tolerances"] = bad
         with pytest.raises(BundleFormatError):
             parse_bundle(canonical_bytes(doc))
-    old = copy.deepcopy(bundle.payload)
+    old = bundle.payload.to_json()
     del old["tolerances"]  # a bundle made before the field existed
     report = audit_bundle(store, ws, _resign(old), against=run)
     assert "declares none" in report.notes[0]
@@ -176,14 +177,14 @@ def test_tolerances_are_signed_validated_and_optional(made):
 def test_measured_fields_use_the_declared_tolerance_and_scores_cannot_buy_one():
     payload = {"tolerances": {"throughput": {"relative": 0.1}}, "metrics": []}
     m = {"dataset": "", "metric": "throughput", "value": 100.0, "unit": "examples/s", "deterministic": False}
-    assert compare_metric(payload, m, 109.0, "", "run 9").verdict == WITHIN
-    c = compare_metric(payload, m, 89.0, "", "run 9")  # the claim is 12.4% above the re-measurement
+    assert compare_metric(typed(payload), metric(m), 109.0, "", "run 9").verdict == WITHIN
+    c = compare_metric(typed(payload), metric(m), 89.0, "", "run 9")  # the claim is 12.4% above the re-measurement
     assert c.verdict == DIFFERS and c.unreproduced and not c.fails and c.tolerance == 0.1
     assert "+12.4%" in c.note
-    c = compare_metric(payload, m, 89.0, "another hardware class (bundle: A; here: B)", "run 9")
+    c = compare_metric(typed(payload), metric(m), 89.0, "another hardware class (bundle: A; here: B)", "run 9")
     assert c.verdict == NOT_COMPARABLE and not c.unreproduced and "another hardware class" in c.note
     perf = {"dataset": "d", "metric": "perf", "value": 70.0, "unit": "score", "deterministic": False}
-    c = compare_metric(payload, perf, 70.0000001, "", "run 9")
+    c = compare_metric(typed(payload), metric(perf), 70.0000001, "", "run 9")
     assert c.verdict == DIFFERS and c.fails and "schema says deterministic" in c.note
 
 
@@ -194,7 +195,7 @@ def test_the_image_hint_names_the_recorded_build_epoch(made):
     from dynadesk.audit.inputs import rebuild_command, rebuild_hint
 
     ws, store, run, bundle, folder = made
-    ev = bundle.payload["evaluator"]
+    ev = bundle.payload.to_json()["evaluator"]
     assert ev["source_date_epoch"] == IMAGE_EPOCH and ev["input_digest"] == "sha256:" + "ef" * 32
     image = audit_bundle(store, ws, bundle.raw).get("evaluator.image_digest")
     assert image.verdict == NOT_COMPARABLE and image.expected == ev["image_digest"]  # the helper's Id is made up

@@ -246,7 +246,7 @@ def test_the_public_board_and_model_page_show_hasans_and_noans(squad_run, tmp_pa
         bundle = create_bundle(ws, store, run["id"])
     finally:
         store.close()
-    assert bundle.payload["request"]["settings"]["null_threshold"] == run["request"]["settings"]["null_threshold"]
+    assert bundle.payload.request.settings.null_threshold == run["request"]["settings"]["null_threshold"]
     target = tmp_path / "server.db"
     db = ServerDB(target)
     info = key_info(ws.keys_dir)

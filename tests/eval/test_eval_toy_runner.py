@@ -77,8 +77,8 @@ def test_a_toy_runner_added_by_the_guide_runs_and_its_bundle_verifies(home, stor
     out = tmp_path / "toy.bundle.json"
     bundle = create_bundle(ws, store, rec.id, out=out)
     verified = load_and_verify(bundle.raw)  # structure (the runner name's form), canonical form, signature
-    assert verified.payload["runner"] == {"kind": "toy-subprocess", "sandboxed": False}
-    assert verified.payload["request"]["runner"] == "toy-subprocess"
+    assert verified.payload.to_json()["runner"] == {"kind": "toy-subprocess", "sandboxed": False}
+    assert verified.payload.to_json()["request"]["runner"] == "toy-subprocess"
     shown = CliRunner().invoke(cli, ["bundle", "verify", "--json", str(out)])
     assert shown.exit_code == 0 and json.loads(shown.output)["valid"] is True, shown.output
 

@@ -44,7 +44,7 @@ def test_bundle_create_signs_the_recomputed_perf_and_refuses_an_edited_metric_va
     ws, store, run = local_run
     perf = next(m for m in run.metrics if m.dataset == "" and m.metric == "perf")
     honest = create_bundle(ws, store, run.id)
-    signed = {(m["dataset"], m["metric"]): m["value"] for m in honest.payload["metrics"]}
+    signed = {(m["dataset"], m["metric"]): m["value"] for m in honest.payload.to_json()["metrics"]}
     assert signed == {(m.dataset, m.metric): m.value for m in run.metrics}  # an honest run signs as stored
 
     with sqlite3.connect(ws.db_path) as db:  # the attacker edits the workspace database directly
@@ -134,7 +134,7 @@ def test_bundle_create_refuses_a_run_whose_folder_cannot_be_recomputed_naming_wh
 
     ws, store = workspace_with_key(home)
     runs = [make_run(store, ws.runs_dir, model=f"bow-{i}") for i in range(3)]
-    assert create_bundle(ws, store, runs[0]).payload["predictions"]["count"] == 2 * 3 * 300  # a real folder signs
+    assert create_bundle(ws, store, runs[0]).payload.predictions.count == 2 * 3 * 300  # a real folder signs
     spec = Path(store.evaluations.get(runs[1]).run_dir) / "spec" / "spec.json"
     spec.unlink()
     with pytest.raises(BundleError) as caught:

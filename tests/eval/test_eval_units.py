@@ -12,6 +12,7 @@ import tarfile
 
 import pytest
 from support import REPO
+from support.payloads import typed
 
 from dynadesk.evaluator import allocator, environment, measurement, profiling
 from dynadesk.evaluator.schema import SCHEMA_VERSION, Spec, SpecError, evaluator_version, metric_row
@@ -349,16 +350,16 @@ def test_an_audit_compares_memory_only_between_runs_of_one_memory_definition():
                "metrics": [{"dataset": "", "metric": "memory", "value": 0.347, "unit": "GiB", "deterministic": False}],
                "tolerances": {"memory": {"relative": 0.25}}, "environment": {}}
     rerun = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.21}, environment=env, source="the re-run")
-    old = {c.field: c for c in compare_results(payload, rerun)}["metrics[(run)].memory"]
+    old = {c.field: c for c in compare_results(typed(payload), rerun)}["metrics[(run)].memory"]
     assert old.verdict == "not comparable" and not old.fails
     assert "peak-rss/0" in old.note and profiling.MEMORY_DEFINITION in old.note
-    same = {c.field: c for c in compare_results(dict(payload, environment=env), rerun)}["metrics[(run)].memory"]
+    same = {c.field: c for c in compare_results(typed(dict(payload, environment=env)), rerun)}["metrics[(run)].memory"]
     assert same.verdict == "differs" and same.kind == "measured"  # 0.347 claimed vs 0.21 re-measured, same definition
     # the attack: keep the re-run's evaluator version but edit the definition away to make memory "not comparable"
     versioned = {**env, "evaluator_version": "sha256:ev"}
     edited = {"evaluator_version": "sha256:ev", "measurement": {"noisy": False, "memory_definition": "peak-rss/0"}}
     rerun_v = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.21}, environment=versioned, source="the re-run")
-    dodged = {c.field: c for c in compare_results(dict(payload, environment=edited), rerun_v)}
+    dodged = {c.field: c for c in compare_results(typed(dict(payload, environment=edited)), rerun_v)}
     assert dodged["metrics[(run)].memory"].verdict == "differs"
 
 
@@ -375,12 +376,12 @@ def test_a_noisy_remeasurement_still_judges_memory_but_not_timing():
                "tolerances": {"memory": {"relative": 0.25}, "throughput": {"relative": 0.5}}}
     rerun = RunResults("sha256:aa", "r", 4, "l", {("", "memory"): 0.35, ("", "throughput"): 100.0}, environment=env,
                        source="the re-run")
-    by = {c.field: c for c in compare_results(payload, rerun)}
+    by = {c.field: c for c in compare_results(typed(payload), rerun)}
     assert by["metrics[(run)].memory"].verdict == "differs"
     assert by["metrics[(run)].throughput"].verdict == "not comparable" and "noisy" in by[
         "metrics[(run)].throughput"].note
     other_class = dict(payload, environment={**env, "cpu_model": "Y"})
-    assert {c.field: c for c in compare_results(other_class, rerun)}["metrics[(run)].memory"].verdict == \
+    assert {c.field: c for c in compare_results(typed(other_class), rerun)}["metrics[(run)].memory"].verdict == \
         "not comparable"
 
 

@@ -3,7 +3,6 @@ check its inputs, re-run it with the local runner and see the field-by-field ver
 
 from __future__ import annotations
 
-import copy
 import math
 
 import pytest
@@ -71,15 +70,15 @@ def test_check_inputs_then_rerun_and_compare_field_by_field(gui, qtbot):
     table = rows(page)
     assert set(table) == {c.field for c in report.checks}
     perf = table["metrics[set0-test].perf"]
-    want = next(m["value"] for m in bundle.payload["metrics"] if m["metric"] == "perf" and m["dataset"] == "set0-test")
+    want = next(m.value for m in bundle.payload.metrics if m.metric == "perf" and m.dataset == "set0-test")
     assert perf[1:3] == ["deterministic", "identical"] and float(perf[3]) == want == float(perf[4])
     assert table["predictions.merkle_root"][2] == "identical"
-    assert table["predictions.merkle_root"][4] == bundle.payload["predictions"]["merkle_root"]
+    assert table["predictions.merkle_root"][4] == bundle.payload.to_json()["predictions"]["merkle_root"]
     mem = table["metrics[(run)].memory"]
     # a re-measurement taken on a loaded machine is noisy, so the claim is not judged against it
     assert mem[1] == "measured" and (mem[2] in ("within tolerance", "differs") or
                                      (mem[2] == "not comparable" and "noisy" in report.not_comparable))
-    tol = bundle.payload["tolerances"]["memory"]["relative"]
+    tol = bundle.payload.to_json()["tolerances"]["memory"]["relative"]
     assert mem[5] == f"±{tol * 100:g}%"
     col = page.checks.horizontalHeaderItem(2).text()
     assert col == "verdict"
@@ -103,7 +102,7 @@ def test_a_forged_metric_differs_after_a_rerun_and_a_rerun_can_be_cancelled(gui,
 
     services, window, run, bundle, path = gui
     svc = services.audit
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     target = next(m for m in payload["metrics"] if m["metric"] == "perf" and m["dataset"] == "set1-test")
     target["value"] = math.nextafter(target["value"], math.inf)
     key = Ed25519PrivateKey.generate()

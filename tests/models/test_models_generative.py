@@ -86,7 +86,7 @@ def test_register_live_evaluate_bundle_audit(ws_store, arch, task, dataset):
         assert not generated & set(values)
     bundle = create_bundle(ws, store, run.id)
     # the prompt is part of the signed run: the spec carries the manifest (template, verbalisers, generation)
-    assert bundle.payload["request"] == run.request
+    assert bundle.payload.to_json()["request"] == run.request
     report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
     assert not report.failures and not report.incomplete, report.failures
 

@@ -85,12 +85,12 @@ def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
         run = evaluate(store, ws, run_request("tiny-onnx", runner="local", batch_size=8, latency_samples=8, warmup=1))
         assert run.status == "succeeded", run.error
         bundle = create_bundle(ws, store, run.id)
-        assert bundle.payload["model"]["digest"] == record.digest
+        assert bundle.payload.to_json()["model"]["digest"] == record.digest
         report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
         assert not report.failures and not report.incomplete, report.failures
         det = [c for c in report.checks if c.kind == DETERMINISTIC]
         assert det and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
-        assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
+        assert report.get("predictions.merkle_root").actual == bundle.payload.to_json()["predictions"]["merkle_root"]
     finally:
         store.close()
 

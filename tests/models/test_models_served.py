@@ -21,6 +21,7 @@ from support.tiny_models import make_tiny_tokenizer
 from dynadesk.errors import ModelError
 from dynadesk.evaluator.adapters import AdapterError
 from dynadesk.evaluator.openai_served import ServedAdapter, read_endpoint
+from dynadesk.sync.format.parts import Served
 
 pytest.importorskip("openai", reason="transformers serve needs transformers[serving] (dev extra)")
 SERVE = Path(sys.executable).with_name("transformers")
@@ -103,8 +104,8 @@ def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
         with pytest.raises(Exception, match="sandbox \\(no network\\) cannot reach; evaluate it with --runner local"):
             evaluate(store, ws, run_request("served-lm", runner="docker"))
         bundle = create_bundle(ws, store, run.id)
-        assert bundle.payload["model"]["served"] == {"endpoint": url, "model": model, "weights_digest": weights}
-        assert bundle.payload["runner"]["sandboxed"] is False
+        assert bundle.payload.model.served == Served(url, model, weights)
+        assert bundle.payload.to_json()["runner"]["sandboxed"] is False
         # the auditor names an endpoint of their own: the same model and weights digest, another URL, same digest
         record = store.models.get("served-lm")
         theirs = url.replace("127.0.0.1", "localhost")

@@ -195,7 +195,7 @@ def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
     assert run.status == "succeeded", run.error
     generate_key(workspace.keys_dir)
     bundle = create_bundle(workspace, store, run.id)
-    lineage = bundle.payload["model"]["lineage"]
+    lineage = bundle.payload.to_json()["model"]["lineage"]
     assert lineage == store.models.get("tiny-r2").manifest["lineage"]
     verify_bundle(parse_bundle(bundle.raw))
     shown = CliRunner().invoke(cli, ["--home", str(workspace.home), "bundle", "show",

@@ -292,8 +292,8 @@ def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args
         worker.stop()
     assert record.status == "succeeded", record.error
     bundle = create_bundle(ws, store, run_id)
-    assert bundle.payload["worker"] == {"name": "w1", "key_fingerprint": fpr}
-    assert bundle.payload["runner"] == {"kind": runner, "sandboxed": runner == "docker"}
+    assert bundle.payload.to_json()["worker"] == {"name": "w1", "key_fingerprint": fpr}
+    assert bundle.payload.to_json()["runner"] == {"kind": runner, "sandboxed": runner == "docker"}
     path = tmp_path / "b.json"
     path.write_bytes(bundle.raw)
     shown = run_cli("bundle", "show", str(path), home=home).stdout
@@ -329,7 +329,7 @@ def test_a_queued_bag_of_words_run_in_the_docker_sandbox_bundle_names_the_worker
 
 def test_a_bundle_worker_field_is_schema_checked_and_old_bundles_still_pass():
     from dynadesk.errors import BundleFormatError
-    from dynadesk.sync.format.schema import check_payload
+    from dynadesk.sync.format.payload import parse_payload as check_payload
 
     with pytest.raises(BundleFormatError, match=r"payload.worker.key_fingerprint: has the wrong form"):
         check_payload({"worker": {"name": "w1", "key_fingerprint": "w1"}, **_minimal_payload()})

@@ -13,7 +13,6 @@ adds exactly the missing bundles.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -171,7 +170,7 @@ def signed_stream(tmp_path: Path, count: int = SERVER_BUNDLES) -> tuple[list, ob
     rng = random.Random(SEED)
     bundles = []
     for i in range(count):
-        p = copy.deepcopy(base.payload)
+        p = base.payload.to_json()
         p["model"]["name"] = f"model-{i % 40:02d}"
         p["evaluation_id"] = i + 1
         for m in p["metrics"]:

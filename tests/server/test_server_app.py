@@ -109,14 +109,14 @@ def test_unknown_and_revoked_keys_are_refused(env, tmp_path):
 
 def test_unknown_task_or_dataset_digest_is_refused(env):
     b = env.bundle()
-    env.admin.remove_dataset("sentiment", b.payload["datasets"][0]["name"])
+    env.admin.remove_dataset("sentiment", b.payload.to_json()["datasets"][0]["name"])
     r = env.post(b.raw)
     assert r.status_code == 422 and r.json()["error"] == "not_on_board" and "not accepted" in r.json()["detail"]
-    d = b.payload["datasets"][0]
+    d = b.payload.to_json()["datasets"][0]
     env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "0" * 64, d["size"])
     r = env.post(b.raw)
     assert r.status_code == 422 and "different version" in r.json()["detail"]
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     payload["task"] = "no_such_task"
     r = env.post(signed_payload(payload, env.ws).raw)
     assert r.status_code == 422 and "not on this board" in r.json()["detail"]
@@ -267,7 +267,7 @@ def test_register_dataset_from_a_file_matches_the_workspace_digest(env, tmp_path
 def test_a_changed_dataset_digest_is_a_new_version_and_old_rows_stay_attached(env):
     old = env.bundle(model="m-old", perf=60.0)
     assert env.post(old.raw).status_code == 201
-    d = old.payload["datasets"][0]
+    d = old.payload.to_json()["datasets"][0]
     change = env.admin.add_dataset("sentiment", d["name"], "test", "sha256:" + "9" * 64, d["size"], replace=True)
     assert change == {"version": 2, "previous_digest": d["digest"]}
     versions = [(v["name"], v["version"], v["digest"]) for v in env.admin.dataset_versions("sentiment")
@@ -277,7 +277,7 @@ def test_a_changed_dataset_digest_is_a_new_version_and_old_rows_stay_attached(en
     (row,) = [r for r in board["rows"] if r["model"] == "m-old"]
     assert row["stale_datasets"] == [d["name"]]
     assert row["dataset_versions"][d["name"]] == {"digest": d["digest"], "version": 1, "current": False}
-    other = old.payload["datasets"][1]["name"]
+    other = old.payload.to_json()["datasets"][1]["name"]
     assert row["dataset_versions"][other]["current"] is True
     r = env.post(env.bundle(model="m-new", perf=70.0).raw)  # still on version 1 of the data
     assert r.status_code == 422 and r.json()["error"] == "not_on_board"

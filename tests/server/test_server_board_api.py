@@ -13,6 +13,7 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.board import BIG, SMALL, UNUSED_SET, serve_board
+from support.payloads import typed
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.scoring.leaderboard import NOT_COMPARABLE
@@ -120,9 +121,9 @@ def test_pages_render_and_refuse_bad_input_without_a_500(board):
         assert answer.status_code == status, (path, params, answer.text[:200])
 
 
-def test_facts_of_an_old_bundle_without_runner_or_environment():
-    facts = facts_of({"task": "sentiment"})
-    assert facts.runner == "unknown" and facts.sandboxed is False
+def test_facts_of_a_bundle_with_an_empty_environment():
+    facts = facts_of(typed({"environment": {}, "runner": {"kind": "local", "sandboxed": False}}))
+    assert facts.runner == "local" and facts.sandboxed is False
     assert facts.hardware_class.startswith("cpu=unknown")
 
 

@@ -218,7 +218,7 @@ def test_a_database_made_by_the_old_server_code_upgrades_and_keeps_serving(tmp_p
     (row,) = db.board_rows("sentiment")
     assert row["model"] == "bow-old" and row["submitter"] == "Old Lab" and row["attestations"] == []
     bundle = parse_bundle(db.bundle_raw(row["bundle_id"]))
-    assert row["datasets"] == {d["name"]: d["digest"] for d in bundle.payload["datasets"]}  # backfilled
+    assert row["datasets"] == {d["name"]: d["digest"] for d in bundle.payload.to_json()["datasets"]}  # backfilled
     assert db.conn.execute("SELECT created_us FROM board").fetchone()[0] > 0
     assert db.get_key(row["key_fingerprint"]).role == "submitter"
     assert {d["version"] for d in db.datasets("sentiment")} == {1}

@@ -99,7 +99,7 @@ def test_identical_predictions_tie_with_zero_width_and_strictly_better_does_not(
     assert b["tied_with"] is None and all(not t["tied"] and t["low"] > 0 for t in b["paired_next"].values())
     assert w["paired_next"] == {} and w["tied_with"] is None
     # the intervals shown are the bundle's signed ones, and a metric right on every example has width zero
-    signed = {iv["dataset"]: iv for iv in bundles[0].payload["intervals"]}
+    signed = {iv["dataset"]: iv for iv in bundles[0].payload.to_json()["intervals"]}
     assert set(a["intervals"]) == set(signed)
     for name, iv in a["intervals"].items():
         assert iv["low"] == iv["high"] == 100.0 == signed[name]["low"]

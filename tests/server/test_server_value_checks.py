@@ -37,7 +37,7 @@ def valued(db_target, tmp_path):
     ws, store = workspace_with_key(tmp_path / "ws")
     honest = [bundle_with(ws, store, "good", _some), bundle_with(ws, store, "fair", _many),
               bundle_with(ws, store, "worst", wrong)]
-    perfect = parse_bundle(bundle_with(ws, store, "perfect", right).raw).payload
+    perfect = parse_bundle(bundle_with(ws, store, "perfect", right).raw).payload.to_json()
     db = ServerDB(db_target)
     info = key_info(ws.keys_dir)
     db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")

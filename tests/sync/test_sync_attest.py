@@ -165,7 +165,7 @@ def test_the_server_refuses_attestations_from_submitter_keys_and_about_ones_own_
     from dynadesk.sync.format.envelope import parse_bundle, sign_payload
     from dynadesk.sync.format.keys import key_info
 
-    payload = dict(parse_bundle(world["bundle_file"].read_bytes()).payload)
+    payload = parse_bundle(world["bundle_file"].read_bytes()).payload.to_json()
     payload["submitter"] = {"key_fingerprint": key_info(Workspace(home).keys_dir).fingerprint}
     own = sign_payload(payload, load_private_key(Path(Workspace(home).keys_dir) / PRIVATE_NAME))
     assert requests.post(f"{world['url']}/api/bundles", data=own.raw, timeout=10).status_code == 201

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 
@@ -22,7 +21,7 @@ from dynadesk.errors import (
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format import merkle
 from dynadesk.sync.format.envelope import Bundle, load_and_verify, parse_bundle, verify_bundle
-from dynadesk.sync.format.schema import PAYLOAD_KEYS
+from dynadesk.sync.format.payload import Payload
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def made(tmp_path):
 def test_bundle_states_the_run(made):
     ws, store, ev, b = made
     rec = store.evaluations.get(ev)
-    p = b.payload
+    p = b.payload.to_json()
     assert p["task"] == "sentiment" and p["model"]["name"] == "bow-a"
     assert p["model"]["digest"] == store.models.get("bow-a").digest
     assert [(d["name"], d["digest"], d["size"], d["split"]) for d in p["datasets"]] == [
@@ -65,11 +64,11 @@ def test_a_prediction_can_be_proven_against_the_bundle_root(made):
     tree = merkle.read_predictions(predictions_file(store.evaluations.get(ev).run_dir))
     i = merkle.find_index(tree, [("dataset", "vader-tweets-test"), ("id", "vader-tweets-test-5")])
     proof = merkle.InclusionProof.from_dict(json.loads(json.dumps(merkle.prove(tree, i).to_dict())))
-    merkle.verify_proof(proof, b.payload["predictions"]["merkle_root"])
+    merkle.verify_proof(proof, b.payload.to_json()["predictions"]["merkle_root"])
     forged = merkle.InclusionProof({**proof.record, "prediction": {"label": "negative"}}, proof.index,
                                    proof.tree_size, proof.path, proof.root)
     with pytest.raises(Exception, match="does not lead to the Merkle root"):
-        merkle.verify_proof(forged, b.payload["predictions"]["merkle_root"])
+        merkle.verify_proof(forged, b.payload.to_json()["predictions"]["merkle_root"])
 
 
 def _set(payload: dict, path: str, fn) -> None:
@@ -123,15 +122,15 @@ def _resealed(b: Bundle, payload: dict) -> bytes:
 
 def test_every_signed_field_is_covered_by_a_tamper_test():
     top = {k.split(".")[0] for k in MUTATIONS} | {"datasets", "submitter"}
-    assert top == PAYLOAD_KEYS
+    assert top == {f.name for f in Payload.signed_fields(2) if not f.metadata["optional"]}
 
 
 @pytest.mark.parametrize("path", sorted(MUTATIONS))
 def test_tampering_a_signed_field_breaks_the_signature(made, path):
     b = made[3]
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     _set(payload, path, MUTATIONS[path])
-    assert payload != b.payload
+    assert payload != b.payload.to_json()
     tampered = parse_bundle(_resealed(b, payload))  # still well-formed ...
     with pytest.raises(SignatureError, match="does not verify"):  # ... but not what was signed
         verify_bundle(tampered)
@@ -139,7 +138,7 @@ def test_tampering_a_signed_field_breaks_the_signature(made, path):
 
 def test_renaming_a_dataset_everywhere_breaks_the_signature(made):
     b = made[3]
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     old = payload["datasets"][0]["name"]
     payload["datasets"][0]["name"] = "vader-nyt-test"
     for m in payload["metrics"]:
@@ -151,7 +150,7 @@ def test_renaming_a_dataset_everywhere_breaks_the_signature(made):
 
 def test_claiming_another_fingerprint_is_a_fingerprint_mismatch(made):
     b = made[3]
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     payload["submitter"]["key_fingerprint"] = _flip_hex(b.key_fingerprint)
     with pytest.raises(FingerprintMismatch, match="fingerprint"):
         verify_bundle(parse_bundle(_resealed(b, payload)))
@@ -172,7 +171,7 @@ def test_claiming_another_fingerprint_is_a_fingerprint_mismatch(made):
     (lambda p: p["evaluator"].update(base="debian"), "unknown field"),
 ])
 def test_malformed_payload_names_the_field(made, mutate, message):
-    payload = copy.deepcopy(made[3].payload)
+    payload = made[3].payload.to_json()
     mutate(payload)
     with pytest.raises(BundleFormatError, match=message):
         parse_bundle(_resealed(made[3], payload))
@@ -181,15 +180,15 @@ def test_malformed_payload_names_the_field(made, mutate, message):
 def test_bundles_without_the_image_build_still_parse(made):
     """Older bundles and local runs carry no build epoch / input digest: well-formed, and still signed."""
     ws, store, ev, b = made
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     del payload["evaluator"]["source_date_epoch"], payload["evaluator"]["input_digest"]
     old = parse_bundle(_resealed(b, payload))
-    assert set(old.payload["evaluator"]) == {"image_digest", "version"}
+    assert set(old.payload.to_json()["evaluator"]) == {"image_digest", "version"}
     with pytest.raises(SignatureError):  # dropping the fields is a change to what was signed
         verify_bundle(old)
     store.evaluations.update(ev, image_build=None)  # a run that recorded no image build
     fresh = create_bundle(ws, store, ev)
-    assert set(fresh.payload["evaluator"]) == {"image_digest", "version"}
+    assert set(fresh.payload.to_json()["evaluator"]) == {"image_digest", "version"}
     verify_bundle(parse_bundle(fresh.raw))
 
 

@@ -8,7 +8,6 @@ audit: against a stored run it compares field by field, and its request is repla
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 from pathlib import Path
@@ -24,7 +23,7 @@ from dynadesk.errors import BundleFormatError, SignatureError, UnsupportedVersio
 from dynadesk.store.evaluations import MetricValue, WorkerSettings
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.envelope import load_and_verify, parse_bundle, sign_payload, verify_bundle
-from dynadesk.sync.format.schema import check_payload
+from dynadesk.sync.format.payload import parse_payload as check_payload
 
 FIXTURES = ASSETS
 OLD = FIXTURES / "bundle_v1.json"
@@ -32,7 +31,7 @@ OLD = FIXTURES / "bundle_v1.json"
 
 def test_a_version_1_bundle_still_parses_and_verifies():
     bundle = load_and_verify(OLD.read_bytes())
-    p = bundle.payload
+    p = bundle.payload.to_json()
     assert bundle.version == 1 and "settings" in p and "worker_settings" not in p
     assert p["settings"]["request"]["model"] == "bow-a" and p["settings"]["batch_size"] == 32
     doc = json.loads(OLD.read_bytes())
@@ -86,7 +85,7 @@ def test_an_audit_rerun_replays_the_request_a_version_1_bundle_signed():
     request = recorded_request(payload, "bow-a.audit-1", "local", None)
     assert (request.model, request.runner, request.purpose) == ("bow-a.audit-1", "local", "audit")
     assert request.settings.batch_size == 32 and request.settings.seed == 13
-    assert request.limits.to_dict() == payload["settings"]["request"]["limits"]
+    assert request.limits.to_dict() == payload.settings["request"]["limits"]
 
 
 @pytest.fixture
@@ -109,11 +108,11 @@ def _with_request(ws, store, run):
 def test_version_2_signs_the_request_once_and_the_worker_settings(made):
     ws, store, run = made
     bundle, request = _with_request(ws, store, run)
-    p = bundle.payload
+    p = bundle.payload.to_json()
     assert bundle.version == 2 and json.loads(bundle.raw)["version"] == 2
     assert p["request"] == request.to_dict() and "settings" not in p
     assert p["worker_settings"]["batch_size"] == 32 and p["worker_settings"]["threads"] == 2
-    rerun = recorded_request(p, "bow-a.audit-1", "local", None)
+    rerun = recorded_request(bundle.payload, "bow-a.audit-1", "local", None)
     assert rerun.settings == request.settings and rerun.limits == request.limits
 
 
@@ -135,7 +134,7 @@ BAD_FIELDS = [
 def test_version_2_checks_each_typed_field_and_names_it(made, path, value, message):
     ws, store, run = made
     bundle, _ = _with_request(ws, store, run)
-    payload = copy.deepcopy(bundle.payload)
+    payload = bundle.payload.to_json()
     target = payload
     for key in path[:-1]:
         target = target[key]
@@ -146,7 +145,7 @@ def test_version_2_checks_each_typed_field_and_names_it(made, path, value, messa
 
 def test_the_versions_do_not_mix(made):
     ws, store, run = made
-    p = create_bundle(ws, store, run).payload
+    p = create_bundle(ws, store, run).payload.to_json()
     mixed = {**p, "settings": {"batch_size": 32}}
     with pytest.raises(BundleFormatError, match="unknown field"):
         check_payload(mixed)  # version 2 has no free settings object

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -46,7 +45,7 @@ def _resealed(raw: bytes, payload: dict) -> bytes:
 def test_a_run_without_intervals_bundles_as_before(made):
     ws, store, ev = made
     b = create_bundle(ws, store, ev)
-    assert "intervals" not in b.payload
+    assert b.payload.intervals is None and "intervals" not in b.payload.to_json()
     verify_bundle(parse_bundle(b.raw))
 
 
@@ -55,11 +54,11 @@ def test_intervals_are_signed_and_tampering_breaks_the_signature(made):
     stored = _with_intervals(store, ev)
     b = create_bundle(ws, store, ev)
     verify_bundle(parse_bundle(b.raw))
-    signed = {iv["dataset"]: iv for iv in b.payload["intervals"]}
+    signed = {iv["dataset"]: iv for iv in b.payload.to_json()["intervals"]}
     assert set(signed) == set(stored)
     for name, iv in signed.items():
         assert float(iv["low"]).hex() == float(stored[name]["low"]).hex() and iv["seed"] == stored[name]["seed"]
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     payload["intervals"][0]["high"] = payload["intervals"][0]["low"]
     with pytest.raises(SignatureError):
         verify_bundle(parse_bundle(_resealed(b.raw, payload)))
@@ -78,7 +77,7 @@ def test_malformed_intervals_name_the_field(made, mutate, message):
     ws, store, ev = made
     _with_intervals(store, ev)
     b = create_bundle(ws, store, ev)
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     mutate(payload["intervals"])
     with pytest.raises(BundleFormatError, match=message):
         parse_bundle(_resealed(b.raw, payload))
@@ -90,7 +89,7 @@ def test_outcomes_are_signed_and_decode_to_what_was_stored(made):
     b = create_bundle(ws, store, ev)
     verify_bundle(parse_bundle(b.raw))
     rec = store.evaluations.get(ev)
-    for o in b.payload["outcomes"]:
+    for o in b.payload.to_json()["outcomes"]:
         back = B.decode_outcomes(o)
         again = B.decode_outcomes(rec.profile["outcomes"][o["dataset"]])
         assert back.size == o["n"] and (back.pred == again.pred).all() and (back.gold == again.gold).all()
@@ -108,7 +107,7 @@ def test_malformed_outcomes_name_the_field(made, mutate, message):
     ws, store, ev = made
     _with_intervals(store, ev)
     b = create_bundle(ws, store, ev)
-    payload = copy.deepcopy(b.payload)
+    payload = b.payload.to_json()
     mutate(payload["outcomes"])
     with pytest.raises(BundleFormatError, match=message):
         parse_bundle(_resealed(b.raw, payload))

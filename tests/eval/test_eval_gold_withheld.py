@@ -50,3 +50,32 @@ def test_a_handler_reading_the_mounted_data_finds_no_gold_in_the_sandbox(home, s
 
 def test_the_local_runner_gives_a_trusted_handler_the_same_blind_view(home, store, tmp_path):
     _assert_blind(_peeking_run(home, store, tmp_path, trust_model_code=True))
+
+
+def test_the_model_view_keeps_ids_and_inputs_only_and_refuses_data_the_spec_does_not_name(tmp_path):
+    import hashlib
+
+    from dynadesk.errors import RunFolderError
+    from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
+    from dynadesk.orchestration.model_view import view_fields, write_model_view
+    from dynadesk.tasks import get_task
+
+    qa = get_task("qa").to_dict()
+    assert view_fields(qa) == ("id", *[f["name"] for f in qa["inputs"]]) and "answers" not in view_fields(qa)
+    # a task naming its gold field as an input still never shows it
+    assert view_fields({**qa, "inputs": [*qa["inputs"], {"name": "answers"}]}) == view_fields(qa)
+    row = {"id": "q1", "context": "Paris is in France.", "question": "Where is Paris?", "answers": ["France"],
+           "metadata": {"squad_v2": True, "source_id": "q0"}, "tags": ["geo"], "notes": "France"}
+    data, view = tmp_path / "data", tmp_path / "inputs"
+    data.mkdir()
+    raw = (json.dumps(row) + "\n").encode()
+    (data / "d000.jsonl").write_bytes(raw)
+    spec = Spec(task=qa, model={"name": "m", "digest": "sha256:0", "manifest": {}}, settings=Settings(),
+                datasets=[DatasetSpec(name="qa-test", file="d000.jsonl", sha256=hashlib.sha256(raw).hexdigest(),
+                                      size=1, role="test")])
+    write_model_view(spec, data, view)
+    assert json.loads((view / "d000.jsonl").read_text()) == {"id": "q1", "context": "Paris is in France.",
+                                                             "question": "Where is Paris?"}
+    (data / "d000.jsonl").write_bytes(raw.replace(b"q1", b"q2"))
+    with pytest.raises(RunFolderError, match="dataset 'qa-test': .* does not match the spec's sha256"):
+        write_model_view(spec, data, view)

@@ -1,4 +1,10 @@
-"""The evaluation worker: one spec in, predictions, metrics, profile and environment out.
+"""The evaluation worker: one spec in, predictions, measured figures, profile and environment out.
+
+It never sees the gold: the host gives it the model's view of each data file (ids and the task's input
+fields, ``dynadesk.orchestration.model_view``), because the model's own code (a handler, a pickle) runs in
+this process and could read whatever the worker reads. Every deterministic metric (task scores, robustness,
+fairness, per-tag results, intervals) is the host's, computed from the predictions
+(``dynadesk.orchestration.recompute``); ``metrics.json`` holds the measured figures only.
 
 It runs the same code in a container (DockerRunner) and in a subprocess
 (LocalRunner). Each dataset's predictions are written to ``parts/`` with a
@@ -101,12 +107,11 @@ def set_determinism(settings: Settings, threads: int) -> None:
 
 
 def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
+    """The model's view of one dataset (ids and input fields). The spec's sha256 is of the full data, which
+    stays on the host (it checked the data against it when it cut this view): here the count is checked."""
     path = data_dir / ds.file
     if not path.is_file():
         raise WorkerError(f"dataset '{ds.name}': file {path} is missing")
-    actual = sha256_file(path)
-    if actual != ds.sha256:
-        raise WorkerError(f"dataset '{ds.name}': {path} has sha256 {actual}, the spec says {ds.sha256}")
     examples = []
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
@@ -226,60 +231,6 @@ class Worker:
         self.emit({"phase": "saved", "dataset": ds.name, "examples": len(examples)})
         return info
 
-    def read_part(self, ds: DatasetSpec) -> dict[str, Any]:
-        preds = {}
-        with open(self.parts / ds.file, encoding="utf-8") as fh:
-            for line in fh:
-                row = json.loads(line)
-                preds[row["id"]] = row["prediction"]
-        return preds
-
-    # ------------------------------------------------------------------ metrics
-    def metrics(self, examples: dict[str, list[dict[str, Any]]],
-                preds: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-        from dynadesk.evaluator import metrics as M
-
-        task = self.spec.task
-        rows, notes = [], []
-        per_metric: dict[str, list[float]] = {}
-        tests = [d for d in self.spec.datasets if d.role == "test"]
-        for ds in tests:
-            exs = examples[ds.name]
-            scores = M.task_score(task, [preds[ds.name][ex["id"]] for ex in exs], exs)
-            for kind in ("robustness", "fairness"):
-                derived = [d for d in self.spec.datasets if d.derived_from == ds.name and d.kind == kind]
-                if not derived:
-                    notes.append(f"{ds.name}: no {kind} perturbation sets, {kind} not measured")
-                    continue
-                by_source: dict[str, list[Any]] = {}
-                for d in derived:
-                    for ex in examples[d.name]:
-                        src = (ex.get("metadata") or {}).get("source_id")
-                        if src is None:
-                            raise WorkerError(f"dataset '{d.name}': example '{ex['id']}' lacks metadata.source_id")
-                        by_source.setdefault(src, []).append(preds[d.name][ex["id"]])
-                try:
-                    scores.update(M.consistency_rows(kind, M.consistency_report(task, preds[ds.name], by_source)))
-                except M.MetricError as exc:
-                    notes.append(f"{ds.name}: {kind} not measured: {exc}")
-            for metric, value in scores.items():
-                rows.append(metric_row(ds.name, metric, value))
-                per_metric.setdefault(metric, []).append(value)
-        for metric, values in per_metric.items():  # whole run: unweighted mean over the test sets
-            if len(values) == len(tests):
-                rows.append(metric_row("", metric, M.run_value(metric, values)))
-        return rows, notes
-
-    def tag_results(self, examples: dict[str, list[dict[str, Any]]],
-                    preds: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
-        """Per test set, the task's metrics per example tag (``metrics.tag_breakdown``); the host recomputes
-        and compares them (``recompute.tag_rows``)."""
-        from dynadesk.evaluator import metrics as M
-
-        return {ds.name: M.tag_breakdown(self.spec.task, [preds[ds.name][ex["id"]] for ex in examples[ds.name]],
-                                         examples[ds.name])
-                for ds in self.spec.datasets if ds.role == "test"}
-
     # ------------------------------------------------------------------ run
     def timed_windows(self, threads: int) -> tuple[dict[str, Any], dict[str, Any], bool]:
         """The host's timed windows, right after loading and before the pass (issue 45's replay hole: a pass
@@ -335,17 +286,12 @@ class Worker:
                 log.info("dataset '%s': predicting %d examples", ds.name, ds.size)
                 info = self.run_dataset(ds, examples[ds.name], progress)
             infos[ds.name] = info
-        preds = {ds.name: self.read_part(ds) for ds in self.spec.datasets}
-        self.emit({"phase": "metrics"})
-        rows, notes = self.metrics(examples, preds)
-        tags = self.tag_results(examples, preds)
-
         self.emit({"phase": "profile"})
         memory = profiling.load_and_pass(load_memory, profiling.memory_figures(s.dedicated_cgroup), reset)
         memory["malloc"] = allocator.malloc_settings()
         gpu = profiling.gpu_figures(gpu_baseline or {}, sampler.stop() if sampler else None) \
             if s.device == "cuda" else None
-        rows += timed["rows"] + [metric_row("", "memory", memory["peak_gib"])]
+        rows = timed["rows"] + [metric_row("", "memory", memory["peak_gib"])]  # measured only: no gold here
         if gpu and gpu["torch"]:
             rows.append(metric_row("", "gpu_memory", gpu["torch"]["max_allocated_bytes"] / profiling.GIB))
 
@@ -357,8 +303,7 @@ class Worker:
         os.replace(concatenated.with_name(PREDICTIONS_FILE + ".tmp"), concatenated)
         header = {"schema_version": SCHEMA_VERSION, "evaluator_version": version}
         _write_atomic(self.out / METRICS_FILE, json.dumps(
-            {**header, "values": rows, "notes": notes, "tags": tags,
-             "predictions_sha256": sha256_file(concatenated)},
+            {**header, "values": rows, "predictions_sha256": sha256_file(concatenated)},
             indent=2, sort_keys=True))
         _write_atomic(self.out / PROFILE_FILE, json.dumps(
             {**header, "device": s.device, "threads": threads, "batch_size": s.batch_size,

@@ -95,11 +95,11 @@ def results_from_record(record: EvaluationRecord) -> RunResults:
     return read_results(path, metrics, record.environment, f"run {record.id}")
 
 
-def results_from_out(out_dir: Path, source: str) -> RunResults:
-    """Results straight from a worker's output folder (the pre-flight's unstored runs)."""
-    from dynadesk.evaluator.schema import ENVIRONMENT_FILE, METRICS_FILE, PREDICTIONS_FILE, read_json
+def results_from_out(out_dir: Path, source: str, values: list[dict[str, Any]]) -> RunResults:
+    """Results of a worker's output folder (the pre-flight's unstored runs) with ``values``, the host's rows for
+    it (``recompute.verified_rows``: the worker reports measured figures only)."""
+    from dynadesk.evaluator.schema import ENVIRONMENT_FILE, PREDICTIONS_FILE, read_json
 
-    values = read_json(out_dir / METRICS_FILE, "metrics file")["values"]
     env = read_json(out_dir / ENVIRONMENT_FILE, "environment file")
     metrics = {(v["dataset"], v["metric"]): float(v["value"]) for v in values}
     return read_results(out_dir / PREDICTIONS_FILE, metrics, env, source)

@@ -63,7 +63,10 @@ def second_batch_size(batch_size: int) -> int:
 
 def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_size: int, work: Path, label: str,
             limits: Limits) -> RunResults:
+    from dynadesk.evaluator.schema import METRICS_FILE, Spec, read_json
     from dynadesk.orchestration.folder import RunFolder
+    from dynadesk.orchestration.model_view import write_model_view
+    from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 
     source = RunFolder(Path(record.run_dir or ''))
     spec = json.loads(source.spec_file.read_text(encoding="utf-8"))
@@ -77,7 +80,8 @@ def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_siz
     for p in (work, repeat.root, repeat.spec_dir):
         p.chmod(0o755)
     repeat.spec_file.chmod(0o644)
-    outcome = runner.run(repeat.paths(model_dir, data_dir=source.data_dir), limits)
+    write_model_view(Spec.read(repeat.spec_file), source.data_dir, repeat.inputs_dir)  # never the gold itself
+    outcome = runner.run(repeat.paths(model_dir), limits)
     if not outcome.ok:
         raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} failed ({outcome.verdict}): "
                          f"{outcome.message}")
@@ -85,7 +89,12 @@ def _repeat(runner: Runner, record: EvaluationRecord, model_dir: Path, batch_siz
     if strays:  # the host never reads through what the worker's code may have planted
         raise AuditError(f"pre-flight run '{label}' of evaluation {record.id} left links or files the worker never "
                          f"writes in out/: {', '.join(strays)}")
-    return results_from_out(repeat.out_dir, label)
+    try:  # the deterministic figures are the host's, from the repeat's predictions and the run's own data
+        rows = verified_rows(repeat.spec_file, source.data_dir, repeat.predictions_file,
+                             read_json(repeat.out_dir / METRICS_FILE, "metrics file")["values"]).rows
+    except ResultMismatch as exc:
+        raise AuditError(f"pre-flight run '{label}' of evaluation {record.id}: {exc}") from exc
+    return results_from_out(repeat.out_dir, label, rows)
 
 
 def _fields(r: RunResults) -> dict[str, Any]:

@@ -278,6 +278,11 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"model folder {model_dir} is missing")
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
+    try:  # the model's view, cut again from data/ checked against the spec (a resumed older folder lacks one)
+        folder.open_inputs()
+    except RunFolderError as exc:
+        final_state(store, run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
+        return store.evaluations.get(run_id)
     try:
         if progress:
             progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
@@ -356,8 +361,8 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
         worker_rows = metrics["values"]
         if not isinstance(worker_rows, list):
             raise SpecError("metrics.json 'values' is not a list")
-        rows = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows,
-                             metrics.get("tags"))
+        host = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows)
+        rows = host.rows
         bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file,
                                  gold_labels(Spec.read(folder.spec_file), folder.data_dir))
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
@@ -374,8 +379,8 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
         store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
                                      error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
         return store.evaluations.get(run_id)
-    profile["notes"] = metrics.get("notes", [])
-    profile["tags"] = metrics["tags"]  # equal to the host's own (verified_rows)
+    profile["notes"] = host.notes  # the host's, like every deterministic figure (verified_rows)
+    profile["tags"] = host.tags
     profile["host_bounds"] = bounded  # what the host observed of the run, and the bounds it checked
     profile["wall_seconds"] = outcome.seconds
     profile.update(bootstrap)  # "intervals" and "outcomes" (dynadesk.scoring.bootstrap)

@@ -1,8 +1,9 @@
 """The run folder's layout, in one place, and the host's rules for touching what a container wrote.
 
-``runs/<id>/`` holds ``spec/spec.json`` and ``data/*.jsonl`` (host-written, mounted
-read-only), ``out/`` (the only folder the worker writes), ``run.log`` (the host's copy of
-the worker output) and, for a root host, a transient ``model-snapshot/``. Everything
+``runs/<id>/`` holds ``spec/spec.json`` and ``data/*.jsonl`` (host-written; the full examples, which
+stay on the host), ``inputs/*.jsonl`` (the model's view of ``data/``: ids and input fields only, mounted
+read-only with the spec; :mod:`.model_view`), ``out/`` (the only folder the worker writes),
+``run.log`` (the host's copy of the worker output) and, for a root host, a transient ``model-snapshot/``. Everything
 under ``out/`` may have been written by hostile code, so the host never follows a link
 there: sizes come from ``lstat``, files are opened with ``O_NOFOLLOW``, ownership is
 changed with ``lchown``, and a resume first removes links and files the worker never
@@ -38,7 +39,9 @@ MAX_RESULT_FILE = 64 << 20  # metrics/profile/environment/error JSON: far below 
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Host folders of one run as a runner mounts them: spec and data read-only, ``out_dir`` writable."""
+    """Host folders of one run as a runner mounts them: spec and data read-only, ``out_dir`` writable.
+
+    ``data_dir`` is what the worker reads as its data: the model's view (``inputs/``), never the gold."""
 
     spec_dir: Path
     data_dir: Path
@@ -74,6 +77,11 @@ class RunFolder:
     @property
     def data_dir(self) -> Path:
         return self.root / "data"
+
+    @property
+    def inputs_dir(self) -> Path:
+        """The model's view of ``data/`` (:mod:`.model_view`): the only data a worker is given."""
+        return self.root / "inputs"
 
     @property
     def out_dir(self) -> Path:
@@ -115,13 +123,19 @@ class RunFolder:
         self.out_dir.mkdir()
 
     def open_inputs(self) -> None:
-        """Spec and data readable by the sandbox's unprivileged user."""
-        for sub in (self.data_dir, self.spec_dir):
-            os.chmod(sub, 0o755)
+        """Write the model's view of the data (``inputs/``, from ``data/`` and the spec) and make spec and view
+        readable by the sandbox's unprivileged user; ``data/`` (the gold) is the host's alone."""
+        from dynadesk.evaluator.schema import Spec
+        from dynadesk.orchestration.model_view import write_model_view
+
+        write_model_view(Spec.read(self.spec_file), self.data_dir, self.inputs_dir)
+        os.chmod(self.data_dir, 0o700)
+        os.chmod(self.spec_dir, 0o755)
         os.chmod(self.spec_file, 0o644)
 
     def paths(self, model_dir: Path, data_dir: Path | None = None) -> RunPaths:
-        return RunPaths(self.spec_dir, data_dir or self.data_dir, model_dir, self.out_dir)
+        """The folders a runner mounts: the spec, the model's view of the data (``inputs/``), the model, ``out/``."""
+        return RunPaths(self.spec_dir, data_dir or self.inputs_dir, model_dir, self.out_dir)
 
     def has_spec(self) -> bool:
         return self.spec_file.is_file() and not self.spec_file.is_symlink()
@@ -149,11 +163,12 @@ class RunFolder:
         return strays
 
     def check_inputs(self) -> None:
-        """Refuse a folder whose host-written part was tampered with (links in ``spec/`` or ``data/``)."""
-        bad = [str(p.relative_to(self.root)) for sub in (self.spec_dir, self.data_dir) if sub.exists()
+        """Refuse a folder whose host-written part was tampered with (links in ``spec/``, ``data/``, ``inputs/``)."""
+        subs = (self.spec_dir, self.data_dir, self.inputs_dir)
+        bad = [str(p.relative_to(self.root)) for sub in subs if sub.exists()
                for p in [sub, *sub.iterdir()] if p.is_symlink() or not (p.is_file() or p.is_dir())]
-        if self.spec_dir.is_symlink() or self.data_dir.is_symlink() or self.out_dir.is_symlink():
-            bad.append("spec/, data/ or out/ itself is a link")
+        if any(p.is_symlink() for p in (*subs, self.out_dir)):
+            bad.append("spec/, data/, inputs/ or out/ itself is a link")
         if bad:
             raise RunFolderError(f"run folder {self.root} holds links or special files the host did not write: "
                                  f"{', '.join(sorted(set(bad)))}; start a new run instead of resuming this one")

@@ -1,17 +1,18 @@
 """The host's own deterministic metrics: recomputed from a run folder, never taken from the worker.
 
-The worker's ``metrics.json`` is written by code inside the sandbox (or on another machine's
-queue worker), which a model-loader hole or a forged result controls. Every deterministic
+The worker runs beside the model's code (a handler, a pickle), so it is given no gold at all: only
+the model's view of the data (ids and input fields, :mod:`.model_view`). Every deterministic
 figure the workspace stores, a bundle signs or an audit checks is therefore computed here, on
 the host, from two things the host can check: the run's ``predictions.jsonl`` and the gold
 labels of the data files the host itself wrote (``data/``, each checked against the spec's
-sha256). The worker's figures are only a cross-check: any difference fails the run.
+sha256). The worker's ``metrics.json`` holds its measured figures only; a deterministic row in
+it fails the run.
 
 One function is the whole boundary, :func:`verified_rows`; every store path calls it
 (``evaluate.store_results``, which the local runner, the Docker runner and the queue's
 ``collect`` all end in), and ``bundle create`` and the audit call it again on the run folder.
 It reuses the evaluator's pure-stdlib metric code (``dynadesk.evaluator.metrics``) in the
-worker's exact order, so an honest run's values are bit-identical.
+order the worker once computed them in, so values are bit-identical to runs recorded before.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +35,9 @@ from dynadesk.evaluator.schema import (
 )
 from dynadesk.orchestration.folder import RunFolder
 
-__all__ = ["MISMATCH_VERDICT", "ResultMismatch", "check_worker_rows", "check_worker_tags", "has_spec", "host_rows",
-           "read_predictions", "recompute", "stored_rows_checked", "tag_rows", "verified_rows"]
+__all__ = ["MISMATCH_VERDICT", "HostResults", "ResultMismatch", "check_worker_measured_only", "check_worker_rows",
+           "has_spec", "host_rows", "read_predictions", "recompute", "stored_rows_checked", "tag_rows",
+           "verified_rows"]
 
 MISMATCH_VERDICT = "mismatch"
 MAX_NAMED = 10  # ids named in one message; the rest are counted
@@ -107,11 +110,11 @@ def read_predictions(path: Path, gold: Mapping[str, Sequence[Mapping[str, Any]]]
 
 def host_rows(spec: Spec, gold: Mapping[str, Sequence[Mapping[str, Any]]],
               preds: Mapping[str, Mapping[Any, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The deterministic metric rows and notes, computed as the worker does (same functions, same order).
+    """The deterministic metric rows and notes of a run (the only place they are computed).
 
     Perf and the secondary metrics per test set, robustness and fairness (with their coverage rows),
-    and the whole-run values. Mirrors ``evaluator.worker.Worker.metrics``; keeping the order keeps
-    float sums bit-identical."""
+    and the whole-run values, in the order the worker computed them before it lost the gold (runs
+    recorded then keep bit-identical float sums)."""
     task = spec.task
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -173,7 +176,7 @@ def _where(key: tuple[str, str]) -> str:
 
 def check_worker_rows(host: Iterable[Mapping[str, Any]], worker: Iterable[Mapping[str, Any]],
                       who: str = "the worker reported") -> None:
-    """The worker's deterministic rows must be exactly the host's: same metrics, same values (bitwise).
+    """Deterministic rows someone else holds (a stored run's) must be exactly the host's: same metrics, same values.
 
     A deterministic metric the worker reports but the host does not compute, one it leaves out, or any
     value that differs raises :class:`ResultMismatch` naming the metric and both values."""
@@ -196,33 +199,6 @@ def check_worker_rows(host: Iterable[Mapping[str, Any]], worker: Iterable[Mappin
                                                                if len(differ) > MAX_NAMED else ""))
 
 
-def check_worker_tags(host: Mapping[str, Mapping[str, Mapping[str, float]]], worker: object,
-                      who: str = "the worker reported") -> None:
-    """The worker's per-tag results (``metrics.json`` ``tags``) must be exactly the host's :func:`tag_rows`.
-
-    A test set, tag or metric one side has and the other lacks, or a value that differs (bitwise), raises
-    :class:`ResultMismatch` naming the tag, the metric, the test set and both values."""
-    if not isinstance(worker, Mapping):
-        raise ResultMismatch(f"{who} no per-tag results (metrics.json 'tags' is "
-                             f"{'missing' if worker is None else type(worker).__name__})")
-    differ = []
-    for ds in sorted(set(host) | {str(k) for k in worker}):
-        mine, theirs = host.get(ds) or {}, worker.get(ds)
-        theirs = theirs if isinstance(theirs, Mapping) else {}
-        for tag in sorted(set(mine) | {str(k) for k in theirs}):
-            m_row, t_row = mine.get(tag) or {}, theirs.get(tag)
-            t_row = t_row if isinstance(t_row, Mapping) else {}
-            for metric in sorted(set(m_row) | {str(k) for k in t_row}):
-                a, b = m_row.get(metric), t_row.get(metric)
-                if a is None or b is None or not isinstance(b, (int, float)) or float(b) != a:
-                    differ.append(f"per-tag '{metric}' of tag '{tag}' on '{ds}': the host computes "
-                                  f"{'nothing' if a is None else repr(a)} from the predictions, "
-                                  f"{who} {'nothing' if b is None else repr(b)}")
-    if differ:
-        raise ResultMismatch("; ".join(differ[:MAX_NAMED]) + (f"; and {len(differ) - MAX_NAMED} more per-tag values"
-                                                               if len(differ) > MAX_NAMED else ""))
-
-
 def _inputs(spec_file: Path, data_dir: Path, predictions_file: Path
             ) -> tuple[Spec, dict[str, list[dict[str, Any]]], dict[str, dict[Any, Any]]]:
     """The spec, the gold examples (checked against the spec) and the predictions (one per id) of a run."""
@@ -240,21 +216,53 @@ def recompute(spec_file: Path, data_dir: Path, predictions_file: Path) -> tuple[
     return host_rows(spec, gold, preds)
 
 
-def verified_rows(spec_file: Path, data_dir: Path, predictions_file: Path,
-                  worker_rows: Sequence[Mapping[str, Any]], worker_tags: object) -> list[dict[str, Any]]:
-    """THE trust boundary for stored metrics: the rows to store for a run, given the worker's ``metrics.json`` rows.
+@dataclass(frozen=True)
+class HostResults:
+    """What the host stores for a run: the metric rows, the notes and the per-tag results."""
 
-    Deterministic values are the host's (:func:`host_rows`), checked bit-for-bit against the worker's
-    (:func:`check_worker_rows`); so are the per-tag results, ``worker_tags`` (``metrics.json`` ``tags``,
-    :func:`check_worker_tags`). Measured ones (throughput, latency, memory) are the worker's, which
-    the caller bounds separately (:mod:`.bounds`). The worker's row order is kept, so an honest run stores
-    exactly what it stored before. Raises :class:`ResultMismatch` (verdict ``mismatch``)."""
+    rows: list[dict[str, Any]]
+    notes: list[str]
+    tags: dict[str, dict[str, dict[str, float]]]
+
+
+def check_worker_measured_only(host: Iterable[Mapping[str, Any]], worker: Iterable[Mapping[str, Any]],
+                               who: str = "the worker reported") -> None:
+    """The worker reports measured figures only; an unknown metric, a deterministic one (the host's alone: the
+    worker never sees the gold) or a measured one twice raises :class:`ResultMismatch` naming it."""
+    mine = {_key(r): float(r["value"]) for r in host}
+    seen: set[tuple[str, str]] = set()
+    differ = []
+    for r in worker:
+        metric = str(r.get("metric"))
+        if metric not in METRIC_UNITS:
+            raise ResultMismatch(f"{who} an unknown metric '{metric}'")
+        if _key(r) in seen:
+            raise ResultMismatch(f"{who} {_where(_key(r))} twice")
+        seen.add(_key(r))
+        if METRIC_UNITS[metric][1]:
+            differ.append(f"metric {_where(_key(r))}: the host computes "
+                          f"{'nothing' if mine.get(_key(r)) is None else repr(mine[_key(r)])} from the predictions, "
+                          f"{who} {r.get('value')!r}")
+    if differ:
+        raise ResultMismatch("; ".join(differ[:MAX_NAMED]) + (f"; and {len(differ) - MAX_NAMED} more metrics"
+                                                               if len(differ) > MAX_NAMED else "")
+                             + " (deterministic metrics are the host's alone: the worker never sees the gold and "
+                               "reports none)")
+
+
+def verified_rows(spec_file: Path, data_dir: Path, predictions_file: Path,
+                  worker_rows: Sequence[Mapping[str, Any]]) -> HostResults:
+    """THE trust boundary for stored metrics: what to store for a run, given the worker's ``metrics.json`` rows.
+
+    The worker is given no gold (:mod:`.model_view`), so every deterministic value, note and per-tag result is
+    the host's (:func:`host_rows`, :func:`tag_rows`); the worker's rows are its measured figures only
+    (throughput, latency, memory: bounded separately by the caller, :mod:`.bounds`), and a deterministic row
+    from it is refused (:func:`check_worker_measured_only`). Rows are the host's then the worker's, the order a
+    run always stored. Raises :class:`ResultMismatch` (verdict ``mismatch``)."""
     spec, gold, preds = _inputs(spec_file, data_dir, predictions_file)
-    host, _notes = host_rows(spec, gold, preds)
-    check_worker_rows(host, worker_rows)
-    check_worker_tags(tag_rows(spec, gold, preds), worker_tags)
-    mine = {_key(r): r for r in host}
-    return [dict(mine[_key(r)]) if _key(r) in mine else dict(r) for r in worker_rows]
+    host, notes = host_rows(spec, gold, preds)
+    check_worker_measured_only(host, worker_rows)
+    return HostResults([dict(r) for r in host] + [dict(r) for r in worker_rows], notes, tag_rows(spec, gold, preds))
 
 
 def has_spec(run_dir: str | Path | None) -> bool:

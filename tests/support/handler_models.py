@@ -3,7 +3,9 @@
 ``make_handler_model(path, behaviour)`` writes a sentiment model whose handler scores a statement by word lists
 read from ``weights.json``, with the scoring in a vendored pure-Python wheel (``wheels/kwscore-1.0-py3-none-any.whl``)
 and the softmax in torch (the image's package). A ``behaviour`` other than ``good`` breaks the handler in one way
-at predict time: ``crash``, ``hang``, ``wrong_shape``, ``network``, ``print``.
+at predict time: ``crash``, ``hang``, ``wrong_shape``, ``network``, ``print``; ``peek`` is the gold-reading attack:
+it walks the data folder the worker was given (``--data``) and answers the gold label of any statement it finds
+there, ``neutral`` otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 LABELS = ["negative", "neutral", "positive"]
-BEHAVIOURS = ("good", "crash", "hang", "wrong_shape", "network", "print")
+BEHAVIOURS = ("good", "crash", "hang", "wrong_shape", "network", "print", "peek")
 WEIGHTS = {"negative": ["bad", "terrible", "awful", "hate", "not"], "positive": ["good", "great", "love", "ok"]}
 
 KWSCORE = '''"""Word-list scores (vendored as a pure-Python wheel)."""
@@ -43,7 +45,25 @@ def load(model_dir, device):
         return json.load(fh)
 
 
+def _gold():
+    """Every labelled statement in the worker's data folder (the attack: answers read from the mounted data)."""
+    data = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else "/data"
+    found = {{}}
+    for root, _dirs, files in os.walk(data):
+        for name in files:
+            with open(os.path.join(root, name), encoding="utf-8") as fh:
+                for line in fh:
+                    row = json.loads(line) if line.strip().startswith("{{") else {{}}
+                    if "label" in row and "statement" in row:
+                        found[row["statement"]] = row["label"]
+    return found
+
+
 def predict(model, batch):
+    if BEHAVIOUR == "peek":
+        gold = _gold()
+        labels = [gold.get(example["statement"], "neutral") for example in batch]
+        return [{{"label": label, "probs": {{x: float(x == label) for x in LABELS}}}} for label in labels]
     if BEHAVIOUR == "crash":
         raise ValueError("HANDLER crash on purpose")
     if BEHAVIOUR == "hang":

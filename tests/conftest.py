@@ -24,9 +24,26 @@ from support import missing
 INTEGRATION_FIXTURES = frozenset({"docker_client", "evaluator_image", "postgres", "pg_url", "redis_server", "browser"})
 INTEGRATION_MARKERS = frozenset({"docker", "browser"})
 
+# Tests that time something or load the machine on purpose: ``make test`` runs them in a second, serial phase, after
+# the rest ran in parallel (packaging/run_tests.sh), so no other test's work skews their clocks and their CPU hogs
+# skew no other test. A node id prefix (a folder, a file or one test) and why. ``@pytest.mark.serial`` marks one too.
+SERIAL = {
+    "tests/measure/": "timed windows, noise flags beside CPU hogs, runners compared by their clocks",
+    "tests/bench/": "the benches' smoke runs time what they measure",
+    "tests/eval/test_eval_thread_policy.py": "starts busy loops and reads the cores left free",
+    "tests/reliability/test_reliability_load.py": "a load test bounded by the wall clock",
+    "tests/eval/test_eval_run_record_scale.py::test_the_migration_stays_near_linear": "a ratio of two timings",
+    "tests/eval/test_eval_request.py::test_output_without_newlines_is_handled_in_linear_time": "64 MiB in < 5 s",
+    "tests/server/test_server_adversarial.py::test_a_large_non_canonical_body_without_a_key": "one POST < 0.2 s",
+    "tests/hub/test_hub_browser.py::test_a_late_answer_to_the_pages_first_session_check": "the order of two requests",
+}
+PHASES = ("all", "parallel", "serial")
+
 
 def pytest_addoption(parser):
     parser.addoption("--long", action="store_true", default=False, help="also run slow suites (marked long)")
+    parser.addoption("--phase", choices=PHASES, default="all",
+                     help="parallel: every test but the serial ones (for pytest -n); serial: only those (make test)")
 
 
 def pytest_configure(config):
@@ -46,11 +63,31 @@ def _uses_a_service(item) -> bool:
     return callspec is not None and "postgresql" in callspec.params.values()
 
 
+def _is_serial(item) -> bool:
+    return item.get_closest_marker("serial") is not None or any(item.nodeid.startswith(p) for p in SERIAL)
+
+
+def _keep_phase(config, items) -> None:
+    """``--phase parallel`` / ``--phase serial``: deselect the other phase's tests (reported as deselected)."""
+    phase = config.getoption("--phase")
+    if phase == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if _is_serial(item) == (phase == "serial") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_collection_modifyitems(config, items):
-    integration = pytest.mark.integration
+    integration, serial = pytest.mark.integration, pytest.mark.serial
     for item in items:
         if item.get_closest_marker("integration") is None and _uses_a_service(item):
             item.add_marker(integration)
+        if item.get_closest_marker("serial") is None and _is_serial(item):
+            item.add_marker(serial)
+    _keep_phase(config, items)
     if config.getoption("--long"):
         return
     skip_long = pytest.mark.skip(reason="slow suite: run with --long")

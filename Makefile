@@ -35,6 +35,7 @@ demo: venv
 
 # two phases (packaging/run_tests.sh): the I/O-bound tests on pytest-xdist workers, then the `serial` ones alone;
 # DYNADESK_TEST_WORKERS=0 runs the whole suite in one process as before
+
 test: venv docker
 	@PYTEST=$(VENV)/bin/pytest bash packaging/run_tests.sh $(PYTEST_ARGS)
 

@@ -15,6 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The CLI fits its tables to COLUMNS, else 120 when stdout is no terminal; tests expect the latter in every process,
+# and pytest-xdist's workers start with COLUMNS=80 set (a narrower board drops columns the tests look for).
+os.environ.pop("COLUMNS", None)
 
 import pytest
 from support import missing
@@ -36,6 +39,7 @@ SERIAL = {
     "tests/eval/test_eval_request.py::test_output_without_newlines_is_handled_in_linear_time": "64 MiB in < 5 s",
     "tests/server/test_server_adversarial.py::test_a_large_non_canonical_body_without_a_key": "one POST < 0.2 s",
     "tests/hub/test_hub_browser.py::test_a_late_answer_to_the_pages_first_session_check": "the order of two requests",
+    "tests/eval/test_eval_docker.py::test_hanging_model_times_out": "the model must reach its hang within 20 s",
 }
 PHASES = ("all", "parallel", "serial")
 
@@ -88,12 +92,26 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("serial") is None and _is_serial(item):
             item.add_marker(serial)
     _keep_phase(config, items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _heavy_files_first(items)
     if config.getoption("--long"):
         return
     skip_long = pytest.mark.skip(reason="slow suite: run with --long")
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip_long)
+
+
+def _heavy_files_first(items) -> None:
+    """On pytest-xdist workers (``--dist loadfile`` hands out files in this order): the files that run Docker, then
+    those with other services, then the rest, so no long Docker file starts last while the other workers idle.
+    Within a file the order stays; every worker sorts the same collection the same way."""
+    weight: dict[str, int] = {}
+    for item in items:
+        w = 2 if "docker" in item.keywords or "evaluator_image" in getattr(item, "fixturenames", ()) else \
+            1 if "integration" in item.keywords else 0
+        weight[item.nodeid.split("::")[0]] = max(w, weight.get(item.nodeid.split("::")[0], 0))
+    items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])  # stable: files and tests keep their order
 
 
 @pytest.fixture

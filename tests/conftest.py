@@ -32,7 +32,6 @@ INTEGRATION_MARKERS = frozenset({"docker", "browser"})
 # skew no other test. A node id prefix (a folder, a file or one test) and why. ``@pytest.mark.serial`` marks one too.
 SERIAL = {
     "tests/measure/": "timed windows, noise flags beside CPU hogs, runners compared by their clocks",
-    "tests/bench/": "the benches' smoke runs time what they measure",
     "tests/eval/test_eval_thread_policy.py": "starts busy loops and reads the cores left free",
     "tests/reliability/test_reliability_load.py": "a load test bounded by the wall clock",
     "tests/eval/test_eval_run_record_scale.py::test_the_migration_stays_near_linear": "a ratio of two timings",
@@ -42,6 +41,11 @@ SERIAL = {
     "tests/eval/test_eval_docker.py::test_hanging_model_times_out": "the model must reach its hang within 20 s",
 }
 PHASES = ("all", "parallel", "serial")
+# The longest files of a parallel run (minutes each: the bench smoke runs every benchmark, which judges no speed
+# goal; an image rebuild; whole workflows through Docker): handed out first, so none starts last.
+LONGEST_FILES = ("tests/bench/test_bench_smoke.py", "tests/eval/test_eval_docker.py",
+                 "tests/eval/test_eval_demo_steps.py", "tests/tasks/test_tasks_e2e.py", "tests/queue/test_queue_docs.py",
+                 "tests/gui/test_gui_evaluate.py")
 
 
 def pytest_addoption(parser):
@@ -103,12 +107,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _heavy_files_first(items) -> None:
-    """On pytest-xdist workers (``--dist loadfile`` hands out files in this order): the files that run Docker, then
-    those with other services, then the rest, so no long Docker file starts last while the other workers idle.
+    """On pytest-xdist workers (``--dist loadfile`` hands out files in this order): the longest files, those that run
+    Docker, those with other services, then the rest, so no long file starts last while the other workers idle.
     Within a file the order stays; every worker sorts the same collection the same way."""
     weight: dict[str, int] = {}
     for item in items:
-        w = 2 if "docker" in item.keywords or "evaluator_image" in getattr(item, "fixturenames", ()) else \
+        w = 3 if item.nodeid.startswith(LONGEST_FILES) else \
+            2 if "docker" in item.keywords or "evaluator_image" in getattr(item, "fixturenames", ()) else \
             1 if "integration" in item.keywords else 0
         weight[item.nodeid.split("::")[0]] = max(w, weight.get(item.nodeid.split("::")[0], 0))
     items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])  # stable: files and tests keep their order

@@ -20,6 +20,8 @@ def test_every_serial_entry_names_a_test_that_exists():
         if name:
             text = target.read_text(encoding="utf-8")
             assert re.search(rf"^def {re.escape(name)}", text, re.M), f"SERIAL names {prefix}: no such test ({why})"
+    for path in conftest.LONGEST_FILES:
+        assert (REPO / path).is_file(), f"LONGEST_FILES names {path}, which does not exist"
 
 
 def _collected(*args: str) -> set[str]:

@@ -44,8 +44,8 @@ PHASES = ("all", "parallel", "serial")
 # The longest files of a parallel run (minutes each: the bench smoke runs every benchmark, which judges no speed
 # goal; an image rebuild; whole workflows through Docker): handed out first, so none starts last.
 LONGEST_FILES = ("tests/bench/test_bench_smoke.py", "tests/eval/test_eval_docker.py",
-                 "tests/eval/test_eval_demo_steps.py", "tests/tasks/test_tasks_e2e.py", "tests/queue/test_queue_docs.py",
-                 "tests/gui/test_gui_evaluate.py")
+                 "tests/eval/test_eval_demo_steps.py", "tests/tasks/test_tasks_e2e.py",
+                 "tests/queue/test_queue_docs.py", "tests/gui/test_gui_evaluate.py")
 
 
 def pytest_addoption(parser):

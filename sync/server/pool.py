@@ -10,8 +10,8 @@ database-bound steps (:mod:`dynadesk.sync.server.ingest`).
 
 Only where it pays (issue 50 item 4): the round trip to a pool process (pickling the body and the facts, a
 context switch, the forkserver's worker) costs more CPU than checking a bundle of a few KiB, so a body up to
-:data:`INLINE_MAX_BYTES` is checked in the serving process unless more uploads are admitted than there are pool
-processes (a flood): then every body goes to the pool, where its priority is the lowest.
+:data:`INLINE_MAX_BYTES` is checked in the serving process unless more than half of :attr:`UploadPool.bound` uploads
+are admitted (a flood): then every body goes to the pool, where its priority is the lowest.
 
 Admission is bounded: at most :attr:`UploadPool.bound` uploads wait for or are in the pool at once in a
 serving process (their bodies held in memory); the next is answered 503 ``server_busy`` with
@@ -143,8 +143,8 @@ class UploadPool:
 
     def inline(self, size: int) -> bool:
         """Whether a ``size``-byte body is better checked in the calling thread than in the pool: no pool, or a
-        small body while at most one upload per pool process is admitted (more is a flood: the pool takes all)."""
-        return self._executor is None or (size <= INLINE_MAX_BYTES and self._in_flight <= self.processes)
+        small body while at most half the admission places are taken (more is a flood: the pool takes all)."""
+        return self._executor is None or (size <= INLINE_MAX_BYTES and self._in_flight <= self.bound // 2)
 
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a pool process (blocking the calling thread, not holding its GIL), or here.

@@ -33,15 +33,18 @@ demo: venv
 	@-bash packaging/start_docker.sh 2>/dev/null || true
 	@$(VENV)/bin/dynadesk demo
 
+# two phases (packaging/run_tests.sh): the I/O-bound tests on pytest-xdist workers, then the `serial` ones alone;
+# DYNADESK_TEST_WORKERS=0 runs the whole suite in one process as before
+
 test: venv docker
-	@$(VENV)/bin/pytest -q --durations=25 $(PYTEST_ARGS)
+	@PYTEST=$(VENV)/bin/pytest bash packaging/run_tests.sh $(PYTEST_ARGS)
 
 # the inner loop: no Docker, PostgreSQL, Redis or browser (DEVELOPERS.md, "Tests")
 test-fast: venv
 	@$(VENV)/bin/pytest -q -m "not integration" $(PYTEST_ARGS)
 
 test-long: venv docker
-	@$(VENV)/bin/pytest -q --long $(PYTEST_ARGS)
+	@PYTEST=$(VENV)/bin/pytest bash packaging/run_tests.sh --long $(PYTEST_ARGS)
 
 lint: venv
 	@bash packaging/lint.sh

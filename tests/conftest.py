@@ -39,6 +39,9 @@ SERIAL = {
     "tests/server/test_server_adversarial.py::test_a_large_non_canonical_body_without_a_key": "one POST < 0.2 s",
     "tests/hub/test_hub_browser.py::test_a_late_answer_to_the_pages_first_session_check": "the order of two requests",
     "tests/eval/test_eval_docker.py::test_hanging_model_times_out": "the model must reach its hang within 20 s",
+    "tests/sync/test_sync_attest.py::test_the_attestation_flow_from_the_cli": "the audit re-measures throughput",
+    "tests/gui/test_gui_stall.py::test_no_page_stalls_the_gui_thread": "GUI-thread gaps of 100 ms",
+    "tests/hub/test_hub_lan.py": "handshake and header timeouts of seconds",
 }
 PHASES = ("all", "parallel", "serial")
 # The longest files of a parallel run (minutes each: the bench smoke runs every benchmark, which judges no speed

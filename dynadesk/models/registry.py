@@ -236,13 +236,7 @@ def build_manifest(folder: Path, task: Task, kind: str | None = None,
 def generative_manifest(manifest: dict[str, Any], task: Task, labels: list[str] | None) -> dict[str, Any]:
     """A generative folder's default manifest: zero-shot, the plain template, each label's name as its
     verbaliser (label tasks) or the span field as the context (span tasks), greedy generation."""
-    if task.kind.chooses_labels:
-        if labels and sorted(labels) != sorted(task.labels):
-            raise ModelError(f"--labels {','.join(labels)} must list exactly the task labels "
-                             f"({', '.join(task.labels)})")
-        manifest["labels"] = list(labels or task.labels)
-    else:
-        manifest["context_field"] = task.span_of
+    _handler.handler_manifest(manifest, task, labels)  # the labels or the span field, as for a handler folder
     manifest["prompt"] = _prompts.default_prompt(list(task.input_names), manifest.get("labels"))
     manifest["generation"] = _prompts.default_generation()
     return manifest

@@ -28,6 +28,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("DYNADESK_CHROMIUM", "/usr/bin/chromium")
 SDIST_CACHE = REPO / ".cache" / "downloads"
+# the board has fitted its columns to the width it has now (sync/static/fit.js records the width it fitted)
+FITTED = ("() => { const p = document.querySelector('#task-sentiment');"
+          " return p.dataset.fitWidth === String(p.querySelector('.table-wrap').clientWidth); }")
 
 
 def say(text: str) -> None:
@@ -108,6 +111,7 @@ def photograph(url: str, model_bundle: str, out: Path) -> list[Path]:
         shots.append(out / "board_1366_details.png")
         page.screenshot(path=str(shots[-1]))
         page.set_viewport_size({"width": 375, "height": 740})
+        page.wait_for_function(FITTED)  # the page measures its columns again for the new width
         shots.append(out / "board_phone.png")
         page.screenshot(path=str(shots[-1]))
         page.set_viewport_size({"width": 1400, "height": 1000})

@@ -22,7 +22,8 @@ from dynadesk.sync.server.deps import State, View
 from dynadesk.sync.server.errors import answer_for
 
 STATIC = {"board.js": "application/javascript", "board.css": "text/css", "charts.js": "application/javascript",
-          "views.js": "application/javascript", "details.js": "application/javascript"}
+          "views.js": "application/javascript", "details.js": "application/javascript",
+          "fit.js": "application/javascript"}
 PAGE_ONLY = ("task", "sort", "expand")  # the page's own view state; everything else goes to the board API
 _SORT = re.compile(r"^[A-Za-z0-9_.@:-]{1,200}:(asc|desc)$")
 _ID = re.compile(r"^[0-9a-f]{64}$")

@@ -400,8 +400,14 @@ function header(col, board) {
 
 function renderTable(panel, board, focusSort, focusExpand) {
   const all = columns(board);
-  const {main: cols, detail} = splitColumns(all);  // details.js: the rest of a row opens under it
   const table = panel.querySelector("table.board");
+  drawFitted(panel, moved => drawTable(table, board, all, moved));  // fit.js: what does not fit opens under a row
+  if (focusSort) table.querySelector(`button.sort[data-sort="${CSS.escape(focusSort)}"]`)?.focus();
+  if (focusExpand) table.querySelector(`button.expand[data-expand="${CSS.escape(focusExpand)}"]`)?.focus();
+}
+
+function drawTable(table, board, all, moved) {
+  const {main: cols, detail} = splitColumns(all, moved);  // details.js: the rest of a row opens under it
   const head = el("tr", {}, detailsHeader());
   for (const c of cols) head.append(header(c, board));
   const reference = board.breakdown_reference && board.breakdown_reference.label ? board.breakdown_reference : null;
@@ -419,10 +425,9 @@ function renderTable(panel, board, focusSort, focusExpand) {
     if (openRows.has(r.row_id)) tbody.append(detailsRow(r, detail, cols.length + 1, ctx));
   }
   table.replaceChildren(el("caption", {}, `${board.task}: ${board.total} model${board.total === 1 ? "" : "s"} ranked `,
-                                       detailsAllButton(table)),
+                                       detailsAllButton(table), fitNote(all, moved)),
                         el("thead", {}, head), tbody);
-  if (focusSort) table.querySelector(`button.sort[data-sort="${CSS.escape(focusSort)}"]`)?.focus();
-  if (focusExpand) table.querySelector(`button.expand[data-expand="${CSS.escape(focusExpand)}"]`)?.focus();
+  return cols;
 }
 
 function renderBoard(panel, board) {

@@ -7,8 +7,10 @@
 const DETAIL_KEYS = new Set(["breakdown", "date", "submitter", "runner", "audit", "links"]);
 const openRows = new Set();
 
-function splitColumns(cols) {
-  return {main: cols.filter(c => !DETAIL_KEYS.has(c.key)), detail: cols.filter(c => DETAIL_KEYS.has(c.key))};
+// `moved`: the columns fit.js took out of the table for lack of width; they open first under the row
+function splitColumns(cols, moved = new Set()) {
+  return {main: cols.filter(c => !DETAIL_KEYS.has(c.key) && !moved.has(c.key)),
+          detail: [...cols.filter(c => moved.has(c.key)), ...cols.filter(c => DETAIL_KEYS.has(c.key))]};
 }
 
 function detailsHeader() {
@@ -20,8 +22,8 @@ function detailsRow(r, detail, span, ctx) {
   const list = el("dl", {class: "row-fields"});
   for (const c of detail) {
     const dd = el("dd", {"data-key": c.key});
-    if (c.cell) c.cell(r, dd, ctx); else dd.textContent = String(c.get(r) ?? "–");
-    list.append(el("div", {}, el("dt", {text: c.label}), dd));
+    if (c.cell) c.cell(r, dd, ctx); else dd.textContent = c.num ? fmt(c.get(r)) : String(c.get(r) ?? "–");
+    list.append(el("div", {}, el("dt", {text: fieldLabel(c)}), dd));
   }
   return el("tr", {class: "row-details", id: `details-${r.row_id}`, "data-details-for": r.row_id},
             el("td", {colspan: String(span)}, list));

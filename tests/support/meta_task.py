@@ -29,23 +29,22 @@ metadata:
 """
 
 
-def notes_round(home: Path, models_root: Path, people: tuple[str, ...] = ()) -> None:
-    """The ``sentiment_notes`` task added to the workspace at ``home``, a tiny model registered for it and its
-    round opened; ``people`` added as annotators."""
-    from support.tiny_models import make_tiny_classifier
-
+def notes_round(home: Path, models_root: Path, people: tuple[str, ...] = (), model: Path | None = None) -> None:
+    """The ``sentiment_notes`` task added to the workspace at ``home``, a tiny model (or the ``model`` folder)
+    registered for it and its round opened; ``people`` added as annotators."""
     from dynadesk import annotation as ann
     from dynadesk.models import register_model
     from dynadesk.tasks import parse_task_text
     from dynadesk.workspace import Workspace
+    from support.tiny_models import make_tiny_classifier
 
     st = Workspace(Path(home)).ensure().open_store()
     try:
         st.tasks.add(parse_task_text(NOTES_TASK, "sentiment_notes.yaml"), NOTES_TASK)
         for name in people:
             ann.add_annotator(st, name, "annotator")
-        folder = make_tiny_classifier(Path(models_root) / "tiny-notes", ["negative", "neutral", "positive"],
-                                      task="sentiment_notes", seed=1)
+        folder = model or make_tiny_classifier(Path(models_root) / "tiny-notes", ["negative", "neutral", "positive"],
+                                               task="sentiment_notes", seed=1)
         register_model(st, folder, "sentiment_notes", name="tiny-notes")
         ann.new_round(st, "sentiment_notes", ["tiny-notes"])
     finally:

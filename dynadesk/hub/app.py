@@ -44,7 +44,7 @@ from dynadesk.store.hub import HubSession
 COOKIE = "dynadesk_hub"
 STATIC = Path(__file__).resolve().parent / "static"
 ASSETS = {"hub.js": "text/javascript; charset=utf-8", "lead.js": "text/javascript; charset=utf-8",
-          "keys.js": "text/javascript; charset=utf-8",
+          "keys.js": "text/javascript; charset=utf-8", "meta.js": "text/javascript; charset=utf-8",
           "hub.css": "text/css; charset=utf-8"}
 MAX_SKIPPED = 200
 MAX_BODY = 256 * 1024

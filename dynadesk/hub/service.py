@@ -65,7 +65,22 @@ def task_view(task: Task) -> dict[str, Any]:
             "output_kind": task.kind.name, "chooses_labels": task.kind.chooses_labels, "labels": list(task.labels),
             "span_of": task.span_of,
             "context_field": task.context_field, "votes_needed": task.votes_needed,
-            "guidelines": task.guidelines.to_dict() if task.guidelines else None}
+            "guidelines": task.guidelines.to_dict() if task.guidelines else None,
+            "create_fields": [f.to_dict() for f in task.create_metadata],
+            "validate_fields": [f.to_dict() for f in task.validate_metadata]}
+
+
+def _fields(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The task file's metadata field values a form sent (``fields``: name -> text), checked for hidden text; the
+    library checks them against the task's declaration (unknown, missing required, a label not offered)."""
+    fields = body.get("fields")
+    if fields is None:
+        return None
+    if not isinstance(fields, dict):
+        raise ValidationError("fields must be a mapping of the task's metadata field names to text")
+    for name, value in fields.items():
+        _check_visible(value, f"fields.{name}")
+    return fields
 
 
 def _span(text: str, span: Any, what: str) -> str:
@@ -277,6 +292,7 @@ class HubCore:
         explanation = body.get("explanation", "")
         for where, value in [*((f"inputs.{k}", v) for k, v in inputs.items()), ("explanation", explanation)]:
             _check_visible(value, where)
+        fields = _fields(body)
         prior = st.hub.reserve_write(session.name, session.id, "example", rid, identity.iso(identity.now_utc()))
         if prior is not None:
             return self._replay(st, session, "example", rid, prior)
@@ -289,7 +305,7 @@ class HubCore:
 
         try:
             ex = ann.submit_example(st, task.name, session.name, inputs, target, model=model, context_id=context_id,
-                                    explanation=explanation, time_ms=time_ms, predict=predict)
+                                    explanation=explanation, time_ms=time_ms, predict=predict, metadata=fields)
         except BaseException:
             st.hub.finish_write(session.name, "example", rid, None)
             raise
@@ -329,12 +345,13 @@ class HubCore:
         label = body.get("label")
         if label is not None and not task.kind.chooses_labels:
             label = _span(ex.inputs[str(task.span_of)], label, "corrected answer")
+        fields = _fields(body)
         prior = st.hub.reserve_write(session.name, session.id, "vote", rid, identity.iso(identity.now_utc()))
         if prior is not None:
             return self._replay(st, session, "vote", rid, prior)
         try:
             v, status = ann.validate(st, uid, session.name, str(body.get("verdict", "")), label,
-                                     str(body.get("reason") or ""))
+                                     str(body.get("reason") or ""), metadata=fields)
         except BaseException:
             st.hub.finish_write(session.name, "vote", rid, None)
             raise

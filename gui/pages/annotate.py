@@ -39,6 +39,7 @@ from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Banner, Page, refill_combo
+from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -131,6 +132,8 @@ class AnnotatePage(Page):
         self.use_selection_button.setToolTip("Take the text selected in the context as the answer span")
         self.use_selection_button.clicked.connect(self.use_selection)
         lay.addWidget(self.target_box)
+        self.meta_box = MetaFieldsBox("What the task asks with each example (* required)")
+        lay.addWidget(self.meta_box)
 
         row = QHBoxLayout()
         self.explanation = QLineEdit()
@@ -225,7 +228,7 @@ class AnnotatePage(Page):
                                      + ("" if who else " · choose an annotator in the toolbar (or add one with "
                                                        "“New annotator…”)"))
         self._build_form(self.task, bool(rnd and rnd.n_contexts))
-        for w in (self.form_box, self.target_box, self.submit_button, self.explanation):
+        for w in (self.form_box, self.target_box, self.meta_box, self.submit_button, self.explanation):
             w.setEnabled(ready)
         self.last_box.hide()
         self.round_models = [m.name for m in rnd.models] if rnd is not None and rnd.is_open else []
@@ -297,13 +300,14 @@ class AnnotatePage(Page):
             self.target_layout.addWidget(self.use_selection_button)
             self.answer_edit.show()  # setParent(None) above hid them
             self.use_selection_button.show()
+        self.meta_box.set_fields(task.create_metadata)  # the task file's metadata.create
 
     def focus_chain(self) -> list[QWidget]:
         """The form's widgets in Tab order: Tab cycles through these and never leaves for the sidebar."""
         chain: list[QWidget] = list(self.inputs.values())
         if self.task is not None and not self.task.kind.chooses_labels:
             chain.append(self.answer_edit)
-        chain += [self.explanation, self.submit_button]
+        chain += [*self.meta_box.focus_chain(), self.explanation, self.submit_button]
         return [w for w in chain if w.isEnabled() and w.isVisible()]
 
     def focusNextPrevChild(self, next: bool) -> bool:
@@ -398,12 +402,17 @@ class AnnotatePage(Page):
                 self.banner.error(str(exc))
                 self.answer_edit.setFocus()
                 return
+        field = self.meta_box.missing()
+        if field is not None:
+            self.banner.error(missing_text(field))
+            return
         self.banner.clear()
         self.submit_button.setEnabled(False)
         self.submit_button.setText("Asking the model…")
         self._svc.submit(self.task.name, inputs, target, explanation=self.explanation.text(),
                          time_ms=int(self.clock.elapsed()) if self.clock.isValid() else 0,
-                         context_id=self.context.id if self.context else None, draft=self.draft)
+                         context_id=self.context.id if self.context else None, draft=self.draft,
+                         metadata=self.meta_box.values())
 
     def suggest_draft(self) -> None:
         """Ask the assistant for a draft of the example (with the chosen label, and the context when pooled)."""
@@ -449,6 +458,7 @@ class AnnotatePage(Page):
             if name != self.task.span_of:  # QA: the next question is asked about the same context (issue 47)
                 edit.clear()
         self.explanation.clear()
+        self.meta_box.clear()
         self.answer_edit.clear()
         checked = self.target_group.checkedButton()
         if checked:

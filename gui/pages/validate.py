@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -96,6 +97,8 @@ class ValidatePage(Page):
             buttons.addWidget(b)
         form.addRow(buttons)
         self.verdict_box = box
+        self.meta_box = MetaFieldsBox("What the task asks with a verdict (* required)")
+        lay.addWidget(self.meta_box)
         lay.addWidget(box)
 
         self.shortcuts_label = QLabel("Keys: C correct · I incorrect (with the corrected label) · F flag (type the "
@@ -137,6 +140,7 @@ class ValidatePage(Page):
             self.round_combo.addItem(f"round {r.number} ({r.status})", r.number)
         self.round_combo.blockSignals(False)
         t = self._data.task(task)
+        self.meta_box.set_fields(t.validate_metadata)  # the task file's metadata.validate
         self.label_combo.clear()
         self.label_combo.addItems(list(t.labels))
         self.label_combo.setVisible(t.kind.chooses_labels)
@@ -169,6 +173,7 @@ class ValidatePage(Page):
         self.progress_label.setText(f"{self.done} done · {left} left" + (f" · {len(self.skipped)} skipped"
                                                                          if self.skipped else ""))
         self.verdict_box.setEnabled(ex is not None)
+        self.meta_box.setEnabled(ex is not None)
         if ex is None:
             self.view.setHtml(f"<p><i>{html.escape(empty or 'Nothing left to validate here.')}</i></p>")
             return
@@ -191,6 +196,7 @@ class ValidatePage(Page):
                 self.label_combo.setCurrentText(others[0])
         self.reason_edit.clear()
         self.answer_edit.clear()
+        self.meta_box.clear()
 
     def vote(self, verdict: str) -> None:
         ex = self.current
@@ -209,15 +215,20 @@ class ValidatePage(Page):
                     self.answer_edit.setFocus()
                     return
                 label = text  # the core checks it is a span of the context
-        elif verdict == "flagged":
+        field = self.meta_box.missing(verdict)
+        if field is not None:
+            self.banner.show_message(missing_text(field) + f" Then press {verdict[0].upper()} again.", "info")
+            return
+        fields = self.meta_box.values(verdict)
+        if verdict == "flagged":
             reason = self.reason_edit.text().strip()
-            if not reason:
+            if not reason and not fields:
                 self.banner.show_message("Type why you flag this example in “Flag reason”, then press Enter.",
                                          "info")
                 self.reason_edit.setFocus()
                 return
         try:
-            _v, status = self._svc.validate(ex.uid, verdict, label, reason)
+            _v, status = self._svc.validate(ex.uid, verdict, label, reason, fields)
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return

@@ -172,17 +172,18 @@ class AnnotationService(QObject):
                                 on_result=self.draftReady.emit, on_error=self.draftFailed.emit)
 
     def submit(self, task: str, inputs: dict[str, str], target: Any, *, explanation: str = "", time_ms: int = 0,
-               context_id: str | None = None, model: str | None = None, draft: Any = None) -> None:
-        """Ask the target model on a worker; ``submitted`` or ``submitFailed`` follows. ``draft``: the assistant's
-        proposal the example was written from (its use is recorded with the example)."""
+               context_id: str | None = None, draft: Any = None, metadata: dict[str, str] | None = None) -> None:
+        """Ask the round's target model (the library chooses it) on a worker; ``submitted`` or ``submitFailed``
+        follows. ``draft``: the assistant's proposal the example was written from (its use is recorded with the
+        example); ``metadata``: the values of the task file's ``metadata.create`` fields."""
         if self.busy:
             return
         self.busy = True
         annotator = self.active
 
         def job(store):
-            ex = ann.submit_example(store, task, annotator, inputs, target, model=model, context_id=context_id,
-                                    explanation=explanation, time_ms=time_ms)
+            ex = ann.submit_example(store, task, annotator, inputs, target, context_id=context_id,
+                                    explanation=explanation, time_ms=time_ms, metadata=metadata)
             if draft is not None:
                 from dynadesk.annotation.assistant import record_use
 
@@ -208,8 +209,10 @@ class AnnotationService(QObject):
     def queue(self, task: str, round_number: int | None = None, seed: int = 0) -> list[AnnotatedExample]:
         return ann.validation_queue(self.store, task, self.active, round_number, seed=seed, limit=None)
 
-    def validate(self, example_uid: str, verdict: str, label: Any = None, reason: str = ""):
-        v, status = ann.validate(self.store, example_uid, self.active, verdict, label, reason)
+    def validate(self, example_uid: str, verdict: str, label: Any = None, reason: str = "",
+                 metadata: dict[str, str] | None = None):
+        """One vote; ``metadata``: the values of the task file's ``metadata.validate`` fields asked with it."""
+        v, status = ann.validate(self.store, example_uid, self.active, verdict, label, reason, metadata=metadata)
         self.validated.emit(v, status)
         ex = self.store.annotation.get_example(example_uid, with_validations=False)
         self.examplesChanged.emit(ex.task)

@@ -225,6 +225,7 @@ async function resetCreate() {
   $("span-target").hidden = t.chooses_labels;
   labelChoices($("target"), "target", t.labels);
   $("explanation").value = "";
+  metaControls($("create-meta"), t.create_fields || [], "create");  // the task file's metadata.create
   $("assistant").hidden = !(t.assistant && t.assistant.length);  // opt-in: nothing is drafted unless asked
   $("assist-note").textContent = "";
   state.assisted = false;
@@ -323,6 +324,8 @@ async function submitExample(ev) {
     body.target = chosen("target");
     if (body.target === null) { showError("Choose the true label first (press its number)."); return; }
   }
+  body.fields = metaValues(t.create_fields || [], "create");
+  if (body.fields === null) return;
   if (state.sending) return;
   state.sending = true;
   $("submit").disabled = true;
@@ -375,6 +378,7 @@ async function loadValidation() {
   $("val-reason").value = "";
   state.valSpan = null;
   $("val-span-preview").textContent = "";
+  valMetaReset();
   const skip = Array.from(state.skipped).join(",");
   const data = await api("GET", `/api/validate/next?task=${encodeURIComponent(state.task.name)}`
                                 + `&skip=${encodeURIComponent(skip)}`);
@@ -416,10 +420,6 @@ async function vote(verdict) {
   const ex = state.valExample;
   if (!ex) return;
   const body = { uid: ex.uid, verdict, request_id: requestId() };
-  if (verdict === "flagged") {
-    body.reason = $("val-reason").value.trim();
-    if (!body.reason) { showError("Type the reason for the flag, then press Enter."); $("val-reason").focus(); return; }
-  }
   if (verdict === "incorrect") {
     if (!state.task.chooses_labels) {
       if (!state.valSpan) { showError("Select the right answer in the passage first."); return; }
@@ -427,6 +427,15 @@ async function vote(verdict) {
     } else {
       body.label = chosen("val-label");
       if (body.label === null) { showError("Choose the right label first (press its number), then I."); return; }
+    }
+  }
+  if (valMetaAsk(verdict)) return;  // the task file asks this verdict's fields: shown first
+  body.fields = metaValues(valFieldsFor(verdict), "validate");
+  if (body.fields === null) return;
+  if (verdict === "flagged") {
+    body.reason = $("val-reason").value.trim();
+    if (!body.reason && !Object.keys(body.fields).length) {
+      showError("Type the reason for the flag, then press Enter."); $("val-reason").focus(); return;
     }
   }
   if (state.sending) return;

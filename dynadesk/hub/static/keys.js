@@ -25,6 +25,7 @@ function onKey(ev) {
     return;
   }
   if (el && el.id === "val-reason" && enter) { ev.preventDefault(); vote("flagged"); return; }
+  if (el && el.closest("#val-meta") && enter && state.valPending) { ev.preventDefault(); vote(state.valPending); return; }
   if (typing(el) || ev.ctrlKey || ev.metaKey || !$("guidelines").hidden && ev.key !== "g") return;
   if (el && el.tagName === "BUTTON" && enter) return;  // the focused button's own action
   const key = ev.key.toLowerCase();
@@ -37,7 +38,8 @@ function onKey(ev) {
     } else if (key === "s") { ev.preventDefault(); resetCreate(); }
   } else if (panel === "validate" && state.valExample) {
     const act = { c: () => vote("correct"), i: () => vote("incorrect"), s: skipValidation,
-                  f: () => ($("val-reason").value.trim() ? vote("flagged") : $("val-reason").focus()) }[key];
+                  f: () => ($("val-reason").value.trim() || valFieldsFor("flagged").some((x) => x.when === "flagged")
+                    ? vote("flagged") : $("val-reason").focus()) }[key];
     if (/^[1-9]$/.test(key)) { ev.preventDefault(); pickNth("val-label", Number(key)); } else if (act) {
       ev.preventDefault();
       act();

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -70,6 +71,9 @@ def _outcomes(rng: np.random.Generator, skill: float) -> dict:
 def populate(path: Path, with_outcomes: bool) -> None:
     """``MODELS`` signed bundles (the same on both boards); with outcomes, their stats stored as at ingest."""
     from dynadesk.sync.board_stats import bundle_stats
+    from dynadesk.sync.format.parts import Outcome
+
+    sizes = {name: n for (name, _digest, _size), n in zip(DATASETS, EXAMPLES)}  # the outcomes' own sizes
 
     factory = Factory(Ed25519PrivateKey.from_private_bytes(b"\x07" * 32))
     db = ServerDB(path)
@@ -81,8 +85,10 @@ def populate(path: Path, with_outcomes: bool) -> None:
     for i in range(MODELS):
         raw, info = factory.make(f"model-{i:04d}", i, rng)
         outcomes = _outcomes(nrng, 0.5 + 0.45 * i / MODELS)
-        stats = bundle_stats({"outcomes": [{"dataset": k, **v} for k, v in outcomes.items()]}) \
-            if with_outcomes else None
+        # the typed outcomes, parsed as the format parses them (the bundles themselves are signed without them)
+        parsed = SimpleNamespace(intervals=None, outcomes=tuple(
+            Outcome.from_json({"dataset": k, **v}, "bench", sizes) for k, v in outcomes.items()))
+        stats = bundle_stats(parsed) if with_outcomes else None  # type: ignore[arg-type]
         batch.append(CheckedBundle(info["bundle_id"], raw, hashlib.sha256(raw).hexdigest(), "sentiment",
                                    info["model_name"], info["model_digest"], fingerprint(factory.pub),
                                    info["created_at"], epoch_us(info["created_at"]), {n: d for n, d, _ in DATASETS},

@@ -259,8 +259,9 @@ class AnnotatePage(Page):
         self.submit_button.setToolTip(text)
         if any(st == "loading" for _m, st in shown):
             self.banner.show_message(text, "info")
-        elif self.banner.kind == "info":
-            self.banner.clear()
+            self._loading_note = text
+        elif self.banner.text() == getattr(self, "_loading_note", None):  # never another note (a late model
+            self.banner.clear()  # ready must not wipe the assistant's "Draft by ..." line)
 
     def _build_form(self, task: Task, pooled: bool) -> None:
         while self.form.rowCount():

@@ -4,12 +4,18 @@ together must select every test exactly once."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 import sys
 
-import conftest
 from support import REPO
+
+# tests/conftest.py by its path: under pytest-xdist another folder's conftest may own the name "conftest"
+_spec = importlib.util.spec_from_file_location("dynadesk_tests_root_conftest", REPO / "tests" / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 def test_every_serial_entry_names_a_test_that_exists():

@@ -31,8 +31,8 @@ def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, st
                                           limits=default_limits(**LIMITS)), client=docker_client)
     assert run.status == "succeeded", run.error + run.log[-2000:]
     bundle = create_bundle(ws, store, run.id)
-    assert bundle.payload["runner"] == {"kind": "docker", "sandboxed": True}
-    assert bundle.payload["model"]["digest"] == record.digest
+    assert (bundle.payload.runner.kind, bundle.payload.runner.sandboxed) == ("docker", True)
+    assert bundle.payload.model.digest == record.digest
     report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
     assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]

@@ -114,7 +114,7 @@ def test_a_signed_field_added_through_the_model_and_its_writer_reaches_every_rea
     verifies, is accepted by the server and audits exactly as the same run without it."""
     from dynadesk.audit.audit import audit_bundle
     from dynadesk.sync.server.admin import import_workspace_datasets
-    from dynadesk.sync.server.app import create_app
+    from dynadesk.sync.server.app import ServerOptions, create_app
     from dynadesk.sync.server.db import ServerDB
 
     ws, store, run = made
@@ -140,7 +140,8 @@ def test_a_signed_field_added_through_the_model_and_its_writer_reaches_every_rea
     db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
     import_workspace_datasets(db, ws.home)
     db.close()
-    with TestClient(create_app(db_path, tmp_path / "server.key", verify_processes=0)) as client:
+    app = create_app(db_path, tmp_path / "server.key", options=ServerOptions(verify_processes=0))
+    with TestClient(app) as client:
         answer = client.post("/api/bundles", content=noted.raw)
         assert answer.status_code == 201, answer.text
         page = client.get(f"/models/{noted.id}")

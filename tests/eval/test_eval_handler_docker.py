@@ -37,7 +37,7 @@ def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, st
     assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     assert len(det) > 8 and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
-    assert report.get("predictions.merkle_root").actual == bundle.payload["predictions"]["merkle_root"]
+    assert report.get("predictions.merkle_root").actual == bundle.payload.predictions.merkle_root
 
 
 # crash (a failure inside the container reaches the run's error) and network (the kernel refuses: the sandbox has

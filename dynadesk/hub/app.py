@@ -69,12 +69,14 @@ STATUS = [(HubAuthError, 401, "not_signed_in"), (HubForbiddenError, 403, "forbid
           (DynaDeskError, 400, "error")]
 
 
-def error_answer(exc: DynaDeskError) -> JSONResponse:
+def error_answer(exc: DynaDeskError, sent_cookie: bool = True) -> JSONResponse:
+    """The JSON error answer; a 401 clears the session cookie only when the request carried one: a late 401 to a
+    cookie-less request (the page's first session check) must not delete the cookie a sign-in set meanwhile."""
     status, kind = next((s, k) for cls, s, k in STATUS if isinstance(exc, cls))
     resp = JSONResponse({"error": kind, "detail": str(exc)}, status_code=status)
     if isinstance(exc, RateLimitedError):
         resp.headers["Retry-After"] = str(exc.retry_after)
-    if isinstance(exc, HubAuthError):
+    if isinstance(exc, HubAuthError) and sent_cookie:
         resp.delete_cookie(COOKIE, path="/")
     return resp
 
@@ -137,8 +139,8 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
                 "lead": session.role == LEAD_ROLE, "csrf": identity.csrf_token(token)}
 
     @app.exception_handler(DynaDeskError)
-    async def _dynadesk_error(_request: Request, exc: DynaDeskError) -> Response:
-        return error_answer(exc)
+    async def _dynadesk_error(request: Request, exc: DynaDeskError) -> Response:
+        return error_answer(exc, COOKIE in request.cookies)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:

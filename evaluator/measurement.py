@@ -32,6 +32,7 @@ from dynadesk.evaluator.profiling import percentile
 OTHERS_CORES = 0.25  # other processes used this many cores beyond those the run leaves free
 STEAL_FRACTION = 0.05  # of the run's cores' time, stolen by the hypervisor
 THROTTLED_FRACTION = 0.10  # of the window's wall time, the cgroup was throttled
+RUN_QUEUE_FRACTION = 0.10  # of the window's wall time per thread, the run's threads waited runnable for a CPU
 SPREAD = 0.25  # (max - min) / median of the trials' throughputs
 MIN_TAIL = 5  # a percentile q rests on too few samples when fewer than this lie above it
 RETRY_BUDGET_S = 10.0  # no retry starts once a measurement's attempts have taken this long
@@ -63,6 +64,7 @@ class CpuSnapshot:
     stat_ok: bool
     throttled_s: float | None
     nr_throttled: int | None
+    run_delay_s: float | None = None  # seconds this process's threads waited runnable for a CPU (schedstat)
 
 
 def _proc_stat(path: Path = PROC_STAT) -> tuple[float, float, bool]:
@@ -96,12 +98,28 @@ def throttling(root: Path = environment.CGROUP_ROOT) -> tuple[float | None, int 
     return (int(raw) * unit if raw is not None else None), (int(nr) if nr is not None else None)
 
 
+def run_delay(task_dir: Path = Path("/proc/self/task")) -> float | None:
+    """Seconds every thread of this process has waited runnable on a run queue (``schedstat``'s second field):
+    the direct sign that something took the CPU the run wanted, whatever the core count says; None where the
+    kernel does not keep it."""
+    total = 0
+    try:
+        for stat in task_dir.glob("*/schedstat"):
+            try:
+                total += int(stat.read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # a thread that ended meanwhile
+    except OSError:
+        return None
+    return total / 1e9
+
+
 def snapshot() -> CpuSnapshot:
     t = os.times()
     busy, steal, ok = _proc_stat()
     throttled, nr = throttling()
     return CpuSnapshot(time.perf_counter(), t.user + t.system + t.children_user + t.children_system,
-                       busy, steal, ok, throttled, nr)
+                       busy, steal, ok, throttled, nr, run_delay())
 
 
 def competition(windows: Sequence[tuple[CpuSnapshot, CpuSnapshot]], threads: int,
@@ -127,6 +145,11 @@ def competition(windows: Sequence[tuple[CpuSnapshot, CpuSnapshot]], threads: int
     else:
         out["others_cores"] = None
         out["reasons_unavailable"] = "/proc/stat unreadable: other processes' CPU time not measured"
+    if all(a.run_delay_s is not None and b.run_delay_s is not None for a, b in windows):
+        waited = sum((b.run_delay_s or 0.0) - (a.run_delay_s or 0.0) for a, b in windows)
+        out["run_queue_fraction"] = waited / (wall * max(1, threads))
+        if out["run_queue_fraction"] > RUN_QUEUE_FRACTION:
+            out["reasons"].append(f"the run's threads waited for a CPU {out['run_queue_fraction']:.1%} of the window")
     if all(a.throttled_s is not None and b.throttled_s is not None for a, b in windows):
         throttled = sum((b.throttled_s or 0.0) - (a.throttled_s or 0.0) for a, b in windows)
         out["throttled_seconds"] = throttled

@@ -67,8 +67,12 @@ def test_a_run_beside_a_cpu_hog_is_stored_and_shown_as_noisy(bench):
     # named by what competed: other processes' cores, or the run's own threads waiting for a CPU (schedstat)
     assert any("other processes used" in m or "waited for a CPU" in m for m in summary["noisy_measurements"]), summary
     per_set = rec.profile["measurement"]["datasets"]["quiet-test"]
-    assert per_set["batch1"]["attempts"] > 1 and per_set["batch1"]["earlier_attempts"][0]  # retried, still noisy
-    noise = per_set["batch1"]["noise"]
+    # the hog competes with every window, but which of the two measurements crosses a threshold varies by run
+    flagged = [mode for mode in ("batch1", "batched") if per_set[mode]["noisy"]]
+    assert flagged, per_set
+    m = per_set[flagged[0]]
+    assert m["attempts"] > 1 and m["earlier_attempts"][0]  # retried, still noisy
+    noise = m["noise"]
     assert noise["others_cores"] > measurement.OTHERS_CORES or \
         noise["run_queue_fraction"] > measurement.RUN_QUEUE_FRACTION
     assert "measurement: NOISY" in _show(ws, rec.id)

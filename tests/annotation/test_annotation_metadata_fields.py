@@ -10,34 +10,13 @@ import json
 import pytest
 from click.testing import CliRunner
 from support.annotation import open_store
+from support.meta_task import NOTES_TASK
 from support.tiny_models import make_tiny_classifier
 
 from dynadesk import annotation as ann
 from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
 from dynadesk.tasks import parse_task_text
-
-NOTES_TASK = """\
-name: sentiment_notes
-inputs:
-  - name: statement
-output:
-  kind: label
-  labels: [negative, neutral, positive]
-metric: macro_f1
-fooled_rule:
-  kind: label_mismatch
-validation:
-  votes_needed: 2
-metadata:
-  create:
-    - {name: rationale, type: string, description: "why the model should get it wrong", required: true}
-    - {name: topic, type: multiclass, labels: [food, film, other]}
-  validate:
-    - {name: flag_reason, type: multiclass, labels: [offensive, unclear, wrong_label], when: flagged,
-       required: true}
-    - {name: corrected_why, type: string, when: incorrect}
-"""
 
 
 @pytest.fixture

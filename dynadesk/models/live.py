@@ -10,6 +10,7 @@ model is loaded, so what runs is what was registered.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import dynadesk.evaluator.threads as thread_policy
 from dynadesk.errors import ModelError, UnsafeModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.models.handler import HANDLER, SANDBOX_NOTE
-from dynadesk.models.registry import verify_model
+from dynadesk.models.registry import folder_state, state_is_settled, verify_model
 from dynadesk.store.models import ModelRecord
 from dynadesk.tasks import get_task
 
@@ -91,19 +92,39 @@ class LivePredictor:
         self.capacity = capacity
         self.device = device
         self._cache: OrderedDict[str, _ad.Adapter] = OrderedDict()
+        # (folder, digest) -> the folder's stat state when its digest last matched, and when that was checked
+        self._checked: dict[tuple[str, str], tuple[tuple[tuple[str, int, int, int, int], ...], int]] = {}
         self._lock = threading.RLock()
 
     def adapter(self, record: ModelRecord) -> _ad.Adapter:
         with self._lock:
             key = record.digest
             if key in self._cache:
+                self._check_folder(record)
                 self._cache.move_to_end(key)
                 return self._cache[key]
-            adapter = load_adapter_for(record, self.device)
+            adapter = load_adapter_for(record, self.device)  # verifies the digest
+            self._checked[(record.path, key)] = (folder_state(Path(record.path)), time.time_ns())
             self._cache[key] = adapter
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)
             return adapter
+
+    def _check_folder(self, record: ModelRecord) -> None:
+        """A warm adapter serves a record only while the record's folder is still what was registered: the cache is
+        keyed by digest, so another folder (or this one before an edit) may have loaded it. The folder's stat
+        state stands in for its digest once it has settled (:func:`state_is_settled`); otherwise, or when it
+        differs, the digest is recomputed (raising when the files changed)."""
+        try:
+            state = folder_state(Path(record.path))
+        except (ModelError, OSError):
+            state = ()
+        seen = self._checked.get((record.path, record.digest))
+        if seen is not None and state and state == seen[0] and state_is_settled(state, seen[1]):
+            return
+        checked_ns = time.time_ns()
+        verify_model(record)
+        self._checked[(record.path, record.digest)] = (state, checked_ns)
 
     def predict(self, record: ModelRecord, inputs: dict[str, Any]) -> dict[str, Any]:
         return self.predict_batch(record, [inputs])[0]
@@ -148,6 +169,7 @@ class LivePredictor:
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._checked.clear()
 
 
 _default = LivePredictor()

@@ -101,6 +101,26 @@ def tree_files(folder: Path, exclude: frozenset[str] = frozenset()) -> list[tupl
     return out
 
 
+def folder_state(folder: Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Each file's relative path, size, mtime, ctime and inode: what a change to the folder changes without reading
+    a byte (the digest reads every byte; a live prediction cannot afford that per call). Timestamps are coarse
+    (a jiffy on most file systems): see :func:`state_is_settled`."""
+    out = []
+    for rel, path in tree_files(folder, _served.digest_exclusions(folder)):
+        st = path.stat()
+        out.append((rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return tuple(out)
+
+
+SETTLE_NS = 2_000_000_000  # a file touched this close to a check may change again with the same timestamps
+
+
+def state_is_settled(state: tuple[tuple[str, int, int, int, int], ...], checked_ns: int) -> bool:
+    """Whether every file of ``state`` was last touched well before ``checked_ns`` (git's "racy clean" rule: a file
+    written in the same timestamp tick as the check could be rewritten, same size, with the same stamps)."""
+    return all(max(mtime, ctime) < checked_ns - SETTLE_NS for _, _, mtime, ctime, _ in state)
+
+
 def tree_digest(folder: Path, exclude: frozenset[str] = frozenset()) -> str:
     """``sha256:<hex>`` over each file's relative path and sha256: stable across machines and copies."""
     h = hashlib.sha256()

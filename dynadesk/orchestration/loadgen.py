@@ -54,7 +54,19 @@ from typing import Any
 
 from dynadesk.evaluator.measurement import RETRY_BUDGET_S, SPREAD, latency, median, spread
 from dynadesk.evaluator.schema import PARTS_DIR, Spec
-from dynadesk.orchestration.loadgen_fresh import Fresh, host_order, replay_check, vocabulary, warm_up_examples
+from dynadesk.orchestration.loadgen_fresh import (
+    AGAIN,
+    Fresh,
+    host_order,
+    interleave,
+    passes_ahead,
+    query_kind,
+    replay_check,
+    split_lead,
+    spread_reserve,
+    vocabulary,
+    warm_up_examples,
+)
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
@@ -301,7 +313,7 @@ class LoadGen:
         trial on examples not issued before (``pool``), none taken once it has none left."""
         s = self.spec.settings
         attempts: list[dict[str, Any]] = []
-        services: list[tuple[bool, float]] = []
+        services: list[tuple[str, float]] = []
         started = time.perf_counter()
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
@@ -357,7 +369,7 @@ class LoadGen:
                              "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
                              "trials": s.trials, "retries": s.noise_retries,
                              "examples_issued": len(pool.issued), "share": len(pool.order),
-                             "asked_again": sum(1 for fresh, _ in services if not fresh)}}
+                             "asked_again": sum(1 for kind, _ in services if kind == AGAIN)}}
 
     def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after
@@ -393,18 +405,22 @@ class LoadGen:
         return took
 
     def _window(self, name: str, examples: list[dict[str, Any]], sample: Sequence[list[int]], depth: int,
-                min_seconds: float, pool: Fresh, services: list[tuple[bool, float]]
+                min_seconds: float, pool: Fresh, services: list[tuple[str, float]]
                 ) -> tuple[int, float, list[float], float]:
-        """Issue ``sample`` (whole, repeated until ``min_seconds``) with ``depth`` queries in flight: (examples
+        """Issue ``sample`` (whole, repeated until ``min_seconds``: its lead first, the rest spread among the
+        repeats, :func:`split_lead`) with ``depth`` queries in flight: (examples
         answered, seconds, per-query ms, the worker's own account of its calls' seconds, informational). One in
         flight: seconds are the sum of the queries' issue-to-answer times; more: the span from the first issue
-        to the last answer. Each query's seconds per example, and whether its examples were asked for the first
-        time, go to ``services`` (:func:`replay_check`)."""
-        pending: list[tuple[str, list[int], float, bool]] = []
+        to the last answer. Each query's seconds per example, and its kind (:func:`query_kind`), go to
+        ``services`` (:func:`replay_check`)."""
+        pending: list[tuple[str, list[int], float, str]] = []
         per_call: list[float] = []
         queries, busy, inside = 0, 0.0, 0.0
         first = last_answer = time.perf_counter()
-        todo = list(sample)
+        lead, reserve = split_lead(sample)
+        repeats = list(lead)  # what a pass asks again
+        planned: list[list[list[int]]] | None = None  # the reserve's units for each pass ahead
+        todo, passes = list(lead), 1
         while True:
             while todo and len(pending) < depth:
                 unit = todo.pop(0)
@@ -412,23 +428,33 @@ class LoadGen:
                 asked = [self._asked(examples[i]) for i in unit]
                 message = json.dumps({"op": "query", "nonce": nonce, "examples": asked},
                                      separators=(",", ":")).encode() + b"\n"
-                fresh = pool.is_fresh(unit)
+                kind = query_kind(pool.is_fresh(unit), passes)
                 pool.mark(unit)
                 issued = time.perf_counter()
                 assert self.conn is not None
                 self.conn.sendall(message)
-                pending.append((nonce, unit, issued, fresh))
+                pending.append((nonce, unit, issued, kind))
             if not pending:
-                if time.perf_counter() - first >= min_seconds:
-                    break
-                todo = list(sample)
+                spent = time.perf_counter() - first
+                if planned is None:  # the lead is done: the rest of the sample spread over the passes ahead
+                    planned = spread_reserve(reserve, passes_ahead(spent, min_seconds), self._rng)
+                if spent >= min_seconds:
+                    due, planned = [u for units in planned for u in units], []
+                    if not due:
+                        break
+                    todo = due  # the window has lasted: what is left of the sample, once
+                else:
+                    due = planned.pop(0) if planned else []
+                    todo = interleave(repeats, due, self._rng)
+                repeats += due
+                passes += 1
                 continue
             reply = self._recv()
             answered = time.perf_counter()
-            nonce, unit, issued, fresh = pending.pop(0)
+            nonce, unit, issued, kind = pending.pop(0)
             inside += self._check_answer(name, examples, unit, nonce, reply)
             if per_call:  # a window's first answer waits for a worker woken from its idle read: left out
-                services.append((fresh, (answered - max(issued, last_answer)) / len(unit)))
+                services.append((kind, (answered - max(issued, last_answer)) / len(unit)))
             per_call.append((answered - issued) * 1000)
             busy += answered - issued
             queries += len(unit)

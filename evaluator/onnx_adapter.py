@@ -11,8 +11,8 @@ fairness paths are the same.
 The graph runs on onnxruntime's CPU provider, or its CUDA provider when the
 request asks for a CUDA device; a CUDA request that onnxruntime cannot serve
 fails loudly rather than measuring the CPU under a GPU label. onnxruntime is
-imported only when an ONNX model is loaded, so the evaluator image and hosts
-without it still load every other kind.
+imported only when an ONNX model is loaded, so a host without it (the core
+install) still loads every other kind; the evaluator image ships it.
 
 Registered into :mod:`dynadesk.evaluator.adapters` through its ``register_kind`` hook (imported at its end).
 """
@@ -70,12 +70,13 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def _ort() -> Any:
-    """onnxruntime, or a one-line error saying where ONNX models run (the evaluator image does not ship it)."""
+    """onnxruntime, or a one-line error saying how to get it (the evaluator image ships it; a host has it with the
+    evaluator extra)."""
     try:
         import onnxruntime
     except ImportError as exc:
-        raise AdapterError("onnxruntime is not installed here (the evaluator image does not ship it): evaluate "
-                           "ONNX models with '--runner local' on a host with 'pip install dynadesk[onnx]'") from exc
+        raise AdapterError("onnxruntime is not installed here: install it with 'pip install dynadesk[onnx]' (the "
+                           "evaluator image has it: '--runner docker')") from exc
     return onnxruntime
 
 

@@ -31,9 +31,9 @@ from pathlib import Path
 from dynadesk.orchestration.image import TOP_REQUIREMENTS
 
 VIEW_VERSION = 2
-# Host-only runtimes an adapter imports lazily (evaluator/onnx_adapter.py): linked into the view when the host has
-# them, so ONNX models evaluate on the local runner; the image does not ship them (docs/models.md).
-OPTIONAL_REQUIREMENTS = ("onnxruntime",)
+# Runtimes an adapter imports lazily that a host may lack (none now: onnxruntime moved into TOP_REQUIREMENTS, so
+# the image and the local view both have it); linked into the view when the host has them.
+OPTIONAL_REQUIREMENTS: tuple[str, ...] = ()
 
 
 def _canonical(name: str) -> str:

@@ -125,14 +125,37 @@ def test_a_corrupt_graph_and_an_absent_cuda_provider_are_adapter_errors(tmp_path
             OnnxModule(bad, "cuda", ("logits",))
 
 
-def test_an_onnx_model_in_the_docker_sandbox_fails_naming_the_local_runner(classifier, store, home, evaluator_image):
-    """The image does not ship onnxruntime: the run fails with the one line that says where ONNX models run."""
+@pytest.mark.docker
+@pytest.mark.timeout(1800)  # the fixture may build the image
+def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(classifier, tmp_path, evaluator_image,
+                                                                              docker_client):
+    """The image ships onnxruntime (it used to fail naming the local runner): Docker run -> bundle -> Docker audit,
+    every deterministic field identical, and the same predictions as the local runner."""
+    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
+    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 
     _, onnx_dir = classifier
-    register_model(store, shutil.copytree(onnx_dir, home / "tiny-onnx"), "sentiment", name="tiny-onnx")
-    add_test_set(store, "set0-test", 6, seed=0, perturbed=False)
-    run = evaluate(store, Workspace(home), run_request("tiny-onnx", runner="docker", image=evaluator_image.image_id))
-    assert run.status == "failed" and "onnxruntime is not installed here" in run.error, run.error
-    assert "--runner local" in run.error
+    ws = Workspace(tmp_path / "ws").ensure()
+    store = ws.open_store()
+    try:
+        generate_key(ws.keys_dir)
+        register_model(store, shutil.copytree(onnx_dir, tmp_path / "tiny-onnx"), "sentiment", name="tiny-onnx")
+        add_test_set(store, "set0-test", 12, seed=0)
+        common = {"batch_size": 4, "latency_samples": 4, "warmup": 1}
+        run = evaluate(store, ws, run_request("tiny-onnx", runner="docker", **common), client=docker_client)
+        assert run.status == "succeeded" and run.sandboxed, (run.error, (run.log or "")[-1500:])
+        local = evaluate(store, ws, run_request("tiny-onnx", runner="local", **common))
+        assert local.status == "succeeded", local.error
+        assert run.predictions_digest == local.predictions_digest
+        bundle = create_bundle(ws, store, run.id)
+        report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+        assert bundle.payload.runner.sandboxed
+        assert not report.failures and not report.incomplete, report.failures
+        det = [c for c in report.checks if c.kind == DETERMINISTIC]
+        assert det and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
+    finally:
+        store.close()

@@ -1,0 +1,130 @@
+"""The one background job a service runs at a time, and the view that job belongs to.
+
+Four services (evaluation, audit, training, the start page's jobs) and the data import each kept a
+``self._worker`` by hand: refuse a second job, cancel, forget the worker when it ends, cancel on quit,
+relay its signals. :class:`JobSlot` is that state, once. It also remembers the *view* a job was started
+for (the open workspace, by default): the pages on screen show one workspace, and a job started in
+workspace A that ends after the user opened workspace B must not put A's run numbers, progress or
+"succeeded" on B's page (napari's habit: a late result never lands on the wrong view). Such an outcome
+is not relayed; ``left`` says in one line what became of it and where it is stored, and ``done`` still
+follows, so the page goes idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from dynadesk.gui.workers import Worker, start
+
+__all__ = ["JobSlot"]
+
+RELAYED = ("started", "progress", "log", "finished", "failed", "cancelled", "done", "left")
+
+
+class _Route(QObject):
+    """One job's signals, received on the UI thread and handed to its slot with the job's identity."""
+
+    def __init__(self, slot: JobSlot, worker: Worker, view: object):
+        super().__init__(slot)
+        self.slot, self.worker, self.view = slot, worker, view
+        sig = worker.signals
+        sig.progress.connect(self.on_progress)
+        sig.log.connect(self.on_log)
+        sig.finished.connect(self.on_finished)
+        sig.failed.connect(self.on_failed)
+        sig.cancelled.connect(self.on_cancelled)
+        sig.done.connect(self.on_done)
+
+    def on_progress(self, event: object) -> None:
+        if self.slot.is_current(self.view):
+            self.slot.progress.emit(event)
+
+    def on_log(self, line: str) -> None:
+        if self.slot.is_current(self.view):
+            self.slot.log.emit(line)
+
+    def on_finished(self, result: object) -> None:
+        self.slot.outcome(self, "finished", result)
+
+    def on_failed(self, message: str) -> None:
+        self.slot.outcome(self, "failed", message)
+
+    def on_cancelled(self) -> None:
+        self.slot.outcome(self, "cancelled")
+
+    def on_done(self) -> None:
+        self.slot.ended(self)
+        self.deleteLater()
+
+
+class JobSlot(QObject):
+    """Holds a service's one running job: :meth:`start` refuses a second, :meth:`cancel`, :attr:`running`,
+    :meth:`close` on quit; its signals are the job's, already on the UI thread, and only for the view on
+    screen (see the module docstring). :meth:`relay_to` forwards them to a service's same-named signals."""
+
+    started = Signal()
+    progress = Signal(object)  # dynadesk.progress.ProgressEvent
+    log = Signal(str)
+    finished = Signal(object)  # the job's return value
+    failed = Signal(str)
+    cancelled = Signal()
+    done = Signal()  # always last, whatever the outcome and whichever view is on screen
+    left = Signal(str)  # the outcome of a job whose view was closed, in one line
+
+    def __init__(self, what: str, view: Callable[[], object], parent: QObject | None = None):
+        """``what`` names the job in messages ("an evaluation"); ``view()`` says which view is on screen now."""
+        super().__init__(parent)
+        self._what = what
+        self._view = view
+        self._route: _Route | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._route is not None
+
+    def is_current(self, view: object) -> bool:
+        return view == self._view()
+
+    def relay_to(self, target: QObject, names: tuple[str, ...] = RELAYED) -> None:
+        """Forward the slot's signals to ``target``'s signals of the same name (those it has)."""
+        for name in names:
+            if hasattr(type(target), name):
+                getattr(self, name).connect(getattr(target, name))
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> Worker:
+        """Run ``fn(ctx, *args)`` on a pool thread for the view on screen now."""
+        if self._route is not None:
+            raise RuntimeError(f"{self._what} is already running")
+        worker = Worker(fn, *args)
+        self._route = _Route(self, worker, self._view())
+        self.started.emit()
+        return start(worker)
+
+    def cancel(self) -> bool:
+        """Ask the running job to stop; True when there was one."""
+        if self._route is None:
+            return False
+        self._route.worker.cancel()
+        return True
+
+    def close(self) -> None:
+        """On quit: stop the running job so its work (a worker process, a training loop) does not outlive the app."""
+        self.cancel()
+
+    def outcome(self, route: _Route, kind: str, *value: Any) -> None:
+        if route is self._route:
+            self._route = None  # idle before anyone hears the outcome: a page may start the next job at once
+        if self.is_current(route.view):
+            getattr(self, kind).emit(*value)
+            return
+        said = {"finished": "finished", "cancelled": "was cancelled"}.get(kind) or f"failed: {value[0]}"
+        self.left.emit(f"{self._what[0].upper()}{self._what[1:]} started in {route.view} {said} after another "
+                       f"workspace was opened; what it wrote is in {route.view}.")
+
+    def ended(self, route: _Route) -> None:
+        if route is self._route:  # a job that ended without an outcome signal (the app quitting)
+            self._route = None
+        self.done.emit()

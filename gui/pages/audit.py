@@ -25,7 +25,9 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.bundles import BundlesService
+from dynadesk.gui.workers import progress_line
 from dynadesk.orchestration.runner_registry import RUNNERS
+from dynadesk.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -144,12 +146,9 @@ class AuditPage(Page):
         self.tabs.addTab(self.log_view, "Log")
         lay.addWidget(self.tabs, 1)
         if audit_service is not None:
-            audit_service.progress.connect(self._on_progress)
-            audit_service.log.connect(self.log_view.appendPlainText)
-            audit_service.finished.connect(self._on_report)
-            audit_service.failed.connect(self._on_failed)
-            audit_service.cancelled.connect(self._on_cancelled)
-            audit_service.done.connect(self._on_done)
+            self.follow(audit_service, progress=self._on_progress, log=self.log_view.appendPlainText,
+                        finished=self._on_report, failed=self._on_failed, cancelled=self._on_cancelled,
+                        done=self._on_done)
         self._sync_buttons()
 
     # ------------------------------------------------------------ helpers
@@ -220,13 +219,13 @@ class AuditPage(Page):
             self._audit.cancel()
             self.progress.setFormat("cancelling…")
 
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-            self.progress.setValue(min(done, total))
+    def _on_progress(self, event: ProgressEvent) -> None:
+        if event.total:
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(min(event.done or 0, event.total))
         else:
             self.progress.setRange(0, 0)
-        self.progress.setFormat(message.replace("%", "%%") or "working…")
+        self.progress.setFormat(progress_line(event).replace("%", "%%") or "working…")
 
     def _on_report(self, report) -> None:
         self.report = report

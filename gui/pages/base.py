@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
@@ -94,6 +97,18 @@ class Page(QWidget):
 
     def refresh(self) -> None:
         """Reload what the page shows from its services."""
+
+    def follow(self, service: QObject, **handlers: Callable[..., Any]) -> None:
+        """Connect a service's signals to this page's handlers by name (``progress=self._on_progress`` ...). A job
+        service's ``left`` (its job ended after its workspace was closed) goes to the banner unless handled."""
+        if hasattr(type(service), "left"):
+            handlers.setdefault("left", self.job_left)
+        for name, handler in handlers.items():
+            getattr(service, name).connect(handler)
+
+    def job_left(self, line: str) -> None:
+        """A job started in a workspace since closed ended: one line here, its outcome kept off this view."""
+        self.banner.show_message(line, "info")
 
     def guard(self, fn, *args, **kwargs):
         """Call ``fn``; a :class:`DynaDeskError` is shown in the banner and ``None`` returned."""

@@ -34,10 +34,12 @@ from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
 from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
+from dynadesk.gui.workers import progress_line
 from dynadesk.models.served import runner_text
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runner_registry import RUNNERS
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.evaluations import EvaluationRecord
 
 if TYPE_CHECKING:
@@ -190,6 +192,8 @@ class EvaluatePage(Page):
         service.finished.connect(self._on_finished)
         service.failed.connect(self._on_failed)
         service.cancelled.connect(self._on_cancelled)
+        service.done.connect(self._idle)
+        service.left.connect(self._on_left)
         service.runsChanged.connect(self.refresh_runs)
         service.runsLoaded.connect(self._on_runs_loaded)
         service.runCreated.connect(self._on_run_created)
@@ -316,11 +320,16 @@ class EvaluatePage(Page):
         self.status_label.setText(f"Run {run_id} running")
         self.refresh_runs()
 
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-            self.progress.setValue(min(done, total))
-        self.status_label.setText(message)
+    def _on_progress(self, event: ProgressEvent) -> None:
+        if event.total:
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(min(event.done or 0, event.total))
+        self.status_label.setText(progress_line(event))
+
+    def _on_left(self, line: str) -> None:
+        """A run started in a workspace since closed ended: said in one line, its outcome kept off this view."""
+        self.banner.show_message(line, "info")
+        self.status_label.setText("Idle")
 
     def _on_log(self, line: str) -> None:
         self.log_view.appendPlainText(line)

@@ -122,8 +122,7 @@ class TasksDataPage(Page):
 
         lay.addWidget(self._import_box())
         data.changed.connect(self.refresh)
-        data.importFinished.connect(self._on_imported)
-        data.taskAdded.connect(self._on_task_added)
+        self.follow(data, importFinished=self._on_imported, taskAdded=self._on_task_added, left=self._on_import_left)
         self.refresh()
 
     def _import_box(self) -> QGroupBox:
@@ -292,6 +291,10 @@ class TasksDataPage(Page):
                                self.import_split.currentText(), self.import_replace.isChecked(),
                                fmt=self.import_format.currentData(),
                                quoting="none" if self.import_quotes_text.isChecked() else "auto", mapping=mapping)
+
+    def _on_import_left(self, line: str) -> None:
+        self.import_button.setEnabled(True)
+        self.job_left(line)
 
     def _on_imported(self, outcome: ImportOutcome) -> None:
         self.import_button.setEnabled(True)

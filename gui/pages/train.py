@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from dynadesk.gui.pages.base import Page, refill_combo
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.training import TrainingService
+from dynadesk.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -112,11 +113,9 @@ class TrainPage(Page):
         lay.addWidget(self.status)
         lay.addStretch(1)
 
-        service.started.connect(lambda: self._running(True))
-        service.progress.connect(self._on_progress)
-        service.finished.connect(self._on_finished)
-        service.failed.connect(self._on_failed)
-        service.cancelled.connect(self._on_cancelled)
+        self.follow(service, started=lambda: self._running(True), progress=self._on_progress,
+                    finished=self._on_finished, failed=self._on_failed, cancelled=self._on_cancelled,
+                    left=self._on_left)
         self.refresh()
 
     def refresh(self) -> None:
@@ -199,10 +198,15 @@ class TrainPage(Page):
         if on:
             self.status.setText(f"Training {self.last_request.name if self.last_request else ''}…")
 
-    def _on_progress(self, step: int, total: int, message: str) -> None:
+    def _on_progress(self, event: ProgressEvent) -> None:
+        step, total = event.done or 0, event.total or 0
         self.progress.setRange(0, max(1, total))
         self.progress.setValue(step)
-        self.status.setText(f"step {step}/{total} · {message}")
+        self.status.setText(f"step {step}/{total} · {event.message}")
+
+    def _on_left(self, line: str) -> None:
+        self._running(False)
+        self.job_left(line)
 
     def _on_finished(self, result: Any) -> None:
         self._running(False)

@@ -39,7 +39,7 @@ def test_an_evaluation_that_ends_after_the_workspace_changed_is_not_shown_as_the
         svc = page._svc
         shown: list[object] = []
         for signal in (svc.progress, svc.finished, svc.runCreated):
-            signal.connect(shown.append)
+            signal.connect(lambda *args: shown.append(args))
         qtbot.mouseClick(page.start_button, Qt.MouseButton.LeftButton)
         assert svc.running
         # the user opens another workspace while the run goes on (no event is handled in between: whatever the
@@ -50,7 +50,7 @@ def test_an_evaluation_that_ends_after_the_workspace_changed_is_not_shown_as_the
         loaded(qtbot, page)
         # nothing of A's run reached B's page: no run number, no progress, no "succeeded"
         assert shown == []
-        assert "succeeded" not in page.banner.text() and page.status_label.text() in ("Starting…", "Idle")
+        assert "succeeded" not in page.banner.text() and page.status_label.text() == "Idle"
         assert page.runs_table.rowCount() == 0
         # the page says where the run ended, and is ready for the next one
         assert page.banner.kind == "info" and str(home_a) in page.banner.text()

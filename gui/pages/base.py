@@ -6,9 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.gui.pages.scaffold import task_selector
 
 
 class Banner(QFrame):
@@ -97,6 +98,30 @@ class Page(QWidget):
 
     def refresh(self) -> None:
         """Reload what the page shows from its services."""
+
+    def task_bar(self, on_change: Callable[..., Any], source: Any, *, rounds: bool = False) -> QHBoxLayout:
+        """Open the page with the task selector (``self.task_combo``), filled by :meth:`fill_tasks` from
+        ``source`` (``tasks()`` and ``preferred_task()``: the task that has data, or a round when ``rounds``);
+        returns the row, for the page's own widgets after it."""
+        bar, combo = task_selector(on_change)
+        self.use_tasks(combo, source, rounds=rounds)
+        self.body().addLayout(bar)
+        return bar
+
+    def use_tasks(self, combo: QComboBox, source: Any, *, rounds: bool = False) -> None:
+        """Make ``combo`` the page's task selector (one placed in a form rather than a header row)."""
+        self.task_combo = combo
+        self._task_source, self._rounds_first = source, rounds
+
+    def fill_tasks(self) -> None:
+        """Refill the task selector, keeping the task on screen (see :func:`refill_combo`)."""
+        source = self._task_source
+        prefer = self.guard(source.preferred_task, rounds=True) if self._rounds_first else \
+            self.guard(source.preferred_task)
+        refill_combo(self.task_combo, self.guard(source.tasks) or {}, prefer=prefer)
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
 
     def follow(self, service: QObject, **handlers: Callable[..., Any]) -> None:
         """Connect a service's signals to this page's handlers by name (``progress=self._on_progress`` ...). A job

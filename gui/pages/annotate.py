@@ -22,7 +22,6 @@ from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -30,7 +29,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -38,8 +36,9 @@ from PySide6.QtWidgets import (
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Banner, Page, refill_combo
+from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -89,11 +88,7 @@ class AnnotatePage(Page):
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
 
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self._on_task)
-        top.addWidget(self.task_combo)
+        top = self.task_bar(self._on_task, data, rounds=True)
         self.round_label = QLabel()
         top.addWidget(self.round_label, 1)
         self.tally_label = QLabel(self.tally.text())
@@ -103,17 +98,13 @@ class AnnotatePage(Page):
         self.timer_label.setToolTip("Time on this example")
         self.timer_label.setMinimumWidth(48)
         top.addWidget(self.timer_label)
-        lay.addLayout(top)
 
         self.context_box = QGroupBox("Context")
         cl = QVBoxLayout(self.context_box)
-        self.context_view = QTextBrowser()
-        self.context_view.setAccessibleName("Context")
-        self.context_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
+        self.context_view = browser("Context")
         self.context_view.setMaximumHeight(140)
         cl.addWidget(self.context_view)
-        self.new_context_button = QPushButton("Another context")
-        self.new_context_button.clicked.connect(self.load_context)
+        self.new_context_button = button("Another context", self.load_context)
         cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
         lay.addWidget(self.context_box)
 
@@ -128,32 +119,25 @@ class AnnotatePage(Page):
         self.target_group.setExclusive(True)
         self.answer_edit = QLineEdit()
         self.answer_edit.setPlaceholderText("the answer: select it in the context, then “Use selection” (Ctrl+U)")
-        self.use_selection_button = QPushButton("Use selection  (Ctrl+U)")
-        self.use_selection_button.setToolTip("Take the text selected in the context as the answer span")
-        self.use_selection_button.clicked.connect(self.use_selection)
+        self.use_selection_button = button("Use selection  (Ctrl+U)", self.use_selection,
+                                           tooltip="Take the text selected in the context as the answer span")
         lay.addWidget(self.target_box)
         self.meta_box = MetaFieldsBox("What the task asks with each example (* required)")
         lay.addWidget(self.meta_box)
 
-        row = QHBoxLayout()
         self.explanation = QLineEdit()
         self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
-        row.addWidget(self.explanation, 1)
         self.draft: object | None = None  # the generative assistant's draft this example is written from
-        self.suggest_button = QPushButton("Suggest a draft")  # opt-in: shown when a target can draft
-        self.suggest_button.setToolTip("The round's generative target drafts the example; edit it (its use is "
-                                       "recorded)")
-        self.suggest_button.clicked.connect(self.suggest_draft)
-        row.addWidget(self.suggest_button)
-        self.submit_button = QPushButton("Submit  (Ctrl+Enter)")
+        self.suggest_button = button("Suggest a draft", self.suggest_draft,  # opt-in: shown when a target can draft
+                                     tooltip="The round's generative target drafts the example; edit it (its use is "
+                                     "recorded)")
+        self.submit_button = button("Submit  (Ctrl+Enter)", self.submit)
         self.submit_button.setDefault(True)
-        self.submit_button.clicked.connect(self.submit)
-        row.addWidget(self.submit_button)
+        row = hbox(self.explanation, self.suggest_button, self.submit_button)
+        row.setStretch(0, 1)
         lay.addLayout(row)
 
-        self.shortcuts_label = QLabel(SHORTCUTS)
-        self.shortcuts_label.setWordWrap(True)
-        self.shortcuts_label.setStyleSheet("color:#555")
+        self.shortcuts_label = hint(SHORTCUTS)
         lay.addWidget(self.shortcuts_label)
 
         self.last_box = QGroupBox("Your last example")
@@ -186,10 +170,8 @@ class AnnotatePage(Page):
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._show_time)
 
-        service.submitted.connect(self._on_submitted)
-        service.submitFailed.connect(self._on_failed)
-        service.draftReady.connect(self._on_draft)
-        service.draftFailed.connect(self._on_failed)
+        self.follow(service, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
+                    draftFailed=self._on_failed)
         service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
         service.activeChanged.connect(lambda _n: self.refresh())
         # bound methods, not lambdas: Qt drops these connections when the page is destroyed, so a model that
@@ -202,12 +184,8 @@ class AnnotatePage(Page):
 
     # ----------------------------------------------------------- building
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task, rounds=True))
+        self.fill_tasks()
         self._on_task()
-
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
 
     def _on_task(self) -> None:
         name = self.task_combo.currentText()

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 import html
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFormLayout,
@@ -38,7 +37,7 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
-from dynadesk.gui.pages.scaffold import browser, button, hbox, hint
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -140,30 +139,10 @@ class AnnotatePage(Page):
         self.shortcuts_label = hint(SHORTCUTS)
         lay.addWidget(self.shortcuts_label)
 
-        self.last_box = QGroupBox("Your last example")
-        last = QVBoxLayout(self.last_box)
-        self.verdict = Banner(self, closable=False)
-        self.verdict.label.setStyleSheet("font-size:16pt; font-weight:bold")
-        last.addWidget(self.verdict)
-        self.last_view = QLabel()
-        self.last_view.setWordWrap(True)
-        self.last_view.setTextFormat(Qt.TextFormat.RichText)
-        last.addWidget(self.last_view)
-        self.prediction_label = QLabel()
-        self.prediction_label.setWordWrap(True)
-        last.addWidget(self.prediction_label)
-        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
-        last.addWidget(self.probs)
-        self.last_box.hide()
-        lay.addWidget(self.last_box)
+        lay.addWidget(self._last_example_box())
         lay.addStretch(1)
-
-        for seq in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(seq), self, self.submit)
-        QShortcut(QKeySequence("Ctrl+U"), self, self.use_selection)
-        for i in range(9):
-            QShortcut(QKeySequence(str(i + 1)), self, lambda i=i: self.choose(i))
-            QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.choose(i))
+        shortcuts(self, [("Ctrl+Return", self.submit), ("Ctrl+Enter", self.submit), ("Ctrl+U", self.use_selection)]
+                  + [(key, lambda i=i: self.choose(i)) for i in range(9) for key in (str(i + 1), f"Ctrl+{i + 1}")])
 
         self.clock = QElapsedTimer()
         self._tick = QTimer(self)
@@ -183,6 +162,25 @@ class AnnotatePage(Page):
         self.refresh()
 
     # ----------------------------------------------------------- building
+    def _last_example_box(self) -> QGroupBox:
+        """The verdict on the example just submitted, what the model said, its probabilities (hidden until then)."""
+        self.last_box = QGroupBox("Your last example")
+        last = QVBoxLayout(self.last_box)
+        self.verdict = Banner(self, closable=False)
+        self.verdict.label.setStyleSheet("font-size:16pt; font-weight:bold")
+        last.addWidget(self.verdict)
+        self.last_view = QLabel()
+        self.last_view.setWordWrap(True)
+        self.last_view.setTextFormat(Qt.TextFormat.RichText)
+        last.addWidget(self.last_view)
+        self.prediction_label = QLabel()
+        self.prediction_label.setWordWrap(True)
+        last.addWidget(self.prediction_label)
+        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
+        last.addWidget(self.probs)
+        self.last_box.hide()
+        return self.last_box
+
     def refresh(self) -> None:
         self.fill_tasks()
         self._on_task()

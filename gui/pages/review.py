@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QGroupBox,
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import named_table, pane
+from dynadesk.gui.pages.scaffold import named_table, pane, shortcuts
 from dynadesk.gui.pages.tables import fill, fit
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
@@ -121,8 +120,8 @@ class ReviewPage(Page):
         self.reason_edit.setAccessibleName("Reason")
         row.addWidget(self.reason_edit, 1)
         dl.addLayout(row)
-        for key, verdict in (("Ctrl+1", "correct"), ("Ctrl+2", "not correct")):
-            QShortcut(QKeySequence(key), self, lambda v=verdict: self.adjudicate(v))
+        shortcuts(self, [(key, lambda v=verdict: self.adjudicate(v))
+                         for key, verdict in (("Ctrl+1", "correct"), ("Ctrl+2", "not correct"))])
         self._set_decidable(False)
         return box
 

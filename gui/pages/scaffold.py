@@ -9,9 +9,10 @@ behaviour (no Tab trap), one accessible name per widget, written once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
@@ -29,7 +30,8 @@ from PySide6.QtWidgets import (
 
 from dynadesk.gui.pages.tables import table
 
-__all__ = ["browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text", "task_selector"]
+__all__ = ["browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text", "shortcuts",
+           "task_selector"]
 
 
 def pane(horizontal: bool = False) -> tuple[QWidget, QBoxLayout]:
@@ -129,3 +131,9 @@ def task_selector(on_change: Callable[..., Any], label: str = "Task") -> tuple[Q
     out.addWidget(combo)
     return out, combo
 
+
+
+def shortcuts(page: QWidget, keys: Iterable[tuple[str, Callable[[], Any]]]) -> None:
+    """The page's keyboard shortcuts: each key sequence calls its function while the page is shown."""
+    for key, fn in keys:
+        QShortcut(QKeySequence(key), page, fn)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -21,7 +20,7 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
-from dynadesk.gui.pages.scaffold import browser, button, hbox, hint
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -85,9 +84,8 @@ class ValidatePage(Page):
                                     "reason, then Enter) · S skip · Ctrl+U use the selected text as the answer (QA)")
         lay.addWidget(self.shortcuts_label)
 
-        for key, fn in (("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
-                        ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)):
-            QShortcut(QKeySequence(key), self, fn)
+        shortcuts(self, [("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
+                         ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)])
         service.activeChanged.connect(lambda _n: self._reload_queue())
         service.examplesChanged.connect(lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
         self.refresh()

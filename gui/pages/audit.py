@@ -14,16 +14,15 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
-    QPushButton,
     QTabWidget,
     QWidget,
 )
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.scaffold import button, named_table, path_row, read_only_text
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.workers import progress_line
 from dynadesk.orchestration.runner_registry import RUNNERS
@@ -76,17 +75,9 @@ class AuditPage(Page):
         self.bundle = None
         self.report = None
         lay = self.body()
-        row = QHBoxLayout()
-        self.path_edit = QLineEdit()
-        self.path_edit.setAccessibleName("Bundle file")
-        self.path_edit.setPlaceholderText("a bundle file (.json)")
+        row, self.path_edit = path_row("a bundle file (.json)", self._browse, "Open…", name="Bundle file")
         self.path_edit.textChanged.connect(lambda _t: self._sync_buttons())
-        row.addWidget(self.path_edit, 1)
-        browse = QPushButton("Open…")
-        browse.clicked.connect(self._browse)
-        row.addWidget(browse)
-        self.verify_button = QPushButton("Verify")
-        self.verify_button.clicked.connect(self.verify)
+        self.verify_button = button("Verify", self.verify)
         row.addWidget(self.verify_button)
         lay.addLayout(row)
 
@@ -101,18 +92,14 @@ class AuditPage(Page):
         for label, value in runner_choices():
             self.runner_combo.addItem(label, value)
         row.addWidget(self.runner_combo)
-        self.check_button = QPushButton("Check inputs")
-        self.check_button.setToolTip("Signature, model folder, datasets, evaluator image and code: no re-run")
-        self.check_button.clicked.connect(lambda: self.start_audit(rerun=False))
-        row.addWidget(self.check_button)
-        self.rerun_button = QPushButton("Re-run and compare")
-        self.rerun_button.setToolTip("Evaluate the bundle again with its recorded settings and compare every field")
-        self.rerun_button.clicked.connect(lambda: self.start_audit(rerun=True))
-        row.addWidget(self.rerun_button)
-        self.cancel_button = QPushButton("■ Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        row.addWidget(self.cancel_button)
+        self.check_button = button("Check inputs", lambda: self.start_audit(rerun=False),
+                                   tooltip="Signature, model folder, datasets, evaluator image and code: no re-run")
+        self.rerun_button = button("Re-run and compare", lambda: self.start_audit(rerun=True),
+                                   tooltip="Evaluate the bundle again with its recorded settings and compare every "
+                                   "field")
+        self.cancel_button = button("■ Cancel", self.cancel, enabled=False)
+        for b in (self.check_button, self.rerun_button, self.cancel_button):
+            row.addWidget(b)
         lay.addLayout(row)
         self.rerun_available = audit_service is not None
 
@@ -133,16 +120,11 @@ class AuditPage(Page):
         self.summary.setWordWrap(True)
         lay.addWidget(self.summary)
         self.tabs = QTabWidget()
-        self.checks = table(CHECK_COLUMNS)
-        self.checks.setAccessibleName("Audit checks")
+        self.checks = named_table(CHECK_COLUMNS, "Audit checks")
         self.tabs.addTab(self.checks, "Verdicts")
-        self.fields = table(["field", "value"])
-        self.fields.setAccessibleName("Bundle contents")
+        self.fields = named_table(["field", "value"], "Bundle contents")
         self.tabs.addTab(self.fields, "Bundle contents")
-        self.log_view = QPlainTextEdit()
-        self.log_view.setAccessibleName("Audit log")
-        self.log_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.log_view.setReadOnly(True)
+        self.log_view = read_only_text("Audit log")
         self.tabs.addTab(self.log_view, "Log")
         lay.addWidget(self.tabs, 1)
         if audit_service is not None:

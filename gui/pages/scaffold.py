@@ -16,6 +16,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
+    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLayout,
@@ -30,8 +31,8 @@ from PySide6.QtWidgets import (
 
 from dynadesk.gui.pages.tables import table
 
-__all__ = ["browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text", "shortcuts",
-           "task_selector"]
+__all__ = ["boxed", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text",
+           "shortcuts", "task_selector"]
 
 
 def pane(horizontal: bool = False) -> tuple[QWidget, QBoxLayout]:
@@ -53,6 +54,15 @@ def hbox(*items: QWidget | QLayout | int | None) -> QHBoxLayout:
         else:
             out.addWidget(item)
     return out
+
+
+def boxed(title: str, *widgets: QWidget) -> QGroupBox:
+    """A titled group box holding ``widgets`` one under the other."""
+    box = QGroupBox(title)
+    lay = QVBoxLayout(box)
+    for w in widgets:
+        lay.addWidget(w)
+    return box
 
 
 def button(text: str, on_click: Callable[..., Any] | None = None, *, tooltip: str = "",

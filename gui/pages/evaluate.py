@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, hbox, hint, named_table, pane, read_only_text, task_selector
+from dynadesk.gui.pages.scaffold import button, hbox, hint, named_table, pane, read_only_text, spin, task_selector
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
@@ -47,13 +47,6 @@ GIB = 1 << 30
 
 STATUS_COLORS = {"succeeded": "#1b5e20", "failed": "#b71c1c", "cancelled": "#8d6e00", "interrupted": "#8d6e00",
                  "running": "#0d47a1"}
-
-
-def _spin(box: Any, bounds: tuple[float, float], suffix: str, value: Any) -> Any:
-    box.setRange(*bounds)
-    box.setSuffix(suffix)
-    box.setValue(value)
-    return box
 
 
 def checked(w: QListWidget) -> list[str]:
@@ -147,13 +140,13 @@ class EvaluatePage(Page):
             self.runner.addItem(spec.label, spec.name)
         self.runner.setCurrentIndex(max(0, self.runner.findData(settings.get("runner"))))
         f.addRow("Runner", self.runner)
-        self.cpus = _spin(QDoubleSpinBox(), (0.5, 256), " CPUs", settings.get("limits/cpus"))
+        self.cpus = spin(QDoubleSpinBox(), 0.5, 256, settings.get("limits/cpus"), " CPUs")
         f.addRow("CPU", self.cpus)
-        self.memory = _spin(QDoubleSpinBox(), (0.25, 1024), " GiB", settings.get("limits/memory_gib"))
+        self.memory = spin(QDoubleSpinBox(), 0.25, 1024, settings.get("limits/memory_gib"), " GiB")
         f.addRow("Memory", self.memory)
-        self.timeout = _spin(QSpinBox(), (10, 7 * 24 * 3600), " s", settings.get("limits/timeout_s"))
+        self.timeout = spin(QSpinBox(), 10, 7 * 24 * 3600, settings.get("limits/timeout_s"), " s")
         f.addRow("Timeout", self.timeout)
-        self.batch = _spin(QSpinBox(), (1, 4096), "", settings.get("limits/batch_size"))
+        self.batch = spin(QSpinBox(), 1, 4096, settings.get("limits/batch_size"))
         f.addRow("Batch size", self.batch)
         self.gpu = QCheckBox("use the GPU(s)")
         self.gpu.setEnabled(False)  # until a GPU answers for the chosen runner

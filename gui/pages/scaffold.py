@@ -10,12 +10,13 @@ behaviour (no Tab trap), one accessible name per widget, written once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
+    QDoubleSpinBox,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTextBrowser,
     QVBoxLayout,
@@ -31,8 +33,11 @@ from PySide6.QtWidgets import (
 
 from dynadesk.gui.pages.tables import table
 
+SpinBox = TypeVar("SpinBox", QSpinBox, QDoubleSpinBox)
+
 __all__ = ["boxed", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text",
-           "shortcuts", "task_selector"]
+           "shortcuts", "spin",
+           "task_selector"]
 
 
 def pane(horizontal: bool = False) -> tuple[QWidget, QBoxLayout]:
@@ -129,6 +134,15 @@ def path_row(placeholder: str, on_browse: Callable[[], Any], button_text: str = 
     out.addWidget(edit, 1)
     out.addWidget(button(button_text, on_browse))
     return out, edit
+
+
+def spin(box: SpinBox, low: float, high: float, value: float, suffix: str = "") -> SpinBox:
+    """A spin box (integer or decimal) with its range, unit and value."""
+    box.setRange(low, high)  # type: ignore[arg-type]
+    if suffix:
+        box.setSuffix(suffix)
+    box.setValue(value)  # type: ignore[arg-type]
+    return box
 
 
 def task_selector(on_change: Callable[..., Any], label: str = "Task") -> tuple[QHBoxLayout, QComboBox]:

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, path_row
+from dynadesk.gui.pages.scaffold import button, path_row, spin
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.gui.services.workspace import WorkspaceService
@@ -94,12 +94,10 @@ class SettingsPage(Page):
         lf.addRow("GPU", self.gpu)
         return lbox
 
-    def _spin(self, spin, lo, hi, key: str, suffix: str):
-        spin.setRange(lo, hi)
-        spin.setSuffix(suffix)
-        spin.setValue(self._settings.get(key))
-        spin.valueChanged.connect(lambda v: self._save(key, v))
-        return spin
+    def _spin(self, box, lo, hi, key: str, suffix: str):
+        box = spin(box, lo, hi, self._settings.get(key), suffix)
+        box.valueChanged.connect(lambda v: self._save(key, v))
+        return box
 
     def _save(self, key: str, value) -> None:
         self._settings.set(key, value)

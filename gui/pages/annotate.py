@@ -98,43 +98,17 @@ class AnnotatePage(Page):
         self.timer_label.setMinimumWidth(48)
         top.addWidget(self.timer_label)
 
-        self.context_box = QGroupBox("Context")
-        cl = QVBoxLayout(self.context_box)
-        self.context_view = browser("Context")
-        self.context_view.setMaximumHeight(140)
-        cl.addWidget(self.context_view)
-        self.new_context_button = button("Another context", self.load_context)
-        cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
-        lay.addWidget(self.context_box)
+        lay.addWidget(self._context_box())
 
         self.form_box = QGroupBox("Your example")
         self.form = QFormLayout(self.form_box)
         lay.addWidget(self.form_box)
 
-        self.target_box = QGroupBox(LABEL_TITLE)
-        self.target_box.setStyleSheet(LABEL_BUTTON_STYLE)
-        self.target_layout = QHBoxLayout(self.target_box)
-        self.target_group = QButtonGroup(self)
-        self.target_group.setExclusive(True)
-        self.answer_edit = QLineEdit()
-        self.answer_edit.setPlaceholderText("the answer: select it in the context, then “Use selection” (Ctrl+U)")
-        self.use_selection_button = button("Use selection  (Ctrl+U)", self.use_selection,
-                                           tooltip="Take the text selected in the context as the answer span")
-        lay.addWidget(self.target_box)
+        lay.addWidget(self._target_box())
         self.meta_box = MetaFieldsBox("What the task asks with each example (* required)")
         lay.addWidget(self.meta_box)
 
-        self.explanation = QLineEdit()
-        self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
-        self.draft: object | None = None  # the generative assistant's draft this example is written from
-        self.suggest_button = button("Suggest a draft", self.suggest_draft,  # opt-in: shown when a target can draft
-                                     tooltip="The round's generative target drafts the example; edit it (its use is "
-                                     "recorded)")
-        self.submit_button = button("Submit  (Ctrl+Enter)", self.submit)
-        self.submit_button.setDefault(True)
-        row = hbox(self.explanation, self.suggest_button, self.submit_button)
-        row.setStretch(0, 1)
-        lay.addLayout(row)
+        lay.addLayout(self._submit_row())
 
         self.shortcuts_label = hint(SHORTCUTS)
         lay.addWidget(self.shortcuts_label)
@@ -149,19 +123,54 @@ class AnnotatePage(Page):
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._show_time)
 
+        # bound methods, not lambdas, for the model's state: Qt drops these connections when the page is destroyed,
+        # so a model that finishes loading after its window closed never reaches a deleted widget
         self.follow(service, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
-                    draftFailed=self._on_failed)
-        service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
-        service.activeChanged.connect(lambda _n: self.refresh())
-        # bound methods, not lambdas: Qt drops these connections when the page is destroyed, so a model that
-        # finishes loading after its window closed never reaches a deleted widget
-        service.modelLoading.connect(self._on_model_loading)
-        service.modelReady.connect(self._on_model_ready)
-        service.modelFailed.connect(self._on_model_failed)
+                    draftFailed=self._on_failed, modelLoading=self._on_model_loading, modelReady=self._on_model_ready,
+                    modelFailed=self._on_model_failed, activeChanged=lambda _n: self.refresh(),
+                    roundsChanged=lambda t: self._on_task() if self.task and t == self.task.name else None)
         self.model_states: dict[str, str] = {}
         self.refresh()
 
     # ----------------------------------------------------------- building
+    def _context_box(self) -> QGroupBox:
+        """The pooled context the example is written about (context tasks), and "Another context"."""
+        self.context_box = QGroupBox("Context")
+        cl = QVBoxLayout(self.context_box)
+        self.context_view = browser("Context")
+        self.context_view.setMaximumHeight(140)
+        cl.addWidget(self.context_view)
+        self.new_context_button = button("Another context", self.load_context)
+        cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
+        return self.context_box
+
+    def _target_box(self) -> QGroupBox:
+        """The label buttons (filled per task) or, for a span task, the answer field and "Use selection"."""
+        self.target_box = QGroupBox(LABEL_TITLE)
+        self.target_box.setStyleSheet(LABEL_BUTTON_STYLE)
+        self.target_layout = QHBoxLayout(self.target_box)
+        self.target_group = QButtonGroup(self)
+        self.target_group.setExclusive(True)
+        self.answer_edit = QLineEdit()
+        self.answer_edit.setPlaceholderText("the answer: select it in the context, then “Use selection” (Ctrl+U)")
+        self.use_selection_button = button("Use selection  (Ctrl+U)", self.use_selection,
+                                           tooltip="Take the text selected in the context as the answer span")
+        return self.target_box
+
+    def _submit_row(self) -> QHBoxLayout:
+        """The optional explanation, the assistant's draft (shown when a target can draft) and Submit."""
+        self.explanation = QLineEdit()
+        self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
+        self.draft: object | None = None  # the generative assistant's draft this example is written from
+        self.suggest_button = button("Suggest a draft", self.suggest_draft,  # opt-in: shown when a target can draft
+                                     tooltip="The round's generative target drafts the example; edit it (its use is "
+                                     "recorded)")
+        self.submit_button = button("Submit  (Ctrl+Enter)", self.submit)
+        self.submit_button.setDefault(True)
+        row = hbox(self.explanation, self.suggest_button, self.submit_button)
+        row.setStretch(0, 1)
+        return row
+
     def _last_example_box(self) -> QGroupBox:
         """The verdict on the example just submitted, what the model said, its probabilities (hidden until then)."""
         self.last_box = QGroupBox("Your last example")

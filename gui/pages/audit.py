@@ -81,26 +81,7 @@ class AuditPage(Page):
         row.addWidget(self.verify_button)
         lay.addLayout(row)
 
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Model folder:"))
-        self.model_edit = QLineEdit()
-        self.model_edit.setAccessibleName("Model folder")
-        self.model_edit.setPlaceholderText("optional: where the bundle's model is (else the registered one)")
-        row.addWidget(self.model_edit, 1)
-        row.addWidget(QLabel("Runner:"))
-        self.runner_combo = QComboBox()
-        for label, value in runner_choices():
-            self.runner_combo.addItem(label, value)
-        row.addWidget(self.runner_combo)
-        self.check_button = button("Check inputs", lambda: self.start_audit(rerun=False),
-                                   tooltip="Signature, model folder, datasets, evaluator image and code: no re-run")
-        self.rerun_button = button("Re-run and compare", lambda: self.start_audit(rerun=True),
-                                   tooltip="Evaluate the bundle again with its recorded settings and compare every "
-                                   "field")
-        self.cancel_button = button("■ Cancel", self.cancel, enabled=False)
-        for b in (self.check_button, self.rerun_button, self.cancel_button):
-            row.addWidget(b)
-        lay.addLayout(row)
+        lay.addLayout(self._audit_row())
         self.rerun_available = audit_service is not None
 
         self.scope = Banner(self, closable=False)
@@ -132,6 +113,29 @@ class AuditPage(Page):
                         finished=self._on_report, failed=self._on_failed, cancelled=self._on_cancelled,
                         done=self._on_done)
         self._sync_buttons()
+
+    def _audit_row(self) -> QHBoxLayout:
+        """What an audit needs beyond the bundle (a model folder, a runner), and its buttons: check, re-run, cancel."""
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Model folder:"))
+        self.model_edit = QLineEdit()
+        self.model_edit.setAccessibleName("Model folder")
+        self.model_edit.setPlaceholderText("optional: where the bundle's model is (else the registered one)")
+        row.addWidget(self.model_edit, 1)
+        row.addWidget(QLabel("Runner:"))
+        self.runner_combo = QComboBox()
+        for label, value in runner_choices():
+            self.runner_combo.addItem(label, value)
+        row.addWidget(self.runner_combo)
+        self.check_button = button("Check inputs", lambda: self.start_audit(rerun=False),
+                                   tooltip="Signature, model folder, datasets, evaluator image and code: no re-run")
+        self.rerun_button = button("Re-run and compare", lambda: self.start_audit(rerun=True),
+                                   tooltip="Evaluate the bundle again with its recorded settings and compare every "
+                                   "field")
+        self.cancel_button = button("■ Cancel", self.cancel, enabled=False)
+        for b in (self.check_button, self.rerun_button, self.cancel_button):
+            row.addWidget(b)
+        return row
 
     # ------------------------------------------------------------ helpers
     def _sync_buttons(self) -> None:

@@ -89,6 +89,21 @@ class EvaluatePage(Page):
         sl.addLayout(hbox(self.start_button, self.cancel_button))
         split.addWidget(setup)
 
+        split.addWidget(self._runs_side())
+        split.setSizes([380, 720])
+        lay.addWidget(split, 1)
+
+        self.follow(service, started=self._on_started, progress=self._on_progress, log=self._on_log,
+                    finished=self._on_finished, failed=self._on_failed, cancelled=self._on_cancelled, done=self._idle,
+                    left=self._on_left, runsChanged=self.refresh_runs, runsLoaded=self._on_runs_loaded,
+                    runCreated=self._on_run_created, gpuChecked=self._on_gpu_checked)
+        settings.changed.connect(self._apply_setting)
+        models.changed.connect(self._fill_choices)
+        data.changed.connect(self._fill_choices)
+        self.refresh()
+
+    def _runs_side(self) -> QSplitter:
+        """The running evaluation (status, progress, live log) over the past runs (table, resume, details)."""
         right = QSplitter(Qt.Orientation.Vertical)
         live, ll = pane()
         self.progress = QProgressBar()
@@ -109,26 +124,7 @@ class EvaluatePage(Page):
         self.run_detail = read_only_text("Selected run's details")
         pl.addWidget(self.run_detail, 1)
         right.addWidget(past)
-        split.addWidget(right)
-        split.setSizes([380, 720])
-        lay.addWidget(split, 1)
-
-        service.started.connect(self._on_started)
-        service.progress.connect(self._on_progress)
-        service.log.connect(self._on_log)
-        service.finished.connect(self._on_finished)
-        service.failed.connect(self._on_failed)
-        service.cancelled.connect(self._on_cancelled)
-        service.done.connect(self._idle)
-        service.left.connect(self._on_left)
-        service.runsChanged.connect(self.refresh_runs)
-        service.runsLoaded.connect(self._on_runs_loaded)
-        service.runCreated.connect(self._on_run_created)
-        service.gpuChecked.connect(self._on_gpu_checked)
-        settings.changed.connect(self._apply_setting)
-        models.changed.connect(self._fill_choices)
-        data.changed.connect(self._fill_choices)
-        self.refresh()
+        return right
 
     # ------------------------------------------------------------ setup
     def _runner_box(self, settings: AppSettings) -> QGroupBox:

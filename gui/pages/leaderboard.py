@@ -117,6 +117,32 @@ class LeaderboardPage(Page):
         lay = self.body()
 
         top = self.task_bar(self.reload, service)
+        self._board_controls(top)
+        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
+        lay.addWidget(self.rates_bar)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self._weights_pane())
+
+        right, rl = pane()
+        self.table = named_table(["rank", "model", header("Dynascore", "pts")], "Leaderboard", self._selection_changed)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setWordWrap(False)
+        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
+        rl.addWidget(self.table, 2)
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        rl.addWidget(self.notes)
+        self.tabs = self._chart_tabs()
+        rl.addWidget(self.tabs, 2)
+        split.addWidget(right)
+        split.setSizes([300, 800])
+        lay.addWidget(split, 1)
+        service.changed.connect(self.refresh)
+        self.refresh()
+
+    def _board_controls(self, top: QHBoxLayout) -> None:
+        """After the task: the memory budget, the hardware class, the column chooser, default weights, export."""
         top.addWidget(QLabel("Memory budget"))
         self.budget = QDoubleSpinBox()
         self.budget.setRange(0.5, 1024.0)
@@ -146,28 +172,6 @@ class LeaderboardPage(Page):
         top.addWidget(self.reset_button)
         self.export_button = button("Export CSV…", self._export_dialog)
         top.addWidget(self.export_button)
-        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
-        lay.addWidget(self.rates_bar)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(self._weights_pane())
-
-        right, rl = pane()
-        self.table = named_table(["rank", "model", header("Dynascore", "pts")], "Leaderboard", self._selection_changed)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.setWordWrap(False)
-        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
-        rl.addWidget(self.table, 2)
-        self.notes = QLabel()
-        self.notes.setWordWrap(True)
-        rl.addWidget(self.notes)
-        self.tabs = self._chart_tabs()
-        rl.addWidget(self.tabs, 2)
-        split.addWidget(right)
-        split.setSizes([300, 800])
-        lay.addWidget(split, 1)
-        service.changed.connect(self.refresh)
-        self.refresh()
 
     def _weights_pane(self) -> QWidget:
         """The metric sliders (Dynaboard's weights) and, below them, one slider per scored dataset."""

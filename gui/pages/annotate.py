@@ -190,10 +190,6 @@ class AnnotatePage(Page):
         self.last_box.hide()
         return self.last_box
 
-    def refresh(self) -> None:
-        self.fill_tasks()
-        self._on_task()
-
     def _on_task(self) -> None:
         name = self.task_combo.currentText()
         if not name:

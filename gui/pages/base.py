@@ -83,6 +83,7 @@ class Page(QWidget):
 
     title = "Page"
     statusMessage = Signal(str)
+    _show_task: Callable[..., Any] | None = None  # a task page's handler of the task chosen (see task_bar)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -97,21 +98,27 @@ class Page(QWidget):
         return self._outer
 
     def refresh(self) -> None:
-        """Reload what the page shows from its services."""
+        """Reload what the page shows from its services; on a task page, the tasks and then the task on screen."""
+        if self._show_task is not None:
+            self.fill_tasks()
+            self._show_task()
 
-    def task_bar(self, on_change: Callable[..., Any], source: Any, *, rounds: bool = False) -> QHBoxLayout:
+    def task_bar(self, show: Callable[..., Any], source: Any, *, rounds: bool = False) -> QHBoxLayout:
         """Open the page with the task selector (``self.task_combo``), filled by :meth:`fill_tasks` from
         ``source`` (``tasks()`` and ``preferred_task()``: the task that has data, or a round when ``rounds``);
-        returns the row, for the page's own widgets after it."""
-        bar, combo = task_selector(on_change)
-        self.use_tasks(combo, source, rounds=rounds)
+        ``show`` shows the task chosen. Returns the row, for the page's own widgets after it."""
+        bar, combo = task_selector()
+        self.use_tasks(combo, source, rounds=rounds, show=show)
         self.body().addLayout(bar)
         return bar
 
-    def use_tasks(self, combo: QComboBox, source: Any, *, rounds: bool = False) -> None:
+    def use_tasks(self, combo: QComboBox, source: Any, *, rounds: bool = False,
+                  show: Callable[..., Any] | None = None) -> None:
         """Make ``combo`` the page's task selector (one placed in a form rather than a header row)."""
         self.task_combo = combo
-        self._task_source, self._rounds_first = source, rounds
+        self._task_source, self._rounds_first, self._show_task = source, rounds, show
+        if show is not None:
+            combo.currentIndexChanged.connect(show)
 
     def fill_tasks(self) -> None:
         """Refill the task selector, keeping the task on screen (see :func:`refill_combo`)."""

@@ -71,9 +71,10 @@ class EvaluatePage(Page):
 
         split = QSplitter(Qt.Orientation.Horizontal)
         setup, sl = pane()
-        trow, self.task_combo = task_selector(self._fill_choices)
+        trow, combo = task_selector()
         trow.setStretch(1, 1)
-        self.use_tasks(self.task_combo, data)
+        self.use_tasks(combo, data)
+        combo.currentIndexChanged.connect(self._fill_choices)
         sl.addLayout(trow)
         sl.addWidget(QLabel("Models"))
         self.model_list = QListWidget()

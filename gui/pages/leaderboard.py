@@ -233,10 +233,6 @@ class LeaderboardPage(Page):
         """The metric columns shown now (the column chooser's checked entries)."""
         return [m for m, a in self.column_actions.items() if a.isChecked()]
 
-    def refresh(self) -> None:
-        self.fill_tasks()
-        self.reload()
-
     def _on_hardware_class(self, _index: int) -> None:
         self.reload(self.hardware_combo.currentData())
 

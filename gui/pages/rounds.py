@@ -114,10 +114,6 @@ class RoundsPage(Page):
         ef.addRow(rrow)
         return ebox
 
-    def refresh(self) -> None:
-        self.fill_tasks()
-        self.reload()
-
     def reload(self) -> None:
         task = self.task_combo.currentText()
         if not task:

@@ -145,11 +145,10 @@ def spin(box: SpinBox, low: float, high: float, value: float, suffix: str = "") 
     return box
 
 
-def task_selector(on_change: Callable[..., Any], label: str = "Task") -> tuple[QHBoxLayout, QComboBox]:
+def task_selector(label: str = "Task") -> tuple[QHBoxLayout, QComboBox]:
     """The row a task page opens with: "Task" and its selector (more widgets are added to the row by the page)."""
     combo = QComboBox()
     combo.setAccessibleName(label)
-    combo.currentIndexChanged.connect(on_change)
     out = QHBoxLayout()
     out.addWidget(QLabel(label))
     out.addWidget(combo)

@@ -47,8 +47,7 @@ class TrainPage(Page):
 
         form_box = QGroupBox("What to train")
         form = QFormLayout(form_box)
-        self.use_tasks(QComboBox(), data)
-        self.task_combo.currentIndexChanged.connect(self._fill)
+        self.use_tasks(QComboBox(), data, show=self._fill)
         form.addRow("Task", self.task_combo)
         self.base_combo = QComboBox()
         form.addRow("Base model", self.base_combo)
@@ -102,10 +101,6 @@ class TrainPage(Page):
             hl.addWidget(QLabel(label))
             hl.addWidget(w)
         return hp
-
-    def refresh(self) -> None:
-        self.fill_tasks()
-        self._fill()
 
     def _fill(self) -> None:
         task = self.task_combo.currentText()

@@ -97,10 +97,6 @@ class ValidatePage(Page):
                 return ex
         return None
 
-    def refresh(self) -> None:
-        self.fill_tasks()
-        self.reload()
-
     def reload(self) -> None:
         task = self.task_combo.currentText()
         if not task:

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.workers import Worker, start
 
-__all__ = ["JobSlot"]
+__all__ = ["JobService", "JobSlot"]
 
 RELAYED = ("started", "progress", "log", "finished", "failed", "cancelled", "done", "left")
 
@@ -128,3 +128,37 @@ class JobSlot(QObject):
         if route is self._route:  # a job that ended without an outcome signal (the app quitting)
             self._route = None
         self.done.emit()
+
+
+class JobService(QObject):
+    """A service that runs one background job at a time (a :class:`JobSlot`), over the open workspace: its
+    signals are its job's, already on the UI thread and only for the workspace on screen. Subclasses name the
+    job (``what``) and start it with ``self.job.start(fn)``."""
+
+    what = "a job"  # in messages: "an evaluation is already running"
+    started = Signal()
+    progress = Signal(object)  # dynadesk.progress.ProgressEvent
+    log = Signal(str)
+    finished = Signal(object)  # the job's return value
+    failed = Signal(str)
+    cancelled = Signal()
+    done = Signal()  # always last: the page goes idle
+    left = Signal(str)  # a job started in a workspace since closed ended (what it wrote is there)
+
+    def __init__(self, ws: Any, parent: QObject | None = None):
+        """``ws``: the :class:`~dynadesk.gui.services.workspace.WorkspaceService` (its ``home`` is the view)."""
+        super().__init__(parent)
+        self._ws = ws
+        self.job = JobSlot(self.what, lambda: ws.home, self)
+        self.job.relay_to(self)
+
+    @property
+    def running(self) -> bool:
+        return self.job.running
+
+    def cancel(self) -> None:
+        self.job.cancel()
+
+    def close(self) -> None:
+        """On quit: stop the running job so its work does not outlive the app."""
+        self.job.close()

@@ -10,34 +10,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
-
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.jobs import JobSlot
-from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.workers import WorkContext, Worker
 from dynadesk.progress import ProgressEvent, render_progress
 
 
-class AuditService(QObject):
-    started = Signal()
-    progress = Signal(object)  # ProgressEvent
-    log = Signal(str)
-    finished = Signal(object)  # AuditReport
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()
-    left = Signal(str)  # an audit started in a workspace since closed ended
+class AuditService(JobService):
+    """Audits of a bundle file (``finished``: the AuditReport)."""
 
-    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self.job = JobSlot("an audit", lambda: ws.home, self)
-        self.job.relay_to(self)
-
-    @property
-    def running(self) -> bool:
-        return self.job.running
+    what = "an audit"
 
     def audit(self, path: str | Path, *, rerun: bool = False, runner: str | None = None,
               model_path: str | None = None, server: str | None = None) -> Worker:
@@ -77,6 +59,3 @@ class AuditService(QObject):
         if self.job.cancel():
             self.log.emit("== cancel requested: stopping the re-run")
 
-    def close(self) -> None:
-        """On quit: stop a running re-run so its worker process does not outlive the app."""
-        self.job.close()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from dynadesk.gui.jobs import JobSlot
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.orchestration.evaluate import evaluate, failure_line, resume
@@ -23,25 +23,18 @@ from dynadesk.progress import ProgressEvent, render_progress
 from dynadesk.store.evaluations import EvaluationRecord
 
 
-class EvaluationService(QObject):
-    started = Signal()
+class EvaluationService(JobService):
+    """Evaluations (``finished``: the list of EvaluationRecord; a progress event's detail names the model, which
+    :func:`~dynadesk.gui.workers.progress_line` writes) and the run list."""
+
+    what = "an evaluation"
     runCreated = Signal(int)  # run id, once the run row exists
-    progress = Signal(object)  # ProgressEvent (its detail names the model: progress_line writes it)
-    log = Signal(str)
-    finished = Signal(object)  # list[EvaluationRecord]
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()  # always last: the page goes idle
-    left = Signal(str)  # an evaluation started in a workspace since closed ended (it is stored there)
     runsChanged = Signal()
     runsLoaded = Signal(object)  # list[EvaluationRecord]: the newest run-list read asked for
     gpuChecked = Signal(str, bool, str)  # runner, a GPU answers, the line to show
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self.job = JobSlot("an evaluation", lambda: ws.home, self)
-        self.job.relay_to(self)
+        super().__init__(ws, parent)
         self.job.progress.connect(self._on_progress)
         self.job.done.connect(self.runsChanged)
         self._runs_request = 0  # the newest run-list read's number: an older read's answer is dropped
@@ -51,10 +44,6 @@ class EvaluationService(QObject):
     def _on_opened(self, _home: str) -> None:
         self._runs_request += 1  # a read still running is for the workspace closed
         self.runsChanged.emit()
-
-    @property
-    def running(self) -> bool:
-        return self.job.running
 
     def _on_progress(self, event: ProgressEvent) -> None:
         if event.phase == "start" and event.run is not None:
@@ -163,6 +152,3 @@ class EvaluationService(QObject):
         if self.job.cancel():
             self.log.emit("== cancel requested: stopping the worker")
 
-    def close(self) -> None:
-        """On quit: stop a running evaluation so its worker process does not outlive the app."""
-        self.job.close()

@@ -11,7 +11,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from dynadesk.gui.jobs import JobSlot
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.gui.workers import WorkContext, Worker
 
@@ -49,26 +49,16 @@ def holdings(store: Any) -> Holdings:
                     sum(m.name in DEMO_MODELS for m in models), tuple(sorted({d.task for d in sets})))
 
 
-class StartService(QObject):
-    progress = Signal(object)  # ProgressEvent: a line each (the steps report lines, not counts)
-    log = Signal(str)
-    finished = Signal(object)  # the job's result: dataset names (fetch) or the zoo's rows (build)
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()
-    left = Signal(str)  # a job started in a workspace since closed ended
+class StartService(JobService):
+    """The start page's jobs (``progress``: a line each, the steps report lines, not counts; ``finished``: the
+    dataset names fetched, or the zoo's rows) and what the workspace holds (``held``)."""
+
+    what = "a start-page job"
     held = Signal(object)  # Holdings
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self.job = JobSlot("a start-page job", lambda: ws.home, self)
-        self.job.relay_to(self)
+        super().__init__(ws, parent)
         self.zoo_only: tuple[str, ...] | None = None  # None: every demo model (a narrower zoo for a quick check)
-
-    @property
-    def running(self) -> bool:
-        return self.job.running
 
     def read_holdings(self) -> None:
         """What the workspace holds, read on a worker (the zoo's names import the model registry); ``held``
@@ -107,8 +97,3 @@ class StartService(QObject):
         only = self.zoo_only or DEMO_MODELS
         return self._run(lambda store, ws, note: build_demo_zoo(store, ws, progress=note, only=only))
 
-    def cancel(self) -> None:
-        self.job.cancel()
-
-    def close(self) -> None:
-        self.job.close()

@@ -11,32 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
-
-from dynadesk.gui.jobs import JobSlot
-from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.workers import Cancelled, WorkContext, Worker
 
 
-class TrainingService(QObject):
-    started = Signal()
-    progress = Signal(object)  # ProgressEvent: done = the step, total = the steps
-    log = Signal(str)
-    finished = Signal(object)  # TrainResult
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()
-    left = Signal(str)  # a training started in a workspace since closed ended
+class TrainingService(JobService):
+    """Trainings (``progress``: done = the step, total = the steps; ``finished``: the TrainResult)."""
 
-    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self.job = JobSlot("a training", lambda: ws.home, self)
-        self.job.relay_to(self)
-
-    @property
-    def running(self) -> bool:
-        return self.job.running
+    what = "a training"
 
     def datasets(self, task: str, first: str = "train") -> list[str]:
         """The task's datasets that may train a model or stop it early: never a test split (issue 47; the
@@ -67,9 +49,3 @@ class TrainingService(QObject):
                 store.close()
 
         return self.job.start(job)  # the service is idle when the page hears the outcome
-
-    def cancel(self) -> None:
-        self.job.cancel()
-
-    def close(self) -> None:
-        self.job.close()

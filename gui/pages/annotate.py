@@ -10,6 +10,7 @@ the top; the round's models are loaded in the background as soon as the page sho
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class AnnotatePage(Page):
         lay.addWidget(self._last_example_box())
         lay.addStretch(1)
         shortcuts(self, [("Ctrl+Return", self.submit), ("Ctrl+Enter", self.submit), ("Ctrl+U", self.use_selection)]
-                  + [(key, lambda i=i: self.choose(i)) for i in range(9) for key in (str(i + 1), f"Ctrl+{i + 1}")])
+                  + [(key, partial(self.choose, i)) for i in range(9) for key in (str(i + 1), f"Ctrl+{i + 1}")])
 
         self.clock = QElapsedTimer()
         self._tick = QTimer(self)

@@ -5,6 +5,7 @@ the hub's lead view reads (:mod:`dynadesk.hub.lead`); every read and write runs 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
@@ -120,7 +121,7 @@ class ReviewPage(Page):
         self.reason_edit.setAccessibleName("Reason")
         row.addWidget(self.reason_edit, 1)
         dl.addLayout(row)
-        shortcuts(self, [(key, lambda v=verdict: self.adjudicate(v))
+        shortcuts(self, [(key, partial(self.adjudicate, verdict))
                          for key, verdict in (("Ctrl+1", "correct"), ("Ctrl+2", "not correct"))])
         self._set_decidable(False)
         return box

@@ -13,57 +13,28 @@ follows, so the page goes idle.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dynadesk.gui.workers import Worker, start
 
-__all__ = ["JobService", "JobSlot"]
+__all__ = ["JobService", "JobSignals", "JobSlot"]
 
 RELAYED = ("started", "progress", "log", "finished", "failed", "cancelled", "done", "left")
 
 
-class _Route(QObject):
-    """One job's signals, received on the UI thread and handed to its slot with the job's identity."""
+@dataclass(frozen=True)
+class _Job:
+    """A started job: its worker and the view it was started for."""
 
-    def __init__(self, slot: JobSlot, worker: Worker, view: object):
-        super().__init__(slot)
-        self.slot, self.worker, self.view = slot, worker, view
-        sig = worker.signals
-        sig.progress.connect(self.on_progress)
-        sig.log.connect(self.on_log)
-        sig.finished.connect(self.on_finished)
-        sig.failed.connect(self.on_failed)
-        sig.cancelled.connect(self.on_cancelled)
-        sig.done.connect(self.on_done)
-
-    def on_progress(self, event: object) -> None:
-        if self.slot.is_current(self.view):
-            self.slot.progress.emit(event)
-
-    def on_log(self, line: str) -> None:
-        if self.slot.is_current(self.view):
-            self.slot.log.emit(line)
-
-    def on_finished(self, result: object) -> None:
-        self.slot.outcome(self, "finished", result)
-
-    def on_failed(self, message: str) -> None:
-        self.slot.outcome(self, "failed", message)
-
-    def on_cancelled(self) -> None:
-        self.slot.outcome(self, "cancelled")
-
-    def on_done(self) -> None:
-        self.slot.ended(self)
-        self.deleteLater()
+    worker: Worker
+    view: object
 
 
-class JobSlot(QObject):
-    """Holds a service's one running job: :meth:`start` refuses a second, :meth:`cancel`, :attr:`running`,
-    :meth:`close` on quit; its signals are the job's, already on the UI thread, and only for the view on
-    screen (see the module docstring). :meth:`relay_to` forwards them to a service's same-named signals."""
+class JobSignals(QObject):
+    """What a job says, on the UI thread: shared by the slot and the services that hold one."""
 
     started = Signal()
     progress = Signal(object)  # dynadesk.progress.ProgressEvent
@@ -71,19 +42,26 @@ class JobSlot(QObject):
     finished = Signal(object)  # the job's return value
     failed = Signal(str)
     cancelled = Signal()
-    done = Signal()  # always last, whatever the outcome and whichever view is on screen
-    left = Signal(str)  # the outcome of a job whose view was closed, in one line
+    done = Signal()  # always last, whatever the outcome and whichever view is on screen: the page goes idle
+    left = Signal(str)  # the outcome of a job whose view (workspace) was closed, in one line: where it went
+
+
+class JobSlot(JobSignals):
+    """Holds a service's one running job: :meth:`start` refuses a second, :meth:`cancel`, :attr:`running`,
+    :meth:`close` on quit; its signals are the job's, already on the UI thread, and only for the view on
+    screen (see the module docstring). :meth:`relay_to` forwards them to a service's same-named signals."""
 
     def __init__(self, what: str, view: Callable[[], object], parent: QObject | None = None):
         """``what`` names the job in messages ("an evaluation"); ``view()`` says which view is on screen now."""
         super().__init__(parent)
         self._what = what
         self._view = view
-        self._route: _Route | None = None
+        self._job: _Job | None = None  # the running job
+        self._jobs: dict[QObject, _Job] = {}  # every job not done yet, by its worker's signals (the sender)
 
     @property
     def running(self) -> bool:
-        return self._route is not None
+        return self._job is not None
 
     def is_current(self, view: object) -> bool:
         return view == self._view()
@@ -96,54 +74,81 @@ class JobSlot(QObject):
 
     def start(self, fn: Callable[..., Any], *args: Any) -> Worker:
         """Run ``fn(ctx, *args)`` on a pool thread for the view on screen now."""
-        if self._route is not None:
+        if self._job is not None:
             raise RuntimeError(f"{self._what} is already running")
         worker = Worker(fn, *args)
-        self._route = _Route(self, worker, self._view())
+        self._job = self._jobs[worker.signals] = _Job(worker, self._view())
+        sig = worker.signals  # bound methods of this UI-thread object: queued, and dropped with the slot
+        sig.progress.connect(self._on_progress)
+        sig.log.connect(self._on_log)
+        sig.finished.connect(self._on_finished)
+        sig.failed.connect(self._on_failed)
+        sig.cancelled.connect(self._on_cancelled)
+        sig.done.connect(self._on_done)
         self.started.emit()
         return start(worker)
 
     def cancel(self) -> bool:
         """Ask the running job to stop; True when there was one."""
-        if self._route is None:
+        if self._job is None:
             return False
-        self._route.worker.cancel()
+        self._job.worker.cancel()
         return True
 
     def close(self) -> None:
         """On quit: stop the running job so its work (a worker process, a training loop) does not outlive the app."""
         self.cancel()
 
-    def outcome(self, route: _Route, kind: str, *value: Any) -> None:
-        if route is self._route:
-            self._route = None  # idle before anyone hears the outcome: a page may start the next job at once
-        if self.is_current(route.view):
+    def _sent(self) -> _Job | None:
+        return self._jobs.get(self.sender())
+
+    def _on_progress(self, event: object) -> None:
+        job = self._sent()
+        if job is not None and self.is_current(job.view):
+            self.progress.emit(event)
+
+    def _on_log(self, line: str) -> None:
+        job = self._sent()
+        if job is not None and self.is_current(job.view):
+            self.log.emit(line)
+
+    def _on_finished(self, result: object) -> None:
+        self._outcome("finished", result)
+
+    def _on_failed(self, message: str) -> None:
+        self._outcome("failed", message)
+
+    def _on_cancelled(self) -> None:
+        self._outcome("cancelled")
+
+    def _outcome(self, kind: str, *value: Any) -> None:
+        job = self._sent()
+        if job is None:
+            return
+        if job is self._job:
+            self._job = None  # idle before anyone hears the outcome: a page may start the next job at once
+        if self.is_current(job.view):
             getattr(self, kind).emit(*value)
             return
         said = {"finished": "finished", "cancelled": "was cancelled"}.get(kind) or f"failed: {value[0]}"
-        self.left.emit(f"{self._what[0].upper()}{self._what[1:]} started in {route.view} {said} after another "
-                       f"workspace was opened; what it wrote is in {route.view}.")
+        self.left.emit(f"{self._what[0].upper()}{self._what[1:]} started in {job.view} {said} after another "
+                       f"workspace was opened; what it wrote is in {job.view}.")
 
-    def ended(self, route: _Route) -> None:
-        if route is self._route:  # a job that ended without an outcome signal (the app quitting)
-            self._route = None
+    def _on_done(self) -> None:
+        job = self._jobs.pop(self.sender(), None)
+        if job is None:
+            return
+        if job is self._job:  # a job that ended without an outcome signal (the app quitting)
+            self._job = None
         self.done.emit()
 
 
-class JobService(QObject):
+class JobService(JobSignals):
     """A service that runs one background job at a time (a :class:`JobSlot`), over the open workspace: its
     signals are its job's, already on the UI thread and only for the workspace on screen. Subclasses name the
     job (``what``) and start it with ``self.job.start(fn)``."""
 
     what = "a job"  # in messages: "an evaluation is already running"
-    started = Signal()
-    progress = Signal(object)  # dynadesk.progress.ProgressEvent
-    log = Signal(str)
-    finished = Signal(object)  # the job's return value
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()  # always last: the page goes idle
-    left = Signal(str)  # a job started in a workspace since closed ended (what it wrote is there)
 
     def __init__(self, ws: Any, parent: QObject | None = None):
         """``ws``: the :class:`~dynadesk.gui.services.workspace.WorkspaceService` (its ``home`` is the view)."""

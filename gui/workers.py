@@ -24,7 +24,7 @@ from dynadesk.errors import Cancelled, DynaDeskError
 from dynadesk.oserrors import write_problem
 from dynadesk.progress import ProgressEvent, render_progress
 
-__all__ = ["Cancelled", "ProgressEvent", "WorkContext", "Worker", "progress_line", "relay_signals", "start"]
+__all__ = ["Cancelled", "ProgressEvent", "WorkContext", "Worker", "progress_line", "start"]
 
 JOB_KEY = "job"  # ProgressEvent.detail key: which of a service's jobs the event is about (a model, "re-run")
 
@@ -133,8 +133,3 @@ def progress_line(event: ProgressEvent) -> str:
     job = event.detail.get(JOB_KEY)
     return f"{job}: {text}" if job else text
 
-
-def relay_signals(worker: Worker, target) -> None:
-    """Forward a worker's progress/log/finished/failed/cancelled signals to the same-named signals of a service."""
-    for name in ("progress", "log", "finished", "failed", "cancelled"):
-        getattr(worker.signals, name).connect(getattr(target, name))

@@ -64,3 +64,41 @@ def test_an_evaluation_that_ends_after_the_workspace_changed_is_not_shown_as_the
     finally:
         window.close()
         services.close()
+
+
+def test_a_job_slot_holds_one_job_and_keeps_a_closed_views_outcome_off_the_new_one(require_qt, qtbot):
+    """The slot itself, with a job that waits: a second start is refused while it runs; once the view changed,
+    its progress and outcome are not relayed, ``left`` names the view it belonged to, and ``done`` still follows."""
+    import threading
+
+    from dynadesk.gui.jobs import JobSlot
+    from dynadesk.progress import ProgressEvent
+
+    view = ["A"]
+    slot = JobSlot("a test job", lambda: view[0])
+    go, reported = threading.Event(), threading.Event()
+    heard: list[tuple[str, object]] = []
+    for name in ("progress", "finished", "failed", "cancelled", "left"):
+        getattr(slot, name).connect(lambda *args, name=name: heard.append((name, args)))
+
+    def job(ctx):
+        ctx.progress(ProgressEvent("step", 1, 2), job="first")
+        reported.set()
+        assert go.wait(10)
+        ctx.progress(ProgressEvent("step", 2, 2))
+        return "result"
+
+    slot.start(job)
+    assert slot.running
+    with pytest.raises(RuntimeError, match="a test job is already running"):
+        slot.start(job)
+    assert reported.wait(10)
+    qtbot.waitUntil(lambda: len(heard) == 1)
+    (name, (event,)), = heard
+    assert name == "progress" and (event.done, event.total, event.detail["job"]) == (1, 2, "first")
+    view[0] = "B"  # the user opened another view while the job runs
+    with qtbot.waitSignal(slot.done, timeout=10_000):
+        go.set()
+    assert not slot.running
+    assert heard[1:] == [("left", ("A test job started in A finished after another workspace was opened; what it "
+                                   "wrote is in A.",))]

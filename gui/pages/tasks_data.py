@@ -27,7 +27,7 @@ from dynadesk.formats import FORMATS, Mapping
 from dynadesk.formats.base import parse_pairs
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane, path_row
+from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService, ImportOutcome
 
@@ -62,11 +62,13 @@ class TasksDataPage(Page):
 
         self.tasks_table = named_table(["task", "title", "inputs", "output", "labels", "metric", "votes"], "Tasks")
         self.tasks_table.setMaximumHeight(150)
-        prow, self.task_file = path_row("a task file (YAML) to add: docs/tasks.md", self._browse_task,
-                                        name="Task file to add")
-        prow.itemAt(1).widget().setAccessibleName("Browse for a task file")
+        self.task_file = QLineEdit()
+        self.task_file.setPlaceholderText("a task file (YAML) to add: docs/tasks.md")
+        self.task_file.setAccessibleName("Task file to add")
+        browse_task = button("Browse…", self._browse_task)
+        browse_task.setAccessibleName("Browse for a task file")
         self.add_task_button = button("Add task", self.add_task)
-        trow = hbox(QLabel("<b>Tasks</b>"), None, prow, self.add_task_button)
+        trow = hbox(QLabel("<b>Tasks</b>"), None, self.task_file, browse_task, self.add_task_button)
         trow.setStretch(2, 2)
         lay.addLayout(trow)
         lay.addWidget(self.tasks_table)

@@ -1,7 +1,9 @@
 """Background work on the global ``QThreadPool`` with progress, log and cancel.
 
 A :class:`Worker` wraps a plain function ``fn(ctx, *args)``; ``ctx`` is a
-:class:`WorkContext` the function uses to report progress, append log lines and
+:class:`WorkContext` the function uses to report progress (the library's own
+:class:`~dynadesk.progress.ProgressEvent`, carried as it is: the page reads its phase,
+counts and dataset, as superqt's workers carry their domain value), append log lines and
 check for cancellation. Results and errors come back to the UI thread as
 signals (queued connections), so the window never blocks. A
 :class:`~dynadesk.errors.DynaDeskError` arrives as ``failed(message)`` — shown
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
@@ -19,12 +22,15 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 from dynadesk.cancel import CancelToken
 from dynadesk.errors import Cancelled, DynaDeskError
 from dynadesk.oserrors import write_problem
+from dynadesk.progress import ProgressEvent, render_progress
 
-__all__ = ["Cancelled", "WorkContext", "Worker", "relay_signals", "start"]
+__all__ = ["Cancelled", "ProgressEvent", "WorkContext", "Worker", "progress_line", "start"]
+
+JOB_KEY = "job"  # ProgressEvent.detail key: which of a service's jobs the event is about (a model, "re-run")
 
 
 class WorkerSignals(QObject):
-    progress = Signal(int, int, str)  # done, total, message
+    progress = Signal(object)  # a ProgressEvent
     log = Signal(str)
     finished = Signal(object)  # the function's return value
     failed = Signal(str)  # a message fit for the user
@@ -47,11 +53,19 @@ class WorkContext:
         """Raise :class:`~dynadesk.errors.Cancelled` (reported as ``cancelled``) once cancel was asked."""
         self.cancel.raise_if_cancelled()
 
-    def progress(self, done: int, total: int, message: str = "") -> None:
+    def progress(self, event: ProgressEvent, job: str | None = None) -> None:
+        """Hand the library's event to the UI thread as it is; ``job`` names the service's job it belongs to."""
+        if job is not None:
+            event = replace(event, detail={**event.detail, JOB_KEY: job})
         try:
-            self._signals.progress.emit(int(done), int(total), message)
+            self._signals.progress.emit(event)
         except RuntimeError:  # application gone
             self.cancel.cancel()
+
+    def note(self, line: str, phase: str = "") -> None:
+        """A step without counts (a job that reports lines): one log line and the event that says it."""
+        self.log(line)
+        self.progress(ProgressEvent(phase, message=line))
 
     def log(self, line: str) -> None:
         try:
@@ -113,7 +127,9 @@ def start(worker: Worker, pool: QThreadPool | None = None) -> Worker:
     return worker
 
 
-def relay_signals(worker: Worker, target) -> None:
-    """Forward a worker's progress/log/finished/failed/cancelled signals to the same-named signals of a service."""
-    for name in ("progress", "log", "finished", "failed", "cancelled"):
-        getattr(worker.signals, name).connect(getattr(target, name))
+def progress_line(event: ProgressEvent) -> str:
+    """The event as the pages show it: the CLI's rendering, after the job it belongs to (``m: predict set 4/9``)."""
+    text = render_progress(event)
+    job = event.detail.get(JOB_KEY)
+    return f"{job}: {text}" if job else text
+

@@ -10,6 +10,7 @@ the top; the round's models are loaded in the background as soon as the page sho
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,10 +20,8 @@ if TYPE_CHECKING:
 import html
 
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
-    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -30,7 +29,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
-    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
@@ -38,8 +36,9 @@ from PySide6.QtWidgets import (
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Banner, Page, refill_combo
+from dynadesk.gui.pages.base import Banner, Page
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -89,11 +88,7 @@ class AnnotatePage(Page):
         self.inputs: dict[str, QPlainTextEdit] = {}
         lay = self.body()
 
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self._on_task)
-        top.addWidget(self.task_combo)
+        top = self.task_bar(self._on_task, data, rounds=True)
         self.round_label = QLabel()
         top.addWidget(self.round_label, 1)
         self.tally_label = QLabel(self.tally.text())
@@ -103,24 +98,55 @@ class AnnotatePage(Page):
         self.timer_label.setToolTip("Time on this example")
         self.timer_label.setMinimumWidth(48)
         top.addWidget(self.timer_label)
-        lay.addLayout(top)
 
-        self.context_box = QGroupBox("Context")
-        cl = QVBoxLayout(self.context_box)
-        self.context_view = QTextBrowser()
-        self.context_view.setAccessibleName("Context")
-        self.context_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.context_view.setMaximumHeight(140)
-        cl.addWidget(self.context_view)
-        self.new_context_button = QPushButton("Another context")
-        self.new_context_button.clicked.connect(self.load_context)
-        cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
-        lay.addWidget(self.context_box)
+        lay.addWidget(self._context_box())
 
         self.form_box = QGroupBox("Your example")
         self.form = QFormLayout(self.form_box)
         lay.addWidget(self.form_box)
 
+        lay.addWidget(self._target_box())
+        self.meta_box = MetaFieldsBox("What the task asks with each example (* required)")
+        lay.addWidget(self.meta_box)
+
+        lay.addLayout(self._submit_row())
+
+        self.shortcuts_label = hint(SHORTCUTS)
+        lay.addWidget(self.shortcuts_label)
+
+        lay.addWidget(self._last_example_box())
+        lay.addStretch(1)
+        shortcuts(self, [("Ctrl+Return", self.submit), ("Ctrl+Enter", self.submit), ("Ctrl+U", self.use_selection)]
+                  + [(key, partial(self.choose, i)) for i in range(9) for key in (str(i + 1), f"Ctrl+{i + 1}")])
+
+        self.clock = QElapsedTimer()
+        self._tick = QTimer(self)
+        self._tick.setInterval(1000)
+        self._tick.timeout.connect(self._show_time)
+
+        # bound methods, not lambdas, for the model's state: Qt drops these connections when the page is destroyed,
+        # so a model that finishes loading after its window closed never reaches a deleted widget
+        self.follow(service, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
+                    draftFailed=self._on_failed, modelLoading=self._on_model_loading, modelReady=self._on_model_ready,
+                    modelFailed=self._on_model_failed, activeChanged=lambda _n: self.refresh(),
+                    roundsChanged=lambda t: self._on_task() if self.task and t == self.task.name else None)
+        self.model_states: dict[str, str] = {}
+        self.refresh()
+
+    # ----------------------------------------------------------- building
+    def _context_box(self) -> QGroupBox:
+        """The pooled context the example is written about (context tasks), and "Another context"."""
+        self.context_box = QGroupBox("Context")
+        cl = QVBoxLayout(self.context_box)
+        self.context_view = browser("Context")
+        self.context_view.setMaximumHeight(140)
+        cl.addWidget(self.context_view)
+        self.new_context_button = button("Another context", self.load_context)
+        cl.addWidget(self.new_context_button, 0, Qt.AlignmentFlag.AlignRight)
+        return self.context_box
+
+    def _target_box(self) -> QGroupBox:
+        """The label buttons (filled per task) or, for a span task, the answer field and "Use selection"."""
         self.target_box = QGroupBox(LABEL_TITLE)
         self.target_box.setStyleSheet(LABEL_BUTTON_STYLE)
         self.target_layout = QHBoxLayout(self.target_box)
@@ -128,34 +154,26 @@ class AnnotatePage(Page):
         self.target_group.setExclusive(True)
         self.answer_edit = QLineEdit()
         self.answer_edit.setPlaceholderText("the answer: select it in the context, then “Use selection” (Ctrl+U)")
-        self.use_selection_button = QPushButton("Use selection  (Ctrl+U)")
-        self.use_selection_button.setToolTip("Take the text selected in the context as the answer span")
-        self.use_selection_button.clicked.connect(self.use_selection)
-        lay.addWidget(self.target_box)
-        self.meta_box = MetaFieldsBox("What the task asks with each example (* required)")
-        lay.addWidget(self.meta_box)
+        self.use_selection_button = button("Use selection  (Ctrl+U)", self.use_selection,
+                                           tooltip="Take the text selected in the context as the answer span")
+        return self.target_box
 
-        row = QHBoxLayout()
+    def _submit_row(self) -> QHBoxLayout:
+        """The optional explanation, the assistant's draft (shown when a target can draft) and Submit."""
         self.explanation = QLineEdit()
         self.explanation.setPlaceholderText("Optional: why is the model likely to get this wrong?")
-        row.addWidget(self.explanation, 1)
         self.draft: object | None = None  # the generative assistant's draft this example is written from
-        self.suggest_button = QPushButton("Suggest a draft")  # opt-in: shown when a target can draft
-        self.suggest_button.setToolTip("The round's generative target drafts the example; edit it (its use is "
-                                       "recorded)")
-        self.suggest_button.clicked.connect(self.suggest_draft)
-        row.addWidget(self.suggest_button)
-        self.submit_button = QPushButton("Submit  (Ctrl+Enter)")
+        self.suggest_button = button("Suggest a draft", self.suggest_draft,  # opt-in: shown when a target can draft
+                                     tooltip="The round's generative target drafts the example; edit it (its use is "
+                                     "recorded)")
+        self.submit_button = button("Submit  (Ctrl+Enter)", self.submit)
         self.submit_button.setDefault(True)
-        self.submit_button.clicked.connect(self.submit)
-        row.addWidget(self.submit_button)
-        lay.addLayout(row)
+        row = hbox(self.explanation, self.suggest_button, self.submit_button)
+        row.setStretch(0, 1)
+        return row
 
-        self.shortcuts_label = QLabel(SHORTCUTS)
-        self.shortcuts_label.setWordWrap(True)
-        self.shortcuts_label.setStyleSheet("color:#555")
-        lay.addWidget(self.shortcuts_label)
-
+    def _last_example_box(self) -> QGroupBox:
+        """The verdict on the example just submitted, what the model said, its probabilities (hidden until then)."""
         self.last_box = QGroupBox("Your last example")
         last = QVBoxLayout(self.last_box)
         self.verdict = Banner(self, closable=False)
@@ -171,43 +189,7 @@ class AnnotatePage(Page):
         self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
         last.addWidget(self.probs)
         self.last_box.hide()
-        lay.addWidget(self.last_box)
-        lay.addStretch(1)
-
-        for seq in ("Ctrl+Return", "Ctrl+Enter"):
-            QShortcut(QKeySequence(seq), self, self.submit)
-        QShortcut(QKeySequence("Ctrl+U"), self, self.use_selection)
-        for i in range(9):
-            QShortcut(QKeySequence(str(i + 1)), self, lambda i=i: self.choose(i))
-            QShortcut(QKeySequence(f"Ctrl+{i + 1}"), self, lambda i=i: self.choose(i))
-
-        self.clock = QElapsedTimer()
-        self._tick = QTimer(self)
-        self._tick.setInterval(1000)
-        self._tick.timeout.connect(self._show_time)
-
-        service.submitted.connect(self._on_submitted)
-        service.submitFailed.connect(self._on_failed)
-        service.draftReady.connect(self._on_draft)
-        service.draftFailed.connect(self._on_failed)
-        service.roundsChanged.connect(lambda t: self._on_task() if self.task and t == self.task.name else None)
-        service.activeChanged.connect(lambda _n: self.refresh())
-        # bound methods, not lambdas: Qt drops these connections when the page is destroyed, so a model that
-        # finishes loading after its window closed never reaches a deleted widget
-        service.modelLoading.connect(self._on_model_loading)
-        service.modelReady.connect(self._on_model_ready)
-        service.modelFailed.connect(self._on_model_failed)
-        self.model_states: dict[str, str] = {}
-        self.refresh()
-
-    # ----------------------------------------------------------- building
-    def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task, rounds=True))
-        self._on_task()
-
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
+        return self.last_box
 
     def _on_task(self) -> None:
         name = self.task_combo.currentText()

@@ -14,18 +14,19 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
-    QPushButton,
     QTabWidget,
     QWidget,
 )
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.scaffold import button, named_table, path_row, read_only_text
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.bundles import BundlesService
+from dynadesk.gui.workers import progress_line
 from dynadesk.orchestration.runner_registry import RUNNERS
+from dynadesk.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -74,44 +75,13 @@ class AuditPage(Page):
         self.bundle = None
         self.report = None
         lay = self.body()
-        row = QHBoxLayout()
-        self.path_edit = QLineEdit()
-        self.path_edit.setAccessibleName("Bundle file")
-        self.path_edit.setPlaceholderText("a bundle file (.json)")
+        row, self.path_edit = path_row("a bundle file (.json)", self._browse, "Open…", name="Bundle file")
         self.path_edit.textChanged.connect(lambda _t: self._sync_buttons())
-        row.addWidget(self.path_edit, 1)
-        browse = QPushButton("Open…")
-        browse.clicked.connect(self._browse)
-        row.addWidget(browse)
-        self.verify_button = QPushButton("Verify")
-        self.verify_button.clicked.connect(self.verify)
+        self.verify_button = button("Verify", self.verify)
         row.addWidget(self.verify_button)
         lay.addLayout(row)
 
-        row = QHBoxLayout()
-        row.addWidget(QLabel("Model folder:"))
-        self.model_edit = QLineEdit()
-        self.model_edit.setAccessibleName("Model folder")
-        self.model_edit.setPlaceholderText("optional: where the bundle's model is (else the registered one)")
-        row.addWidget(self.model_edit, 1)
-        row.addWidget(QLabel("Runner:"))
-        self.runner_combo = QComboBox()
-        for label, value in runner_choices():
-            self.runner_combo.addItem(label, value)
-        row.addWidget(self.runner_combo)
-        self.check_button = QPushButton("Check inputs")
-        self.check_button.setToolTip("Signature, model folder, datasets, evaluator image and code: no re-run")
-        self.check_button.clicked.connect(lambda: self.start_audit(rerun=False))
-        row.addWidget(self.check_button)
-        self.rerun_button = QPushButton("Re-run and compare")
-        self.rerun_button.setToolTip("Evaluate the bundle again with its recorded settings and compare every field")
-        self.rerun_button.clicked.connect(lambda: self.start_audit(rerun=True))
-        row.addWidget(self.rerun_button)
-        self.cancel_button = QPushButton("■ Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        row.addWidget(self.cancel_button)
-        lay.addLayout(row)
+        lay.addLayout(self._audit_row())
         self.rerun_available = audit_service is not None
 
         self.scope = Banner(self, closable=False)
@@ -131,26 +101,41 @@ class AuditPage(Page):
         self.summary.setWordWrap(True)
         lay.addWidget(self.summary)
         self.tabs = QTabWidget()
-        self.checks = table(CHECK_COLUMNS)
-        self.checks.setAccessibleName("Audit checks")
+        self.checks = named_table(CHECK_COLUMNS, "Audit checks")
         self.tabs.addTab(self.checks, "Verdicts")
-        self.fields = table(["field", "value"])
-        self.fields.setAccessibleName("Bundle contents")
+        self.fields = named_table(["field", "value"], "Bundle contents")
         self.tabs.addTab(self.fields, "Bundle contents")
-        self.log_view = QPlainTextEdit()
-        self.log_view.setAccessibleName("Audit log")
-        self.log_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.log_view.setReadOnly(True)
+        self.log_view = read_only_text("Audit log")
         self.tabs.addTab(self.log_view, "Log")
         lay.addWidget(self.tabs, 1)
         if audit_service is not None:
-            audit_service.progress.connect(self._on_progress)
-            audit_service.log.connect(self.log_view.appendPlainText)
-            audit_service.finished.connect(self._on_report)
-            audit_service.failed.connect(self._on_failed)
-            audit_service.cancelled.connect(self._on_cancelled)
-            audit_service.done.connect(self._on_done)
+            self.follow(audit_service, progress=self._on_progress, log=self.log_view.appendPlainText,
+                        finished=self._on_report, failed=self._on_failed, cancelled=self._on_cancelled,
+                        done=self._on_done)
         self._sync_buttons()
+
+    def _audit_row(self) -> QHBoxLayout:
+        """What an audit needs beyond the bundle (a model folder, a runner), and its buttons: check, re-run, cancel."""
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Model folder:"))
+        self.model_edit = QLineEdit()
+        self.model_edit.setAccessibleName("Model folder")
+        self.model_edit.setPlaceholderText("optional: where the bundle's model is (else the registered one)")
+        row.addWidget(self.model_edit, 1)
+        row.addWidget(QLabel("Runner:"))
+        self.runner_combo = QComboBox()
+        for label, value in runner_choices():
+            self.runner_combo.addItem(label, value)
+        row.addWidget(self.runner_combo)
+        self.check_button = button("Check inputs", lambda: self.start_audit(rerun=False),
+                                   tooltip="Signature, model folder, datasets, evaluator image and code: no re-run")
+        self.rerun_button = button("Re-run and compare", lambda: self.start_audit(rerun=True),
+                                   tooltip="Evaluate the bundle again with its recorded settings and compare every "
+                                   "field")
+        self.cancel_button = button("■ Cancel", self.cancel, enabled=False)
+        for b in (self.check_button, self.rerun_button, self.cancel_button):
+            row.addWidget(b)
+        return row
 
     # ------------------------------------------------------------ helpers
     def _sync_buttons(self) -> None:
@@ -220,13 +205,13 @@ class AuditPage(Page):
             self._audit.cancel()
             self.progress.setFormat("cancelling…")
 
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-            self.progress.setValue(min(done, total))
+    def _on_progress(self, event: ProgressEvent) -> None:
+        if event.total:
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(min(event.done or 0, event.total))
         else:
             self.progress.setRange(0, 0)
-        self.progress.setFormat(message.replace("%", "%%") or "working…")
+        self.progress.setFormat(progress_line(event).replace("%", "%%") or "working…")
 
     def _on_report(self, report) -> None:
         self.report = report

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.gui.pages.scaffold import task_selector
 
 
 class Banner(QFrame):
@@ -79,6 +83,7 @@ class Page(QWidget):
 
     title = "Page"
     statusMessage = Signal(str)
+    _show_task: Callable[..., Any] | None = None  # a task page's handler of the task chosen (see task_bar)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -93,7 +98,49 @@ class Page(QWidget):
         return self._outer
 
     def refresh(self) -> None:
-        """Reload what the page shows from its services."""
+        """Reload what the page shows from its services; on a task page, the tasks and then the task on screen."""
+        if self._show_task is not None:
+            self.fill_tasks()
+            self._show_task()
+
+    def task_bar(self, show: Callable[..., Any], source: Any, *, rounds: bool = False) -> QHBoxLayout:
+        """Open the page with the task selector (``self.task_combo``), filled by :meth:`fill_tasks` from
+        ``source`` (``tasks()`` and ``preferred_task()``: the task that has data, or a round when ``rounds``);
+        ``show`` shows the task chosen. Returns the row, for the page's own widgets after it."""
+        bar, combo = task_selector()
+        self.use_tasks(combo, source, rounds=rounds, show=show)
+        self.body().addLayout(bar)
+        return bar
+
+    def use_tasks(self, combo: QComboBox, source: Any, *, rounds: bool = False,
+                  show: Callable[..., Any] | None = None) -> None:
+        """Make ``combo`` the page's task selector (one placed in a form rather than a header row)."""
+        self.task_combo = combo
+        self._task_source, self._rounds_first, self._show_task = source, rounds, show
+        if show is not None:
+            combo.currentIndexChanged.connect(show)
+
+    def fill_tasks(self) -> None:
+        """Refill the task selector, keeping the task on screen (see :func:`refill_combo`)."""
+        source = self._task_source
+        prefer = self.guard(source.preferred_task, rounds=True) if self._rounds_first else \
+            self.guard(source.preferred_task)
+        refill_combo(self.task_combo, self.guard(source.tasks) or {}, prefer=prefer)
+
+    def select_task(self, name: str) -> None:
+        self.task_combo.setCurrentText(name)
+
+    def follow(self, service: QObject, **handlers: Callable[..., Any]) -> None:
+        """Connect a service's signals to this page's handlers by name (``progress=self._on_progress`` ...). A job
+        service's ``left`` (its job ended after its workspace was closed) goes to the banner unless handled."""
+        if hasattr(type(service), "left"):
+            handlers.setdefault("left", self.job_left)
+        for name, handler in handlers.items():
+            getattr(service, name).connect(handler)
+
+    def job_left(self, line: str) -> None:
+        """A job started in a workspace since closed ended: one line here, its outcome kept off this view."""
+        self.banner.show_message(line, "info")
 
     def guard(self, fn, *args, **kwargs):
         """Call ``fn``; a :class:`DynaDeskError` is shown in the banner and ``None`` returned."""

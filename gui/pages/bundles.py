@@ -13,15 +13,14 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
-    QPushButton,
     QWidget,
 )
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.keys_panel import KeysPanel
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.scaffold import button, named_table, read_only_text
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 
@@ -56,8 +55,7 @@ class BundlesPage(Page):
         self.passphrase.setEchoMode(QLineEdit.EchoMode.Password)
         self.passphrase.setPlaceholderText("key passphrase (if the key has one)")
         row.addWidget(self.passphrase)
-        self.create_button = QPushButton("Create && sign")
-        self.create_button.clicked.connect(self.create)
+        self.create_button = button("Create && sign", self.create)
         row.addWidget(self.create_button)
         cf.addRow("Run", row)
         lay.addWidget(cbox)
@@ -73,32 +71,21 @@ class BundlesPage(Page):
         self.server_edit.setToolTip("Leaderboard server (saved in Settings)")
         srow.addWidget(QLabel("Server"))
         srow.addWidget(self.server_edit)
-        self.sync_button = QPushButton("⇅ Sync now")
-        self.sync_button.clicked.connect(self.sync)
+        self.sync_button = button("⇅ Sync now", self.sync)
         srow.addWidget(self.sync_button)
-        self.requeue_button = QPushButton("Re-queue selected")
-        self.requeue_button.setToolTip("Put a rejected bundle back in the queue (e.g. after the server registered "
-                                       "your key)")
-        self.requeue_button.clicked.connect(self.requeue)
+        self.requeue_button = button("Re-queue selected", self.requeue, tooltip="Put a rejected bundle back in the "
+                                     "queue (e.g. after the server registered your key)")
         srow.addWidget(self.requeue_button)
         lay.addLayout(srow)
-        self.table = table(["bundle", "task", "model", "run", "state", "attempts", "server", "server message",
-                            "queued", "sent"])
-        self.table.setAccessibleName("Bundles")
-        self.table.itemSelectionChanged.connect(self._show)
+        self.table = named_table(["bundle", "task", "model", "run", "state", "attempts", "server", "server message",
+                                  "queued", "sent"], "Bundles", self._show)
         lay.addWidget(self.table, 2)
-        self.detail = QPlainTextEdit()
-        self.detail.setAccessibleName("Selected bundle's details")
-        self.detail.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.detail.setReadOnly(True)
+        self.detail = read_only_text("Selected bundle's details")
         self.detail.setMaximumHeight(140)
         lay.addWidget(self.detail)
 
-        service.queueChanged.connect(self.refresh)
-        service.created.connect(self._on_created)
-        service.createFailed.connect(self._on_create_failed)
-        service.synced.connect(self._on_synced)
-        service.syncFailed.connect(self._on_sync_failed)
+        self.follow(service, queueChanged=self.refresh, created=self._on_created, createFailed=self._on_create_failed,
+                    synced=self._on_synced, syncFailed=self._on_sync_failed)
         settings.changed.connect(lambda k: self.server_edit.setText(settings.get("server_url"))
                                  if k == "server_url" else None)
         self.refresh()

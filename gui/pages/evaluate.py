@@ -13,14 +13,11 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QPlainTextEdit,
     QProgressBar,
-    QPushButton,
     QSpinBox,
     QSplitter,
     QVBoxLayout,
@@ -28,16 +25,19 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import Page, refill_combo
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import button, hbox, hint, named_table, pane, read_only_text, spin, task_selector
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.evaluation import EvaluationService
 from dynadesk.gui.services.models import ModelsService
 from dynadesk.gui.services.settings import AppSettings
+from dynadesk.gui.workers import progress_line
 from dynadesk.models.served import runner_text
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runner_registry import RUNNERS
+from dynadesk.progress import ProgressEvent
 from dynadesk.store.evaluations import EvaluationRecord
 
 if TYPE_CHECKING:
@@ -70,14 +70,11 @@ class EvaluatePage(Page):
         lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
-        setup = QWidget()
-        sl = QVBoxLayout(setup)
-        sl.setContentsMargins(0, 0, 0, 0)
-        trow = QHBoxLayout()
-        trow.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self._fill_choices)
-        trow.addWidget(self.task_combo, 1)
+        setup, sl = pane()
+        trow, combo = task_selector()
+        trow.setStretch(1, 1)
+        self.use_tasks(combo, data)
+        combo.currentIndexChanged.connect(self._fill_choices)
         sl.addLayout(trow)
         sl.addWidget(QLabel("Models"))
         self.model_list = QListWidget()
@@ -87,6 +84,52 @@ class EvaluatePage(Page):
         self.dataset_list = QListWidget()
         self.dataset_list.setAccessibleName("Test sets to evaluate on")
         sl.addWidget(self.dataset_list, 1)
+        sl.addWidget(self._runner_box(settings))
+        self.start_button = button("▶ Start evaluation", self.start)
+        self.cancel_button = button("■ Cancel", self._svc.cancel, enabled=False)
+        sl.addLayout(hbox(self.start_button, self.cancel_button))
+        split.addWidget(setup)
+
+        split.addWidget(self._runs_side())
+        split.setSizes([380, 720])
+        lay.addWidget(split, 1)
+
+        self.follow(service, started=self._on_started, progress=self._on_progress, log=self._on_log,
+                    finished=self._on_finished, failed=self._on_failed, cancelled=self._on_cancelled, done=self._idle,
+                    left=self._on_left, runsChanged=self.refresh_runs, runsLoaded=self._on_runs_loaded,
+                    runCreated=self._on_run_created, gpuChecked=self._on_gpu_checked)
+        settings.changed.connect(self._apply_setting)
+        models.changed.connect(self._fill_choices)
+        data.changed.connect(self._fill_choices)
+        self.refresh()
+
+    def _runs_side(self) -> QSplitter:
+        """The running evaluation (status, progress, live log) over the past runs (table, resume, details)."""
+        right = QSplitter(Qt.Orientation.Vertical)
+        live, ll = pane()
+        self.progress = QProgressBar()
+        self.progress.setFormat("%v / %m")
+        self.status_label = QLabel("Idle")
+        ll.addWidget(self.status_label)
+        ll.addWidget(self.progress)
+        self.log_view = read_only_text("Run log", "Live log of the running evaluation", max_lines=5000)
+        ll.addWidget(self.log_view, 1)
+        right.addWidget(live)
+        past, pl = pane()
+        self.resume_button = button("Resume selected", self.resume_selected,
+                                    tooltip="Finish a failed, cancelled or interrupted run; finished datasets are kept")
+        pl.addLayout(hbox(QLabel("<b>Past runs</b>"), None, self.resume_button))
+        self.runs_table = named_table(["run", "model", "task", "runner", "status", "verdict", "datasets", "started",
+                                       "finished", "error"], "Runs", self._show_run)
+        pl.addWidget(self.runs_table, 2)
+        self.run_detail = read_only_text("Selected run's details")
+        pl.addWidget(self.run_detail, 1)
+        right.addWidget(past)
+        return right
+
+    # ------------------------------------------------------------ setup
+    def _runner_box(self, settings: AppSettings) -> QGroupBox:
+        """The runner, its limits, the GPU option and the queue, with the Settings page's defaults."""
         box = QGroupBox("Runner and limits")
         f = QFormLayout(box)
         self.runner = QComboBox()
@@ -94,30 +137,17 @@ class EvaluatePage(Page):
             self.runner.addItem(spec.label, spec.name)
         self.runner.setCurrentIndex(max(0, self.runner.findData(settings.get("runner"))))
         f.addRow("Runner", self.runner)
-        self.cpus = QDoubleSpinBox()
-        self.cpus.setRange(0.5, 256)
-        self.cpus.setSuffix(" CPUs")
-        self.cpus.setValue(settings.get("limits/cpus"))
+        self.cpus = spin(QDoubleSpinBox(), 0.5, 256, settings.get("limits/cpus"), " CPUs")
         f.addRow("CPU", self.cpus)
-        self.memory = QDoubleSpinBox()
-        self.memory.setRange(0.25, 1024)
-        self.memory.setSuffix(" GiB")
-        self.memory.setValue(settings.get("limits/memory_gib"))
+        self.memory = spin(QDoubleSpinBox(), 0.25, 1024, settings.get("limits/memory_gib"), " GiB")
         f.addRow("Memory", self.memory)
-        self.timeout = QSpinBox()
-        self.timeout.setRange(10, 7 * 24 * 3600)
-        self.timeout.setSuffix(" s")
-        self.timeout.setValue(settings.get("limits/timeout_s"))
+        self.timeout = spin(QSpinBox(), 10, 7 * 24 * 3600, settings.get("limits/timeout_s"), " s")
         f.addRow("Timeout", self.timeout)
-        self.batch = QSpinBox()
-        self.batch.setRange(1, 4096)
-        self.batch.setValue(settings.get("limits/batch_size"))
+        self.batch = spin(QSpinBox(), 1, 4096, settings.get("limits/batch_size"))
         f.addRow("Batch size", self.batch)
         self.gpu = QCheckBox("use the GPU(s)")
         self.gpu.setEnabled(False)  # until a GPU answers for the chosen runner
-        self.gpu_reason = QLabel("checking for a GPU…")
-        self.gpu_reason.setWordWrap(True)
-        self.gpu_reason.setStyleSheet("color:#555")
+        self.gpu_reason = hint("checking for a GPU…")
         grow = QVBoxLayout()
         grow.addWidget(self.gpu)
         grow.addWidget(self.gpu_reason)
@@ -129,77 +159,8 @@ class EvaluatePage(Page):
                               "(docs/queue.md). The URL is not saved.")
         f.addRow("Queue", self.queue)
         self.runner.currentIndexChanged.connect(lambda _i: self._check_gpu())
-        sl.addWidget(box)
-        brow = QHBoxLayout()
-        self.start_button = QPushButton("▶ Start evaluation")
-        self.start_button.clicked.connect(self.start)
-        self.cancel_button = QPushButton("■ Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self._svc.cancel)
-        brow.addWidget(self.start_button)
-        brow.addWidget(self.cancel_button)
-        sl.addLayout(brow)
-        split.addWidget(setup)
+        return box
 
-        right = QSplitter(Qt.Orientation.Vertical)
-        live = QWidget()
-        ll = QVBoxLayout(live)
-        ll.setContentsMargins(0, 0, 0, 0)
-        self.progress = QProgressBar()
-        self.progress.setFormat("%v / %m")
-        self.status_label = QLabel("Idle")
-        ll.addWidget(self.status_label)
-        ll.addWidget(self.progress)
-        self.log_view = QPlainTextEdit()
-        self.log_view.setAccessibleName("Run log")
-        self.log_view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.log_view.setReadOnly(True)
-        self.log_view.setMaximumBlockCount(5000)
-        self.log_view.setPlaceholderText("Live log of the running evaluation")
-        ll.addWidget(self.log_view, 1)
-        right.addWidget(live)
-        past = QWidget()
-        pl = QVBoxLayout(past)
-        pl.setContentsMargins(0, 0, 0, 0)
-        prow = QHBoxLayout()
-        prow.addWidget(QLabel("<b>Past runs</b>"))
-        prow.addStretch(1)
-        self.resume_button = QPushButton("Resume selected")
-        self.resume_button.setToolTip("Finish a failed, cancelled or interrupted run; finished datasets are kept")
-        self.resume_button.clicked.connect(self.resume_selected)
-        prow.addWidget(self.resume_button)
-        pl.addLayout(prow)
-        self.runs_table = table(["run", "model", "task", "runner", "status", "verdict", "datasets", "started",
-                                 "finished", "error"])
-        self.runs_table.setAccessibleName("Runs")
-        self.runs_table.itemSelectionChanged.connect(self._show_run)
-        pl.addWidget(self.runs_table, 2)
-        self.run_detail = QPlainTextEdit()
-        self.run_detail.setAccessibleName("Selected run's details")
-        self.run_detail.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-        self.run_detail.setReadOnly(True)
-        pl.addWidget(self.run_detail, 1)
-        right.addWidget(past)
-        split.addWidget(right)
-        split.setSizes([380, 720])
-        lay.addWidget(split, 1)
-
-        service.started.connect(self._on_started)
-        service.progress.connect(self._on_progress)
-        service.log.connect(self._on_log)
-        service.finished.connect(self._on_finished)
-        service.failed.connect(self._on_failed)
-        service.cancelled.connect(self._on_cancelled)
-        service.runsChanged.connect(self.refresh_runs)
-        service.runsLoaded.connect(self._on_runs_loaded)
-        service.runCreated.connect(self._on_run_created)
-        service.gpuChecked.connect(self._on_gpu_checked)
-        settings.changed.connect(self._apply_setting)
-        models.changed.connect(self._fill_choices)
-        data.changed.connect(self._fill_choices)
-        self.refresh()
-
-    # ------------------------------------------------------------ setup
     def _apply_setting(self, key: str) -> None:
         """Defaults edited on the Settings page show up here at once."""
         widgets: dict[str, Any] = {"limits/cpus": self.cpus, "limits/memory_gib": self.memory,
@@ -227,14 +188,10 @@ class EvaluatePage(Page):
         self.gpu.setToolTip(detail)
 
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task))
+        self.fill_tasks()
         self._fill_choices()
         self.refresh_runs()
         self._check_gpu()
-
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
 
     def _fill_choices(self) -> None:
         task = self.task_combo.currentText()
@@ -316,11 +273,16 @@ class EvaluatePage(Page):
         self.status_label.setText(f"Run {run_id} running")
         self.refresh_runs()
 
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-            self.progress.setValue(min(done, total))
-        self.status_label.setText(message)
+    def _on_progress(self, event: ProgressEvent) -> None:
+        if event.total:
+            self.progress.setRange(0, event.total)
+            self.progress.setValue(min(event.done or 0, event.total))
+        self.status_label.setText(progress_line(event))
+
+    def _on_left(self, line: str) -> None:
+        """A run started in a workspace since closed ended: said in one line, its outcome kept off this view."""
+        self.banner.show_message(line, "info")
+        self.status_label.setText("Idle")
 
     def _on_log(self, line: str) -> None:
         self.log_view.appendPlainText(line)

@@ -9,18 +9,16 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
     QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.hub_server import HubServerBox
+from dynadesk.gui.pages.scaffold import boxed, button
 from dynadesk.gui.pages.tables import fill, table
 from dynadesk.gui.services.hub import HubService
 from dynadesk.gui.services.hub_process import HubProcess
@@ -57,19 +55,23 @@ class HubPage(Page):
         self.summary = QLabel("reading…")
         lay.addWidget(self.summary)
         split = QSplitter(Qt.Orientation.Vertical)
-        people_box = QGroupBox("People")
-        pl = QVBoxLayout(people_box)
         self.people_table = table(["person", "role", "connected", "last seen", "sessions", "examples", "votes"])
-        pl.addWidget(self.people_table)
-        split.addWidget(people_box)
-        targets_box = QGroupBox("Rounds and target models")
-        tl = QVBoxLayout(targets_box)
+        split.addWidget(boxed("People", self.people_table))
         self.targets_table = table(["task", "round", "status", "target", "examples", "fooled", "verified fooled",
                                     "MER", "vMER"])
-        tl.addWidget(self.targets_table)
-        split.addWidget(targets_box)
+        split.addWidget(boxed("Rounds and target models", self.targets_table))
         lay.addWidget(split, 1)
+        lay.addLayout(self._invite_row())
 
+        self.follow(service, overviewReady=self._show, failed=self.banner.error, invited=self._on_invited,
+                    revoked=self._on_revoked)
+        self.timer = QTimer(self)
+        self.timer.setInterval(poll_ms)
+        self.timer.timeout.connect(self._svc.refresh)
+        self.refresh()
+
+    def _invite_row(self) -> QHBoxLayout:
+        """Invite a person with a role (a one-time code shows up beside it), or revoke the selected one."""
         row = QHBoxLayout()
         row.addWidget(QLabel("Invite"))
         self.invite_name = QLineEdit()
@@ -80,27 +82,16 @@ class HubPage(Page):
         self.invite_role.addItems(list(HUB_ROLES))
         self.invite_role.setAccessibleName("Hub role")
         row.addWidget(self.invite_role)
-        self.invite_button = QPushButton("Invite")
-        self.invite_button.clicked.connect(self.invite)
+        self.invite_button = button("Invite", self.invite)
         row.addWidget(self.invite_button)
         self.code = QLineEdit()
         self.code.setReadOnly(True)
         self.code.setPlaceholderText("one-time code appears here")
         self.code.setAccessibleName("One-time invite code")
         row.addWidget(self.code, 1)
-        self.revoke_button = QPushButton("Revoke selected")
-        self.revoke_button.clicked.connect(self.revoke_selected)
+        self.revoke_button = button("Revoke selected", self.revoke_selected)
         row.addWidget(self.revoke_button)
-        lay.addLayout(row)
-
-        service.overviewReady.connect(self._show)
-        service.failed.connect(self.banner.error)
-        service.invited.connect(self._on_invited)
-        service.revoked.connect(self._on_revoked)
-        self.timer = QTimer(self)
-        self.timer.setInterval(poll_ms)
-        self.timer.timeout.connect(self._svc.refresh)
-        self.refresh()
+        return row
 
     def refresh(self) -> None:
         self._svc.refresh()

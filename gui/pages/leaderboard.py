@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMenu,
-    QPushButton,
     QScrollArea,
     QSlider,
     QSplitter,
@@ -31,9 +30,10 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankRangeChart, axis_fractions
-from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.leaderboard_rates import RatesBar
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.scaffold import button, named_table, pane
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.leaderboard import BOARD_METRICS, LeaderboardService
 from dynadesk.models.served import SERVED_NOTE
 from dynadesk.scoring.answerability import beside
@@ -116,11 +116,33 @@ class LeaderboardPage(Page):
         service.loadFailed.connect(self._on_load_failed)
         lay = self.body()
 
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self.reload)
-        top.addWidget(self.task_combo)
+        top = self.task_bar(self.reload, service)
+        self._board_controls(top)
+        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
+        lay.addWidget(self.rates_bar)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self._weights_pane())
+
+        right, rl = pane()
+        self.table = named_table(["rank", "model", header("Dynascore", "pts")], "Leaderboard", self._selection_changed)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setWordWrap(False)
+        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
+        rl.addWidget(self.table, 2)
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        rl.addWidget(self.notes)
+        self.tabs = self._chart_tabs()
+        rl.addWidget(self.tabs, 2)
+        split.addWidget(right)
+        split.setSizes([300, 800])
+        lay.addWidget(split, 1)
+        service.changed.connect(self.refresh)
+        self.refresh()
+
+    def _board_controls(self, top: QHBoxLayout) -> None:
+        """After the task: the memory budget, the hardware class, the column chooser, default weights, export."""
         top.addWidget(QLabel("Memory budget"))
         self.budget = QDoubleSpinBox()
         self.budget.setRange(0.5, 1024.0)
@@ -146,19 +168,14 @@ class LeaderboardPage(Page):
         self.columns_button.setMenu(self.columns_menu)
         self.column_actions: dict[str, QAction] = {}
         top.addWidget(self.columns_button)
-        self.reset_button = QPushButton("Default weights")
-        self.reset_button.clicked.connect(self.reset_weights)
+        self.reset_button = button("Default weights", self.reset_weights)
         top.addWidget(self.reset_button)
-        self.export_button = QPushButton("Export CSV…")
-        self.export_button.clicked.connect(self._export_dialog)
+        self.export_button = button("Export CSV…", self._export_dialog)
         top.addWidget(self.export_button)
-        lay.addLayout(top)
-        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
-        lay.addWidget(self.rates_bar)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        weights = QWidget()
-        wl = QVBoxLayout(weights)
-        wl.setContentsMargins(0, 0, 0, 0)
+
+    def _weights_pane(self) -> QWidget:
+        """The metric sliders (Dynaboard's weights) and, below them, one slider per scored dataset."""
+        weights, wl = pane()
         mbox = QGroupBox("Metric weights")
         self.metric_layout = QVBoxLayout(mbox)
         self.metric_sliders: dict[str, WeightSlider] = {}
@@ -178,22 +195,10 @@ class LeaderboardPage(Page):
         scroll.setWidgetResizable(True)
         scroll.setWidget(self.dataset_box)
         wl.addWidget(scroll, 1)
-        split.addWidget(weights)
+        return weights
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
-        self.table = table(["rank", "model", header("Dynascore", "pts")])
-        self.table.setAccessibleName("Leaderboard")
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.setWordWrap(False)
-        self.table.viewport().installEventFilter(self)  # re-share the width whenever the pane resizes
-        self.table.itemSelectionChanged.connect(self._selection_changed)
-        rl.addWidget(self.table, 2)
-        self.notes = QLabel()
-        self.notes.setWordWrap(True)
-        rl.addWidget(self.notes)
+    def _chart_tabs(self) -> QTabWidget:
+        """The views of the selected rows: radar, Dynascore breakdown, rank stability, bootstrap intervals."""
         self.tabs = QTabWidget()
         self.radar = RadarChart()
         self.tabs.addTab(self.radar, "Compare selected")
@@ -211,12 +216,7 @@ class LeaderboardPage(Page):
         self.interval_chart.setToolTip("Each model's task metric per test set with its 95% bootstrap interval "
                                        "(error bar); ≈: tied with the next row (paired bootstrap)")
         self.tabs.addTab(_scrolled(self.interval_chart), "Intervals")
-        rl.addWidget(self.tabs, 2)
-        split.addWidget(right)
-        split.setSizes([300, 800])
-        lay.addWidget(split, 1)
-        service.changed.connect(self.refresh)
-        self.refresh()
+        return self.tabs
 
     # --------------------------------------------------------------- state
     def weights(self) -> dict[str, float]:
@@ -232,13 +232,6 @@ class LeaderboardPage(Page):
     def visible_metrics(self) -> list[str]:
         """The metric columns shown now (the column chooser's checked entries)."""
         return [m for m, a in self.column_actions.items() if a.isChecked()]
-
-    def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._svc.tasks) or [], prefer=self.guard(self._svc.preferred_task))
-        self.reload()
-
-    def select_task(self, task: str) -> None:
-        self.task_combo.setCurrentText(task)
 
     def _on_hardware_class(self, _index: int) -> None:
         self.reload(self.hardware_combo.currentData())

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMessageBox,
     QPlainTextEdit,
-    QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -27,8 +26,9 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page, refill_combo
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import button, named_table, pane, path_row
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
@@ -51,52 +51,13 @@ class ModelsPage(Page):
         lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        self.table = table(["model", "task", "kind", "digest", "safe to load", "folder"])
-        self.table.setAccessibleName("Registered models")
-        self.table.itemSelectionChanged.connect(self._on_select)
+        left, ll = pane()
+        self.table = named_table(["model", "task", "kind", "digest", "safe to load", "folder"], "Registered models",
+                                 self._on_select)
         ll.addWidget(self.table, 1)
-        self.remove_button = QPushButton("Remove from registry")
-        self.remove_button.clicked.connect(self._remove)
+        self.remove_button = button("Remove from registry", self._remove)
         ll.addWidget(self.remove_button, 0, Qt.AlignmentFlag.AlignLeft)
-
-        add = QGroupBox("Register a model folder")
-        af = QFormLayout(add)
-        prow = QHBoxLayout()
-        self.path_edit = QLineEdit()
-        self.path_edit.setPlaceholderText("folder with config.json + safetensors, or a dynadesk-model.json")
-        prow.addWidget(self.path_edit, 1)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        prow.addWidget(browse)
-        af.addRow("Folder", prow)
-        nrow = QHBoxLayout()
-        self.task_combo = QComboBox()
-        nrow.addWidget(self.task_combo)
-        self.name_edit = QLineEdit()
-        self.name_edit.setPlaceholderText("name (default: folder name)")
-        nrow.addWidget(self.name_edit, 1)
-        self.replace_check = QCheckBox("replace")
-        nrow.addWidget(self.replace_check)
-        af.addRow("Task / name", nrow)
-        orow = QHBoxLayout()
-        self.kind_combo = QComboBox()
-        self.kind_combo.addItems([AUTO_KIND, *KINDS])
-        self.kind_combo.setToolTip("Default: inferred from config.json")
-        orow.addWidget(self.kind_combo)
-        self.labels_edit = QLineEdit()
-        self.labels_edit.setPlaceholderText("labels in the model's output order, comma-separated (when "
-                                            "config.json says LABEL_0, LABEL_1 …)")
-        orow.addWidget(self.labels_edit, 1)
-        af.addRow("Kind / labels", orow)
-        self.pickle_check = QCheckBox("allow pickle weights (evaluated only inside the sandbox, never loaded here)")
-        af.addRow(self.pickle_check)
-        self.register_button = QPushButton("Register")
-        self.register_button.clicked.connect(self.register)
-        af.addRow(self.register_button)
-        ll.addWidget(add)
+        ll.addWidget(self._register_box())
         split.addWidget(left)
 
         right = QGroupBox("Try it")
@@ -119,19 +80,48 @@ class ModelsPage(Page):
         self._debounce.setSingleShot(True)
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self.predict_now)
-        service.changed.connect(self.refresh)
-        service.registered.connect(self._on_registered)
-        service.registerFailed.connect(self._on_register_failed)
-        service.predicted.connect(self._on_predicted)
-        service.predictFailed.connect(self._on_predict_failed)
-        service.loading.connect(self._on_loading)  # bound methods: dropped when the page is destroyed
-        service.loaded.connect(self._on_loaded)
-        service.loadFailed.connect(self._on_load_state)
+        # bound methods: dropped when the page is destroyed
+        self.follow(service, changed=self.refresh, registered=self._on_registered,
+                    registerFailed=self._on_register_failed, predicted=self._on_predicted,
+                    predictFailed=self._on_predict_failed, loading=self._on_loading, loaded=self._on_loaded,
+                    loadFailed=self._on_load_state)
         self.refresh()
+
+    def _register_box(self) -> QGroupBox:
+        """Register a model folder, with the CLI's options (task, name, kind, labels, allow-pickle)."""
+        add = QGroupBox("Register a model folder")
+        af = QFormLayout(add)
+        prow, self.path_edit = path_row("folder with config.json + safetensors, or a dynadesk-model.json",
+                                        self._browse)
+        af.addRow("Folder", prow)
+        nrow = QHBoxLayout()
+        self.use_tasks(QComboBox(), self._data)
+        nrow.addWidget(self.task_combo)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("name (default: folder name)")
+        nrow.addWidget(self.name_edit, 1)
+        self.replace_check = QCheckBox("replace")
+        nrow.addWidget(self.replace_check)
+        af.addRow("Task / name", nrow)
+        orow = QHBoxLayout()
+        self.kind_combo = QComboBox()
+        self.kind_combo.addItems([AUTO_KIND, *KINDS])
+        self.kind_combo.setToolTip("Default: inferred from config.json")
+        orow.addWidget(self.kind_combo)
+        self.labels_edit = QLineEdit()
+        self.labels_edit.setPlaceholderText("labels in the model's output order, comma-separated (when "
+                                            "config.json says LABEL_0, LABEL_1 …)")
+        orow.addWidget(self.labels_edit, 1)
+        af.addRow("Kind / labels", orow)
+        self.pickle_check = QCheckBox("allow pickle weights (evaluated only inside the sandbox, never loaded here)")
+        af.addRow(self.pickle_check)
+        self.register_button = button("Register", self.register)
+        af.addRow(self.register_button)
+        return add
 
     # ---------------------------------------------------------- listing
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {}, prefer=self.guard(self._data.preferred_task))
+        self.fill_tasks()
         selected = self.selected_model()
         records = self.guard(self._svc.list) or []
         self._records = {r.name: r for r in records}

@@ -5,10 +5,10 @@ the hub's lead view reads (:mod:`dynadesk.hub.lead`); every read and write runs 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QGroupBox,
@@ -22,8 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dynadesk.gui.pages.base import Page, refill_combo
-from dynadesk.gui.pages.tables import fill, fit, table
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import named_table, pane, shortcuts
+from dynadesk.gui.pages.tables import fill, fit
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.lead import LeadService
@@ -55,12 +56,7 @@ class ReviewPage(Page):
         self.data: dict[str, Any] | None = None
         self.task = ""
         lay = self.body()
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.setAccessibleName("Task")
-        self.task_combo.currentIndexChanged.connect(self._on_task)
-        top.addWidget(self.task_combo)
+        top = self.task_bar(self._on_task, data, rounds=True)
         top.addWidget(QLabel("Round"))
         self.round_combo = QComboBox()
         self.round_combo.setAccessibleName("Round")
@@ -76,39 +72,27 @@ class ReviewPage(Page):
         self.state_combo.addItem(ALL_STATES)
         self.state_combo.currentIndexChanged.connect(self.apply_filter)
         top.addWidget(self.state_combo)
-        lay.addLayout(top)
         self.summary = QLabel("")
         lay.addWidget(self.summary)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        self.examples_table = table(COLUMNS)
-        self.examples_table.setAccessibleName("Examples of the round")
-        self.examples_table.setSortingEnabled(True)
-        self.examples_table.itemSelectionChanged.connect(self._open_selected)
+        self.examples_table = named_table(COLUMNS, "Examples of the round", self._open_selected, sortable=True)
         split.addWidget(self.examples_table)
-        lower = QWidget()
-        ll = QHBoxLayout(lower)
-        ll.setContentsMargins(0, 0, 0, 0)
+        lower, ll = pane(horizontal=True)
         ll.addWidget(self._detail_box(), 3)
-        agree = QWidget()
-        al = QVBoxLayout(agree)
-        al.setContentsMargins(0, 0, 0, 0)
+        agree, al = pane()
         al.addWidget(QLabel("<b>Agreement per annotator</b> (votes matching the decision)"))
-        self.people_table = table(["annotator", "agreed", "votes", "rate"])
-        self.people_table.setAccessibleName("Agreement per annotator")
+        self.people_table = named_table(["annotator", "agreed", "votes", "rate"], "Agreement per annotator")
         al.addWidget(self.people_table)
         al.addWidget(QLabel("<b>Per label</b> (share of 'correct' votes)"))
-        self.labels_table = table(["label", "correct", "votes", "rate"])
-        self.labels_table.setAccessibleName("Agreement per label")
+        self.labels_table = named_table(["label", "correct", "votes", "rate"], "Agreement per label")
         al.addWidget(self.labels_table)
         ll.addWidget(agree, 2)
         split.addWidget(lower)
         split.setSizes([420, 300])
         lay.addWidget(split, 1)
 
-        lead.tableReady.connect(self._show)
-        lead.failed.connect(self._on_failed)
-        lead.adjudicated.connect(self._on_adjudicated)
+        self.follow(lead, tableReady=self._show, failed=self._on_failed, adjudicated=self._on_adjudicated)
         annotation.examplesChanged.connect(self._on_examples_changed)
         self.refresh()
 
@@ -137,19 +121,15 @@ class ReviewPage(Page):
         self.reason_edit.setAccessibleName("Reason")
         row.addWidget(self.reason_edit, 1)
         dl.addLayout(row)
-        for key, verdict in (("Ctrl+1", "correct"), ("Ctrl+2", "not correct")):
-            QShortcut(QKeySequence(key), self, lambda v=verdict: self.adjudicate(v))
+        shortcuts(self, [(key, partial(self.adjudicate, verdict))
+                         for key, verdict in (("Ctrl+1", "correct"), ("Ctrl+2", "not correct"))])
         self._set_decidable(False)
         return box
 
     # ----------------------------------------------------------------- reading
     def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task, rounds=True))
+        self.fill_tasks()
         self.reload()
-
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
 
     def _on_task(self, _i: int) -> None:
         self.round_combo.clear()

@@ -12,11 +12,9 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -24,8 +22,9 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page, refill_combo
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane, path_row
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 
@@ -46,26 +45,17 @@ class RoundsPage(Page):
         self._data = data
         self.stats: list[Any] = []
         lay = self.body()
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self.reload)
-        top.addWidget(self.task_combo)
-        top.addStretch(1)
-        lay.addLayout(top)
+        self.task_bar(self.reload, data, rounds=True).addStretch(1)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        self.rounds_table = table(["round", "status", "target models", "examples", "fooled", "verified fooled",
-                                   "MER", "vMER", "median time (s)", "validations", "agreement α"])
-        self.rounds_table.setAccessibleName("Rounds")
-        self.rounds_table.itemSelectionChanged.connect(self._show_round)
+        self.rounds_table = named_table(["round", "status", "target models", "examples", "fooled", "verified fooled",
+                                         "MER", "vMER", "median time (s)", "validations", "agreement α"], "Rounds",
+                                        self._show_round)
         split.addWidget(self.rounds_table)
-        lower = QWidget()
-        ll = QHBoxLayout(lower)
-        ll.setContentsMargins(0, 0, 0, 0)
-        self.people_table = table(["annotator", "examples", "fooled", "verified fooled", "MER raw",
-                                   "MER Dynabench board", "vMER", "median time (s)", "validations given"])
-        self.people_table.setAccessibleName("Annotators")
+        lower, ll = pane(horizontal=True)
+        self.people_table = named_table(["annotator", "examples", "fooled", "verified fooled", "MER raw",
+                                         "MER Dynabench board", "vMER", "median time (s)", "validations given"],
+                                        "Annotators")
         ll.addWidget(self.people_table, 3)
         chart_box = QGroupBox("Model error rate")
         cl = QVBoxLayout(chart_box)
@@ -81,45 +71,8 @@ class RoundsPage(Page):
         lay.addWidget(split, 1)
 
         actions = QHBoxLayout()
-        nbox = QGroupBox("New round")
-        nf = QFormLayout(nbox)
-        self.model_list = QListWidget()
-        self.model_list.setMaximumHeight(90)
-        nf.addRow("Target models", self.model_list)
-        crow = QHBoxLayout()
-        self.contexts_edit = QLineEdit()
-        self.contexts_edit.setPlaceholderText("optional contexts file (JSONL/TXT) for context tasks")
-        crow.addWidget(self.contexts_edit, 1)
-        b = QPushButton("…")
-        b.clicked.connect(self._browse_contexts)
-        crow.addWidget(b)
-        nf.addRow("Contexts", crow)
-        self.new_round_button = QPushButton("Open new round")
-        self.new_round_button.clicked.connect(self.open_new_round)
-        nf.addRow(self.new_round_button)
-        actions.addWidget(nbox, 1)
-
-        ebox = QGroupBox("Selected round's data")
-        ef = QFormLayout(ebox)
-        self.export_status = QComboBox()
-        self.export_status.addItems(["all", "verified-fooled"])
-        ef.addRow("Examples", self.export_status)
-        self.export_button = QPushButton("Export JSONL/CSV…")
-        self.export_button.clicked.connect(self._export_dialog)
-        ef.addRow(self.export_button)
-        rrow = QHBoxLayout()
-        self.register_name = QLineEdit()
-        self.register_name.setPlaceholderText("dataset name")
-        rrow.addWidget(self.register_name, 1)
-        self.register_split = QComboBox()
-        self.register_split.addItems(list(self._data.splits))
-        self.register_split.setCurrentText("test")
-        rrow.addWidget(self.register_split)
-        self.register_button = QPushButton("Register as dataset")
-        self.register_button.clicked.connect(self.register)
-        rrow.addWidget(self.register_button)
-        ef.addRow(rrow)
-        actions.addWidget(ebox, 1)
+        actions.addWidget(self._new_round_box(), 1)
+        actions.addWidget(self._round_data_box(), 1)
         lay.addLayout(actions)
 
         service.roundsChanged.connect(lambda _t: self.reload())
@@ -129,13 +82,37 @@ class RoundsPage(Page):
         self.report = None
         self.refresh()
 
-    def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task, rounds=True))
-        self.reload()
+    def _new_round_box(self) -> QGroupBox:
+        nbox = QGroupBox("New round")
+        nf = QFormLayout(nbox)
+        self.model_list = QListWidget()
+        self.model_list.setMaximumHeight(90)
+        nf.addRow("Target models", self.model_list)
+        crow, self.contexts_edit = path_row("optional contexts file (JSONL/TXT) for context tasks",
+                                            self._browse_contexts, "…")
+        nf.addRow("Contexts", crow)
+        self.new_round_button = button("Open new round", self.open_new_round)
+        nf.addRow(self.new_round_button)
+        return nbox
 
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
+    def _round_data_box(self) -> QGroupBox:
+        ebox = QGroupBox("Selected round's data")
+        ef = QFormLayout(ebox)
+        self.export_status = QComboBox()
+        self.export_status.addItems(["all", "verified-fooled"])
+        ef.addRow("Examples", self.export_status)
+        self.export_button = button("Export JSONL/CSV…", self._export_dialog)
+        ef.addRow(self.export_button)
+        self.register_name = QLineEdit()
+        self.register_name.setPlaceholderText("dataset name")
+        self.register_split = QComboBox()
+        self.register_split.addItems(list(self._data.splits))
+        self.register_split.setCurrentText("test")
+        self.register_button = button("Register as dataset", self.register)
+        rrow = hbox(self.register_name, self.register_split, self.register_button)
+        rrow.setStretch(0, 1)
+        ef.addRow(rrow)
+        return ebox
 
     def reload(self) -> None:
         task = self.task_combo.currentText()

@@ -9,10 +9,8 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -20,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import button, path_row, spin
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.gui.services.workspace import WorkspaceService
@@ -39,15 +38,10 @@ class SettingsPage(Page):
 
         wbox = QGroupBox("Workspace")
         wf = QFormLayout(wbox)
-        row = QHBoxLayout()
-        self.workspace_edit = QLineEdit(str(ws.home))
-        row.addWidget(self.workspace_edit, 1)
-        browse = QPushButton("Browse…")
-        browse.clicked.connect(self._browse)
-        row.addWidget(browse)
-        self.open_button = QPushButton("Open")
-        self.open_button.setToolTip("Open this workspace now and remember it for the next start")
-        self.open_button.clicked.connect(self.open_workspace)
+        row, self.workspace_edit = path_row("", self._browse)
+        self.workspace_edit.setText(str(ws.home))
+        self.open_button = button("Open", self.open_workspace,
+                                  tooltip="Open this workspace now and remember it for the next start")
         row.addWidget(self.open_button)
         wf.addRow("Folder", row)
         self.db_label = QLabel()
@@ -61,6 +55,24 @@ class SettingsPage(Page):
         sf.addRow("Server URL", self.server_edit)
         lay.addWidget(sbox)
 
+        lay.addWidget(self._limits_box())
+
+        self.keys_box = QGroupBox("Signing key (for score bundles)")
+        kl = QVBoxLayout(self.keys_box)
+        from dynadesk.gui.pages.keys_panel import KeysPanel
+
+        self.keys_panel = KeysPanel(keys_service, self.banner)
+        kl.addWidget(self.keys_panel)
+        lay.addWidget(self.keys_box)
+        self.settings_file = QLabel(f"<small>Settings are stored in {settings.file_name}</small>")
+        lay.addWidget(self.settings_file)
+        lay.addStretch(1)
+        ws.opened.connect(lambda _h: self.refresh())
+        self.refresh()
+
+    def _limits_box(self) -> QGroupBox:
+        """The defaults the Evaluate page opens with: limits, runner, GPU (saved as they are edited)."""
+        settings = self._settings
         lbox = QGroupBox("Default evaluation limits")
         lf = QFormLayout(lbox)
         self.timeout = self._spin(QSpinBox(), 10, 7 * 24 * 3600, "limits/timeout_s", " s")
@@ -80,27 +92,12 @@ class SettingsPage(Page):
         self.gpu.setChecked(settings.get("gpu"))
         self.gpu.toggled.connect(lambda on: self._save("gpu", on))
         lf.addRow("GPU", self.gpu)
-        lay.addWidget(lbox)
+        return lbox
 
-        self.keys_box = QGroupBox("Signing key (for score bundles)")
-        kl = QVBoxLayout(self.keys_box)
-        from dynadesk.gui.pages.keys_panel import KeysPanel
-
-        self.keys_panel = KeysPanel(keys_service, self.banner)
-        kl.addWidget(self.keys_panel)
-        lay.addWidget(self.keys_box)
-        self.settings_file = QLabel(f"<small>Settings are stored in {settings.file_name}</small>")
-        lay.addWidget(self.settings_file)
-        lay.addStretch(1)
-        ws.opened.connect(lambda _h: self.refresh())
-        self.refresh()
-
-    def _spin(self, spin, lo, hi, key: str, suffix: str):
-        spin.setRange(lo, hi)
-        spin.setSuffix(suffix)
-        spin.setValue(self._settings.get(key))
-        spin.valueChanged.connect(lambda v: self._save(key, v))
-        return spin
+    def _spin(self, box, lo, hi, key: str, suffix: str):
+        box = spin(box, lo, hi, self._settings.get(key), suffix)
+        box.valueChanged.connect(lambda v: self._save(key, v))
+        return box
 
     def _save(self, key: str, value) -> None:
         self._settings.set(key, value)

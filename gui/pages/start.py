@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QProgressBar, QP
 
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.services.start import Holdings, StartService
+from dynadesk.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -85,11 +86,8 @@ class StartPage(Page):
         lay.addWidget(self.status_label)
         lay.addStretch(1)
 
-        service.held.connect(self._show)
-        service.progress.connect(self._on_progress)
-        service.finished.connect(self._on_finished)
-        service.failed.connect(self._on_failed)
-        service.cancelled.connect(self._on_cancelled)
+        self.follow(service, held=self._show, progress=self._on_progress, finished=self._on_finished,
+                    failed=self._on_failed, cancelled=self._on_cancelled, left=self._on_left)
         self.refresh()
 
     def refresh(self) -> None:
@@ -125,8 +123,13 @@ class StartPage(Page):
         else:
             self._svc.build_zoo()
 
-    def _on_progress(self, _done: int, _total: int, message: str) -> None:
-        self.status_label.setText(message)
+    def _on_progress(self, event: ProgressEvent) -> None:
+        self.status_label.setText(event.message)
+
+    def _on_left(self, line: str) -> None:
+        self.job_left(line)
+        self.status_label.setText("")
+        self._end()
 
     def _end(self) -> None:
         self.running = None

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QPushButton,
     QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -28,7 +27,8 @@ from dynadesk.formats import FORMATS, Mapping
 from dynadesk.formats.base import parse_pairs
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.tables import fill, table
+from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane
+from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService, ImportOutcome
 
 if TYPE_CHECKING:
@@ -60,30 +60,21 @@ class TasksDataPage(Page):
         self._data = data
         lay = self.body()
 
-        self.tasks_table = table(["task", "title", "inputs", "output", "labels", "metric", "votes"])
-        self.tasks_table.setAccessibleName("Tasks")
+        self.tasks_table = named_table(["task", "title", "inputs", "output", "labels", "metric", "votes"], "Tasks")
         self.tasks_table.setMaximumHeight(150)
-        trow = QHBoxLayout()
-        trow.addWidget(QLabel("<b>Tasks</b>"))
-        trow.addStretch(1)
         self.task_file = QLineEdit()
         self.task_file.setPlaceholderText("a task file (YAML) to add: docs/tasks.md")
         self.task_file.setAccessibleName("Task file to add")
-        trow.addWidget(self.task_file, 2)
-        browse_task = QPushButton("Browse…")
+        browse_task = button("Browse…", self._browse_task)
         browse_task.setAccessibleName("Browse for a task file")
-        browse_task.clicked.connect(self._browse_task)
-        trow.addWidget(browse_task)
-        self.add_task_button = QPushButton("Add task")
-        self.add_task_button.clicked.connect(self.add_task)
-        trow.addWidget(self.add_task_button)
+        self.add_task_button = button("Add task", self.add_task)
+        trow = hbox(QLabel("<b>Tasks</b>"), None, self.task_file, browse_task, self.add_task_button)
+        trow.setStretch(2, 2)
         lay.addLayout(trow)
         lay.addWidget(self.tasks_table)
 
         split = QSplitter(Qt.Orientation.Horizontal)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
+        left, ll = pane()
         filt = QHBoxLayout()
         filt.addWidget(QLabel("<b>Datasets</b>"))
         filt.addStretch(1)
@@ -96,16 +87,12 @@ class TasksDataPage(Page):
         self.show_derived.toggled.connect(self.refresh_datasets)
         filt.addWidget(self.show_derived)
         ll.addLayout(filt)
-        self.datasets_table = table(["dataset", "task", "split", "examples", "derived from", "digest"])
-        self.datasets_table.setAccessibleName("Datasets")
-        self.datasets_table.setSortingEnabled(True)
-        self.datasets_table.itemSelectionChanged.connect(self._show_selected)
+        self.datasets_table = named_table(["dataset", "task", "split", "examples", "derived from", "digest"],
+                                          "Datasets", self._show_selected, sortable=True)
         ll.addWidget(self.datasets_table)
         split.addWidget(left)
 
-        right = QWidget()
-        rl = QVBoxLayout(right)
-        rl.setContentsMargins(0, 0, 0, 0)
+        right, rl = pane()
         self.detail = QLabel("Select a dataset")
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -113,8 +100,7 @@ class TasksDataPage(Page):
         rl.addWidget(QLabel("Label distribution"))
         self.chart = BarChart(fmt="{:.0f}")
         rl.addWidget(self.chart)
-        self.preview = table(["id", "example"])
-        self.preview.setAccessibleName("Examples of the selected dataset")
+        self.preview = named_table(["id", "example"], "Examples of the selected dataset")
         rl.addWidget(self.preview, 1)
         split.addWidget(right)
         split.setSizes([520, 380])
@@ -122,8 +108,7 @@ class TasksDataPage(Page):
 
         lay.addWidget(self._import_box())
         data.changed.connect(self.refresh)
-        data.importFinished.connect(self._on_imported)
-        data.taskAdded.connect(self._on_task_added)
+        self.follow(data, importFinished=self._on_imported, taskAdded=self._on_task_added, left=self._on_import_left)
         self.refresh()
 
     def _import_box(self) -> QGroupBox:
@@ -292,6 +277,10 @@ class TasksDataPage(Page):
                                self.import_split.currentText(), self.import_replace.isChecked(),
                                fmt=self.import_format.currentData(),
                                quoting="none" if self.import_quotes_text.isChecked() else "auto", mapping=mapping)
+
+    def _on_import_left(self, line: str) -> None:
+        self.import_button.setEnabled(True)
+        self.job_left(line)
 
     def _on_imported(self, outcome: ImportOutcome) -> None:
         self.import_button.setEnabled(True)

@@ -17,16 +17,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QProgressBar,
-    QPushButton,
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QWidget,
 )
 
-from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.scaffold import button, hbox, spin
 from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.training import TrainingService
+from dynadesk.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -46,8 +47,7 @@ class TrainPage(Page):
 
         form_box = QGroupBox("What to train")
         form = QFormLayout(form_box)
-        self.task_combo = QComboBox()
-        self.task_combo.currentIndexChanged.connect(self._fill)
+        self.use_tasks(QComboBox(), data, show=self._fill)
         form.addRow("Task", self.task_combo)
         self.base_combo = QComboBox()
         form.addRow("Base model", self.base_combo)
@@ -67,44 +67,11 @@ class TrainPage(Page):
         form.addRow("Dev set (early stopping)", self.dev_combo)
         lay.addWidget(form_box)
 
-        hp = QGroupBox("Settings")
-        hl = QHBoxLayout(hp)
-        self.epochs = QSpinBox()
-        self.epochs.setRange(1, 100)
-        self.epochs.setValue(3)
-        self.batch = QSpinBox()
-        self.batch.setRange(1, 512)
-        self.batch.setValue(16)
-        self.lr = QDoubleSpinBox()
-        self.lr.setDecimals(6)
-        self.lr.setRange(1e-6, 0.1)
-        self.lr.setSingleStep(1e-5)
-        self.lr.setValue(5e-5)
-        self.seed = QSpinBox()
-        self.seed.setRange(0, 2 ** 31 - 1)
-        self.seed.setValue(13)
-        self.max_length = QSpinBox()
-        self.max_length.setRange(8, 4096)
-        self.max_length.setValue(128)
-        for label, w in (("epochs", self.epochs), ("batch", self.batch), ("learning rate", self.lr),
-                         ("seed", self.seed), ("max length", self.max_length)):
-            hl.addWidget(QLabel(label))
-            hl.addWidget(w)
-        lay.addWidget(hp)
-
-        row = QHBoxLayout()
-        self.start_button = QPushButton("Train")
-        self.start_button.clicked.connect(self.start)
-        self.cancel_button = QPushButton("Cancel (keeps a checkpoint)")
-        self.cancel_button.clicked.connect(self._svc.cancel)
-        self.cancel_button.setEnabled(False)
-        self.resume_button = QPushButton("Resume")
-        self.resume_button.clicked.connect(self.resume)
-        self.resume_button.setEnabled(False)
-        for b in (self.start_button, self.cancel_button, self.resume_button):
-            row.addWidget(b)
-        row.addStretch(1)
-        lay.addLayout(row)
+        lay.addWidget(self._settings_box())
+        self.start_button = button("Train", self.start)
+        self.cancel_button = button("Cancel (keeps a checkpoint)", self._svc.cancel, enabled=False)
+        self.resume_button = button("Resume", self.resume, enabled=False)
+        lay.addLayout(hbox(self.start_button, self.cancel_button, self.resume_button, None))
         self.progress = QProgressBar()
         lay.addWidget(self.progress)
         self.status = QLabel("Choose the data and press Train. Training runs in the background.")
@@ -112,17 +79,28 @@ class TrainPage(Page):
         lay.addWidget(self.status)
         lay.addStretch(1)
 
-        service.started.connect(lambda: self._running(True))
-        service.progress.connect(self._on_progress)
-        service.finished.connect(self._on_finished)
-        service.failed.connect(self._on_failed)
-        service.cancelled.connect(self._on_cancelled)
+        self.follow(service, started=lambda: self._running(True), progress=self._on_progress,
+                    finished=self._on_finished, failed=self._on_failed, cancelled=self._on_cancelled,
+                    left=self._on_left)
         self.refresh()
 
-    def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task))
-        self._fill()
+    def _settings_box(self) -> QGroupBox:
+        """The training settings on one line: epochs, batch, learning rate, seed, max length."""
+        hp = QGroupBox("Settings")
+        hl = QHBoxLayout(hp)
+        self.epochs = spin(QSpinBox(), 1, 100, 3)
+        self.batch = spin(QSpinBox(), 1, 512, 16)
+        self.lr = QDoubleSpinBox()
+        self.lr.setDecimals(6)  # before the range and value: they are rounded to the decimals
+        self.lr.setSingleStep(1e-5)
+        spin(self.lr, 1e-6, 0.1, 5e-5)
+        self.seed = spin(QSpinBox(), 0, 2 ** 31 - 1, 13)
+        self.max_length = spin(QSpinBox(), 8, 4096, 128)
+        for label, w in (("epochs", self.epochs), ("batch", self.batch), ("learning rate", self.lr),
+                         ("seed", self.seed), ("max length", self.max_length)):
+            hl.addWidget(QLabel(label))
+            hl.addWidget(w)
+        return hp
 
     def _fill(self) -> None:
         task = self.task_combo.currentText()
@@ -199,10 +177,15 @@ class TrainPage(Page):
         if on:
             self.status.setText(f"Training {self.last_request.name if self.last_request else ''}…")
 
-    def _on_progress(self, step: int, total: int, message: str) -> None:
+    def _on_progress(self, event: ProgressEvent) -> None:
+        step, total = event.done or 0, event.total or 0
         self.progress.setRange(0, max(1, total))
         self.progress.setValue(step)
-        self.status.setText(f"step {step}/{total} · {message}")
+        self.status.setText(f"step {step}/{total} · {event.message}")
+
+    def _on_left(self, line: str) -> None:
+        self._running(False)
+        self.job_left(line)
 
     def _on_finished(self, result: Any) -> None:
         self._running(False)

@@ -7,23 +7,20 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
-    QPushButton,
-    QTextBrowser,
     QWidget,
 )
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import Page, refill_combo
+from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
@@ -44,12 +41,7 @@ class ValidatePage(Page):
         self.done = 0
         lay = self.body()
 
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Task"))
-        self.task_combo = QComboBox()
-        self.task_combo.setAccessibleName("Task")
-        self.task_combo.currentIndexChanged.connect(self.reload)
-        top.addWidget(self.task_combo)
+        top = self.task_bar(self.reload, data, rounds=True)
         self.round_combo = QComboBox()
         self.round_combo.setAccessibleName("Round")
         self.round_combo.currentIndexChanged.connect(self._reload_queue)
@@ -60,11 +52,8 @@ class ValidatePage(Page):
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         top.addWidget(self.progress)
-        lay.addLayout(top)
 
-        self.view = QTextBrowser()
-        self.view.setAccessibleName("Example to validate")
-        self.view.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
+        self.view = browser("Example to validate")
         lay.addWidget(self.view, 1)
 
         box = QGroupBox("Your verdict")
@@ -73,43 +62,30 @@ class ValidatePage(Page):
         self.label_combo.setToolTip("The label this example should have had (for 'incorrect')")
         self.answer_edit = QLineEdit()
         self.answer_edit.setPlaceholderText("corrected answer: select it in the context above, then Ctrl+U")
-        self.use_selection_button = QPushButton("Use selection  (Ctrl+U)")
-        self.use_selection_button.clicked.connect(self.use_selection)
-        row = QHBoxLayout()
-        row.addWidget(self.label_combo)
-        row.addWidget(self.answer_edit, 1)
-        row.addWidget(self.use_selection_button)
+        self.use_selection_button = button("Use selection  (Ctrl+U)", self.use_selection)
+        row = hbox(self.label_combo, self.answer_edit, self.use_selection_button)
+        row.setStretch(1, 1)
         form.addRow("Corrected label", row)
         self.reason_edit = QLineEdit()
         self.reason_edit.setPlaceholderText("why it is flagged (required for 'flag'), e.g. offensive, ambiguous")
         self.reason_edit.returnPressed.connect(lambda: self.vote("flagged"))
         form.addRow("Flag reason", self.reason_edit)
-        buttons = QHBoxLayout()
-        self.correct_button = QPushButton("✔ Correct  (C)")
-        self.correct_button.clicked.connect(lambda: self.vote("correct"))
-        self.incorrect_button = QPushButton("✘ Incorrect  (I)")
-        self.incorrect_button.clicked.connect(lambda: self.vote("incorrect"))
-        self.flag_button = QPushButton("⚑ Flag  (F)")
-        self.flag_button.clicked.connect(lambda: self.vote("flagged"))
-        self.skip_button = QPushButton("Skip  (S)")
-        self.skip_button.clicked.connect(self.skip)
-        for b in (self.correct_button, self.incorrect_button, self.flag_button, self.skip_button):
-            buttons.addWidget(b)
-        form.addRow(buttons)
+        self.correct_button = button("✔ Correct  (C)", lambda: self.vote("correct"))
+        self.incorrect_button = button("✘ Incorrect  (I)", lambda: self.vote("incorrect"))
+        self.flag_button = button("⚑ Flag  (F)", lambda: self.vote("flagged"))
+        self.skip_button = button("Skip  (S)", self.skip)
+        form.addRow(hbox(self.correct_button, self.incorrect_button, self.flag_button, self.skip_button))
         self.verdict_box = box
         self.meta_box = MetaFieldsBox("What the task asks with a verdict (* required)")
         lay.addWidget(self.meta_box)
         lay.addWidget(box)
 
-        self.shortcuts_label = QLabel("Keys: C correct · I incorrect (with the corrected label) · F flag (type the "
-                                      "reason, then Enter) · S skip · Ctrl+U use the selected text as the answer (QA)")
-        self.shortcuts_label.setWordWrap(True)
-        self.shortcuts_label.setStyleSheet("color:#555")
+        self.shortcuts_label = hint("Keys: C correct · I incorrect (with the corrected label) · F flag (type the "
+                                    "reason, then Enter) · S skip · Ctrl+U use the selected text as the answer (QA)")
         lay.addWidget(self.shortcuts_label)
 
-        for key, fn in (("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
-                        ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)):
-            QShortcut(QKeySequence(key), self, fn)
+        shortcuts(self, [("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
+                         ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)])
         service.activeChanged.connect(lambda _n: self._reload_queue())
         service.examplesChanged.connect(lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
         self.refresh()
@@ -120,14 +96,6 @@ class ValidatePage(Page):
             if ex.uid not in self.skipped:
                 return ex
         return None
-
-    def refresh(self) -> None:
-        refill_combo(self.task_combo, self.guard(self._data.tasks) or {},
-                     prefer=self.guard(self._data.preferred_task, rounds=True))
-        self.reload()
-
-    def select_task(self, name: str) -> None:
-        self.task_combo.setCurrentText(name)
 
     def reload(self) -> None:
         task = self.task_combo.currentText()

@@ -1,46 +1,29 @@
 """Audits over :mod:`dynadesk.audit`: check a bundle's inputs, or re-run it and compare field by field.
 
-Both run on a pool worker with their own store connection. A re-run's worker
-events become ``progress``/``log`` signals and ``cancel()`` cancels the token the
-runner polls, so the re-run stops (stored ``cancelled``) and the audit ends
-``cancelled``.
+Both run on a pool worker (held by a :class:`~dynadesk.gui.jobs.JobSlot`) with their own store
+connection. A re-run's progress events reach the page as they are (``progress``) and as log lines;
+``cancel()`` cancels the token the runner polls, so the re-run stops (stored ``cancelled``) and the
+audit ends ``cancelled``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
-
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
+from dynadesk.gui.jobs import JobService
+from dynadesk.gui.workers import WorkContext, Worker
 from dynadesk.progress import ProgressEvent, render_progress
 
 
-class AuditService(QObject):
-    started = Signal()
-    progress = Signal(int, int, str)  # done, total, message
-    log = Signal(str)
-    finished = Signal(object)  # AuditReport
-    failed = Signal(str)
-    cancelled = Signal()
-    done = Signal()
+class AuditService(JobService):
+    """Audits of a bundle file (``finished``: the AuditReport)."""
 
-    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self._worker: Worker | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._worker is not None
+    what = "an audit"
 
     def audit(self, path: str | Path, *, rerun: bool = False, runner: str | None = None,
               model_path: str | None = None, server: str | None = None) -> Worker:
         """Start an audit of the bundle file at ``path``; ``rerun`` evaluates it again with ``runner``."""
-        if self._worker is not None:
-            raise RuntimeError("an audit is already running")
         ws = self._ws
         p = Path(path)
 
@@ -53,12 +36,11 @@ class AuditService(QObject):
                 raise DynaDeskError(f"cannot read {p}: {exc}") from exc
             ctx.log(f"== audit {p.name}" + (f": re-run with the {runner or 'recorded'} runner" if rerun else
                                               ": checking the inputs it names"))
-            ctx.progress(0, 0, "checking the signature and inputs")
+            ctx.progress(ProgressEvent("check", message="the signature and inputs"))
 
             def on_event(event: ProgressEvent) -> None:
-                text = render_progress(event)
-                ctx.progress(event.done or 0, event.total or 0, f"re-run: {text}")
-                ctx.log(text)
+                ctx.progress(event, job="re-run")
+                ctx.log(render_progress(event))
 
             store = ws.open_store()
             try:
@@ -71,23 +53,9 @@ class AuditService(QObject):
                     ", ".join(f"{n} {v}" for v, n in report.counts().items()))
             return report
 
-        worker = Worker(job)
-        relay_signals(worker, self)
-        worker.signals.done.connect(self._done)
-        self._worker = worker
-        self.started.emit()
-        return start(worker)
+        return self.job.start(job)
 
     def cancel(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
+        if self.job.cancel():
             self.log.emit("== cancel requested: stopping the re-run")
 
-    def _done(self) -> None:
-        self._worker = None
-        self.done.emit()
-
-    def close(self) -> None:
-        """On quit: stop a running re-run so its worker process does not outlive the app."""
-        if self._worker is not None:
-            self._worker.cancel()

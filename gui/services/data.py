@@ -12,8 +12,10 @@ from dynadesk.data import import_file as import_data_file
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
 from dynadesk.formats import Mapping
+from dynadesk.gui.jobs import JobSlot
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import WorkContext, Worker, start
+from dynadesk.gui.workers import WorkContext, Worker
+from dynadesk.progress import ProgressEvent
 from dynadesk.tasks import Task, load_tasks
 
 
@@ -44,6 +46,7 @@ class DataService(QObject):
     changed = Signal()
     importFinished = Signal(object)  # ImportOutcome
     taskAdded = Signal(bool, str)  # stored?, the line to show (the task and its digest, or why not)
+    left = Signal(str)  # an import started in a workspace since closed ended (its outcome is not this view's)
 
     splits = SPLITS
 
@@ -51,7 +54,10 @@ class DataService(QObject):
         super().__init__(parent)
         self._ws = ws
         self._tasks: dict[str, Task] | None = None
-        self._worker: Worker | None = None
+        self.job = JobSlot("an import", lambda: ws.home, self)
+        self.job.finished.connect(self._on_import_done)
+        self.job.failed.connect(lambda msg: self._on_import_done(ImportOutcome(message=msg)))
+        self.job.left.connect(self.left)
         ws.opened.connect(lambda _h: self.changed.emit())
 
     def tasks(self) -> dict[str, Task]:
@@ -113,7 +119,7 @@ class DataService(QObject):
 
     @property
     def importing(self) -> bool:
-        return self._worker is not None
+        return self.job.running
 
     def import_file(self, task: str, path: str | Path, name: str | None = None, split: str = "test",
                     replace: bool = False, fmt: str | None = None, quoting: str = "auto",
@@ -122,7 +128,7 @@ class DataService(QObject):
         field and label mapping (``quoting`` goes into it)."""
         mapping = replace_quoting(mapping or Mapping(), quoting)
         def job(ctx: WorkContext) -> ImportOutcome:
-            ctx.progress(0, 0, f"validating {Path(path).name}")
+            ctx.progress(ProgressEvent("validate", message=Path(path).name))
             store = self._ws.open_store()
             try:
                 done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace,
@@ -137,15 +143,7 @@ class DataService(QObject):
             finally:
                 store.close()
 
-        worker = Worker(job)
-        worker.signals.finished.connect(self._on_import_done)
-        worker.signals.failed.connect(lambda msg: self._on_import_done(ImportOutcome(message=msg)))
-        worker.signals.done.connect(self._clear_worker)
-        self._worker = worker
-        return start(worker)
-
-    def _clear_worker(self) -> None:
-        self._worker = None
+        return self.job.start(job)
 
     def _on_import_done(self, outcome: ImportOutcome) -> None:
         if outcome.ok:

@@ -1,9 +1,10 @@
 """Evaluation runs over :mod:`dynadesk.orchestration.evaluate`, on a ``QThreadPool`` worker.
 
-One job evaluates the chosen models one after another; the worker's progress events
-(:class:`~dynadesk.progress.ProgressEvent`) become ``progress``/``log`` signals, written by the one
-renderer the CLI uses; ``cancel()`` cancels the token the runner polls, so the run stops and is stored
-as ``cancelled``. The run list is read on a pool thread too (:meth:`EvaluationService.load_runs`); only
+One job evaluates the chosen models one after another, held by a :class:`~dynadesk.gui.jobs.JobSlot`; the
+runner's progress events (:class:`~dynadesk.progress.ProgressEvent`) reach the page as they are
+(``progress``), and as the one line the CLI writes (``log``); ``cancel()`` cancels the token the runner
+polls, so the run stops and is stored as ``cancelled``. A job whose workspace was closed before it ended
+says so in ``left``. The run list is read on a pool thread too (:meth:`EvaluationService.load_runs`); only
 the newest read lands (``runsLoaded``).
 """
 
@@ -13,30 +14,29 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
+from dynadesk.gui.workers import WorkContext, Worker, start
 from dynadesk.orchestration.evaluate import evaluate, failure_line, resume
 from dynadesk.orchestration.request import RunRequest
 from dynadesk.progress import ProgressEvent, render_progress
 from dynadesk.store.evaluations import EvaluationRecord
 
 
-class EvaluationService(QObject):
-    started = Signal()
+class EvaluationService(JobService):
+    """Evaluations (``finished``: the list of EvaluationRecord; a progress event's detail names the model, which
+    :func:`~dynadesk.gui.workers.progress_line` writes) and the run list."""
+
+    what = "an evaluation"
     runCreated = Signal(int)  # run id, once the run row exists
-    progress = Signal(int, int, str)  # done, total, message
-    log = Signal(str)
-    finished = Signal(object)  # list[EvaluationRecord]
-    failed = Signal(str)
-    cancelled = Signal()
     runsChanged = Signal()
     runsLoaded = Signal(object)  # list[EvaluationRecord]: the newest run-list read asked for
     gpuChecked = Signal(str, bool, str)  # runner, a GPU answers, the line to show
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self._worker: Worker | None = None
+        super().__init__(ws, parent)
+        self.job.progress.connect(self._on_progress)
+        self.job.done.connect(self.runsChanged)
         self._runs_request = 0  # the newest run-list read's number: an older read's answer is dropped
         self.served_models: frozenset[str] = frozenset()  # models shown "served, not sandboxed" (models/served.py)
         ws.opened.connect(self._on_opened)
@@ -45,9 +45,9 @@ class EvaluationService(QObject):
         self._runs_request += 1  # a read still running is for the workspace closed
         self.runsChanged.emit()
 
-    @property
-    def running(self) -> bool:
-        return self._worker is not None
+    def _on_progress(self, event: ProgressEvent) -> None:
+        if event.phase == "start" and event.run is not None:
+            self.runCreated.emit(event.run)  # on the UI thread, and only for the workspace on screen
 
     def runs(self, limit: int = 200) -> list[EvaluationRecord]:
         """Recent runs without their logs (see :meth:`run_log`), read on the calling thread."""
@@ -105,8 +105,6 @@ class EvaluationService(QObject):
             store, self._ws.workspace, run_id, progress=on_event, cancel=ctx.cancel))])
 
     def _start(self, jobs: list[tuple[str, Callable[..., EvaluationRecord]]]) -> Worker:
-        if self._worker is not None:
-            raise RuntimeError("an evaluation is already running")
         ws = self._ws
 
         def job(ctx: WorkContext) -> list[EvaluationRecord]:
@@ -118,11 +116,8 @@ class EvaluationService(QObject):
                     ctx.log(f"== {label} ({i + 1}/{len(jobs)})")
 
                     def on_event(event: ProgressEvent, label: str = label) -> None:
-                        if event.phase == "start" and event.run is not None:
-                            self.runCreated.emit(event.run)
-                        text = render_progress(event)
-                        ctx.progress(event.done or 0, event.total or 0, f"{label}: {text}")
-                        ctx.log(text)
+                        ctx.progress(event, job=label)
+                        ctx.log(render_progress(event))
 
                     rec = run(store, on_event, ctx)
                     if rec.status != "succeeded":
@@ -134,16 +129,11 @@ class EvaluationService(QObject):
             finally:
                 store.close()
 
-        worker = Worker(job)
-        relay_signals(worker, self)
-        worker.signals.done.connect(self._done)
-        self._worker = worker
-        self.started.emit()
-        return start(worker)
+        return self.job.start(job)
 
     def check_gpu(self, runner: str) -> None:
         """Ask (on a pool thread: it may wait for Docker) whether ``runner`` can give a run a GPU."""
-        from dynadesk.gui.workers import Worker, start
+        from dynadesk.gui.workers import Worker
 
         def job(_ctx: WorkContext) -> tuple[str, bool, str]:
             from dynadesk.orchestration.daemon import gpu_status
@@ -159,15 +149,6 @@ class EvaluationService(QObject):
         self.gpuChecked.emit(*result)
 
     def cancel(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
+        if self.job.cancel():
             self.log.emit("== cancel requested: stopping the worker")
 
-    def _done(self) -> None:
-        self._worker = None
-        self.runsChanged.emit()
-
-    def close(self) -> None:
-        """On quit: stop a running evaluation so its worker process does not outlive the app."""
-        if self._worker is not None:
-            self._worker.cancel()

@@ -1,6 +1,7 @@
 """The first steps on a brand-new workspace (the app's start page): what the workspace holds, and the two jobs
 that fill it — fetch the bundled data (:func:`dynadesk.recipes.fetch_default_data`) and build the demo model zoo
-(:func:`dynadesk.models.zoo.build_demo_zoo`), each on a worker with its progress lines and Cancel."""
+(:func:`dynadesk.models.zoo.build_demo_zoo`), each on a worker (held by a :class:`~dynadesk.gui.jobs.JobSlot`) with
+its progress lines and Cancel."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from dynadesk.gui.jobs import JobService
 from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import WorkContext, Worker, relay_signals, start
+from dynadesk.gui.workers import WorkContext, Worker
 
 
 @dataclass(frozen=True)
@@ -47,23 +49,16 @@ def holdings(store: Any) -> Holdings:
                     sum(m.name in DEMO_MODELS for m in models), tuple(sorted({d.task for d in sets})))
 
 
-class StartService(QObject):
-    progress = Signal(int, int, str)
-    log = Signal(str)
-    finished = Signal(object)  # the job's result: dataset names (fetch) or the zoo's rows (build)
-    failed = Signal(str)
-    cancelled = Signal()
+class StartService(JobService):
+    """The start page's jobs (``progress``: a line each, the steps report lines, not counts; ``finished``: the
+    dataset names fetched, or the zoo's rows) and what the workspace holds (``held``)."""
+
+    what = "a start-page job"
     held = Signal(object)  # Holdings
 
     def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self._worker: Worker | None = None
+        super().__init__(ws, parent)
         self.zoo_only: tuple[str, ...] | None = None  # None: every demo model (a narrower zoo for a quick check)
-
-    @property
-    def running(self) -> bool:
-        return self._worker is not None
 
     def read_holdings(self) -> None:
         """What the workspace holds, read on a worker (the zoo's names import the model registry); ``held``
@@ -74,15 +69,12 @@ class StartService(QObject):
         self.held.emit(held)
 
     def _run(self, fn: Any) -> Worker:
-        if self._worker is not None:
-            raise RuntimeError("a start-page job is already running")
         workspace = self._ws.workspace
 
         def job(ctx: WorkContext) -> Any:
             def note(line: str) -> None:
                 ctx.check()  # Cancel stops the job at its next progress line
-                ctx.log(line)
-                ctx.progress(0, 0, line)
+                ctx.note(line)
 
             store = workspace.open_store()
             try:
@@ -90,14 +82,7 @@ class StartService(QObject):
             finally:
                 store.close()
 
-        worker = Worker(job)
-        relay_signals(worker, self)
-        worker.signals.done.connect(self._done)
-        self._worker = worker
-        return start(worker)
-
-    def _done(self) -> None:
-        self._worker = None
+        return self.job.start(job)
 
     def fetch_data(self) -> Worker:
         """Register the bundled sentiment sets (downloads the pinned sdist with pip when it is not cached)."""
@@ -112,9 +97,3 @@ class StartService(QObject):
         only = self.zoo_only or DEMO_MODELS
         return self._run(lambda store, ws, note: build_demo_zoo(store, ws, progress=note, only=only))
 
-    def cancel(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-
-    def close(self) -> None:
-        self.cancel()

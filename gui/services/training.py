@@ -1,8 +1,9 @@
 """Training the next round's target (:mod:`dynadesk.models.train`) on a ``QThreadPool`` worker.
 
-Training is a normal background job: progress (step, total, loss / dev score) comes back as
-signals, ``cancel()`` makes the loop save its checkpoint and stop, and a cancelled training
-can be resumed. It never runs on the annotators' live-prediction path (that is
+Training is a normal background job (held by a :class:`~dynadesk.gui.jobs.JobSlot`): its
+progress events (step of total steps, loss / dev score in the message) come back as they are,
+``cancel()`` makes the loop save its checkpoint and stop, and a cancelled training can be resumed.
+It never runs on the annotators' live-prediction path (that is
 :class:`~dynadesk.gui.services.annotation.AnnotationService`'s own worker).
 """
 
@@ -10,28 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
-
-from dynadesk.gui.services.workspace import WorkspaceService
-from dynadesk.gui.workers import Cancelled, WorkContext, Worker, relay_signals, start
+from dynadesk.gui.jobs import JobService
+from dynadesk.gui.workers import Cancelled, WorkContext, Worker
 
 
-class TrainingService(QObject):
-    started = Signal()
-    progress = Signal(int, int, str)  # step, total steps, message
-    log = Signal(str)
-    finished = Signal(object)  # TrainResult
-    failed = Signal(str)
-    cancelled = Signal()
+class TrainingService(JobService):
+    """Trainings (``progress``: done = the step, total = the steps; ``finished``: the TrainResult)."""
 
-    def __init__(self, ws: WorkspaceService, parent: QObject | None = None):
-        super().__init__(parent)
-        self._ws = ws
-        self._worker: Worker | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._worker is not None
+    what = "a training"
 
     def datasets(self, task: str, first: str = "train") -> list[str]:
         """The task's datasets that may train a model or stop it early: never a test split (issue 47; the
@@ -45,8 +32,6 @@ class TrainingService(QObject):
 
     def start(self, request: Any, *, resume: bool = False) -> Worker:
         """Train ``request`` (a :class:`~dynadesk.models.train.TrainRequest`) on a pool thread."""
-        if self._worker is not None:
-            raise RuntimeError("a training is already running")
         ws = self._ws
 
         def job(ctx: WorkContext) -> Any:
@@ -55,7 +40,7 @@ class TrainingService(QObject):
             store = ws.open_store()
             try:
                 return train_model(store, ws.workspace.models_dir, request, resume=resume,
-                                   progress=lambda e: ctx.progress(e.done or 0, e.total or 0, e.message),
+                                   progress=ctx.progress,
                                    cancel=ctx.cancel)
             except TrainingCancelled as exc:
                 ctx.log(str(exc))
@@ -63,20 +48,4 @@ class TrainingService(QObject):
             finally:
                 store.close()
 
-        worker = Worker(job)
-        for outcome in (worker.signals.finished, worker.signals.failed, worker.signals.cancelled):
-            outcome.connect(self._done)  # connected first: the service is idle when the page hears the outcome
-        relay_signals(worker, self)
-        self._worker = worker
-        self.started.emit()
-        return start(worker)
-
-    def cancel(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
-
-    def _done(self, *_outcome: Any) -> None:
-        self._worker = None
-
-    def close(self) -> None:
-        self.cancel()
+        return self.job.start(job)  # the service is idle when the page hears the outcome

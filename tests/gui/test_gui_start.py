@@ -42,7 +42,7 @@ def test_a_new_workspace_opens_on_the_start_page_and_fetches_the_bundled_data(fr
     assert page.states["fetch"].text() == "not yet" and page.states["import"].text() == "no dataset yet"
     _sdist_into(services.ws.workspace.cache_dir)
     lines: list[str] = []
-    page._svc.progress.connect(lambda _d, _t, line: lines.append(line))
+    page._svc.progress.connect(lambda event: lines.append(event.message))
     with qtbot.waitSignal(page._svc.finished, timeout=120_000) as blocker:
         qtbot.mouseClick(page.buttons["fetch"], Qt.MouseButton.LeftButton)
         assert not page.buttons["zoo"].isEnabled() and page.cancel_button.isEnabled()  # one job at a time

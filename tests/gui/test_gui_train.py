@@ -44,7 +44,7 @@ def test_train_page_cancel_resume_registers_the_model(require_qt, qtbot, tmp_pat
         page.epochs.setValue(4)
         page.batch.setValue(4)
         svc = page._svc
-        svc.progress.connect(lambda step, _t, _m: svc.cancel() if step == 3 else None)
+        svc.progress.connect(lambda event: svc.cancel() if event.done == 3 else None)
         with qtbot.waitSignal(svc.cancelled, timeout=120_000):
             qtbot.mouseClick(page.start_button, Qt.MouseButton.LeftButton)
             assert page.cancel_button.isEnabled() and not page.start_button.isEnabled()

@@ -1,5 +1,6 @@
 """The QThreadPool worker: results, core errors shown verbatim, unexpected errors with a
-traceback, progress from the pool thread, and cooperative cancellation."""
+traceback, progress (the library's ProgressEvent, carried as it is) from the pool thread, and cooperative
+cancellation."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ def test_result_progress_and_thread(require_qt, qtbot):
 
     seen = []
 
+    from dynadesk.progress import ProgressEvent
+
     def job(ctx, n):
         for i in range(n):
-            ctx.progress(i + 1, n, f"step {i + 1}")
+            ctx.progress(ProgressEvent("step", i + 1, n, message=f"step {i + 1}"))
         return threading.current_thread().name
 
     w = Worker(job, 3)
-    w.signals.progress.connect(lambda d, t, m: seen.append((d, t, m)))
+    w.signals.progress.connect(lambda e: seen.append((e.done, e.total, e.message)))
     with qtbot.waitSignal(w.signals.finished, timeout=5000) as blocker:
         start(w)
     assert blocker.args[0] != threading.main_thread().name  # ran off the UI thread

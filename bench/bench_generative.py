@@ -89,7 +89,7 @@ def _bare(model, tokenizer, texts: list[str], verbs: list[str]) -> list[list[flo
         width = len(part[0][2])
         ids = torch.tensor([r[2] + [0] * (width - len(r[2])) for r in part])
         with torch.inference_mode():  # right padding needs no mask under causal attention (the fast SDPA path)
-            logits = model(input_ids=ids).logits
+            logits = model(input_ids=ids, use_cache=False).logits  # no KV cache to build: one forward
         for k, (i, j, inp, n, cont) in enumerate(part):
             logp = torch.log_softmax(logits[k, len(inp) - n:len(inp)].float(), dim=-1)
             out[i][j] = float(logp.gather(-1, torch.tensor(cont).unsqueeze(-1)).sum())

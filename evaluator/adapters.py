@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 # The shared pieces and the baselines live in their own modules; they are re-exported here (the old import paths).
-from dynadesk.evaluator.adapter_base import (  # noqa: F401 - re-exported
+from dynadesk.evaluator.adapter_base import (
     BOW_VOCAB,
     BOW_WEIGHTS,
     MAJORITY_FILE,
@@ -33,7 +33,6 @@ from dynadesk.evaluator.adapter_base import (  # noqa: F401 - re-exported
     Adapter,
     AdapterError,
     PickleWeightsError,
-    _check_pickle,
     _load_hf,
     _max_length,
     _softmax_rows,
@@ -41,12 +40,19 @@ from dynadesk.evaluator.adapter_base import (  # noqa: F401 - re-exported
     pickle_only,
     weight_files,
 )
-from dynadesk.evaluator.baseline_adapters import (  # noqa: F401 - re-exported
+from dynadesk.evaluator.baseline_adapters import (
     BagOfWordsAdapter,
     MajorityAdapter,
     bow_tokens,
     build_bow_module,
 )
+
+__all__ = ["ARCHITECTURES", "BOW_VOCAB", "BOW_WEIGHTS", "CLASSIFICATION_KINDS", "DEFAULT_MAX_ANSWER_TOKENS",
+           "DEFAULT_MAX_LENGTH", "DEFAULT_QA_MAX_LENGTH", "KINDS", "MAJORITY_FILE", "MANIFEST_NAME", "PICKLE_SUFFIXES",
+           "SAFE_SUFFIXES", "Adapter", "AdapterError", "BagOfWordsAdapter", "MajorityAdapter", "PickleWeightsError",
+           "QuestionAnsweringAdapter", "SequenceClassificationAdapter", "bow_tokens", "build_bow_module",
+           "check_manifest", "load_adapter", "pad_batch", "pickle_only", "read_manifest", "register_kind",
+           "weight_files"]
 
 MANIFEST_NAME = "dynadesk-model.json"
 KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")

@@ -14,11 +14,13 @@ import io
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 from support.eval import deterministic_metrics, metric, predictions_bytes, run_request, setup_workspace
 
+from dynadesk.cancel import CancelToken
 from dynadesk.errors import EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, gpu_status, make_runner
 from dynadesk.orchestration.remote_runner import ADDRESS_VAR, TOKEN_VAR, RemoteRunner
@@ -67,6 +69,23 @@ def test_a_run_through_the_remote_agent_equals_a_local_run(home, store, tmp_path
     assert remote.profile["host_bounds"]["loadgen"]["finished"] and metric(remote, "throughput") > 0
     assert "throughput" in remote.profile["host_bounds"]["bounded"]
     assert list(agent.iterdir()) == []  # the agent keeps nothing of a finished run
+
+
+def test_cancel_reaches_the_run_on_the_other_machine(home, store, tmp_path, agent):
+    setup_workspace(store, tmp_path, sizes=(12,))
+    cancel, phases = CancelToken(), []
+
+    def progress(event):  # the worker's own phases come back over the socket; cancel on the first of them
+        if event.phase in ("load", "predict"):
+            phases.append(event.phase)
+            cancel.cancel()
+    record = evaluate(store, Workspace(home), run_request("tiny", runner="remote", latency_samples=4, warmup=0),
+                      progress=progress, cancel=cancel)
+    assert phases and record.status == "cancelled", (phases, record.status, record.error)
+    deadline = time.monotonic() + 10
+    while list(agent.iterdir()) and time.monotonic() < deadline:  # the agent removes the run's folder after answering
+        time.sleep(0.1)
+    assert list(agent.iterdir()) == []
 
 
 def test_a_wrong_token_is_refused_before_a_run_is_recorded(home, store, tmp_path, agent, monkeypatch):

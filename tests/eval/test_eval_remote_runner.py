@@ -10,6 +10,7 @@ the agent is stored with the same deterministic figures and predictions as a loc
 
 from __future__ import annotations
 
+import contextlib
 import io
 import subprocess
 import sys
@@ -30,14 +31,14 @@ from dynadesk.workspace import Workspace
 TOKEN = "a-throwaway-token-for-this-test-only"
 
 
-@pytest.fixture
-def agent(tmp_path, monkeypatch):
+@contextlib.contextmanager
+def running_agent(tmp_path: Path, monkeypatch, runner: str):
     """The agent as another machine would run it: its own process, work folder and token file."""
     token_file = tmp_path / "agent-token"
     token_file.write_text(TOKEN + "\n", encoding="utf-8")
     work = tmp_path / "agent-work"
     proc = subprocess.Popen([sys.executable, "-m", "dynadesk.orchestration.remote_agent", "--listen", "127.0.0.1:0",
-                             "--runner", "local", "--work", str(work), "--token-file", str(token_file)],
+                             "--runner", runner, "--work", str(work), "--token-file", str(token_file)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
@@ -49,6 +50,20 @@ def agent(tmp_path, monkeypatch):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _emptied(work: Path) -> bool:
+    """The agent's work folder is empty within 10 s: it removes a run's folder just after sending the last bytes."""
+    deadline = time.monotonic() + 10
+    while list(work.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return list(work.iterdir()) == []
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    with running_agent(tmp_path, monkeypatch, "local") as work:
+        yield work
 
 
 def test_a_run_through_the_remote_agent_equals_a_local_run(home, store, tmp_path, agent):
@@ -68,7 +83,7 @@ def test_a_run_through_the_remote_agent_equals_a_local_run(home, store, tmp_path
     # the agent's own observation of the run (its load generator's timed windows) arrived and bounded the figures
     assert remote.profile["host_bounds"]["loadgen"]["finished"] and metric(remote, "throughput") > 0
     assert "throughput" in remote.profile["host_bounds"]["bounded"]
-    assert list(agent.iterdir()) == []  # the agent keeps nothing of a finished run
+    assert _emptied(agent)  # the agent keeps nothing of a finished run
 
 
 def test_cancel_reaches_the_run_on_the_other_machine(home, store, tmp_path, agent):
@@ -82,10 +97,7 @@ def test_cancel_reaches_the_run_on_the_other_machine(home, store, tmp_path, agen
     record = evaluate(store, Workspace(home), run_request("tiny", runner="remote", latency_samples=4, warmup=0),
                       progress=progress, cancel=cancel)
     assert phases and record.status == "cancelled", (phases, record.status, record.error)
-    deadline = time.monotonic() + 10
-    while list(agent.iterdir()) and time.monotonic() < deadline:  # the agent removes the run's folder after answering
-        time.sleep(0.1)
-    assert list(agent.iterdir()) == []
+    assert _emptied(agent)
 
 
 def test_a_wrong_token_is_refused_before_a_run_is_recorded(home, store, tmp_path, agent, monkeypatch):
@@ -108,6 +120,17 @@ def test_gpu_status_without_an_agent_names_the_fix(monkeypatch):
     monkeypatch.delenv(ADDRESS_VAR, raising=False)
     status = gpu_status("remote")
     assert status.ok is False and ADDRESS_VAR in status.detail and "docs/remote-runner.md" in status.detail
+
+
+@pytest.mark.docker
+def test_the_agent_runs_its_own_docker_sandbox(home, store, tmp_path, monkeypatch, evaluator_image, docker_client):
+    """The recipe's default: the agent's runner is the Docker sandbox on its machine, in its own image."""
+    setup_workspace(store, tmp_path, sizes=(6,))
+    with running_agent(tmp_path, monkeypatch, "docker"):
+        record = evaluate(store, Workspace(home), run_request("tiny", runner="remote", latency_samples=4, warmup=0))
+    assert record.status == "succeeded", record.error
+    assert record.runner == "remote" and record.image_id == evaluator_image.image_id  # the agent's image, by Id
+    assert record.profile["host_bounds"]["loadgen"]["finished"]
 
 
 def _archive(*members: tuple[str, bytes | None, str | None]) -> io.BytesIO:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hmac
+import ipaddress
 import shutil
 import socket
 import sys
@@ -154,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     bound = server.getsockname()
     print(f"dynadesk remote agent: listening on {bound[0]}:{bound[1]} (runner {args.runner})", flush=True)
+    if not ipaddress.ip_address(bound[0]).is_loopback:
+        print(f"dynadesk remote agent: {bound[0]} is not a loopback address: the token and the runs travel in the "
+              "clear; listen on 127.0.0.1 and reach this agent through an SSH tunnel (docs/remote-runner.md)",
+              file=sys.stderr, flush=True)
     try:
         agent.serve(server)
     except KeyboardInterrupt:

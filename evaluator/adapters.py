@@ -19,39 +19,47 @@ only), pads per batch and predicts under ``torch.inference_mode()``.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, cast
+
+# The shared pieces and the baselines live in their own modules; they are re-exported here (the old import paths).
+from dynadesk.evaluator.adapter_base import (
+    BOW_VOCAB,
+    BOW_WEIGHTS,
+    MAJORITY_FILE,
+    PICKLE_SUFFIXES,
+    SAFE_SUFFIXES,
+    Adapter,
+    AdapterError,
+    PickleWeightsError,
+    _load_hf,
+    _max_length,
+    _softmax_rows,
+    _texts,
+    pickle_only,
+    weight_files,
+)
+from dynadesk.evaluator.baseline_adapters import (
+    BagOfWordsAdapter,
+    MajorityAdapter,
+    bow_tokens,
+    build_bow_module,
+)
+
+__all__ = ["ARCHITECTURES", "BOW_VOCAB", "BOW_WEIGHTS", "CLASSIFICATION_KINDS", "DEFAULT_MAX_ANSWER_TOKENS",
+           "DEFAULT_MAX_LENGTH", "DEFAULT_QA_MAX_LENGTH", "KINDS", "MAJORITY_FILE", "MANIFEST_NAME", "PICKLE_SUFFIXES",
+           "SAFE_SUFFIXES", "Adapter", "AdapterError", "BagOfWordsAdapter", "MajorityAdapter", "PickleWeightsError",
+           "QuestionAnsweringAdapter", "SequenceClassificationAdapter", "bow_tokens", "build_bow_module",
+           "check_manifest", "load_adapter", "pad_batch", "pickle_only", "read_manifest", "register_kind",
+           "weight_files"]
 
 MANIFEST_NAME = "dynadesk-model.json"
 KINDS: tuple[str, ...] = ("hf-sequence-classification", "hf-question-answering", "majority", "bag-of-words")
 CLASSIFICATION_KINDS: tuple[str, ...] = ("hf-sequence-classification", "majority", "bag-of-words")
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
-SAFE_SUFFIXES = (".safetensors",)
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_QA_MAX_LENGTH = 384
 DEFAULT_MAX_ANSWER_TOKENS = 30
-
-# Baseline file names.
-MAJORITY_FILE = "majority.json"
-BOW_WEIGHTS = "bow.safetensors"
-BOW_VOCAB = "bow-vocab.json"
-
-
-class AdapterError(Exception):
-    """A model folder or manifest cannot be loaded, or a batch is malformed."""
-
-
-class PickleWeightsError(AdapterError):
-    """The folder holds only pickle weights and ``allow_pickle`` is off."""
-
-
-class Adapter(Protocol):
-    kind: str
-    inputs: list[str]
-
-    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]: ...
 
 
 # ---------------------------------------------------------------- manifest
@@ -104,93 +112,6 @@ def check_manifest(manifest: Any, where: str = MANIFEST_NAME) -> None:
                 problems.append(f"'{key}' ({manifest.get(key, default)!r}) is not one of 'inputs'")
     if problems:
         raise AdapterError(f"{where}: bad manifest: " + "; ".join(problems))
-
-
-# ---------------------------------------------------------------- weights
-
-def weight_files(model_dir: Path) -> tuple[list[Path], list[Path]]:
-    """(safetensors files, pickle files) anywhere in the folder."""
-    safe, pickles = [], []
-    for p in sorted(Path(model_dir).rglob("*")):
-        if not p.is_file():
-            continue
-        name = p.name.lower()
-        if name.endswith(SAFE_SUFFIXES):
-            safe.append(p)
-        elif name.endswith(PICKLE_SUFFIXES) and name != "training_args.bin":
-            pickles.append(p)
-    return safe, pickles
-
-
-def pickle_only(model_dir: Path) -> bool:
-    """True when the folder's weights exist only as pickles (which run code on load)."""
-    safe, pickles = weight_files(model_dir)
-    return bool(pickles) and not safe
-
-
-def _check_pickle(model_dir: Path, allow_pickle: bool) -> bool:
-    """Refuse pickle-only folders unless allowed; return whether pickles are used."""
-    if not pickle_only(model_dir):
-        return False
-    if not allow_pickle:
-        raise PickleWeightsError(
-            f"{model_dir}: weights are pickle files only (*.bin/*.pt/*.pkl); unpickling executes arbitrary code, "
-            "so they are not loaded here. Convert them to safetensors, or evaluate the model only inside the "
-            "evaluation container with the explicit pickle flag.")
-    return True
-
-
-# ---------------------------------------------------------------- helpers
-
-def _texts(batch: list[dict[str, str]], fields: list[str]) -> list[list[str]]:
-    """Column per field; every example must carry every field as a string."""
-    if not isinstance(batch, list):
-        raise AdapterError(f"a batch must be a list of examples, got {type(batch).__name__}")
-    cols: list[list[str]] = [[] for _ in fields]
-    for i, ex in enumerate(batch):
-        if not isinstance(ex, dict):
-            raise AdapterError(f"batch[{i}]: an example must be a mapping of input fields")
-        for j, f in enumerate(fields):
-            value = ex.get(f)
-            if not isinstance(value, str):
-                raise AdapterError(f"batch[{i}]: input field '{f}' is missing or not text")
-            cols[j].append(value)
-    return cols
-
-
-def _softmax_rows(logits: Any) -> list[list[float]]:
-    import torch
-
-    return cast(list[list[float]], torch.softmax(logits.float(), dim=-1).tolist())
-
-
-def _load_hf(model_dir: Path, auto_cls_name: str, device: str, allow_pickle: bool) -> tuple[Any, Any]:
-    import torch
-    import transformers
-    from transformers import AutoTokenizer
-
-    uses_pickle = _check_pickle(model_dir, allow_pickle)
-    auto_cls = getattr(transformers, auto_cls_name)
-    transformers.utils.logging.disable_progress_bar()  # per-load bars would flood CLI and worker logs
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True, trust_remote_code=False)
-        model = auto_cls.from_pretrained(
-            str(model_dir), local_files_only=True, trust_remote_code=False, use_safetensors=not uses_pickle,
-            dtype=torch.float32 if device == "cpu" else "auto")
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise AdapterError(f"{model_dir}: cannot load the transformers model: {exc}") from exc
-    model.to(device)
-    model.eval()
-    return tokenizer, model
-
-
-def _max_length(manifest: dict[str, Any], tokenizer: Any, default: int) -> int:
-    limit = manifest.get("max_length") or default
-    model_max = getattr(tokenizer, "model_max_length", None)
-    if isinstance(model_max, int) and 0 < model_max < limit:
-        limit = model_max
-    return int(limit)
-
 
 # ---------------------------------------------------------------- adapters
 
@@ -370,128 +291,6 @@ def _log_softmax(x: Any) -> Any:
     x = x.astype(np.float64)
     m = x.max()
     return x - m - np.log(np.exp(x - m).sum())
-
-
-class MajorityAdapter:
-    """Always the most frequent training label; probabilities are the training label frequencies."""
-
-    kind = "majority"
-
-    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
-        self.inputs = list(manifest["inputs"])
-        self.labels = list(manifest["labels"])
-        path = Path(model_dir) / MAJORITY_FILE
-        try:
-            counts = json.loads(path.read_text(encoding="utf-8"))["counts"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise AdapterError(f"{path}: cannot read the majority baseline's label counts: {exc}") from exc
-        if not isinstance(counts, dict) or set(counts) - set(self.labels) or not all(
-                isinstance(v, int) and v >= 0 for v in counts.values()) or sum(counts.values()) == 0:
-            raise AdapterError(f"{path}: 'counts' must map task labels ({', '.join(self.labels)}) to counts")
-        total = sum(counts.values())
-        self.probs = {lab: counts.get(lab, 0) / total for lab in self.labels}
-        # Ties go to the label listed first: deterministic.
-        self.label = max(self.labels, key=lambda lab: (self.probs[lab], -self.labels.index(lab)))
-
-    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
-        _texts(batch, self.inputs)
-        return [{"label": self.label, "probs": dict(self.probs)} for _ in batch]
-
-
-_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[^\sa-z0-9]", re.UNICODE)
-
-
-def bow_tokens(text: str, field_index: int = 0) -> list[str]:
-    """Deterministic bag-of-words features: lowercased words, punctuation/emoji marks and word bigrams.
-
-    Tokens of a second or later input field are prefixed with its index so
-    that the same word in a premise and a hypothesis stay distinct features.
-    """
-    words = _TOKEN_RE.findall(text.lower())
-    feats = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
-    if field_index:
-        feats = [f"{field_index}:{t}" for t in feats]
-    return feats
-
-
-class BagOfWordsAdapter:
-    """A torch ``EmbeddingBag`` (mean) + linear layer over :func:`bow_tokens` features (safetensors + vocab)."""
-
-    kind = "bag-of-words"
-
-    def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
-        import torch
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
-
-        self.inputs = list(manifest["inputs"])
-        self.labels = list(manifest["labels"])
-        self.device = device
-        model_dir = Path(model_dir)
-        try:
-            vocab = json.loads((model_dir / BOW_VOCAB).read_text(encoding="utf-8"))["tokens"]
-            tensors = load_file(str(model_dir / BOW_WEIGHTS))
-        except (OSError, ValueError, KeyError, TypeError, SafetensorError) as exc:
-            raise AdapterError(f"{model_dir}: cannot read the bag-of-words model ({BOW_VOCAB}, {BOW_WEIGHTS}): "
-                               f"{exc}") from exc
-        self.vocab = {tok: i for i, tok in enumerate(vocab)}
-        try:
-            emb, weight, _bias = tensors["embedding.weight"], tensors["linear.weight"], tensors["linear.bias"]
-        except KeyError as exc:
-            raise AdapterError(f"{model_dir / BOW_WEIGHTS}: missing tensor {exc}") from exc
-        if emb.shape[0] != len(vocab) or weight.shape != (len(self.labels), emb.shape[1]):
-            raise AdapterError(f"{model_dir / BOW_WEIGHTS}: shapes {tuple(emb.shape)}/{tuple(weight.shape)} do not "
-                               f"fit {len(vocab)} vocabulary entries and {len(self.labels)} labels")
-        self.model = build_bow_module(len(vocab), emb.shape[1], len(self.labels))
-        self.model.load_state_dict(tensors)
-        self.model.to(device).eval()
-        self._torch = torch
-
-    def bags(self, batch: list[dict[str, str]]) -> tuple[Any, Any]:
-        """(flat token ids, offsets) for EmbeddingBag; unknown features are dropped, empty bags are zero.
-
-        Not ``encode``: the worker takes an adapter's ``encode`` for unpadded tokenizer output to sort
-        and pad by (:meth:`SequenceClassificationAdapter.encode`); bags have no padding to save."""
-        torch = self._torch
-        cols = _texts(batch, self.inputs)
-        ids: list[int] = []
-        offsets: list[int] = []
-        for i in range(len(batch)):
-            offsets.append(len(ids))
-            for j, col in enumerate(cols):
-                ids.extend(self.vocab[t] for t in bow_tokens(col[i], j) if t in self.vocab)
-        return (torch.tensor(ids, dtype=torch.long, device=self.device),
-                torch.tensor(offsets, dtype=torch.long, device=self.device))
-
-    def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:
-        if not batch:
-            return []
-        ids, offsets = self.bags(batch)
-        with self._torch.inference_mode():
-            logits = self.model(ids, offsets)
-        out = []
-        for row in _softmax_rows(logits):
-            best = max(range(len(row)), key=lambda i: (row[i], -i))
-            out.append({"label": self.labels[best], "probs": dict(zip(self.labels, row))})
-        return out
-
-
-def build_bow_module(vocab_size: int, dim: int, n_labels: int) -> Any:
-    """The bag-of-words network; the trainer and the adapter share it."""
-    import torch
-    from torch import nn
-
-    class BagOfWords(nn.Module):  # type: ignore[misc]  # torch is not analysed (pyproject.toml)
-        def __init__(self) -> None:
-            super().__init__()
-            self.embedding = nn.EmbeddingBag(vocab_size, dim, mode="mean")
-            self.linear = nn.Linear(dim, n_labels)
-
-        def forward(self, ids: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-            return cast(torch.Tensor, self.linear(self.embedding(ids, offsets)))
-
-    return BagOfWords()
-
 
 _ADAPTERS: dict[str, Callable[..., Adapter]] = {
     "hf-sequence-classification": SequenceClassificationAdapter,

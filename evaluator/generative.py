@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.evaluator import prompts
-from dynadesk.evaluator.adapters import AdapterError, _load_hf, _texts, register_kind
+from dynadesk.evaluator.adapter_base import AdapterError, _load_hf, _texts
+from dynadesk.evaluator.adapters import register_kind
 
 CAUSAL = "hf-causal-lm"
 SEQ2SEQ = "hf-seq2seq-lm"

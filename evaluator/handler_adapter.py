@@ -41,7 +41,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from dynadesk.evaluator.adapters import AdapterError, _texts, register_kind
+from dynadesk.evaluator.adapter_base import AdapterError, _texts
+from dynadesk.evaluator.adapters import register_kind
 
 HANDLER = "handler"
 HANDLER_FILE = "handler.py"

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
 from typing import Any
 
+from dynadesk.evaluator.adapter_base import _max_length
 from dynadesk.evaluator.adapters import (
     DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_LENGTH,
@@ -30,7 +31,6 @@ from dynadesk.evaluator.adapters import (
     AdapterError,
     QuestionAnsweringAdapter,
     SequenceClassificationAdapter,
-    _max_length,
     register_kind,
 )
 

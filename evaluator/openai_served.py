@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dynadesk.evaluator.adapters import AdapterError, _texts, register_kind
+from dynadesk.evaluator.adapter_base import AdapterError, _texts
+from dynadesk.evaluator.adapters import register_kind
 
 SERVED = "openai-served"
 ENDPOINT_FILE = "endpoint.json"

@@ -32,7 +32,7 @@ from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL
 from dynadesk.errors import AuditError, NotReproducibleError
 
 if TYPE_CHECKING:
-    from dynadesk.orchestration.runners import Limits, Runner
+    from dynadesk.orchestration.runner_base import Limits, Runner
     from dynadesk.store.evaluations import EvaluationRecord
 
 REPEATS = 2

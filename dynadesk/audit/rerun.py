@@ -23,8 +23,7 @@ from typing import Any
 
 from dynadesk.audit.inputs import ModelLocation, rebuild_hint
 from dynadesk.errors import AuditError, ConfigError, DynaDeskError
-from dynadesk.orchestration.request import RunRequest, legacy_request
-from dynadesk.orchestration.runner_registry import runner_spec
+from dynadesk.orchestration.request import RunRequest, legacy_request, runner_image
 from dynadesk.sync.format.payload import Payload
 
 
@@ -74,11 +73,10 @@ def rerun(store: Store, workspace: Workspace, payload: Payload, loc: ModelLocati
 
     kind = runner or payload.runner.kind
     try:
-        uses_image = runner_spec(kind).uses_image
+        image = runner_image(kind, payload.evaluator.image_digest)  # a runner in the image: the very one signed
     except ConfigError as exc:
         raise AuditError(f"cannot re-run here: {exc}") from exc
-    image = payload.evaluator.image_digest if uses_image else None
-    if uses_image and image is not None:
+    if image is not None:
         _require_image(image, payload.evaluator.version, client, payload.evaluator.to_json())
     names = payload.dataset_names
     missing = [n for n in names if not store.datasets.exists(n)]

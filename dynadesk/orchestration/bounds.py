@@ -36,6 +36,7 @@ from typing import Any
 
 from dynadesk.evaluator.timing import timed_rows
 from dynadesk.orchestration.loadgen import answer_key
+from dynadesk.orchestration.observe import HostObservation
 from dynadesk.orchestration.recompute import ResultMismatch
 from dynadesk.orchestration.timed_accuracy import accuracy_gaps
 
@@ -103,7 +104,10 @@ def check_measured(rows: Sequence[Mapping[str, Any]], observed: object, test_set
     """Check the run's measured rows against the host's own figures and observations; the report to record.
 
     Raises :class:`BoundExceeded` naming each field and both values when a timed figure is not the host's,
-    a timed answer is not the pass's, or the memory is below a floor the host observed."""
+    a timed answer is not the pass's, or the memory is below a floor the host observed. ``observed`` is the
+    runner's :class:`~.observe.HostObservation` (or its dict form, as a queue worker signs it)."""
+    if isinstance(observed, HostObservation):
+        observed = observed.to_dict()
     if not isinstance(observed, Mapping):
         raise BoundExceeded("the host has no observation of this run's timed windows and memory, so its measured "
                             "figures cannot be checked")

@@ -15,7 +15,7 @@ from typing import IO, Any, Protocol
 from dynadesk.errors import DockerUnavailable
 
 __all__ = ["DaemonStatus", "DockerClient", "DockerContainer", "DockerImage", "daemon_status",
-           "docker_client", "gpu_status", "has_image", "host_gpu_count",
+           "docker_client", "docker_gpu_status", "has_image", "host_gpu_count",
            "first_line", "image_id_of", "remote_docker_host", "transport_errors"]
 
 NO_DAEMON_FIX = "start Docker (packaging/start_docker.sh) or use --runner local"
@@ -160,13 +160,12 @@ def host_gpu_count() -> int:
         pynvml.nvmlShutdown()
 
 
-def gpu_status(runner: str, timeout: float = 3.0) -> DaemonStatus:
-    """Can a run on ``runner`` get a GPU: a device answers, and (Docker) the daemon has NVIDIA's runtime."""
+def docker_gpu_status(timeout: float = 3.0) -> DaemonStatus:
+    """Can a container get a GPU: a device answers, and the daemon has NVIDIA's runtime (``DockerRunner.gpu_status``;
+    the app asks a runner, never this by a runner's name)."""
     n = host_gpu_count()
     if n == 0:
         return DaemonStatus(False, "no GPU answers on this machine (no NVIDIA driver or device)")
-    if runner != "docker":
-        return DaemonStatus(True, f"{n} GPU(s)")
     try:
         client = docker_client(timeout=timeout)
     except DockerUnavailable as exc:

@@ -37,8 +37,8 @@ from dynadesk.orchestration.bounds import check_measured
 from dynadesk.orchestration.folder import RunFolder, sha256_no_follow
 from dynadesk.orchestration.recompute import ResultMismatch, verified_rows
 from dynadesk.orchestration.request import RunRequest, default_limits
+from dynadesk.orchestration.runner_base import Runner, RunOutcome
 from dynadesk.orchestration.runner_registry import RUNNERS, runner_class
-from dynadesk.orchestration.runners import Runner, RunOutcome
 from dynadesk.orchestration.timed_accuracy import gold_labels
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
@@ -48,24 +48,41 @@ from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
-    from dynadesk.orchestration.daemon import DockerClient
+    from dynadesk.orchestration.daemon import DaemonStatus, DockerClient
     from dynadesk.progress import ProgressFn
     from dynadesk.store import Store
     from dynadesk.workspace import Workspace
 
-__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "finish_run", "make_runner",
+__all__ = ["RUNNERS", "RunRequest", "default_limits", "evaluate", "failure_line", "finish_run", "gpu_status",
+           "machine_runner", "make_runner", "runner_type",
            "recover_stale", "request_of", "resume", "select_datasets"]
 
 MAX_DB_LOG = 1 << 20
 
 
+def runner_type(name: str) -> type[Runner]:
+    """The registered runner class ``name``, checked to be a :class:`Runner`."""
+    cls = runner_class(name)
+    if not (isinstance(cls, type) and issubclass(cls, Runner)):
+        raise ConfigError(f"runner '{name}': {cls!r} is not a Runner")
+    return cls
+
+
 def make_runner(request: RunRequest, client: DockerClient | None = None) -> Runner:
     """The runner a request names, from the runner registry (``docker`` in its image, default: this evaluator
     version's tag)."""
-    cls = runner_class(request.runner)
-    if not (isinstance(cls, type) and issubclass(cls, Runner)):
-        raise ConfigError(f"runner '{request.runner}': {cls!r} is not a Runner")
-    return cls.for_request(request, client)
+    return runner_type(request.runner).for_request(request, client)
+
+
+def machine_runner(name: str, client: DockerClient | None = None) -> Runner:
+    """The runner ``name`` as a request without an image of its own gets it: what a machine offers (the queue
+    worker's start-up check of its runner and image)."""
+    return make_runner(RunRequest(model="(start-up check)", runner=name), client)
+
+
+def gpu_status(runner: str, timeout: float = 3.0) -> DaemonStatus:
+    """Can a run on ``runner`` get a GPU: asked of the registered runner class (``Runner.gpu_status``)."""
+    return runner_type(runner).gpu_status(timeout)
 
 
 def recover_stale(store: Store) -> list[int]:
@@ -195,7 +212,7 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
         settings.null_threshold = 0.0  # SQuAD 2.0 data: the adapter abstains by the null score (default 0)
     run_id = store.evaluations.create(model.id, task.name, runner=run.name, sandboxed=run.sandboxed,
                                       datasets=[d.name for d in chosen], request=request.to_dict(), worker=settings,
-                                      image_name=run.describe().get("image"), status="queued")
+                                      image_name=run.image_name(), status="queued")
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
     try:
         prepare(store, folder, model, task, chosen, settings)
@@ -363,7 +380,7 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
             raise SpecError("metrics.json 'values' is not a list")
         host = verified_rows(folder.spec_file, folder.data_dir, folder.predictions_file, worker_rows)
         rows = host.rows
-        bounded = check_measured(rows, outcome.details.get("observed"), spec_test_sets(folder), folder.predictions_file,
+        bounded = check_measured(rows, outcome.observed, spec_test_sets(folder), folder.predictions_file,
                                  gold_labels(Spec.read(folder.spec_file), folder.data_dir))
         values = [MetricValue(v["dataset"], v["metric"], float(v["value"]), v["unit"], bool(v["deterministic"]))
                   for v in rows]

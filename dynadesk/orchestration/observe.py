@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import abc
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -186,10 +188,47 @@ def local_memory(pid: int) -> MemoryWatch:
     return ProcessTreeMemory(pid)
 
 
-def observations(loadgen: dict[str, Any], memory: MemoryWatch) -> dict[str, Any]:
-    """What a runner records of a run in ``RunOutcome.details['observed']`` (and a queue worker signs): the
-    host-issued timed windows (:mod:`.loadgen`) and the memory samples."""
-    return {"loadgen": loadgen, "memory": memory.report()}
+@dataclass(frozen=True)
+class HostObservation:
+    """What the machine that ran the worker saw of the run from outside it: the timed windows it issued
+    (:mod:`.loadgen`'s report) and its memory samples (:meth:`MemoryWatch.report`).
+
+    Every runner returns one in ``RunOutcome.observed``; :func:`~.bounds.check_measured` bounds the worker's
+    measured figures by it. It crosses machines as :meth:`to_dict` (a queue worker signs it, a remote runner's
+    agent sends it) and comes back through :meth:`from_dict`; ``loadgen`` None is a run the host issued no timed
+    query of (an evaluator from before the host drove the windows), which the bounds refuse by that name."""
+
+    loadgen: Mapping[str, object] | None
+    memory: Mapping[str, object]
+
+    @property
+    def refused(self) -> str | None:
+        """Why the host's load generator refused the run's timed windows (the worker stopped on that), if it did."""
+        why = (self.loadgen or {}).get("refused")
+        return str(why) if why else None
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"memory": dict(self.memory)}
+        if self.loadgen is not None:
+            out["loadgen"] = dict(self.loadgen)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: object) -> HostObservation | None:
+        """The observation :meth:`to_dict` wrote; None for anything that is not one (no observation: refused)."""
+        if isinstance(raw, HostObservation):
+            return raw
+        if not isinstance(raw, Mapping):
+            return None
+        loadgen, memory = raw.get("loadgen"), raw.get("memory")
+        return cls(dict(loadgen) if isinstance(loadgen, Mapping) else None,
+                   dict(memory) if isinstance(memory, Mapping) else {})
+
+
+def observations(loadgen: dict[str, Any], memory: MemoryWatch) -> HostObservation:
+    """What a runner records of a run in ``RunOutcome.observed`` (and a queue worker signs): the host-issued
+    timed windows (:mod:`.loadgen`) and the memory samples."""
+    return HostObservation(loadgen, memory.report())
 
 
 # ---------------------------------------------------------------- CPU spent in containers (for timing reports)

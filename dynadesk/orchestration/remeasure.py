@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +25,7 @@ from dynadesk.evaluator.metric_registry import timed_metrics
 from dynadesk.evaluator.schema import PARTS_DIR, evaluator_version
 from dynadesk.orchestration.evaluate import _execute, create_run, make_runner, recover_stale, request_of
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
-from dynadesk.orchestration.runner_registry import runner_spec
-from dynadesk.orchestration.runners import Runner
+from dynadesk.orchestration.runner_base import Runner
 from dynadesk.scoring.leaderboard import noisy_in_environment
 from dynadesk.store.evaluations import EvaluationRecord, MetricValue
 
@@ -141,8 +140,7 @@ def remeasure(store: Store, workspace: Workspace, run_id: int, *, runner: Runner
     if old_folder is None or not old_folder.has_spec():
         raise RunFolderError(f"run {run_id} has no run folder with a spec: nothing to re-measure with")
     request = request_of(old)
-    if runner_spec(request.runner).uses_image and old.image_id:
-        request = replace(request, image=old.image_id)  # the very image, by Id, not the tag it had
+    request = request.with_image(old.image_id)  # the very image, by Id, not the tag it had
     run = runner or make_runner(request, client)
     run.check_ready()
     image = run.image_id()

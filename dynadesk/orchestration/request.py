@@ -16,8 +16,8 @@ from typing import Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError
+from dynadesk.orchestration.limits import Limits
 from dynadesk.orchestration.runner_registry import runner_spec
-from dynadesk.orchestration.runners import Limits
 
 # evaluation: a board entry; audit: an auditor's re-run; preflight: a determinism check; bench: a benchmark
 PURPOSES = ("evaluation", "audit", "preflight", "bench", "calibration")  # calibration: a SQuAD 2.0 dev run
@@ -121,6 +121,13 @@ class RunRequest:
     def threads(self) -> int:
         return max(1, math.ceil(self.limits.cpus))
 
+    def with_image(self, image: str | None) -> RunRequest:
+        """This request pinned to ``image`` (a name or Id) when its runner runs in the evaluator image; unchanged
+        for a runner without an image, or when ``image`` is None. The one place that asks the registry whether a
+        runner uses an image (a re-measurement, an audit's re-run and a queue worker pin theirs here)."""
+        pinned = runner_image(self.runner, image)
+        return self if pinned is None else replace(self, image=pinned)
+
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "datasets": list(self.datasets), "runner": self.runner, "image": self.image,
                 "limits": self.limits.to_dict(), "settings": self.settings.to_dict(), "purpose": self.purpose}
@@ -141,6 +148,12 @@ class RunRequest:
         if "settings" in data:
             data["settings"] = RunSettings.from_dict(data["settings"])
         return cls(**data)
+
+
+def runner_image(runner: str, image: str | None) -> str | None:
+    """``image`` when the runner ``runner`` runs in the evaluator image, else None: the one reading of the
+    registry's ``uses_image`` (:meth:`RunRequest.with_image`, an audit's re-run, a queue worker)."""
+    return image if image is not None and runner_spec(runner).uses_image else None
 
 
 LEGACY_SETTINGS = ("batch_size", "seed", "latency_samples", "warmup", "limits")

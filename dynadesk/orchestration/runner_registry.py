@@ -91,8 +91,11 @@ def runner_help() -> str:
     return "; ".join(f"{s.name} = {s.help}" for s in RUNNERS.values() if s.help) + "."
 
 
-register_runner(RunnerSpec("docker", "Docker sandbox", True, "dynadesk.orchestration.runners:DockerRunner",
+register_runner(RunnerSpec("docker", "Docker sandbox", True, "dynadesk.orchestration.docker_runner:DockerRunner",
                            uses_image=True, help="sandboxed container"))
 register_runner(RunnerSpec("local", "Local subprocess (no sandbox)", False,
-                           "dynadesk.orchestration.runners:LocalRunner",
+                           "dynadesk.orchestration.local_runner:LocalRunner",
                            help="subprocess, results marked not sandboxed"))
+register_runner(RunnerSpec("remote", "Remote machine (agent over SSH, not sandboxed here)", False,
+                           "dynadesk.orchestration.remote_runner:RemoteRunner",
+                           help="another machine's agent (DYNADESK_REMOTE), results marked not sandboxed"))

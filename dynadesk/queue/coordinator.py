@@ -254,7 +254,7 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
     """Write a final job into its run, once; None when the run was already stored (or is not ours)."""
     from dynadesk.orchestration.evaluate import finish_run  # the local runs' one end
     from dynadesk.orchestration.folder import RunFolder
-    from dynadesk.orchestration.runners import RunOutcome
+    from dynadesk.orchestration.runner_base import RunOutcome
     from dynadesk.store.datasets import now_iso
 
     record = store.evaluations.get(view.run_id)
@@ -288,8 +288,7 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
         worker_key=worker_key_of(result), limits=result.get("limits"), maxima=result.get("maxima"))
     build = ImageBuild.from_dict(result["image_build"]) if result.get("image_build") else record.image_build
     o = result["outcome"]
-    outcome = RunOutcome(o["verdict"], o.get("exit_code"), o.get("log", ""), float(o.get("seconds", 0.0)),
-                         o.get("message", ""), {"observed": o.get("observed")})  # the signing worker's view
+    outcome = RunOutcome.from_wire(o)  # its observation: the signing worker's view of the run
     store.evaluations.transition(view.run_id, "running", queue=placement, image_build=build,
                                  started_at=result.get("started") or now, host=result.get("host"), pid=None,
                                  image_id=result.get("image_id"))

@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynadesk.cancel import CancelToken
 from dynadesk.errors import BrokerUnavailable, DynaDeskError, QueueError
@@ -40,6 +40,11 @@ from dynadesk.queue import identity, jobs
 from dynadesk.queue.broker import BrokerURL, connect, key, refuse_anonymous, translated
 from dynadesk.queue.tasks import QUEUE, TASK, make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file
+
+if TYPE_CHECKING:
+    from dynadesk.orchestration.limits import Limits
+    from dynadesk.orchestration.request import RunRequest
+    from dynadesk.orchestration.runner_base import Runner
 
 DEFAULT_LEASE_S = 60.0
 MAX_RESULT_LOG = 1 << 20
@@ -57,7 +62,7 @@ class Maxima:
     out_bytes: int = 8 * GIB
     timeout_s: float = 24 * 3600.0
 
-    def cap(self, limits: Any) -> Any:
+    def cap(self, limits: Limits) -> Limits:
         """``limits`` with each figure at most this worker's maximum."""
         return replace(limits, **{f: min(getattr(limits, f), getattr(self, f)) for f in self.to_dict()})
 
@@ -81,6 +86,7 @@ class WorkerConfig:
     gpus: str | None = None
     lease_s: float = DEFAULT_LEASE_S
     allow_unsandboxed: bool = False  # also run jobs that ask for the local (not sandboxed) runner
+    runner: str = "docker"  # the registered sandboxed runner this machine offers (its image checked at start)
     maxima: Maxima = field(default_factory=Maxima)
 
 
@@ -105,11 +111,12 @@ class Worker:
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.image, self.image_id = self._image()
         if self.image is not None:  # what this worker's previous life left (it was killed mid-job)
-            from dynadesk.orchestration.runners import remove_leftover_containers
+            from dynadesk.orchestration.evaluate import runner_type
 
-            removed = remove_leftover_containers(self.runs_dir)
+            removed = runner_type(config.runner).remove_leftovers(self.runs_dir)
             if removed:
-                _log(f"{config.name}: removed {removed} evaluation container(s) a previous run of this worker left")
+                _log(f"{config.name}: removed {removed} leftover run(s) ({config.runner}) a previous run of this "
+                     "worker left")
         self.job: str | None = None
         self.progress: dict[str, Any] = {}
         self.cancel = CancelToken()
@@ -119,20 +126,21 @@ class Worker:
         self._stop = threading.Event()
 
     def _image(self) -> tuple[str | None, str | None]:
-        """This machine's evaluator image and its Id; without Docker only unsandboxed jobs can run (if allowed)."""
-        from dynadesk.orchestration.image import image_tag
-        from dynadesk.orchestration.runners import DockerRunner
+        """The image of this machine's sandboxed runner (``config.runner``, from the runner registry) and its Id;
+        when that runner cannot start here only unsandboxed jobs can run (if allowed)."""
+        from dynadesk.orchestration.evaluate import machine_runner
 
-        tag = image_tag()
         try:
-            runner = DockerRunner(tag)
+            runner = machine_runner(self.config.runner)
             runner.check_ready()
             image_id = runner.image_id()
         except DynaDeskError as exc:
             if not self.config.allow_unsandboxed:
-                raise QueueError(f"worker {self.config.name}: Docker is not usable here ({exc})") from None
+                raise QueueError(f"worker {self.config.name}: the {self.config.runner} runner is not usable here "
+                                 f"({exc})") from None
             return None, None
-        if image_id is None and not self.config.allow_unsandboxed:
+        tag = runner.image_name()
+        if tag is not None and image_id is None and not self.config.allow_unsandboxed:
             raise QueueError(f"worker {self.config.name}: the evaluator image {tag} is not built on this machine; "
                              "run 'dynadesk image build' first")
         return tag, image_id
@@ -227,7 +235,6 @@ class Worker:
         from dynadesk.evaluator.schema import ENVIRONMENT_FILE, evaluator_version
         from dynadesk.orchestration.folder import OUT_FILES, RunFolder
         from dynadesk.orchestration.request import RunRequest
-        from dynadesk.orchestration.runner_registry import runner_spec
 
         with translated(self.config.broker):
             payload = jobs.payload(self.client, job_id)
@@ -255,9 +262,9 @@ class Worker:
                 model_dir = self.cache.model(self.client, payload["model"]["files"], payload["model"]["digest"])
             folder.open_inputs()
             image_id = runner.image_id()
-            if runner_spec(request.runner).uses_image and image_id != self.image_id:
+            if runner.image_name() is not None and image_id != self.image_id:
                 return "failed", {"verdict": "refused", "error": (
-                    f"the image {runner.describe().get('image')} now has Id {image_id}, not {self.image_id} as at "
+                    f"the image {runner.image_name()} now has Id {image_id}, not {self.image_id} as at "
                     "start; restart the worker")}
             limits = self.config.maxima.cap(request.limits)
             if limits != request.limits:
@@ -278,11 +285,10 @@ class Worker:
             if (folder.out_dir / ENVIRONMENT_FILE).is_file():
                 env = json.loads(folder.read_out(ENVIRONMENT_FILE))
                 self.hardware_class = hardware_class_of(env)
-            result = {"outcome": {"verdict": outcome.verdict, "exit_code": outcome.exit_code,
-                                  "message": outcome.message, "seconds": outcome.seconds,
-                                  "log": outcome.log[-MAX_RESULT_LOG:],
-                                  # this worker's own view of the run (windows, memory): signed, bounds the figures
-                                  "observed": outcome.details.get("observed")},
+            # this worker's own view of the run (windows, memory) is in the outcome: signed, it bounds the figures
+            wire = outcome.to_wire()
+            wire["log"] = outcome.log[-MAX_RESULT_LOG:]
+            result = {"outcome": wire,
                       "files": files, "image_id": image_id, "hardware_class": self.hardware_class,
                       "limits": limits.to_dict(),
                       "image_build": self._image_build(image_id),
@@ -292,9 +298,8 @@ class Worker:
         finally:
             shutil.rmtree(folder.root, ignore_errors=True)
 
-    def _runner(self, request: Any) -> Any:
-        from dataclasses import replace
-
+    def _runner(self, request: RunRequest) -> Runner:
+        """The job's runner, from the runner registry (in this worker's image when it runs in one)."""
         from dynadesk.orchestration.evaluate import make_runner
         from dynadesk.orchestration.runner_registry import runner_spec
 
@@ -304,11 +309,10 @@ class Worker:
                 raise QueueError(f"worker {self.config.name} runs only sandboxed jobs (--runner docker); start it "
                                  f"with --allow-unsandboxed to take --runner {spec.name} jobs")
             return make_runner(request)
-        if spec.uses_image:
-            if self.image is None:
-                raise QueueError(f"worker {self.config.name} has no Docker here; it takes only --runner local jobs")
-            return make_runner(replace(request, image=request.image or self.image))
-        return make_runner(request)
+        runner = make_runner(request.with_image(request.image or self.image))
+        if runner.image_name() is not None and self.image is None:
+            raise QueueError(f"worker {self.config.name} has no Docker here; it takes only --runner local jobs")
+        return runner
 
     def _image_build(self, image_id: str | None) -> dict[str, Any] | None:
         from dynadesk.orchestration.evaluate import image_build

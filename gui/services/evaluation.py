@@ -136,7 +136,7 @@ class EvaluationService(JobService):
         from dynadesk.gui.workers import Worker
 
         def job(_ctx: WorkContext) -> tuple[str, bool, str]:
-            from dynadesk.orchestration.daemon import gpu_status
+            from dynadesk.orchestration.evaluate import gpu_status
 
             status = gpu_status(runner)
             return runner, status.ok, status.detail

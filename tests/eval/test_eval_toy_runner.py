@@ -52,7 +52,7 @@ def toy_runner(monkeypatch):
 
 
 def test_an_unregistered_runner_is_refused_by_name():
-    with pytest.raises(ConfigError, match="unknown runner 'toy-subprocess' \\(use one of docker, local\\)"):
+    with pytest.raises(ConfigError, match="unknown runner 'toy-subprocess' \\(use one of docker, local, remote\\)"):
         run_request("tiny", runner="toy-subprocess")
 
 

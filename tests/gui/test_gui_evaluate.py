@@ -136,8 +136,7 @@ def test_gpu_option_follows_a_gpu_answering_and_a_cli_gpu_run_shows_its_line_on_
     from support.eval import IMAGE_CACHE
     from support.tiny_models import make_tiny_classifier
 
-    from dynadesk.orchestration.daemon import gpu_status
-    from dynadesk.orchestration.evaluate import failure_line
+    from dynadesk.orchestration.evaluate import failure_line, gpu_status
     from dynadesk.orchestration.image import build_image
 
     if gpu_status("docker").ok:

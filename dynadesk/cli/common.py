@@ -92,6 +92,20 @@ def key_passphrase(prompt: bool, confirm: bool = False) -> str | None:
     return None
 
 
+class RegistryHelpOption(click.Option):
+    """An option whose help is read from a registry each time it is shown (``help_from``), as
+    :class:`RegistryChoice` reads its choices: a help string computed at import would keep the entries registered
+    then, and show a removed one (a test's toy runner) in every later ``--help`` of that process."""
+
+    def __init__(self, *args: Any, help_from: Callable[[], str], **kwargs: Any) -> None:
+        self._help_from = help_from
+        super().__init__(*args, **kwargs)
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = self._help_from()
+        return super().get_help_record(ctx)
+
+
 class RegistryChoice(click.Choice[str]):
     """A ``click.Choice`` over a registry (runners, data formats), read each time the option is parsed or its help
     shown, so an entry registered after this module was imported is offered too."""

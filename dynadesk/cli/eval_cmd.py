@@ -122,8 +122,8 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
 @click.command("eval")
 @click.argument("models", nargs=-1, metavar="[MODEL]...")
 @click.option("--dataset", "datasets", multiple=True, help="Test set to run (repeatable; default: all the task's).")
-@click.option("--runner", cls=RegistryHelpOption, type=RegistryChoice(runner_names), default="docker", show_default=True,
-              help_from=runner_help)
+@click.option("--runner", cls=RegistryHelpOption, type=RegistryChoice(runner_names), default="docker",
+              show_default=True, help_from=runner_help)
 @click.option("--gpus", default=None, help="'all' or device ids (e.g. '0,1') to give the run GPUs.")
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=defaults.BATCH_SIZE, show_default=True)
 @click.option("--cpus", type=click.FloatRange(0.1, 512), default=None,

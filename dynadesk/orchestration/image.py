@@ -272,7 +272,23 @@ def _build(cache: Path, client: DockerClient, epoch: int | None, force: bool, co
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=True))
     os.replace(tmp, record_path)
+    prune_archives(archive.parent, keep=KEEP_ARCHIVES)
     return record
+
+
+# image archives kept in the cache (the newest by time): each is ~1.3 GB and one is written per evaluator version,
+# so a developer's cache filled a 250 GB disk in a day; an older version's record stays and rebuilds when asked
+KEEP_ARCHIVES = 3
+
+
+def prune_archives(folder: Path, keep: int = KEEP_ARCHIVES) -> list[Path]:
+    """Delete all but the ``keep`` newest ``*.tar`` archives in ``folder``; the deleted paths."""
+    archives = sorted(folder.glob(f"{REPOSITORY}-*.tar"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    gone = []
+    for old in archives[keep:]:
+        old.unlink(missing_ok=True)
+        gone.append(old)
+    return gone
 
 
 def _has_image(client: DockerClient, image_id: str) -> bool:

@@ -38,9 +38,11 @@ TASK = "sentiment"
 TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
 # The demo's robustness suites perturb a seeded sample of at most this many examples of each test set; its fairness
 # suites, which change only the examples naming people, every example (docs/perturbations.md "Sized suites"). The
-# 4,741 test examples give 46,761 predictions per model with every example perturbed, 15,734 with this rule; the
-# scores stay on the whole test sets, robustness and fairness show their n.
-SUITE_SAMPLE = 300
+# 4,741 test examples give 46,761 predictions per model with every example perturbed, 15,594 with a sample of 300,
+# 8,596 with 100 (issue 50: the first run in 6 minutes; 100 sources a set, 400 a model, stay above the 30 under
+# which robustness is flagged low-confidence); the scores stay on the whole test sets, robustness and fairness
+# show their n.
+SUITE_SAMPLE = 100
 
 
 @dataclass
@@ -207,7 +209,7 @@ def evaluate_models(store: Store, workspace: Workspace, state: DemoState, models
 
 
 def print_test_scores(store: Store, state: DemoState, echo: Echo) -> str:
-    """Macro-F1 of every model on each test set; MiniLM must beat both baselines on every one."""
+    """Macro-F1 of every model on each test set, and on how many MiniLM beats bag-of-words and the majority baseline."""
     scores: dict[str, dict[str, float]] = {}
     for name, run_id in state.evaluations.items():
         rec = store.evaluations.get(run_id)
@@ -216,11 +218,13 @@ def print_test_scores(store: Store, state: DemoState, echo: Echo) -> str:
     echo("    " + f"{'test macro-F1':<26}" + "".join(f"{s:>9}" for s in short))
     for name, per in scores.items():
         echo("    " + f"{name:<26}" + "".join(f"{per.get(d, float('nan')):9.2f}" for d in TEST_SETS))
-    best, baselines = "minilm-sentiment", ("bag-of-words-sentiment", "majority-sentiment")
-    if best in scores and all(b in scores for b in baselines):
-        beaten = [d for d in TEST_SETS if all(scores[best][d] > scores[b][d] for b in baselines)]
-        echo(f"    {best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets")
-        return f"{best} beats both baselines on {len(beaten)}/{len(TEST_SETS)} test sets"
+    # bag-of-words is a ranked row of the board (step 7), the majority model its one baseline (issue 44, item 4)
+    best, others = "minilm-sentiment", ("bag-of-words-sentiment", "majority-sentiment")
+    if best in scores and all(b in scores for b in others):
+        beaten = [d for d in TEST_SETS if all(scores[best][d] > scores[b].get(d, float("inf")) for b in others)]
+        said = f"{best} beats {others[0]} and the {others[1]} baseline on {len(beaten)}/{len(TEST_SETS)} test sets"
+        echo(f"    {said}")
+        return said
     return ""
 
 
@@ -270,6 +274,8 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
         more = len(board.notes) + len(board.left_off) + sum(1 for r in board.rows if r.noisy)
         table.append(f"    units: Dynascore points, {units}; " + (f"{more} board notes, " if more else "")
                      + "the 95% intervals and the ties' details: in the detailed log")
+        if any(r.noisy for r in board.rows):  # the mark's reasons: in the log, below
+            table.append("    *: its timed figures (throughput, latency) were flagged noisy: measured on a busy machine")
     print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:

@@ -107,3 +107,55 @@ def test_the_cli_names_its_log_at_the_start_and_the_end_and_a_failed_step_in_one
     assert lines[-2].startswith("      ") and "does not match the pinned" in proc.stdout  # wrapped, not cut
     assert "inputs: context, hypothesis" in log and "step 1:" in log and "load average" in log  # the details
     assert "inputs: context, hypothesis" not in proc.stdout
+
+
+def test_a_noisy_mark_in_the_brief_table_is_explained_there(store):
+    """The brief table marks a row whose timing was flagged noisy with '*'; the brief channel says what '*' means
+    (its reasons stay in the log), and says nothing of it when no row is marked."""
+    _run(store, "a-copy", 90.0)
+    _run(store, "b-copy", 89.0)
+    quiet: list[str] = []
+    print_leaderboard(store, [].append, quiet)
+    assert not any("*" in line for line in quiet)
+    run = store.evaluations.list(task="sentiment", model="b-copy")[0].id
+    store.evaluations.update(run, environment={"measurement": {"noisy": True, "noisy_measurements": [
+        "vader-movies-test batch1: other processes used 1.5 cores"]}})
+    log: list[str] = []
+    table: list[str] = []
+    print_leaderboard(store, log.append, table)
+    assert any(line.split()[1:3] == ["b-copy", "*"] for line in table[2:]), table
+    legend = [line for line in table if "*:" in line]
+    assert legend and "busy machine" in legend[0] and "flagged noisy" in legend[0], table
+    assert not any("other processes used" in line for line in table)  # the reasons: in the log
+    assert any("other processes used" in line for line in log)
+
+
+def _scored(store, model: str, f1: dict[str, float]) -> int:
+    """A succeeded run with a macro-F1 on each of the demo's test sets (what the demo's step 6 reads)."""
+    from dynadesk.store.evaluations import MetricValue
+
+    store.models.add(model, "sentiment", "majority", f"/models/{model}", f"sha256:{model}", {"task": "sentiment"})
+    run = store.evaluations.create(store.models.get(model).id, "sentiment", runner="local", sandboxed=False,
+                                   datasets=list(f1), status="running")
+    store.evaluations.set_metrics(run, [MetricValue(ds, "macro_f1", v, "score", True) for ds, v in f1.items()],
+                                  status="succeeded")
+    return run
+
+
+def test_the_test_score_step_calls_only_the_boards_baseline_a_baseline(store):
+    """Step 6 compared MiniLM with 'both baselines', bag-of-words among them, while the board (step 7) ranks
+    bag-of-words and shows only the constant majority model as a baseline (issue 44, items 4 and 8)."""
+    from dynadesk.demo import TEST_SETS, DemoState, print_test_scores
+
+    state = DemoState()
+    for model, base in (("minilm-sentiment", 70.0), ("bag-of-words-sentiment", 55.0), ("majority-sentiment", 20.0)):
+        state.evaluations[model] = _scored(store, model, {ds: base + i for i, ds in enumerate(TEST_SETS)})
+    log: list[str] = []
+    said = print_test_scores(store, state, log.append)
+    assert said == "minilm-sentiment beats bag-of-words-sentiment and the majority-sentiment baseline on 4/4 test sets"
+    assert "both baselines" not in " ".join(log) and said in " ".join(log)
+    # bag-of-words wins one test set: the count says so
+    store.evaluations.set_metrics(state.evaluations["bag-of-words-sentiment"], [
+        __import__("dynadesk.store.evaluations", fromlist=["MetricValue"]).MetricValue(
+            ds, "macro_f1", 99.0 if i == 0 else 55.0, "score", True) for i, ds in enumerate(TEST_SETS)])
+    assert print_test_scores(store, state, log.append).endswith("on 3/4 test sets")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.demo_server import free_port, server_cmd, start_server, sync_and_show  # noqa: F401 - the demo's API
-from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, fit, load_average  # noqa: F401 - the demo's API
+from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, fit, group_fields, load_average  # noqa: F401 - API
 from dynadesk.errors import DynaDeskError
 from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.progress import render_progress
@@ -367,7 +367,7 @@ def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: st
         if c.get("verdict") not in ("identical", "within tolerance"):
             differ.setdefault(str(c.get("verdict")), []).append(str(c.get("field")))
     step.result(f"{'PASS' if report.get('ok') else 'FAIL'}; deterministic fields identical {len(same)}/{len(det)}",
-                [f"    {verdict} ({len(fields)}): {', '.join(fields)}" for verdict, fields in differ.items()])
+                [f"    {verdict} ({len(fields)}): {group_fields(fields)}" for verdict, fields in differ.items()])
     if det and len(same) != len(det):
         raise DynaDeskError("the audit re-run did not reproduce every deterministic field")
 

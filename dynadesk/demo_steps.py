@@ -8,6 +8,7 @@ lines a step adds (the board, the audit's differing fields), go to the brief cha
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 import time
 from collections.abc import Callable
@@ -22,6 +23,24 @@ def fit(text: str, width: int = LINE_WIDTH, indent: str = "      ") -> list[str]
     so a long name or path stays whole for the reader."""
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
                          break_long_words=True) or [""]
+
+
+def group_fields(fields: list[str]) -> str:
+    """Field names for one line: ``metrics[SET].METRIC`` fields grouped as "metrics M1, M2 of SET1, SET2" (one group
+    per set of test sets the metrics share; a lone field keeps its name), others as they are; every name kept."""
+    plain, sets_of = [], dict[str, list[str]]()
+    for name in fields:
+        m = re.fullmatch(r"metrics\[(.+)\]\.([\w.-]+)", name)
+        if m:
+            sets_of.setdefault(m.group(2), []).append(m.group(1))
+        else:
+            plain.append(name)
+    groups = dict[tuple[str, ...], list[str]]()
+    for metric, sets in sets_of.items():
+        groups.setdefault(tuple(sets), []).append(metric)
+    grouped = [f"metrics[{sets[0]}].{ms[0]}" if len(sets) == 1 and len(ms) == 1
+               else f"metrics {', '.join(ms)} of {', '.join(sets)}" for sets, ms in groups.items()]
+    return "; ".join([", ".join(plain)] * bool(plain) + grouped)
 
 
 @dataclass(frozen=True)

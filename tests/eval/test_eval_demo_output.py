@@ -159,3 +159,32 @@ def test_the_test_score_step_calls_only_the_boards_baseline_a_baseline(store):
         __import__("dynadesk.store.evaluations", fromlist=["MetricValue"]).MetricValue(
             ds, "macro_f1", 99.0 if i == 0 else 55.0, "score", True) for i, ds in enumerate(TEST_SETS)])
     assert print_test_scores(store, state, log.append).endswith("on 3/4 test sets")
+
+
+def test_the_audit_step_groups_metric_fields_by_the_test_sets_they_share(home):
+    """The audit's not-comparable timing fields were 26 names over 8 wrapped lines (every metric of every test set);
+    the brief line names each metric and each test set once, the count stays exact, other fields stay whole."""
+    ws = Workspace(home)
+    Path(ws.bundles_dir).mkdir(parents=True, exist_ok=True)
+    sets = ["(run)", "vader-amazon-test", "vader-movies-test", "vader-nyt-test", "vader-tweets-test"]
+    timed = ["latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "throughput", "throughput_batched"]
+    checks = [{"field": "evaluator.image_digest", "kind": "environment", "verdict": "not comparable", "note": "x"}]
+    checks += [{"field": f"metrics[{ds}].{m}", "kind": "measured", "verdict": "not comparable", "note": LONG_NOTE}
+               for ds in sets for m in timed]
+    checks += [{"field": "metrics[vader-nyt-test].memory", "kind": "measured", "verdict": "outside tolerance"}]
+    checks += [{"field": f"metrics[{ds}].macro_f1", "kind": "deterministic", "verdict": "identical"} for ds in sets]
+    report = {"ok": True, "counts": {}, "checks": checks}
+    (Path(ws.bundles_dir) / "b2.audit.json").write_text(json.dumps({"audited_at": "2026-12-05 11:00:00",
+                                                                    "report": report}))
+    said: list[str] = []
+    steps = Steps([].append, 1, said.append)
+    steps.start("Audit", "audit")
+    audit_verdict(None, ws, "b2", "local", steps, force=False)  # type: ignore[arg-type]  # the cached verdict
+    steps.close()
+    assert said[0].startswith("[1/1] audit: PASS; deterministic fields identical 5/5")
+    assert len(said) <= 4 and all(len(line) <= LINE_WIDTH for line in said), said
+    brief = " ".join(" ".join(said).split())
+    assert ("not comparable (26): evaluator.image_digest; metrics latency_p50_ms, latency_p90_ms, latency_p99_ms, "
+            "throughput, throughput_batched of (run), vader-amazon-test, vader-movies-test, vader-nyt-test, "
+            "vader-tweets-test") in brief, brief
+    assert "outside tolerance (1): metrics[vader-nyt-test].memory" in brief  # one field: as it is named

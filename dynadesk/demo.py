@@ -243,9 +243,11 @@ def print_intervals(board: Any, echo: Echo) -> None:
          " 95% interval of the difference contains 0); rank 95%: the rank over resampled examples")
 
 
-def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) -> str:
+def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None,
+                      scores: dict[str, float] | None = None) -> str:
     """The board's table, intervals and notes on ``echo``; the table alone, and a count of what was left to
-    ``echo``, appended to ``table`` (the demo's brief channel). Returns the first ranked model."""
+    ``echo``, appended to ``table`` (the demo's brief channel); each ranked row's Dynascore into ``scores``.
+    Returns the first ranked model."""
     from dynadesk.scoring.dynascore import default_metrics
     from dynadesk.scoring.leaderboard import build_leaderboard
 
@@ -275,7 +277,8 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
         table.append(f"    units: Dynascore points, {units}; " + (f"{more} board notes, " if more else "")
                      + "the 95% intervals and the ties' details: in the detailed log")
         if any(r.noisy for r in board.rows):  # the mark's reasons: in the log, below
-            table.append("    *: its timed figures (throughput, latency) were flagged noisy: measured on a busy machine")
+            table.append("    *: its timed figures (throughput, latency) were flagged noisy: measured on a busy"
+                         " machine")
     print_intervals(board, echo)
     for r in board.rows:
         if r.noisy:
@@ -288,6 +291,8 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None) 
     echo(f"    exchange rates: {board.rates}; step 9 freezes the public board's rate edition by this rule over the same"
          " runs and checks the bundled run's figure on both boards")
     echo_robust_board(store, board, echo)
+    if scores is not None:
+        scores.update({r.model: r.dynascore for r in board.rows})
     if not board.rows:
         raise DynaDeskError("the leaderboard is empty")
     return board.rows[0].model
@@ -453,7 +458,8 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
 
     steps.start("Dynascore leaderboard (default weights: perf 4, others 1)", "Dynascore leaderboard")
     table: list[str] = []
-    state.best_model = print_leaderboard(store, echo, table)
+    step7: dict[str, float] = {}
+    state.best_model = print_leaderboard(store, echo, table, step7)
     steps.result(f"first: {state.best_model} (default weights: performance 4, others 1)", table)
 
     steps.start(f"Sign a score bundle for every model (the audited one: the best, {state.best_model})",
@@ -467,14 +473,14 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
     server, url, db = start_server(workspace, steps)
     try:
         sync_and_show(store, url, steps)
-        from dynadesk.demo_rates import freeze_and_compare
+        from dynadesk.demo_rates import freeze_and_compare, one_figure
 
         score = freeze_and_compare(store, url, db, list(bundles.values()), state.bundle_id, steps.note, server_cmd)
         state.board_url = f"{url}/"
         steps.note(f"board URL: {state.board_url} (stopped at the end of the demo; restart with "
                    f"'dynadesk-server serve --db {Path(workspace.home) / 'server' / 'board.db'}')")
-        steps.result(f"synced, rates frozen; {state.best_model} reads Dynascore {score:.2f} on the local and the public"
-                     f" board; board at {state.board_url} (stopped at the end; the log says how to restart it)")
+        steps.result(f"synced, rates frozen; {one_figure(state.best_model, score, step7.get(state.best_model))};"
+                     f" board at {state.board_url} (stopped at the end; the log says how to restart it)")
     finally:
         server.terminate()
         try:

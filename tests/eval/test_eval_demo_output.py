@@ -188,3 +188,18 @@ def test_the_audit_step_groups_metric_fields_by_the_test_sets_they_share(home):
             "throughput, throughput_batched of (run), vader-amazon-test, vader-movies-test, vader-nyt-test, "
             "vader-tweets-test") in brief, brief
     assert "outside tolerance (1): metrics[vader-nyt-test].memory" in brief  # one field: as it is named
+
+
+def test_the_server_step_names_the_local_boards_other_figure_when_the_two_differ():
+    """Step 9 said "reads Dynascore X on the local and the public board" whatever step 7's board had printed for
+    the same run; where step 7 read another figure (its rates from every run in the workspace, the edition's from
+    the synced rows), the reader saw two figures for one run and a claim that there is one (issue 44, item 3)."""
+    from dynadesk.demo_rates import one_figure
+
+    same = one_figure("minilm-sentiment", 145.6712, 145.6698)
+    assert same == "minilm-sentiment reads Dynascore 145.67 on the local and the public board"
+    other = one_figure("minilm-sentiment", 145.67, 131.2)
+    assert other.startswith("minilm-sentiment reads Dynascore 145.67 on the local and the public board under the "
+                            "board's rate edition; step 7's board read 131.20"), other
+    assert "rates" in other.split("131.20", 1)[1]
+    assert one_figure("minilm-sentiment", 145.67, None).endswith("on the local and the public board")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.demo_server import free_port, server_cmd, start_server, sync_and_show  # noqa: F401 - the demo's API
-from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, fit, group_fields, load_average  # noqa: F401 - API
+from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, closing_line, fit, group_fields  # noqa: F401 - API
 from dynadesk.errors import DynaDeskError
 from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.progress import render_progress
@@ -493,5 +493,5 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
     steps.summary()
     state.steps = list(steps.times)
     echo("")
-    steps.say(f"demo finished in {time.monotonic() - steps.t0:.0f} s; 'make gui' opens the app on this workspace")
+    steps.say(closing_line(workspace.home, time.monotonic() - steps.t0))
     return state

@@ -13,6 +13,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 Echo = Callable[[str], None]
 LINE_WIDTH = 160  # the longest line the demo prints on its brief channel (stdout of ``dynadesk demo``)
@@ -41,6 +42,16 @@ def group_fields(fields: list[str]) -> str:
     grouped = [f"metrics[{sets[0]}].{ms[0]}" if len(sets) == 1 and len(ms) == 1
                else f"metrics {', '.join(ms)} of {', '.join(sets)}" for sets, ms in groups.items()]
     return "; ".join([", ".join(plain)] * bool(plain) + grouped)
+
+
+def closing_line(home: str | os.PathLike[str], seconds: float) -> str:
+    """The demo's last line: its wall time and the command that opens the app on *its* workspace ('make gui' opens
+    the one ``DYNADESK_HOME`` or the default names, so after ``dynadesk --home DIR demo`` it names DIR)."""
+    from dynadesk.workspace import resolve_home
+
+    here = Path(home).expanduser().resolve()
+    how = "make gui" if here == resolve_home() else f"dynadesk --home {here} gui"
+    return f"demo finished in {seconds:.0f} s; '{how}' opens the app on this workspace"
 
 
 @dataclass(frozen=True)

@@ -203,3 +203,18 @@ def test_the_server_step_names_the_local_boards_other_figure_when_the_two_differ
                             "board's rate edition; step 7's board read 131.20"), other
     assert "rates" in other.split("131.20", 1)[1]
     assert one_figure("minilm-sentiment", 145.67, None).endswith("on the local and the public board")
+
+
+def test_the_closing_line_names_the_command_that_opens_the_app_on_the_demos_workspace(tmp_path, monkeypatch):
+    """The last line said "'make gui' opens the app on this workspace" whatever the workspace: after
+    'dynadesk --home DIR demo', 'make gui' opens the default workspace, not DIR (issue 44, item 8)."""
+    from dynadesk.demo_steps import closing_line
+    from dynadesk.workspace import resolve_home
+
+    monkeypatch.delenv("DYNADESK_HOME", raising=False)
+    default = closing_line(resolve_home(), 312.4)
+    assert default == "demo finished in 312 s; 'make gui' opens the app on this workspace"
+    other = closing_line(tmp_path / "ws", 312.4)
+    assert other == f"demo finished in 312 s; 'dynadesk --home {tmp_path / 'ws'} gui' opens the app on this workspace"
+    monkeypatch.setenv("DYNADESK_HOME", str(tmp_path / "ws"))  # make gui reads it too
+    assert closing_line(tmp_path / "ws", 312.4) == default

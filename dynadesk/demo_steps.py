@@ -65,11 +65,9 @@ def training_threads() -> str:
 
     given = os.environ.get(policy_of.WAIT_ENV)
     policy = policy_of.prepare_process()
-    import torch  # noqa: F401 - loaded now, under the policy
-
+    policy_of.apply(policy)  # loads torch, under the policy
     if given is None:
         os.environ.pop(policy_of.WAIT_ENV, None)
-    policy_of.apply(policy)
     return (f"training threads: {policy.threads} of {policy.cores} cores, OpenMP wait policy {policy.wait_policy} "
             f"({policy.busy_cores:.1f} cores busy with other work; chosen by {policy.chosen_by})")
 

@@ -39,7 +39,7 @@ TEST_SETS = [f"vader-{s}-test" for s in ("movies", "tweets", "amazon", "nyt")]
 # The demo's robustness suites perturb a seeded sample of at most this many examples of each test set; its fairness
 # suites, which change only the examples naming people, every example (docs/perturbations.md "Sized suites"). The
 # 4,741 test examples give 46,761 predictions per model with every example perturbed, 15,594 with a sample of 300,
-# 8,596 with 100 (issue 50: the first run in 6 minutes; 100 sources a set, 400 a model, stay above the 30 under
+# 8,608 with 100 (issue 50: the first run in 6 minutes; 100 sources a set, 400 a model, stay above the 30 under
 # which robustness is flagged low-confidence); the scores stay on the whole test sets, robustness and fairness
 # show their n.
 SUITE_SAMPLE = 100

@@ -97,7 +97,8 @@ def test_the_zoo_trains_with_passive_threads_on_the_free_cores_of_a_busy_machine
     import os
 
     cores = len(os.sched_getaffinity(0))
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
+    hog = "import time\nend = time.monotonic() + 5\nwhile time.monotonic() < end: pass"  # past the policy's sample
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(cores)]
     try:
         time.sleep(0.5)
         env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}

@@ -72,3 +72,15 @@ def freeze_and_compare(store: Store, url: str, db: Path, bundle_ids: Sequence[st
     for text in board["notes"]:
         note(f"  board note: {text}")
     return mine.dynascore
+
+
+def one_figure(model: str, score: float, step7: float | None) -> str:
+    """The server step's claim about the bundled run: one figure on the local and the public board (under the
+    edition). Where step 7's local board, whose rates come from every ranked run in the workspace, printed another
+    figure for it (a workspace holding runs the public board has not), that figure is named with the reason, so the
+    reader never sees two figures for one run beside a claim that there is one."""
+    said = f"{model} reads Dynascore {score:.2f} on the local and the public board"
+    if step7 is None or f"{step7:.2f}" == f"{score:.2f}":
+        return said
+    return (f"{said} under the board's rate edition; step 7's board read {step7:.2f}: its rates come from every "
+            "ranked run in this workspace, the edition's from the synced runs")

@@ -8,10 +8,12 @@ lines a step adds (the board, the audit's differing fields), go to the brief cha
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 Echo = Callable[[str], None]
 LINE_WIDTH = 160  # the longest line the demo prints on its brief channel (stdout of ``dynadesk demo``)
@@ -22,6 +24,52 @@ def fit(text: str, width: int = LINE_WIDTH, indent: str = "      ") -> list[str]
     so a long name or path stays whole for the reader."""
     return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
                          break_long_words=True) or [""]
+
+
+def group_fields(fields: list[str]) -> str:
+    """Field names for one line: ``metrics[SET].METRIC`` fields grouped as "metrics M1, M2 of SET1, SET2" (one group
+    per set of test sets the metrics share; a lone field keeps its name), others as they are; every name kept."""
+    plain, sets_of = [], dict[str, list[str]]()
+    for name in fields:
+        m = re.fullmatch(r"metrics\[(.+)\]\.([\w.-]+)", name)
+        if m:
+            sets_of.setdefault(m.group(2), []).append(m.group(1))
+        else:
+            plain.append(name)
+    groups = dict[tuple[str, ...], list[str]]()
+    for metric, sets in sets_of.items():
+        groups.setdefault(tuple(sets), []).append(metric)
+    grouped = [f"metrics[{sets[0]}].{ms[0]}" if len(sets) == 1 and len(ms) == 1
+               else f"metrics {', '.join(ms)} of {', '.join(sets)}" for sets, ms in groups.items()]
+    return "; ".join([", ".join(plain)] * bool(plain) + grouped)
+
+
+def closing_line(home: str | os.PathLike[str], seconds: float) -> str:
+    """The demo's last line: its wall time and the command that opens the app on *its* workspace ('make gui' opens
+    the one ``DYNADESK_HOME`` or the default names, so after ``dynadesk --home DIR demo`` it names DIR)."""
+    from dynadesk.workspace import resolve_home
+
+    here = Path(home).expanduser().resolve()
+    how = "make gui" if here == resolve_home() else f"dynadesk --home {here} gui"
+    return f"demo finished in {seconds:.0f} s; '{how}' opens the app on this workspace"
+
+
+def training_threads() -> str:
+    """Load torch in the demo's process (where the zoo trains) with a thread policy chosen from the cores free now,
+    before the evaluator image's build starts beside it: a quiet machine keeps torch's default (every core,
+    spinning); a busy one gets passive waiting and one thread per free core (issue 50 item 1: 2 spinning threads on
+    2 busy cores ran 2.8x slower than 1). The wait policy is read when torch loads, so it is set just for that and
+    removed after: the evaluation's subprocesses choose their own. A policy the user set is kept. Returns the log's
+    line."""
+    import dynadesk.evaluator.threads as policy_of
+
+    given = os.environ.get(policy_of.WAIT_ENV)
+    policy = policy_of.prepare_process()
+    policy_of.apply(policy)  # loads torch, under the policy
+    if given is None:
+        os.environ.pop(policy_of.WAIT_ENV, None)
+    return (f"training threads: {policy.threads} of {policy.cores} cores, OpenMP wait policy {policy.wait_policy} "
+            f"({policy.busy_cores:.1f} cores busy with other work; chosen by {policy.chosen_by})")
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,6 @@ def test_sigkill_after_the_warm_window_requeues_the_job_and_leaves_no_container_
     q = record.queue.to_dict()
     assert q["attempt"] == 1 and q["requeued_from"] == "w1", q
     assert "lease of worker w1 expired" in q["requeued_why"], q
-    assert f"job {job} attempt 1: running" in log and "removed 1 evaluation container(s)" in log, log
+    assert f"job {job} attempt 1: running" in log and "removed 1 leftover run(s) (docker)" in log, log
     assert len(store.evaluations.list()) == 1  # re-queued, stored once
     assert not containers_of(docker_client, tmp_path / "w1", running_only=True)

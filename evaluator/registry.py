@@ -57,18 +57,16 @@ _SCANNED: dict[str, list[importlib.metadata.EntryPoint]] = {}  # group -> its in
 
 def _entry_points(group: str, rescan: bool) -> list[importlib.metadata.EntryPoint]:
     """The installed entry points of ``group``: one scan of the installed distributions serves every registry's
-    first read (a scan reads every distribution's metadata: tens of milliseconds); ``rescan`` reads them again."""
+    first read; ``rescan`` reads them again. ``importlib.metadata.entry_points()`` keeps the first distribution of
+    a name on sys.path (as import finds it) by the folder's name and reads only entry_points.txt: reading each
+    distribution's METADATA for its name cost 141 ms of the app's GUI thread when the Evaluate page first asked
+    for the runners (tests/gui/test_gui_stall.py)."""
     if rescan or not _SCANNED:
         _SCANNED.clear()
-        seen: set[str] = set()
-        for dist in importlib.metadata.distributions():  # the first of a name on sys.path, as import finds it
-            name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-            if name in seen:
-                continue
-            seen.add(name)
-            for ep in dist.entry_points:
-                if ep.group.startswith("dynadesk."):
-                    _SCANNED.setdefault(ep.group, []).append(ep)
+        installed = importlib.metadata.entry_points()  # SelectableGroups on 3.11, EntryPoints on 3.12: both have
+        for name in installed.groups:  # .groups and .select
+            if name.startswith("dynadesk."):
+                _SCANNED[name] = list(installed.select(group=name))
     return _SCANNED.get(group, [])
 
 

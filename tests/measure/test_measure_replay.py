@@ -117,7 +117,7 @@ def test_each_example_is_issued_once_while_unseen_ones_remain_and_the_data_come_
 
 
 def test_a_cache_that_answers_an_example_asked_again_at_once_voids_the_windows(tmp_path):
-    lg = _loadgen(tmp_path, 12, min_seconds=0.15)  # a small set: each window cycles its sample to last 0.15 s
+    lg = _loadgen(tmp_path, 24, min_seconds=0.15)  # a small set: each window cycles its sample to last 0.15 s
     report = StandIn(lg, cache=True).finish()
     assert not report["finished"] and "faster when asked again" in report["problems"][0], report["problems"]
     assert report["refused"] == report["problems"][0]  # the host's finding: the run's verdict is out_of_bounds
@@ -127,7 +127,7 @@ def test_a_cache_that_answers_an_example_asked_again_at_once_voids_the_windows(t
 
 
 def test_an_honest_model_asked_again_on_a_small_set_keeps_its_figures(tmp_path):
-    lg = _loadgen(tmp_path, 12, min_seconds=0.15)
+    lg = _loadgen(tmp_path, 24, min_seconds=0.15)
     report = StandIn(lg, cache=False).finish()
     assert report["finished"], report["problems"]
     assert report["datasets"]["s"]["batch1"]["protocol"]["asked_again"] > 0
@@ -138,7 +138,7 @@ def test_an_honest_model_slow_at_each_windows_start_keeps_its_figures(tmp_path):
     """CI, three runs: an honest tiny model's first-time answers, all at the start of a window, were 23x slower
     than its repeats (a loaded machine waking its threads), and the windows were voided as a cache. The stand-in
     computes 0.2 ms an example and spends 4 ms more on the first three queries after a window opens."""
-    lg = _loadgen(tmp_path, 12, min_seconds=0.15)
+    lg = _loadgen(tmp_path, 24, min_seconds=0.15)
     report = StandIn(lg, cache=False, per_example_s=0.0002, slow_start=3).finish()
     assert report["finished"], report["problems"]
     assert report["datasets"]["s"]["batch1"]["protocol"]["asked_again"] > 0
@@ -160,9 +160,9 @@ def test_first_time_queries_fall_among_the_repeats_not_at_the_windows_start(tmp_
 
 def test_replay_check_needs_both_kinds_and_a_material_gap():
     slow, fast = (FIRST, 0.03), (AGAIN, 0.0001)
-    assert replay_check("s", "batch1", [slow] * 3 + [fast] * 3) is not None
-    assert replay_check("s", "batch1", [slow] * 2 + [fast] * 9) is None  # two first-time queries: too few
-    assert replay_check("s", "batch1", [(FIRST, 0.0009)] * 3 + [(AGAIN, 0.00001)] * 3) is None  # under 1 ms apart
+    assert replay_check("s", "batch1", [slow] * 5 + [fast] * 5) is not None
+    assert replay_check("s", "batch1", [slow] * 4 + [fast] * 9) is None  # four first-time queries: too few
+    assert replay_check("s", "batch1", [(FIRST, 0.0009)] * 5 + [(AGAIN, 0.00001)] * 5) is None  # under 1 ms apart
     # an honest tiny model on a loaded machine: 4x faster on its repeats (warm per-shape primitives), kept
     assert replay_check("s", "batch1", [(FIRST, 0.022)] * 6 + [(AGAIN, 0.0054)] * 118) is None
     # a window's lead carries its start: never compared (CI: 3 lead answers 23x slower than 896 repeats)

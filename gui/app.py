@@ -153,9 +153,13 @@ def main(argv: list[str] | None = None) -> int:
             app.quit()
 
     after_first_paint(window, open_workspace)
+    from dynadesk.gui.collector import GuiThreadCollector
+
+    collector = GuiThreadCollector(app).start()  # cycles (Qt objects among them) freed on this thread only
     code = app.exec()
     if "services" in state:
         state["services"].close()
+    collector.stop()
     return code
 
 

@@ -21,6 +21,7 @@ os.environ.pop("COLUMNS", None)
 
 import pytest
 from support import missing
+from support.xdist_scheduler import pytest_xdist_make_scheduler  # noqa: F401 - a hook: loadfile survives a crash
 
 # A test that uses one of these fixtures talks to a real service the suite starts (or the shared Docker daemon):
 # it is marked ``integration``, so ``pytest -m "not integration"`` is the fast inner loop.
@@ -158,6 +159,22 @@ def require_qt():
         from PySide6.QtWidgets import QApplication  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         missing("PySide6 (Qt)", f"{exc}; install the [gui] extra and Qt's system libraries")
+
+
+@pytest.fixture(autouse=True)
+def _cycles_collected_on_the_gui_thread(request):
+    """A Qt test runs as the app does (dynadesk.gui.collector): Python's cycle collection on the GUI thread only,
+    never on a job's pool thread where a Qt object in a cycle would be destroyed on the wrong thread; at the end
+    one collection here, so nothing of the test is freed later on another test's thread."""
+    if "qtbot" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("qapp")
+    from dynadesk.gui.collector import GuiThreadCollector
+
+    collector = GuiThreadCollector().start()
+    yield
+    collector.stop()
 
 
 @pytest.fixture(scope="session")

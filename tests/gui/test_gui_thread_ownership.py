@@ -1,0 +1,36 @@
+"""Cycles (a Qt object in a cycle among them) are collected on the GUI thread while the app runs
+(dynadesk.gui.collector), not on whichever pool thread allocated when a count was reached: a Qt object destroyed
+on another thread may crash the process."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+
+pytestmark = pytest.mark.qt
+
+
+class _Cycle:
+    def __init__(self, freed_on: list[str]):
+        self.me = self
+        weakref.finalize(self, lambda: freed_on.append(threading.current_thread().name))
+
+
+def test_cycles_made_on_a_pool_thread_are_collected_on_the_gui_thread(require_qt, qtbot):
+    from dynadesk.gui.workers import Worker, start
+
+    assert not gc.isenabled()  # the suite's Qt tests run as the app does (tests/conftest.py)
+    freed_on: list[str] = []
+
+    def job(ctx):
+        for _ in range(200):  # cycles enough to pass every generation's threshold many times
+            _Cycle(freed_on)
+            [[] for _ in range(1000)]
+
+    with qtbot.waitSignal(start(Worker(job)).signals.done, timeout=30_000):
+        pass
+    qtbot.waitUntil(lambda: len(freed_on) == 200, timeout=10_000)
+    assert set(freed_on) == {threading.main_thread().name}

@@ -15,13 +15,20 @@ from typing import Any
 
 from dynadesk.evaluator.registry import Registry, RegistryError
 
-__all__ = ["METRICS", "SCOPES", "SHARED", "TASK", "UNIT_RANGES", "DynascoreDefault", "MetricDef", "UnitsView",
-           "dynascore_defaults", "is_deterministic", "load_independent", "metric_def", "register_metric",
-           "shared_metrics", "timed_metrics", "tolerances"]
+__all__ = ["AGGREGATES", "METRICS", "SCOPES", "SHARED", "TASK", "UNIT_RANGES", "DynascoreDefault", "MetricDef",
+           "UnitsView", "dynascore_defaults", "is_deterministic", "load_independent", "metric_def", "over_test_sets",
+           "register_metric", "run_value", "shared_metrics", "timed_metrics", "tolerances"]
 
 TASK = "task"      # a task's own score, computed from its predictions; task files choose it (per output kind)
 SHARED = "shared"  # every run of every task may report it (perf, robustness, the timed and memory figures, ...)
 SCOPES = (TASK, SHARED)
+
+# how a whole-run value is formed from the run's per-test-set values (MetricDef.over_test_sets)
+AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
+    "mean": lambda values: sum(values) / len(values),  # unweighted: each test set counts once
+    "sum": lambda values: float(sum(values)),          # counts (the source examples a value rests on)
+    "max": lambda values: float(max(values)),          # flags: any test set's low confidence marks the run
+}
 
 # unit -> (lowest, highest) a real run can produce; a measured value must also be above 0 (the server's check)
 UNIT_RANGES: dict[str, tuple[float, float]] = {
@@ -63,8 +70,12 @@ class MetricDef:
     noise_floor: bool = False           # the AMRS note floors its differences by its tolerance
     dynascore: DynascoreDefault | None = None
     compute: Compute | None = None      # task metrics: how the value is computed (metrics.py attaches the built-ins)
+    over_test_sets: str = "mean"        # the whole-run value from per-test-set values: a name in AGGREGATES
 
     def __post_init__(self) -> None:
+        if self.over_test_sets not in AGGREGATES:
+            raise ValueError(f"metric '{self.name}': over_test_sets must be one of {', '.join(AGGREGATES)}, "
+                             f"got {self.over_test_sets!r}")
         if self.scope not in SCOPES:
             raise ValueError(f"metric '{self.name}': scope must be one of {', '.join(SCOPES)}, got {self.scope!r}")
         if self.unit not in UNIT_RANGES:
@@ -104,6 +115,19 @@ def is_deterministic(name: str, unknown: bool = False) -> bool:
     """Whether ``name`` must match exactly (``unknown`` for a metric this installation does not know)."""
     d = METRICS.get(name)
     return unknown if d is None else d.deterministic
+
+
+def run_value(name: str, values: Sequence[float]) -> float:
+    """The whole-run value of ``name`` from its per-test-set values, as its :class:`MetricDef` declares (a metric
+    this installation does not know: the mean). The worker's figures, the host's recompute and every board read it
+    here, so a metric's rule is one declaration, never a name's suffix."""
+    return AGGREGATES[over_test_sets(name)](values)
+
+
+def over_test_sets(name: str) -> str:
+    """The rule (a name in :data:`AGGREGATES`) by which ``name``'s per-test-set values make its run value."""
+    d = METRICS.get(name)
+    return d.over_test_sets if d is not None else "mean"
 
 
 def tolerances() -> dict[str, float]:
@@ -156,9 +180,9 @@ def _builtin() -> None:
     score("robustness", dynascore=DynascoreDefault(1.0, order=3))
     score("fairness", dynascore=DynascoreDefault(1.0, order=4))
     for kind in ("robustness", "fairness"):
-        register_metric(MetricDef(f"{kind}_sources", "examples", SHARED, True))
+        register_metric(MetricDef(f"{kind}_sources", "examples", SHARED, True, over_test_sets="sum"))
     for kind in ("robustness", "fairness"):
-        register_metric(MetricDef(f"{kind}_low_confidence", "flag", SHARED, True))
+        register_metric(MetricDef(f"{kind}_low_confidence", "flag", SHARED, True, over_test_sets="max"))
     register_metric(MetricDef("throughput", "examples/s", SHARED, False, 0.5, timed=True, trial_spread=True,
                               noise_floor=True, dynascore=DynascoreDefault(1.0, order=1)))
     register_metric(MetricDef("throughput_batched", "examples/s", SHARED, False, 0.5, timed=True, trial_spread=True,

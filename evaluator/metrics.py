@@ -46,13 +46,18 @@ from dynadesk.evaluator.answers import (  # re-exported: the SQuAD scores are me
     token_f1,
 )
 from dynadesk.evaluator.kinds import KINDS, kind_of
-from dynadesk.evaluator.metric_registry import METRICS, Compute, register_metric
+from dynadesk.evaluator.metric_registry import (  # run_value re-exported: the rule a MetricDef declares
+    METRICS,
+    Compute,
+    register_metric,
+    run_value,
+)
 
 LABEL_METRICS = KINDS["label"].metrics
 SPAN_METRICS = KINDS["span"].metrics
 
 __all__ = ["SQUAD_V2_KEY", "MetricError", "SquadV2Answers", "exact_match", "normalize_answer", "squad_f1",
-           "squad_v2_exact", "squad_v2_f1", "squad_v2_golds", "token_f1"]
+           "run_value", "squad_v2_exact", "squad_v2_f1", "squad_v2_golds", "token_f1"]
 
 
 # --------------------------------------------------------------------------- labels
@@ -274,8 +279,6 @@ MIN_CONSISTENCY_SOURCES = 30
 """Fewest perturbed source examples a robustness/fairness value may rest on before it is
 marked low-confidence: below it one changed prediction moves the value by over 3 points."""
 
-COVERAGE_SUFFIXES = ("_sources", "_low_confidence")
-
 
 def _source_score(task: Mapping[str, Any], preds: Sequence[str], reference: str) -> float:
     """The task's primary metric of one source's perturbed predictions against its original one.
@@ -332,12 +335,3 @@ def consistency_rows(kind: str, report: Mapping[str, float]) -> dict[str, float]
     return {kind: report["value"], f"{kind}_sources": report["sources"],
             f"{kind}_low_confidence": report["low_confidence"]}
 
-
-def run_value(metric: str, values: Sequence[float]) -> float:
-    """A whole-run value from per-test-set values: sources add up, any low confidence
-    marks the run, every other metric is the unweighted mean."""
-    if metric.endswith("_sources"):
-        return float(sum(values))
-    if metric.endswith("_low_confidence"):
-        return float(max(values))
-    return sum(values) / len(values)

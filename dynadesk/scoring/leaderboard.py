@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
-from dynadesk.evaluator.metrics import COVERAGE_SUFFIXES, run_value
+from dynadesk.evaluator.metric_registry import over_test_sets, run_value
 from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
 from dynadesk.scoring.classes import (
     ALL_CLASSES,
@@ -179,11 +179,12 @@ def _collect(records: Sequence[EvaluationRecord]) -> tuple[dict[str, dict[str, d
 
 
 def coverage_values(table: dict[str, dict[str, float]], dataset_weights: dict[str, float]) -> dict[str, float]:
-    """A run's coverage figures as run values, not means: ``*_sources`` add up over the datasets counted
-    (weight above 0), ``*_low_confidence`` is 1 if any of them is (as the evaluator's ``run_value``)."""
+    """A run's figures that are not means, as their MetricDefs declare (``over_test_sets``): ``*_sources`` add up
+    over the datasets counted (weight above 0), ``*_low_confidence`` is 1 if any of them is. The means are the
+    board's own (dataset-weighted) business."""
     out: dict[str, float] = {}
     for metric, by_ds in table.items():
-        if not metric.endswith(COVERAGE_SUFFIXES):
+        if over_test_sets(metric) == "mean":
             continue
         per = [v for d, v in by_ds.items() if d and dataset_weights.get(d, 1.0) > 0]
         if per:

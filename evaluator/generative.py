@@ -31,6 +31,7 @@ from typing import Any
 from dynadesk.evaluator import prompts
 from dynadesk.evaluator.adapter_base import AdapterError, _load_hf, _texts
 from dynadesk.evaluator.adapters import register_kind
+from dynadesk.evaluator.packed_scores import PackedScorer
 
 CAUSAL = "hf-causal-lm"
 SEQ2SEQ = "hf-seq2seq-lm"
@@ -38,7 +39,8 @@ SCORE_BATCH_ROWS = 32
 DEFAULT_MAX_LENGTH = 1024
 # The shared prompt cache pays only for long prompts (k-shot): at classification lengths (10-100 tokens, CPU)
 # a row per label ran 1.25x faster than the cache (bench/bench_generative.py's model, paired), because the
-# rows take the mask-free causal attention path and the cache's continuation pass needs a padding mask.
+# rows take the mask-free causal attention path and the cache's continuation pass needs a padding mask. Below it,
+# every label's continuation goes in one row after its prompt (evaluator/packed_scores.py): 2x the rows there.
 CACHE_MIN_PROMPT_TOKENS = 256
 
 
@@ -274,10 +276,13 @@ class CausalLMAdapter(_GenerativeBase):
         requests = [(t, v) for t in texts for v in verbs]
         flat = self.encode_pairs(requests)
         pairs = [flat[i * len(verbs):(i + 1) * len(verbs)] for i in range(len(texts))]
-        if len(verbs) < 2 or all(len(c) <= 1 for p in pairs for _, c in p) or min(
-                len(p[0][0]) for p in pairs) < self.cache_min_prompt or any(
+        if len(verbs) < 2 or all(len(c) <= 1 for p in pairs for _, c in p) or any(
                 len(x) + len(c) > self.max_length for p in pairs for x, c in p):
             return self._score_encoded(flat, requests)  # one row per prompt already
+        if min(len(p[0][0]) for p in pairs) < self.cache_min_prompt:
+            packed = self._packed().scores(pairs, lambda group: self._score_encoded(
+                group, [(t, v) for t, v in requests[:len(verbs)]]))  # the row path, for the first check only
+            return [x for row in packed for x in row] if packed is not None else self._score_encoded(flat, requests)
         scores = [0.0] * (len(texts) * len(verbs))
         order = sorted(range(len(texts)), key=lambda i: -len(pairs[i][0][0]))
         step = max(1, SCORE_BATCH_ROWS // len(verbs))
@@ -286,6 +291,12 @@ class CausalLMAdapter(_GenerativeBase):
             for i, row in zip(part, self._cached_batch([pairs[i] for i in part])):
                 scores[i * len(verbs):(i + 1) * len(verbs)] = row
         return scores
+
+    def _packed(self) -> PackedScorer:
+        """The packed-row scorer of this model (built once: it remembers whether the model reads its mask)."""
+        if getattr(self, "_packer", None) is None:
+            self._packer = PackedScorer(self.model, int(self.tokenizer.pad_token_id), SCORE_BATCH_ROWS, self.device)
+        return self._packer
 
     def _cached_batch(self, pairs: list[list[tuple[list[int], list[int]]]]) -> list[list[float]]:
         """Prompts right-padded without a mask (exact, as for rows), then the cache repeated per label and the

@@ -205,3 +205,38 @@ def test_cli_models_add_and_try_a_generative_folder(home, tmp_path):
     tried = cli("models", "try", "gpt2-qa", "--context", CONTEXTS[0], "--question", "what is the capital")
     assert tried.returncode == 0, tried.stderr
     assert "score" in tried.stdout and ("generated, not in the context" in tried.stdout or "context[" in tried.stdout)
+
+
+def _label_rows(a, texts, verbs):
+    return a.loglikelihoods([(t, v) for t in texts for v in verbs])
+
+
+def test_packed_rows_score_every_label_as_its_own_row_does(tmp_path):
+    """Every label's continuation in one row after its prompt (a 4-D mask, positions restarted): the row path's
+    log-likelihoods, over prompts of different lengths (padding) and labels of different lengths."""
+    a = ad.load_adapter(make_tiny_generative(tmp_path / "m", "causal", "sentiment", labels=LABELS))
+    texts = [a.prompt_text({"statement": s}) for s in ("good", "the movie was really very bad and not ok", "ok",
+                                                         "i hated every minute of the film and the food")]
+    verbs = [" bad", " ok ok ok", " very good"]
+    packed = a.label_scores(texts, verbs)
+    assert a._packed().usable is True  # the path taken, after its one check against the rows
+    rows = _label_rows(a, texts, verbs)
+    assert max(abs(x - y) for x, y in zip(packed, rows)) < 1e-5 and len(set(packed)) == len(packed)
+
+
+def test_a_model_that_ignores_the_mask_keeps_to_the_rows(tmp_path):
+    """A model that reads no 4-D mask (as remote code may) would score every label after the others: the first
+    batch's check against the rows finds it and the adapter keeps to the rows, with the rows' scores."""
+    a = ad.load_adapter(make_tiny_generative(tmp_path / "m", "causal", "sentiment", labels=LABELS))
+    forward = a.model.forward
+
+    def no_mask(*args, attention_mask=None, **kwargs):
+        mask = None if attention_mask is not None and attention_mask.dim() == 4 else attention_mask
+        return forward(*args, attention_mask=mask, **kwargs)
+
+    a.model.forward = no_mask
+    texts = [a.prompt_text({"statement": s}) for s in ("good", "the movie was bad", "ok")]
+    verbs = [" bad", " ok ok ok", " very good"]
+    got = a.label_scores(texts, verbs)
+    assert a._packed().usable is False
+    assert got == _label_rows(a, texts, verbs)

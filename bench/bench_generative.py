@@ -105,10 +105,10 @@ def _bare_packed(model, tokenizer, texts: list[str], verbs: list[str]) -> list[l
     ``BATCH // labels`` prompts a forward, log-softmax at the scored positions only."""
     import torch
 
-    groups = []
-    for t in texts:
-        ctx = tokenizer(t)["input_ids"]
-        groups.append((ctx, [tokenizer(t + v)["input_ids"][len(ctx):] for v in verbs]))
+    ctxs = tokenizer(texts)["input_ids"]  # one batch call each: the fast tokenizer's loop, not Python's
+    wholes = tokenizer([t + v for t in texts for v in verbs])["input_ids"]
+    n = len(verbs)
+    groups = [(ctx, [w[len(ctx):] for w in wholes[i * n:(i + 1) * n]]) for i, ctx in enumerate(ctxs)]
     order = sorted(range(len(groups)), key=lambda g: -(len(groups[g][0]) + sum(len(c) - 1 for c in groups[g][1])))
     out = [[0.0] * len(verbs) for _ in texts]
     per = max(1, BATCH // len(verbs))

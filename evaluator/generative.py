@@ -192,19 +192,23 @@ class CausalLMAdapter(_GenerativeBase):
 
     def encode_pairs(self, requests: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
         """:meth:`encode_pair` for many requests, each distinct context encoded once (a label task asks the same
-        prompt once per label): the same tokens with a third of the context encodings. One string a call: the
-        fast tokenizer's batch call spent twice the CPU on these short texts (its thread pool)."""
-        contexts: dict[tuple[str, bool], list[int]] = {}
+        prompt once per label), the strings of a call in one batch call per special-token setting: the same tokens
+        with a third of the context encodings and one tokenizer call instead of one a string (1.4x faster on the
+        bench's texts; the worker runs the fast tokenizer without its thread pool, TOKENIZERS_PARALLELISM=false)."""
+        moved = [_move_spaces(context, continuation) for context, continuation in requests]
+        special = {context: self.special_tokens(context) for context, _ in moved}
+        needed = dict.fromkeys((text, special[context]) for context, continuation in moved
+                               for text in (context, context + continuation))
+        ids: dict[tuple[str, bool], list[int]] = {}
+        for flag in (True, False):
+            part = [text for text, f in needed if f is flag]
+            if part:
+                encoded = self.tokenizer(part, add_special_tokens=flag)["input_ids"]
+                ids.update(((text, flag), list(x)) for text, x in zip(part, encoded))
         out = []
-        for context, continuation in requests:
-            context, continuation = _move_spaces(context, continuation)
-            special = self.special_tokens(context)
-            ctx = contexts.get((context, special))
-            if ctx is None:
-                ctx = contexts[(context, special)] = list(
-                    self.tokenizer(context, add_special_tokens=special)["input_ids"])
-            whole = self.tokenizer(context + continuation, add_special_tokens=special)["input_ids"]
-            out.append((ctx, list(whole[len(ctx):])))
+        for context, continuation in moved:
+            ctx = ids[(context, special[context])]
+            out.append((ctx, ids[(context + continuation, special[context])][len(ctx):]))
         return out
 
     def special_tokens(self, text: str) -> bool:

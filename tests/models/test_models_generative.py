@@ -240,3 +240,14 @@ def test_a_model_that_ignores_the_mask_keeps_to_the_rows(tmp_path):
     got = a.label_scores(texts, verbs)
     assert a._packed().usable is False
     assert got == _label_rows(a, texts, verbs)
+
+
+def test_encoding_many_pairs_at_once_gives_each_pairs_own_tokens(tmp_path):
+    """The batch encoding (one tokenizer call per special-token setting, each context once) is encode_pair's split
+    for every request: trailing prompt spaces moved to the continuation, a context already starting with the BOS
+    text encoded without a second one, contexts repeated and not."""
+    a = ad.load_adapter(make_tiny_generative(tmp_path / "m", "causal", "sentiment", labels=LABELS))
+    bos = a.tokenizer.bos_token or ""
+    requests = [(c, v) for c in ("Statement: good\nAnswer:", "Statement: bad \nAnswer: ", f"{bos}Answer:", "x")
+                for v in (" negative", " neutral ok", "positive")]
+    assert a.encode_pairs(requests) == [a.encode_pair(c, v) for c, v in requests]

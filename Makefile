@@ -11,7 +11,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: venv system-deps docker demo test test-fast test-long lint bench gui dist screenshots board-screenshots clean
+.PHONY: venv system-deps docker demo test test-fast test-long lint bench bench-env gui dist screenshots board-screenshots clean
 
 $(STAMP): pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,8 +49,12 @@ test-long: venv docker
 lint: venv
 	@bash packaging/lint.sh
 
-bench: venv docker
-	@$(PY) bench/run_all.py
+# the benchmarks' own environment (packaging/bench_env.sh): .venv plus the reference tools they compare with
+bench-env: venv
+	@bash packaging/bench_env.sh
+
+bench: venv docker bench-env
+	@.venv-bench/bin/python bench/run_all.py
 
 gui: venv
 	@$(VENV)/bin/dynadesk gui

@@ -10,7 +10,7 @@ turn, in one process, for ``TRIALS`` paired trials:
   batches of 32);
 * ``lm-eval``: lm-evaluation-harness's ``hf`` backend (``HFLM.loglikelihood``, batch size 32) on the same model
   object, tokenizer and (prompt, verbaliser) requests; only when ``lm-eval`` is installed (the benchmark's
-  environment: ``pip install lm-eval==0.4.13``; it is not a DynaDesk dependency);
+  environment, `make bench-env`: `.venv-bench` with ``lm-eval==0.4.13``; it is not a DynaDesk dependency);
 * ``bare loop``: a plain loop as lm-eval and most code score labels: every (prompt + verbaliser) row tokenized
   once, sorted by length, right-padded batches of 32 without a mask (causal attention never looks at right
   padding) under ``inference_mode``, log-softmax at the continuation only;

@@ -64,8 +64,8 @@ def text(value: Any, where: str, pattern: re.Pattern[str] | None = None, max_len
         _fail(where, f"is longer than {max_len} characters")
     hidden = _hidden(value) if plain else None
     if hidden is not None:
-        raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[hidden]):04X} at "
-                              f"position {hidden}")
+        raise HiddenTextError(f"bundle {where}: holds the control or invisible character "
+                              f"U+{ord(value[hidden]):04X} at position {hidden}")
     if pattern is not None and not pattern.match(value):
         _fail(where, f"has the wrong form ({value!r:.80})")
     return value
@@ -88,8 +88,8 @@ def plain_texts(value: Any, where: str, depth: int = 0) -> None:
     if isinstance(value, str):
         i = _hidden(value)
         if i is not None:
-            raise HiddenTextError(f"{where}: holds the control or invisible character U+{ord(value[i]):04X} at "
-                                  f"position {i}")
+            raise HiddenTextError(f"bundle {where}: holds the control or invisible character "
+                                  f"U+{ord(value[i]):04X} at position {i}")
     elif isinstance(value, dict):
         for k, v in value.items():
             plain_texts(k, f"{where} (a key)", depth + 1)

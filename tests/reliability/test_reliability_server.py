@@ -349,6 +349,24 @@ def test_mutated_bundles_fail_only_with_a_bundle_error_naming_the_payload(signed
             load_and_verify(stale, "fuzzed bundle")
 
 
+@pytest.mark.parametrize("where", [("metrics", 0, "metric"), ("environment", "cpu")])
+def test_a_hidden_character_is_refused_naming_the_bundle_and_the_field(signed, where):
+    """A control character (U+001F) in a signed field: the error names the bundle and the field, as every other
+    payload error does (the fuzzer found a metric name whose message began with the field alone)."""
+    bundle, key = signed
+    payload = copy.deepcopy(bundle.payload.to_json())
+    node = payload
+    for part in where[:-1]:
+        node = node[part]
+    node[where[-1]] = f"{node[where[-1]]}\x1f"
+    payload_bytes = canonical_bytes(payload)
+    raw = envelope_bytes(payload_bytes, public_raw(key), key.sign(payload_bytes))
+    with pytest.raises(BundleFormatError) as info:
+        parse_bundle(raw, "fuzzed bundle")
+    assert re.match(r"(fuzzed )?bundle\b.*payload", str(info.value)), str(info.value)
+    assert "U+001F" in str(info.value) and where[-1] in str(info.value)
+
+
 @settings(max_examples=BUNDLE_EXAMPLES, deadline=None, suppress_health_check=NO_SHRINK)
 @given(data=st.data())
 def test_mutated_envelopes_are_refused_with_a_bundle_error(signed, data):

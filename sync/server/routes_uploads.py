@@ -6,13 +6,14 @@ CPU-bound checks run in the upload pool (off the event loop, :mod:`dynadesk.sync
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
 from anyio.to_thread import run_sync
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.sync.format.attestation import FORMAT as ATTESTATION_FORMAT
@@ -25,7 +26,24 @@ from dynadesk.sync.server.deps import ServerState, State
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import client_address
 
-router = APIRouter()
+
+class UploadRoute(APIRoute):
+    """An upload route's request handler: the endpoint called with the request and the app's :class:`ServerState`
+    directly. Its signature (``request``, ``state: State``) still makes the OpenAPI document, but FastAPI's
+    per-request dependency solving (about 35 us of CPU, a tenth of a small bundle's checks) is skipped: these
+    endpoints take nothing else, and read their body themselves (:func:`read_body`)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint = self.endpoint
+
+        async def handler(request: Request) -> Response:
+            answer: Response = await endpoint(request, request.app.state.server)
+            return answer
+
+        return handler
+
+
+router = APIRouter(route_class=UploadRoute)
 
 
 async def read_body(request: Request) -> bytes | None:

@@ -6,10 +6,11 @@ reads the head and writes the next entry, and two processes doing that at once w
 same ``seq`` (on a prototype, 250 of 320 concurrent uploads failed on the unique key without it). The
 lock is held until commit or rollback, so a crashed writer can never leave it taken.
 
-Round trips are what an upload's database work costs the serving process (issue 50 item 4): a transaction's
-``BEGIN`` and lock go as one, its last writes and ``COMMIT`` as one (a pipeline), and a borrowed connection is not
-probed with an extra query; a connection the database dropped (a restart, a failover) is found by its first
-statement instead, and the pool's idle ones are then checked and that statement run once more.
+Round trips are what an upload's database work costs the serving process (~50 us of client CPU each; issue 50
+item 4): a transaction's ``BEGIN`` and lock go as one query, and a borrowed connection is not probed with an extra
+one; a connection the database dropped (a restart, a failover) is found by its first statement instead, then the
+pool's idle connections are checked and that statement runs once more. (Sending the last write and ``COMMIT`` as one
+pipeline was measured too: it cost more client CPU than the round trip it saved, as in docs/operators.md.)
 """
 
 from __future__ import annotations
@@ -93,48 +94,6 @@ def _rollback(raw: psycopg.Connection[Any]) -> None:
         pass  # the pool discards or resets the connection when it is given back
 
 
-class _PgTx(Tx):
-    """A transaction whose :meth:`write_all` waits to go with the ``COMMIT`` (one round trip, a pipeline); any other
-    statement sends it first, so every statement still sees the writes before it."""
-
-    def __init__(self, raw: psycopg.Connection[Any]):
-        super().__init__(raw, POSTGRES)
-        self._held: tuple[str, list[Any]] | None = None
-
-    def _flush(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            super().execute(*held)
-
-    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Any:
-        self._flush()
-        return super().execute(sql, params)
-
-    def write_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
-        self._flush()
-        parts = [f"w{i} AS ({sql})" for i, (sql, _) in enumerate(statements[:-1])]
-        sql = f"WITH {', '.join(parts)} {statements[-1][0]}" if parts else statements[-1][0]
-        self._held = (sql, [p for _, params in statements for p in params])
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self._flush()
-        super().executemany(sql, rows)
-
-    def bulk_insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        self._flush()
-        super().bulk_insert(table, columns, rows)
-
-    def commit(self) -> None:
-        """The held writes and ``COMMIT`` in one round trip; a failing write leaves nothing committed."""
-        held, self._held = self._held, None
-        if held is None:
-            self.raw.execute("COMMIT")
-            return
-        with self.raw.pipeline():
-            Tx.execute(self, *held)
-            self.raw.execute("COMMIT")
-
-
 class PostgresBackend(Backend):
     dialect = POSTGRES
 
@@ -197,10 +156,9 @@ class PostgresBackend(Backend):
         raw, _ = self.first(lambda c: c.execute(_BEGIN))
         try:
             with self._errors():
-                tx = _PgTx(raw)
                 try:
-                    yield tx
-                    tx.commit()
+                    yield Tx(raw, POSTGRES)
+                    raw.execute("COMMIT")
                 except BaseException:
                     _rollback(raw)
                     raise

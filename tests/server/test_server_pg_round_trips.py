@@ -1,7 +1,7 @@
 """Fewer PostgreSQL round trips per upload (issue 50 item 4): a transaction's ``BEGIN`` and writer lock go as one
-query, its held writes and ``COMMIT`` as one pipeline, and a borrowed connection is not probed first. What must not
-change: a write that fails at the commit leaves nothing (no log entry; the chain goes on from the last stored one), a
-statement after held writes sees them, and a connection the database dropped is replaced for a write as for a read."""
+query, and a borrowed connection is not probed first. What must not change: a write that fails leaves nothing (no log
+entry; the chain goes on from the last stored one), a failed transaction is rolled back and its connection serves the
+next one, and a connection the database dropped is replaced for a write as for a read."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _bundle(i: int) -> CheckedBundle:
                          1_704_067_200_000_000 + i * 1_000_000, {"d": "sha256:" + "1" * 64}, {"perf": i})
 
 
-def test_a_write_failing_at_the_commit_leaves_nothing_and_the_chain_goes_on(pg_url):
+def test_a_failing_write_leaves_nothing_and_the_chain_goes_on(pg_url):
     db = ServerDB(pg_url)
     db.add_key(FP, KEY, "alice")
     db.accept(_bundle(1), entry_hash)
@@ -40,7 +40,7 @@ def test_a_write_failing_at_the_commit_leaves_nothing_and_the_chain_goes_on(pg_u
     db.close()
 
 
-def test_a_statement_after_held_writes_sees_them_and_a_failed_transaction_is_rolled_back(pg_url):
+def test_writes_are_seen_in_their_transaction_and_a_failed_one_is_rolled_back(pg_url):
     db = ServerDB(pg_url)
     insert = "INSERT INTO meta(key, value) VALUES (?, ?)"
     with db.tx() as c:

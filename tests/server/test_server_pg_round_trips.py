@@ -62,7 +62,7 @@ def test_a_dropped_connection_is_replaced_when_a_write_comes_first(postgres):
     with psycopg.connect(postgres.url(), autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
                       [url.rsplit("/", 1)[1]])
-    db.add_key(FP, KEY, "alice")  # the transaction's BEGIN finds the dead connection; the pool is checked, it runs again
+    db.add_key(FP, KEY, "alice")  # its BEGIN finds the dead connection; the pool is checked and it runs again
     db.accept(_bundle(1), entry_hash)
     assert [k.fingerprint for k in db.list_keys()] == [FP] and db.log_head()[0] == 1
     db.close()

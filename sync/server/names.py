@@ -23,6 +23,7 @@ the board groups them: any two rows whose names share it are both shown with the
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -43,6 +44,7 @@ def _char(c: str) -> str:
     return f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}"
 
 
+@functools.lru_cache(maxsize=4096)  # a board's uploads repeat their names; a refusal is never kept (it raises)
 def check_model_name(name: str) -> str:
     """``name`` unchanged when it cannot impersonate another row, else a ModelNameError naming the character."""
     if unicodedata.normalize("NFC", name) != name:

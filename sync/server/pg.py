@@ -5,14 +5,20 @@ Every write transaction takes ``pg_advisory_xact_lock(LOG_LOCK)`` first: appendi
 reads the head and writes the next entry, and two processes doing that at once would both compute the
 same ``seq`` (on a prototype, 250 of 320 concurrent uploads failed on the unique key without it). The
 lock is held until commit or rollback, so a crashed writer can never leave it taken.
+
+Round trips are what an upload's database work costs the serving process (~50 us of client CPU each; issue 50
+item 4): a transaction's ``BEGIN`` and lock go as one query, and a borrowed connection is not probed with an extra
+one; a connection the database dropped (a restart, a failover) is found by its first statement instead, then the
+pool's idle connections are checked and that statement runs once more. (Sending the last write and ``COMMIT`` as one
+pipeline was measured too: it cost more client CPU than the round trip it saved, as in docs/operators.md.)
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
@@ -24,10 +30,12 @@ from dynadesk.sync.server.backend import Backend, Tx
 from dynadesk.sync.server.dialect import POSTGRES, redact
 
 LOG_LOCK = 0x44594E41  # "DYNA": the advisory lock key every writer of one database takes first
+_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({LOG_LOCK})"  # no parameters: one simple query, one round trip
 POOL_SIZE = 8  # connections per process: the upload threads, the app's read threads and the admin
 CONNECT_TIMEOUT_S = 10
 POOL_TIMEOUT_S = 5
 """How long a request waits for a pooled connection: in an outage it gets its 503 after this, not after 30 s."""
+T = TypeVar("T")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -66,10 +74,24 @@ class _PoolReader:
         self.backend = backend
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> _Rows:
-        with self.backend.connection() as raw:
+        def run(raw: psycopg.Connection[Any]) -> _Rows:
             cur = Tx(raw, POSTGRES).execute(sql, params)
             rows = cur.fetchall() if getattr(cur, "description", None) else []
             return _Rows(rows, cur.rowcount)
+
+        raw, rows = self.backend.first(run)  # a read: run again on a live connection if this one was dropped
+        self.backend.pool.putconn(raw)
+        return rows
+
+
+def _rollback(raw: psycopg.Connection[Any]) -> None:
+    """End a failed transaction (its error is what the caller reports, not this one's)."""
+    if raw.broken or raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+        return
+    try:
+        raw.execute("ROLLBACK")
+    except psycopg.Error:
+        pass  # the pool discards or resets the connection when it is given back
 
 
 class PostgresBackend(Backend):
@@ -92,8 +114,7 @@ class PostgresBackend(Backend):
             raise StoreError(f"cannot connect to PostgreSQL database {self.name}: {_first_line(exc)}") from exc
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, timeout=POOL_TIMEOUT_S,
-            check=ConnectionPool.check_connection, name="dynadesk-server")  # an empty query on each borrow
-        # (~0.1 ms): after a database restart or failover every request still gets a live connection
+            name="dynadesk-server")  # no probe on each borrow (a round trip): see first()
         self.lock = _NoLock()
         self.conn = _PoolReader(self)
         self._closed = threading.Event()
@@ -110,11 +131,39 @@ class PostgresBackend(Backend):
         with self._errors(), self.pool.connection() as raw:
             yield raw
 
+    def first(self, statement: Callable[[psycopg.Connection[Any]], T]) -> tuple[psycopg.Connection[Any], T]:
+        """A borrowed connection (the caller gives it back with ``pool.putconn``) and what ``statement`` returned
+        on it. A connection the database dropped fails its first statement: then the pool's idle connections are
+        checked (dead ones replaced) and ``statement`` runs once more, so nothing probes every borrow. Only for a
+        first statement that changed nothing when it failed (a read, ``BEGIN``)."""
+        with self._errors():
+            for retry in (False, True):
+                raw = self.pool.getconn()
+                try:
+                    return raw, statement(raw)
+                except psycopg.OperationalError:
+                    self.pool.putconn(raw)  # a broken connection is discarded, not pooled again
+                    if retry or not raw.broken:
+                        raise
+                    self.pool.check()
+                except BaseException:
+                    self.pool.putconn(raw)
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     @contextmanager
     def tx(self) -> Iterator[Tx]:
-        with self.connection() as raw, raw.transaction():
-            raw.execute("SELECT pg_advisory_xact_lock(%s)", [LOG_LOCK])
-            yield Tx(raw, POSTGRES)
+        raw, _ = self.first(lambda c: c.execute(_BEGIN))
+        try:
+            with self._errors():
+                try:
+                    yield Tx(raw, POSTGRES)
+                    raw.execute("COMMIT")
+                except BaseException:
+                    _rollback(raw)
+                    raise
+        finally:
+            self.pool.putconn(raw)
 
     def integrity_check(self) -> str:
         """PostgreSQL checks its own pages; ``"ok"`` here means the database answers a query."""

@@ -6,13 +6,14 @@ CPU-bound checks run in the upload pool (off the event loop, :mod:`dynadesk.sync
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
 from anyio.to_thread import run_sync
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.sync.format.attestation import FORMAT as ATTESTATION_FORMAT
@@ -25,7 +26,24 @@ from dynadesk.sync.server.deps import ServerState, State
 from dynadesk.sync.server.ingest import UploadChecks, ingest, ingest_attestation, verified_signer
 from dynadesk.sync.server.limits import client_address
 
-router = APIRouter()
+
+class UploadRoute(APIRoute):
+    """An upload route's request handler: the endpoint called with the request and the app's :class:`ServerState`
+    directly. Its signature (``request``, ``state: State``) still makes the OpenAPI document, but FastAPI's
+    per-request dependency solving (about 35 us of CPU, a tenth of a small bundle's checks) is skipped: these
+    endpoints take nothing else, and read their body themselves (:func:`read_body`)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint = self.endpoint
+
+        async def handler(request: Request) -> Response:
+            answer: Response = await endpoint(request, request.app.state.server)
+            return answer
+
+        return handler
+
+
+router = APIRouter(route_class=UploadRoute)
 
 
 async def read_body(request: Request) -> bytes | None:
@@ -45,20 +63,29 @@ async def read_body(request: Request) -> bytes | None:
 async def receive(state: ServerState, request: Request,
                   accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
                   fmt: str = BUNDLE_FORMAT) -> JSONResponse:
-    """Bounded body, the address or key limit, then ``accept`` in the upload pool (see the module's text)."""
+    """Bounded body, then :func:`checked_upload` in one worker thread (see the module's text)."""
     body = await read_body(request)
     if body is None:
         return error_answer(413, "too_large", f"a document may hold at most {MAX_BUNDLE_BYTES} bytes")
+    peer = request.client.host if request.client else "unknown"
     try:
         with state.upload_pool.admit():  # a bounded number of uploads waiting for or in the check pool; then 503
-            if await run_sync(verified_signer, state.db, body, fmt, limiter=state.upload_threads) is None:
-                peer = request.client.host if request.client else "unknown"
-                state.address_limiter.take(client_address(peer, request.headers.get("x-forwarded-for"),
-                                                          state.trusted_proxies))
-            answer = await run_sync(accept, state.db, state.checks, body, state.clock(), limiter=state.upload_threads)
+            answer = await run_sync(checked_upload, state, accept, body, fmt,
+                                    (peer, request.headers.get("x-forwarded-for")), limiter=state.upload_threads)
     except DynaDeskError as exc:
         return refusal(exc)
     return JSONResponse({"status": "accepted", **answer}, status_code=201)
+
+
+def checked_upload(state: ServerState, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
+                   body: bytes, fmt: str, origin: tuple[str, str | None]) -> dict[str, Any]:
+    """The limit, the checks and the write of one upload, in one worker thread: one hop off the event loop per
+    upload, not two (each hop cost ~0.1 ms of CPU, a sixth of a small bundle's checks). A body not signed by a
+    registered key is charged to its address's bucket (``origin``: the peer and its ``X-Forwarded-For``); a signed
+    one only to its key's, in ``accept``."""
+    if verified_signer(state.db, body, fmt) is None:
+        state.address_limiter.take(client_address(*origin, state.trusted_proxies))
+    return accept(state.db, state.checks, body, state.clock())
 
 
 @router.post("/api/bundles", status_code=201, summary="Upload one signed bundle (its exact bytes as the body)",

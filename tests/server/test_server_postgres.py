@@ -227,8 +227,10 @@ def test_no_database_round_trip_runs_on_the_event_loop():
     async_defs = {n.name for m in modules for n in ast.walk(ast.parse(inspect.getsource(m)))
                   if isinstance(n, ast.AsyncFunctionDef)}
     assert async_defs <= {"lifespan", "_http", "_invalid", "_domain", "receive", "upload", "upload_attestation",
-                          "read_body", "__call__", "send_with_headers", "_state", "_db", "_view", "_tasks"}
-    assert "await run_sync(accept, state.db," in inspect.getsource(routes_uploads.receive)
+                          "read_body", "__call__", "send_with_headers", "_state", "_db", "_view", "_tasks",
+                          "handler"}
+    assert "await run_sync(checked_upload, state, accept," in inspect.getsource(routes_uploads.receive)
+    assert "accept(state.db," in inspect.getsource(routes_uploads.checked_upload)  # in the worker thread
 
 
 def test_dropped_connections_are_replaced_and_an_unreachable_server_is_a_store_error(postgres):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 
-import psycopg
 import pytest
 
 from dynadesk.errors import StoreError
@@ -59,9 +58,7 @@ def test_writes_are_seen_in_their_transaction_and_a_failed_one_is_rolled_back(pg
 def test_a_dropped_connection_is_replaced_when_a_write_comes_first(postgres):
     url = postgres.new_database()
     db = ServerDB(url)
-    with psycopg.connect(postgres.url(), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                      [url.rsplit("/", 1)[1]])
+    postgres.drop_connections(url)
     db.add_key(FP, KEY, "alice")  # its BEGIN finds the dead connection; the pool is checked and it runs again
     db.accept(_bundle(1), entry_hash)
     assert [k.fingerprint for k in db.list_keys()] == [FP] and db.log_head()[0] == 1

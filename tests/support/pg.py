@@ -77,6 +77,15 @@ class Cluster:
     def url(self, dbname: str = "postgres", password: str | None = None) -> str:
         return (f"postgresql://{PASSWORD_USER}:{password or self.password}@127.0.0.1:{self.port}/{dbname}")
 
+    def drop_connections(self, database_url: str) -> None:
+        """End every server connection to the database at ``database_url`` (what a restart or a network cut does to
+        a client's pooled connections)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                          [database_url.rsplit("/", 1)[1]])
+
     def new_database(self, prefix: str = "t") -> str:
         """A fresh empty database; returns its URL."""
         import psycopg

@@ -72,7 +72,7 @@ def augly_families() -> dict[str, Callable[[str], str]] | str:
 def _setup(quick: bool) -> tuple[Any, list[str]]:
     """(the trained adapter, the test statements)."""
     from dynadesk.evaluator.adapters import load_adapter
-    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.recipes import fetch_default_data
     from dynadesk.workspace import Workspace
 
@@ -83,7 +83,8 @@ def _setup(quick: bool) -> tuple[Any, list[str]]:
     fetch_default_data(store, cache)
     train = [ex for name in TEST_SETS for ex in store.datasets.examples(name.replace("-test", "-train"))]
     folder = ws.models_dir / "bow"
-    train_bag_of_words(folder, "sentiment", ["negative", "neutral", "positive"], ["statement"], train, epochs=4)
+    train_bag_of_words(folder, "sentiment", ["negative", "neutral", "positive"], ["statement"], train,
+                       BowTraining(epochs=4))
     texts = [ex["statement"] for name in TEST_SETS for ex in store.datasets.examples(name)]
     store.close()
     if quick:  # the smoke run of the test suite (DYNADESK_BENCH_SMOKE): smaller again

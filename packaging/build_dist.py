@@ -49,7 +49,7 @@ def _minilm_classifier(folder: Path) -> None:
 def prepare_smoke_workspace(home: Path) -> None:
     """A workspace holding the two kinds of local model (:data:`SMOKE_MODELS`): a torch bag-of-words
     and a transformers MiniLM classifier, so --smoke really loads torch / transformers and predicts."""
-    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.models.registry import register_model
     from dynadesk.workspace import Workspace
 
@@ -57,7 +57,8 @@ def prepare_smoke_workspace(home: Path) -> None:
     examples = [{"statement": f"a {w} film number {i}", "label": lab}
                 for i in range(20) for lab, ws in words.items() for w in ws.split()]
     folder = home / "models" / "smoke-bow"
-    train_bag_of_words(folder, "sentiment", ["negative", "neutral", "positive"], ["statement"], examples, epochs=3)
+    train_bag_of_words(folder, "sentiment", ["negative", "neutral", "positive"], ["statement"], examples,
+                       BowTraining(epochs=3))
     _minilm_classifier(home / "models" / "smoke-minilm")
     store = Workspace(home).open_store()
     register_model(store, folder, "sentiment", name="smoke-bow")

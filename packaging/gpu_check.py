@@ -69,10 +69,10 @@ def _seq2seq(tmp: Path) -> tuple[Path, list[dict[str, str]]]:
 
 
 def _bow(tmp: Path) -> tuple[Path, list[dict[str, str]]]:
-    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.bow import BowTraining, train_bag_of_words
 
     examples = [{"statement": t, "label": LABELS[i % 3]} for i, t in enumerate(TEXTS * 4)]
-    train_bag_of_words(tmp / "bow", "sentiment", LABELS, ["statement"], examples, epochs=1)
+    train_bag_of_words(tmp / "bow", "sentiment", LABELS, ["statement"], examples, BowTraining(epochs=1))
     return tmp / "bow", [{"statement": t} for t in TEXTS]
 
 

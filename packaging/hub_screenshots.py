@@ -40,13 +40,13 @@ def build(home: Path) -> None:
 
     from dynadesk.annotation import add_annotator, new_round, submit_example, validate
     from dynadesk.models import register_model
-    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.workspace import open_workspace
 
     ws, store = open_workspace(home)
     try:
         train_bag_of_words(ws.models_dir / "bow", "sentiment", LABELS, ["statement"], demo_examples(150, 1),
-                           dim=16, epochs=6)
+                           BowTraining(dim=16, epochs=6))
         register_model(store, ws.models_dir / "bow", "sentiment", name="bow", replace=True)
         for who, role in (("lead", "owner"), ("bob", "annotator"), ("carol", "annotator"), ("dan", "annotator")):
             add_annotator(store, who, role)

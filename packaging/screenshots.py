@@ -56,7 +56,7 @@ def build_demo(home: Path, log=print) -> None:
     from dynadesk.annotation import add_annotator, new_round, submit_example, use_annotator, validate
     from dynadesk.datasets import dataset_digest, label_counts
     from dynadesk.models import register_model
-    from dynadesk.models.bow import train_bag_of_words, write_majority
+    from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.orchestration.request import RunRequest, RunSettings
     from dynadesk.scoring.perturb import generate_suites
@@ -75,8 +75,10 @@ def build_demo(home: Path, log=print) -> None:
     gold = [r["label"] for r in train]
     write_majority(ws.models_dir / "majority", "sentiment", LABELS, ["statement"], gold[:40])
     write_majority(ws.models_dir / "always-positive", "sentiment", LABELS, ["statement"], ["positive"] * 3 + gold)
-    train_bag_of_words(ws.models_dir / "bow-small", "sentiment", LABELS, ["statement"], train, dim=8, epochs=2)
-    train_bag_of_words(ws.models_dir / "bow-large", "sentiment", LABELS, ["statement"], train, dim=64, epochs=12)
+    train_bag_of_words(ws.models_dir / "bow-small", "sentiment", LABELS, ["statement"], train,
+                       BowTraining(dim=8, epochs=2))
+    train_bag_of_words(ws.models_dir / "bow-large", "sentiment", LABELS, ["statement"], train,
+                       BowTraining(dim=64, epochs=12))
     for name in ("majority", "always-positive", "bow-small", "bow-large"):
         register_model(store, ws.models_dir / name, "sentiment", name=name, replace=True)
         log(f"evaluating {name} with the local runner …")

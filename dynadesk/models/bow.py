@@ -11,12 +11,25 @@ import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dynadesk.evaluator import adapters as _ad
 
 Steps = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class BowTraining:
+    """How a bag-of-words model is trained: embedding width, passes over the data, batch size, Adam's learning rate
+    and the seed (the same settings and data give the same weights)."""
+
+    dim: int = 64
+    epochs: int = 6
+    batch_size: int = 64
+    lr: float = 0.02
+    seed: int = 13
 
 
 def write_majority(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
@@ -50,10 +63,10 @@ def build_vocab(examples: Sequence[dict[str, str]], inputs: Sequence[str], min_c
 
 
 def train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
-                       examples: Sequence[dict[str, Any]], *, dim: int = 64, epochs: int = 6,
-                       batch_size: int = 64, lr: float = 0.02, seed: int = 13,
+                       examples: Sequence[dict[str, Any]], training: BowTraining | None = None, *,
                        steps: Steps | None = None) -> dict[str, Any]:
-    """Train an EmbeddingBag + linear classifier with a fixed seed; write safetensors + vocab + manifest.
+    """Train an EmbeddingBag + linear classifier (``training``: :class:`BowTraining`'s defaults unless given);
+    write safetensors + vocab + manifest.
 
     On one thread: each step is a few small tensors, where a second intra-op thread costs more in
     synchronisation than it saves (measured on 2 cores under load: 17 CPU ms a step on one thread, 114 on two;
@@ -63,18 +76,19 @@ def train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inpu
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _train_bag_of_words(folder, task_name, labels, inputs, examples, dim=dim, epochs=epochs,
-                                   batch_size=batch_size, lr=lr, seed=seed, steps=steps)
+        return _train_bag_of_words(folder, task_name, labels, inputs, examples, training or BowTraining(), steps)
     finally:
         torch.set_num_threads(threads)
 
 
 def _train_bag_of_words(folder: Path, task_name: str, labels: Sequence[str], inputs: Sequence[str],
-                        examples: Sequence[dict[str, Any]], *, dim: int, epochs: int, batch_size: int, lr: float,
-                        seed: int, steps: Steps | None) -> dict[str, Any]:
+                        examples: Sequence[dict[str, Any]], training: BowTraining, steps: Steps | None
+                        ) -> dict[str, Any]:
     import torch
     from safetensors.torch import save_file
 
+    dim, epochs, batch_size, lr, seed = (training.dim, training.epochs, training.batch_size, training.lr,
+                                         training.seed)
     torch.manual_seed(seed)
     vocab = build_vocab(examples, inputs)
     index = {t: i for i, t in enumerate(vocab)}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk.errors import DynaDeskError, ModelError
 from dynadesk.evaluator import adapters as _ad
 from dynadesk.evaluator.metrics import accuracy, macro_f1
-from dynadesk.models.bow import train_bag_of_words, write_majority
+from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
 from dynadesk.models.registry import register_model, tree_digest, verify_model
 from dynadesk.tasks import get_task
 
@@ -305,8 +305,9 @@ def build_demo_zoo(store: Store, workspace: Workspace, *, progress: Progress = l
         MINILM3: (lambda f: train_minilm(f, labels, train_sample, replace(config, lr=config.lr_3layer), layers=3,
                                          steps=steps, stage=MINILM3),
                   {**{k: v for k, v in asdict(config).items() if not k.startswith("bow_")}, "layers": 3}),
-        BOW: (lambda f: train_bag_of_words(f, TASK, labels, ["statement"], bow_train, dim=config.bow_dim,
-                                           epochs=config.bow_epochs, seed=config.seed, steps=steps),
+        BOW: (lambda f: train_bag_of_words(f, TASK, labels, ["statement"], bow_train, BowTraining(
+                                           dim=config.bow_dim, epochs=config.bow_epochs, seed=config.seed),
+                                           steps=steps),
               {k: v for k, v in asdict(config).items() if k.startswith("bow_") or k == "seed"}),
         MAJORITY: (lambda f: write_majority(f, TASK, labels, ["statement"], [ex["label"] for ex in train_all]),
                    {}),

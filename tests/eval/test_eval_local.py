@@ -261,14 +261,15 @@ def test_every_demo_model_kind_evaluates(store, home, tmp_path, kind):
     had an ``encode`` of its own meaning that the token sort took for the tokenizer's: IndexError)."""
     from support.eval import LABELS, sentences
 
-    from dynadesk.models.bow import train_bag_of_words, write_majority
+    from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
     from dynadesk.models.registry import register_model
 
     texts = sentences(30, seed=3)
     train = [{"statement": t, "label": LABELS[i % 3]} for i, t in enumerate(texts)]
     folder = tmp_path / "models" / kind
     if kind == "bag-of-words":
-        train_bag_of_words(folder, "sentiment", list(LABELS), ["statement"], train, dim=8, epochs=3, seed=1)
+        train_bag_of_words(folder, "sentiment", list(LABELS), ["statement"], train,
+                           BowTraining(dim=8, epochs=3, seed=1))
     else:
         write_majority(folder, "sentiment", list(LABELS), ["statement"], [ex["label"] for ex in train])
     register_model(store, folder, "sentiment", name=kind)

@@ -9,7 +9,7 @@ import pytest
 from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.evaluator import adapters as ad
-from dynadesk.models.bow import train_bag_of_words, write_majority
+from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
 
 NLI = ["entailment", "neutral", "contradiction"]
 SENT = ["negative", "neutral", "positive"]
@@ -130,7 +130,8 @@ def _toy_examples():
 def test_bag_of_words_learns_and_reloads_deterministically(tmp_path):
     examples = _toy_examples() * 4
     for name in ("a", "b"):
-        train_bag_of_words(tmp_path / name, "sentiment", SENT, ["statement"], examples, dim=16, epochs=30, seed=5)
+        train_bag_of_words(tmp_path / name, "sentiment", SENT, ["statement"], examples,
+                           BowTraining(dim=16, epochs=30, seed=5))
     assert (tmp_path / "a" / ad.BOW_WEIGHTS).read_bytes() == (tmp_path / "b" / ad.BOW_WEIGHTS).read_bytes()
     adapter = ad.load_adapter(tmp_path / "a")
     preds = adapter.predict([{"statement": ex["statement"]} for ex in _toy_examples()])

@@ -271,13 +271,13 @@ def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args
     from support.eval import sentences
     from support.sync import workspace_with_key
 
-    from dynadesk.models.bow import train_bag_of_words
+    from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.models.registry import register_model
     from dynadesk.sync.create import create_bundle
 
     ws, store = workspace_with_key(home)
     train = [{"id": f"t{i}", "statement": s, "label": LABELS[i % 3]} for i, s in enumerate(sentences(60, 5))]
-    train_bag_of_words(tmp_path / "bow", "sentiment", LABELS, ["statement"], train, epochs=2)
+    train_bag_of_words(tmp_path / "bow", "sentiment", LABELS, ["statement"], train, BowTraining(epochs=2))
     register_model(store, tmp_path / "bow", "sentiment", name="bow")
     add_test_set(store, "set0-test", 12, seed=0)
     queue = Queue.open(parse_broker(redis_server.url))

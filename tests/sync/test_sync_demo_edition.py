@@ -17,8 +17,8 @@ from support.baselines import constant, outcomes_of
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.sync.client import load_rate_edition, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import load_rate_edition, sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

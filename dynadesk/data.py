@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
+from dynadesk.datasets import DatasetOrigin, DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
 from dynadesk.formats import Mapping, read_examples
 from dynadesk.formats.squad import UNANSWERABLE
@@ -77,8 +77,9 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
     for part, examples in parts.items():
         stored.append(store.datasets.add(
             names[part], task.name, part if part in SPLITS else "other", examples, dataset_digest(examples),
-            label_counts(task, examples), source=str(path.resolve()), replace=replace,
-            unanswerable_left_out=result.dropped.get(UNANSWERABLE, 0)))
+            label_counts(task, examples),
+            DatasetOrigin(source=str(path.resolve()), unanswerable_left_out=result.dropped.get(UNANSWERABLE, 0)),
+            replace=replace))
     return ImportOutcome(stored[0], result.format, result.detected, result.dropped, found, stored[1:])
 
 

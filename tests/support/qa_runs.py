@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dynadesk.datasets import dataset_digest
+from dynadesk.datasets import DatasetOrigin, dataset_digest
 from dynadesk.store.evaluations import ImageBuild, MetricValue, WorkerSettings
 from support.sync import IMAGE_EPOCH
 
@@ -26,7 +26,7 @@ def ensure_qa_datasets(store, names=QA_SETS, size: int = 20) -> None:
             continue
         examples = [{"id": f"{name}-{i}", "context": f"The meeting {i} of {name} was held in {CITIES[i % 10]} in May.",
                      "question": f"Where was meeting {i} held?", "answers": [CITIES[i % 10]]} for i in range(size)]
-        store.datasets.add(name, "qa", "test", examples, dataset_digest(examples), {}, source="test")
+        store.datasets.add(name, "qa", "test", examples, dataset_digest(examples), {}, DatasetOrigin(source="test"))
 
 
 def right(example: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import requests
 
-from dynadesk.datasets import dataset_digest
+from dynadesk.datasets import DatasetOrigin, dataset_digest
 from dynadesk.store.evaluations import ImageBuild, MetricValue, WorkerSettings
 
 TEST_SETS = ("vader-movies-test", "vader-tweets-test")
@@ -36,7 +36,8 @@ def ensure_datasets(store, names=TEST_SETS, size: int = SET_SIZE) -> None:
         examples = [{"id": f"{name}-{i}", "statement": f"statement {i} of {name} é", "label": LABELS[i % 3]}
                     for i in range(size)]
         counts = {lab: sum(1 for e in examples if e["label"] == lab) for lab in LABELS}
-        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts, source="test")
+        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts,
+                           DatasetOrigin(source="test"))
 
 
 IMAGE_EPOCH = 1_700_000_000  # the recorded image build's SOURCE_DATE_EPOCH

@@ -16,7 +16,7 @@ from support.sync import admin, free_port, start_server, stop_server
 from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
-from dynadesk.datasets import dataset_digest
+from dynadesk.datasets import DatasetOrigin, dataset_digest
 from dynadesk.orchestration.folder import RunFolder
 from dynadesk.store.evaluations import MetricValue, WorkerSettings
 from dynadesk.tasks import parse_task_text, task_digest
@@ -60,7 +60,7 @@ def _emotion_run(ws: Workspace) -> int:
     try:
         examples = [{"id": f"e{i}", "statement": f"sentence {i}", "label": LABELS[i % 5]} for i in range(10)]
         store.datasets.add("emotion-test", "emotion", "test", examples, dataset_digest(examples),
-                           {lab: 2 for lab in LABELS}, source="test")
+                           {lab: 2 for lab in LABELS}, DatasetOrigin(source="test"))
         digest = "sha256:" + hashlib.sha256(b"emo-bow").hexdigest()
         store.models.add("emo-bow", "emotion", "bag-of-words", "/models/emo-bow", digest,
                          {"task": "emotion", "kind": "bag-of-words", "labels": list(LABELS)})

@@ -14,7 +14,7 @@ from support.onnx_models import make_onnx_classifier, make_onnx_qa
 from dynadesk.errors import ModelError
 from dynadesk.evaluator.adapters import AdapterError, load_adapter
 from dynadesk.evaluator.onnx_adapter import ONNX_CLASSIFICATION, ONNX_QA, OnnxModule
-from dynadesk.models import predict_live, register_model
+from dynadesk.models import ModelDeclaration, predict_live, register_model
 
 pytest.importorskip("onnx", reason="the ONNX export needs the 'onnx' package (dev extra)")
 TEXTS = ["the movie was good", "bad", "i really hate this terrible terrible awful food , not ok at all",
@@ -104,7 +104,8 @@ def test_registration_names_what_an_onnx_folder_lacks(classifier, tmp_path, stor
     (folder / "graph.onnx").unlink()
     (folder / "config.json").unlink()
     with pytest.raises(ModelError, match=r"missing the ONNX graph \(model\.onnx\)$") as err:
-        register_model(store, folder, "sentiment", name="broken", kind=ONNX_CLASSIFICATION, labels=LABELS)
+        register_model(store, folder, "sentiment", name="broken",
+                       declared=ModelDeclaration(ONNX_CLASSIFICATION, tuple(LABELS)))
     assert "\n" not in str(err.value)
     (folder / "dynadesk-model.json").write_text(json.dumps(
         {"task": "sentiment", "kind": ONNX_CLASSIFICATION, "inputs": ["statement"], "labels": LABELS,

@@ -345,7 +345,7 @@ def ensure_bundle(store: Store, workspace: Workspace, evaluation_id: int, step: 
 def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
     """The audit's verdict: every check in the detailed log; the step's result names the verdict, the count of
     identical deterministic fields and, grouped by verdict, the fields that are not identical."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
 
     cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
     if cached.exists() and not force:
@@ -354,7 +354,7 @@ def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: st
     else:
         raw = store.bundles.raw(bundle_id)
         step.note(f"re-running the bundle's evaluation ({runner} runner) with its recorded settings and seeds")
-        report = audit_bundle(store, workspace, raw, rerun=True, runner=runner,
+        report = audit_bundle(store, workspace, raw, AuditOptions(rerun=True, runner=runner),
                               progress=progress_printer(step, "audit re-run"))
         data = {"audited_at": time.strftime("%Y-%m-%d %H:%M:%S"), "report": report.to_dict()}
         cached.write_text(json.dumps(data, indent=2))

@@ -62,7 +62,7 @@ def test_the_onnx_qa_export_finds_the_torch_models_spans(tmp_path, store):
 
 
 def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
@@ -86,7 +86,7 @@ def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
         assert run.status == "succeeded", run.error
         bundle = create_bundle(ws, store, run.id)
         assert bundle.payload.to_json()["model"]["digest"] == record.digest
-        report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+        report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
         assert not report.failures and not report.incomplete, report.failures
         det = [c for c in report.checks if c.kind == DETERMINISTIC]
         assert det and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
@@ -132,7 +132,7 @@ def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(cl
                                                                               docker_client):
     """The image ships onnxruntime (it used to fail naming the local runner): Docker run -> bundle -> Docker audit,
     every deterministic field identical, and the same predictions as the local runner."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.create import create_bundle
@@ -153,7 +153,7 @@ def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(cl
         assert local.status == "succeeded", local.error
         assert run.predictions_digest == local.predictions_digest
         bundle = create_bundle(ws, store, run.id)
-        report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+        report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True), client=docker_client)
         assert bundle.payload.runner.sandboxed
         assert not report.failures and not report.incomplete, report.failures
         det = [c for c in report.checks if c.kind == DETERMINISTIC]

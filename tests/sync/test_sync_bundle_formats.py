@@ -16,7 +16,7 @@ import pytest
 from support import ASSETS
 from support.sync import ensure_datasets, make_run, stored_model, workspace_with_key
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.audit.rerun import recorded_request
 from dynadesk.errors import BundleFormatError, SignatureError, UnsupportedVersionError
@@ -65,7 +65,7 @@ def _stored_like_the_old_run(tmp_path: Path):
 def test_a_version_1_bundle_audits_against_a_stored_run(tmp_path):
     ws, store, run = _stored_like_the_old_run(tmp_path)
     try:
-        report = audit_bundle(store, ws, OLD.read_bytes(), against=run)
+        report = audit_bundle(store, ws, OLD.read_bytes(), AuditOptions(against=run))
         assert report.get("structure").verdict == IDENTICAL and "version 1" in report.get("structure").note
         assert report.get("signature").verdict == IDENTICAL
         for name in ("datasets[vader-movies-test].digest", "datasets[vader-tweets-test].digest",
@@ -74,7 +74,7 @@ def test_a_version_1_bundle_audits_against_a_stored_run(tmp_path):
             assert report.get(name).verdict == IDENTICAL, report.get(name)
         assert not report.failures
         store.evaluations.set_metrics(run, [MetricValue("vader-movies-test", "perf", 71.5, "score", True)])
-        changed = audit_bundle(store, ws, OLD.read_bytes(), against=run)
+        changed = audit_bundle(store, ws, OLD.read_bytes(), AuditOptions(against=run))
         assert changed.get("metrics[vader-movies-test].perf").verdict == DIFFERS  # it does compare
     finally:
         store.close()

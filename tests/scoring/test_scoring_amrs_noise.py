@@ -19,7 +19,7 @@ from dynadesk.errors import ValidationError
 from dynadesk.scoring.amrs_noise import RUNNER_TOLERANCE, check_rate
 from dynadesk.scoring.board import ScoreBoard
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 UNIT = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
         "memory": "GiB"}
@@ -140,7 +140,8 @@ def test_the_local_board_judges_throughput_by_the_runs_spreads(store, spread, no
     for model, (perf, memory, tput) in DEMO.items():
         _evaluate(store, model, perf, memory, tput)
     for rec in store.evaluations.board_runs("sentiment"):
-        store.evaluations.update(rec.id, environment={"measurement": {"spread": {"d": {"throughput": spread}}}})
+        store.evaluations.update(rec.id,
+                                 RunChange(environment={"measurement": {"spread": {"d": {"throughput": spread}}}}))
     board = build_leaderboard(store, "sentiment")
     notes = [n for n in board.notes if n.startswith("metric 'throughput'") and "kept pairs differ" in n]
     assert bool(notes) == noted, board.notes

@@ -14,7 +14,7 @@ from dynadesk.errors import NotFoundError, ValidationError
 from dynadesk.scoring.board import compute
 from dynadesk.scoring.dynascore import default_metrics
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 UNITS = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
          "memory": "GiB", "latency_p50_ms": "ms"}
@@ -192,7 +192,7 @@ def test_a_noisy_run_is_marked_everywhere_the_board_ranks_and_can_be_left_out(ho
     """Issue 39: a run measured on a busy machine (flagged NOISY by the evaluator) is never ranked silently."""
     run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
                                  "WHERE m.name = 'm2' AND e.status = 'succeeded'").fetchone()[0]
-    board_store.evaluations.update(run, environment=NOISY)
+    board_store.evaluations.update(run, RunChange(environment=NOISY))
     board = build_leaderboard(board_store, "sentiment")
     marks = {r.model: r.noisy for r in board.rows}
     assert marks["m2"] == NOISY["measurement"]["noisy_measurements"] and marks["m1"] == marks["m3"] == []
@@ -225,8 +225,8 @@ def test_cli_board_fits_the_terminal_names_whole_and_wraps_long_notes(home, boar
               {"throughput": 324000.5, "memory": 0.25, "latency_p50_ms": 0.01})
     run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
                                  "WHERE m.name = ? AND e.status = 'succeeded'", (LONG_NAME,)).fetchone()[0]
-    board_store.evaluations.update(run, environment={"measurement": {"noisy": True,
-                                                                     "noisy_measurements": [long_note]}})
+    board_store.evaluations.update(run, RunChange(environment={"measurement": {"noisy": True,
+                                                                               "noisy_measurements": [long_note]}}))
     for columns in (90, 200):
         monkeypatch.setenv("COLUMNS", str(columns))
         res = CliRunner().invoke(cli, ["leaderboard", "sentiment"])

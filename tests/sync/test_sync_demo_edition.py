@@ -17,6 +17,7 @@ from support.baselines import constant, outcomes_of
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client import load_rate_edition, sync_queue
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format.keys import key_info
@@ -39,7 +40,7 @@ def demo_board(tmp_path):
                           fairness=100.0, predict=constant)
     rec = store.evaluations.get(runs[name])  # its outcomes, as the host's bootstrap stores them: a constant predictor
     outcomes, _ = outcomes_of(store, constant, rec.datasets, digest=lambda n: store.datasets.get(n).digest)
-    store.evaluations.update(runs[name], profile={**(rec.profile or {}), "outcomes": outcomes})
+    store.evaluations.update(runs[name], RunChange(profile={**(rec.profile or {}), "outcomes": outcomes}))
     bundles = {m: create_bundle(ws, store, ev).id for m, ev in runs.items()}
     db_path = tmp_path / "board.db"
     db = ServerDB(db_path)

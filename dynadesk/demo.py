@@ -313,11 +313,12 @@ def _table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
 def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:
     """When an exchange rate rests on noise (its note is printed above), the board under ``--amrs robust`` too:
     the documented alternative, so the reader sees what the near-tie does to the order."""
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard
 
     if not any("rests on noise" in n for n in board.notes):
         return
-    robust = build_leaderboard(store, TASK, amrs_mode="robust")
+    robust = build_leaderboard(store, TASK, Weighting(amrs_mode="robust"))
     left = ", ".join(m for m, a in robust.amrs.items() if a is None and board.amrs.get(m) is not None)
     echo(f"    with --amrs robust ({left} unconverted; a deviation from Dynaboard): "
          + ", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows))

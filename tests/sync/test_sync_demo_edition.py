@@ -16,6 +16,7 @@ import requests
 from support.baselines import constant, outcomes_of
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client import load_rate_edition, sync_queue
@@ -81,7 +82,7 @@ def test_the_demo_edition_has_every_rate_and_one_dynascore_per_run(demo_board):
     assert board["rates"]["status"] == "edition" and board["rates"]["edition"] == 1
     assert all(v is not None and v > 0 for v in board["amrs"].values()), board["amrs"]
     edition, how = load_rate_edition(d["store"], d["url"], "sentiment")
-    local = build_leaderboard(d["store"], "sentiment", rates=edition.amrs, rates_from=how)
+    local = build_leaderboard(d["store"], "sentiment", Weighting(rates=edition.amrs), rates_from=how)
     assert {r.evaluation_id: r.dynascore for r in local.rows} == {r["evaluation_id"]: r["dynascore"]
                                                                   for r in board["rows"]}
     assert score == next(r["dynascore"] for r in board["rows"] if r["bundle_id"] == bundled)

@@ -70,8 +70,8 @@ def _outcomes(rng: np.random.Generator, skill: float) -> dict:
 
 def populate(path: Path, with_outcomes: bool) -> None:
     """``MODELS`` signed bundles (the same on both boards); with outcomes, their stats stored as at ingest."""
-    from dynadesk.sync.board_stats import bundle_stats
     from dynadesk.sync.format.parts import Outcome
+    from dynadesk.sync.rules.board_stats import bundle_stats
 
     sizes = {name: n for (name, _digest, _size), n in zip(DATASETS, EXAMPLES)}  # the outcomes' own sizes
 

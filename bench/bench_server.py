@@ -50,12 +50,12 @@ import psutil
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, MAX_BUNDLE_BYTES, envelope_bytes, load_and_verify
 from dynadesk.sync.format.keys import fingerprint, public_raw
 from dynadesk.sync.format.timestamps import epoch_us
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.rules.board import board_metrics
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
 from dynadesk.sync.server.pool import check_document
 

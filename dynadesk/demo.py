@@ -325,7 +325,7 @@ def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:
 
 
 def ensure_bundle(store: Store, workspace: Workspace, evaluation_id: int, step: Steps) -> str:
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key, key_info
 
     try:

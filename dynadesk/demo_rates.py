@@ -30,7 +30,7 @@ def freeze_and_compare(store: Store, url: str, db: Path, bundle_ids: Sequence[st
     a :class:`DynaDeskError` otherwise)."""
     from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard
-    from dynadesk.sync.client import SyncClient, load_rate_edition
+    from dynadesk.sync.client.upload import SyncClient, load_rate_edition
 
     for bid in bundle_ids:
         subprocess.run(server_cmd("reference", "pin", "--db", str(db), bid, "--note", "the demo lab's own run"),

@@ -33,7 +33,7 @@ def server_cmd(*args: str) -> list[str]:
 def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[Any], str, Path]:
     from dynadesk.demo import TASK, TEST_SETS  # the demo's constants (it imports this module)
     from dynadesk.errors import SyncError
-    from dynadesk.sync.client import SyncClient
+    from dynadesk.sync.client.upload import SyncClient
 
     db = Path(workspace.home) / "server" / "board.db"
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +77,7 @@ def start_server(workspace: Workspace, step: Steps) -> tuple[subprocess.Popen[An
 
 def sync_and_show(store: Store, url: str, step: Steps) -> None:
     from dynadesk.demo import TASK
-    from dynadesk.sync.client import SyncClient, sync_queue
+    from dynadesk.sync.client.upload import SyncClient, sync_queue
 
     report = sync_queue(store, url)
     if not report.ok:

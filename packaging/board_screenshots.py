@@ -45,7 +45,7 @@ def lab(home: Path, models: list[str], config: Any) -> tuple[Any, Any, list[str]
     from dynadesk.orchestration.request import RunRequest
     from dynadesk.recipes import fetch_default_data
     from dynadesk.scoring.perturb import generate_suites
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 
@@ -159,7 +159,7 @@ def main() -> None:
 def build_server_state(work: Path, db_path: Path) -> None:
     """The demo submitter's and a second lab's bundles, accepted by a server database at ``db_path``."""
     from dynadesk.models.zoo import BOW, MAJORITY, ZooConfig
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client.upload import sync_queue
     from dynadesk.sync.format.keys import key_info
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.db import ServerDB

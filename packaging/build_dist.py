@@ -66,33 +66,8 @@ def prepare_smoke_workspace(home: Path) -> None:
     store.close()
 
 
-def stage_package(target: Path) -> Path:
-    """A plain (non-editable) install of DynaDesk for PyInstaller to analyse.
-
-    setup.py maps gui/, evaluator/, sync/ and resources/ onto ``dynadesk.*``; an editable
-    install resolves that with an import hook PyInstaller cannot see, so the spec reads the
-    package from this staged copy instead (the same layout a wheel installs).
-    """
-    import shutil
-
-    if target.exists():
-        shutil.rmtree(target)
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                           "--no-build-isolation", "--no-compile", "--target", str(target), str(ROOT)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"build_dist: staging the package failed:\n{proc.stderr[-3000:]}")
-    for leftover in (ROOT / "build" / "lib", ROOT / "build" / "bdist.linux-x86_64"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    if not (target / "dynadesk" / "gui" / "app.py").is_file():
-        raise SystemExit(f"build_dist: the staged install in {target} lacks dynadesk/gui/app.py")
-    return target
-
-
 def main() -> int:
     t0 = time.monotonic()
-    site = stage_package(ROOT / "build" / "pyinstaller-site")
-    os.environ["DYNADESK_DIST_SITE"] = str(site)
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
            "--distpath", str(DIST), "--workpath", str(ROOT / "build" / "pyinstaller"),
            str(ROOT / "packaging" / "dynadesk.spec")]

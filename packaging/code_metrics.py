@@ -4,7 +4,8 @@
 - modules over 500 lines,
 - functions with more than 8 parameters (click commands aside: their parameters are options),
 - broad exception handlers (``except Exception``, ``except BaseException``, bare ``except:``),
-- imports of the docker SDK outside ``dynadesk/orchestration/``.
+- imports of the docker SDK outside ``dynadesk/orchestration/``,
+- functions with ``Any`` in their signature (a parameter's or the return's annotation): where a type is missing.
 
 ``python packaging/code_metrics.py [ROOT] [--list]``: ROOT defaults to this checkout (pass another
 checkout to compare); ``--list`` names every hit.
@@ -30,6 +31,7 @@ class Metrics:
     many_params: list[str] = field(default_factory=list)
     broad_excepts: list[str] = field(default_factory=list)
     docker_imports: list[str] = field(default_factory=list)
+    any_signatures: list[str] = field(default_factory=list)
 
 
 def _dotted(node: ast.expr) -> str:
@@ -67,6 +69,19 @@ def _imports_docker(node: ast.AST) -> TypeGuard[ast.Import | ast.ImportFrom]:
     return isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "docker"
 
 
+def _mentions_any(annotation: ast.expr | None) -> bool:
+    return annotation is not None and any(isinstance(n, ast.Name) and n.id == "Any" or
+                                          isinstance(n, ast.Attribute) and n.attr == "Any"
+                                          for n in ast.walk(annotation))
+
+
+def any_in_signature(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a parameter's or the return's annotation names ``typing.Any`` (``dict[str, Any]`` included)."""
+    a = fn.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p is not None)]
+    return _mentions_any(fn.returns) or any(_mentions_any(p.annotation) for p in params)
+
+
 def measure(root: Path) -> Metrics:
     m = Metrics()
     for folder in FOLDERS:
@@ -84,6 +99,8 @@ def measure(root: Path) -> Metrics:
                     n = parameter_count(node)
                     if n > MAX_PARAMS and not is_click_command(node):
                         m.many_params.append(f"{rel}:{node.lineno} {node.name} ({n} parameters)")
+                    if any_in_signature(node):
+                        m.any_signatures.append(f"{rel}:{node.lineno} {node.name}")
                 elif isinstance(node, ast.ExceptHandler) and _is_broad(node):
                     m.broad_excepts.append(f"{rel}:{node.lineno}")
                 elif _imports_docker(node) and not in_orchestration:
@@ -99,7 +116,8 @@ def main(argv: list[str]) -> int:
     rows = [(f"modules over {MAX_LINES} lines", m.long_modules),
             (f"functions with more than {MAX_PARAMS} parameters (click commands aside)", m.many_params),
             ("broad exception handlers (except Exception / BaseException / bare)", m.broad_excepts),
-            ("imports of docker outside dynadesk/orchestration/", m.docker_imports)]
+            ("imports of docker outside dynadesk/orchestration/", m.docker_imports),
+            ("functions with Any in their signature", m.any_signatures)]
     print(f"code metrics of {root} ({', '.join(f + '/' for f in FOLDERS)})")
     for label, hits in rows:
         print(f"{len(hits):5d}  {label}")

@@ -1,12 +1,13 @@
-"""`make lint`'s import contracts (.importlinter), checked by import-linter on the installed layout.
+"""`make lint`'s import contracts (.importlinter), checked by import-linter on the repository itself.
 
-setup.py maps gui/, evaluator/, sync/ and resources/ onto dynadesk.*; grimp walks one folder, so this
-builds build/importgraph/dynadesk, a hard-linked copy in which every module sits under its import name,
-and hides the editable install's finder so ``dynadesk`` resolves to that copy.
+The design's top-level folders gui/, evaluator/, sync/ and resources/ are subpackages of ``dynadesk`` through the
+committed links ``dynadesk/gui -> ../gui`` (and so on), which grimp follows: it reads the package from its folder,
+every module under its import name, with no copy.
 
     python packaging/lint_imports.py [-v] [--tree DIR] [CONFIG]
 
-``--tree DIR`` checks an existing copy (the tests plant a forbidden import in one to see a contract break).
+``--tree DIR`` checks another copy of the package (the tests plant a forbidden import in one, made by
+:func:`build_tree`, to see a contract break without writing into the repository).
 """
 
 from __future__ import annotations
@@ -18,18 +19,14 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FOLDERS = ("gui", "evaluator", "sync", "resources")
 
 
 def build_tree(target: Path) -> Path:
-    """A copy of the package in its import layout (hard links, so nothing is copied), in ``target``."""
+    """A copy of the package (hard links, so nothing is copied; the folder links followed) in ``target``."""
     if target.exists():
         shutil.rmtree(target)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    pkg = target / "dynadesk"
-    shutil.copytree(REPO / "dynadesk", pkg, copy_function=os.link, ignore=ignore)
-    for folder in FOLDERS:
-        shutil.copytree(REPO / folder, pkg / folder, copy_function=os.link, ignore=ignore)
+    shutil.copytree(REPO / "dynadesk", target / "dynadesk", copy_function=os.link, ignore=ignore)
     return target
 
 
@@ -39,7 +36,7 @@ def check(tree: Path, config: Path, verbose: bool = False) -> int:
     for name in [m for m in sys.modules if m == "dynadesk" or m.startswith("dynadesk.")]:
         del sys.modules[name]
     sys.path.insert(0, str(tree))
-    os.chdir(tree)  # import-linter puts the working folder first on sys.path: there ./dynadesk is the copy
+    os.chdir(tree)  # import-linter puts the working folder first on sys.path: there ./dynadesk is the package
     from importlinter.cli import lint_imports
 
     return lint_imports(config_filename=str(config), no_cache=True, no_logo=True, verbose=verbose)
@@ -48,11 +45,10 @@ def check(tree: Path, config: Path, verbose: bool = False) -> int:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", type=Path, default=REPO / ".importlinter")
-    parser.add_argument("--tree", type=Path, help="check this copy instead of building build/importgraph")
+    parser.add_argument("--tree", type=Path, help="check this copy of the package instead of the repository")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    tree = args.tree.resolve() if args.tree else build_tree(REPO / "build" / "importgraph")
-    return check(tree, args.config.resolve(), args.verbose)
+    return check(args.tree.resolve() if args.tree else REPO, args.config.resolve(), args.verbose)
 
 
 if __name__ == "__main__":

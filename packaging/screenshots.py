@@ -60,7 +60,7 @@ def build_demo(home: Path, log=print) -> None:
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.orchestration.request import RunRequest, RunSettings
     from dynadesk.scoring.perturb import generate_suites
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.tasks import get_task
     from dynadesk.workspace import open_workspace

@@ -1,9 +1,10 @@
-"""Signed score bundles, the offline sync client and the central leaderboard server.
+"""Signed score bundles, the offline sync client and the central leaderboard server, one subpackage per layer
+(import-linter's ``sync-layers`` contract: a layer imports only those below it):
 
-- :mod:`dynadesk.sync.format` — the bundle and attestation format (stands alone: errors only);
-- :mod:`dynadesk.sync.client`, :mod:`dynadesk.sync.create` — make bundles, upload the queue;
 - :mod:`dynadesk.sync.server` — the leaderboard server (``dynadesk-server``): app, database, ingest, CLI;
-- :mod:`dynadesk.sync.board` — server boards over the shared Dynascore.
+- :mod:`dynadesk.sync.client` — make bundles (``create``), upload the queue (``upload``);
+- :mod:`dynadesk.sync.rules` — the board's rules: boards over the shared Dynascore, facts, claims, snapshot checks;
+- :mod:`dynadesk.sync.format` — the bundle and attestation format (stands alone: errors only).
 
-Client and server depend on the format, never the reverse. Nothing here needs Qt or Docker.
+Nothing here needs Qt or Docker.
 """

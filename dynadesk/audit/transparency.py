@@ -14,7 +14,7 @@ from dynadesk.audit.report import DIFFERS, IDENTICAL, INTEGRITY, NOT_COMPARABLE,
 from dynadesk.errors import BundleError, ServerAnswerError, ServerUnavailable, SyncError
 
 if TYPE_CHECKING:
-    from dynadesk.sync.client import SyncClient
+    from dynadesk.sync.client.upload import SyncClient
     from dynadesk.sync.format.envelope import Bundle
 
 PAGE = 10000
@@ -22,7 +22,7 @@ PAGE = 10000
 
 def fetch_log(client: SyncClient) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """All log entries and the signed head of the last page (entries beyond the head are dropped)."""
-    from dynadesk.sync.client import answer_field
+    from dynadesk.sync.client.upload import answer_field
 
     entries: list[dict[str, Any]] = []
     head: dict[str, Any] = {}
@@ -39,7 +39,7 @@ def fetch_log(client: SyncClient) -> tuple[list[dict[str, Any]], dict[str, Any]]
 def check_transparency(bundle: Bundle, server_url: str, server_key: bytes | None = None,
                        client: SyncClient | None = None) -> list[Check]:
     """Checks ``transparency.log``, ``transparency.entry`` and ``transparency.server_copy``."""
-    from dynadesk.sync.client import SyncClient
+    from dynadesk.sync.client.upload import SyncClient
     from dynadesk.sync.format.translog import verify_log
 
     client = client or SyncClient(server_url, retries=1)

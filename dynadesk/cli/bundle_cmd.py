@@ -82,7 +82,7 @@ def bundle_create(app, evaluation_id: int, output: str | None, preflight: bool, 
     """Sign a succeeded evaluation run's results and queue the bundle for sync."""
     if preflight:
         preflight_or_refuse(app, evaluation_id, as_json)
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import key_info
 
     encrypted = key_info(app.workspace.keys_dir).encrypted
@@ -197,7 +197,7 @@ def sync(ctx: click.Context, server: str | None, as_json: bool) -> None:
     """Upload queued bundles to the leaderboard server; 'sync status' shows the queue."""
     if ctx.invoked_subcommand is not None:
         return
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client.upload import sync_queue
 
     app = ctx.obj
     report = sync_queue(app.store, server, progress=None if as_json else
@@ -268,7 +268,7 @@ def sync_requeue(app, bundle_ids: tuple[str, ...], all_rejected: bool, as_json: 
 @pass_app
 def sync_check_log(app, server: str | None, as_json: bool) -> None:
     """Verify the server's transparency log and that it still contains what this workspace saw before."""
-    from dynadesk.sync.client import check_log
+    from dynadesk.sync.client.upload import check_log
 
     result = check_log(app.store, server)
     if as_json:
@@ -304,7 +304,7 @@ def sync_verify_snapshot(app, source: str, save: str | None, server_key: str | N
     weights (exit 1 naming what does not follow); then say whether a newer head or snapshot exists."""
     import json as _json
 
-    from dynadesk.sync.client import LOG_HEAD_META, snapshot_currency, snapshot_evidence, verify_snapshot
+    from dynadesk.sync.client.upload import LOG_HEAD_META, snapshot_currency, snapshot_evidence, verify_snapshot
 
     evidence = snapshot_evidence(source)
     online = source.startswith(("http://", "https://"))

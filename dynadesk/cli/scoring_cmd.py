@@ -162,7 +162,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         raise click.UsageError("choose one of --json and --csv")
     rates, rates_from = None, None
     if rates_board:
-        from dynadesk.sync.client import load_rate_edition
+        from dynadesk.sync.client.upload import load_rate_edition
 
         edition, rates_from = load_rate_edition(app.store, rates_board, task)
         rates = edition.amrs

@@ -1,6 +1,6 @@
 """Which rows a board ranks together: hardware classes (measured figures compare only within one) and the noise
 rule (a run whose timed figures were flagged noisy). Shared by the local board (:mod:`dynadesk.scoring.leaderboard`)
-and the public board (:mod:`dynadesk.sync.board_facts`); it reads no store, so the server can import it."""
+and the public board (:mod:`dynadesk.sync.rules.board_facts`); it reads no store, so the server can import it."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class BundlesService(QObject):
         ws = self._ws
 
         def job(store):
-            from dynadesk.sync.create import create_bundle
+            from dynadesk.sync.client.create import create_bundle
 
             return create_bundle(ws.workspace, store, run_id, passphrase or None, out=out or None)
 
@@ -77,7 +77,7 @@ class BundlesService(QObject):
         self.syncing = True
 
         def job(store):
-            from dynadesk.sync.client import sync_queue
+            from dynadesk.sync.client.upload import sync_queue
 
             return sync_queue(store, server or None)
 

@@ -117,7 +117,7 @@ class LeaderboardService(QObject):
         """Score ``task`` with a board's current rate edition (a server URL or a saved edition file), read and
         verified off the GUI thread as ``dynadesk leaderboard --rates`` does (``sync.client.load_rate_edition``);
         ``ratesChanged(task)`` when it is in use, ``ratesFailed(message)`` when it cannot be."""
-        from dynadesk.sync.client import load_rate_edition
+        from dynadesk.sync.client.upload import load_rate_edition
 
         def read(store):
             edition, how = load_rate_edition(store, source, task)

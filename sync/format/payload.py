@@ -8,7 +8,7 @@ payload never exists, and every reader uses attributes. :meth:`Payload.to_json` 
 Each signed top-level field is a dataclass field declared with :func:`signed`: its parser, whether it may be
 absent (``optional``) and in which format versions it exists. The fields are parsed in declaration order, each
 seeing those before it (the metrics see the datasets), so adding a signed field is one declaration here and one
-line in its writer (``sync/create.py``); ``docs/bundle-format.md``'s field table is generated from the same
+line in its writer (``sync/client/create.py``); ``docs/bundle-format.md``'s field table is generated from the same
 declarations (``packaging/gen_bundle_docs.py``). The leaf checks (text, integer, digest forms) are
 :mod:`dynadesk.sync.format.schema`'s.
 """

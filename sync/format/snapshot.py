@@ -4,7 +4,7 @@ The document is an envelope like a bundle's (``{"format": "dynadesk-board-snapsh
 "version"}``, RFC 8785 bytes) whose payload holds the title, the query (weights, filters), the transparency
 log's head the rows were taken at, and every row; its id is the sha256 of the payload bytes. The server
 appends it to the log as a ``snapshot`` entry. This module signs and parses; whether the rows follow from
-the log's bundles is :mod:`dynadesk.sync.snapshot_check`.
+the log's bundles is :mod:`dynadesk.sync.rules.snapshot_check`.
 """
 
 from __future__ import annotations

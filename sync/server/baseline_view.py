@@ -16,7 +16,7 @@ from typing import Any
 from dynadesk.scoring import baselines as _baselines
 from dynadesk.scoring.board import score_input
 from dynadesk.scoring.dynascore import MetricSpec
-from dynadesk.sync.board_facts import RowFacts
+from dynadesk.sync.rules.board_facts import RowFacts
 from dynadesk.sync.server.rows import audit_state
 
 BASELINE_REFERENCE = "the baseline"

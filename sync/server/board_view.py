@@ -22,9 +22,9 @@ from dynadesk.errors import NotFoundError
 from dynadesk.scoring.baselines import marked_in
 from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.classes import noisy_left_off
-from dynadesk.sync import board as _board
-from dynadesk.sync.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
-from dynadesk.sync.board_stats import StatsCache
+from dynadesk.sync.rules import board as _board
+from dynadesk.sync.rules.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
+from dynadesk.sync.rules.board_stats import StatsCache
 from dynadesk.sync.server import baseline_view as _baseline_view
 from dynadesk.sync.server import default_view as _default
 from dynadesk.sync.server import rate_editions as _rates
@@ -55,7 +55,7 @@ def rates_text(rates: Mapping[str, Any]) -> str:
 
 class OffRequestPath:
     """One background thread for the work a board answer need not wait for (rank intervals at a weight setting
-    never asked before: :meth:`~dynadesk.sync.board.BoardIntervals.rank_intervals`). At most ``limit`` jobs wait;
+    never asked before: :meth:`~dynadesk.sync.rules.board.BoardIntervals.rank_intervals`). At most ``limit`` jobs wait;
     beyond that a job is refused (the answer still says "pending" and a later ask schedules it again), so a
     flood of new settings costs a bounded queue, never the request threads."""
 

@@ -77,7 +77,7 @@ def board_default_class(db_path: str, task: str, hardware_class: str | None, uns
 
 
 def _classes_with_rows(db: ServerDB, task: str) -> list[str]:
-    from dynadesk.sync.board_facts import FactsCache
+    from dynadesk.sync.rules.board_facts import FactsCache
 
     facts = FactsCache(db.bundle_raw).of_rows(db.board_rows(task))
     return sorted({f.hardware_class for f in facts.values()})

@@ -27,7 +27,7 @@ from dynadesk.errors import (
     NotFoundError,
     SnapshotError,
 )
-from dynadesk.sync.claims import ClaimFacts, attach
+from dynadesk.sync.rules.claims import ClaimFacts, attach
 from dynadesk.sync.server.db_core import _ANY_TASK, _BOARD_VERSION
 from dynadesk.sync.server.db_ingest import IngestTables
 from dynadesk.sync.server.db_keys import KeyTables

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dynadesk.sync.board_facts import ALL_CLASSES, RowFacts
 from dynadesk.sync.format.timestamps import epoch_us, utc_now_text
+from dynadesk.sync.rules.board_facts import ALL_CLASSES, RowFacts
 from dynadesk.sync.server.reference import reproduced
 
 CONFIRMED = "confirmed"

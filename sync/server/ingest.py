@@ -37,11 +37,11 @@ from dynadesk.errors import (
     UnknownKeyError,
     VerdictMismatchError,
 )
-from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.envelope import FORMAT, Envelope, split_envelope
 from dynadesk.sync.format.timestamps import epoch_us, parse_utc
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.rules.board import board_metrics
 from dynadesk.sync.server import key_changes as _keys
 from dynadesk.sync.server.db import CheckedAttestation, CheckedBundle, KeyRow, ServerDB, UploadConfig
 from dynadesk.sync.server.limits import Limiter

@@ -222,7 +222,7 @@ def m008_key_usage(c: Tx) -> None:
 def m009_claims(c: Tx) -> None:
     """Issue 44: each bundle's claim key (claims.claim_key: a "reproduced" attestation shows only on the exact
     claim it re-ran) and predictions digest (a dispute follows it); worked out from every stored bundle's bytes."""
-    from dynadesk.sync.claims import claim_key
+    from dynadesk.sync.rules.claims import claim_key
 
     c.ddl("ALTER TABLE bundles ADD COLUMN claim_key TEXT")
     c.ddl("ALTER TABLE bundles ADD COLUMN predictions_digest TEXT")

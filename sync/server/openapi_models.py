@@ -259,7 +259,7 @@ def board_parameters() -> dict[str, Any]:
     """``openapi_extra`` for the board: the query parameters it reads from the raw query (``weight.<metric>`` for
     each board metric; ``dataset.<name>`` weights are named by the board's datasets and are not listed)."""
     from dynadesk.scoring.board import MAX_MEMORY_BUDGET_GIB, MAX_OFFSET, MAX_PAGE_ROWS, MAX_WEIGHT
-    from dynadesk.sync.board import AUDIT_VALUES, BOARD_METRICS
+    from dynadesk.sync.rules.board import AUDIT_VALUES, BOARD_METRICS
 
     # an empty value means "not given" (the board page sends its empty controls); yes/no also read as true/false/1/0
     yes_no = {"type": "string", "pattern": "^(|[Yy][Ee][Ss]|[Nn][Oo]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$"}

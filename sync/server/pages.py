@@ -13,10 +13,10 @@ from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.scoring.answerability import per_dataset_text
-from dynadesk.sync.board_facts import facts_of, payload_of
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.format.parts import Dataset, Interval, json_of
 from dynadesk.sync.format.payload import Payload
+from dynadesk.sync.rules.board_facts import facts_of, payload_of
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.sync.server.task_registry import describe

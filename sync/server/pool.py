@@ -41,12 +41,12 @@ from dynadesk.errors import (
     ServerBusyError,
     SignatureError,
 )
-from dynadesk.sync.board_stats import bundle_stats
-from dynadesk.sync.claims import claim_key
 from dynadesk.sync.format import attestation as _att
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import FORMAT, parse_bundle, split_envelope
 from dynadesk.sync.format.parts import json_of
+from dynadesk.sync.rules.board_stats import bundle_stats
+from dynadesk.sync.rules.claims import claim_key
 from dynadesk.sync.server.migrations import results_key
 from dynadesk.sync.server.values import observed_outcomes
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from dynadesk.sync.claims import is_reproduced
+from dynadesk.sync.rules.claims import is_reproduced
 
 REPRODUCED = "reproduced"
 PINNED = "pinned by the operator"
@@ -31,7 +31,7 @@ LATEST = "latest row of its submitter key"
 
 def reproduced(row: dict[str, Any]) -> bool:
     """Whether an auditor reproduced the row's exact claim and no dispute of its results stands
-    (:func:`~dynadesk.sync.claims.is_reproduced`, the one predicate)."""
+    (:func:`~dynadesk.sync.rules.claims.is_reproduced`, the one predicate)."""
     return is_reproduced(row)
 
 

@@ -20,12 +20,12 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import NotFoundError, SnapshotError, ValidationError
-from dynadesk.sync import board as _sboard
-from dynadesk.sync.board_facts import ALL_CLASSES, facts_of, payload_of
 from dynadesk.sync.format import keys as _keys
 from dynadesk.sync.format.snapshot import Snapshot, parse_snapshot, sign_snapshot
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.rules import board as _sboard
+from dynadesk.sync.rules.board_facts import ALL_CLASSES, facts_of, payload_of
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.board_view import BoardView
 from dynadesk.task_extras import board_weights
@@ -145,7 +145,7 @@ def create_snapshot(view: BoardView, key: Ed25519PrivateKey, task: str, title: s
 
 
 def evidence(view: BoardView, snapshot_id: str) -> dict[str, Any]:
-    """What :func:`dynadesk.sync.snapshot_check.check_snapshot` needs, in one JSON document: the snapshot's bytes,
+    """What :func:`dynadesk.sync.rules.snapshot_check.check_snapshot` needs, in one JSON document: the snapshot's bytes,
     the log entries up to its own, every bundle and attestation the log holds up to its head (all tasks: a
     bundle's task is known only from its bytes), and the server's keys with their revocation times (revocations
     are not in the log: this list is the server's word, which a reader can compare with /api/keys elsewhere)."""

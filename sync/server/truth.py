@@ -15,11 +15,11 @@ import json
 from typing import Any
 
 from dynadesk.errors import DynaDeskError, LogIntegrityError
-from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format.attestation import parse_attestation
 from dynadesk.sync.format.envelope import parse_bundle
 from dynadesk.sync.format.rate_edition import parse_edition
 from dynadesk.sync.format.snapshot import parse_snapshot
+from dynadesk.sync.rules.board import board_metrics
 from dynadesk.sync.server.db import ServerDB
 
 _PAGE = 2000

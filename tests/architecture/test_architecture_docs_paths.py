@@ -43,8 +43,8 @@ def doc_paths(text: str) -> list[tuple[int, str, str | None]]:
 
 
 def test_the_extractor_finds_paths_and_tests_and_skips_placeholders():
-    text = "see `sync/board.py`, `tests/a/test_a_b.py::test_c[x]`,\n`dynadesk/formats/<name>.py` and `x.json`"
-    assert doc_paths(text) == [(1, "sync/board.py", None), (1, "tests/a/test_a_b.py", "test_c")]
+    text = "see `sync/rules/board.py`, `tests/a/test_a_b.py::test_c[x]`,\n`dynadesk/formats/<name>.py` and `x.json`"
+    assert doc_paths(text) == [(1, "sync/rules/board.py", None), (1, "tests/a/test_a_b.py", "test_c")]
 
 
 @pytest.mark.parametrize("doc", DOCS)

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(1800)]  # the fixture may 
 def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, tmp_path, evaluator_image,
                                                                   docker_client):
     from dynadesk.orchestration.evaluate import default_limits, evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
 
     ws = Workspace(home)

@@ -15,7 +15,7 @@ from support.sync import LABELS, make_run, workspace_with_key
 from support.tiny_models import make_tiny_classifier
 
 from dynadesk.cli import cli
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
 

@@ -12,7 +12,7 @@ from support.sync import PREDICTIONS_PER_RUN, SET_SIZE, make_run, workspace_with
 from dynadesk.audit.proofs import check_proof, find_predictions, proof_document, prove_example
 from dynadesk.cli import cli
 from dynadesk.errors import AuditError, MerkleProofError, PredictionsUnavailable, SignatureError
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import parse_bundle
 
 

@@ -12,7 +12,7 @@ from support.tiny_models import make_tiny_classifier
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL, NOT_COMPARABLE
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 
 
 @pytest.fixture

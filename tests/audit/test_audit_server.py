@@ -12,8 +12,8 @@ from support.sync import NO_LIMITS, free_port, make_run, server_bin, start_serve
 from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.cli import cli
-from dynadesk.sync.client import sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import sync_queue
 
 
 def _admin(db, *args) -> str:

@@ -24,7 +24,7 @@ from dynadesk.audit.tolerances import DEFAULTS, check_tolerances
 from dynadesk.canonical import canonical_bytes
 from dynadesk.cli import cli
 from dynadesk.errors import BundleFormatError, SignatureError
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import parse_bundle, sign_payload, verify_bundle
 

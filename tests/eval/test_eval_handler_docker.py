@@ -20,7 +20,7 @@ def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, st
                                                                         docker_client):
     from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
 
     ws = Workspace(home)

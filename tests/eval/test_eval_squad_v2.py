@@ -231,7 +231,7 @@ def test_the_public_board_and_model_page_show_hasans_and_noans(squad_run, tmp_pa
     server; the board's rows carry HasAns / NoAns and the model page writes them beside perf."""
     from fastapi.testclient import TestClient
 
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key, key_info
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.app import create_app

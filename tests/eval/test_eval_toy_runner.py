@@ -21,7 +21,7 @@ from dynadesk.orchestration import runner_registry as R
 from dynadesk.orchestration.evaluate import evaluate, make_runner
 from dynadesk.orchestration.folder import RunPaths
 from dynadesk.orchestration.runners import LocalRunner
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import load_and_verify
 from dynadesk.sync.format.keys import generate_key
 from dynadesk.workspace import Workspace

@@ -39,7 +39,7 @@ def local_run(home, tmp_path):
 
 
 def test_bundle_create_signs_the_recomputed_perf_and_refuses_an_edited_metric_values_row(local_run):
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
 
     ws, store, run = local_run
     perf = next(m for m in run.metrics if m.dataset == "" and m.metric == "perf")
@@ -130,7 +130,7 @@ def test_a_duplicate_or_missing_prediction_id_from_the_container_fails_the_run(s
 def test_bundle_create_refuses_a_run_whose_folder_cannot_be_recomputed_naming_what_is_missing(home, tmp_path):
     from support.sync import make_run, workspace_with_key
 
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
 
     ws, store = workspace_with_key(home)
     runs = [make_run(store, ws.runs_dir, model=f"bow-{i}") for i in range(3)]

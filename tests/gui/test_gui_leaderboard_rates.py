@@ -15,8 +15,8 @@ from support.gui import loaded, make_window
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.cli import cli
-from dynadesk.sync.client import check_log, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import check_log, sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

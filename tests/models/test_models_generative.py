@@ -55,7 +55,7 @@ CASES = [("causal", "sentiment", "sent-test"), ("seq2seq", "sentiment", "sent-te
 def test_register_live_evaluate_bundle_audit(ws_store, arch, task, dataset):
     from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
 
     tmp, ws, store = ws_store
     name = f"{arch}-{task}"

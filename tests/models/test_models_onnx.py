@@ -65,7 +65,7 @@ def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
     from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 
@@ -135,7 +135,7 @@ def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(cl
     from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 

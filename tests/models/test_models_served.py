@@ -75,7 +75,7 @@ def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
     from dynadesk.models import predict_live
     from dynadesk.models.served import register_served
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 

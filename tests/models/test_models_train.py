@@ -184,7 +184,7 @@ def test_a_trained_models_bundle_carries_its_lineage_signed(ws, tmp_path):
     from dynadesk.errors import BundleError
     from dynadesk.models.train import train_model
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
     from dynadesk.sync.format.keys import generate_key
 

@@ -273,7 +273,7 @@ def _queued_bag_of_words(redis_server, home, tmp_path, runner: str, *worker_args
 
     from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.models.registry import register_model
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
 
     ws, store = workspace_with_key(home)
     train = [{"id": f"t{i}", "statement": s, "label": LABELS[i % 3]} for i, s in enumerate(sentences(60, 5))]

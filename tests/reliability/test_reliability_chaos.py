@@ -25,7 +25,7 @@ from support.sync import NO_LIMITS, free_port, start_server, stop_server
 from test_reliability_sync import SERVER_BUNDLES, check_server, register, resend_everything, signed_stream
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
-from dynadesk.sync.client import SyncClient
+from dynadesk.sync.client.upload import SyncClient
 from dynadesk.sync.server.db import ServerDB
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # its own PostgreSQL cluster

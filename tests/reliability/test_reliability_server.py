@@ -31,7 +31,7 @@ from support.sync import NO_LIMITS, free_port, make_run, start_server, stop_serv
 
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleError, BundleFormatError
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import envelope_bytes, load_and_verify, parse_bundle, verify_bundle
 from dynadesk.sync.format.keys import PRIVATE_NAME, key_info, load_private_key, public_raw
 from dynadesk.sync.server.admin import import_workspace_datasets

@@ -30,8 +30,8 @@ from support import fuzz_examples
 from support.sync import free_port, make_run, signed_payload, start_server, stop_server, workspace_with_key
 
 from dynadesk.errors import ServerUnavailable, UploadRejected
-from dynadesk.sync.client import SyncClient
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import SyncClient
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.format.translog import verify_log
 from dynadesk.sync.server.admin import import_workspace_datasets

@@ -24,7 +24,7 @@ from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.board import SCORE_METRICS, Weighting
 from dynadesk.store.evaluations import MetricValue
-from dynadesk.sync import board as server_board
+from dynadesk.sync.rules import board as server_board
 from dynadesk.workspace import Workspace
 
 EXAMPLES = 200 if os.environ.get("DYNADESK_LONG") == "1" else 25

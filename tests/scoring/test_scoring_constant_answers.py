@@ -54,8 +54,8 @@ def test_constant_answers_and_abstentions_are_baselines_on_the_local_board(tmp_p
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_constant_answers_are_baselines_on_the_public_board(tmp_path, request, backend):
-    from dynadesk.sync.client import sync_queue
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
+    from dynadesk.sync.client.upload import sync_queue
     from dynadesk.sync.format.keys import key_info
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.db import ServerDB

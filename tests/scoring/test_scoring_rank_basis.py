@@ -118,7 +118,7 @@ def test_the_server_board_keeps_one_basis_and_answers_as_the_reference(tmp_path)
     """The public board's rank intervals (BoardIntervals, one basis per prepared board) equal the reference on the
     same rows for several weight settings, each a first read."""
     from dynadesk.scoring.board import ScoreBoard, Weighting
-    from dynadesk.sync.board import BoardIntervals, PreparedBoard
+    from dynadesk.sync.rules.board import BoardIntervals, PreparedBoard
 
     rng = np.random.default_rng(11)
     scores, perf, resampled = _board(rng, 30, width=1000)

@@ -23,7 +23,7 @@ import requests
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
-from dynadesk.sync.create import build_payload
+from dynadesk.sync.client.create import build_payload
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import Bundle, envelope_bytes, sign_payload
 from dynadesk.sync.server.db import ServerDB

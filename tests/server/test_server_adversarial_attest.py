@@ -22,7 +22,7 @@ from support.sync import NO_LIMITS, free_port, make_run, server_bin, start_serve
 
 from dynadesk.audit.attest import Verdict
 from dynadesk.audit.report import DETERMINISTIC, ENVIRONMENT, IDENTICAL, MEASURED, AuditReport, Check
-from dynadesk.sync.create import build_payload
+from dynadesk.sync.client.create import build_payload
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.attestation import FORMAT as ATT_FORMAT
 from dynadesk.sync.format.canonical import canonical_bytes

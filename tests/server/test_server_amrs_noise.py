@@ -16,7 +16,7 @@ from support.sync import make_run, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.app import create_app

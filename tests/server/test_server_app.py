@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from support.sync import make_run, signed_payload, workspace_with_key
 
 from dynadesk.errors import LogIntegrityError
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.format.translog import verify_log
 from dynadesk.sync.server.admin import register_dataset
@@ -81,7 +81,7 @@ def test_upload_accepts_then_refuses_replay_and_serves_exact_bytes(env):
 def test_future_dated_bundle_is_refused(env):
     ev = make_run(env.store, env.ws.runs_dir)
     b = env.bundle()
-    from dynadesk.sync.create import build_payload
+    from dynadesk.sync.client.create import build_payload
 
     payload = build_payload(env.store, ev, env.fingerprint, now=datetime.now(UTC) + timedelta(hours=2))
     r = env.post(signed_payload(payload, env.ws).raw)

@@ -162,7 +162,7 @@ def test_the_constant_label_baseline_is_never_ranked_in_any_view(reproduced):
 
 
 def test_a_snapshot_shows_the_baseline_excluded_as_a_baseline_and_verifies(reproduced):
-    from dynadesk.sync.client import verify_snapshot
+    from dynadesk.sync.client.upload import verify_snapshot
     from dynadesk.sync.format import keys as K
     from dynadesk.sync.server.board_view import BoardView
     from dynadesk.sync.server.db import ServerDB

@@ -17,10 +17,10 @@ from support.payloads import typed
 
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.scoring.leaderboard import NOT_COMPARABLE
-from dynadesk.sync.board_facts import facts_of
 from dynadesk.sync.format.attestation import sign_attestation
 from dynadesk.sync.format.keys import fingerprint, public_raw
 from dynadesk.sync.format.timestamps import utc_now_text
+from dynadesk.sync.rules.board_facts import facts_of
 
 SMALL_CLASS = hardware_class_of({"hardware": SMALL})
 BIG_CLASS = hardware_class_of({"hardware": BIG})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
-from dynadesk.sync.client import sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.board import ScoreBoard, Weighting, compute, score_input
 from dynadesk.scoring.dynascore import default_metrics
-from dynadesk.sync import board as B
+from dynadesk.sync.rules import board as B
 
 EXAMPLES = 400 if os.environ.get("DYNADESK_LONG") == "1" else 60
 DATASETS = ["ds-a", "ds-b", "ds-c"]

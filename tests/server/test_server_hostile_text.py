@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from support.sync import make_run, workspace_with_key
 
-from dynadesk.sync.create import build_payload
+from dynadesk.sync.client.create import build_payload
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import envelope_bytes

@@ -144,7 +144,7 @@ def served(tmp_path):
     """The same three bundles on a real ``dynadesk-server serve`` process (SQLite)."""
     from support.sync import free_port, start_server, stop_server
 
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client.upload import sync_queue
 
     ws, store = workspace_with_key(tmp_path / "ws")
     for model, predict in (("copy-a", right), ("copy-b", right), ("wrong", wrong)):

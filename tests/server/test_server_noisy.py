@@ -14,8 +14,8 @@ from support.sync import free_port, make_run, start_server, stop_server, workspa
 
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.client import sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

@@ -25,10 +25,10 @@ from support import REPO
 from support.sync import NO_LIMITS, free_port, server_bin
 
 from dynadesk.errors import BundleFormatError, ServerBusyError, SignatureError
-from dynadesk.sync.board import board_metrics
 from dynadesk.sync.format.envelope import FORMAT
 from dynadesk.sync.format.timestamps import epoch_us
 from dynadesk.sync.format.translog import entry_hash
+from dynadesk.sync.rules.board import board_metrics
 from dynadesk.sync.server import truth
 from dynadesk.sync.server.db import CheckedBundle, ServerDB
 from dynadesk.sync.server.ingest import _RecentlySigned

@@ -292,10 +292,10 @@ def _signed_bundles(tmp_path: Path, n: int) -> tuple[Ed25519PrivateKey, list[Che
     """``n`` real signed bundles (log verify re-reads every entry's stored bytes), as an upload stores them."""
     from support.sync import make_run, workspace_with_key
 
-    from dynadesk.sync.board import board_metrics
-    from dynadesk.sync.create import build_payload
+    from dynadesk.sync.client.create import build_payload
     from dynadesk.sync.format.envelope import sign_payload
     from dynadesk.sync.format.timestamps import epoch_us
+    from dynadesk.sync.rules.board import board_metrics
     from dynadesk.sync.server.migrations import results_key
 
     ws, store = workspace_with_key(tmp_path / "ws")

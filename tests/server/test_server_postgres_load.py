@@ -13,7 +13,7 @@ from pathlib import Path
 import requests
 from support.sync import NO_LIMITS, free_port, make_run, start_server, stop_server, workspace_with_key
 
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.format.translog import verify_log
 from dynadesk.sync.server.admin import import_workspace_datasets

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.sync import NO_LIMITS, admin, free_port, make_run, start_server, stop_server, workspace_with_key
 from test_server_adversarial import TASK, Board
 
-from dynadesk.sync.create import build_payload
+from dynadesk.sync.client.create import build_payload
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.attestation import sign_attestation
 from dynadesk.sync.server.db import ServerDB

@@ -20,7 +20,7 @@ from support.badges import TASK, BadgeBoard
 
 from dynadesk.cli import cli
 from dynadesk.errors import SnapshotError
-from dynadesk.sync.client import verify_snapshot
+from dynadesk.sync.client.upload import verify_snapshot
 from dynadesk.sync.format.keys import load_or_create_server_key, public_raw
 from dynadesk.sync.format.snapshot import parse_snapshot, sign_snapshot
 from dynadesk.sync.server.cli import cli as server_cli

@@ -15,7 +15,7 @@ from support.sync import free_port, start_server, stop_server, workspace_with_ke
 
 from dynadesk.cli import cli
 from dynadesk.errors import SignatureError, SnapshotError
-from dynadesk.sync.client import sync_queue, verify_snapshot
+from dynadesk.sync.client.upload import sync_queue, verify_snapshot
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.keys import key_info, load_or_create_server_key
 from dynadesk.sync.format.snapshot import parse_snapshot, sign_snapshot

@@ -16,7 +16,7 @@ import requests
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.evaluator.environment import hardware_class_of
-from dynadesk.sync.create import build_payload
+from dynadesk.sync.client.create import build_payload
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.attestation import FORMAT as ATT_FORMAT
 from dynadesk.sync.format.canonical import canonical_bytes

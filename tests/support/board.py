@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup, WorkerSettings
-from dynadesk.sync.client import sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

@@ -104,7 +104,7 @@ def signed_local_run(tmp: Path) -> tuple[Any, Any, Any, Any, Path]:
     """A workspace with a key, one local evaluation of the tiny model on 16 + 8 examples and its signed bundle
     written to ``tmp/bundle.json``: ``(workspace, open store, run, bundle, path)``. The caller closes the store."""
     from dynadesk.orchestration.evaluate import evaluate
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
     from dynadesk.workspace import Workspace
 

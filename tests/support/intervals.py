@@ -8,7 +8,7 @@ import hashlib
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from support.sync import LABELS, make_run
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": list(LABELS)}

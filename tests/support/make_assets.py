@@ -26,7 +26,7 @@ def write_bundles(folder: Path, work: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from dynadesk.canonical import canonical_bytes
-    from dynadesk.sync.create import create_bundle
+    from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import public_raw
     from support.sync import make_run, workspace_with_key
 

@@ -19,7 +19,7 @@ from dynadesk.errors import (
     SignatureError,
 )
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import merkle
 from dynadesk.sync.format.envelope import Bundle, load_and_verify, parse_bundle, verify_bundle
 from dynadesk.sync.format.payload import Payload

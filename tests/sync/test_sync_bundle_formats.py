@@ -21,7 +21,7 @@ from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.audit.rerun import recorded_request
 from dynadesk.errors import BundleFormatError, SignatureError, UnsupportedVersionError
 from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup, WorkerSettings
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import load_and_verify, parse_bundle, sign_payload, verify_bundle
 from dynadesk.sync.format.payload import parse_payload as check_payload
 

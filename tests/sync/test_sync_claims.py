@@ -1,11 +1,11 @@
-"""Which bundles an attestation speaks for (sync/claims.py): the pure rule the server, the model page, the reference
-set and the snapshot verifier share; each case where a badge or a dispute shows, and where it does not."""
+"""Which bundles an attestation speaks for (sync/rules/claims.py): the pure rule the server, the model page, the
+reference set and the snapshot verifier share; each case where a badge or a dispute shows, and where it does not."""
 
 from __future__ import annotations
 
 import copy
 
-from dynadesk.sync.claims import ClaimFacts, attach, claim_key, is_reproduced
+from dynadesk.sync.rules.claims import ClaimFacts, attach, claim_key, is_reproduced
 
 BASE = {"created_at": "2026-01-01T00:00:00.000Z", "task": "sentiment", "model": {"name": "m", "digest": "sha256:a"},
         "metrics": [{"dataset": "", "metric": "perf", "value": 70.0}], "environment": {"cpu": "x"},

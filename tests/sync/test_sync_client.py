@@ -10,8 +10,8 @@ import pytest
 from support.sync import free_port, make_run, workspace_with_key
 
 from dynadesk.errors import ServerUnavailable, SyncError, UploadRejected
-from dynadesk.sync.client import SyncClient, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import SyncClient, sync_queue
 
 
 class Scripted(BaseHTTPRequestHandler):

@@ -19,8 +19,8 @@ from support.sync import make_run, workspace_with_key
 from dynadesk.audit.report import NOT_COMPARABLE
 from dynadesk.audit.transparency import check_transparency
 from dynadesk.errors import DynaDeskError, ServerUnavailable, SyncError
-from dynadesk.sync.client import SyncClient, check_log, snapshot_evidence, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import SyncClient, check_log, snapshot_evidence, sync_queue
 
 HTML = "text/html"
 JSON = "application/json"

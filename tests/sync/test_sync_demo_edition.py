@@ -19,8 +19,8 @@ from support.sync import admin, free_port, make_run, start_server, stop_server, 
 from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.client import load_rate_edition, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import load_rate_edition, sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from support.sync import free_port, make_run, server_bin, start_server, stop_server
 
 from dynadesk.cli import cli
-from dynadesk.sync.client import SyncClient, sync_queue
+from dynadesk.sync.client.upload import SyncClient, sync_queue
 from dynadesk.workspace import Workspace
 
 

@@ -11,7 +11,7 @@ from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, SignatureError
 from dynadesk.scoring import bootstrap as B
 from dynadesk.store.evaluations import RunChange
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": ["negative", "neutral", "positive"]}

@@ -18,8 +18,8 @@ from dynadesk.cli import cli
 from dynadesk.errors import SignatureError
 from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.sync.client import check_log, load_rate_edition, sync_queue
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
+from dynadesk.sync.client.upload import check_log, load_rate_edition, sync_queue
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.db import ServerDB

@@ -14,8 +14,8 @@ from support import ASSETS
 from support.sync import make_run, workspace_with_key
 
 from dynadesk.errors import BundleFormatError
-from dynadesk.sync import create as _create
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client import create as _create
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import payload as _payload
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import load_and_verify, parse_bundle, sign_payload

@@ -4,7 +4,7 @@ A bundle's signed ``payload.intervals`` and ``payload.outcomes`` (the host's boo
 so the server works out, at ingest, each test set's task metric on the board's shared resamples
 (:class:`dynadesk.scoring.bootstrap.Resampled`) and stores it with the intervals and outcomes
 (``bundle_intervals``). A board query then marks ties and rank intervals with a few subtractions and one sort
-(:class:`dynadesk.sync.board.BoardIntervals`), never a bootstrap. Bundles stored before this table existed are
+(:class:`dynadesk.sync.rules.board.BoardIntervals`), never a bootstrap. Bundles stored before this table existed are
 worked out from their stored bytes on first use and kept in memory. No SQL here (db.py).
 """
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dynadesk.scoring.bootstrap import Resampled, resampled_rows
-from dynadesk.sync.board_facts import payload_of
 from dynadesk.sync.format.parts import Interval, Outcome
 from dynadesk.sync.format.payload import Payload
+from dynadesk.sync.rules.board_facts import payload_of
 
 
 class StatsSource(Protocol):

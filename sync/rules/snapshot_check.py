@@ -11,7 +11,7 @@ stored bytes of every bundle the log holds up to the snapshot's head, :func:`che
 4. the board at that head (per task, model and key: the bundle created latest, as the server's board table is
    derived, ``truth.derive_board``) is accounted for: each row is in the snapshot's rows, left off, or
    excluded with a reason that the evidence shows (another hardware class, runner or sandbox flag: from the
-   bundle; "audit": from the log's attestations, by the badge rule of :mod:`dynadesk.sync.claims`; a revoked or
+   bundle; "audit": from the log's attestations, by the badge rule of :mod:`dynadesk.sync.rules.claims`; a revoked or
    unregistered key: from the server's key list in the evidence, revoked before the snapshot was taken), and
    nothing else is; with ``audit=reproduced`` every ranked row is reproduced by the log's attestations;
 4b. the reference rows are the ones the stated rule gives from the log (reproduced rows by the log's
@@ -19,9 +19,9 @@ stored bytes of every bundle the log holds up to the snapshot's head, :func:`che
    (not in the log) are reported as such;
 5. re-scoring those bundles' metrics with the stated weights and the stated rates (a rate edition's or provisional
    ones), else the stated reference rows
-   (:func:`dynadesk.sync.board.compute_board`, the server's own code) gives every row's rank, Dynascore and
+   (:func:`dynadesk.sync.rules.board.compute_board`, the server's own code) gives every row's rank, Dynascore and
    values, and their intervals, paired tests, "tied with" marks and rank intervals
-   (:class:`dynadesk.sync.board.BoardIntervals` over the bundles' signed outcomes) exactly as stated.
+   (:class:`dynadesk.sync.rules.board.BoardIntervals` over the bundles' signed outcomes) exactly as stated.
 
 Any break raises :class:`SnapshotError` naming the row, field and both values. No network, no database.
 """
@@ -36,13 +36,13 @@ from typing import Any
 from dynadesk.errors import DynaDeskError, SnapshotError
 from dynadesk.scoring.board import MAX_PAGE_ROWS, Weighting
 from dynadesk.scoring.bootstrap import resampled_rows
-from dynadesk.sync import board as _board
-from dynadesk.sync.claims import ClaimFacts, attach, claim_key, is_reproduced
 from dynadesk.sync.format.attestation import parse_attestation
 from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
 from dynadesk.sync.format.snapshot import Snapshot, parse_snapshot
 from dynadesk.sync.format.timestamps import epoch_us
 from dynadesk.sync.format.translog import GENESIS, entry_hash
+from dynadesk.sync.rules import board as _board
+from dynadesk.sync.rules.claims import ClaimFacts, attach, claim_key, is_reproduced
 
 COMPARED = ("rank", "dynascore", "values", "intervals", "paired_next", "tied_with", "rank_interval")
 
@@ -106,7 +106,7 @@ NO_KEY = ("no server key to check the signature against (anyone can sign a file 
 
 class Evidence:
     """What the log and the evidence show beyond the bundles: each bundle's badge (the log's attestations, by
-    :mod:`dynadesk.sync.claims`' rule; the server's organisations are not in the log, so a dispute follows the
+    :mod:`dynadesk.sync.rules.claims`' rule; the server's organisations are not in the log, so a dispute follows the
     same key here) and the server's keys (registered, revoked when)."""
 
     def __init__(self, entries: Mapping[int, dict[str, Any]], size: int, bundles: Mapping[str, bytes],
@@ -167,7 +167,7 @@ def _claim_facts(bundle: Any) -> ClaimFacts:
 
 def _filter_reason_holds(why: str, bundle: Any, query: Mapping[str, Any], ev: Evidence) -> bool:
     """Whether an exclusion is true of the bundle, as its bytes, the log and the server's key list show."""
-    from dynadesk.sync.board_facts import facts_of
+    from dynadesk.sync.rules.board_facts import facts_of
 
     facts = facts_of(bundle.payload)
     if why.startswith("hardware class"):
@@ -303,8 +303,8 @@ def _check_reference(p: dict[str, Any], scored: dict[str, tuple[Any, int]], ev: 
 
 
 def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
-    from dynadesk.sync.board_facts import facts_of, spreads_of
-    from dynadesk.sync.board_stats import bundle_stats
+    from dynadesk.sync.rules.board_facts import facts_of, spreads_of
+    from dynadesk.sync.rules.board_stats import bundle_stats
 
     stated = {str(r["bundle_id"]): r for r in [*p["rows"], *p["left_off"]]}
     rows, intervals, resampled, facts = [], {}, {}, {}

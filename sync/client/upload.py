@@ -330,10 +330,10 @@ def snapshot_evidence(source: str, client: SyncClient | None = None) -> dict[str
 
 
 def verify_snapshot(evidence: dict[str, Any], server_public_key: bytes | None) -> dict[str, Any]:
-    """Check a snapshot offline from its evidence (:func:`dynadesk.sync.snapshot_check.check_snapshot`) against the
-    server key the reader pinned or gave (None: refused, naming how to pin one)."""
+    """Check a snapshot offline from its evidence (:func:`~dynadesk.sync.rules.snapshot_check.check_snapshot`) against
+    the server key the reader pinned or gave (None: refused, naming how to pin one)."""
     from dynadesk.errors import SnapshotError
-    from dynadesk.sync.snapshot_check import check_snapshot
+    from dynadesk.sync.rules.snapshot_check import check_snapshot
 
     try:
         raw = str(evidence["snapshot"]).encode("utf-8")

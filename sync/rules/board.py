@@ -18,7 +18,7 @@ from dynadesk.scoring import bootstrap as _bootstrap
 from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard, Weighting
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
 from dynadesk.scoring.rank_basis import RankBasis, first_width
-from dynadesk.sync.board_facts import RowFilter
+from dynadesk.sync.rules.board_facts import RowFilter
 
 BOARD_METRICS = SCORE_METRICS
 

@@ -53,7 +53,8 @@ def run(quick: bool = False) -> list[dict]:
         predict_live(st, "tiny", inputs)
         bare.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        uids.append(ann.submit_example(st, "sentiment", "w1", inputs, LABELS[i % 3], time_ms=i).uid)
+        uids.append(ann.submit_example(st, "sentiment", "w1", inputs, LABELS[i % 3],
+                                       details=ann.ExampleDetails(time_ms=i)).uid)
         create.append(time.perf_counter() - t0)
     votes = []
     for who in ("v1", "v2", "v3"):

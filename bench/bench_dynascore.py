@@ -25,7 +25,7 @@ from typing import Any, TypeVar  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dynadesk.scoring.board import ScoreBoard, compute  # noqa: E402
+from dynadesk.scoring.board import ScoreBoard, Weighting, compute  # noqa: E402
 from dynadesk.scoring.dynascore import MetricSpec, compute_arrays, default_metrics  # noqa: E402
 
 T = TypeVar("T")
@@ -88,7 +88,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     t_core, _ = _best_of(lambda: compute_arrays(values.mean(axis=1), *args), 5)
     board = ScoreBoard(models, METRICS)
     weights = {"ds0": 2.0, "ds3": 0.5}
-    t_query, page = _best_of(lambda: board.score(dataset_weights=weights, weights={"memory": 2.0}, limit=100), 5)
+    t_query, page = _best_of(lambda: board.score(weighting=Weighting({"memory": 2.0}, weights), limit=100), 5)
     if page.total != n_models or len(page.page()) != 100:
         raise AssertionError("the board query did not score every model")
     t_naive, ref = _best_of(lambda: naive(models, specs), 1)

@@ -55,6 +55,7 @@ def run(quick: bool = False) -> list[dict]:
     from dynadesk.datasets import dataset_digest
     from dynadesk.models.registry import register_model
     from dynadesk.orchestration.remeasure import remeasure
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard
     from dynadesk.workspace import Workspace
 
@@ -80,8 +81,8 @@ def run(quick: bool = False) -> list[dict]:
                     hog.kill()
                     hog.wait()
             weights = {"robustness": 0.0, "fairness": 0.0}  # no perturbation suites here: ranked without them
-            ranked = build_leaderboard(store, "sentiment", weights)
-            kept = build_leaderboard(store, "sentiment", weights, exclude_noisy=True)
+            ranked = build_leaderboard(store, "sentiment", Weighting(weights))
+            kept = build_leaderboard(store, "sentiment", Weighting(weights), exclude_noisy=True)
             t0 = time.monotonic()
             again = remeasure(store, ws, loud.id)
             again_wall = time.monotonic() - t0

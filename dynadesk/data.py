@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
+from dynadesk.datasets import DatasetOrigin, DatasetSummary, dataset_digest, label_counts, write_csv, write_jsonl
 from dynadesk.errors import ValidationError
 from dynadesk.formats import Mapping, read_examples
 from dynadesk.formats.squad import UNANSWERABLE
@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 
 SPLITS = ("train", "dev", "test", "other")
 EXPORT_FORMATS = ("jsonl", "csv")
+
+
+@dataclass(frozen=True)
+class FileReading:
+    """How a data file's rows are read: its format (detected from the file when None) and the field and label
+    mapping (with its quoting and SQuAD 2.0 choices), the two options :func:`~dynadesk.formats.read_examples` reads
+    a file with. One value, so :func:`import_file` takes where the rows go apart from how they are read."""
+
+    fmt: str | None = None
+    mapping: Mapping | None = None
 
 
 @dataclass
@@ -38,9 +48,10 @@ class ImportOutcome:
 
 
 def import_file(store: Store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
-                fmt: str | None = None, replace: bool = False, mapping: Mapping | None = None,
-                all_splits: bool = False) -> ImportOutcome:
-    """Validate a whole file in any supported format and store it; nothing is stored if any row is bad.
+                reading: FileReading | None = None, replace: bool = False, all_splits: bool = False
+                ) -> ImportOutcome:
+    """Validate a whole file in any supported format and store it; nothing is stored if any row is bad
+    (``reading``: how its rows are read; the format detected and no mapping when not given).
 
     A file that holds several splits (a ``split`` column, as DynaHate publishes train, dev and test in one
     CSV) is never stored whole under one split: the rows of ``split`` are imported, or with ``all_splits``
@@ -49,7 +60,8 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
     path = Path(path)
     if split not in SPLITS:
         raise ValidationError(f"split '{split}' is not one of {', '.join(SPLITS)}")
-    result = read_examples(task, path, fmt, mapping)
+    reading = reading or FileReading()
+    result = read_examples(task, path, reading.fmt, reading.mapping)
     base = name or (Path(path.stem).stem if path.suffix.lower() == ".gz" else path.stem)  # train.jsonl.gz: train
     try:
         parts = by_source_split(result.examples)
@@ -77,8 +89,9 @@ def import_file(store: Store, task_name: str, path: str | Path, name: str | None
     for part, examples in parts.items():
         stored.append(store.datasets.add(
             names[part], task.name, part if part in SPLITS else "other", examples, dataset_digest(examples),
-            label_counts(task, examples), source=str(path.resolve()), replace=replace,
-            unanswerable_left_out=result.dropped.get(UNANSWERABLE, 0)))
+            label_counts(task, examples),
+            DatasetOrigin(source=str(path.resolve()), unanswerable_left_out=result.dropped.get(UNANSWERABLE, 0)),
+            replace=replace))
     return ImportOutcome(stored[0], result.format, result.detected, result.dropped, found, stored[1:])
 
 
@@ -115,7 +128,8 @@ def _found_text(found: dict[str, int]) -> str:
 def import_dataset(store: Store, task_name: str, path: str | Path, name: str | None = None, split: str = "test",
                    fmt: str | None = None, replace: bool = False) -> DatasetSummary:
     """:func:`import_file` returning only the stored summary."""
-    return import_file(store, task_name, path, name=name, split=split, fmt=fmt, replace=replace).summary
+    return import_file(store, task_name, path, name=name, split=split, reading=FileReading(fmt),
+                       replace=replace).summary
 
 
 def export_dataset(store: Store, name: str, out: str | Path | IO[str], fmt: str | None = None) -> int:

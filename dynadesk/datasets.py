@@ -48,6 +48,19 @@ class DatasetSummary:
         return {**self.__dict__, "answerable_only": self.answerable_only}
 
 
+@dataclass(frozen=True)
+class DatasetOrigin:
+    """Where a stored dataset came from, the four facts that travel together from an import, a recipe, an export
+    or a perturbation into its row: the ``source`` it was read from, the dataset it was ``derived_from`` and how
+    (``derivation``), and how many unanswerable questions the import left out (which makes it answerable-only).
+    One value, so :meth:`~dynadesk.store.datasets.DatasetRepo.add` takes what was read and where it came from."""
+
+    source: str = ""
+    derived_from: str | None = None
+    derivation: dict[str, Any] | None = None
+    unanswerable_left_out: int = 0
+
+
 def example_fields(task: Task) -> list[str]:
     return ["id", *task.input_names, task.gold_field, *OPTIONAL_FIELDS]
 

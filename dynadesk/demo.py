@@ -313,11 +313,12 @@ def _table_lines(headers: list[str], rows: list[list[str]]) -> list[str]:
 def echo_robust_board(store: Store, board: Any, echo: Echo) -> None:
     """When an exchange rate rests on noise (its note is printed above), the board under ``--amrs robust`` too:
     the documented alternative, so the reader sees what the near-tie does to the order."""
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard
 
     if not any("rests on noise" in n for n in board.notes):
         return
-    robust = build_leaderboard(store, TASK, amrs_mode="robust")
+    robust = build_leaderboard(store, TASK, Weighting(amrs_mode="robust"))
     left = ", ".join(m for m, a in robust.amrs.items() if a is None and board.amrs.get(m) is not None)
     echo(f"    with --amrs robust ({left} unconverted; a deviation from Dynaboard): "
          + ", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows))
@@ -345,7 +346,7 @@ def ensure_bundle(store: Store, workspace: Workspace, evaluation_id: int, step: 
 def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: str, step: Steps, force: bool) -> None:
     """The audit's verdict: every check in the detailed log; the step's result names the verdict, the count of
     identical deterministic fields and, grouped by verdict, the fields that are not identical."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
 
     cached = Path(workspace.bundles_dir) / f"{bundle_id}.audit.json"
     if cached.exists() and not force:
@@ -354,7 +355,7 @@ def audit_verdict(store: Store, workspace: Workspace, bundle_id: str, runner: st
     else:
         raw = store.bundles.raw(bundle_id)
         step.note(f"re-running the bundle's evaluation ({runner} runner) with its recorded settings and seeds")
-        report = audit_bundle(store, workspace, raw, rerun=True, runner=runner,
+        report = audit_bundle(store, workspace, raw, AuditOptions(rerun=True, runner=runner),
                               progress=progress_printer(step, "audit re-run"))
         data = {"audited_at": time.strftime("%Y-%m-%d %H:%M:%S"), "report": report.to_dict()}
         cached.write_text(json.dumps(data, indent=2))

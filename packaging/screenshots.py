@@ -53,8 +53,8 @@ def demo_examples(n: int, seed: int) -> list[dict]:
 
 def build_demo(home: Path, log=print) -> None:
     """A workspace with real runs, annotation and a bundle (about a minute on two cores)."""
-    from dynadesk.annotation import add_annotator, new_round, submit_example, use_annotator, validate
-    from dynadesk.datasets import dataset_digest, label_counts
+    from dynadesk.annotation import ExampleDetails, add_annotator, new_round, submit_example, use_annotator, validate
+    from dynadesk.datasets import DatasetOrigin, dataset_digest, label_counts
     from dynadesk.models import register_model
     from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
     from dynadesk.orchestration.evaluate import evaluate
@@ -70,7 +70,7 @@ def build_demo(home: Path, log=print) -> None:
     train, test = demo_examples(150, 1), demo_examples(90, 2)
     for name, split, rows in (("demo-train", "train", train), ("demo-test", "test", test)):
         store.datasets.add(name, "sentiment", split, rows, dataset_digest(rows), label_counts(task, rows),
-                           source="packaging/screenshots.py", replace=True)
+                           DatasetOrigin(source="packaging/screenshots.py"), replace=True)
     generate_suites(store, "demo-test", replace=True)
     gold = [r["label"] for r in train]
     write_majority(ws.models_dir / "majority", "sentiment", LABELS, ["statement"], gold[:40])
@@ -105,8 +105,9 @@ def build_demo(home: Path, log=print) -> None:
              ("The film was released in May.", "neutral"), ("I loved how dull it was!", "positive"),
              ("Great, another two hours I will never get back.", "negative"), ("The cast was superb.", "positive")]
     for who, (text, label) in zip(itertools.cycle(["bob", "carol"]), texts):
-        submit_example(store, "sentiment", who, {"statement": text}, label, time_ms=random.Random(text).randint(
-            9000, 60000), explanation="negation" if "not" in text or "Hardly" in text else "")
+        submit_example(store, "sentiment", who, {"statement": text}, label, details=ExampleDetails(
+            explanation="negation" if "not" in text or "Hardly" in text else "",
+            time_ms=random.Random(text).randint(9000, 60000)))
     for ex in store.annotation.examples("sentiment")[:3]:
         voter = "carol" if ex.annotator == "bob" else "bob"
         validate(store, ex.uid, voter, "correct")

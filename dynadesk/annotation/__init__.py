@@ -20,8 +20,9 @@ Rounds (``rounds``)
 Create (``create``)
     ``next_context(store, task, annotator) -> Context | None`` — a random context of the
     open round that this annotator has not used yet (None when the round has no pool).
-    ``submit_example(store, task, annotator, inputs, target, model=None, context_id=None,
-    explanation="", time_ms=0) -> AnnotatedExample`` — predicts live with the round's
+    ``submit_example(store, task, annotator, inputs, target, details=None, model=None)
+    -> AnnotatedExample`` (``details``: an ``ExampleDetails`` of context id, explanation, time spent and
+    metadata fields) — predicts live with the round's
     target model, stores the example with model output, digest, fooled verdict and HMAC.
     ``is_fooled(task, target, output) -> bool``.
 Validate (``validate``)
@@ -53,7 +54,7 @@ from dynadesk.annotation.annotators import (
     resolve_annotator,
     use_annotator,
 )
-from dynadesk.annotation.create import Context, is_fooled, next_context, submit_example
+from dynadesk.annotation.create import Context, ExampleDetails, is_fooled, next_context, submit_example
 from dynadesk.annotation.export import STATUSES, export_examples, export_round, neutralise_formulas, register_round
 from dynadesk.annotation.held import accept_held
 from dynadesk.annotation.integrity import VerifyReport, verify
@@ -74,6 +75,7 @@ from dynadesk.formats.contexts import read_contexts
 __all__ = [
     "STATUSES",
     "Context",
+    "ExampleDetails",
     "ExampleStatus",
     "MergeReport",
     "RoundStats",

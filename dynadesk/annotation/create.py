@@ -120,15 +120,30 @@ def choose_target(store: Store, rnd: Any, annotator: str) -> str:
     return str(random.Random(f"{rnd.task}:{rnd.number}:{annotator}:{n}").choice(rnd.models).name)
 
 
-def submit_example(store: Store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any, *,
-                   model: str | None = None, context_id: str | None = None, explanation: str = "",
-                   time_ms: int = 0, predict: Predict | None = None,
-                   metadata: Mapping[str, str] | None = None) -> AnnotatedExample:
+@dataclass(frozen=True)
+class ExampleDetails:
+    """What an annotator gives beside an example's inputs and target: the pool context it was written against,
+    the explanation, the time it took (milliseconds) and the values of the task file's ``metadata.create`` fields.
+    One value, so the CLI, the GUI and the hub hand :func:`submit_example` what was written as one thing; each
+    field is still checked there (a JSON line or a form may put anything in it)."""
+
+    context_id: str | None = None
+    explanation: str = ""
+    time_ms: int = 0
+    metadata: Mapping[str, str] | None = None
+
+
+def submit_example(store: Store, task_name: str, annotator: str | None, inputs: dict[str, str], target: Any,
+                   details: ExampleDetails | None = None, *, model: str | None = None,
+                   predict: Predict | None = None) -> AnnotatedExample:
     """Ask the round's target model, decide whether it was fooled, and store the signed example.
 
-    ``predict`` defaults to :func:`dynadesk.models.predict_live`, which keeps the model warm. ``metadata``: the
-    values of the task file's ``metadata.create`` fields (checked before the model is asked; stored with the
-    example in one transaction)."""
+    ``details``: none when not given. ``predict`` defaults to :func:`dynadesk.models.predict_live`, which keeps
+    the model warm. ``details.metadata``: the values of the task file's ``metadata.create`` fields (checked before
+    the model is asked; stored with the example in one transaction)."""
+    details = details or ExampleDetails()
+    context_id, explanation, time_ms, metadata = (details.context_id, details.explanation, details.time_ms,
+                                                  details.metadata)
     task = get_task(task_name)
     ann = resolve_annotator(store, annotator)
     rnd = open_round(store, task.name)

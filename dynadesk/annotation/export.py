@@ -16,7 +16,15 @@ from typing import IO, TYPE_CHECKING, Any
 
 from dynadesk.annotation.validate import VERIFIED_CORRECT, example_status
 from dynadesk.data import SPLITS
-from dynadesk.datasets import DatasetSummary, dataset_digest, label_counts, validate_example, write_csv, write_jsonl
+from dynadesk.datasets import (
+    DatasetOrigin,
+    DatasetSummary,
+    dataset_digest,
+    label_counts,
+    validate_example,
+    write_csv,
+    write_jsonl,
+)
 from dynadesk.errors import ValidationError
 from dynadesk.store import annotation_meta
 from dynadesk.store.annotation import AnnotatedExample
@@ -113,4 +121,4 @@ def register_round(store: Store, task_name: str, name: str, round_number: int | 
     examples = export_examples(store, task.name, rnd.number, status)
     source = f"annotation:{task.name}/round-{rnd.number}/{status}"
     return store.datasets.add(name, task.name, split, examples, dataset_digest(examples),
-                              label_counts(task, examples), source=source, replace=replace)
+                              label_counts(task, examples), DatasetOrigin(source=source), replace=replace)

@@ -7,6 +7,7 @@ in the returned :class:`~dynadesk.audit.report.AuditReport`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,15 +84,31 @@ def host_recomputation(record: Any) -> Check | None:
                  f"run {record.id}'s stored figures are what its predictions and the host's gold labels give")
 
 
-def audit_bundle(store: Store, workspace: Workspace, raw: bytes, *, where: str = "bundle",
-                 model_path: str | Path | None = None,
-                 rerun: bool = False, runner: str | None = None, against: int | None = None,
-                 server: str | None = None, server_key: bytes | None = None, client: DockerClient | None = None,
-                 progress: ProgressFn | None = None,
+@dataclass(frozen=True)
+class AuditOptions:
+    """What an audit checks beyond the bundle itself, as the CLI's and the GUI's options give it: the model folder
+    to hash (default: the registered one), whether to evaluate again (``rerun``, on ``runner``) or compare with
+    stored run ``against``, and the ``server`` whose transparency log must hold the bundle (``server_key``: its
+    pinned key). One value, so :func:`audit_bundle` takes the bytes, these choices and the live handles apart."""
+
+    model_path: str | Path | None = None
+    rerun: bool = False
+    runner: str | None = None
+    against: int | None = None
+    server: str | None = None
+    server_key: bytes | None = None
+
+
+def audit_bundle(store: Store, workspace: Workspace, raw: bytes, options: AuditOptions | None = None, *,
+                 where: str = "bundle", client: DockerClient | None = None, progress: ProgressFn | None = None,
                  cancel: CancelToken | None = None) -> AuditReport:
-    """Audit one bundle's bytes; ``rerun`` evaluates again, ``against`` compares with a stored run instead.
+    """Audit one bundle's bytes (``where``: its name in messages); ``options.rerun`` evaluates again,
+    ``options.against`` compares with a stored run instead (only the static checks when ``options`` is not given).
 
     cancelling ``cancel`` stops a re-run; the report is then ``incomplete``."""
+    o = options or AuditOptions()
+    model_path, rerun, runner, against, server, server_key = (o.model_path, o.rerun, o.runner, o.against, o.server,
+                                                              o.server_key)
     from dynadesk.sync.format.envelope import parse_bundle
 
     bundle = parse_bundle(raw, where)

@@ -197,9 +197,9 @@ def _create_line(app, task, annotator, model, obj) -> dict:
     if not isinstance(obj, dict) or not isinstance(obj.get("inputs"), dict) or "target" not in obj:
         raise ValidationError("expected an object with 'inputs' (object) and 'target'")
     ex = ann.submit_example(app.store, task, obj.get("annotator", annotator), obj["inputs"], obj["target"],
-                            model=obj.get("model", model), context_id=obj.get("context_id"),
-                            explanation=obj.get("explanation", ""), time_ms=obj.get("time_ms", 0),
-                            metadata=obj.get("fields"))
+                            ann.ExampleDetails(obj.get("context_id"), obj.get("explanation", ""),
+                                               obj.get("time_ms", 0), obj.get("fields")),
+                            model=obj.get("model", model))
     return ex.to_dict()
 
 
@@ -225,9 +225,9 @@ def create_cmd(app, task, inputs, target, context_id, model, explanation, time_m
     if batch is None:
         if target is None:
             raise click.UsageError("--target is required (or use --batch)")
-        ex = ann.submit_example(app.store, task, annotator, _parse_inputs(inputs), target, model=model,
-                                context_id=context_id, explanation=explanation, time_ms=time_ms,
-                                metadata=_parse_inputs(fields, "--field"))
+        ex = ann.submit_example(app.store, task, annotator, _parse_inputs(inputs), target,
+                                ann.ExampleDetails(context_id, explanation, time_ms, _parse_inputs(fields, "--field")),
+                                model=model)
         if as_json:
             echo_json(ex.to_dict())
         else:

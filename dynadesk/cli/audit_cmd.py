@@ -78,7 +78,7 @@ def print_report(report) -> None:
 def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: str | None, against: int | None,
           server: str | None, server_key: str | None, attest: bool, as_json: bool) -> None:
     """Verify a bundle, check its model, datasets and image, and (with --rerun) compare every field."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
 
     if rerun and against is not None:
         raise click.UsageError("give --rerun or --against RUN, not both")
@@ -93,9 +93,10 @@ def check(app, bundle_file: str, model_path: str | None, rerun: bool, runner: st
     except ValueError:
         raise click.BadParameter("must be 64 hex digits", param_hint="--server-key") from None
     progress = None if as_json else _progress()
-    report = audit_bundle(app.store, app.workspace, Path(bundle_file).read_bytes(), where=bundle_file,
-                          model_path=model_path, rerun=rerun, runner=runner, against=against, server=server,
-                          server_key=key, progress=progress)
+    report = audit_bundle(app.store, app.workspace, Path(bundle_file).read_bytes(),
+                          AuditOptions(model_path=model_path, rerun=rerun, runner=runner, against=against,
+                                       server=server, server_key=key),
+                          where=bundle_file, progress=progress)
     attestation = None
     if attest:
         from dynadesk.audit.attest import attest as sign_verdict

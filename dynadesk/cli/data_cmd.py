@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from dynadesk.cli.common import RegistryChoice, echo_json, echo_table, json_option, pass_app
-from dynadesk.data import EXPORT_FORMATS, SPLITS, export_dataset, import_file
+from dynadesk.data import EXPORT_FORMATS, SPLITS, FileReading, export_dataset, import_file
 from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
 
@@ -48,8 +48,8 @@ def import_cmd(app: Any, path: str, task_name: str, name: str | None, split: str
     """Import a data file; every bad row is reported and nothing is stored if any is bad."""
     mapping = Mapping(parse_pairs(field_map, "--map"), parse_pairs(label_map, "--label-map"), keep_extra,
                       squad_v2, quoting)
-    outcome = import_file(app.store, task_name, path, name=name, split=split, fmt=fmt, replace=replace,
-                          mapping=mapping, all_splits=all_splits)
+    outcome = import_file(app.store, task_name, path, name=name, split=split,
+                          reading=FileReading(fmt, mapping), replace=replace, all_splits=all_splits)
     if as_json:
         echo_json(outcome.to_dict())
         return

@@ -43,15 +43,15 @@ def models() -> None:
 def add_cmd(app, path, task_name, name, kind, labels, allow_pickle, replace, served_url, served_model,
             weights_digest, as_json) -> None:
     """Register a model folder PATH (writes dynadesk-model.json when missing), or a served model (--served)."""
-    from dynadesk.models.registry import register_model
+    from dynadesk.models.registry import ModelDeclaration, register_model
 
     if served_url:
         rec = _add_served(app, path, served_url, served_model, task_name, name, weights_digest, replace)
     elif path is None:
         raise click.UsageError("give a model folder PATH, or --served URL --model NAME")
     else:
-        rec = register_model(app.store, path, task_name, name=name, kind=kind,
-                             labels=[x.strip() for x in labels.split(",")] if labels else None,
+        rec = register_model(app.store, path, task_name, name=name, declared=ModelDeclaration(
+                                 kind, tuple(x.strip() for x in labels.split(",")) if labels else None),
                              allow_pickle=allow_pickle, replace=replace)
     if as_json:
         echo_json(rec.to_dict())

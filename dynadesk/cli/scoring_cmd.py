@@ -155,6 +155,7 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
                 exclude_noisy: bool, rates_board: str | None, as_csv: bool, as_json: bool) -> None:
     """Rank the latest evaluation of every model of TASK by Dynascore."""
     from dynadesk.scoring.answerability import beside
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import COVERAGE_LEGEND, build_leaderboard, parse_weights
 
     if as_csv and as_json:
@@ -165,9 +166,10 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
 
         edition, rates_from = load_rate_edition(app.store, rates_board, task)
         rates = edition.amrs
-    board = build_leaderboard(app.store, task, parse_weights(weights, "--weight"),
-                              parse_weights(dataset_weights, "--dataset-weight"), memory_budget, stability,
-                              hardware_class, amrs_mode, exclude_noisy, rates, rates_from)
+    weighting = Weighting(parse_weights(weights, "--weight"), parse_weights(dataset_weights, "--dataset-weight"),
+                          memory_budget, amrs_mode, rates)
+    board = build_leaderboard(app.store, task, weighting, stability=stability, hardware_class=hardware_class,
+                              exclude_noisy=exclude_noisy, rates_from=rates_from)
     if rates_board:
         board.notes += edition.notes()  # what the public board says of the same edition (sync.format.rate_edition)
     if as_json:

@@ -304,8 +304,9 @@ class HubCore:
             return out
 
         try:
-            ex = ann.submit_example(st, task.name, session.name, inputs, target, model=model, context_id=context_id,
-                                    explanation=explanation, time_ms=time_ms, predict=predict, metadata=fields)
+            ex = ann.submit_example(st, task.name, session.name, inputs, target,
+                                    ann.ExampleDetails(context_id, explanation, time_ms, fields), model=model,
+                                    predict=predict)
         except BaseException:
             st.hub.finish_write(session.name, "example", rid, None)
             raise

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from dynadesk.evaluator import prompts as _prompts
 from dynadesk.jsonio import loads_bounded, read_text_capped
 from dynadesk.models import handler as _handler
 from dynadesk.names import check_name
-from dynadesk.store.models import ModelRecord
+from dynadesk.store.models import ModelExtras, ModelRecord
 from dynadesk.tasks import Task, get_task
 
 if TYPE_CHECKING:
@@ -326,14 +327,27 @@ def check_folder(folder: Path, manifest: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------- registry
 
+@dataclass(frozen=True)
+class ModelDeclaration:
+    """What the person registering a folder says it is: its ``kind`` (checked against a manifest the folder has)
+    and its ``labels``, the two facts a manifest is written from when the folder has none. One value, so
+    :func:`register_model` takes the folder, the task and this declaration rather than two loose options."""
+
+    kind: str | None = None
+    labels: tuple[str, ...] | None = None
+
+
 def register_model(store: Store, path: str | os.PathLike[str], task_name: str, *, name: str | None = None,
-                   kind: str | None = None, labels: list[str] | None = None, allow_pickle: bool = False,
+                   declared: ModelDeclaration | None = None, allow_pickle: bool = False,
                    replace: bool = False, info: dict[str, Any] | None = None) -> ModelRecord:
-    """Register a model folder; writes its manifest when missing. Idempotent for an unchanged folder.
+    """Register a model folder; writes its manifest when missing (from ``declared``: nothing declared when not
+    given). Idempotent for an unchanged folder.
 
     ``allow_pickle`` registers a pickle-only folder for sandboxed evaluation
     only; it is never loaded on the host.
     """
+    kind = declared.kind if declared is not None else None
+    labels = list(declared.labels) if declared is not None and declared.labels is not None else None
     folder = Path(path).expanduser().resolve()
     if not folder.is_dir():
         raise ModelError(f"{path}: no such model folder")
@@ -372,7 +386,7 @@ def register_model(store: Store, path: str | os.PathLike[str], task_name: str, *
             raise AlreadyExistsError(f"a model named '{name}' is already registered (digest {old.digest[:19]}, "
                                      f"{old.path}); use --name or --replace")
     return store.models.add(name, task.name, manifest["kind"], str(folder), digest, manifest,
-                            has_pickle=has_pickle, info=info, replace=replace)
+                            ModelExtras(has_pickle=has_pickle, info=info), replace=replace)
 
 
 def remove_model(store: Store, name: str, *, delete_files: bool = False, models_dir: Path | None = None) -> ModelRecord:

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from dynadesk.orchestration.runner_registry import RUNNERS, runner_class
 from dynadesk.orchestration.timed_accuracy import gold_labels
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.datasets import now_iso
-from dynadesk.store.evaluations import EvaluationRecord, ImageBuild, MetricValue
+from dynadesk.store.evaluations import KEEP, EvaluationRecord, ImageBuild, MetricValue, RunChange, RunSetup
 from dynadesk.store.reserve import keep_reserve, write_final_state
 from dynadesk.tasks import get_task
 
@@ -210,16 +211,16 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
     if settings.null_threshold is None and model.manifest.get("kind") == "hf-question-answering" \
             and any(scored_by_squad_v2(store, d.name) for d in chosen):
         settings.null_threshold = 0.0  # SQuAD 2.0 data: the adapter abstains by the null score (default 0)
-    run_id = store.evaluations.create(model.id, task.name, runner=run.name, sandboxed=run.sandboxed,
-                                      datasets=[d.name for d in chosen], request=request.to_dict(), worker=settings,
-                                      image_name=run.image_name(), status="queued")
+    run_id = store.evaluations.create(model.id, task.name, RunSetup(request=request.to_dict(), worker=settings,
+                                                                    image_name=run.image_name()), runner=run.name,
+                                      sandboxed=run.sandboxed, datasets=[d.name for d in chosen], status="queued")
     folder = RunFolder.of_run(workspace.runs_dir, run_id)
     try:
         prepare(store, folder, model, task, chosen, settings)
     except OSError as exc:  # a full disk, say: the run is failed, never left queued over a half-written folder
         why = f"cannot prepare run {run_id}'s folder {folder.root}: {exc.strerror or exc}"
         try:
-            store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(), error=why)
+            store.evaluations.transition(run_id, "failed", RunChange(verdict="error", finished_at=now_iso(), error=why))
         except StoreError as also:  # the database is on the same full disk: the run stays 'queued', never a result
             why += f" (and the run could not be marked failed: {also})"
         raise EvaluationError(why, verdict="error") from exc
@@ -237,7 +238,7 @@ def evaluate(store: Store, workspace: Workspace, request: RunRequest, *, runner:
         raise ConfigError(f"the request names the {request.runner} runner, but a {run.name} runner was given")
     run.check_ready()  # e.g. no daemon: a clear error now, before a run record is created
     run_id, folder, _model = create_run(store, workspace, request, run, trust_model_code)
-    store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version())
+    store.evaluations.update(run_id, RunChange(run_dir=str(folder.root), evaluator_version=evaluator_version()))
     return _execute(store, run_id, run, request, progress, cancel, Path(workspace.images_dir))
 
 
@@ -288,28 +289,30 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
     image_id = run.image_id()
     build = image_build(images_dir, image_id) if image_id else None  # what rebuilds this Id (signed in the bundle)
     keep_reserve(store)  # room for this run's final state, whatever its worker does to the disk
-    store.evaluations.transition(run_id, "running", verdict=None, error=None, started_at=now_iso(), finished_at=None,
-                                 pid=os.getpid(), host=socket.gethostname(), image_id=image_id,
-                                 image_build=ImageBuild.from_dict(build) if build is not None else None)
+    store.evaluations.transition(run_id, "running",
+                                 RunChange(verdict=None, error=None, started_at=now_iso(), finished_at=None,
+                                           pid=os.getpid(), host=socket.gethostname(), image_id=image_id,
+                                           image_build=ImageBuild.from_dict(build) if build is not None else None))
     if not model_dir.is_dir():
-        store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
-                                     error=f"model folder {model_dir} is missing")
+        store.evaluations.transition(run_id, "failed", RunChange(verdict="error", finished_at=now_iso(),
+                                                                 error=f"model folder {model_dir} is missing"))
         raise EvaluationError(f"model folder {model_dir} is missing", verdict="error")
     try:  # the model's view, cut again from data/ checked against the spec (a resumed older folder lacks one)
         folder.open_inputs()
     except RunFolderError as exc:
-        final_state(store, run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
+        final_state(store, run_id, "failed", RunChange(verdict="error", error=str(exc), finished_at=now_iso()))
         return store.evaluations.get(run_id)
     try:
         if progress:
             progress(ProgressEvent("start", run=run_id, message=f"run {run_id} started"))
         outcome = run.run(folder.paths(model_dir), request.limits, progress, cancel)
     except KeyboardInterrupt:
-        final_state(store, run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
-                    error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'")
+        final_state(store, run_id, "interrupted",
+                    RunChange(verdict="interrupted", finished_at=now_iso(),
+                              error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'"))
         raise
     except BaseException as exc:  # recorded, then re-raised: the run must not stay 'running'
-        final_state(store, run_id, "failed", verdict="error", error=str(exc), finished_at=now_iso())
+        final_state(store, run_id, "failed", RunChange(verdict="error", error=str(exc), finished_at=now_iso()))
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
     return finish_run(store, run_id, folder, outcome, log)
@@ -328,8 +331,8 @@ def finish_run(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome
         _disk_full(store, run_id, folder, f"writing {folder.log_file.name}: {exc.strerror or exc}", log)
     if not outcome.ok:
         status = "cancelled" if outcome.verdict == "cancelled" else "failed"
-        final_state(store, run_id, status, verdict=outcome.verdict, error=outcome.message, log=log[-MAX_DB_LOG:],
-                    finished_at=now_iso())
+        final_state(store, run_id, status, RunChange(verdict=outcome.verdict, error=outcome.message,
+                                                     log=log[-MAX_DB_LOG:], finished_at=now_iso()))
         return store.evaluations.get(run_id)
     return store_results(store, run_id, folder, outcome, log)
 
@@ -345,20 +348,21 @@ def _disk_full(store: Store, run_id: int, folder: RunFolder, what: str, log: str
     with contextlib.suppress(OSError):
         folder.clear_out()
     try:
-        final_state(store, run_id, "failed", verdict="error", error=why, log=log[-MAX_DB_LOG:], finished_at=now_iso())
+        final_state(store, run_id, "failed", RunChange(verdict="error", error=why, log=log[-MAX_DB_LOG:],
+                                                       finished_at=now_iso()))
     except StoreError as also:  # the database is on the same full disk, and its reserve did not make room
         why += f" (and the run could not be marked failed: {also})"
     raise EvaluationError(why, verdict="error")
 
 
-def final_state(store: Store, run_id: int, status: str, **fields: Any) -> None:
+def final_state(store: Store, run_id: int, status: str, change: RunChange) -> None:
     """A run's last transition, written with the room kept for it (:mod:`dynadesk.store.reserve`); on a disk still
     too full it is written again without its log, which is also kept in the run folder when there was room."""
     def full() -> None:
-        store.evaluations.transition(run_id, status, **fields)
+        store.evaluations.transition(run_id, status, change)
 
     def small() -> None:
-        store.evaluations.transition(run_id, status, **{k: v for k, v in fields.items() if k != "log"})
+        store.evaluations.transition(run_id, status, replace(change, log=KEEP))
 
     write_final_state(store, full, small)
 
@@ -386,24 +390,27 @@ def store_results(store: Store, run_id: int, folder: RunFolder, outcome: RunOutc
                   for v in rows]
         bootstrap = host_bootstrap(folder, digest)  # on the verified predictions only
     except ResultMismatch as exc:  # the host's own figures disagree with the worker's: never stored
-        store.evaluations.transition(run_id, "failed", verdict=exc.verdict, finished_at=now_iso(),
-                                     error=f"the worker's results do not match the host's: {exc}"
-                                     if exc.verdict == "mismatch" else f"the worker's results are past what the "
-                                     f"host observed of the run: {exc}",
-                                     log=log[-MAX_DB_LOG:])
+        store.evaluations.transition(run_id, "failed",
+                                     RunChange(verdict=exc.verdict, finished_at=now_iso(),
+                                               error=f"the worker's results do not match the host's: {exc}"
+                                               if exc.verdict == "mismatch" else "the worker's results are past what "
+                                               f"the host observed of the run: {exc}", log=log[-MAX_DB_LOG:]))
         return store.evaluations.get(run_id)
     except (RunFolderError, SpecError, OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        store.evaluations.transition(run_id, "failed", verdict="error", finished_at=now_iso(),
-                                     error=f"the worker's results are unreadable: {exc}", log=log[-MAX_DB_LOG:])
+        store.evaluations.transition(run_id, "failed", RunChange(verdict="error", finished_at=now_iso(),
+                                                                 error=f"the worker's results are unreadable: {exc}",
+                                                                 log=log[-MAX_DB_LOG:]))
         return store.evaluations.get(run_id)
     profile["notes"] = host.notes  # the host's, like every deterministic figure (verified_rows)
     profile["tags"] = host.tags
     profile["host_bounds"] = bounded  # what the host observed of the run, and the bounds it checked
     profile["wall_seconds"] = outcome.seconds
     profile.update(bootstrap)  # "intervals" and "outcomes" (dynadesk.scoring.bootstrap)
-    store.evaluations.set_metrics(run_id, values, status="succeeded", verdict="ok", predictions_digest=digest,
-                                  profile=profile, environment=environment, log=log[-MAX_DB_LOG:],
-                                  finished_at=now_iso(), evaluator_version=metrics.get("evaluator_version"))
+    store.evaluations.set_metrics(run_id, values, RunChange(verdict="ok", predictions_digest=digest, profile=profile,
+                                                            environment=environment, log=log[-MAX_DB_LOG:],
+                                                            finished_at=now_iso(),
+                                                            evaluator_version=metrics.get("evaluator_version")),
+                                  status="succeeded")
     return store.evaluations.get(run_id)
 
 

@@ -27,7 +27,7 @@ from dynadesk.orchestration.evaluate import _execute, create_run, make_runner, r
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
 from dynadesk.orchestration.runner_base import Runner
 from dynadesk.scoring.leaderboard import noisy_in_environment
-from dynadesk.store.evaluations import EvaluationRecord, MetricValue
+from dynadesk.store.evaluations import EvaluationRecord, MetricValue, RunChange
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
@@ -123,7 +123,7 @@ def _keep_untimed(store: Store, old: EvaluationRecord, new: EvaluationRecord) ->
                             "note": f"only the timed windows were taken again; memory figures are run {old.id}'s"
                                     " (its peak includes the prediction pass, which this run reused)"}
     store.evaluations.set_metrics(new.id, [MetricValue(m.dataset, m.metric, m.value, m.unit, m.deterministic)
-                                           for m in values], profile=profile)
+                                           for m in values], RunChange(profile=profile))
     return store.evaluations.get(new.id)
 
 
@@ -156,10 +156,10 @@ def remeasure(store: Store, workspace: Workspace, run_id: int, *, runner: Runner
         _same_inputs(_spec(old_folder), _spec(folder), run_id)
         _copy_parts(old_folder, folder, run_id)
     except (EvaluationError, RunFolderError) as exc:
-        store.evaluations.transition(new_id, "failed", verdict="refused", error=str(exc))
+        store.evaluations.transition(new_id, "failed", RunChange(verdict="refused", error=str(exc)))
         raise
-    store.evaluations.update(new_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
-                             remeasure_of=run_id)
+    store.evaluations.update(new_id, RunChange(run_dir=str(folder.root), evaluator_version=evaluator_version(),
+                                               remeasure_of=run_id))
     new = _execute(store, new_id, run, request, progress, cancel, Path(workspace.images_dir),
                    notes=[f"re-measurement of run {run_id}: its predictions are reused, only the timed windows are"
                           " taken again"])

@@ -36,7 +36,7 @@ from dynadesk.queue.broker import BrokerURL, RedisClient, connect, translated
 from dynadesk.queue.tasks import make_app, send_job
 from dynadesk.queue.transfer import BlobCache, put_file, put_tree
 from dynadesk.store import queue_jobs
-from dynadesk.store.evaluations import ImageBuild, QueuePlacement
+from dynadesk.store.evaluations import ImageBuild, QueuePlacement, RunChange
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
@@ -104,8 +104,8 @@ def send_run(store: Store, workspace: Workspace, queue: Queue, run_id: int, fold
         job_id = jobs.new_job(queue.client, payload, run_id, workspace_id(workspace), requeued_why=why,
                               challenge=challenge)
     queue_jobs.record(store, job_id, run_id, sent, challenge)  # our copy, before any worker is told of the job
-    store.evaluations.update(run_id, run_dir=str(folder.root), evaluator_version=evaluator_version(),
-                             queue=QueuePlacement(job=job_id, requeued_why=why or None))
+    store.evaluations.update(run_id, RunChange(run_dir=str(folder.root), evaluator_version=evaluator_version(),
+                                               queue=QueuePlacement(job=job_id, requeued_why=why or None)))
     queue.send(job_id, 0)
     return job_id
 
@@ -244,7 +244,7 @@ def _give_up(store: Store, queue: Queue, view: jobs.JobView, why: str) -> Any:
     """Fail the job's (still queued) run with ``why``, and mark the job failed on the broker; the run."""
     from dynadesk.store.datasets import now_iso
 
-    store.evaluations.transition(view.run_id, "failed", verdict="refused", finished_at=now_iso(), error=why)
+    store.evaluations.transition(view.run_id, "failed", RunChange(verdict="refused", finished_at=now_iso(), error=why))
     with translated(queue.broker):
         jobs.give_up(queue.client, view.id, why)
     return store.evaluations.get(view.run_id)
@@ -263,13 +263,15 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
     result = view.result or {}
     now = now_iso()
     if view.state == "cancelled" and "outcome" not in result:
-        store.evaluations.transition(view.run_id, "cancelled", verdict="cancelled", finished_at=now,
-                                     error=f"job {view.id} was cancelled before a worker started it")
+        store.evaluations.transition(view.run_id, "cancelled",
+                                     RunChange(verdict="cancelled", finished_at=now,
+                                               error=f"job {view.id} was cancelled before a worker started it"))
         return store.evaluations.get(view.run_id)
     if "outcome" not in result:
-        store.evaluations.transition(view.run_id, "failed", verdict=result.get("verdict", "error"), finished_at=now,
-                                     error=f"job {view.id} on worker {result.get('worker') or '?'}: "
-                                           f"{result.get('error', 'no result')}")
+        store.evaluations.transition(view.run_id, "failed",
+                                     RunChange(verdict=result.get("verdict", "error"), finished_at=now,
+                                               error=f"job {view.id} on worker {result.get('worker') or '?'}: "
+                                                     f"{result.get('error', 'no result')}"))
         return store.evaluations.get(view.run_id)
     folder = RunFolder.stored(record.run_dir, record.id)
     folder.out_dir.mkdir(exist_ok=True)
@@ -289,9 +291,10 @@ def store_result(store: Store, workspace: Workspace, queue: Queue, view: jobs.Jo
     build = ImageBuild.from_dict(result["image_build"]) if result.get("image_build") else record.image_build
     o = result["outcome"]
     outcome = RunOutcome.from_wire(o)  # its observation: the signing worker's view of the run
-    store.evaluations.transition(view.run_id, "running", queue=placement, image_build=build,
-                                 started_at=result.get("started") or now, host=result.get("host"), pid=None,
-                                 image_id=result.get("image_id"))
+    store.evaluations.transition(view.run_id, "running", RunChange(queue=placement, image_build=build,
+                                                                   started_at=result.get("started") or now,
+                                                                   host=result.get("host"), pid=None,
+                                                                   image_id=result.get("image_id")))
     log = f"[dynadesk: job {view.id} attempt {placement.attempt} on worker {result.get('worker')}]\n" + outcome.log
     return finish_run(store, view.run_id, folder, outcome, log)
 

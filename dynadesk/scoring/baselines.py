@@ -16,13 +16,13 @@ stores). A task owner may also name baselines in the task file (``baselines: [mo
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dynadesk.scoring.board import ScoreBoard
+from dynadesk.scoring.board import ScoreBoard, Weighting
 from dynadesk.scoring.dynascore import PERF, MetricSpec
 
 CONSTANT = "its predictions are constant: one answer (label, span or abstention) for every example of every test set"
@@ -121,14 +121,16 @@ class BaselineScore:
 
 
 def score_at_rates(rows: Mapping[str, Any], metrics: Mapping[str, MetricSpec], amrs: Mapping[str, float | None],
-                   perf_metric: str = PERF, **score_args: Any) -> list[BaselineScore]:
+                   perf_metric: str = PERF, dataset_weights: Mapping[str, float] | None = None,
+                   known_datasets: Iterable[str] | None = None) -> list[BaselineScore]:
     """Score baseline ``rows`` (``{model: {metric: number | {dataset: number}}}``, the ScoreBoard input) at a
     ranked board's exchange rates ``amrs`` and metric specs ``metrics`` (as scored: weights, memory budget), without
     ranking them and without their values touching any rate (their own scoring only takes the dataset-weighted
-    means). ``score_args``: the ``dataset_weights`` and ``known_datasets`` the ranked board was scored with."""
+    means). ``dataset_weights`` and ``known_datasets``: those the ranked board was scored with."""
     if not rows:
         return []
-    own = ScoreBoard(rows, list(metrics)).score(dict(metrics), perf_metric=perf_metric, **score_args)
+    own = ScoreBoard(rows, list(metrics)).score(dict(metrics), Weighting(dataset_weights=dataset_weights),
+                                                perf_metric=perf_metric, known_datasets=known_datasets)
     total = sum(s.weight for s in metrics.values()) or 1.0
     weights = {k: s.weight / total for k, s in metrics.items()}
     out = [_at(own.names[i], own.row(i).values, metrics, amrs, weights) for i in range(own.total)]

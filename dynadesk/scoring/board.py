@@ -139,6 +139,21 @@ def _dense(vals: list[Any], datasets: tuple[str, ...]) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
+class Weighting:
+    """The choices a Dynascore is computed under, the same five on every board (the CLI's, the app's, the
+    server's): metric ``weights`` (a weight not given: the metric's default), ``dataset_weights`` (default 1),
+    the memory budget that memory is saved below, the AMRS mode (``"dynaboard"``, or ``"robust"``:
+    :mod:`amrs_noise`) and fixed exchange ``rates`` by metric (a rate edition; None: estimated from the rows).
+    One value, so a board query carries them together; :meth:`ScoreBoard.score` checks every one of them."""
+
+    weights: Mapping[str, float] | None = None
+    dataset_weights: Mapping[str, float] | None = None
+    memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB
+    amrs_mode: str = "dynaboard"
+    rates: Mapping[str, float | None] | None = None
+
+
+@dataclass(frozen=True)
 class BoardScore:
     """One scoring of a board; arrays are best first. :meth:`page` makes rows only for the requested page."""
 
@@ -263,24 +278,28 @@ class ScoreBoard:
         return mean, bad, [col.datasets[i] for i in used]
 
     # ------------------------------------------------------------------ scoring
-    def score(self, metrics: Mapping[str, MetricSpec] | None = None, *, perf_metric: str = PERF,
-              weights: Mapping[str, float] | None = None, dataset_weights: Mapping[str, float] | None = None,
-              memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, offset: int = 0, limit: int | None = None,
-              known_datasets: Iterable[str] | None = None, amrs_mode: str = "dynaboard",
-              reference: Iterable[str] | None = None, spreads: Spreads | None = None,
-              rates: Mapping[str, float | None] | None = None) -> BoardScore:
+    def score(self, metrics: Mapping[str, MetricSpec] | None = None, weighting: Weighting | None = None, *,
+              perf_metric: str = PERF, offset: int = 0, limit: int | None = None,
+              known_datasets: Iterable[str] | None = None, reference: Iterable[str] | None = None,
+              spreads: Spreads | None = None) -> BoardScore:
         """Score every model (the exchange rates depend on all of them) for one query; see the module docstring.
+
+        ``weighting``: the weights, memory budget, AMRS mode and rates (:class:`Weighting`'s defaults unless given).
 
         ``known_datasets``: the dataset names a weight may name (default: those the board has; a server
         board passes its task's datasets, which may be weighted before any model reports them).
-        ``amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`).
+        ``weighting.amrs_mode``: ``"dynaboard"`` (the default) or ``"robust"`` (:mod:`amrs_noise`).
         ``reference``: the model names the exchange rates are estimated from (default: every scored model,
         Dynaboard's definition); names not on the board or left off are ignored.
         ``spreads``: each model's relative trial spread per throughput metric, the floor :mod:`amrs_noise` judges
         throughput pairs by (default: the declared runner tolerance).
-        ``rates``: fixed exchange rates by metric (a rate edition, :mod:`dynadesk.scoring.rates`; None or absent: no
-        rate, the metric converts to 0): nothing is estimated from the rows, so a model's Dynascore depends on its
-        values, the weights and these rates alone, and the noise notes (about rows setting rates) do not apply."""
+        ``weighting.rates``: fixed exchange rates by metric (a rate edition, :mod:`dynadesk.scoring.rates`; None or
+        absent: no rate, the metric converts to 0): nothing is estimated from the rows, so a model's Dynascore depends
+        on its values, the weights and these rates alone, and the noise notes (about rows setting rates) do not
+        apply."""
+        w = weighting or Weighting()
+        weights, dataset_weights, memory_budget_gib, amrs_mode, rates = (w.weights, w.dataset_weights,
+                                                                          w.memory_budget_gib, w.amrs_mode, w.rates)
         if amrs_mode not in AMRS_MODES:
             raise ValidationError(f"--amrs {amrs_mode!r}: use one of {', '.join(AMRS_MODES)}")
         specs = self.specs(metrics, weights, memory_budget_gib)
@@ -408,8 +427,8 @@ def compute(models: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, Metri
             perf_metric: str = PERF, dataset_weights: Mapping[str, float] | None = None) -> DynascoreResult:
     """Dynascore of every model that has every metric (see the module docstring); the board's own rules."""
     specs = dict(metrics) if metrics is not None else default_metrics()
-    return ScoreBoard(models, specs).score(specs, perf_metric=perf_metric,
-                                           dataset_weights=dataset_weights).to_result()
+    return ScoreBoard(models, specs).score(specs, Weighting(dataset_weights=dataset_weights),
+                                           perf_metric=perf_metric).to_result()
 
 
 def from_document(doc: Any) -> DynascoreResult:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metric_registry import over_test_sets, run_value
-from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
+from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard, Weighting
 from dynadesk.scoring.classes import (
     ALL_CLASSES,
     NOT_COMPARABLE,
@@ -29,7 +29,6 @@ from dynadesk.scoring.classes import (
     noisy_left_off,
 )
 from dynadesk.scoring.dynascore import (
-    DEFAULT_MEMORY_BUDGET_GIB,
     MetricSpec,
     rank_stability,
 )
@@ -224,27 +223,25 @@ class LocalBoard:
         """Datasets with per-dataset figures of a Dynascore metric (each can be weighted)."""
         return sorted({d for m in SCORE_METRICS if m in self.board.columns for d in self.board.columns[m].datasets})
 
-    def rank(self, weights: dict[str, float] | None = None, dataset_weights: dict[str, float] | None = None,
-             memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-             amrs_mode: str = "dynaboard", exclude_noisy: bool = False,
-             rates: Mapping[str, float | None] | None = None) -> Leaderboard:
-        """The board for these weights (see :meth:`ScoreBoard.score` for what is refused). Runs whose measured
+    def rank(self, weighting: Weighting | None = None, stability: bool = False,
+             exclude_noisy: bool = False) -> Leaderboard:
+        """The board for this weighting (see :meth:`ScoreBoard.score` for what is refused). Runs whose measured
         figures were flagged noisy are marked on their rows; ``exclude_noisy`` ranks without them (their
         throughput would otherwise also move every other row's exchange rates) and lists them as left off.
-        ``rates``: a rate edition's exchange rates (``--rates BOARD``): each run's Dynascore then depends on the
-        run, the weights and those rates alone, the same figure the board shows for it. A weight not given is the
-        task file's default (``aggregation_metric.default_weights``), else the registry's."""
+        ``weighting.rates``: a rate edition's exchange rates (``--rates BOARD``): each run's Dynascore then depends
+        on the run, the weights and those rates alone, the same figure the board shows for it. A weight not given
+        is the task file's default (``aggregation_metric.default_weights``), else the registry's."""
         from dynadesk.task_extras import board_weights
 
-        weights = board_weights(self.task, weights)
+        weighting = weighting or Weighting()
+        dataset_weights: dict[str, float] = dict(weighting.dataset_weights or {})
+        weighting = replace(weighting, weights=board_weights(self.task, weighting.weights))
         noisy = {name: why for name, rec in self.records.items() if (why := noisy_measurements(rec))}
         board = self.board
         if exclude_noisy and noisy:
             board = ScoreBoard.from_tables({n: t for n, t in self.tables.items()
                                             if n not in noisy and n not in self.baselines})
-        scored = board.score(weights=weights, dataset_weights=dataset_weights,
-                             memory_budget_gib=memory_budget_gib, amrs_mode=amrs_mode, spreads=self.spreads(),
-                             rates=rates)
+        scored = board.score(weighting=weighting, spreads=self.spreads())
         stab = rank_stability(scored.to_result()) if stability else {}
         rows = []
         for i in range(scored.total):
@@ -377,23 +374,20 @@ def label_suite_sets(board: Leaderboard, store: Store,
     return board
 
 
-def build_leaderboard(store: Store, task: str, weights: dict[str, float] | None = None,
-                      dataset_weights: dict[str, float] | None = None,
-                      memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB, stability: bool = False,
-                      hardware_class: str | None = None, amrs_mode: str = "dynaboard",
-                      exclude_noisy: bool = False, rates: Mapping[str, float | None] | None = None,
+def build_leaderboard(store: Store, task: str, weighting: Weighting | None = None, *, stability: bool = False,
+                      hardware_class: str | None = None, exclude_noisy: bool = False,
                       rates_from: str | None = None) -> Leaderboard:
-    """Rank each model's board run of ``task`` within one hardware class (see the module docstring);
-    ``amrs_mode="robust"`` leaves a metric whose exchange rate rests on noise unconverted (amrs_noise).
-    ``rates``: a board's rate edition (``rates_from`` names it on the board)."""
+    """Rank each model's board run of ``task`` within one hardware class (see the module docstring) under
+    ``weighting`` (:class:`~dynadesk.scoring.board.Weighting`); its ``amrs_mode="robust"`` leaves a metric whose
+    exchange rate rests on noise unconverted (amrs_noise). ``weighting.rates``: a board's rate edition
+    (``rates_from`` names it on the board)."""
     from dynadesk.tasks import bundled_task_names, get_task
 
     if task not in bundled_task_names():  # (cached) else the workspace's own tasks are read as well
         get_task(task)  # a clear NotFoundError for an unknown task
     board, chosen, classes = local_board(store, task, hardware_class)
-    ranked = with_hardware(board.rank(weights, dataset_weights, memory_budget_gib, stability, amrs_mode,
-                                      exclude_noisy, rates), chosen, classes)
-    if rates is not None:
+    ranked = with_hardware(board.rank(weighting, stability, exclude_noisy), chosen, classes)
+    if weighting is not None and weighting.rates is not None:
         ranked.rates = rates_from or "fixed exchange rates"
     return label_suite_sets(ranked, store, board.records)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.datasets import (
+    DatasetOrigin,
     DatasetSummary,
     dataset_digest,
     label_counts,
@@ -286,6 +287,6 @@ def _one_suite(store: Store, task: Task, source: DatasetSummary, examples: list[
     if suite_set_of(suite) == SUITE_SET:
         derivation["suite_set"] = SUITE_SET  # DynaDesk's own suites are the default set, named by absence
     store.datasets.add(name, task.name, source.split, perturbed, digest, label_counts(task, perturbed),
-                       source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation,
+                       DatasetOrigin(source=f"perturb:{source.name}", derived_from=source.name, derivation=derivation),
                        replace=status != "created")
     return SuiteResult(suite, kind, name, status, len(perturbed), dropped, digest)

@@ -134,7 +134,7 @@ def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR, rule:
     {dataset or '': value}}}`` (equal dataset weights; utilities at the default directions and offsets). The one
     function the server's editions and a snapshot's verifier derive rates with. ``rule`` :data:`DYNABOARD`: Dynaboard's
     own AMRS over exactly these rows, unbounded (an edition frozen so says it: ``rates freeze --rule``)."""
-    from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+    from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard, Weighting
     from dynadesk.scoring.dynascore import PERF
 
     if rule not in RULES:
@@ -147,6 +147,6 @@ def rates_from_tables(tables: dict[str, Any], factor: float = RATE_FACTOR, rule:
         own = board.score()
         return {k: MetricRate(k, v, list(own.names), why=None if v is not None else "no two reference rows differ in"
                               f" performance by more than {PAIR_TOLERANCE:g} x the best") for k, v in own.amrs.items()}
-    scored = board.score(rates={})
+    scored = board.score(weighting=Weighting(rates={}))
     metrics = list(scored.metrics)
     return robust_rates(scored.names, scored.utilities, metrics, metrics.index(PERF), factor)

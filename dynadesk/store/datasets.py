@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
-from dynadesk.datasets import DatasetSummary
+from dynadesk.datasets import DatasetOrigin, DatasetSummary
 from dynadesk.errors import AlreadyExistsError, NotFoundError
 from dynadesk.names import check_name
 
@@ -77,12 +77,14 @@ class DatasetRepo:
         return self._store.db
 
     def add(self, name: str, task: str, split: str, examples: list[dict[str, Any]], digest: str,
-            label_counts: dict[str, int], source: str = "", derived_from: str | None = None,
-            derivation: dict[str, Any] | None = None, replace: bool = False,
-            unanswerable_left_out: int = 0) -> DatasetSummary:
-        """Store a dataset and all its examples in one transaction (``unanswerable_left_out``: unanswerable
-        questions its import left out, which makes it answerable-only)."""
+            label_counts: dict[str, int], origin: DatasetOrigin | None = None,
+            replace: bool = False) -> DatasetSummary:
+        """Store a dataset and all its examples in one transaction (``origin``: where it came from, nothing known
+        when not given; its ``unanswerable_left_out`` makes it answerable-only)."""
         check_name(name, "dataset name")
+        origin = origin or DatasetOrigin()
+        source, derived_from, derivation = origin.source, origin.derived_from, origin.derivation
+        unanswerable_left_out = origin.unanswerable_left_out
         with self._store.atomic() as db:
             existing = db.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
             if existing:

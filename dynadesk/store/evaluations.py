@@ -4,8 +4,8 @@ A run's row holds what was asked (``request``: ``RunRequest.to_dict()``, stored 
 given (``worker``: the evaluator's :class:`~dynadesk.evaluator.schema.Settings`, here ``WorkerSettings``),
 where it ran (runner, image name, Id and :class:`ImageBuild`, :class:`QueuePlacement`, hardware class) and
 its state; the bulky outputs (environment, profile, log) live in ``evaluation_outputs``, so listings and
-board scans read only small rows. Status moves go through :meth:`EvaluationRepo.transition`, with named
-keywords for every field they set.
+board scans read only small rows. Status moves go through :meth:`EvaluationRepo.transition`, with a
+:class:`RunChange` naming every field they set.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dynadesk.evaluator.schema import Settings as WorkerSettings
 from dynadesk.store.core import disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations_records import (
+    KEEP,
     PURPOSES,
     STATUSES,
     TRANSITIONS,
@@ -30,6 +31,8 @@ from dynadesk.store.evaluations_records import (
     ImageBuild,
     MetricValue,
     QueuePlacement,
+    RunChange,
+    RunSetup,
     hardware_class,
     record_from_row,
 )
@@ -38,10 +41,10 @@ from dynadesk.store.evaluations_schema import _split_settings_bag, migrations
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-__all__ = ["PURPOSES", "STATUSES", "TRANSITIONS", "EvaluationRecord", "EvaluationRepo", "ImageBuild", "MetricValue",
-           "QueuePlacement", "WorkerSettings", "_split_settings_bag", "attach", "migrations"]
+__all__ = ["KEEP", "PURPOSES", "STATUSES", "TRANSITIONS", "EvaluationRecord", "EvaluationRepo", "ImageBuild",
+           "MetricValue", "QueuePlacement", "RunChange", "RunSetup", "WorkerSettings", "_split_settings_bag", "attach",
+           "migrations"]
 
-_KEEP: Any = object()  # a keyword left at this default leaves its column as it is
 _JSON_COLS = ("datasets", "request", "worker", "image_build", "queue", "legacy_settings")
 _OUTPUT_COLS = ("environment", "profile", "log")
 _RUN_COLS = ("e.id, e.model_id, m.name AS model_name, e.task, e.runner, e.sandboxed, e.status, e.verdict, e.error,"
@@ -66,10 +69,12 @@ class EvaluationRepo:
     def db(self) -> Database:
         return self._store.db
 
-    def create(self, model_id: int, task: str, *, runner: str, sandboxed: bool, datasets: Sequence[str],
-               request: dict[str, Any] | None = None, worker: WorkerSettings | None = None,
-               image_name: str | None = None, status: str = "queued") -> int:
-        """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's."""
+    def create(self, model_id: int, task: str, setup: RunSetup | None = None, *, runner: str, sandboxed: bool,
+               datasets: Sequence[str], status: str = "queued") -> int:
+        """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's
+        (``setup``: no request, default worker settings and no image when not given)."""
+        setup = setup or RunSetup()
+        request, worker, image_name = setup.request, setup.worker, setup.image_name
         purpose = (request or {}).get("purpose", "evaluation")
         if status not in ("queued", "running"):
             raise RunStateError(f"a new run starts 'queued' or 'running', not '{status}'")
@@ -86,49 +91,31 @@ class EvaluationRepo:
             db.execute("INSERT INTO evaluation_outputs(evaluation_id) VALUES (?)", [run_id])
         return run_id
 
-    def update(self, evaluation_id: int, *, run_dir: str | None = _KEEP, evaluator_version: str | None = _KEEP,
-               image_id: str | None = _KEEP, image_build: ImageBuild | None = _KEEP,
-               queue: QueuePlacement | None = _KEEP, predictions_digest: str | None = _KEEP,
-               environment: dict[str, Any] = _KEEP, profile: dict[str, Any] = _KEEP, log: str = _KEEP,
-               pid: int | None = _KEEP, host: str | None = _KEEP, remeasure_of: int | None = _KEEP) -> None:
-        """Set a run's fields without moving its status (that is :meth:`transition`'s)."""
-        self._write(evaluation_id, None, _given(
-            run_dir=run_dir, evaluator_version=evaluator_version, image_id=image_id, image_build=image_build,
-            queue=queue, predictions_digest=predictions_digest, environment=environment, profile=profile, log=log,
-            pid=pid, host=host, remeasure_of=remeasure_of))
+    def update(self, evaluation_id: int, change: RunChange) -> None:
+        """Set a run's fields (those ``change`` names) without moving its status (that is :meth:`transition`'s)."""
+        self._write(evaluation_id, None, change.given())
 
-    def transition(self, evaluation_id: int, status: str, *, verdict: str | None = _KEEP, error: str | None = _KEEP,
-                   log: str = _KEEP, started_at: str | None = _KEEP, finished_at: str | None = _KEEP,
-                   pid: int | None = _KEEP, host: str | None = _KEEP, image_id: str | None = _KEEP,
-                   image_build: ImageBuild | None = _KEEP, queue: QueuePlacement | None = _KEEP) -> None:
-        """Move a run to ``status`` (and set the named fields); raises :class:`RunStateError` for a move not
-        allowed (see :data:`TRANSITIONS`). A move to ``running`` first records this process as the run's owner
+    def transition(self, evaluation_id: int, status: str, change: RunChange | None = None) -> None:
+        """Move a run to ``status`` (and set the fields ``change`` names); raises :class:`RunStateError` for a move
+        not allowed (see :data:`TRANSITIONS`). A move to ``running`` first records this process as the run's owner
         (:mod:`dynadesk.store.run_owner`: what the next open of the workspace checks)."""
         if status == "running":
             from dynadesk.store.run_owner import record_owner
 
             record_owner(self._store, evaluation_id)
-        self._write(evaluation_id, status, _given(
-            verdict=verdict, error=error, log=log, started_at=started_at, finished_at=finished_at, pid=pid, host=host,
-            image_id=image_id, image_build=image_build, queue=queue))
+        self._write(evaluation_id, status, change.given() if change is not None else {})
 
-    def set_metrics(self, evaluation_id: int, metrics: Sequence[MetricValue], *, status: str | None = None,
-                    verdict: str | None = _KEEP, predictions_digest: str | None = _KEEP,
-                    environment: dict[str, Any] = _KEEP, profile: dict[str, Any] = _KEEP, log: str = _KEEP,
-                    finished_at: str | None = _KEEP, evaluator_version: str | None = _KEEP,
-                    run_dir: str | None = _KEEP, image_id: str | None = _KEEP) -> None:
-        """Replace a run's metric values and set the named fields (moving it to ``status`` when given), in one
-        transaction."""
+    def set_metrics(self, evaluation_id: int, metrics: Sequence[MetricValue], change: RunChange | None = None, *,
+                    status: str | None = None) -> None:
+        """Replace a run's metric values and set the fields ``change`` names (moving it to ``status`` when given),
+        in one transaction."""
         with self._store.atomic() as db:
             db.execute("DELETE FROM metric_values WHERE evaluation_id = ?", [evaluation_id])
             db.conn.executemany(
                 "INSERT INTO metric_values(evaluation_id, dataset, metric, value, unit, deterministic)"
                 " VALUES (?,?,?,?,?,?)",
                 [(evaluation_id, m.dataset, m.metric, float(m.value), m.unit, int(m.deterministic)) for m in metrics])
-            self._write(evaluation_id, status, _given(
-                verdict=verdict, predictions_digest=predictions_digest, environment=environment, profile=profile,
-                log=log, finished_at=finished_at, evaluator_version=evaluator_version, run_dir=run_dir,
-                image_id=image_id))
+            self._write(evaluation_id, status, change.given() if change is not None else {})
 
     def _write(self, evaluation_id: int, status: str | None, values: dict[str, Any]) -> None:
         """One run's columns (and its outputs row) in one transaction; a ``status`` change is checked in the same
@@ -274,10 +261,6 @@ class _Refused(Exception):
 
     def __init__(self, status: str) -> None:
         self.status = status
-
-
-def _given(**values: Any) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if v is not _KEEP}
 
 
 def _column_value(name: str, value: Any) -> Any:

@@ -85,6 +85,57 @@ class QueuePlacement:
         return cls(**raw)
 
 
+class _Keep:
+    """The default of every :class:`RunChange` field: the column stays as it is (``None`` is a value: it clears)."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Any = _Keep()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunChange:
+    """The fields one write sets on a stored run, every other column kept: what a status move
+    (:meth:`~dynadesk.store.evaluations.EvaluationRepo.transition`), a field update or a metrics write carries.
+    Fields left at :data:`KEEP` are not written, so ``RunChange(verdict="x")`` sets the verdict alone (fields are
+    named: a positional one is a ``TypeError``); one value
+    (not a dozen keyword options on three methods) so the three writes name the same fields the same way."""
+
+    verdict: str | None = KEEP
+    error: str | None = KEEP
+    log: str = KEEP
+    started_at: str | None = KEEP
+    finished_at: str | None = KEEP
+    pid: int | None = KEEP
+    host: str | None = KEEP
+    run_dir: str | None = KEEP
+    evaluator_version: str | None = KEEP
+    image_id: str | None = KEEP
+    image_build: ImageBuild | None = KEEP
+    queue: QueuePlacement | None = KEEP
+    predictions_digest: str | None = KEEP
+    environment: dict[str, Any] = KEEP
+    profile: dict[str, Any] = KEEP
+    remeasure_of: int | None = KEEP
+
+    def given(self) -> dict[str, Any]:
+        """The fields to write, by column name (those not left at :data:`KEEP`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not KEEP}
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What a new run is given besides its model, task, runner and datasets: the ``request`` as asked
+    (``RunRequest.to_dict()``, which names its purpose), the evaluator's settings for the worker and the image it
+    runs in. One value, so :meth:`~dynadesk.store.evaluations.EvaluationRepo.create` takes them together."""
+
+    request: dict[str, Any] | None = None
+    worker: WorkerSettings | None = None
+    image_name: str | None = None
+
+
 @dataclass
 class EvaluationRecord:
     """One stored run: what was asked (``request``, as ``RunRequest.to_dict()``: the one copy), what the worker

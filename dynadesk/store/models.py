@@ -77,6 +77,16 @@ class ModelRecord:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class ModelExtras:
+    """What a registration records beside the folder's manifest: whether its weights are pickle files only (then
+    it is evaluated only in the sandbox, never loaded on the host) and free ``info`` (the zoo's dev scores, a served
+    model's endpoint). One value, so :meth:`ModelRepo.add` takes the checked folder's facts and these notes."""
+
+    has_pickle: bool = False
+    info: dict[str, Any] | None = None
+
+
 def _record(row: dict[str, Any], home: Path | None) -> ModelRecord:
     path = str(resolve_stored(home, row["path"])) if home is not None else row["path"]
     return ModelRecord(id=row["id"], name=row["name"], task=row["task"], kind=row["kind"], path=path,
@@ -100,7 +110,9 @@ class ModelRepo:
         return stored_path(self._home, path) if self._home is not None else path
 
     def add(self, name: str, task: str, kind: str, path: str, digest: str, manifest: dict[str, Any],
-            has_pickle: bool = False, info: dict[str, Any] | None = None, replace: bool = False) -> ModelRecord:
+            extras: ModelExtras | None = None, replace: bool = False) -> ModelRecord:
+        """Register (or with ``replace`` re-register) a checked folder; ``extras``: none when not given."""
+        has_pickle, info = (extras.has_pickle, extras.info) if extras is not None else (False, None)
         with self._store.atomic() as db:
             row = db.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
             path = self._stored(path)

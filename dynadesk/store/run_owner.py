@@ -23,6 +23,7 @@ from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import RunStateError, StoreError
 from dynadesk.store.datasets import now_iso
+from dynadesk.store.evaluations_records import RunChange
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -119,9 +120,9 @@ def interrupt_orphans(store: Store) -> list[int]:
             continue
         try:
             store.evaluations.transition(
-                run_id, "interrupted", verdict="interrupted", finished_at=now_iso(),
-                error=f"{why}; the app or machine stopped during the run; "
-                      f"finish it with 'dynadesk eval --resume {run_id}'")
+                run_id, "interrupted", RunChange(verdict="interrupted", finished_at=now_iso(),
+                                                 error=f"{why}; the app or machine stopped during the run; "
+                                                       f"finish it with 'dynadesk eval --resume {run_id}'"))
         except RunStateError:
             continue
         marked.append(run_id)

@@ -182,8 +182,8 @@ class AnnotationService(QObject):
         annotator = self.active
 
         def job(store):
-            ex = ann.submit_example(store, task, annotator, inputs, target, context_id=context_id,
-                                    explanation=explanation, time_ms=time_ms, metadata=metadata)
+            ex = ann.submit_example(store, task, annotator, inputs, target,
+                                    ann.ExampleDetails(context_id, explanation, time_ms, metadata))
             if draft is not None:
                 from dynadesk.annotation.assistant import record_use
 

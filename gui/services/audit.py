@@ -28,7 +28,7 @@ class AuditService(JobService):
         p = Path(path)
 
         def job(ctx: WorkContext):
-            from dynadesk.audit.audit import audit_bundle
+            from dynadesk.audit.audit import AuditOptions, audit_bundle
 
             try:
                 raw = p.read_bytes()
@@ -44,8 +44,9 @@ class AuditService(JobService):
 
             store = ws.open_store()
             try:
-                report = audit_bundle(store, ws.workspace, raw, where=str(p), model_path=model_path or None,
-                                      rerun=rerun, runner=runner or None, server=server or None,
+                report = audit_bundle(store, ws.workspace, raw,
+                                      AuditOptions(model_path=model_path or None, rerun=rerun,
+                                                   runner=runner or None, server=server or None), where=str(p),
                                       progress=on_event, cancel=ctx.cancel)
             finally:
                 store.close()

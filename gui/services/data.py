@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from dynadesk.data import SPLITS
+from dynadesk.data import SPLITS, FileReading
 from dynadesk.data import import_file as import_data_file
 from dynadesk.datasets import DatasetSummary
 from dynadesk.errors import DynaDeskError, ValidationError
@@ -131,8 +131,8 @@ class DataService(QObject):
             ctx.progress(ProgressEvent("validate", message=Path(path).name))
             store = self._ws.open_store()
             try:
-                done = import_data_file(store, task, path, name=name or None, split=split, fmt=fmt, replace=replace,
-                                        mapping=mapping)
+                done = import_data_file(store, task, path, name=name or None, split=split,
+                                        reading=FileReading(fmt, mapping), replace=replace)
                 return ImportOutcome(summary=done.summary, format=done.format, detected=done.detected,
                                      dropped=done.dropped, splits_found=done.splits_found)
             except ValidationError as exc:

@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Signal
 
 from dynadesk.errors import StoreError
 from dynadesk.gui.services.workspace import WorkspaceService
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB
 from dynadesk.scoring.leaderboard import SCORE_METRICS, Leaderboard, LocalBoard, local_board, with_hardware
 
@@ -105,8 +106,8 @@ class LeaderboardService(QObject):
               dataset_weights: dict[str, float] | None = None,
               memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB) -> Leaderboard:
         edition = self._rates.get(task)
-        board = self._local(task).rank(weights, dataset_weights or None, memory_budget_gib, stability=True,
-                                       rates=edition[0] if edition else None)
+        board = self._local(task).rank(Weighting(weights, dataset_weights or None, memory_budget_gib,
+                                                 rates=edition[0] if edition else None), stability=True)
         if edition is not None:  # as `dynadesk leaderboard --rates BOARD`: the edition named, its notes shown
             board.rates = edition[1]
             board.notes += edition[2]

@@ -49,10 +49,10 @@ class ModelsService(QObject):
         """Hash and register ``path`` on a worker (the CLI's checks: same function, same options);
         ``registered`` or ``registerFailed`` follows."""
         def job(store: Store) -> ModelRecord:
-            from dynadesk.models import register_model
+            from dynadesk.models import ModelDeclaration, register_model
 
-            return register_model(store, path, task, name=name or None, kind=kind,
-                                  labels=list(labels) if labels is not None else None,
+            return register_model(store, path, task, name=name or None, declared=ModelDeclaration(
+                                      kind, tuple(labels) if labels is not None else None),
                                   allow_pickle=allow_pickle, replace=replace)
 
         self._ws.run_with_store(job, on_result=self._on_registered, on_error=self.registerFailed.emit)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dynadesk.errors import ValidationError
 from dynadesk.scoring import bootstrap as _bootstrap
-from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard
+from dynadesk.scoring.board import SCORE_METRICS, BoardScore, ScoreBoard, Weighting
 from dynadesk.scoring.dynascore import DEFAULT_MEMORY_BUDGET_GIB, rank_stability
 from dynadesk.scoring.rank_basis import RankBasis, first_width
 from dynadesk.sync.rules.board_facts import RowFilter
@@ -319,15 +319,26 @@ class BoardIntervals:
         return found
 
 
-def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]],
-                  metric_weights: dict[str, float], dataset_weights: dict[str, float],
-                  limit: int = 100, offset: int = 0,
-                  memory_budget_gib: float = DEFAULT_MEMORY_BUDGET_GIB,
-                  stability: bool = False, reference: list[str] | None = None,
-                  intervals: BoardIntervals | None = None, wait_ranks: bool = False,
-                  rates: Mapping[str, float | None] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BoardView:
+    """What a board query shows of the scored board: one page (``limit`` rows from ``offset``), each row's best
+    and worst rank when one weight varies (``stability``), the rows the exchange rates are estimated from
+    (``reference``; None: every row) and whether the rank intervals are waited for (``wait_ranks``). One value,
+    so :func:`compute_board` takes what is scored (a :class:`~dynadesk.scoring.board.Weighting`) and what is
+    shown as two things, not eight loose options."""
+
+    limit: int = 100
+    offset: int = 0
+    stability: bool = False
+    reference: list[str] | None = None
+    wait_ranks: bool = False
+
+
+def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]], weighting: Weighting,
+                  view: BoardView | None = None, intervals: BoardIntervals | None = None) -> dict[str, Any]:
     """The JSON a board query answers: ranked rows (one page) with raw values, units, Dynascore and
-    bundle links. Every model is scored (the exchange rates depend on all of them); only the page is sent.
+    bundle links. Every model is scored (the exchange rates depend on all of them) under ``weighting``; only the
+    page ``view`` names is sent (:class:`BoardView`'s defaults unless given).
 
     Each row's ``contributions`` (normalised weight x converted value per metric) sum to its Dynascore, so a
     chart of them needs no scoring of its own; ``stability`` adds each row's best and worst rank when one
@@ -337,10 +348,14 @@ def compute_board(task: str, board: PreparedBoard, datasets: list[dict[str, Any]
     "tied with" mark and Dynascore rank interval (:class:`BoardIntervals`; ``wait_ranks``: never leave the rank
     intervals pending). ``rates``: fixed exchange rates (a rate edition, :meth:`ScoreBoard.score`) instead of
     rates estimated from ``reference``."""
-    scored = board.board.score(weights=metric_weights, dataset_weights=dataset_weights,
-                               memory_budget_gib=memory_budget_gib, offset=offset, limit=limit,
-                               known_datasets=[d["name"] for d in datasets], reference=reference,
-                               spreads=board.spreads, rates=rates)
+    view = view or BoardView()
+    limit, offset, stability, reference, wait_ranks = (view.limit, view.offset, view.stability, view.reference,
+                                                       view.wait_ranks)
+    metric_weights, dataset_weights = dict(weighting.weights or {}), dict(weighting.dataset_weights or {})
+    memory_budget_gib, rates = weighting.memory_budget_gib, weighting.rates
+    scored = board.board.score(weighting=replace(weighting, weights=metric_weights, dataset_weights=dataset_weights),
+                               offset=offset, limit=limit, known_datasets=[d["name"] for d in datasets],
+                               reference=reference, spreads=board.spreads)
     stab = rank_stability(scored.to_result()) if stability else {}
     out_rows = []
     for m in scored.page():

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynadesk.errors import DynaDeskError, SnapshotError
-from dynadesk.scoring.board import MAX_PAGE_ROWS
+from dynadesk.scoring.board import MAX_PAGE_ROWS, Weighting
 from dynadesk.scoring.bootstrap import resampled_rows
 from dynadesk.sync.format.attestation import parse_attestation
 from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
@@ -329,10 +329,11 @@ def _rescore(p: dict[str, Any], scored: dict[str, tuple[Any, int]]) -> None:
     left: dict[str, str] = {}
     offset = 0
     while True:
-        answer = _board.compute_board(p["task"], prep, p["datasets"], dict(q["weights"]), dict(q["dataset_weights"]),
-                                      MAX_PAGE_ROWS, offset, float(q["memory_budget"]), False,
-                                      list(p["reference"]["rows"]), bi,
-                                      rates=(p["reference"].get("rates") or {}).get("amrs"))
+        weighting = Weighting(dict(q["weights"]), dict(q["dataset_weights"]), float(q["memory_budget"]),
+                              rates=(p["reference"].get("rates") or {}).get("amrs"))
+        answer = _board.compute_board(p["task"], prep, p["datasets"], weighting,
+                                      _board.BoardView(MAX_PAGE_ROWS, offset, False, list(p["reference"]["rows"])),
+                                      bi)
         got.update({r["model"]: r for r in answer["rows"]})
         left = answer["left_off"]
         offset += MAX_PAGE_ROWS

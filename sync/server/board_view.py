@@ -20,6 +20,7 @@ from typing import Any
 
 from dynadesk.errors import NotFoundError
 from dynadesk.scoring.baselines import marked_in
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.classes import noisy_left_off
 from dynadesk.sync.rules import board as _board
 from dynadesk.sync.rules.board_facts import ALL_CLASSES, NOT_COMPARABLE, FactsCache, RowFacts, spreads_of
@@ -193,9 +194,10 @@ class BoardView:
         rates_view = _rates.parse_rates_view(params)
         source = (_rates.dynaboard_source() if rates_view == _rates.DYNABOARD
                   else self.rate_source(task, stored, facts, frozenset(settings.pins)))
-        answer = _board.compute_board(task, prep.board, datasets, mw, dw, limit, offset, budget, stability,
-                                      None if source.amrs is None else prep.reference, prep.intervals, wait_ranks,
-                                      rates=source.amrs)
+        answer = _board.compute_board(task, prep.board, datasets, Weighting(mw, dw, budget, rates=source.amrs),
+                                      _board.BoardView(limit, offset, stability,
+                                                       None if source.amrs is None else prep.reference, wait_ranks),
+                                      prep.intervals)
         left_rows = [{"row_id": rid, "label": prep.shown[rid], "bundle_id": prep.by_id[rid]["bundle_id"], "why": why}
                      for rid, why in answer["left_off"].items()]
         if noisy:  # the local board's rule and words (scoring.leaderboard), keyed by this board's row labels
@@ -263,8 +265,10 @@ class BoardView:
             last = answer["rows"][-1]
             return {"label": last["label"], "contributions": last["contributions"]}
         mw, dw, budget = query
-        row = _board.compute_board(task, prep.board, datasets, mw, dw, 1, answer["total"] - 1, budget,
-                                   reference=None if rates is not None else prep.reference, rates=rates)["rows"][0]
+        row = _board.compute_board(task, prep.board, datasets, Weighting(mw, dw, budget, rates=rates),
+                                   _board.BoardView(1, answer["total"] - 1,
+                                                    reference=None if rates is not None else prep.reference)
+                                   )["rows"][0]
         return {"label": prep.shown[row["model"]], "contributions": row["contributions"]}
 
     def rate_source(self, task: str, stored: list[dict[str, Any]], facts: dict[str, RowFacts],

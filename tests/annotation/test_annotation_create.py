@@ -24,7 +24,7 @@ def st(tmp_path):
 def test_submit_stores_live_output_and_verdict(st, models, tmp_path):
     sentiment_round(st, models)
     ex = ann.submit_example(st, "sentiment", "ann1", {"statement": "the movie was great"}, "positive",
-                            explanation="sarcasm", time_ms=4200)
+                            details=ann.ExampleDetails(explanation="sarcasm", time_ms=4200))
     fresh = predict_live(st, "tiny-sentiment", {"statement": "the movie was great"})
     assert ex.model_output["label"] == fresh["label"]
     assert ex.model_output["probs"] == pytest.approx(fresh["probs"], abs=1e-6)
@@ -51,7 +51,8 @@ def test_submit_refuses_bad_input_and_stores_nothing(st, models):
         (dict(inputs={"statement": "x", "extra": "y"}, target="positive"), ValidationError, "unknown input 'extra'"),
         (dict(inputs={"statement": "x"}, target="happy"), ValidationError, "not one of the task's labels"),
         (dict(inputs={"statement": "x"}, target="positive", model="tiny-nope"), AnnotationError, "not a target"),
-        (dict(inputs={"statement": "x"}, target="positive", time_ms=-5), ValidationError, "milliseconds"),
+        (dict(inputs={"statement": "x"}, target="positive", details=ann.ExampleDetails(time_ms=-5)),
+         ValidationError, "milliseconds"),
         (dict(inputs={"statement": "x"}, target="positive", annotator="ghost"), NotFoundError, "ghost"),
     ]
     for kwargs, exc, msg in cases:
@@ -104,10 +105,13 @@ def test_nli_pool_context_fills_the_input(st, models, tmp_path):
     pool.write_text("A woman is reading a book.\n", encoding="utf-8")
     ann.new_round(st, "nli", ["tiny-nli"], pool)
     ctx = ann.next_context(st, "nli", "n1")
-    ex = ann.submit_example(st, "nli", "n1", {"hypothesis": "She reads."}, "entailment", context_id=ctx.id)
+    ex = ann.submit_example(st, "nli", "n1", {"hypothesis": "She reads."}, "entailment",
+                            details=ann.ExampleDetails(context_id=ctx.id))
     assert ex.inputs == {"context": "A woman is reading a book.", "hypothesis": "She reads."}
     assert ex.context_id == ctx.id
     with pytest.raises(ValidationError, match="differs from the chosen pool context"):
-        ann.submit_example(st, "nli", "n1", {"context": "other", "hypothesis": "h"}, "neutral", context_id=ctx.id)
+        ann.submit_example(st, "nli", "n1", {"context": "other", "hypothesis": "h"}, "neutral",
+                           details=ann.ExampleDetails(context_id=ctx.id))
     with pytest.raises(ValidationError, match="not in the pool"):
-        ann.submit_example(st, "nli", "n1", {"hypothesis": "h"}, "neutral", context_id="ctx-0000000000000000")
+        ann.submit_example(st, "nli", "n1", {"hypothesis": "h"}, "neutral",
+                           details=ann.ExampleDetails(context_id="ctx-0000000000000000"))

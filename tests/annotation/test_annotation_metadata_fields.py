@@ -40,14 +40,15 @@ def test_declared_fields_are_checked_stored_and_exported(st):
         ann.submit_example(st, "sentiment_notes", "writer", {"statement": "the soup was cold"}, "negative")
     with pytest.raises(ValidationError, match=r"metadata field\(s\) mood not declared.*declared: rationale, topic"):
         ann.submit_example(st, "sentiment_notes", "writer", {"statement": "x"}, "negative",
-                           metadata={"rationale": "r", "mood": "sad"})
+                           details=ann.ExampleDetails(metadata={"rationale": "r", "mood": "sad"}))
     with pytest.raises(ValidationError, match="'topic' is 'sports', not one of food, film, other"):
         ann.submit_example(st, "sentiment_notes", "writer", {"statement": "x"}, "negative",
-                           metadata={"rationale": "r", "topic": "sports"})
+                           details=ann.ExampleDetails(metadata={"rationale": "r", "topic": "sports"}))
     assert st.annotation.examples("sentiment_notes") == []  # nothing refused was half-stored
 
     ex = ann.submit_example(st, "sentiment_notes", "writer", {"statement": "the soup was cold"}, "negative",
-                            metadata={"rationale": "  sarcasm the model misses ", "topic": "food"})
+                            details=ann.ExampleDetails(
+                                metadata={"rationale": "  sarcasm the model misses ", "topic": "food"}))
     with pytest.raises(ValidationError, match="flag_reason' is required"):
         ann.validate(st, ex.uid, "v1", "flagged")
     with pytest.raises(ValidationError, match=r"corrected_why.*not declared by the task for a 'flagged' vote"):

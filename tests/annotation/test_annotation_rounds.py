@@ -88,12 +88,14 @@ def test_context_pool_import_and_draw(st, models, tmp_path):
     drawn = {ann.next_context(st, "nli", "alice", seed=s).id for s in range(20)}
     assert len(drawn) == 2
     ctx = ann.next_context(st, "nli", "alice", seed=0)
-    ann.submit_example(st, "nli", "alice", {"hypothesis": "Someone makes music."}, "entailment", context_id=ctx.id)
+    ann.submit_example(st, "nli", "alice", {"hypothesis": "Someone makes music."}, "entailment",
+                       details=ann.ExampleDetails(context_id=ctx.id))
     # once used in this round, a context is not served to the same annotator again
     for s in range(10):
         assert ann.next_context(st, "nli", "alice", seed=s).id != ctx.id
     other = ann.next_context(st, "nli", "alice")
-    ann.submit_example(st, "nli", "alice", {"hypothesis": "Nothing moves."}, "contradiction", context_id=other.id)
+    ann.submit_example(st, "nli", "alice", {"hypothesis": "Nothing moves."}, "contradiction",
+                       details=ann.ExampleDetails(context_id=other.id))
     with pytest.raises(AnnotationError, match="used all 2 contexts"):
         ann.next_context(st, "nli", "alice")
     # a pool round needs a pool context

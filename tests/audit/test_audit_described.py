@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from support.eval import signed_local_run
 from support.sync import signed_payload
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.cli import cli
 
@@ -45,7 +45,7 @@ def elsewhere(made, tmp_path_factory):
     raw = _as_docker_elsewhere(bundle, ws)
     out = tmp_path_factory.mktemp("elsewhere") / "bundle.json"
     out.write_bytes(raw)
-    return audit_bundle(store, ws, raw, rerun=True, runner="local"), out
+    return audit_bundle(store, ws, raw, AuditOptions(rerun=True, runner="local")), out
 
 
 def test_a_local_rerun_of_a_docker_bundle_names_both_runners_and_sandboxes(elsewhere):
@@ -92,7 +92,7 @@ def test_every_differing_field_is_named_in_the_headline_cli_json_and_app(elsewhe
 
 def test_a_rerun_as_the_bundle_was_made_says_so(made):
     ws, store, run, bundle, path = made
-    report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
     for name in ("rerun.runner", "rerun.sandboxed", "environment.hardware_class"):
         assert report.get(name).verdict == IDENTICAL, report.get(name)
     assert "local (not sandboxed)" in report.get("rerun.sandboxed").note

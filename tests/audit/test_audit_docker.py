@@ -6,7 +6,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support.eval import run_request, setup_workspace
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, NOT_COMPARABLE
 from dynadesk.sync.format import keys as K
 from dynadesk.sync.format.envelope import sign_payload
@@ -32,7 +32,7 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     assert bundle.payload.to_json()["evaluator"]["image_digest"] == evaluator_image.image_id
     assert bundle.payload.to_json()["runner"] == {"kind": "docker", "sandboxed": True}
 
-    report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True), client=docker_client)
     # deterministic fields must reproduce; measured ones may differ with noise (tests/audit/test_audit_measured.py)
     assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     image = report.get("evaluator.image_digest")
@@ -48,7 +48,7 @@ def test_a_docker_bundle_reruns_in_the_recorded_image_identically(home, store, t
     payload["evaluator"]["image_digest"] = "sha256:" + "0" * 64
     key = Ed25519PrivateKey.generate()
     payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
-    other = audit_bundle(store, ws, sign_payload(payload, key).raw, rerun=True, client=docker_client)
+    other = audit_bundle(store, ws, sign_payload(payload, key).raw, AuditOptions(rerun=True), client=docker_client)
     image = other.get("evaluator.image_digest")
     assert image.verdict == DIFFERS and image.actual == evaluator_image.image_id
     assert "dynadesk image build" in image.note and payload["evaluator"]["version"] in image.note

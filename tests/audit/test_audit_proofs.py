@@ -72,13 +72,14 @@ def test_prove_finds_the_file_by_digest_and_says_when_it_cannot(made):
 
 
 def test_ambiguous_example_ids_need_a_dataset(home):
-    from dynadesk.datasets import dataset_digest
+    from dynadesk.datasets import DatasetOrigin, dataset_digest
 
     ws, store = workspace_with_key(home)
     for name in ("amb-a", "amb-b"):  # two test sets whose examples share their ids
         examples = [{"id": f"x-{i}", "statement": f"{name} {i}", "label": ("negative", "neutral", "positive")[i % 3]}
                     for i in range(SET_SIZE)]
-        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), {}, source="test")
+        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), {},
+                           DatasetOrigin(source="test"))
     run = make_run(store, ws.runs_dir, datasets=("amb-a", "amb-b"))
     bundle = create_bundle(ws, store, run)
     with pytest.raises(AuditError, match="occurs in several datasets"):

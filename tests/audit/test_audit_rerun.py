@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from support import ASSETS
 from support.eval import signed_local_run
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DETERMINISTIC, DIFFERS, IDENTICAL, MEASURED, NOT_COMPARABLE, WITHIN
 from dynadesk.cli import cli
 from dynadesk.errors import NotReproducibleError
@@ -37,7 +37,7 @@ def made(tmp_path_factory):
 @pytest.fixture(scope="module")
 def audited(made):
     ws, store, run, bundle, path = made
-    return audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+    return audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
 
 
 def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made, audited):
@@ -175,7 +175,7 @@ def test_a_narrowed_interval_resigned_differs_from_the_rerun(made, audited):
     payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
     edited = sign_payload(payload, key)
     rerun = store.evaluations.get(audited.rerun_id)
-    report = audit_bundle(store, ws, edited.raw, against=rerun.id)
+    report = audit_bundle(store, ws, edited.raw, AuditOptions(against=rerun.id))
     check = report.get(f"intervals.{iv['dataset']}")
     assert check.verdict == DIFFERS and check.fails and "low" in check.note
 
@@ -192,6 +192,6 @@ def test_edited_outcomes_resigned_differ_from_the_rerun(made, audited):
     o["data"] = base64.b64encode(bytes(raw)).decode("ascii")
     key = Ed25519PrivateKey.generate()
     payload["submitter"]["key_fingerprint"] = K.fingerprint(K.public_raw(key))
-    report = audit_bundle(store, ws, sign_payload(payload, key).raw, against=audited.rerun_id)
+    report = audit_bundle(store, ws, sign_payload(payload, key).raw, AuditOptions(against=audited.rerun_id))
     check = report.get(f"outcomes.{o['dataset']}")
     assert check.verdict == DIFFERS and check.fails and "data" in check.note

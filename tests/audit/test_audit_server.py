@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from support.sync import NO_LIMITS, free_port, make_run, server_bin, start_server, stop_server, workspace_with_key
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.cli import cli
 from dynadesk.sync.client.create import create_bundle
@@ -47,13 +47,13 @@ def test_a_synced_bundle_is_found_in_the_log_and_an_unsynced_one_is_not(served, 
     assert report.sent == [sent.id]
     unsent = create_bundle(ws, store, runs[1])
 
-    audited = audit_bundle(store, ws, sent.raw, server=url)
+    audited = audit_bundle(store, ws, sent.raw, AuditOptions(server=url))
     for name in ("transparency.log", "transparency.entry", "transparency.server_copy"):
         assert audited.get(name).verdict == IDENTICAL, audited.get(name)
     assert "log entry #1" in audited.get("transparency.entry").note
     assert "pin it with --server-key" in audited.get("transparency.log").note
 
-    missing = audit_bundle(store, ws, unsent.raw, server=url)
+    missing = audit_bundle(store, ws, unsent.raw, AuditOptions(server=url))
     assert missing.get("transparency.log").verdict == IDENTICAL
     entry = missing.get("transparency.entry")
     assert entry.verdict == DIFFERS and "has no entry for this bundle" in entry.note

@@ -17,7 +17,7 @@ from support.payloads import metric, typed
 from support.sync import LABELS, make_run, workspace_with_key
 from support.tiny_models import make_tiny_classifier
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.compare import compare_metric
 from dynadesk.audit.report import DIFFERS, IDENTICAL, NOT_COMPARABLE, WITHIN
 from dynadesk.audit.tolerances import DEFAULTS, check_tolerances
@@ -76,7 +76,7 @@ def test_a_model_folder_altered_by_one_byte_is_named(made, tmp_path):
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0x01
     weights.write_bytes(bytes(data))
-    report = audit_bundle(store, ws, bundle.raw, model_path=altered)
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(model_path=altered))
     check = report.get("model.digest")
     assert check.verdict == DIFFERS and check.expected == bundle.payload.to_json()["model"]["digest"]
     assert check.actual != check.expected and str(altered) in check.note
@@ -98,7 +98,7 @@ def test_an_edited_metric_resigned_with_another_key_gets_the_precise_verdict(mad
     target = next(m for m in payload["metrics"] if m["metric"] == "perf" and m["dataset"] == "vader-tweets-test")
     target["value"] = math.nextafter(target["value"], math.inf)  # one ulp: only bit-for-bit catches it
     forged = _resign(payload)
-    report = audit_bundle(store, ws, forged, against=run)
+    report = audit_bundle(store, ws, forged, AuditOptions(against=run))
     sig = report.get("signature")
     assert sig.verdict == IDENTICAL and sig.expected != bundle.key_fingerprint  # valid, but someone else's key
     check = report.get("metrics[vader-tweets-test].perf")
@@ -141,7 +141,7 @@ def test_datasets_missing_or_of_another_version_are_named_with_how_to_get_them(m
 def test_a_rerun_without_the_model_folder_is_incomplete_not_ok(made, tmp_path):
     ws, store, run, bundle, folder = made
     shutil.rmtree(folder)
-    report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
     assert report.get("model.digest").verdict == NOT_COMPARABLE
     assert report.get("rerun").verdict == NOT_COMPARABLE and "pass --model" in report.get("rerun").note
     assert report.incomplete and report.ok
@@ -168,7 +168,7 @@ def test_tolerances_are_signed_validated_and_optional(made):
             parse_bundle(canonical_bytes(doc))
     old = bundle.payload.to_json()
     del old["tolerances"]  # a bundle made before the field existed
-    report = audit_bundle(store, ws, _resign(old), against=run)
+    report = audit_bundle(store, ws, _resign(old), AuditOptions(against=run))
     assert "declares none" in report.notes[0]
     assert report.get("metrics[(run)].memory").tolerance == DEFAULTS["memory"]
     assert "(default)" in report.get("metrics[(run)].memory").note

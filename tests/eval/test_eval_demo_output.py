@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from dynadesk.demo import LINE_WIDTH, Steps, audit_verdict, print_leaderboard
+from dynadesk.store.evaluations import RunChange
 from dynadesk.workspace import Workspace
 
 LONG_NOTE = ("the re-run's wall-clock figure depends on the machine's load at the time and is not compared; "
@@ -46,7 +47,8 @@ def _run(store, model: str, perf: float) -> None:
     data = "sha256:" + "d1" * 32
     profile = {"intervals": {DS: B.interval(o, B.derive_seed(digest, data, "macro_f1"))},
                "outcomes": {DS: B.encode_outcomes(o, data)}}
-    store.evaluations.set_metrics(run, values, status="succeeded", predictions_digest=digest, profile=profile)
+    store.evaluations.set_metrics(run, values, RunChange(predictions_digest=digest, profile=profile),
+                                  status="succeeded")
 
 
 def test_the_audit_step_names_the_fields_that_differ_in_short_lines_and_logs_every_note(home):
@@ -118,8 +120,8 @@ def test_a_noisy_mark_in_the_brief_table_is_explained_there(store):
     print_leaderboard(store, [].append, quiet)
     assert not any("*" in line for line in quiet)
     run = store.evaluations.list(task="sentiment", model="b-copy")[0].id
-    store.evaluations.update(run, environment={"measurement": {"noisy": True, "noisy_measurements": [
-        "vader-movies-test batch1: other processes used 1.5 cores"]}})
+    store.evaluations.update(run, RunChange(environment={"measurement": {"noisy": True, "noisy_measurements": [
+                  "vader-movies-test batch1: other processes used 1.5 cores"]}}))
     log: list[str] = []
     table: list[str] = []
     print_leaderboard(store, log.append, table)

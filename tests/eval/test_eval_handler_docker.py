@@ -18,7 +18,7 @@ LIMITS = dict(cpus=1.0, memory_bytes=2 << 30, timeout_s=300)
 
 def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, store, tmp_path, evaluator_image,
                                                                         docker_client):
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
@@ -33,7 +33,7 @@ def test_a_handler_model_evaluates_in_the_sandbox_and_its_bundle_audits(home, st
     bundle = create_bundle(ws, store, run.id)
     assert (bundle.payload.runner.kind, bundle.payload.runner.sandboxed) == ("docker", True)
     assert bundle.payload.model.digest == record.digest
-    report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True), client=docker_client)
     assert not report.failures and not report.incomplete, [c for c in report.checks if c.verdict != IDENTICAL]
     det = [c for c in report.checks if c.kind == DETERMINISTIC]
     assert len(det) > 8 and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]

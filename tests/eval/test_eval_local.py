@@ -15,6 +15,7 @@ from support.eval import add_test_set, deterministic_metrics, metric, prediction
 from dynadesk.cancel import CancelToken
 from dynadesk.errors import ConfigError, EvaluationError
 from dynadesk.orchestration.evaluate import evaluate, recover_stale, resume
+from dynadesk.store.evaluations import RunChange
 from dynadesk.workspace import Workspace
 
 
@@ -158,10 +159,10 @@ def test_crashed_run_is_marked_interrupted(store, ws):
                                       datasets=["set0-test"], status="running")
     import socket
 
-    store.evaluations.update(run_id, pid=2 ** 22 + 12345, host=socket.gethostname())  # no such process
+    store.evaluations.update(run_id, RunChange(pid=2 ** 22 + 12345, host=socket.gethostname()))  # no such process
     other = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False,
                                      datasets=["set0-test"], status="running")
-    store.evaluations.update(other, pid=os.getpid(), host=socket.gethostname())  # alive: left alone
+    store.evaluations.update(other, RunChange(pid=os.getpid(), host=socket.gethostname()))  # alive: left alone
     assert recover_stale(store) == [run_id]
     assert store.evaluations.get(run_id).status == "interrupted"
     assert store.evaluations.get(other).status == "running"

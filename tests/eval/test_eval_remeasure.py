@@ -23,7 +23,7 @@ from dynadesk.errors import EvaluationError, RunFolderError
 from dynadesk.orchestration.evaluate import evaluate
 from dynadesk.orchestration.remeasure import TIMED_METRICS, differences, remeasure
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 from dynadesk.workspace import Workspace
 
 BUSY = {"noisy": True, "noisy_measurements": ["set0-test batch1: other processes used 1.7 of 2 cores"]}
@@ -40,7 +40,7 @@ def workspace(tmp_path_factory):
     setup_workspace(store, tmp, sizes=(12, 8))
     rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=8, warmup=2, min_seconds=0.0))
     assert rec.status == "succeeded", rec.error
-    store.evaluations.update(rec.id, environment={**rec.environment, "measurement": BUSY})
+    store.evaluations.update(rec.id, RunChange(environment={**rec.environment, "measurement": BUSY}))
     yield home, ws, store, rec.id
     store.close()
 

@@ -13,7 +13,7 @@ from dynadesk.errors import ConfigError, RunFolderError, RunStateError
 from dynadesk.orchestration.folder import RunFolder, read_no_follow
 from dynadesk.orchestration.output import MAX_LOG_BYTES, WorkerOutput
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup
 
 
 def test_a_request_round_trips_and_refuses_what_it_does_not_understand():
@@ -49,9 +49,9 @@ def test_status_changes_follow_the_allowed_transitions(store):
     with pytest.raises(RunStateError, match="'queued'; it cannot become 'succeeded'"):
         runs.transition(run, "succeeded")
     runs.transition(run, "running")
-    runs.transition(run, "interrupted", verdict="interrupted")
+    runs.transition(run, "interrupted", RunChange(verdict="interrupted"))
     runs.transition(run, "running")  # resume
-    runs.set_metrics(run, [MetricValue("", "perf", 1.0, "score", True)], status="succeeded", verdict="ok")
+    runs.set_metrics(run, [MetricValue("", "perf", 1.0, "score", True)], RunChange(verdict="ok"), status="succeeded")
     for status in ("running", "failed", "queued"):
         with pytest.raises(RunStateError, match="'succeeded'; it cannot become"):
             runs.transition(run, status)
@@ -69,8 +69,8 @@ def test_listing_runs_leaves_the_logs_in_the_database(store):
     ids = []
     for _ in range(3):
         run = runs.create(_model(store), "sentiment", runner="local", sandboxed=False, datasets=["d"], status="running")
-        runs.transition(run, "failed", verdict="error", error="boom", log=big)
-        runs.update(run, profile={"x": 1})
+        runs.transition(run, "failed", RunChange(verdict="error", error="boom", log=big))
+        runs.update(run, RunChange(profile={"x": 1}))
         ids.append(run)
     listed = runs.list()
     assert [r.id for r in listed] == ids[::-1]
@@ -80,10 +80,10 @@ def test_listing_runs_leaves_the_logs_in_the_database(store):
 
 def _succeeded(store, model: str, datasets: list[str], perf: float, purpose: str = "evaluation") -> int:
     request = RunRequest(model=model, datasets=tuple(datasets), runner="local", purpose=purpose)
-    run = store.evaluations.create(_model(store, model), "sentiment", runner="local", sandboxed=False,
-                                   datasets=datasets, status="running", request=request.to_dict())
+    run = store.evaluations.create(_model(store, model), "sentiment", RunSetup(request=request.to_dict()),
+                                   runner="local", sandboxed=False, datasets=datasets, status="running")
     values = [MetricValue(d, "perf", perf, "score", True) for d in datasets]
-    store.evaluations.set_metrics(run, values, status="succeeded", verdict="ok")
+    store.evaluations.set_metrics(run, values, RunChange(verdict="ok"), status="succeeded")
     return run
 
 
@@ -99,7 +99,7 @@ def test_the_board_takes_each_models_latest_complete_evaluation(store):
     _succeeded(store, "m4", both, 30.0, purpose="preflight")  # only non-evaluation runs: not on the board
     failed = store.evaluations.create(_model(store, "m2"), "sentiment", runner="local", sandboxed=False, datasets=both,
                                       status="running")
-    store.evaluations.transition(failed, "failed", verdict="error")
+    store.evaluations.transition(failed, "failed", RunChange(verdict="error"))
     chosen = {r.model_name: r.id for r in store.evaluations.board_runs("sentiment", both)}
     assert chosen == {"m1": complete, "m2": newer, "m3": partial_only} and older not in chosen.values()
 

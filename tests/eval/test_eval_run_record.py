@@ -19,7 +19,7 @@ from support import ASSETS
 from dynadesk.errors import ConfigError, RunStateError
 from dynadesk.evaluator.environment import hardware_class_of
 from dynadesk.store import Store
-from dynadesk.store.evaluations import ImageBuild, MetricValue, QueuePlacement, WorkerSettings
+from dynadesk.store.evaluations import ImageBuild, MetricValue, QueuePlacement, RunChange, RunSetup, WorkerSettings
 
 FIXTURE = ASSETS / "workspace_before_run_record.sql"
 
@@ -94,12 +94,16 @@ def _model(store: Store) -> int:
 def test_a_new_run_stores_each_typed_field_once(store):
     runs = store.evaluations
     worker = WorkerSettings(batch_size=4, seed=9, threads=1)
-    run = runs.create(_model(store), "sentiment", runner="docker", sandboxed=True, datasets=["d"], worker=worker,
-                      request={"model": "m", "purpose": "evaluation"}, image_name="dynadesk-evaluator:x")
-    runs.transition(run, "running", started_at="t0", image_id="sha256:" + "ab" * 32,
-                    image_build=ImageBuild(5, "sha256:" + "ef" * 32), queue=QueuePlacement(job="j1", attempt=0))
-    runs.set_metrics(run, [MetricValue("d", "perf", 1.0, "score", True)], status="succeeded", verdict="ok",
-                     environment={"cpu_model": "Z80", "threads": 1}, log="x" * 10)
+    run = runs.create(_model(store), "sentiment", RunSetup(worker=worker,
+                                                           request={"model": "m", "purpose": "evaluation"},
+                                                           image_name="dynadesk-evaluator:x"), runner="docker",
+                      sandboxed=True, datasets=["d"])
+    runs.transition(run, "running", RunChange(started_at="t0", image_id="sha256:" + "ab" * 32,
+                                              image_build=ImageBuild(5, "sha256:" + "ef" * 32),
+                                              queue=QueuePlacement(job="j1", attempt=0)))
+    runs.set_metrics(run, [MetricValue("d", "perf", 1.0, "score", True)],
+                     RunChange(verdict="ok", environment={"cpu_model": "Z80", "threads": 1}, log="x" * 10),
+                     status="succeeded")
     rec = runs.get(run)
     assert (rec.worker, rec.image_name, rec.queue, rec.image_build.source_date_epoch) == (
         worker, "dynadesk-evaluator:x", QueuePlacement(job="j1", attempt=0), 5)
@@ -109,18 +113,20 @@ def test_a_new_run_stores_each_typed_field_once(store):
     assert "batch_size" not in row[0] and json.loads(row[1]) == asdict(worker)  # no second copy of anything
 
 
-def test_transitions_take_named_keywords_only(store):
+def test_transitions_take_named_fields_only(store):
     runs = store.evaluations
     with pytest.raises(TypeError):
         runs.create(_model(store), "sentiment", "local", False, ["d"])  # a positional runner and bool
     run = runs.create(_model(store), "sentiment", runner="local", sandboxed=False, datasets=["d"])
     with pytest.raises(TypeError):
-        runs.transition(run, "running", "why")  # a positional field
+        RunChange("why")  # a positional field
     with pytest.raises(TypeError):
-        runs.transition(run, "running", settings={})  # no such field: the bag is gone
+        RunChange(settings={})  # no such field: the bag is gone
+    with pytest.raises(TypeError):
+        runs.transition(run, "running", settings={})  # fields travel in a RunChange, not as keywords
     with pytest.raises(TypeError):
         runs.update(run, status="running")  # a status moves only through transition()
-    runs.transition(run, "failed", verdict="error", error="boom", finished_at="t1")
+    runs.transition(run, "failed", RunChange(verdict="error", error="boom", finished_at="t1"))
     with pytest.raises(RunStateError, match="'failed'; it cannot become 'succeeded'"):
         runs.set_metrics(run, [MetricValue("", "perf", 1.0, "score", True)], status="succeeded")
     rec = runs.get(run)

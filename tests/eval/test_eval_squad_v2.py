@@ -213,13 +213,14 @@ def test_the_local_board_shows_hasans_and_noans_beside_perf(squad_run):
 @pytest.mark.qt
 def test_the_apps_board_shows_hasans_and_noans_beside_perf(squad_run, require_qt):
     from dynadesk.gui.pages.leaderboard import _shown
+    from dynadesk.scoring.board import Weighting
     from dynadesk.scoring.leaderboard import build_leaderboard, parse_weights
     from dynadesk.workspace import Workspace
 
     fig = _figures(_board_run(squad_run)["run"])
     store = Workspace(squad_run["home"]).open_store()
     try:
-        (row,) = build_leaderboard(store, "qa", parse_weights(NO_SUITES[1::2], "--weight")).rows
+        (row,) = build_leaderboard(store, "qa", Weighting(parse_weights(NO_SUITES[1::2], "--weight"))).rows
     finally:
         store.close()
     assert f"(HasAns {fig['has_ans']:.2f} · NoAns {fig['no_ans']:.2f})" in str(_shown(row, "perf"))

@@ -7,7 +7,7 @@ import re
 import pytest
 from support import REPO
 
-from dynadesk.data import import_file
+from dynadesk.data import FileReading, import_file
 from dynadesk.formats import FORMATS, Mapping, parse_pairs
 
 DOC = REPO / "docs" / "data-formats.md"
@@ -33,6 +33,6 @@ def test_doc_example_imports_with_the_stated_format(store, tmp_path, attrs, body
     path = tmp_path / attrs["file"]
     path.write_text(body, encoding="utf-8")
     labels = parse_pairs(attrs["label-map"].split(","), "--label-map") if "label-map" in attrs else {}
-    outcome = import_file(store, attrs["task"], path, mapping=Mapping(labels=labels))
+    outcome = import_file(store, attrs["task"], path, reading=FileReading(mapping=Mapping(labels=labels)))
     assert outcome.format == attrs["format"] and outcome.detected
     assert outcome.summary.size >= 1

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_formats_cli import run_cli
 
-from dynadesk.data import import_file
+from dynadesk.data import FileReading, import_file
 from dynadesk.errors import ValidationError
 from dynadesk.formats import Mapping, detect_format
 
@@ -37,7 +37,8 @@ def test_a_lone_quote_in_a_tsv_is_refused_naming_its_line_and_the_option(store, 
 def test_quoting_none_reads_every_row_with_its_own_label(store, tmp_path):
     path = tmp_path / "tweets.tsv"
     path.write_text(TWEETS_TSV, encoding="utf-8")
-    outcome = import_file(store, "sentiment", path, name="tweets", mapping=Mapping(quoting="none"))
+    outcome = import_file(store, "sentiment", path, name="tweets",
+                          reading=FileReading(mapping=Mapping(quoting="none")))
     examples = store.datasets.examples("tweets")
     assert outcome.summary.size == 5
     assert [(e["id"], e["label"]) for e in examples] == [
@@ -101,7 +102,7 @@ def test_a_damaged_gzip_file_is_refused_in_one_line(store, tmp_path):
     data = gzip.compress(b"".join(json.dumps(r).encode() + b"\n" for r in ROWS * 50))
     path = _write(tmp_path / "cut.jsonl.gz", data[: len(data) // 2])
     with pytest.raises(ValidationError, match="gzip stream is damaged or cut short"):
-        import_file(store, "sentiment", path, name="cut", fmt="jsonl")
+        import_file(store, "sentiment", path, name="cut", reading=FileReading("jsonl"))
 
 
 def _write(path: Path, data: bytes) -> Path:

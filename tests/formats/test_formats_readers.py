@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dynadesk.data import export_dataset, import_file
+from dynadesk.data import FileReading, export_dataset, import_file
 from dynadesk.datasets import dataset_digest
 from dynadesk.errors import ValidationError
 from dynadesk.formats import detect_format
@@ -214,7 +214,7 @@ def test_squad_structure_errors_name_their_place(store, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(ValidationError) as err:
-        import_file(store, "qa", path, fmt="squad")
+        import_file(store, "qa", path, reading=FileReading("squad"))
     assert [p.split(":")[0] for p in err.value.problems] == ["data[1].paragraphs[0].qas[0]", "data[1].paragraphs[1]"]
     assert "Spain" in err.value.problems[0]
     assert store.datasets.list() == []
@@ -290,7 +290,8 @@ def test_csv_and_tsv_with_header_and_public_label_spellings(store, tmp_path):
 def test_format_for_another_task_is_refused_with_the_fix(store, tmp_path):
     path = _jsonl(tmp_path / "anli.jsonl", ANLI_ROWS)
     with pytest.raises(ValidationError, match="holds nli examples, not qa ones \\(pass --task nli"):
-        import_file(store, "qa", path, fmt="snli")  # dynabench covers every task; its rows then fail by field
+        # dynabench covers every task; its rows then fail by field
+        import_file(store, "qa", path, reading=FileReading("snli"))
 
 
 def test_qa_csv_with_one_answer_column(store, tmp_path):

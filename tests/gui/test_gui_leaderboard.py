@@ -8,6 +8,8 @@ import pytest
 from PySide6.QtCore import Qt
 from support.gui import loaded, make_window, seed_run
 
+from dynadesk.store.evaluations import RunChange
+
 pytestmark = pytest.mark.qt
 
 BOARD = {
@@ -157,7 +159,7 @@ def wide_page(require_qt, qtbot, tmp_path):
     for name, metrics in WIDE.items():
         run = seed_run(st, name, "sentiment", metrics)
         if name == "majority-baseline":  # its stored outcomes show one label for every example: a baseline
-            st.evaluations.update(run, profile={"outcomes": {"d1": _constant_outcomes()}})
+            st.evaluations.update(run, RunChange(profile={"outcomes": {"d1": _constant_outcomes()}}))
     st.close()
     services, window = make_window(qtbot, tmp_path, home)
     window.resize(1100, 700)
@@ -243,8 +245,8 @@ def test_a_noisy_run_is_marked_on_the_table(require_qt, qtbot, tmp_path):
     home = tmp_path / "ws"
     st = Workspace(home).open_store()
     runs = {name: seed_run(st, name, "sentiment", metrics) for name, metrics in BOARD.items()}
-    st.evaluations.update(runs["charlie"], environment={"measurement": {
-        "noisy": True, "noisy_measurements": ["d1 batch1: trials spread 120%"]}})
+    st.evaluations.update(runs["charlie"], RunChange(environment={"measurement": {
+        "noisy": True, "noisy_measurements": ["d1 batch1: trials spread 120%"]}}))
     st.close()
     services, window = make_window(qtbot, tmp_path, home)
     try:
@@ -275,8 +277,8 @@ def test_interval_chart_draws_error_bars_and_ties_from_stored_intervals(require_
                                                    fairness=80))
         o = B.outcomes(task, "macro_f1", preds, golds)
         iv = B.interval(o, B.derive_seed(name, "sha256:d1", "macro_f1"))
-        st.evaluations.update(run, profile={"intervals": {"d1": iv},
-                                            "outcomes": {"d1": B.encode_outcomes(o, "sha256:d1")}})
+        st.evaluations.update(run, RunChange(profile={"intervals": {"d1": iv},
+                                                      "outcomes": {"d1": B.encode_outcomes(o, "sha256:d1")}}))
         shown[name] = iv
     st.close()
     services, window = make_window(qtbot, tmp_path, home)

@@ -53,7 +53,7 @@ CASES = [("causal", "sentiment", "sent-test"), ("seq2seq", "sentiment", "sent-te
 
 @pytest.mark.parametrize(("arch", "task", "dataset"), CASES, ids=[f"{a}-{t}" for a, t, _ in CASES])
 def test_register_live_evaluate_bundle_audit(ws_store, arch, task, dataset):
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.client.create import create_bundle
 
@@ -87,7 +87,7 @@ def test_register_live_evaluate_bundle_audit(ws_store, arch, task, dataset):
     bundle = create_bundle(ws, store, run.id)
     # the prompt is part of the signed run: the spec carries the manifest (template, verbalisers, generation)
     assert bundle.payload.to_json()["request"] == run.request
-    report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+    report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
     assert not report.failures and not report.incomplete, report.failures
 
 

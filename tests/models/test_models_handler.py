@@ -13,7 +13,7 @@ from support.handler_models import LABELS, make_handler_model, make_wheel
 from dynadesk.errors import EvaluationError, ModelError, UnsafeModelError
 from dynadesk.evaluator.adapters import AdapterError, load_adapter
 from dynadesk.evaluator.handler_adapter import HANDLER, HandlerError
-from dynadesk.models import predict_live, register_model, verify_model
+from dynadesk.models import ModelDeclaration, predict_live, register_model, verify_model
 
 MANIFEST = {"task": "sentiment", "kind": HANDLER, "inputs": ["statement"], "labels": LABELS, "timeout_s": 2}
 BATCH = [{"statement": "good movie"}, {"statement": "bad bad film"}]
@@ -48,7 +48,7 @@ def test_registration_names_what_a_handler_folder_lacks_in_one_line(tmp_path, st
         register_model(store, folder, "sentiment", name="kw")
     (folder / "handler.py").unlink()
     with pytest.raises(ModelError, match=r"not a complete handler model folder; missing handler.py") as err:
-        register_model(store, folder, "sentiment", name="kw", kind=HANDLER)
+        register_model(store, folder, "sentiment", name="kw", declared=ModelDeclaration(kind=HANDLER))
     assert "\n" not in str(err.value)
     other = make_handler_model(tmp_path / "native")
     make_wheel(other / "wheels", name="fast", tag="cp311-cp311-linux_x86_64")

@@ -14,7 +14,7 @@ from support.onnx_models import make_onnx_classifier, make_onnx_qa
 from dynadesk.errors import ModelError
 from dynadesk.evaluator.adapters import AdapterError, load_adapter
 from dynadesk.evaluator.onnx_adapter import ONNX_CLASSIFICATION, ONNX_QA, OnnxModule
-from dynadesk.models import predict_live, register_model
+from dynadesk.models import ModelDeclaration, predict_live, register_model
 
 pytest.importorskip("onnx", reason="the ONNX export needs the 'onnx' package (dev extra)")
 TEXTS = ["the movie was good", "bad", "i really hate this terrible terrible awful food , not ok at all",
@@ -62,7 +62,7 @@ def test_the_onnx_qa_export_finds_the_torch_models_spans(tmp_path, store):
 
 
 def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.client.create import create_bundle
@@ -86,7 +86,7 @@ def test_onnx_register_live_evaluate_bundle_audit(classifier, tmp_path):
         assert run.status == "succeeded", run.error
         bundle = create_bundle(ws, store, run.id)
         assert bundle.payload.to_json()["model"]["digest"] == record.digest
-        report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+        report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
         assert not report.failures and not report.incomplete, report.failures
         det = [c for c in report.checks if c.kind == DETERMINISTIC]
         assert det and all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
@@ -104,7 +104,8 @@ def test_registration_names_what_an_onnx_folder_lacks(classifier, tmp_path, stor
     (folder / "graph.onnx").unlink()
     (folder / "config.json").unlink()
     with pytest.raises(ModelError, match=r"missing the ONNX graph \(model\.onnx\)$") as err:
-        register_model(store, folder, "sentiment", name="broken", kind=ONNX_CLASSIFICATION, labels=LABELS)
+        register_model(store, folder, "sentiment", name="broken",
+                       declared=ModelDeclaration(ONNX_CLASSIFICATION, tuple(LABELS)))
     assert "\n" not in str(err.value)
     (folder / "dynadesk-model.json").write_text(json.dumps(
         {"task": "sentiment", "kind": ONNX_CLASSIFICATION, "inputs": ["statement"], "labels": LABELS,
@@ -131,7 +132,7 @@ def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(cl
                                                                               docker_client):
     """The image ships onnxruntime (it used to fail naming the local runner): Docker run -> bundle -> Docker audit,
     every deterministic field identical, and the same predictions as the local runner."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.client.create import create_bundle
@@ -152,7 +153,7 @@ def test_an_onnx_model_runs_sandboxed_in_docker_and_its_audit_reruns_it_there(cl
         assert local.status == "succeeded", local.error
         assert run.predictions_digest == local.predictions_digest
         bundle = create_bundle(ws, store, run.id)
-        report = audit_bundle(store, ws, bundle.raw, rerun=True, client=docker_client)
+        report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True), client=docker_client)
         assert bundle.payload.runner.sandboxed
         assert not report.failures and not report.incomplete, report.failures
         det = [c for c in report.checks if c.kind == DETERMINISTIC]

@@ -12,7 +12,7 @@ import pytest
 from support.tiny_models import make_tiny_classifier, make_tiny_qa
 
 from dynadesk.errors import AlreadyExistsError, ModelError, NotFoundError, UnsafeModelError
-from dynadesk.models import predict_live, register_model, remove_model, tree_digest, verify_model
+from dynadesk.models import ModelDeclaration, predict_live, register_model, remove_model, tree_digest, verify_model
 from dynadesk.models.registry import MANIFEST_NAME
 
 SENT = ["negative", "neutral", "positive"]
@@ -93,7 +93,8 @@ def test_unmappable_labels_are_refused_then_given_explicitly(store, tmp_path):
         register_model(store, folder, "sentiment")
     assert not (folder / MANIFEST_NAME).exists()  # nothing written on refusal
     assert store.models.list() == []
-    rec = register_model(store, folder, "sentiment", labels=["neutral", "positive", "negative"])
+    rec = register_model(store, folder, "sentiment",
+                         declared=ModelDeclaration(labels=("neutral", "positive", "negative")))
     assert rec.manifest["labels"] == ["neutral", "positive", "negative"]
 
 

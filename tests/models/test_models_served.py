@@ -70,7 +70,7 @@ def endpoint(tmp_path_factory):
 
 
 def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.audit.report import DETERMINISTIC, IDENTICAL
     from dynadesk.models import predict_live
     from dynadesk.models.served import register_served
@@ -112,7 +112,7 @@ def test_served_register_live_evaluate_bundle_audit(endpoint, tmp_path):
         again = register_served(store, ws.models_dir, theirs, model, "sentiment", name="served-lm",
                                 weights_digest=weights, replace=True)
         assert again.digest == record.digest and read_endpoint(Path(again.path)) == theirs
-        report = audit_bundle(store, ws, bundle.raw, rerun=True, runner="local")
+        report = audit_bundle(store, ws, bundle.raw, AuditOptions(rerun=True, runner="local"))
         assert not report.failures and not report.incomplete, report.failures
         assert store.evaluations.get(report.rerun_id).status == "succeeded"
         det = [c for c in report.checks if c.kind == DETERMINISTIC]

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynadesk.data import import_dataset
+from dynadesk.data import FileReading, import_dataset
 from dynadesk.errors import ConfigError, DynaDeskError, ValidationError
 from dynadesk.tasks import parse_task
 
@@ -176,7 +176,8 @@ def test_fuzzed_public_formats_fail_only_with_validation_errors(store, tmp_path_
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     before = store.db.execute("SELECT COUNT(*) FROM examples").fetchone()[0]
     try:
-        out = import_file(store, task, path, name="pub", fmt=fmt, replace=True, mapping=Mapping(field_map, {"x": "y"}))
+        out = import_file(store, task, path, name="pub", reading=FileReading(fmt, Mapping(field_map, {"x": "y"})),
+                          replace=True)
     except ValidationError as exc:
         assert str(exc)
         assert store.db.execute("SELECT COUNT(*) FROM examples").fetchone()[0] == before

@@ -70,7 +70,7 @@ def test_disk_full_during_a_pack_merge_is_a_clear_error_and_writes_nothing(tmp_p
         ann.add_annotator(a, "ada")
         for i in range(200):
             ann.submit_example(a, "sentiment", "ada" if i % 2 else "amy", {"statement": f"example {i} " + "x" * 300},
-                               "positive", time_ms=100)
+                               "positive", details=ann.ExampleDetails(time_ms=100))
         ann.pack(a, tmp_path / "a.pack")
         before = _counts(b)
         filler = fill(disk)

@@ -17,9 +17,9 @@ from dynadesk.audit.tolerances import DEFAULTS  # what bundles declare: the metr
 from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
 from dynadesk.scoring.amrs_noise import RUNNER_TOLERANCE, check_rate
-from dynadesk.scoring.board import ScoreBoard
+from dynadesk.scoring.board import ScoreBoard, Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 UNIT = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
         "memory": "GiB"}
@@ -60,7 +60,7 @@ def test_memory_near_tie_is_named_with_its_pair_rate_and_points(demo_store):
 
 def test_robust_leaves_the_metric_unconverted_as_documented(demo_store):
     plain = build_leaderboard(demo_store, "sentiment")
-    robust = build_leaderboard(demo_store, "sentiment", amrs_mode="robust")
+    robust = build_leaderboard(demo_store, "sentiment", Weighting(amrs_mode="robust"))
     fragile = {n.split("'")[1] for n in plain.notes if "rests on noise" in n}
     assert "memory" in fragile
     assert all(robust.amrs[m] is None for m in fragile)
@@ -91,7 +91,7 @@ def test_well_separated_memories_give_no_note():
     scored = board.score()
     assert not any("'memory'" in n and "noise" in n for n in scored.notes)
     with pytest.raises(ValidationError, match="--amrs"):
-        board.score(amrs_mode="loose")
+        board.score(weighting=Weighting(amrs_mode="loose"))
 
 
 def test_check_rate_counts_pairs_and_share():
@@ -140,7 +140,8 @@ def test_the_local_board_judges_throughput_by_the_runs_spreads(store, spread, no
     for model, (perf, memory, tput) in DEMO.items():
         _evaluate(store, model, perf, memory, tput)
     for rec in store.evaluations.board_runs("sentiment"):
-        store.evaluations.update(rec.id, environment={"measurement": {"spread": {"d": {"throughput": spread}}}})
+        store.evaluations.update(rec.id,
+                                 RunChange(environment={"measurement": {"spread": {"d": {"throughput": spread}}}}))
     board = build_leaderboard(store, "sentiment")
     notes = [n for n in board.notes if n.startswith("metric 'throughput'") and "kept pairs differ" in n]
     assert bool(notes) == noted, board.notes
@@ -158,7 +159,7 @@ def test_the_demo_board_prints_the_note_and_the_robust_result(demo_store):
     text = "\n".join(lines)
     (note,) = [line for line in lines if "note: metric 'memory'" in line]
     assert "majority vs bow-small" in note and "rests on noise" in note
-    robust = build_leaderboard(demo_store, "sentiment", amrs_mode="robust")
+    robust = build_leaderboard(demo_store, "sentiment", Weighting(amrs_mode="robust"))
     (line,) = [line for line in lines if "with --amrs robust" in line]
     assert "memory" in line.split("unconverted")[0]
     assert line.endswith(", ".join(f"{r.rank} {r.model} {r.dynascore:.2f}" for r in robust.rows)), text

@@ -20,7 +20,7 @@ from support.sync import admin, free_port, start_server, stop_server
 from test_scoring_squad_v2 import _dev
 
 from dynadesk.cli import cli
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup
 from dynadesk.workspace import Workspace
 
 
@@ -50,8 +50,8 @@ def _qa_run(home: Path, tmp_path: Path) -> tuple[int, dict]:
         digest = "sha256:" + hashlib.sha256(b"qa-model").hexdigest()
         store.models.add("qa-model", "qa", "hf-question-answering", "/models/qa-model", digest, {"task": "qa"})
         model = store.models.get("qa-model")
-        ev = store.evaluations.create(model.id, "qa", runner="docker", sandboxed=True, datasets=["squad-dev"],
-                                      worker=WorkerSettings(seed=13), status="running")
+        ev = store.evaluations.create(model.id, "qa", RunSetup(worker=WorkerSettings(seed=13)), runner="docker",
+                                      sandboxed=True, datasets=["squad-dev"], status="running")
         folder = RunFolder(Path(store.path).parent / "runs" / str(ev))
         prepare(store, folder, model, get_task("qa"), [store.datasets.get("squad-dev")],
                 Settings(batch_size=32, seed=13))
@@ -66,10 +66,10 @@ def _qa_run(home: Path, tmp_path: Path) -> tuple[int, dict]:
         store.evaluations.set_metrics(
             ev, [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], True) for r in rows]
             + [MetricValue("", "throughput", 50.0, "examples/s", False), MetricValue("", "memory", 0.5, "GiB", False)],
-            status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-            run_dir=str(folder.root),
-            predictions_digest="sha256:" + hashlib.sha256(folder.predictions_file.read_bytes()).hexdigest(),
-            environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})
+            RunChange(image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32, run_dir=str(folder.root),
+                      predictions_digest="sha256:" + hashlib.sha256(folder.predictions_file.read_bytes()).hexdigest(),
+                      environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None}),
+            status="succeeded")
         got = {r["metric"]: r["value"] for r in rows if r["dataset"] == "squad-dev"}
         expected = {k: {"value": got[k], "sources": int(got[f"{k}_sources"]),
                         "low_confidence": bool(got[f"{k}_low_confidence"])} for k in ("robustness", "fairness")}

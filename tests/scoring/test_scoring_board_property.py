@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from dynadesk.cli import cli
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.board import SCORE_METRICS
+from dynadesk.scoring.board import SCORE_METRICS, Weighting
 from dynadesk.store.evaluations import MetricValue
 from dynadesk.sync.rules import board as server_board
 from dynadesk.workspace import Workspace
@@ -110,8 +110,8 @@ def _server_answer(table: Table, weights: dict[str, float], dw: dict[str, float]
                      "created_at": "2026-01-01T00:00:00.000Z", "model_digest": "d",
                      "metrics": server_board.board_metrics(bundle_metrics)})
     datasets = [{"name": d, "split": "test", "digest": "x"} for d in DATASETS]
-    return server_board.compute_board("sentiment", server_board.prepare(rows), datasets, weights, dw,
-                                      limit=1000, memory_budget_gib=budget)
+    return server_board.compute_board("sentiment", server_board.prepare(rows), datasets,
+                                      Weighting(weights, dw, budget), server_board.BoardView(limit=1000))
 
 
 def _server(table: Table, weights: dict[str, float], dw: dict[str, float], budget: float) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 from dynadesk.workspace import Workspace
 
 LOG = "worker output line\n" * 6000  # ~110 KiB each
@@ -39,8 +39,9 @@ def _workspace(home: Path, models: int, runs_per_model: int):
                           for metric in ("perf", "robustness", "fairness")]
                     + [MetricValue("", "throughput", 100.0 + m, "examples/s", False),
                        MetricValue("", "memory", 1.0, "GiB", False)],
-                    status="succeeded", verdict="ok", log=LOG,
-                    environment={"cpu_model": ["CPU A", "CPU B"][r % 2], "threads": 2})
+                    RunChange(verdict="ok", log=LOG,
+                              environment={"cpu_model": ["CPU A", "CPU B"][r % 2], "threads": 2}),
+                    status="succeeded")
     return store
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from dynadesk.errors import ValidationError
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 UNITS = {"perf": "%", "throughput": "examples/s", "memory": "GiB", "robustness": "%", "fairness": "%"}
 
@@ -30,7 +30,8 @@ def _run(store, model: str, cpu: str, perf: float, throughput: float) -> int:
     run = store.evaluations.create(rec.id, "sentiment", runner="local", sandboxed=False, datasets=[], status="running")
     values = {"perf": perf, "throughput": throughput, "memory": 1.0, "robustness": 90.0, "fairness": 90.0}
     store.evaluations.set_metrics(run, [MetricValue("", m, v, UNITS[m], m not in ("throughput", "memory"))
-                                        for m, v in values.items()], status="succeeded", environment=_env(cpu))
+                                        for m, v in values.items()], RunChange(environment=_env(cpu)),
+                                  status="succeeded")
     return run
 
 

@@ -11,7 +11,7 @@ from dynadesk.cli import cli
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": ["negative", "neutral", "positive"]}
 DS = "vader-movies-test"
@@ -32,7 +32,8 @@ def _run(store, model: str, preds: list[str], perf: float | None = None, data: s
     digest = "sha256:" + model.encode().hex().ljust(64, "0")
     profile = {"intervals": {DS: B.interval(o, B.derive_seed(digest, data, "macro_f1"))},
                "outcomes": {DS: B.encode_outcomes(o, data)}}
-    store.evaluations.set_metrics(run, values, status="succeeded", predictions_digest=digest, profile=profile)
+    store.evaluations.set_metrics(run, values, RunChange(predictions_digest=digest, profile=profile),
+                                  status="succeeded")
     return run
 
 
@@ -80,7 +81,7 @@ def test_another_version_of_the_test_set_is_not_paired(store):
 def test_runs_without_outcomes_still_rank(store):
     _run(store, "new", list(GOLDS), 90.0)
     old = _run(store, "old", list(GOLDS), 80.0)
-    store.evaluations.update(old, profile={})  # a run stored before the bootstrap existed
+    store.evaluations.update(old, RunChange(profile={}))  # a run stored before the bootstrap existed
     board = build_leaderboard(store, "sentiment", hardware_class="all")
     rows = {r.model: r for r in board.rows}
     assert rows["old"].intervals == {} and rows["new"].paired_next == {} and rows["new"].tied_with is None

@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from dynadesk.cli import cli
 from dynadesk.errors import NotFoundError, ValidationError
-from dynadesk.scoring.board import compute
+from dynadesk.scoring.board import Weighting, compute
 from dynadesk.scoring.dynascore import default_metrics
 from dynadesk.scoring.leaderboard import build_leaderboard
-from dynadesk.store.evaluations import MetricValue
+from dynadesk.store.evaluations import MetricValue, RunChange
 
 UNITS = {"perf": "%", "macro_f1": "%", "robustness": "%", "fairness": "%", "throughput": "examples/s",
          "memory": "GiB", "latency_p50_ms": "ms"}
@@ -91,7 +91,7 @@ def test_board_ranks_latest_runs_and_leaves_off_incomplete_models(board_store):
 
 def test_weights_and_dataset_weights_change_the_board(board_store):
     dw = {DATASETS[0]: 3, DATASETS[1]: 1}
-    board = build_leaderboard(board_store, "sentiment", weights={"throughput": 5}, dataset_weights=dw)
+    board = build_leaderboard(board_store, "sentiment", Weighting(weights={"throughput": 5}, dataset_weights=dw))
     expected = _expected(dw, {"throughput": 5})
     for row in board.rows:
         assert row.dynascore == pytest.approx(expected.model(row.model).dynascore, abs=1e-9)
@@ -101,8 +101,8 @@ def test_weights_and_dataset_weights_change_the_board(board_store):
 
 
 def test_zero_weight_metric_does_not_exclude_models(board_store):
-    board = build_leaderboard(board_store, "sentiment", weights={"robustness": 0, "fairness": 0},
-                              dataset_weights={DATASETS[1]: 0})
+    board = build_leaderboard(board_store, "sentiment", Weighting(weights={"robustness": 0, "fairness": 0},
+                                                                  dataset_weights={DATASETS[1]: 0}))
     assert board.left_off == {} and "m4" in [r.model for r in board.rows]
     assert "robustness" not in board.metrics and board.rows[0].converted.keys() == {"perf", "throughput", "memory"}
     assert any("robustness" in n for n in board.notes)
@@ -110,21 +110,21 @@ def test_zero_weight_metric_does_not_exclude_models(board_store):
 
 def test_memory_budget_shifts_every_score_by_the_same_converted_amount(board_store):
     base = build_leaderboard(board_store, "sentiment")
-    bigger = build_leaderboard(board_store, "sentiment", memory_budget_gib=32)
+    bigger = build_leaderboard(board_store, "sentiment", Weighting(memory_budget_gib=32))
     assert bigger.amrs == base.amrs and bigger.metrics["memory"].offset == 32
     shift = 16 / base.amrs["memory"] * base.weights["memory"]
     for a, b in zip(base.rows, bigger.rows):
         assert (a.model, a.rank) == (b.model, b.rank)
         assert b.dynascore - a.dynascore == pytest.approx(shift, abs=1e-9)
     with pytest.raises(ValidationError, match="memory budget"):
-        build_leaderboard(board_store, "sentiment", memory_budget_gib=0)
+        build_leaderboard(board_store, "sentiment", Weighting(memory_budget_gib=0))
 
 
 def test_errors_name_the_problem(board_store):
     with pytest.raises(ValidationError, match="not a Dynascore metric"):
-        build_leaderboard(board_store, "sentiment", weights={"speed": 1})
+        build_leaderboard(board_store, "sentiment", Weighting(weights={"speed": 1}))
     with pytest.raises(ValidationError, match="unknown dataset"):
-        build_leaderboard(board_store, "sentiment", dataset_weights={"nope": 1})
+        build_leaderboard(board_store, "sentiment", Weighting(dataset_weights={"nope": 1}))
     with pytest.raises(NotFoundError, match="unknown task"):
         build_leaderboard(board_store, "sentimentt")
     assert build_leaderboard(board_store, "nli").rows == []
@@ -192,7 +192,7 @@ def test_a_noisy_run_is_marked_everywhere_the_board_ranks_and_can_be_left_out(ho
     """Issue 39: a run measured on a busy machine (flagged NOISY by the evaluator) is never ranked silently."""
     run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
                                  "WHERE m.name = 'm2' AND e.status = 'succeeded'").fetchone()[0]
-    board_store.evaluations.update(run, environment=NOISY)
+    board_store.evaluations.update(run, RunChange(environment=NOISY))
     board = build_leaderboard(board_store, "sentiment")
     marks = {r.model: r.noisy for r in board.rows}
     assert marks["m2"] == NOISY["measurement"]["noisy_measurements"] and marks["m1"] == marks["m3"] == []
@@ -225,8 +225,8 @@ def test_cli_board_fits_the_terminal_names_whole_and_wraps_long_notes(home, boar
               {"throughput": 324000.5, "memory": 0.25, "latency_p50_ms": 0.01})
     run = board_store.db.execute("SELECT MAX(e.id) FROM evaluations e JOIN models m ON m.id = e.model_id "
                                  "WHERE m.name = ? AND e.status = 'succeeded'", (LONG_NAME,)).fetchone()[0]
-    board_store.evaluations.update(run, environment={"measurement": {"noisy": True,
-                                                                     "noisy_measurements": [long_note]}})
+    board_store.evaluations.update(run, RunChange(environment={"measurement": {"noisy": True,
+                                                                               "noisy_measurements": [long_note]}}))
     for columns in (90, 200):
         monkeypatch.setenv("COLUMNS", str(columns))
         res = CliRunner().invoke(cli, ["leaderboard", "sentiment"])

@@ -7,6 +7,7 @@ import json
 from click.testing import CliRunner
 
 from dynadesk.cli import cli
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import MetricValue
 
@@ -42,7 +43,7 @@ def test_flags_take_the_max_and_counts_the_sum(store, home):
     assert values["a"]["fairness_low_confidence"] == 1 and values["a"]["robustness_low_confidence"] == 0
     assert values["b"]["fairness_sources"] == 121 and values["b"]["fairness_low_confidence"] == 1
     # dataset weight 0 leaves that dataset's coverage out too
-    weighted = build_leaderboard(store, "sentiment", dataset_weights={"amazon": 0})
+    weighted = build_leaderboard(store, "sentiment", Weighting(dataset_weights={"amazon": 0}))
     a = next(r for r in weighted.rows if r.model == "a").values
     assert a["fairness_sources"] == 466 and a["fairness_low_confidence"] == 0
     out = CliRunner().invoke(cli, ["leaderboard", "sentiment", "--json"])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard
+from dynadesk.scoring.board import SCORE_METRICS, ScoreBoard, Weighting
 from dynadesk.sync.format.rate_edition import sign_edition
 
 NO_PAIR = "no two models differ in performance by more than"
@@ -44,7 +44,8 @@ def test_single_model_note_only_for_one_model_under_the_rows_rule():
     assert SINGLE in notes({"a": row(70)})
     assert SINGLE not in notes({"a": row(70), "b": row(60)})
     fixed = {"perf": 1.0, "throughput": 0.01, "memory": 1.0, "robustness": 1.0, "fairness": 1.0}
-    assert SINGLE not in notes({"a": row(70)}, rates=fixed)  # fixed rates convert every metric: not perf alone
+    # fixed rates convert every metric: not perf alone
+    assert SINGLE not in notes({"a": row(70)}, weighting=Weighting(rates=fixed))
 
 
 def test_flat_metric_note_only_for_a_metric_that_does_not_change():

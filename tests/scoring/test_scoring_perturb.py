@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from dynadesk.cli import cli
 from dynadesk.data import import_dataset
-from dynadesk.datasets import validate_example
+from dynadesk.datasets import DatasetOrigin, validate_example
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring import gender, textops
 from dynadesk.scoring.augly_suite import AUGLY_OPS
@@ -216,8 +216,8 @@ def test_errors(store, sentiment_file):
         generate_suites(store, "sent.case.s0")
     # A stale derived dataset (different content under the same name) is not overwritten silently.
     examples = store.datasets.examples("sent.case.s0")[:1]
-    store.datasets.add("sent.case.s0", "sentiment", "test", examples, "sha256:stale", {}, derived_from="sent",
-                       derivation={"suite": "case"}, replace=True)
+    store.datasets.add("sent.case.s0", "sentiment", "test", examples, "sha256:stale", {},
+                       DatasetOrigin(derived_from="sent", derivation={"suite": "case"}), replace=True)
     with pytest.raises(AlreadyExistsError, match="--replace"):
         generate_suites(store, "sent", suites=["case"])
     assert store.datasets.get("sent.case.s0").digest == "sha256:stale"
@@ -231,8 +231,9 @@ def test_suites_of_an_older_version_are_upgraded_or_retired(store, sentiment_fil
     import_dataset(store, "sentiment", sentiment_file, name="sent")
     old = store.datasets.examples("sent")[:2]
     for suite, kind in (("typos", "robustness"), ("gender_words", "fairness")):
-        store.datasets.add(f"sent.{suite}.s0", "sentiment", "test", old, "sha256:old", {}, derived_from="sent",
-                           derivation={"suite": suite, "kind": kind, "seed": 0, "version": "ops1-lists1"})
+        store.datasets.add(f"sent.{suite}.s0", "sentiment", "test", old, "sha256:old", {},
+                           DatasetOrigin(derived_from="sent", derivation={"suite": suite, "kind": kind, "seed": 0,
+                                                                          "version": "ops1-lists1"}))
     results = {r.suite: r.status for r in generate_suites(store, "sent", seed=0)}
     assert results["typos"] == "upgraded" and results["gender_words"] == "retired"
     names = {d.name for d in store.datasets.derived("sent")}

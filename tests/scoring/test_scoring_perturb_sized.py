@@ -8,6 +8,7 @@ import random
 import pytest
 
 from dynadesk.data import import_dataset
+from dynadesk.datasets import DatasetOrigin
 from dynadesk.errors import AlreadyExistsError, ValidationError
 from dynadesk.scoring.perturb import generate_suites, sample_sources
 
@@ -61,8 +62,9 @@ def test_resizing_regenerates_both_ways_but_an_edited_source_is_still_refused(st
     name = next(r.name for r in back if r.digest)
     d = store.datasets.get(name)
     store.datasets.add(name, d.task, d.split, store.datasets.examples(name)[:1], "sha256:" + "0" * 64,
-                       d.label_counts, source=d.source, derived_from=d.derived_from,
-                       derivation={**d.derivation, "version": "hand-made"}, replace=True)
+                       d.label_counts, DatasetOrigin(source=d.source, derived_from=d.derived_from,
+                                                     derivation={**d.derivation, "version": "hand-made"}),
+                       replace=True)
     with pytest.raises(AlreadyExistsError, match="use --replace"):
         generate_suites(store, "a", seed=0, sample=20)
 

@@ -117,7 +117,7 @@ def test_rank_bounds_count_what_percentiles_of_the_rank_matrix_give():
 def test_the_server_board_keeps_one_basis_and_answers_as_the_reference(tmp_path):
     """The public board's rank intervals (BoardIntervals, one basis per prepared board) equal the reference on the
     same rows for several weight settings, each a first read."""
-    from dynadesk.scoring.board import ScoreBoard
+    from dynadesk.scoring.board import ScoreBoard, Weighting
     from dynadesk.sync.rules.board import BoardIntervals, PreparedBoard
 
     rng = np.random.default_rng(11)
@@ -134,7 +134,7 @@ def test_the_server_board_keeps_one_basis_and_answers_as_the_reference(tmp_path)
     bi = BoardIntervals({n: {} for n in names}, dict(zip(names, resampled)))
     for k, (mw, dw) in enumerate([({}, {}), ({"perf": 4.0}, {"a": 2.0}), ({"memory": 0.0}, {"b": 0.0}),
                                   ({"perf": 1.0, "throughput": 3.0}, {"a": 0.5, "c": 2.0})]):
-        scored = board.board.score(weights=mw, dataset_weights=dw)
+        scored = board.board.score(weighting=Weighting(mw, dw))
         got = bi.rank_intervals(("key", k), scored, board, dw)
         want = _reference(scored.scores.tolist(), [board.rows[n]["metrics"]["perf"]["values"] for n in scored.names],
                           [bi.resampled.get(n, {}) for n in scored.names], dw, scored.weights.get("perf", 0.0))

@@ -16,7 +16,7 @@ import string
 
 import pytest
 
-from dynadesk.data import import_file
+from dynadesk.data import FileReading, import_file
 from dynadesk.errors import ValidationError
 from dynadesk.evaluator.metrics import squad_f1, squad_v2_exact, squad_v2_f1, task_score
 from dynadesk.formats.squad import UNANSWERABLE
@@ -113,7 +113,7 @@ def _score(store, tmp_path, dataset, preds, name="dev-v2", squad_v2=True):
     path.write_text(json.dumps({"version": "v2.0", "data": dataset}), encoding="utf-8")
     from dynadesk.formats import Mapping
 
-    outcome = import_file(store, "qa", path, name=name, mapping=Mapping(squad_v2=squad_v2))
+    outcome = import_file(store, "qa", path, name=name, reading=FileReading(mapping=Mapping(squad_v2=squad_v2)))
     examples = list(store.datasets.iter_examples(outcome.summary.name))
     task = get_task("qa").to_dict()
     return outcome, task_score(task, [{"answer": preds[e["id"]]} for e in examples], examples)
@@ -199,7 +199,7 @@ def test_squad_v2_round_trips_and_is_refused_elsewhere(store, tmp_path):
     nli = tmp_path / "n.jsonl"
     nli.write_text(json.dumps({"context": "a", "hypothesis": "b", "label": "neutral"}) + "\n")
     with pytest.raises(ValidationError, match="--squad-v2 applies to qa files"):
-        import_file(store, "nli", nli, mapping=Mapping(squad_v2=True))
+        import_file(store, "nli", nli, reading=FileReading(mapping=Mapping(squad_v2=True)))
     plain = tmp_path / "p.jsonl"
     plain.write_text(json.dumps({"context": "a b", "question": "q?", "answers": []}) + "\n")
     with pytest.raises(ValidationError, match="unanswerable questions .*--squad-v2 keeps them"):
@@ -215,7 +215,7 @@ def test_hf_squad_v2_rows_keep_unanswerable(store, tmp_path):
          "answers": {"text": ["France"], "answer_start": [54]}},
         {"id": "x2", "title": "N", "context": CONTEXT, "question": "Who?", "answers": {"text": [], "answer_start": []}},
     ]) + "\n")
-    outcome = import_file(store, "qa", path, mapping=Mapping(squad_v2=True))
+    outcome = import_file(store, "qa", path, reading=FileReading(mapping=Mapping(squad_v2=True)))
     examples = list(store.datasets.iter_examples(outcome.summary.name))
     assert [e["answers"] for e in examples] == [["France"], []]
     scores = task_score(get_task("qa").to_dict(), [{"answer": "France"}, {"answer": ""}], examples)

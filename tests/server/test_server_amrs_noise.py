@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from support.sync import make_run, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.keys import key_info
 from dynadesk.sync.server.admin import import_workspace_datasets
@@ -38,7 +39,7 @@ def _board(db_target, tmp_path, spread: float | None):
             env = {**store.evaluations.get(run).environment,
                    "measurement": {"noisy": False, "spread": {"vader-movies-test": {"throughput": spread},
                                                               "vader-tweets-test": {"throughput": spread / 2}}}}
-            store.evaluations.update(run, environment=env)
+            store.evaluations.update(run, RunChange(environment=env))
         bundles.append(create_bundle(ws, store, run))
     db = ServerDB(db_target)
     info = key_info(ws.keys_dir)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynadesk.errors import ValidationError
-from dynadesk.scoring.board import ScoreBoard, compute, score_input
+from dynadesk.scoring.board import ScoreBoard, Weighting, compute, score_input
 from dynadesk.scoring.dynascore import default_metrics
 from dynadesk.sync.rules import board as B
 
@@ -46,7 +46,7 @@ def boards(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def _answer(board: B.PreparedBoard, mw: dict[str, float], dw: dict[str, float], limit: int, offset: int) -> Any:
     try:
-        out = B.compute_board("sentiment", board, TASK_DATASETS, mw, dw, limit, offset)
+        out = B.compute_board("sentiment", board, TASK_DATASETS, Weighting(mw, dw), B.BoardView(limit, offset))
     except ValidationError as exc:
         return f"ValidationError: {exc}"
     return out["total"], out["amrs"], out["left_off"], out["notes"], [
@@ -93,7 +93,7 @@ def test_one_board_per_stored_board_and_one_page_per_query() -> None:
     assert [m.name for m in scored.page()] == scored.names[1:4]
     two = [{"name": "ds-a", "split": "s", "digest": "d"}, {"name": "ds-b", "split": "s", "digest": "d"}]
     with pytest.raises(ValidationError, match="every dataset of metric 'perf' has weight 0"):
-        B.compute_board("t", board, two, {}, {"ds-a": 0, "ds-b": 0})
+        B.compute_board("t", board, two, Weighting({}, {"ds-a": 0, "ds-b": 0}))
 
 
 @pytest.mark.parametrize(("mw", "dw", "limit", "offset", "named"), [
@@ -111,7 +111,7 @@ def test_absurd_inputs_are_refused_naming_the_parameter(mw: dict[str, float], dw
     """1e308 used to be accepted and zeroed every other weight (every score became the weighted perf alone)."""
     board = B.prepare(_complete_rows(4))
     with pytest.raises(ValidationError, match=named):
-        B.compute_board("t", board, TASK_DATASETS, mw, dw, limit, offset)
+        B.compute_board("t", board, TASK_DATASETS, Weighting(mw, dw), B.BoardView(limit, offset))
 
 
 @pytest.mark.parametrize(("params", "named"), [

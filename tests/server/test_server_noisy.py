@@ -13,6 +13,7 @@ from support.board import chromium
 from support.sync import free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.scoring.leaderboard import build_leaderboard
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import sync_queue
 from dynadesk.sync.format.keys import key_info
@@ -37,7 +38,7 @@ def _serve(tmp_path, name: str, models, noisy: set[str]):
     for model, perf, tput, mem in models:
         run = make_run(store, ws.runs_dir, model=model, perf=perf, throughput=tput, memory=mem)
         if model in noisy:
-            store.evaluations.update(run, environment=NOISY_ENV)
+            store.evaluations.update(run, RunChange(environment=NOISY_ENV))
         create_bundle(ws, store, run)
     import_workspace_datasets(db, ws.home)
     db.close()

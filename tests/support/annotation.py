@@ -51,7 +51,8 @@ def create_some(store, who: str, texts: list[str], targets: list[str] | None = N
     out = []
     for i, text in enumerate(texts):
         target = (targets or SENTIMENT_LABELS)[i % len(targets or SENTIMENT_LABELS)]
-        out.append(ann.submit_example(store, "sentiment", who, {"statement": text}, target, time_ms=time_ms + i))
+        out.append(ann.submit_example(store, "sentiment", who, {"statement": text}, target,
+                                      details=ann.ExampleDetails(time_ms=time_ms + i)))
     return out
 
 
@@ -66,7 +67,8 @@ def make_example(store, who: str, text: str, fooled: bool, task: str = "sentimen
     said = predict_live(store, model, {"statement": text})["label"]
     labels = SENTIMENT_LABELS
     target = next(lab for lab in labels if lab != said) if fooled else said
-    ex = ann.submit_example(store, task, who, {"statement": text}, target, time_ms=100 * len(text))
+    ex = ann.submit_example(store, task, who, {"statement": text}, target,
+                            details=ann.ExampleDetails(time_ms=100 * len(text)))
     assert ex.fooled is fooled
     return ex
 

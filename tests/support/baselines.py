@@ -8,6 +8,7 @@ from typing import Any
 
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
+from dynadesk.store.evaluations import RunChange
 from support.sync import LABELS, TEST_SETS, make_run
 
 TASK = {"metric": "macro_f1", "output_kind": "label", "labels": list(LABELS)}
@@ -46,5 +47,5 @@ def run_with_outcomes(ws: Any, store: Any, model: str, predict: Any, **kw: Any) 
     ev = make_run(store, ws.runs_dir, model=model, predict=predict, **kw)
     rec = store.evaluations.get(ev)
     outcomes, _ = outcomes_of(store, predict, rec.datasets)
-    store.evaluations.update(ev, profile={**(rec.profile or {}), "outcomes": outcomes})
+    store.evaluations.update(ev, RunChange(profile={**(rec.profile or {}), "outcomes": outcomes}))
     return ev

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynadesk.store.evaluations import MetricValue, WorkerSettings
+from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup, WorkerSettings
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import sync_queue
 from dynadesk.sync.format.keys import key_info
@@ -44,18 +44,19 @@ def board_run(store: Any, runs_dir: Path, model: str, perf: float, throughput: f
     """A succeeded sentiment run (perf differs per dataset: +0, +3, ...) on a chosen runner and machine."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
-    ev = store.evaluations.create(m.id, "sentiment", runner=runner, sandboxed=sandboxed, datasets=list(datasets),
-                                  worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
+    ev = store.evaluations.create(m.id, "sentiment", RunSetup(worker=WorkerSettings(batch_size=32, seed=13, threads=2)),
+                                  runner=runner, sandboxed=sandboxed, datasets=list(datasets), status="running")
     run_dir = Path(runs_dir) / str(ev)
     metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness, step=3.0)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),
                 MetricValue("", "memory", memory, "GiB", False)]
     pred = run_dir / "out" / "predictions.jsonl"
     store.evaluations.set_metrics(
-        ev, metrics, status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-        run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
-        environment={"python": "3.11.2", "torch": "2.13.0", "hardware": dict(hardware or SMALL),
-                     "cpu_model": (hardware or SMALL)["cpu_model"]})
+        ev, metrics,
+        RunChange(image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32, run_dir=str(run_dir),
+                  predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
+                  environment={"python": "3.11.2", "torch": "2.13.0", "hardware": dict(hardware or SMALL),
+                               "cpu_model": (hardware or SMALL)["cpu_model"]}), status="succeeded")
     return ev
 
 

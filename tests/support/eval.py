@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dynadesk.datasets import dataset_digest
+from dynadesk.datasets import DatasetOrigin, dataset_digest
 from dynadesk.orchestration.request import RunRequest, RunSettings, default_limits
 from dynadesk.orchestration.runners import Limits
 from support.tiny_models import make_tiny_classifier
@@ -46,7 +46,8 @@ def add_test_set(store, name: str, n: int, seed: int, perturbed: bool = True, ta
         derived = [{"id": f"{e['id']}~{suite}", "statement": change(e["statement"]), "label": e["label"],
                     "metadata": {"source_id": e["id"]}} for e in examples]
         store.datasets.add(f"{name}~{suite}", task, "test", derived, dataset_digest(derived), counts,
-                           derived_from=name, derivation={"suite": suite, "kind": kind, "seed": 0, "version": 1})
+                           DatasetOrigin(derived_from=name,
+                                         derivation={"suite": suite, "kind": kind, "seed": 0, "version": 1}))
 
 
 def setup_workspace(store, tmp_path: Path, sizes=(24, 16), model_name: str = "tiny", task: str = "sentiment") -> str:

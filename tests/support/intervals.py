@@ -7,6 +7,7 @@ import hashlib
 
 from dynadesk.evaluator import metrics as M
 from dynadesk.scoring import bootstrap as B
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from support.sync import LABELS, make_run
 
@@ -44,5 +45,6 @@ def bundle_with(ws, store, model: str, predict, throughput: float = 900.0, data=
         perf = M.macro_f1(preds, golds, list(LABELS))
         stored = next(m.value for m in rec.metrics if m.metric == "perf" and m.dataset == name)
         assert stored == perf  # the run folder's predictions are these (the host re-scores them)
-    store.evaluations.update(ev, profile={**(rec.profile or {}), "intervals": intervals, "outcomes": outcomes})
+    store.evaluations.update(ev,
+                             RunChange(profile={**(rec.profile or {}), "intervals": intervals, "outcomes": outcomes}))
     return create_bundle(ws, store, ev)

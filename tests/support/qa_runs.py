@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dynadesk.datasets import dataset_digest
-from dynadesk.store.evaluations import ImageBuild, MetricValue, WorkerSettings
+from dynadesk.datasets import DatasetOrigin, dataset_digest
+from dynadesk.store.evaluations import ImageBuild, MetricValue, RunChange, RunSetup, WorkerSettings
 from support.sync import IMAGE_EPOCH
 
 QA_SETS = ("qa-wiki-test", "qa-news-test")
@@ -26,7 +26,7 @@ def ensure_qa_datasets(store, names=QA_SETS, size: int = 20) -> None:
             continue
         examples = [{"id": f"{name}-{i}", "context": f"The meeting {i} of {name} was held in {CITIES[i % 10]} in May.",
                      "question": f"Where was meeting {i} held?", "answers": [CITIES[i % 10]]} for i in range(size)]
-        store.datasets.add(name, "qa", "test", examples, dataset_digest(examples), {}, source="test")
+        store.datasets.add(name, "qa", "test", examples, dataset_digest(examples), {}, DatasetOrigin(source="test"))
 
 
 def right(example: dict[str, Any]) -> str:
@@ -54,9 +54,9 @@ def make_qa_run(store, runs_dir: Path, model: str, answer: Callable[[dict[str, A
 
     ensure_qa_datasets(store)
     m = qa_model(store, model)
-    ev = store.evaluations.create(m.id, "qa", runner="docker", sandboxed=True, datasets=list(QA_SETS),
-                                  worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
-    store.evaluations.update(ev, image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32))
+    ev = store.evaluations.create(m.id, "qa", RunSetup(worker=WorkerSettings(batch_size=32, seed=13, threads=2)),
+                                  runner="docker", sandboxed=True, datasets=list(QA_SETS), status="running")
+    store.evaluations.update(ev, RunChange(image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32)))
     folder = RunFolder(Path(runs_dir) / str(ev))
     for part in (folder.spec_dir, folder.data_dir, folder.out_dir):
         part.mkdir(parents=True, exist_ok=True)
@@ -93,9 +93,11 @@ def make_qa_run(store, runs_dir: Path, model: str, answer: Callable[[dict[str, A
                 MetricValue("", "memory", memory, "GiB", False)]
     digest = "sha256:" + hashlib.sha256(folder.predictions_file.read_bytes()).hexdigest()
     store.evaluations.set_metrics(
-        ev, metrics, status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-        run_dir=str(folder.root), predictions_digest=digest,
-        environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})
+        ev, metrics,
+        RunChange(image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32, run_dir=str(folder.root),
+                  predictions_digest=digest,
+                  environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None}),
+        status="succeeded")
     boot = run_bootstrap(folder.spec_file, folder.data_dir, folder.predictions_file, digest)
-    store.evaluations.update(ev, profile={**(store.evaluations.get(ev).profile or {}), **boot})
+    store.evaluations.update(ev, RunChange(profile={**(store.evaluations.get(ev).profile or {}), **boot}))
     return ev

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import requests
 
-from dynadesk.datasets import dataset_digest
-from dynadesk.store.evaluations import ImageBuild, MetricValue, WorkerSettings
+from dynadesk.datasets import DatasetOrigin, dataset_digest
+from dynadesk.store.evaluations import ImageBuild, MetricValue, RunChange, RunSetup, WorkerSettings
 
 TEST_SETS = ("vader-movies-test", "vader-tweets-test")
 LABELS = ("negative", "neutral", "positive")
@@ -36,7 +36,8 @@ def ensure_datasets(store, names=TEST_SETS, size: int = SET_SIZE) -> None:
         examples = [{"id": f"{name}-{i}", "statement": f"statement {i} of {name} é", "label": LABELS[i % 3]}
                     for i in range(size)]
         counts = {lab: sum(1 for e in examples if e["label"] == lab) for lab in LABELS}
-        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts, source="test")
+        store.datasets.add(name, "sentiment", "test", examples, dataset_digest(examples), counts,
+                           DatasetOrigin(source="test"))
 
 
 IMAGE_EPOCH = 1_700_000_000  # the recorded image build's SOURCE_DATE_EPOCH
@@ -127,10 +128,10 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
     are ``predict(golds)``); returns its id."""
     ensure_datasets(store, datasets)
     m = stored_model(store, model)
-    ev = store.evaluations.create(m.id, "sentiment", runner="docker", sandboxed=True, datasets=list(datasets),
-                                  worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
+    ev = store.evaluations.create(m.id, "sentiment", RunSetup(worker=WorkerSettings(batch_size=32, seed=13, threads=2)),
+                                  runner="docker", sandboxed=True, datasets=list(datasets), status="running")
     # what a Docker run records from the workspace's image build record (orchestration.image_build)
-    store.evaluations.update(ev, image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32))
+    store.evaluations.update(ev, RunChange(image_build=ImageBuild(IMAGE_EPOCH, "sha256:" + "ef" * 32)))
     run_dir = Path(runs_dir) / str(ev)
     metrics = write_run_folder(store, run_dir, m, datasets, perf, robustness, fairness, predict=predict)
     metrics += [MetricValue("", "throughput", throughput, "examples/s", False),
@@ -138,9 +139,11 @@ def make_run(store, runs_dir: Path, model: str = "bow-a", perf: float = 70.0, th
                 MetricValue("", "memory", memory, "GiB", False)]
     pred = run_dir / "out" / "predictions.jsonl"
     store.evaluations.set_metrics(
-        ev, metrics, status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-        run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
-        environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})
+        ev, metrics,
+        RunChange(image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32, run_dir=str(run_dir),
+                  predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
+                  environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None}),
+        status="succeeded")
     return ev
 
 

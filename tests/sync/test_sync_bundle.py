@@ -18,6 +18,7 @@ from dynadesk.errors import (
     FingerprintMismatch,
     SignatureError,
 )
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import merkle
 from dynadesk.sync.format.envelope import Bundle, load_and_verify, parse_bundle, verify_bundle
@@ -186,7 +187,7 @@ def test_bundles_without_the_image_build_still_parse(made):
     assert set(old.payload.to_json()["evaluator"]) == {"image_digest", "version"}
     with pytest.raises(SignatureError):  # dropping the fields is a change to what was signed
         verify_bundle(old)
-    store.evaluations.update(ev, image_build=None)  # a run that recorded no image build
+    store.evaluations.update(ev, RunChange(image_build=None))  # a run that recorded no image build
     fresh = create_bundle(ws, store, ev)
     assert set(fresh.payload.to_json()["evaluator"]) == {"image_digest", "version"}
     verify_bundle(parse_bundle(fresh.raw))

@@ -16,11 +16,11 @@ import pytest
 from support import ASSETS
 from support.sync import ensure_datasets, make_run, stored_model, workspace_with_key
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.audit.report import DIFFERS, IDENTICAL
 from dynadesk.audit.rerun import recorded_request
 from dynadesk.errors import BundleFormatError, SignatureError, UnsupportedVersionError
-from dynadesk.store.evaluations import MetricValue, WorkerSettings
+from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup, WorkerSettings
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import load_and_verify, parse_bundle, sign_payload, verify_bundle
 from dynadesk.sync.format.payload import parse_payload as check_payload
@@ -46,8 +46,9 @@ def _stored_like_the_old_run(tmp_path: Path):
     ensure_datasets(store, size=12)  # the size the old code made the fixture with
     model = stored_model(store, "bow-a")
     names = ["vader-movies-test", "vader-tweets-test"]
-    run = store.evaluations.create(model.id, "sentiment", runner="docker", sandboxed=True, datasets=names,
-                                   worker=WorkerSettings(batch_size=32, seed=13, threads=2), status="running")
+    run = store.evaluations.create(model.id, "sentiment",
+                                   RunSetup(worker=WorkerSettings(batch_size=32, seed=13, threads=2)), runner="docker",
+                                   sandboxed=True, datasets=names, status="running")
     run_dir = Path(ws.runs_dir) / str(run)
     run_dir.mkdir(parents=True)
     shutil.copyfile(FIXTURES / "bundle_v1_predictions.jsonl", run_dir / "predictions.jsonl")
@@ -56,16 +57,17 @@ def _stored_like_the_old_run(tmp_path: Path):
                for metric, value in (("perf", 70.0), ("macro_f1", 70.0), ("robustness", 60.0), ("fairness", 80.0))]
     metrics += [MetricValue("", "throughput", 900.0, "examples/s", False),
                 MetricValue("", "latency_p99_ms", 3.25, "ms", False), MetricValue("", "memory", 0.4, "GiB", False)]
-    store.evaluations.set_metrics(run, metrics, status="succeeded", run_dir=str(run_dir),
-                                  environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0",
-                                               "gpu": None})
+    store.evaluations.set_metrics(run, metrics,
+                                  RunChange(run_dir=str(run_dir),
+                                            environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2",
+                                                         "torch": "2.13.0", "gpu": None}), status="succeeded")
     return ws, store, run
 
 
 def test_a_version_1_bundle_audits_against_a_stored_run(tmp_path):
     ws, store, run = _stored_like_the_old_run(tmp_path)
     try:
-        report = audit_bundle(store, ws, OLD.read_bytes(), against=run)
+        report = audit_bundle(store, ws, OLD.read_bytes(), AuditOptions(against=run))
         assert report.get("structure").verdict == IDENTICAL and "version 1" in report.get("structure").note
         assert report.get("signature").verdict == IDENTICAL
         for name in ("datasets[vader-movies-test].digest", "datasets[vader-tweets-test].digest",
@@ -74,7 +76,7 @@ def test_a_version_1_bundle_audits_against_a_stored_run(tmp_path):
             assert report.get(name).verdict == IDENTICAL, report.get(name)
         assert not report.failures
         store.evaluations.set_metrics(run, [MetricValue("vader-movies-test", "perf", 71.5, "score", True)])
-        changed = audit_bundle(store, ws, OLD.read_bytes(), against=run)
+        changed = audit_bundle(store, ws, OLD.read_bytes(), AuditOptions(against=run))
         assert changed.get("metrics[vader-movies-test].perf").verdict == DIFFERS  # it does compare
     finally:
         store.close()

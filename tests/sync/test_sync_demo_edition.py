@@ -16,7 +16,9 @@ import requests
 from support.baselines import constant, outcomes_of
 from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
 
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import load_rate_edition, sync_queue
 from dynadesk.sync.format.keys import key_info
@@ -39,7 +41,7 @@ def demo_board(tmp_path):
                           fairness=100.0, predict=constant)
     rec = store.evaluations.get(runs[name])  # its outcomes, as the host's bootstrap stores them: a constant predictor
     outcomes, _ = outcomes_of(store, constant, rec.datasets, digest=lambda n: store.datasets.get(n).digest)
-    store.evaluations.update(runs[name], profile={**(rec.profile or {}), "outcomes": outcomes})
+    store.evaluations.update(runs[name], RunChange(profile={**(rec.profile or {}), "outcomes": outcomes}))
     bundles = {m: create_bundle(ws, store, ev).id for m, ev in runs.items()}
     db_path = tmp_path / "board.db"
     db = ServerDB(db_path)
@@ -80,7 +82,7 @@ def test_the_demo_edition_has_every_rate_and_one_dynascore_per_run(demo_board):
     assert board["rates"]["status"] == "edition" and board["rates"]["edition"] == 1
     assert all(v is not None and v > 0 for v in board["amrs"].values()), board["amrs"]
     edition, how = load_rate_edition(d["store"], d["url"], "sentiment")
-    local = build_leaderboard(d["store"], "sentiment", rates=edition.amrs, rates_from=how)
+    local = build_leaderboard(d["store"], "sentiment", Weighting(rates=edition.amrs), rates_from=how)
     assert {r.evaluation_id: r.dynascore for r in local.rows} == {r["evaluation_id"]: r["dynascore"]
                                                                   for r in board["rows"]}
     assert score == next(r["dynascore"] for r in board["rows"] if r["bundle_id"] == bundled)

@@ -10,6 +10,7 @@ from support.sync import make_run, workspace_with_key
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import BundleFormatError, SignatureError
 from dynadesk.scoring import bootstrap as B
+from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format.envelope import parse_bundle, verify_bundle
 
@@ -32,7 +33,7 @@ def _with_intervals(store, ev: int) -> dict:
         o = B.outcomes(TASK, "macro_f1", ["positive"] * len(golds), golds)
         intervals[name] = B.interval(o, B.derive_seed(rec.predictions_digest, name, "macro_f1"))
         outcomes[name] = B.encode_outcomes(o, "sha256:" + "0" * 64)
-    store.evaluations.update(ev, profile={**rec.profile, "intervals": intervals, "outcomes": outcomes})
+    store.evaluations.update(ev, RunChange(profile={**rec.profile, "intervals": intervals, "outcomes": outcomes}))
     return intervals
 
 

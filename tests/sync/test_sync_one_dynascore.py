@@ -16,6 +16,7 @@ from support.sync import admin, free_port, make_run, start_server, stop_server, 
 
 from dynadesk.cli import cli
 from dynadesk.errors import SignatureError
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import check_log, load_rate_edition, sync_queue
@@ -67,7 +68,7 @@ def test_local_and_public_dynascores_are_bit_identical_under_one_edition(synced)
     edition, how = load_rate_edition(store, url, "sentiment")
     assert edition.number == 1 and "rate edition 1 of 'sentiment'" in how
     for weights, query in (({}, ""), ({"throughput": 3.0, "perf": 1.0}, "&weight.throughput=3&weight.perf=1")):
-        local = build_leaderboard(store, "sentiment", weights or None, rates=edition.amrs, rates_from=how)
+        local = build_leaderboard(store, "sentiment", Weighting(weights or None, rates=edition.amrs), rates_from=how)
         public = _public(url, query)
         assert public["rates"]["status"] == "edition" and public["rates"]["id"] == edition.id
         mine = {r.evaluation_id: r.dynascore for r in local.rows}

@@ -112,7 +112,7 @@ def test_a_signed_field_added_through_the_model_and_its_writer_reaches_every_rea
     :class:`WithNote` put where every reader parses (``payload.Payload``); the writer change is one key in
     ``build_payload``. Nothing else is edited, and the bundle signs, parses back with the field as an attribute,
     verifies, is accepted by the server and audits exactly as the same run without it."""
-    from dynadesk.audit.audit import audit_bundle
+    from dynadesk.audit.audit import AuditOptions, audit_bundle
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.app import ServerOptions, create_app
     from dynadesk.sync.server.db import ServerDB
@@ -148,7 +148,7 @@ def test_a_signed_field_added_through_the_model_and_its_writer_reaches_every_rea
         assert page.status_code == 200 and "bow-a" in page.text
 
     def verdicts(raw: bytes) -> list[tuple[str, str]]:
-        report = audit_bundle(store, ws, raw, against=run)
+        report = audit_bundle(store, ws, raw, AuditOptions(against=run))
         return sorted((c.field, c.verdict) for c in report.checks)
     assert verdicts(noted.raw) == verdicts(plain.raw)
 

@@ -18,6 +18,7 @@ from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
 from dynadesk.errors import ConfigError
+from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.task_extras import default_weights
 from dynadesk.tasks import Task, parse_task_text, task_digest
@@ -94,7 +95,8 @@ def test_the_local_board_and_the_apps_sliders_take_the_tasks_weights(home, tmp_p
     try:
         board = build_leaderboard(store, "emotion")  # what `dynadesk board` and the app's board model rank with
         assert {k: s.weight for k, s in board.metrics.items()} == DECLARED
-        asked = build_leaderboard(store, "emotion", weights={"perf": 5.0})  # a query's weight wins; others stay
+        # a query's weight wins; others stay
+        asked = build_leaderboard(store, "emotion", Weighting(weights={"perf": 5.0}))
         assert {k: s.weight for k, s in asked.metrics.items()} == {**DECLARED, "perf": 5.0}
         assert default_weights("emotion") == DECLARED  # what the app's metric sliders start at
         res = CliRunner().invoke(cli, ["leaderboard", "emotion", "--json"])

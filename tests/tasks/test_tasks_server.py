@@ -16,9 +16,9 @@ from support.sync import admin, free_port, start_server, stop_server
 from test_tasks_workspace import EMOTION
 
 from dynadesk.cli import cli
-from dynadesk.datasets import dataset_digest
+from dynadesk.datasets import DatasetOrigin, dataset_digest
 from dynadesk.orchestration.folder import RunFolder
-from dynadesk.store.evaluations import MetricValue, WorkerSettings
+from dynadesk.store.evaluations import MetricValue, RunChange, RunSetup, WorkerSettings
 from dynadesk.tasks import parse_task_text, task_digest
 from dynadesk.workspace import Workspace
 
@@ -60,13 +60,13 @@ def _emotion_run(ws: Workspace) -> int:
     try:
         examples = [{"id": f"e{i}", "statement": f"sentence {i}", "label": LABELS[i % 5]} for i in range(10)]
         store.datasets.add("emotion-test", "emotion", "test", examples, dataset_digest(examples),
-                           {lab: 2 for lab in LABELS}, source="test")
+                           {lab: 2 for lab in LABELS}, DatasetOrigin(source="test"))
         digest = "sha256:" + hashlib.sha256(b"emo-bow").hexdigest()
         store.models.add("emo-bow", "emotion", "bag-of-words", "/models/emo-bow", digest,
                          {"task": "emotion", "kind": "bag-of-words", "labels": list(LABELS)})
         m = store.models.get("emo-bow")
-        ev = store.evaluations.create(m.id, "emotion", runner="docker", sandboxed=True, datasets=["emotion-test"],
-                                      worker=WorkerSettings(seed=13), status="running")
+        ev = store.evaluations.create(m.id, "emotion", RunSetup(worker=WorkerSettings(seed=13)), runner="docker",
+                                      sandboxed=True, datasets=["emotion-test"], status="running")
         run_dir = ws.runs_dir / str(ev)
         rows = _emotion_run_folder(run_dir, m, examples)  # a real run folder: bundle create re-scores it
         pred = RunFolder(run_dir).predictions_file
@@ -74,9 +74,10 @@ def _emotion_run(ws: Workspace) -> int:
             ev, [MetricValue(r["dataset"], r["metric"], r["value"], r["unit"], True) for r in rows]
             + [MetricValue("", "throughput", 900.0, "examples/s", False),
                MetricValue("", "memory", 0.4, "GiB", False)],
-            status="succeeded", image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32,
-            run_dir=str(run_dir), predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
-            environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None})
+            RunChange(image_id="sha256:" + "ab" * 32, evaluator_version="sha256:" + "cd" * 32, run_dir=str(run_dir),
+                      predictions_digest="sha256:" + hashlib.sha256(pred.read_bytes()).hexdigest(),
+                      environment={"cpu": "Test CPU", "cores": 2, "python": "3.11.2", "torch": "2.13.0", "gpu": None}),
+            status="succeeded")
         return ev
     finally:
         store.close()

@@ -141,7 +141,7 @@ def test_annotation_csv_export_neutralises_formula_cells(tmp_path: Path) -> None
     ann.new_round(st, "sentiment", ["tiny"])
     for text in FORMULAS:
         ann.submit_example(st, "sentiment", "alice", {"statement": text}, "positive",
-                           explanation="=cmd|' /C calc'!A0")
+                           details=ann.ExampleDetails(explanation="=cmd|' /C calc'!A0"))
     out = io.StringIO()
     ann.export_round(st, "sentiment", out, fmt="csv")
     rows = list(csv.reader(io.StringIO(out.getvalue(), newline="")))

@@ -15,6 +15,7 @@ import time
 
 from support.eval import setup_workspace
 
+from dynadesk.store.evaluations import RunChange
 from dynadesk.store.run_owner import Owner, current_owner, record_owner
 from dynadesk.workspace import Workspace
 
@@ -72,10 +73,10 @@ def test_a_recycled_pid_does_not_keep_a_dead_run_running(home, store, tmp_path):
     me = current_owner()
     recycled = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False,
                                         datasets=["set0-test"])
-    store.evaluations.transition(recycled, "running", pid=me.pid, host=me.host)
+    store.evaluations.transition(recycled, "running", RunChange(pid=me.pid, host=me.host))
     record_owner(store, recycled, Owner(me.pid, me.host, (me.started or 0.0) - 3600))  # an hour before this one
     live = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False, datasets=["set0-test"])
-    store.evaluations.transition(live, "running", pid=me.pid, host=me.host)  # owned by this (live) process
+    store.evaluations.transition(live, "running", RunChange(pid=me.pid, host=me.host))  # owned by this (live) process
     elsewhere = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False,
                                          datasets=["set0-test"])
     store.evaluations.transition(elsewhere, "running")
@@ -93,6 +94,7 @@ def test_a_run_from_before_owners_were_recorded_falls_back_on_its_pid(home, stor
     model = store.models.get("tiny")
     old = store.evaluations.create(model.id, "sentiment", runner="local", sandboxed=False, datasets=["set0-test"],
                                    status="running")
-    store.evaluations.update(old, pid=2 ** 22 + 12345, host=socket.gethostname())  # no such process, no owner row
+    # no such process, no owner row
+    store.evaluations.update(old, RunChange(pid=2 ** 22 + 12345, host=socket.gethostname()))
     status, error = _reopen_status(home, old)
     assert status == "interrupted" and f"pid {2 ** 22 + 12345}" in error and "--resume" in error

@@ -21,6 +21,7 @@ import inspect
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,9 @@ def export(adapter: Any, kind: str, folder: Path) -> tuple[Path, float]:
     axes.update({o: {0: "batch"} if o == "logits" else {0: "batch", 1: "tokens"} for o in outputs})
     path = folder / "model.onnx"
     t0 = time.perf_counter()
-    try:
-        with torch.inference_mode(False), torch.no_grad():
+    try:  # the tracer warns of the shape branches it fixes (an encoder's mask is as long as its input): not news
+        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             torch.onnx.export(adapter.model.eval(), args, str(path), input_names=names, output_names=list(outputs),
                               dynamic_axes=axes, dynamo=False, opset_version=OPSET)
     except Exception as exc:  # the exporter's errors (OnnxExporterError, RuntimeError, TypeError...) share no base

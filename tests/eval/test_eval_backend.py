@@ -247,3 +247,18 @@ def test_the_format_and_the_evaluator_know_the_same_backends():
     assert RequestSettings.from_json({**base, "backend": ORT}, "r").backend == ORT
     with pytest.raises(BundleFormatError, match=r"bundle r.backend: must be one of 'torch', 'onnxruntime', got"):
         RequestSettings.from_json({**base, "backend": "tensorrt"}, "r")
+
+
+@pytest.mark.docker
+def test_the_sandbox_exports_and_runs_the_onnxruntime_backend(made, evaluator_image, docker_client):
+    """The evaluator image holds what the export needs (onnx, beside onnxruntime): the sandboxed run (no network,
+    read-only root, the graph in its /tmp) gives the local onnxruntime run's labels and records the same backend."""
+    ws, store, _, ort_run, _, _ = made
+    rec = evaluate(store, ws, run_request("tiny", runner="docker", image=evaluator_image.image_id, batch_size=8,
+                                          latency_samples=4, warmup=0, backend=ORT))
+    assert rec.status == "succeeded", rec.error
+    assert rec.sandboxed and rec.environment["backend"]["name"] == ORT and rec.environment["in_container"]
+    assert rec.environment["backend"]["export"]["graph_sha256"] == ort_run.environment["backend"]["export"][
+        "graph_sha256"]
+    assert {k: p["label"] for k, p in _predictions(rec).items()} == {
+        k: p["label"] for k, p in _predictions(ort_run).items()}

@@ -17,6 +17,7 @@ padding, softmax and span search, only the forward pass differs.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import shutil
 import tempfile
@@ -115,6 +116,10 @@ def use_onnxruntime(adapter: Any, kind: str, model_name: str, device: str,
     if problem:
         raise AdapterError(problem)
     ort = _ort()
+    if importlib.util.find_spec("onnx") is None:  # torch's exporter imports it to write the graph
+        raise AdapterError("the onnxruntime backend exports the model with torch.onnx, which needs the onnx package: "
+                           "install it with 'pip install dynadesk[evaluator]' (the evaluator image has it: "
+                           "'--runner docker'), or evaluate with --backend torch")
     folder = Path(tempfile.mkdtemp(prefix="dynadesk-onnx-", dir=scratch))
     path, seconds = export(adapter, kind, folder)
     torch_model = adapter.model

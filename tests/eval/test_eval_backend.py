@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from support.eval import run_request, setup_workspace
 from support.gui import majority_model
 from support.sync import free_port, signed_payload, start_server, stop_server
+from support.tiny_models import make_tiny_qa
 
 from dynadesk.audit.audit import audit_bundle
 from dynadesk.cli import cli
@@ -104,6 +105,22 @@ def test_a_model_kind_the_backend_does_not_run_is_refused_before_the_run_starts(
     line = "model 'maj-backend' is of kind 'majority', which the onnxruntime backend does not run (it runs " \
            "hf-sequence-classification, hf-question-answering): evaluate it with --backend torch"
     assert res.stderr.strip() == f"Error: {line}" and str(err.value) == line
+
+
+def test_an_extractive_qa_model_answers_the_same_spans_through_onnxruntime(tmp_path):
+    """The QA adapter's windows (long contexts split with a stride) through the exported graph: the same spans."""
+    from dynadesk.evaluator.adapters import load_adapter
+    from dynadesk.evaluator.backends import use_onnxruntime
+
+    folder = make_tiny_qa(tmp_path / "qa", seed=3, max_length=32)
+    eager, ort = load_adapter(folder), load_adapter(folder)
+    recorded = use_onnxruntime(ort, "hf-question-answering", "tiny-qa", "cpu")
+    assert recorded["name"] == ORT and type(ort.model).__name__ == "OnnxModule"
+    batch = [{"question": "who wrote the book", "context": "the book was wrote by a man in paris " * n}
+             for n in (1, 3, 6)]  # one window, then several
+    a, b = eager.predict(batch), ort.predict(batch)
+    assert [(p["answer"], p["start"], p["end"]) for p in a] == [(p["answer"], p["start"], p["end"]) for p in b]
+    assert all(abs(x["score"] - y["score"]) < 1e-4 for x, y in zip(a, b))
 
 
 def test_the_bundle_signs_the_backend_and_an_audit_rerun_replays_it(made):

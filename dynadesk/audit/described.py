@@ -44,7 +44,7 @@ def rerun_checks(payload: Payload, record: EvaluationRecord, rerun: bool) -> lis
               sandboxed, bool(record.sandboxed), f"bundle: {bundle_words}; {what}: {run_words}"),
     ]
     bundle_env, run_env = dict(payload.environment), record.environment or {}
-    checks.append(backend_check(bundle_env, run_env, what))
+    checks.append(backend_check(bundle_env, run_env, "the bundle's run", what))
     if not bundle_env or not run_env:
         checks.append(Check("environment.hardware_class", ENVIRONMENT, NOT_COMPARABLE, None, None,
                             f"{'the bundle' if not bundle_env else what} records no environment"))
@@ -56,16 +56,18 @@ def rerun_checks(payload: Payload, record: EvaluationRecord, rerun: bool) -> lis
     return checks
 
 
-def backend_check(bundle_env: dict[str, Any], run_env: dict[str, Any], what: str) -> Check:
-    """``rerun.backend``: the backend that ran the bundle's forward passes against the compared run's (absent:
-    torch). A deterministic row, failing when they differ: onnxruntime's probabilities differ from torch's in the
-    last digits, so two digests made by two backends are never "identical" evidence of one another; an audit
-    re-run replays the signed backend, and a run compared with ``--against`` must have used the same one."""
+def backend_check(expected_env: dict[str, Any], actual_env: dict[str, Any], expected_what: str,
+                  actual_what: str, field: str = "rerun.backend") -> Check:
+    """``rerun.backend``: the backend that made the expected side's predictions (the bundle's run) against the
+    other's (absent: torch). A deterministic row, failing when they differ: onnxruntime's probabilities differ from
+    torch's in the last digits, so two digests made by two backends are never "identical" evidence of one another
+    (even when the bytes happen to agree); an audit re-run replays the signed backend, and a run compared with
+    ``--against`` or ``eval --compare`` must have used the same one."""
     from dynadesk.evaluator.environment import backend_name
 
-    a, b = backend_name(bundle_env), backend_name(run_env)
+    a, b = backend_name(expected_env), backend_name(actual_env)
     if a == b:
-        return Check("rerun.backend", DETERMINISTIC, IDENTICAL, a, b, f"{what} ran on {b}, as the bundle's run")
-    return Check("rerun.backend", DETERMINISTIC, DIFFERS, a, b,
-                 f"the backend differs: the bundle's run ran on {a}, {what} on {b}; predictions made by different "
-                 f"backends are not compared (re-run it with --backend {a})")
+        return Check(field, DETERMINISTIC, IDENTICAL, a, b, f"{actual_what} ran on {b}, as {expected_what}")
+    return Check(field, DETERMINISTIC, DIFFERS, a, b,
+                 f"the backend differs: {expected_what} ran on {a}, {actual_what} on {b}; predictions made by "
+                 f"different backends are not compared (run it again with --backend {a})")

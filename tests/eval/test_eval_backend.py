@@ -187,6 +187,16 @@ def test_a_torch_bundle_against_an_onnxruntime_run_says_the_backend_differs(made
     assert same.get("rerun.backend").verdict == "identical"
 
 
+def test_runs_compare_of_a_torch_and_an_onnxruntime_run_fails_on_the_backend(made):
+    ws, store, torch_run, ort_run, _, _ = made
+    res = CliRunner().invoke(cli, ["--home", str(ws.home), "runs", "compare", str(torch_run.id), str(ort_run.id),
+                                   "--json"])
+    out = json.loads(res.output)
+    assert res.exit_code == 1 and "backend" in out["failures"], res.output
+    check = next(c for c in out["checks"] if c["field"] == "backend")
+    assert (check["expected"], check["actual"]) == ("torch", ORT) and "the backend differs" in check["note"]
+
+
 def _board(ws, *args: str) -> dict:
     res = CliRunner().invoke(cli, ["--home", str(ws.home), "leaderboard", "sentiment", "--json", *args])
     assert res.exit_code == 0, res.output

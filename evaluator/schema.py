@@ -114,7 +114,12 @@ class Spec:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The spec; ``settings.backend`` only when not torch, so a torch run's spec is what an older evaluator (an
+        audit re-run in a bundle's recorded image) reads, and an older one refuses an onnxruntime spec by name."""
+        out = asdict(self)
+        if out["settings"].get("backend") == DEFAULT_BACKEND:
+            del out["settings"]["backend"]
+        return out
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",

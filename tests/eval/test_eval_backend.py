@@ -29,6 +29,7 @@ from dynadesk.errors import BundleFormatError, EvaluationError
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
 from dynadesk.evaluator.schema import BACKENDS
 from dynadesk.orchestration.evaluate import evaluate
+from dynadesk.orchestration.folder import RunFolder
 from dynadesk.sync.create import create_bundle
 from dynadesk.sync.format import schema as format_schema
 from dynadesk.sync.format.canonical import canonical_bytes
@@ -73,6 +74,10 @@ def test_an_onnxruntime_run_records_what_ran_and_gives_the_torch_labels(made):
     # a torch run keeps the bytes it always had: no backend in its request or environment
     assert "backend" not in torch_run.request["settings"] and "backend" not in torch_run.environment
     assert torch_run.worker.backend == "torch"
+    # nor in the spec the worker reads: an older evaluator image (an audit re-run in a bundle's recorded image)
+    # reads a torch spec as before, and refuses an onnxruntime one by name
+    specs = [json.loads(RunFolder(Path(r.run_dir)).spec_file.read_text())["settings"] for r in (torch_run, ort_run)]
+    assert "backend" not in specs[0] and specs[1]["backend"] == ORT
     a, b = _predictions(torch_run), _predictions(ort_run)
     assert a.keys() == b.keys() and len(a) == 48
     assert {k: p["label"] for k, p in a.items()} == {k: p["label"] for k, p in b.items()}

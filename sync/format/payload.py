@@ -180,7 +180,9 @@ class Payload:
     environment: Mapping[str, Any] = signed(
         _environment, type_="object",
         doc="hardware and software as captured by the evaluator (CPU, cores, GPU, Python, torch, ...); "
-            "no string in it holds a control or invisible character")
+            "no string in it holds a control or invisible character; `backend` (an object whose `name` is "
+            "`\"torch\"` or `\"onnxruntime\"`; absent: torch) must name the backend `worker_settings.backend` and "
+            "`request.settings.backend` name (each absent: torch)")
     settings: Mapping[str, Any] | None = signed(
         _settings_v1, type_="object", versions=(1,),
         doc="version 1 only: one object, checked only as an object (see Version 1 below)")

@@ -143,6 +143,13 @@ def test_the_bundle_signs_the_backend_and_an_audit_rerun_replays_it(made):
     assert report.get("predictions.digest").verdict == "identical"
 
 
+def _signed_by_hand(payload: dict, ws) -> bytes:
+    """A bundle of ``payload`` signed with the workspace key without the project's signer (which parses first)."""
+    key = load_private_key(ws.keys_dir / PRIVATE_NAME)
+    body = canonical_bytes(payload)
+    return envelope_bytes(body, public_raw(key), key.sign(body))
+
+
 @pytest.mark.parametrize("where", ["request", "worker_settings", "environment"])
 def test_a_backend_field_changed_and_resigned_is_refused(made, where):
     ws, store, _, _, _, ort_bundle = made
@@ -155,9 +162,7 @@ def test_a_backend_field_changed_and_resigned_is_refused(made, where):
         del payload["environment"]["backend"]
     with pytest.raises(BundleFormatError, match="the backend fields disagree"):
         signed_payload(payload, ws)  # the project's own signer refuses it; an attacker signs the bytes by hand
-    key = load_private_key(ws.keys_dir / PRIVATE_NAME)
-    body = canonical_bytes(payload)
-    forged = envelope_bytes(body, public_raw(key), key.sign(body))
+    forged = _signed_by_hand(payload, ws)
     with pytest.raises(BundleFormatError) as err:
         parse_bundle(forged, "forged")
     assert "bundle payload.environment.backend: the backend fields disagree" in str(err.value)
@@ -233,7 +238,7 @@ def test_the_public_board_ranks_the_onnxruntime_bundle_in_its_own_class(made, tm
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.db import ServerDB
 
-    ws, store, torch_run, ort_run, _, _ = made
+    ws, store, torch_run, ort_run, _, ort_bundle = made
     # a public row is one model of one key, its latest bundle: tiny's is the onnxruntime one; a torch row of the
     # same tiny model under another name stands in the torch class beside it
     from dynadesk.models.registry import register_model
@@ -267,6 +272,14 @@ def test_the_public_board_ranks_the_onnxruntime_bundle_in_its_own_class(made, tm
         for cls, model in ((torch_class, "tiny-twin"), (ort_class, "tiny")):
             one = requests.get(f"{url}/api/leaderboard/sentiment", params={"hardware_class": cls}, timeout=10).json()
             assert _models(one) == {model} and one["comparable"] is True
+        # an onnxruntime bundle re-signed claiming torch in its request alone (to be classed with torch runs by a
+        # reader of that field) is refused at upload, naming the disagreement
+        payload = copy.deepcopy(ort_bundle.payload.to_json())
+        payload["request"]["settings"]["backend"] = "torch"
+        payload["evaluation_id"] += 1000  # another bundle, not a re-upload of the same one
+        refused = requests.post(f"{url}/api/bundles", data=_signed_by_hand(payload, ws),
+                                headers={"Content-Type": "application/json"}, timeout=10)
+        assert 400 <= refused.status_code < 500 and "the backend fields disagree" in refused.text, refused.text
     finally:
         stop_server(proc)
 

@@ -142,17 +142,29 @@ def hardware_fields(env: dict[str, Any]) -> dict[str, Any]:
             "gpus": _gpu_text(gpus), "runtime": f"cuda {cuda}" if gpus and cuda else "cpu"}
 
 
+def backend_name(env: dict[str, Any]) -> str:
+    """What ran the run's forward passes: ``environment.backend.name``; absent (every run before the setting, and
+    every torch run) means torch."""
+    recorded = env.get("backend") if isinstance(env, dict) else None
+    name = recorded.get("name") if isinstance(recorded, dict) else None
+    return str(name) if name else "torch"
+
+
 def hardware_class_of(env: dict[str, Any]) -> str:
     """The canonical hardware class of a run's environment: measured metrics compare only within one.
 
     ``cpu=<model>;cores=<n>;memory=<GiB>GiB;gpus=<model x count|none>;runtime=<cpu|cuda V>``: the CPU
     model, the cores available to the run (affinity and CPU quota), its memory limit (the cgroup's,
-    else the host's, in whole GiB), the GPUs by model and count, and the compute runtime.
+    else the host's, in whole GiB), the GPUs by model and count, and the compute runtime; then
+    ``;backend=<name>`` for a run whose forward passes another backend than torch ran (onnxruntime: issue 50), so
+    boards never rank it beside torch runs of the same machine. A torch run's class is what it always was.
     """
     f = hardware_fields(env)
     memory = "unknown" if f["memory_limit_gib"] is None else f"{f['memory_limit_gib']}GiB"
     cpu = " ".join(str(f["cpu_model"] or "unknown").split())
-    return f"cpu={cpu};cores={f['cores']};memory={memory};gpus={f['gpus']};runtime={f['runtime']}"
+    backend = backend_name(env)
+    return f"cpu={cpu};cores={f['cores']};memory={memory};gpus={f['gpus']};runtime={f['runtime']}" + \
+        ("" if backend == "torch" else f";backend={backend}")
 
 
 def hardware_class_label(env: dict[str, Any]) -> str:
@@ -160,8 +172,9 @@ def hardware_class_label(env: dict[str, Any]) -> str:
     f = hardware_fields(env)
     memory = "memory unknown" if f["memory_limit_gib"] is None else f"{f['memory_limit_gib']} GiB"
     gpus = "no GPU" if f["gpus"] == "none" else f["gpus"]
+    backend = backend_name(env)
     return f"{' '.join(str(f['cpu_model'] or 'unknown CPU').split())}, {f['cores']} cores, {memory}, {gpus}, " \
-           f"{f['runtime']}"
+           f"{f['runtime']}" + ("" if backend == "torch" else f", {backend} backend")
 
 
 def cpu_model() -> str:

@@ -58,6 +58,12 @@ class DatasetSpec:
     suite: str | None = None
 
 
+BACKENDS = ("torch", "onnxruntime")
+"""What runs the forward passes (``settings.backend``): torch eager, or onnxruntime on a graph the worker exports
+from the loaded model (:mod:`dynadesk.evaluator.backends`). The bundle format's ``BACKENDS`` is the same tuple."""
+DEFAULT_BACKEND = "torch"
+
+
 @dataclass
 class Settings:
     batch_size: int = 32
@@ -74,6 +80,7 @@ class Settings:
     allow_pickle: bool = False  # only a sandboxed runner may turn this on
     dedicated_cgroup: bool = False  # True in a container: the cgroup peak is this run's own
     null_threshold: float | None = None  # SQuAD 2.0 abstention threshold (adapters.QuestionAnsweringAdapter)
+    backend: str = DEFAULT_BACKEND  # torch | onnxruntime (BACKENDS)
 
     def validate(self) -> None:
         for name in ("batch_size", "latency_samples", "batched_queries", "trials"):
@@ -94,6 +101,8 @@ class Settings:
             raise SpecError(f"settings.null_threshold must be a finite number or null, got {t!r}")
         if self.device not in ("cpu", "cuda"):
             raise SpecError(f"settings.device must be 'cpu' or 'cuda', got {self.device!r}")
+        if self.backend not in BACKENDS:
+            raise SpecError(f"settings.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
 
 
 @dataclass
@@ -105,7 +114,12 @@ class Spec:
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The spec; ``settings.backend`` only when not torch, so a torch run's spec is what an older evaluator (an
+        audit re-run in a bundle's recorded image) reads, and an older one refuses an onnxruntime spec by name."""
+        out = asdict(self)
+        if out["settings"].get("backend") == DEFAULT_BACKEND:
+            del out["settings"]["backend"]
+        return out
 
     def write(self, path: Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",

@@ -137,6 +137,7 @@ class Worker:
         self.parts = self.out / PARTS_DIR
         self.inputs = [f["name"] for f in spec.task["inputs"]]
         self.adapter: Adapter | None = None
+        self.backend: dict[str, Any] | None = None  # environment.backend of a run on another backend than torch
 
     # ------------------------------------------------------------------ model
     def load_model(self) -> None:
@@ -146,6 +147,13 @@ class Worker:
         t0 = time.perf_counter()
         self.adapter = load_adapter(self.model_dir, self.spec.model["manifest"], device=s.device,
                                     allow_pickle=s.allow_pickle)
+        if s.backend != "torch":  # the timed windows and the pass both go through the adapter: both on it
+            from dynadesk.evaluator.backends import use_onnxruntime
+
+            self.backend = use_onnxruntime(self.adapter, str(self.spec.model["manifest"].get("kind")),
+                                           str(self.spec.model.get("name")), s.device)
+            log.info("backend %s %s (%s), %d intra-op threads", self.backend["name"], self.backend["version"],
+                     ", ".join(self.backend["providers"]), self.backend["intra_op_threads"])
         self.load_seconds = time.perf_counter() - t0
         log.info("model '%s' loaded in %.2f s", self.spec.model.get("name"), self.load_seconds)
 
@@ -314,6 +322,9 @@ class Worker:
             indent=2, sort_keys=True))
         env = environment.capture(threads, s.__dict__)
         env["thread_policy"] = policy.to_dict()
+        if self.backend is not None:  # absent: torch (every run before the setting reads as it always did)
+            env["backend"] = self.backend
+            env["hardware_class"] = environment.hardware_class_of(env)
         summary = {**timed["summary"], "memory_definition": memory["definition"]}
         _write_atomic(self.out / ENVIRONMENT_FILE, json.dumps(
             {**header, **env, "measurement": summary}, indent=2, sort_keys=True))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.audit import tolerances as tol
+from dynadesk.audit.described import backend_check
 from dynadesk.audit.hardware import memory_definition
 from dynadesk.audit.report import (
     DETERMINISTIC,
@@ -320,4 +321,5 @@ def compare_runs(a: RunResults, b: RunResults, datasets_a: list[str] | None = No
             checks.append(Check(name, kind, NOT_COMPARABLE, x, y,
                                 f"{unit}: {shown}; measured, so it varies run to run and is not a "
                                 f"reproducibility check"))
-    return checks + environment_checks(a.environment, b.environment)
+    backend = backend_check(a.environment, b.environment, a.source, b.source, "backend")
+    return [backend, *checks, *environment_checks(a.environment, b.environment)]

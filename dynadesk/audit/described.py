@@ -11,15 +11,15 @@ the audit nor enter an attestation's fields (a re-run elsewhere is allowed; it m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from dynadesk.audit.report import DIFFERS, ENVIRONMENT, IDENTICAL, NOT_COMPARABLE, Check
+from dynadesk.audit.report import DETERMINISTIC, DIFFERS, ENVIRONMENT, IDENTICAL, NOT_COMPARABLE, Check
 from dynadesk.sync.format.payload import Payload
 
 if TYPE_CHECKING:
     from dynadesk.store.evaluations import EvaluationRecord
 
-__all__ = ["rerun_checks", "runner_words"]
+__all__ = ["backend_check", "rerun_checks", "runner_words"]
 
 
 def runner_words(kind: str, sandboxed: bool) -> str:
@@ -44,6 +44,7 @@ def rerun_checks(payload: Payload, record: EvaluationRecord, rerun: bool) -> lis
               sandboxed, bool(record.sandboxed), f"bundle: {bundle_words}; {what}: {run_words}"),
     ]
     bundle_env, run_env = dict(payload.environment), record.environment or {}
+    checks.append(backend_check(bundle_env, run_env, "the bundle's run", what))
     if not bundle_env or not run_env:
         checks.append(Check("environment.hardware_class", ENVIRONMENT, NOT_COMPARABLE, None, None,
                             f"{'the bundle' if not bundle_env else what} records no environment"))
@@ -53,3 +54,20 @@ def rerun_checks(payload: Payload, record: EvaluationRecord, rerun: bool) -> lis
     checks.append(Check("environment.hardware_class", ENVIRONMENT, IDENTICAL if a == b else DIFFERS, a, b,
                         f"same class: {label_a}" if a == b else f"bundle: {label_a}; {what}: {label_b}"))
     return checks
+
+
+def backend_check(expected_env: dict[str, Any], actual_env: dict[str, Any], expected_what: str,
+                  actual_what: str, field: str = "rerun.backend") -> Check:
+    """``rerun.backend``: the backend that made the expected side's predictions (the bundle's run) against the
+    other's (absent: torch). A deterministic row, failing when they differ: onnxruntime's probabilities differ from
+    torch's in the last digits, so two digests made by two backends are never "identical" evidence of one another
+    (even when the bytes happen to agree); an audit re-run replays the signed backend, and a run compared with
+    ``--against`` or ``eval --compare`` must have used the same one."""
+    from dynadesk.evaluator.environment import backend_name
+
+    a, b = backend_name(expected_env), backend_name(actual_env)
+    if a == b:
+        return Check(field, DETERMINISTIC, IDENTICAL, a, b, f"{actual_what} ran on {b}, as {expected_what}")
+    return Check(field, DETERMINISTIC, DIFFERS, a, b,
+                 f"the backend differs: {expected_what} ran on {a}, {actual_what} on {b}; predictions made by "
+                 f"different backends are not compared (run it again with --backend {a})")

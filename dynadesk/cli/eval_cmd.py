@@ -9,6 +9,7 @@ import click
 
 from dynadesk import defaults
 from dynadesk.cli.common import RegistryChoice, RegistryHelpOption, echo_json, echo_table, json_option, pass_app
+from dynadesk.evaluator.schema import BACKENDS, DEFAULT_BACKEND
 from dynadesk.orchestration.evaluate import failure_line
 from dynadesk.orchestration.runner_registry import runner_help, runner_names
 from dynadesk.progress import ProgressEvent
@@ -139,6 +140,10 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
               help="SQuAD 2.0: abstain when the null score beats the best span's by more than this (default 0).")
 @click.option("--null-dev", "null_dev", default=None, metavar="DATASET",
               help="SQuAD 2.0: choose the null-score threshold on this dev set first (a calibration run).")
+@click.option("--backend", type=click.Choice(BACKENDS), default=DEFAULT_BACKEND, show_default=True,
+              help="What runs the forward passes: torch (eager), or onnxruntime on a graph the worker exports from "
+                   "the loaded model (transformers classifiers and extractive QA; recorded, signed, and ranked in its "
+                   "own class).")
 @click.option("--resume", "resume_id", type=int, default=None, help="Finish an interrupted run (only what is missing).")
 @click.option("--remeasure", "remeasure_id", type=int, default=None, metavar="RUN",
               help="Take RUN's timed windows again (same model, data, runner and image; its predictions reused) as a"
@@ -158,7 +163,7 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
              batch_size: int, cpus: float | None, memory_gib: float | None, timeout_s: float | None,
              out_gib: float | None, image: str | None, resume_id: int | None, remeasure_id: int | None,
              broker: str | None, wait: bool, as_json: bool, null_threshold: float | None = None,
-             null_dev: str | None = None, trust_model_code: bool = False) -> None:
+             null_dev: str | None = None, trust_model_code: bool = False, backend: str = DEFAULT_BACKEND) -> None:
     """Evaluate MODEL on its task's test sets (plus their perturbation sets) and store the run.
 
     With --queue, each MODEL becomes one job that some 'dynadesk worker' takes; the results are stored
@@ -171,7 +176,8 @@ def eval_cmd(app: Any, models: tuple[str, ...], datasets: tuple[str, ...], runne
         limits = default_limits(cpus=cpus, memory_bytes=int(memory_gib * GIB) if memory_gib else None,
                                 timeout_s=timeout_s, out_bytes=int(out_gib * GIB) if out_gib else None, gpus=gpus)
         return RunRequest(model=model, datasets=tuple(datasets), runner=runner, image=image, limits=limits,
-                          settings=RunSettings(batch_size=batch_size, null_threshold=null_threshold))
+                          settings=RunSettings(batch_size=batch_size, null_threshold=null_threshold,
+                                               backend=backend))
 
     if null_dev is not None and (null_threshold is not None or broker is not None or resume_id is not None):
         raise click.UsageError("--null-dev chooses the threshold: give no --null-threshold, --queue or --resume")

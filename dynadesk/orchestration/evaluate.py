@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import ConfigError, EvaluationError, NotFoundError, RunFolderError, StoreError
+from dynadesk.evaluator.backends import backend_problem
 from dynadesk.evaluator.schema import (
     ENVIRONMENT_FILE,
     METRICS_FILE,
@@ -161,7 +162,7 @@ def worker_settings(request: RunRequest, run: Runner, has_pickle: bool, runs_cod
     s = request.settings
     settings = Settings(batch_size=s.batch_size, device=request.device, deterministic=s.deterministic, seed=s.seed,
                         threads=request.threads, latency_samples=s.latency_samples, warmup=s.warmup,
-                        min_seconds=s.min_seconds, null_threshold=s.null_threshold,
+                        min_seconds=s.min_seconds, null_threshold=s.null_threshold, backend=s.backend,
                         allow_pickle=bool(has_pickle and run.sandboxed) or runs_code, dedicated_cgroup=run.sandboxed)
     try:
         settings.validate()
@@ -203,6 +204,9 @@ def create_run(store: Store, workspace: Workspace, request: RunRequest, run: Run
     if model.has_pickle and not run.sandboxed:
         raise EvaluationError(f"model '{model.name}' has pickle weights, which run code when loaded; only the "
                               "Docker sandbox may evaluate it (--runner docker)", verdict="refused")
+    refused = backend_problem(request.settings.backend, model.name, model.kind)
+    if refused:  # before a run record exists: nothing is half-started
+        raise EvaluationError(refused, verdict="refused")
     if model.kind == "openai-served" and run.sandboxed:
         raise EvaluationError(f"model '{model.name}' is served at an endpoint, which the "
                               "sandbox (no network) cannot reach; evaluate it with --runner local (served, not "

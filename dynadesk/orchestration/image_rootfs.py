@@ -22,8 +22,9 @@ from dynadesk.errors import ImageBuildError
 RECIPE_VERSION = 2  # bump when a step below changes what the same inputs build
 SUITE = "bookworm"
 INCLUDE = ("python3", "python3-venv")
-# onnxruntime: ONNX models run in the sandbox like every other kind (issue 46: register -> Docker -> bundle -> audit)
-TOP_REQUIREMENTS = ("torch", "transformers", "psutil", "nvidia-ml-py", "safetensors", "numpy", "onnxruntime")
+# onnxruntime: ONNX models run in the sandbox like every other kind (issue 46: register -> Docker -> bundle -> audit);
+# onnx: torch.onnx.export needs it to write the graph of the onnxruntime backend (evaluator/backends.py, issue 50)
+TOP_REQUIREMENTS = ("torch", "transformers", "psutil", "nvidia-ml-py", "safetensors", "numpy", "onnxruntime", "onnx")
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 CHROOT_PATH = "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 IMAGE_ENV = [f"PATH={CHROOT_PATH}", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "HF_HUB_OFFLINE=1",

@@ -16,6 +16,7 @@ from typing import Any
 
 from dynadesk import defaults
 from dynadesk.errors import ConfigError
+from dynadesk.evaluator.schema import BACKENDS, DEFAULT_BACKEND
 from dynadesk.orchestration.limits import Limits
 from dynadesk.orchestration.runner_registry import runner_spec
 
@@ -57,6 +58,9 @@ class RunSettings:
     # default, 0 on a set scored by the v2.0 rule, never on v1.1 data); chosen on a dev set by 'eval --null-dev'
     null_threshold: float | None = None
     null_dev: str | None = None  # the dev set the threshold was chosen on (None: given, or the default)
+    # what runs the forward passes (evaluator.schema.BACKENDS): torch, or onnxruntime on a graph the worker exports;
+    # absent from to_dict() when torch, so every torch request keeps the bytes it always had (docs/measurement.md)
+    backend: str = DEFAULT_BACKEND
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "latency_samples"):
@@ -76,12 +80,16 @@ class RunSettings:
             raise ConfigError(f"settings.null_threshold must be a finite number or null, got {t!r}")
         if self.null_dev is not None and (not isinstance(self.null_dev, str) or not self.null_dev):
             raise ConfigError(f"settings.null_dev must be a dataset name or null, got {self.null_dev!r}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"settings.backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if not isinstance(self.deterministic, bool):
             raise ConfigError(f"settings.deterministic must be true or false, got {self.deterministic!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings; ``null_threshold`` only when set (a SQuAD 2.0 run), so every other request reads as before."""
-        return {k: v for k, v in asdict(self).items() if k not in ("null_threshold", "null_dev") or v is not None}
+        """The settings; ``null_threshold`` only when set (a SQuAD 2.0 run) and ``backend`` only when not torch, so
+        every other request reads as before."""
+        return {k: v for k, v in asdict(self).items() if (k not in ("null_threshold", "null_dev") or v is not None)
+                and (k != "backend" or v != DEFAULT_BACKEND)}
 
     @classmethod
     def from_dict(cls, raw: object) -> RunSettings:

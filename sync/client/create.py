@@ -101,8 +101,10 @@ def build_payload(store: Store, evaluation_id: int, key_fingerprint: str,
         "runner": {"kind": ev.runner, "sandboxed": ev.sandboxed},
         "environment": ev.environment,
         "seeds": {"seed": ev.worker.seed},
-        # what the worker was given (the request: below, once); a SQuAD 2.0 run's null threshold only when set
-        "worker_settings": {k: v for k, v in asdict(ev.worker).items() if k != "null_threshold" or v is not None},
+        # what the worker was given (the request: below, once); a SQuAD 2.0 run's null threshold only when set, the
+        # backend only when not torch (absent means torch: a torch run's bundle keeps the bytes it always had)
+        "worker_settings": {k: v for k, v in asdict(ev.worker).items() if (k != "null_threshold" or v is not None)
+                            and (k != "backend" or v != "torch")},
         "metrics": _signed_metrics(ev, evaluation_id),
         "predictions": predictions,
         "submitter": {"key_fingerprint": key_fingerprint},

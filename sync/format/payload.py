@@ -136,6 +136,28 @@ def _outcomes(v: Any, w: str, before: Mapping[str, Any]) -> tuple[Outcome, ...]:
     return tuple(out)
 
 
+def _backend_agrees(parsed: Mapping[str, Any]) -> None:
+    """The backend a run asked for (``request.settings``), was given (``worker_settings``) and recorded
+    (``environment.backend.name``) is one: boards class runs by it (an onnxruntime run is never ranked beside
+    torch runs), so a bundle that says torch in one place and onnxruntime in another is refused, not classed by
+    whichever field a reader happens to look at. Each absent means torch."""
+    env = parsed.get("environment") or {}
+    recorded = env.get("backend", {"name": _s.DEFAULT_BACKEND})
+    if not isinstance(recorded, dict) or recorded.get("name") not in _s.BACKENDS:
+        _s.fail("payload.environment.backend", f"must be an object whose 'name' is one of "
+                                               f"{', '.join(map(repr, _s.BACKENDS))}, got {recorded!r:.60}")
+    found = {"environment.backend.name": recorded["name"]}
+    worker, request = parsed.get("worker_settings"), parsed.get("request")
+    if worker is not None:
+        found["worker_settings.backend"] = worker.get("backend", _s.DEFAULT_BACKEND)
+    if request is not None:
+        found["request.settings.backend"] = request.settings.get("backend", _s.DEFAULT_BACKEND)
+    if len(set(found.values())) > 1:
+        said = ", ".join(f"{k} {v!r}" for k, v in found.items())
+        _s.fail("payload.environment.backend", f"the backend fields disagree ({said}; absent means "
+                                               f"{_s.DEFAULT_BACKEND!r}): one run ran one backend")
+
+
 def _part(cls: Any) -> Parser:
     """The parser of a field whose value is one ``cls`` (its ``from_json(value, where)``)."""
     return lambda v, w, _: cls.from_json(v, w)
@@ -158,7 +180,9 @@ class Payload:
     environment: Mapping[str, Any] = signed(
         _environment, type_="object",
         doc="hardware and software as captured by the evaluator (CPU, cores, GPU, Python, torch, ...); "
-            "no string in it holds a control or invisible character")
+            "no string in it holds a control or invisible character; `backend` (an object whose `name` is "
+            "`\"torch\"` or `\"onnxruntime\"`; absent: torch) must name the backend `worker_settings.backend` and "
+            "`request.settings.backend` name (each absent: torch)")
     settings: Mapping[str, Any] | None = signed(
         _settings_v1, type_="object", versions=(1,),
         doc="version 1 only: one object, checked only as an object (see Version 1 below)")
@@ -205,6 +229,7 @@ class Payload:
         for f in own:
             if f.name in value:
                 parsed[f.name] = f.metadata["parse"](value[f.name], f"{cls.KEY}.{f.name}", parsed)
+        _backend_agrees(parsed)
         return cls(**parsed, version=version)
 
     def to_json(self) -> dict[str, Any]:

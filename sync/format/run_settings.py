@@ -25,7 +25,7 @@ def setting(kind: str, required: bool, doc: str = "") -> Any:
 
 KIND_TEXT = {"count": "int ≥ 1", "natural": "int ≥ 0", "integer": "int", "seconds": "0-60", "positive": "number > 0",
              "bool": "bool", "device": "`\"cpu\"`/`\"cuda\"`", "threads": "int ≥ 1 or null", "gpus": "string or null",
-             "finite": "number", "name": "string"}
+             "finite": "number", "name": "string", "backend": "`\"torch\"`/`\"onnxruntime\"`"}
 
 
 def _scalar(kind: str, v: Any, w: str) -> None:
@@ -46,6 +46,9 @@ def _scalar(kind: str, v: Any, w: str) -> None:
         _s.number(v, w)
     elif kind == "name":
         _s.text(v, w, max_len=128)
+    elif kind == "backend":
+        if v not in _s.BACKENDS:
+            _s.fail(w, f"must be one of {', '.join(map(repr, _s.BACKENDS))}, got {v!r:.40}")
     elif kind == "seconds":
         if not 0 <= _s.number(v, w) <= 60:
             _s.fail(w, f"must be a number of seconds from 0 to 60, got {v!r:.40}")
@@ -104,6 +107,7 @@ class WorkerSettings(FieldSet):
     allow_pickle: bool | None = setting("bool", False)
     dedicated_cgroup: bool | None = setting("bool", False)
     null_threshold: float | None = setting("finite", False, "SQuAD 2.0 abstention")
+    backend: str | None = setting("backend", False, "what ran the forward passes; absent: torch")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +131,7 @@ class RequestSettings(FieldSet):
     min_seconds: float | None = setting("seconds", False)
     null_threshold: float | None = setting("finite", False)
     null_dev: str | None = setting("name", False)
+    backend: str | None = setting("backend", False)
 
 
 def describe(cls: type[FieldSet]) -> str:

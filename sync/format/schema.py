@@ -31,6 +31,12 @@ SUITE_SET_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 # auditor can rebuild the recorded image Id ('dynadesk image build --epoch N'); absent in older bundles and local runs.
 IMAGE_BUILD_KEYS = ("source_date_epoch", "input_digest")
 PURPOSES = ("evaluation", "audit", "preflight", "bench")
+# What ran a run's forward passes (``request.settings.backend``, ``worker_settings.backend``,
+# ``environment.backend.name``); absent means torch, so bundles made before the setting keep their bytes and meaning.
+# The evaluator's ``dynadesk.evaluator.schema.BACKENDS`` is the same tuple (a leaf cannot import it; a test holds them
+# equal).
+BACKENDS = ("torch", "onnxruntime")
+DEFAULT_BACKEND = "torch"
 SEED_HEX = re.compile(r"^[0-9a-f]{16}$")
 BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 

@@ -58,7 +58,8 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     n_det = sum(1 for m in bundle.payload.to_json()["metrics"] if m["deterministic"])
     n_iv = len(bundle.payload.intervals or ())  # one signed bootstrap interval and one compact outcome per test set
     assert len(bundle.payload.to_json()["outcomes"]) == n_iv
-    assert len(det) == n_det + 3 + 2 * n_iv and n_det >= 12 and n_iv == 2  # 4 metrics x (2 sets + run)
+    # 4 metrics x (2 sets + run); the 3 predictions fields and rerun.backend (the backend that made them)
+    assert len(det) == n_det + 4 + 2 * n_iv and n_det >= 12 and n_iv == 2
     assert all(c.verdict == IDENTICAL for c in det), [c for c in det if c.verdict != IDENTICAL]
     assert report.get("predictions.merkle_root").actual == bundle.payload.to_json()["predictions"]["merkle_root"]
     measured = [c for c in report.checks if c.kind == MEASURED]

@@ -30,7 +30,7 @@ from dynadesk.evaluator.environment import hardware_class_label, hardware_class_
 from dynadesk.evaluator.schema import BACKENDS
 from dynadesk.orchestration.evaluate import evaluate
 from dynadesk.orchestration.folder import RunFolder
-from dynadesk.sync.create import create_bundle
+from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import schema as format_schema
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import envelope_bytes, parse_bundle
@@ -234,7 +234,7 @@ def _models(answer: dict) -> set[str]:
 
 
 def test_the_public_board_ranks_the_onnxruntime_bundle_in_its_own_class(made, tmp_path):
-    from dynadesk.sync.client import sync_queue
+    from dynadesk.sync.client.upload import sync_queue
     from dynadesk.sync.server.admin import import_workspace_datasets
     from dynadesk.sync.server.db import ServerDB
 

@@ -23,7 +23,7 @@ from support.gui import majority_model
 from support.sync import free_port, signed_payload, start_server, stop_server
 from support.tiny_models import make_tiny_qa
 
-from dynadesk.audit.audit import audit_bundle
+from dynadesk.audit.audit import AuditOptions, audit_bundle
 from dynadesk.cli import cli
 from dynadesk.errors import BundleFormatError, EvaluationError
 from dynadesk.evaluator.environment import hardware_class_label, hardware_class_of
@@ -135,7 +135,7 @@ def test_the_bundle_signs_the_backend_and_an_audit_rerun_replays_it(made):
     assert payload["environment"]["backend"]["name"] == ORT
     plain = torch_bundle.payload.to_json()  # absent means torch: a torch bundle is what it always was
     assert "backend" not in plain["request"]["settings"] and "backend" not in plain["worker_settings"]
-    report = audit_bundle(store, ws, ort_bundle.raw, rerun=True, runner="local")
+    report = audit_bundle(store, ws, ort_bundle.raw, AuditOptions(rerun=True, runner="local"))
     assert not report.failures and not report.incomplete, report.verdict_lines()
     rerun = store.evaluations.get(report.rerun_id)
     assert rerun.worker.backend == ORT and rerun.environment["backend"]["name"] == ORT
@@ -179,7 +179,7 @@ def test_an_onnxruntime_run_relabelled_torch_and_resigned_is_judged_by_a_torch_r
     del payload["request"]["settings"]["backend"], payload["worker_settings"]["backend"]
     del payload["environment"]["backend"]
     payload["environment"]["hardware_class"] = hardware_class_of(payload["environment"])
-    report = audit_bundle(store, ws, signed_payload(payload, ws).raw, rerun=True, runner="local")
+    report = audit_bundle(store, ws, signed_payload(payload, ws).raw, AuditOptions(rerun=True, runner="local"))
     assert report.get("rerun.backend").verdict == "identical"  # the re-run did run torch, as now claimed
     assert store.evaluations.get(report.rerun_id).worker.backend == "torch"
     same = torch_run.predictions_digest == ort_run.predictions_digest
@@ -188,12 +188,12 @@ def test_an_onnxruntime_run_relabelled_torch_and_resigned_is_judged_by_a_torch_r
 
 def test_a_torch_bundle_against_an_onnxruntime_run_says_the_backend_differs(made):
     ws, store, torch_run, ort_run, torch_bundle, _ = made
-    report = audit_bundle(store, ws, torch_bundle.raw, against=ort_run.id)
+    report = audit_bundle(store, ws, torch_bundle.raw, AuditOptions(against=ort_run.id))
     check = report.get("rerun.backend")
     assert check.verdict == "differs" and (check.expected, check.actual) == ("torch", ORT)
     assert "the backend differs" in check.note and "rerun.backend" in [c.field for c in report.failures]
     assert not report.ok
-    same = audit_bundle(store, ws, torch_bundle.raw, against=torch_run.id)
+    same = audit_bundle(store, ws, torch_bundle.raw, AuditOptions(against=torch_run.id))
     assert same.get("rerun.backend").verdict == "identical"
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.store.core import Repo
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -100,14 +101,7 @@ def _row(r: tuple[Any, ...]) -> BundleRow:
     return BundleRow(*vals)
 
 
-class BundleRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class BundleRepo(Repo):
     def add(self, bundle_id: str, raw: bytes, *, evaluation_id: int | None, task: str, model_name: str,
             key_fingerprint: str, created_at: str, path: str | None) -> BundleRow:
         """Queue a newly created bundle."""

@@ -16,11 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-
 from dynadesk.errors import ConfigError, NotFoundError, RunStateError
 from dynadesk.evaluator.schema import Settings as WorkerSettings
-from dynadesk.store.core import disk_full_is_store_error
+from dynadesk.store.core import Repo, disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations_records import (
     PURPOSES,
@@ -58,14 +56,7 @@ _IDS = "(SELECT value FROM json_each(?))"  # a list of run ids as one parameter,
 
 
 
-class EvaluationRepo:
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class EvaluationRepo(Repo):
     def create(self, model_id: int, task: str, *, runner: str, sandboxed: bool, datasets: Sequence[str],
                request: dict[str, Any] | None = None, worker: WorkerSettings | None = None,
                image_name: str | None = None, status: str = "queued") -> int:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
-from dynadesk.store.core import disk_full_is_store_error
+from dynadesk.store.core import Repo, disk_full_is_store_error
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -120,14 +120,7 @@ def _immediate(store: Store) -> Iterator[Database]:
         db.execute("COMMIT")
 
 
-class HubRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class HubRepo(Repo):
     # -- people and invites ---------------------------------------------------------
     def invite(self, name: str, role: str, code_hash: str, now: str, expires_at: str) -> HubPerson:
         """(Re)invite ``name`` with ``role``: a revoked person is reinstated; earlier unused codes stop working."""

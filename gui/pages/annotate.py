@@ -36,11 +36,10 @@ from PySide6.QtWidgets import (
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Banner, Page
+from dynadesk.gui.pages.base import Banner, ServicePage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
-from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task
 
@@ -74,21 +73,18 @@ class SessionTally:
         return f"{self.examples} {noun} · {self.fooled} fooled · MER {mer}"
 
 
-class AnnotatePage(Page):
+class AnnotatePage(ServicePage):
     title = "Annotate"
+    _svc: AnnotationService
 
-    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self.task: Task | None = None
         self.context: Context | None = None
         self.tallies: dict[str, SessionTally] = {}  # per task: a QA tally never shows sentiment's MER
         self.tally = SessionTally()
         self.inputs: dict[str, QPlainTextEdit] = {}
-        lay = self.body()
 
-        top = self.task_bar(self._on_task, data, rounds=True)
+        top = self.task_bar(self._on_task, self._data, rounds=True)
         self.round_label = QLabel()
         top.addWidget(self.round_label, 1)
         self.tally_label = QLabel(self.tally.text())
@@ -126,12 +122,11 @@ class AnnotatePage(Page):
 
         # bound methods, not lambdas, for the model's state: Qt drops these connections when the page is destroyed,
         # so a model that finishes loading after its window closed never reaches a deleted widget
-        self.follow(service, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
+        self.follow(self._svc, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
                     draftFailed=self._on_failed, modelLoading=self._on_model_loading, modelReady=self._on_model_ready,
                     modelFailed=self._on_model_failed, activeChanged=lambda _n: self.refresh(),
                     roundsChanged=lambda t: self._on_task() if self.task and t == self.task.name else None)
         self.model_states: dict[str, str] = {}
-        self.refresh()
 
     # ----------------------------------------------------------- building
     def _context_box(self) -> QGroupBox:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.scaffold import task_selector
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.data import DataService
 
 
 class Banner(QFrame):
@@ -149,6 +152,27 @@ class Page(QWidget):
         except DynaDeskError as exc:
             self.banner.error(str(exc))
             return None
+
+
+class ServicePage(Page):
+    """A page over its own service and the workspace's data (tasks, datasets): Annotate, Validate, Rounds, Train,
+    Models. The constructor they share is this one: a page lays out its widgets and connects its service in
+    :meth:`build`, reaching them as ``self._svc`` (a subclass names its type: ``_svc: AnnotationService``) and
+    ``self._data``, then opens showing what its services hold (:meth:`refresh`)."""
+
+    _svc: QObject
+
+    def __init__(self, service: QObject, data: DataService, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self._data = data
+        self.build(self.body())
+        self.refresh()
+
+    def build(self, lay: QVBoxLayout) -> None:
+        """Lay out the page's widgets in ``lay`` (its body, under the title and the banner) and connect its
+        service; called once, by the constructor, after ``_svc`` and ``_data`` are set."""
+        raise NotImplementedError(f"{type(self).__name__} lays out no widgets: define build()")
 
 
 def refill_combo(combo, items, prefer: str | None = None) -> None:

@@ -26,10 +26,9 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import ServicePage
 from dynadesk.gui.pages.scaffold import button, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
-from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
 if TYPE_CHECKING:
@@ -39,16 +38,13 @@ DEBOUNCE_MS = 250
 AUTO_KIND = "auto"
 
 
-class ModelsPage(Page):
+class ModelsPage(ServicePage):
     title = "Models"
+    _svc: ModelsService
 
-    def __init__(self, service: ModelsService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self._records: dict[str, Any] = {}
         self.inputs: dict[str, QPlainTextEdit] = {}
-        lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
         left, ll = pane()
@@ -81,11 +77,10 @@ class ModelsPage(Page):
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self.predict_now)
         # bound methods: dropped when the page is destroyed
-        self.follow(service, changed=self.refresh, registered=self._on_registered,
+        self.follow(self._svc, changed=self.refresh, registered=self._on_registered,
                     registerFailed=self._on_register_failed, predicted=self._on_predicted,
                     predictFailed=self._on_predict_failed, loading=self._on_loading, loaded=self._on_loaded,
                     loadFailed=self._on_load_state)
-        self.refresh()
 
     def _register_box(self) -> QGroupBox:
         """Register a model folder, with the CLI's options (task, name, kind, labels, allow-pickle)."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.scaffold import task_selector
@@ -144,6 +144,15 @@ class Page(QWidget):
     def job_left(self, line: str) -> None:
         """A job started in a workspace since closed ended: one line here, its outcome kept off this view."""
         self.banner.show_message(line, "info")
+
+    def required(self, edit: QLineEdit, missing: str) -> str | None:
+        """``edit``'s text, stripped; when empty, ``missing`` (what to choose or enter, and where) in the banner
+        and None, so an action never starts on a blank field."""
+        text = edit.text().strip()
+        if not text:
+            self.banner.error(missing)
+            return None
+        return text
 
     def guard(self, fn, *args, **kwargs):
         """Call ``fn``; a :class:`DynaDeskError` is shown in the banner and ``None`` returned."""

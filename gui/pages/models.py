@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -27,7 +26,7 @@ from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import ServicePage
-from dynadesk.gui.pages.scaffold import button, named_table, pane, path_row
+from dynadesk.gui.pages.scaffold import browse_into, button, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
@@ -215,14 +214,11 @@ class ModelsPage(ServicePage):
 
     # ---------------------------------------------------------- registry
     def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Model folder")
-        if path:
-            self.path_edit.setText(path)
+        browse_into(self.path_edit, "Model folder")
 
     def register(self) -> None:
-        path = self.path_edit.text().strip()
-        if not path:
-            self.banner.error("Choose a model folder.")
+        path = self.required(self.path_edit, "Choose a model folder.")
+        if path is None:
             return
         self.register_button.setEnabled(False)
         self.banner.show_message(f"Hashing and checking {path} …", "info")

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import ServicePage
-from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane, path_row
+from dynadesk.gui.pages.scaffold import browse_into, button, hbox, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.annotation import AnnotationService
 
@@ -200,9 +200,7 @@ class RoundsPage(ServicePage):
         return out
 
     def _browse_contexts(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Contexts file", "", "Contexts (*.jsonl *.txt);;All (*)")
-        if path:
-            self.contexts_edit.setText(path)
+        browse_into(self.contexts_edit, "Contexts file", "Contexts (*.jsonl *.txt);;All (*)")
 
     def open_new_round(self) -> None:
         task = self.task_combo.currentText()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -35,7 +36,8 @@ from dynadesk.gui.pages.tables import table
 
 SpinBox = TypeVar("SpinBox", QSpinBox, QDoubleSpinBox)
 
-__all__ = ["boxed", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text",
+__all__ = ["boxed", "browse_into", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row",
+           "read_only_text",
            "shortcuts", "spin",
            "task_selector"]
 
@@ -134,6 +136,18 @@ def path_row(placeholder: str, on_browse: Callable[[], Any], button_text: str = 
     out.addWidget(edit, 1)
     out.addWidget(button(button_text, on_browse))
     return out, edit
+
+
+def browse_into(edit: QLineEdit, title: str, file_filter: str = "", start: str = "") -> bool:
+    """What a path field's "Browse…" does: ask for a folder (or, given ``file_filter``, a file to open) starting at
+    ``start``, and put the path chosen into ``edit``. False when the dialog was cancelled (``edit`` unchanged)."""
+    if file_filter:
+        path, _ = QFileDialog.getOpenFileName(edit, title, start, file_filter)
+    else:
+        path = QFileDialog.getExistingDirectory(edit, title, start)
+    if path:
+        edit.setText(path)
+    return bool(path)
 
 
 def spin(box: SpinBox, low: float, high: float, value: float, suffix: str = "") -> SpinBox:

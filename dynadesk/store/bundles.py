@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
-from dynadesk.store.core import Repo
+from dynadesk.store.core import Record, Repo
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def m002_attestations(db: Database) -> None:
 
 
 @dataclass
-class BundleRow:
+class BundleRow(Record):
     id: str
     evaluation_id: int | None
     task: str
@@ -86,9 +86,6 @@ class BundleRow:
     response: dict[str, Any] | None
     queued_at: str
     sent_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 _COLS = ("id, evaluation_id, task, model_name, key_fingerprint, created_at, path, status, attempts, last_error,"
@@ -198,7 +195,7 @@ class BundleRepo(Repo):
 
 
 @dataclass
-class AttestationRow:
+class AttestationRow(Record):
     id: str
     bundle_id: str
     verdict: str
@@ -208,9 +205,6 @@ class AttestationRow:
     server: str | None
     queued_at: str
     sent_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 _ATT_COLS = "id, bundle_id, verdict, status, attempts, last_error, server, queued_at, sent_at"

@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
@@ -84,3 +84,11 @@ class Repo:
     @property
     def db(self) -> Database:
         return self._store.db
+
+
+class Record:
+    """What a stored row's value type (a dataclass) adds: its fields as a plain dict, the form ``--json`` and the
+    APIs print. Shallow on purpose: a field holding a dict or list is handed on as it is, not copied."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

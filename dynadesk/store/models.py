@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
-from dynadesk.store.core import Repo
+from dynadesk.store.core import Record, Repo
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.paths import resolve_stored, stored_path
 
@@ -62,7 +62,7 @@ def _database_folder(db: Database) -> Path | None:
     return None
 
 @dataclass
-class ModelRecord:
+class ModelRecord(Record):
     id: int
     name: str
     task: str
@@ -73,9 +73,6 @@ class ModelRecord:
     has_pickle: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # e.g. dev scores from the zoo build
     created_at: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 def _record(row: dict[str, Any], home: Path | None) -> ModelRecord:

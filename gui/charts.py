@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -94,6 +94,18 @@ class BarChart(QWidget):
             p.fillRect(QRectF(x0, y + (row_h - bar_h) / 2, w, bar_h), self.bar_color(i))
             p.setPen(text_color)
             p.drawText(QRectF(x0 + w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, self._fmt.format(value))
+
+
+class ProbabilityBars(BarChart):
+    """A model's label probabilities as percentages, highest first and highlighted: how the Models page's "Try it"
+    and the Annotate page's last example both show a prediction."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent, fmt="{:.1%}", max_value=1.0, highlight_max=True)
+
+    def show_output(self, output: Mapping[str, Any]) -> None:
+        """The ``probs`` of a model's output (none for an output without them, such as a span answer)."""
+        self.set_data(sorted(output.get("probs", {}).items(), key=lambda kv: -kv[1]))
 
 
 LOG_SPAN = 100.0  # an axis whose largest value is this many times its smallest is drawn on a log scale

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.charts import BarChart
+from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.base import Banner, ServicePage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
@@ -181,7 +181,7 @@ class AnnotatePage(ServicePage):
         self.prediction_label = QLabel()
         self.prediction_label.setWordWrap(True)
         last.addWidget(self.prediction_label)
-        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
+        self.probs = ProbabilityBars()
         last.addWidget(self.probs)
         self.last_box.hide()
         return self.last_box
@@ -425,7 +425,7 @@ class AnnotatePage(ServicePage):
         if "label" in out:
             self.prediction_label.setText(f"{html.escape(ex.model_name)} predicted <b>{html.escape(out['label'])}</b>;"
                                           f" you said <b>{html.escape(str(ex.target))}</b>.")
-            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+            self.probs.show_output(out)
         else:
             self.prediction_label.setText(f"{html.escape(ex.model_name)} answered "
                                           f"<b>{html.escape(str(out.get('answer', '')))}</b> "

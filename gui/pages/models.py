@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
-from dynadesk.gui.charts import BarChart
+from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.base import ServicePage
 from dynadesk.gui.pages.scaffold import browse_into, button, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
@@ -64,7 +64,7 @@ class ModelsPage(ServicePage):
         self.result_label = QLabel()
         self.result_label.setWordWrap(True)
         rl.addWidget(self.result_label)
-        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
+        self.probs = ProbabilityBars()
         rl.addWidget(self.probs)
         rl.addStretch(1)
         split.addWidget(right)
@@ -201,7 +201,7 @@ class ModelsPage(ServicePage):
             return  # a newer request is on its way
         if "label" in out:
             self.result_label.setText(f"Prediction: <b>{out['label']}</b>")
-            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+            self.probs.show_output(out)
         else:
             self.result_label.setText(f"Answer: <b>{out.get('answer', '')}</b> (score {out.get('score', 0):.2f}, "
                                       f"characters {out.get('start')}–{out.get('end')})")

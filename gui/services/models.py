@@ -20,6 +20,20 @@ def parse_labels(text: str) -> list[str] | None:
     return [x.strip() for x in text.split(",")] if text.strip() else None
 
 
+def warm_model(store: Store, name: str) -> tuple[str, str | None]:
+    """The worker job that loads model ``name`` into the shared predictor (so a first prediction does not stall a
+    page): ``(name, None)``, or ``(name, why)`` when it cannot be loaded. The Models and Annotate pages' services
+    both run it."""
+    from dynadesk.errors import DynaDeskError
+    from dynadesk.models import default_predictor
+
+    try:
+        default_predictor().warm(store.models.get(name))
+    except DynaDeskError as exc:
+        return name, str(exc)
+    return name, None
+
+
 class ModelsService(QObject):
     changed = Signal()
     registered = Signal(object)  # ModelRecord
@@ -87,18 +101,8 @@ class ModelsService(QObject):
 
     def warm(self, model: str) -> None:
         """Load ``model`` in the background so the first prediction does not stall the page."""
-        def job(store: Store, name: str) -> tuple[str, str | None]:
-            from dynadesk.errors import DynaDeskError
-            from dynadesk.models import default_predictor
-
-            try:
-                default_predictor().warm(store.models.get(name))
-            except DynaDeskError as exc:
-                return name, str(exc)
-            return name, None
-
         self.loading.emit(model)
-        self._ws.run_with_store(job, model, on_result=self._on_warmed)  # bound: dropped with this service
+        self._ws.run_with_store(warm_model, model, on_result=self._on_warmed)  # bound: dropped with this service
 
     def _on_warmed(self, result: tuple[str, str | None]) -> None:
         name, error = result

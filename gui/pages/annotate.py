@@ -35,10 +35,9 @@ from PySide6.QtWidgets import (
 
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.base import Banner, ServicePage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
-from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, prediction_view, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task
@@ -178,11 +177,7 @@ class AnnotatePage(ServicePage):
         self.last_view.setWordWrap(True)
         self.last_view.setTextFormat(Qt.TextFormat.RichText)
         last.addWidget(self.last_view)
-        self.prediction_label = QLabel()
-        self.prediction_label.setWordWrap(True)
-        last.addWidget(self.prediction_label)
-        self.probs = ProbabilityBars()
-        last.addWidget(self.probs)
+        self.prediction_label, self.probs = prediction_view(last)
         self.last_box.hide()
         return self.last_box
 

@@ -24,9 +24,8 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
-from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.base import ServicePage
-from dynadesk.gui.pages.scaffold import browse_into, button, named_table, pane, path_row
+from dynadesk.gui.pages.scaffold import browse_into, button, named_table, pane, path_row, prediction_view
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
@@ -61,11 +60,7 @@ class ModelsPage(ServicePage):
         rl.addWidget(self.try_title)
         self.try_form = QFormLayout()
         rl.addLayout(self.try_form)
-        self.result_label = QLabel()
-        self.result_label.setWordWrap(True)
-        rl.addWidget(self.result_label)
-        self.probs = ProbabilityBars()
-        rl.addWidget(self.probs)
+        self.result_label, self.probs = prediction_view(rl)
         rl.addStretch(1)
         split.addWidget(right)
         split.setSizes([650, 450])

@@ -32,12 +32,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.tables import table
 
 SpinBox = TypeVar("SpinBox", QSpinBox, QDoubleSpinBox)
 
 __all__ = ["boxed", "browse_into", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row",
-           "read_only_text",
+           "prediction_view", "read_only_text",
            "shortcuts", "spin",
            "task_selector"]
 
@@ -148,6 +149,17 @@ def browse_into(edit: QLineEdit, title: str, file_filter: str = "", start: str =
     if path:
         edit.setText(path)
     return bool(path)
+
+
+def prediction_view(lay: QBoxLayout) -> tuple[QLabel, ProbabilityBars]:
+    """What a page shows of one model prediction, added to ``lay``: a wrapped line for the answer and, under it,
+    the label probabilities (Models' "Try it", Annotate's last example)."""
+    line = QLabel()
+    line.setWordWrap(True)
+    lay.addWidget(line)
+    bars = ProbabilityBars()
+    lay.addWidget(bars)
+    return line, bars
 
 
 def spin(box: SpinBox, low: float, high: float, value: float, suffix: str = "") -> SpinBox:

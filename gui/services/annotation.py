@@ -11,7 +11,7 @@ from PySide6.QtCore import QObject, Signal
 
 import dynadesk.annotation as ann
 from dynadesk.errors import NotFoundError
-from dynadesk.gui.services.models import warm_model
+from dynadesk.gui.services.models import emit_warmed, warm_model
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.annotation import AnnotatedExample, Round
 
@@ -105,11 +105,7 @@ class AnnotationService(QObject):
         self._ws.run_with_store(warm_model, name, on_result=self._on_warmed)
 
     def _on_warmed(self, result: tuple[str, str | None]) -> None:
-        name, error = result
-        if error is None:
-            self.modelReady.emit(name)
-        else:
-            self.modelFailed.emit(name, error)
+        emit_warmed(result, self.modelReady, self.modelFailed)
 
     def report(self, task: str, test_sets: list[str] | None = None) -> None:
         """The round-over-round report (every model's error per round, and on ``test_sets``) on a worker:

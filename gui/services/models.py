@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.models import ModelRecord
@@ -32,6 +32,15 @@ def warm_model(store: Store, name: str) -> tuple[str, str | None]:
     except DynaDeskError as exc:
         return name, str(exc)
     return name, None
+
+
+def emit_warmed(result: tuple[str, str | None], ready: SignalInstance, failed: SignalInstance) -> None:
+    """Say how a :func:`warm_model` job ended: ``ready(name)``, or ``failed(name, why)``."""
+    name, error = result
+    if error is None:
+        ready.emit(name)
+    else:
+        failed.emit(name, error)
 
 
 class ModelsService(QObject):
@@ -105,11 +114,7 @@ class ModelsService(QObject):
         self._ws.run_with_store(warm_model, model, on_result=self._on_warmed)  # bound: dropped with this service
 
     def _on_warmed(self, result: tuple[str, str | None]) -> None:
-        name, error = result
-        if error is None:
-            self.loaded.emit(name)
-        else:
-            self.loadFailed.emit(name, error)
+        emit_warmed(result, self.loaded, self.loadFailed)
 
     def _next(self) -> None:
         if self._pending is None:

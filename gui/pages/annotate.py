@@ -37,7 +37,7 @@ from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, ServicePage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
-from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, prediction_view, shortcuts
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, input_edit, prediction_view, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task
@@ -244,12 +244,7 @@ class AnnotatePage(ServicePage):
         for f in task.inputs:
             if pooled and f.is_context:
                 continue
-            edit = QPlainTextEdit()
-            edit.setPlaceholderText(f.description)
-            edit.setAccessibleName(f.name)
-            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-            edit.setTabChangesFocus(True)
-            edit.setMaximumHeight(90 if f.is_context else 60)
+            edit = input_edit(f)
             self.form.addRow(f.name, edit)
             self.inputs[f.name] = edit
         for b in self.target_group.buttons():

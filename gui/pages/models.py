@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
 from dynadesk.gui.pages.base import ServicePage
-from dynadesk.gui.pages.scaffold import browse_into, button, named_table, pane, path_row, prediction_view
+from dynadesk.gui.pages.scaffold import browse_into, button, input_edit, named_table, pane, path_row, prediction_view
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
@@ -152,12 +152,7 @@ class ModelsPage(ServicePage):
         self._svc.warm(rec.name)
         task = self._data.task(rec.task)
         for f in task.inputs:
-            edit = QPlainTextEdit()
-            edit.setPlaceholderText(f.description)
-            edit.setAccessibleName(f.name)
-            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-            edit.setTabChangesFocus(True)
-            edit.setMaximumHeight(90 if f.is_context else 60)
+            edit = input_edit(f)
             edit.textChanged.connect(self._debounce.start)
             self.try_form.addRow(f.name, edit)
             self.inputs[f.name] = edit

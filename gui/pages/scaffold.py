@@ -34,11 +34,12 @@ from PySide6.QtWidgets import (
 
 from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.tables import table
+from dynadesk.tasks import InputField
 
 SpinBox = TypeVar("SpinBox", QSpinBox, QDoubleSpinBox)
 
-__all__ = ["boxed", "browse_into", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row",
-           "prediction_view", "read_only_text",
+__all__ = ["boxed", "browse_into", "browser", "button", "hbox", "hint", "input_edit", "named_table", "pane",
+           "path_row", "prediction_view", "read_only_text",
            "shortcuts", "spin",
            "task_selector"]
 
@@ -149,6 +150,18 @@ def browse_into(edit: QLineEdit, title: str, file_filter: str = "", start: str =
     if path:
         edit.setText(path)
     return bool(path)
+
+
+def input_edit(field: InputField) -> QPlainTextEdit:
+    """The editor of one task input, as every page that asks for an example's inputs shows it: the field's
+    description as placeholder, its name for screen readers, Tab moving on (no keyboard trap), a context field
+    taller than the others."""
+    edit = QPlainTextEdit()
+    edit.setPlaceholderText(field.description)
+    edit.setAccessibleName(field.name)
+    edit.setTabChangesFocus(True)
+    edit.setMaximumHeight(90 if field.is_context else 60)
+    return edit
 
 
 def prediction_view(lay: QBoxLayout) -> tuple[QLabel, ProbabilityBars]:

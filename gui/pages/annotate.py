@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import Banner, ServicePage
+from dynadesk.gui.pages.base import Banner, DataPage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, input_edit, prediction_view, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
@@ -72,7 +72,7 @@ class SessionTally:
         return f"{self.examples} {noun} · {self.fooled} fooled · MER {mer}"
 
 
-class AnnotatePage(ServicePage):
+class AnnotatePage(DataPage):
     title = "Annotate"
     _svc: AnnotationService
 

@@ -164,25 +164,32 @@ class Page(QWidget):
 
 
 class ServicePage(Page):
-    """A page over its own service and the workspace's data (tasks, datasets): Annotate, Validate, Rounds, Train,
-    Models. The constructor they share is this one: a page lays out its widgets and connects its service in
-    :meth:`build`, reaching them as ``self._svc`` (a subclass names its type: ``_svc: AnnotationService``) and
-    ``self._data``, then opens showing what its services hold (:meth:`refresh`)."""
+    """A page over its own service (Start, Leaderboard; with the workspace's data, :class:`DataPage`). The constructor
+    they share is this one: a page lays out its widgets and connects its service in :meth:`build`, reaching it as
+    ``self._svc`` (a subclass names its type: ``_svc: StartService``), then opens showing what its services hold
+    (:meth:`refresh`)."""
 
     _svc: QObject
 
-    def __init__(self, service: QObject, data: DataService, parent: QWidget | None = None):
+    def __init__(self, service: QObject, parent: QWidget | None = None):
         super().__init__(parent)
         self._svc = service
-        self._data = data
         self.build(self.body())
         self.refresh()
 
     def build(self, lay: QVBoxLayout) -> None:
         """Lay out the page's widgets in ``lay`` (its body, under the title and the banner) and connect its
-        service; called once, by the constructor, after ``_svc`` and ``_data`` are set."""
+        service; called once, by the constructor, after the page's services are set."""
         raise NotImplementedError(f"{type(self).__name__} lays out no widgets: define build()")
 
+
+class DataPage(ServicePage):
+    """A :class:`ServicePage` that also reads the workspace's data (tasks, datasets) as ``self._data``: Annotate,
+    Validate, Rounds, Train, Models."""
+
+    def __init__(self, service: QObject, data: DataService, parent: QWidget | None = None):
+        self._data = data  # before the base constructor, which builds the page
+        super().__init__(service, parent)
 
 def refill_combo(combo, items, prefer: str | None = None) -> None:
     """Replace a combo box's items without firing change signals, keeping the current choice if it remains;

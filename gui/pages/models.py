@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
-from dynadesk.gui.pages.base import ServicePage
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.scaffold import browse_into, button, input_edit, named_table, pane, path_row, prediction_view
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.models import ModelsService, parse_labels
@@ -36,7 +36,7 @@ DEBOUNCE_MS = 250
 AUTO_KIND = "auto"
 
 
-class ModelsPage(ServicePage):
+class ModelsPage(DataPage):
     title = "Models"
     _svc: ModelsService
 

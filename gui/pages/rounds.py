@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import ServicePage
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.scaffold import browse_into, button, hbox, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.annotation import AnnotationService
@@ -35,7 +35,7 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-class RoundsPage(ServicePage):
+class RoundsPage(DataPage):
     title = "Rounds"
     _svc: AnnotationService
 

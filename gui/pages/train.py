@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dynadesk.gui.pages.base import ServicePage
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.scaffold import button, hbox, spin
 from dynadesk.gui.services.training import TrainingService
 from dynadesk.progress import ProgressEvent
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 MINILM = "minilm"
 
 
-class TrainPage(ServicePage):
+class TrainPage(DataPage):
     title = "Train"
     _svc: TrainingService
 

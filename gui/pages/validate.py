@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import ServicePage
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
 
 
-class ValidatePage(ServicePage):
+class ValidatePage(DataPage):
     title = "Validate"
     _svc: AnnotationService
 

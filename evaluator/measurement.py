@@ -236,24 +236,37 @@ def measure(call: Callable[[list[dict[str, Any]]], Any], units: Sequence[list[di
                            "value": queries / seconds if seconds > 0 else 0.0})
             per_call += calls
             per_trial.append(calls)
-        values = [t["value"] for t in trials]
         noise = competition(windows, protocol.threads)
-        noise["spread"] = spread(values)
-        if noise["spread"] > SPREAD:
-            noise["reasons"].append(f"trials spread {noise['spread']:.1%}")
-        attempts.append({"median": median(values), "trials": trials, "noise": noise, "per_call_ms": per_call,
-                         "per_trial_ms": per_trial})
-        if not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S:
+        if close_attempt(attempts, trials, noise, per_call, per_trial, started):
             break
+    return throughput_result(attempts, {"warmup": protocol.warmup, "min_queries": protocol.min_queries,
+                                        "target_queries": target, "min_seconds": protocol.min_seconds,
+                                        "trials": protocol.trials, "retries": protocol.retries})
+
+
+def close_attempt(attempts: list[dict[str, Any]], trials: list[dict[str, Any]], noise: dict[str, Any],
+                  per_call: list[float], per_trial: list[list[float]], started: float) -> bool:
+    """Record one attempt in ``attempts``: its trials' median throughput, the noise seen during them (the trials'
+    spread added as a reason when over ``SPREAD``) and its per-call times. True when it is the last attempt: a quiet
+    one, or the retry budget spent. The worker's own timing and the host's load generator retry by this one rule."""
+    values = [float(t["value"]) for t in trials]
+    noise["spread"] = spread(values)
+    if noise["spread"] > SPREAD:
+        noise["reasons"].append(f"trials spread {noise['spread']:.1%}")
+    attempts.append({"median": median(values), "trials": trials, "noise": noise, "per_call_ms": per_call,
+                     "per_trial_ms": per_trial})
+    return not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S
+
+
+def throughput_result(attempts: list[dict[str, Any]], protocol: dict[str, Any]) -> dict[str, Any]:
+    """The throughput figure of a measurement: its last attempt's, with the earlier attempts' noise reasons and
+    the ``protocol`` it was taken by."""
     last = attempts[-1]
     return {"value": last["median"], "unit": "examples/s", "median": last["median"],
             "spread": last["noise"]["spread"], "trials": last["trials"], "noise": last["noise"],
             "noisy": bool(last["noise"]["reasons"]), "attempts": len(attempts),
             "earlier_attempts": [a["noise"]["reasons"] for a in attempts[:-1]],
-            "per_call_ms": last["per_call_ms"], "per_trial_ms": last["per_trial_ms"],
-            "protocol": {"warmup": protocol.warmup, "min_queries": protocol.min_queries, "target_queries": target,
-                         "min_seconds": protocol.min_seconds, "trials": protocol.trials,
-                         "retries": protocol.retries}}
+            "per_call_ms": last["per_call_ms"], "per_trial_ms": last["per_trial_ms"], "protocol": protocol}
 
 
 def latency(per_call_ms: Sequence[float], per_trial_ms: Sequence[Sequence[float]] = ()) -> dict[str, Any]:

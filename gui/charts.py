@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPainterPath, QPalette, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
@@ -94,6 +94,18 @@ class BarChart(QWidget):
             p.fillRect(QRectF(x0, y + (row_h - bar_h) / 2, w, bar_h), self.bar_color(i))
             p.setPen(text_color)
             p.drawText(QRectF(x0 + w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, self._fmt.format(value))
+
+
+class ProbabilityBars(BarChart):
+    """A model's label probabilities as percentages, highest first and highlighted: how the Models page's "Try it"
+    and the Annotate page's last example both show a prediction."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent, fmt="{:.1%}", max_value=1.0, highlight_max=True)
+
+    def show_output(self, output: Mapping[str, Any]) -> None:
+        """The ``probs`` of a model's output (none for an output without them, such as a span answer)."""
+        self.set_data(sorted(output.get("probs", {}).items(), key=lambda kv: -kv[1]))
 
 
 LOG_SPAN = 100.0  # an axis whose largest value is this many times its smallest is drawn on a log scale
@@ -231,6 +243,17 @@ class _ModelRowsChart(QWidget):
         p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "no models on the board")
         return None
 
+    def paintEvent(self, _event: object) -> None:
+        """The rows as the chart draws them (:meth:`draw`, with the widget's font metrics and palette), or the
+        placeholder of an empty board: every model-rows chart paints the same way up to its own drawing."""
+        p = self.begin_paint()
+        if p is not None:
+            self.draw(p, QFontMetrics(self.font()), self.palette())
+
+    def draw(self, p: QPainter, fm: QFontMetrics, pal: QPalette) -> None:
+        """Draw ``self._rows`` (never empty here) with ``p``."""
+        raise NotImplementedError(f"{type(self).__name__} draws nothing: define draw()")
+
 
 class RankRangeChart(_ModelRowsChart):
     """One row per model: a bar over the ranks it takes as weights vary, a dot at its current rank
@@ -252,12 +275,7 @@ class RankRangeChart(_ModelRowsChart):
         """``{model: (rank, best, worst)}`` as drawn."""
         return {m: (r, lo, hi) for m, r, lo, hi in self._rows}
 
-    def paintEvent(self, _event: object) -> None:
-        p = self.begin_paint()
-        if p is None:
-            return
-        fm = QFontMetrics(self.font())
-        pal = self.palette()
+    def draw(self, p: QPainter, fm: QFontMetrics, pal: QPalette) -> None:
         label_w = min(self.width() // 3, max(fm.horizontalAdvance(m) for m, *_ in self._rows) + 8)
         x0, x1 = label_w + 12, self.width() - 16
         row_h = max(fm.height() + 6, (self.height() - fm.height() - 10) / len(self._rows))
@@ -311,12 +329,7 @@ class BreakdownChart(_ModelRowsChart):
         """``{model: {metric: contribution}}`` as drawn."""
         return {m: dict(zip(self._metrics, vals)) for m, vals in self._rows}
 
-    def paintEvent(self, _event: object) -> None:
-        p = self.begin_paint()
-        if p is None:
-            return
-        fm = QFontMetrics(self.font())
-        pal = self.palette()
+    def draw(self, p: QPainter, fm: QFontMetrics, pal: QPalette) -> None:
         legend_h = fm.height() + 6
         x = 4.0
         if self._reference:
@@ -376,12 +389,7 @@ class IntervalChart(_ModelRowsChart):
         """``{(model, dataset): (value, low, high)}`` as drawn."""
         return {(m, d): (v, lo, hi) for m, d, v, lo, hi, _ in self._rows}
 
-    def paintEvent(self, _event: object) -> None:
-        p = self.begin_paint()
-        if p is None:
-            return
-        fm = QFontMetrics(self.font())
-        pal = self.palette()
+    def draw(self, p: QPainter, fm: QFontMetrics, pal: QPalette) -> None:
         labels = [f"{'≈ ' if t else ''}{m} · {d}" for m, d, _, _, _, t in self._rows]
         label_w = min(self.width() // 2, max(fm.horizontalAdvance(s) for s in labels) + 8)
         x0, x1 = label_w + 12, self.width() - 60

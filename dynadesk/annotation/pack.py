@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,16 @@ class _Checker:
             return None
         return value
 
+    def entries(self, items: list[Any], name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each entry of the list ``name`` that is an object, with its JSON path (``name[i]``); any other entry is
+        a problem, so every section's checks see objects only."""
+        for i, item in enumerate(items):
+            where = f"{name}[{i}]"
+            if isinstance(item, dict):
+                yield where, item
+            else:
+                self.problems.append(f"{where}: expected an object")
+
     def uid(self, obj: dict[str, Any], key: str, where: str) -> str | None:
         value: str | None = self.need(obj, key, str, where)
         if value is not None and not _UID.match(value):
@@ -183,11 +194,7 @@ def read_pack(store: Store, path: str | Path) -> tuple[dict[str, Any], str]:
 
 def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
     seen = set()
-    for i, a in enumerate(annotators):
-        where = f"annotators[{i}]"
-        if not isinstance(a, dict):
-            c.problems.append(f"{where}: expected an object")
-            continue
+    for where, a in c.entries(annotators, "annotators"):
         name = c.need(a, "name", str, where)
         role = c.need(a, "role", str, where)
         c.need(a, "created_at", str, where)
@@ -206,11 +213,7 @@ def _check_annotators(c: _Checker, annotators: list[Any]) -> None:
 def _check_rounds(c: _Checker, rounds: list[Any]) -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     seen = set()
-    for i, r in enumerate(rounds):
-        where = f"rounds[{i}]"
-        if not isinstance(r, dict):
-            c.problems.append(f"{where}: expected an object")
-            continue
+    for where, r in c.entries(rounds, "rounds"):
         name = c.need(r, "task", str, where)
         number = c.need(r, "number", int, where)
         status = c.need(r, "status", str, where)
@@ -251,11 +254,7 @@ def _check_examples(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]) -
     rounds = {(r["task"], r["number"]): r for r in body["rounds"]}
     people = {a["name"] for a in body["annotators"]}
     seen = set()
-    for i, ex in enumerate(body["examples"]):
-        where = f"examples[{i}]"
-        if not isinstance(ex, dict):
-            c.problems.append(f"{where}: expected an object")
-            continue
+    for where, ex in c.entries(body["examples"], "examples"):
         uid = c.uid(ex, "uid", where)
         for key, kind in (("task", str), ("round", int), ("annotator", str), ("model_name", str),
                           ("model_digest", str), ("model_output", dict), ("fooled", bool), ("explanation", str),
@@ -289,11 +288,7 @@ def _check_validations(c: _Checker, body: dict[str, Any], tasks: dict[str, Task]
     examples = {ex["uid"]: ex for ex in body["examples"]}
     people = {a["name"] for a in body["annotators"]}
     seen, votes = set(), set()
-    for i, v in enumerate(body["validations"]):
-        where = f"validations[{i}]"
-        if not isinstance(v, dict):
-            c.problems.append(f"{where}: expected an object")
-            continue
+    for where, v in c.entries(body["validations"], "validations"):
         uid = c.uid(v, "uid", where)
         ex_uid = c.uid(v, "example_uid", where)
         who = c.need(v, "annotator", str, where)

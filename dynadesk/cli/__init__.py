@@ -13,7 +13,7 @@ from types import FrameType
 import click
 
 from dynadesk import __version__
-from dynadesk.errors import DynaDeskError
+from dynadesk.commandline import run_command
 
 # command name -> "module:attribute"
 COMMANDS = {
@@ -82,18 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminated)
     try:
-        cli.main(args=argv, prog_name="dynadesk", standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except DynaDeskError as exc:
-        click.secho(f"Error: {exc}", fg="red", err=True)
-        sys.exit(1)
+        run_command(cli, argv, "dynadesk", aborted="Aborted.")
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)

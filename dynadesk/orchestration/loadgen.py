@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dynadesk.evaluator.measurement import RETRY_BUDGET_S, SPREAD, latency, median, spread
+from dynadesk.evaluator.measurement import close_attempt, latency, throughput_result
 from dynadesk.evaluator.schema import PARTS_DIR, Spec
 from dynadesk.orchestration.loadgen_fresh import (
     AGAIN,
@@ -347,29 +347,19 @@ class LoadGen:
             got = reply.get("noise")
             noise: dict[str, Any] = dict(got) if isinstance(got, dict) else {}
             noise["reasons"] = [str(r)[:200] for r in (noise.get("reasons") or [])][:10]
-            values = [float(t["value"]) for t in trials]
-            noise["spread"] = spread(values)
-            if noise["spread"] > SPREAD:
-                noise["reasons"].append(f"trials spread {noise['spread']:.1%}")
-            attempts.append({"median": median(values), "trials": trials, "noise": noise, "per_call_ms": per_call,
-                             "per_trial_ms": per_trial})
-            if not noise["reasons"] or time.perf_counter() - started > RETRY_BUDGET_S:
+            if close_attempt(attempts, trials, noise, per_call, per_trial, started):
                 break
         replayed = replay_check(name, mode, services)
         if replayed:
             raise LoadGenError(replayed)
         last = attempts[-1]
-        return {"value": last["median"], "unit": "examples/s", "median": last["median"],
-                "spread": last["noise"]["spread"], "trials": last["trials"], "noise": last["noise"],
-                "noisy": bool(last["noise"]["reasons"]), "attempts": len(attempts),
-                "earlier_attempts": [a["noise"]["reasons"] for a in attempts[:-1]],
-                "per_call_ms": last["per_call_ms"], "per_trial_ms": last["per_trial_ms"],
-                "protocol": {"issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
-                             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
-                             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-                             "trials": s.trials, "retries": s.noise_retries,
-                             "examples_issued": len(pool.issued), "share": len(pool.order),
-                             "asked_again": sum(1 for kind, _ in services if kind == AGAIN)}}
+        return throughput_result(attempts, {
+            "issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
+            "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
+            "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
+            "trials": s.trials, "retries": s.noise_retries,
+            "examples_issued": len(pool.issued), "share": len(pool.order),
+            "asked_again": sum(1 for kind, _ in services if kind == AGAIN)})
 
     def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after

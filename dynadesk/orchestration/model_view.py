@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from dynadesk.errors import RunFolderError
+from dynadesk.errors import DynaDeskError, RunFolderError
 from dynadesk.evaluator.kinds import kind_of
-from dynadesk.evaluator.schema import Spec
+from dynadesk.evaluator.schema import DatasetSpec, Spec
 
 __all__ = ["view_fields", "view_row", "write_model_view"]
 
@@ -43,6 +43,21 @@ def view_row(fields: tuple[str, ...], example: Mapping[str, Any]) -> dict[str, A
     return {f: example[f] for f in fields if f in example}
 
 
+def read_spec_data(data_dir: Path, ds: DatasetSpec, error: type[DynaDeskError], what: str,
+                   remedy: str = "") -> tuple[Path, bytes]:
+    """One spec dataset's host-written file (``data_dir/<file>``) and its bytes, refused with ``error`` (naming the
+    dataset and the file, called ``what``, then ``remedy``) when it cannot be read or is not the bytes the spec's
+    sha256 names: the model's view and the host's recomputation read exactly the data the run signs."""
+    path = Path(data_dir) / ds.file
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise error(f"dataset '{ds.name}': cannot read {what} {path}: {exc}") from exc
+    if hashlib.sha256(raw).hexdigest() != ds.sha256:
+        raise error(f"dataset '{ds.name}': {path} does not match the spec's sha256 {ds.sha256}{remedy}")
+    return path, raw
+
+
 def write_model_view(spec: Spec, data_dir: Path, view_dir: Path) -> None:
     """Write ``view_dir/<file>`` for every dataset of ``spec`` from ``data_dir/<file>`` (checked against the spec's
     sha256 first: the view is cut from exactly the data the run signs), readable by the sandbox's user."""
@@ -50,14 +65,7 @@ def write_model_view(spec: Spec, data_dir: Path, view_dir: Path) -> None:
     view_dir = Path(view_dir)
     view_dir.mkdir(exist_ok=True)
     for ds in spec.datasets:
-        source = Path(data_dir) / ds.file
-        try:
-            raw = source.read_bytes()
-        except OSError as exc:
-            raise RunFolderError(f"dataset '{ds.name}': cannot read the host's data file {source}: {exc}") from exc
-        if hashlib.sha256(raw).hexdigest() != ds.sha256:
-            raise RunFolderError(f"dataset '{ds.name}': {source} does not match the spec's sha256 {ds.sha256}; "
-                                 "start a new run")
+        _, raw = read_spec_data(data_dir, ds, RunFolderError, "the host's data file", "; start a new run")
         lines = [json.dumps(view_row(fields, json.loads(line)), ensure_ascii=False, sort_keys=True)
                  for line in raw.decode("utf-8").splitlines() if line.strip()]
         target = view_dir / ds.file

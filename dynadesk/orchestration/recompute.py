@@ -17,7 +17,6 @@ order the worker once computed them in, so values are bit-identical to runs reco
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from dynadesk.evaluator.schema import (
     metric_row,
 )
 from dynadesk.orchestration.folder import RunFolder
+from dynadesk.orchestration.model_view import read_spec_data
 
 __all__ = ["MISMATCH_VERDICT", "HostResults", "ResultMismatch", "check_worker_measured_only", "check_worker_rows",
            "has_spec", "host_rows", "read_predictions", "recompute", "stored_rows_checked", "tag_rows",
@@ -57,13 +57,7 @@ def _named(ids: Sequence[str]) -> str:
 
 def load_gold(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:
     """The examples of one spec dataset, from the host-written data file, checked against the spec's sha256."""
-    path = Path(data_dir) / ds.file
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ResultMismatch(f"dataset '{ds.name}': cannot read the gold file {path}: {exc}") from exc
-    if hashlib.sha256(raw).hexdigest() != ds.sha256:
-        raise ResultMismatch(f"dataset '{ds.name}': {path} does not match the spec's sha256 {ds.sha256}")
+    path, raw = read_spec_data(data_dir, ds, ResultMismatch, "the gold file")
     try:
         return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     except ValueError as exc:

@@ -31,6 +31,7 @@ from dynadesk.store.annotation_records import (
     validation_from_row,
 )
 from dynadesk.store.annotation_schema import KEY_TAG_SQL, migrations
+from dynadesk.store.core import Repo
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -56,14 +57,7 @@ class _NewRound:
     closed_at: str | None
 
 
-class AnnotationRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class AnnotationRepo(Repo):
     # -- workspace-level values -------------------------------------------------
     def meta_get_or_create(self, key: str, value: str) -> str:
         """Return ``key``'s value, storing ``value`` first if unset (race-free across processes)."""

@@ -7,29 +7,26 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynadesk.store.core import Record
+
 ROLES = ("annotator", "owner")
 VERDICTS = ("correct", "incorrect", "flagged")
 
 
 @dataclass
-class TrustedKey:
+class TrustedKey(Record):
     fingerprint: str
     public_key: str
     name: str
     added_at: str
     person: str | None = None
 
-    def to_dict(self) -> dict[str, str | None]:
-        return dict(self.__dict__)
 
 @dataclass
-class Annotator:
+class Annotator(Record):
     name: str
     role: str
     created_at: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -61,7 +58,7 @@ class Round:
 
 
 @dataclass
-class Validation:
+class Validation(Record):
     uid: str
     example_uid: str
     annotator: str
@@ -73,9 +70,6 @@ class Validation:
     role: str = "annotator"
     held: str | None = None
     signer: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass

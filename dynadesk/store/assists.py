@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
+from dynadesk.store.core import Repo
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -55,10 +56,7 @@ class Assist:
                 "edited": self.edited}
 
 
-class AssistRepo:
-    def __init__(self, store: Store):
-        self.db = store.db
-
+class AssistRepo(Repo):
     def record(self, example_uid: str, model_name: str, field: str, draft: str, similarity: float) -> Assist:
         row = Assist(example_uid, model_name, field, draft, float(similarity), now_iso())
         self.db.execute("INSERT INTO example_assists(example_uid, model_name, field, draft, similarity, created_at)"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.store.core import Record, Repo
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def m002_attestations(db: Database) -> None:
 
 
 @dataclass
-class BundleRow:
+class BundleRow(Record):
     id: str
     evaluation_id: int | None
     task: str
@@ -86,9 +87,6 @@ class BundleRow:
     queued_at: str
     sent_at: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 _COLS = ("id, evaluation_id, task, model_name, key_fingerprint, created_at, path, status, attempts, last_error,"
          " server, response, queued_at, sent_at")
@@ -100,14 +98,7 @@ def _row(r: tuple[Any, ...]) -> BundleRow:
     return BundleRow(*vals)
 
 
-class BundleRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class BundleRepo(Repo):
     def add(self, bundle_id: str, raw: bytes, *, evaluation_id: int | None, task: str, model_name: str,
             key_fingerprint: str, created_at: str, path: str | None) -> BundleRow:
         """Queue a newly created bundle."""
@@ -204,7 +195,7 @@ class BundleRepo:
 
 
 @dataclass
-class AttestationRow:
+class AttestationRow(Record):
     id: str
     bundle_id: str
     verdict: str
@@ -214,9 +205,6 @@ class AttestationRow:
     server: str | None
     queued_at: str
     sent_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 _ATT_COLS = "id, bundle_id, verdict, status, attempts, last_error, server, queued_at, sent_at"

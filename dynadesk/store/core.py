@@ -13,10 +13,14 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import StoreError
+
+if TYPE_CHECKING:
+    from dynadesk.store import Store
 
 PRIVATE_FILE_MODE = 0o600
 SIDE_FILES = ("-wal", "-shm", "-journal")
@@ -68,3 +72,23 @@ def disk_full_is_store_error(path: Path | None) -> Iterator[None]:
             raise
         raise StoreError(f"the disk holding {path} is full: {exc}; nothing of this change was written "
                          "(rolled back); free some space and try again") from exc
+
+
+class Repo:
+    """What every area's repository is built on: it keeps the :class:`Store` it was attached to and reads the
+    connection through it, so each area holds one way to reach the database, not its own copy of this."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    @property
+    def db(self) -> Database:
+        return self._store.db
+
+
+class Record:
+    """What a stored row's value type (a dataclass) adds: its fields as a plain dict, the form ``--json`` and the
+    APIs print. Shallow on purpose: a field holding a dict or list is handed on as it is, not copied."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)

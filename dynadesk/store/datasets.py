@@ -6,16 +6,14 @@ import builtins
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlite_utils import Database, Migrations
 
 from dynadesk.datasets import DatasetOrigin, DatasetSummary
 from dynadesk.errors import AlreadyExistsError, NotFoundError
 from dynadesk.names import check_name
-
-if TYPE_CHECKING:
-    from dynadesk.store import Store
+from dynadesk.store.core import Repo
 
 migrations = Migrations("dynadesk.datasets")
 
@@ -68,14 +66,7 @@ def _summary(row: dict[str, Any], parent_name: str | None = None) -> DatasetSumm
     )
 
 
-class DatasetRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class DatasetRepo(Repo):
     def add(self, name: str, task: str, split: str, examples: list[dict[str, Any]], digest: str,
             label_counts: dict[str, int], origin: DatasetOrigin | None = None,
             replace: bool = False) -> DatasetSummary:

@@ -16,11 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from sqlite_utils import Database
-
 from dynadesk.errors import ConfigError, NotFoundError, RunStateError
 from dynadesk.evaluator.schema import Settings as WorkerSettings
-from dynadesk.store.core import disk_full_is_store_error
+from dynadesk.store.core import Repo, disk_full_is_store_error
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.evaluations_records import (
     KEEP,
@@ -61,14 +59,7 @@ _IDS = "(SELECT value FROM json_each(?))"  # a list of run ids as one parameter,
 
 
 
-class EvaluationRepo:
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class EvaluationRepo(Repo):
     def create(self, model_id: int, task: str, setup: RunSetup | None = None, *, runner: str, sandboxed: bool,
                datasets: Sequence[str], status: str = "queued") -> int:
         """A new run, ``queued`` (or ``running`` for a run recorded as it starts); its purpose is the request's

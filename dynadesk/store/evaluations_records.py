@@ -10,6 +10,7 @@ from typing import Any
 
 from dynadesk.errors import ConfigError
 from dynadesk.evaluator.schema import Settings as WorkerSettings
+from dynadesk.store.core import Record
 
 STATUSES = ("queued", "running", "succeeded", "failed", "interrupted", "cancelled")
 # queued -> running -> succeeded | failed | interrupted | cancelled; an unfinished run may run again (resume).
@@ -26,15 +27,12 @@ PURPOSES = ("evaluation", "audit", "preflight", "bench", "calibration")
 
 
 @dataclass
-class MetricValue:
+class MetricValue(Record):
     dataset: str  # dataset name; '' for a whole-run figure
     metric: str
     value: float
     unit: str
     deterministic: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

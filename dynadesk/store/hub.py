@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
-from dynadesk.store.core import disk_full_is_store_error
+from dynadesk.store.core import Record, Repo, disk_full_is_store_error
 
 if TYPE_CHECKING:
     from dynadesk.store import Store
@@ -74,18 +74,15 @@ def m001_hub(db: Database) -> None:
 
 
 @dataclass(frozen=True)
-class HubPerson:
+class HubPerson(Record):
     name: str
     role: str
     invited_at: str
     revoked_at: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 @dataclass(frozen=True)
-class HubSession:
+class HubSession(Record):
     id: int
     name: str
     role: str
@@ -94,9 +91,6 @@ class HubSession:
     last_seen: str
     revoked_at: str | None
     client: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 _SESSION_SELECT = ("SELECT s.id, s.name, p.role, s.created_at, s.expires_at, s.last_seen,"
@@ -120,14 +114,7 @@ def _immediate(store: Store) -> Iterator[Database]:
         db.execute("COMMIT")
 
 
-class HubRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class HubRepo(Repo):
     # -- people and invites ---------------------------------------------------------
     def invite(self, name: str, role: str, code_hash: str, now: str, expires_at: str) -> HubPerson:
         """(Re)invite ``name`` with ``role``: a revoked person is reinstated; earlier unused codes stop working."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database, Migrations
 
 from dynadesk.errors import AlreadyExistsError, NotFoundError
+from dynadesk.store.core import Record, Repo
 from dynadesk.store.datasets import now_iso
 from dynadesk.store.paths import resolve_stored, stored_path
 
@@ -61,7 +62,7 @@ def _database_folder(db: Database) -> Path | None:
     return None
 
 @dataclass
-class ModelRecord:
+class ModelRecord(Record):
     id: int
     name: str
     task: str
@@ -72,9 +73,6 @@ class ModelRecord:
     has_pickle: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # e.g. dev scores from the zoo build
     created_at: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -94,14 +92,7 @@ def _record(row: dict[str, Any], home: Path | None) -> ModelRecord:
                        info=json.loads(row["info"]), created_at=row["created_at"])
 
 
-class ModelRepo:
-    def __init__(self, store: Store):
-        self._store = store
-
-    @property
-    def db(self) -> Database:
-        return self._store.db
-
+class ModelRepo(Repo):
     @property
     def _home(self) -> Path | None:
         return Path(self._store.path).parent if self._store.path is not None else None

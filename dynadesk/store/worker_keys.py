@@ -9,9 +9,10 @@ name a key that can be looked up. The table is created by the evaluations area's
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dynadesk.errors import NotFoundError
+from dynadesk.store.core import Record
 from dynadesk.store.datasets import now_iso
 
 if TYPE_CHECKING:
@@ -19,15 +20,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class WorkerKey:
+class WorkerKey(Record):
     fingerprint: str
     public_key_hex: str
     label: str
     trusted_at: str
     revoked_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 _COLUMNS = "fingerprint, public_key_hex, label, trusted_at, revoked_at"

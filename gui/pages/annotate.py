@@ -35,12 +35,10 @@ from PySide6.QtWidgets import (
 
 from dynadesk.annotation.create import check_target
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Banner, Page
+from dynadesk.gui.pages.base import Banner, DataPage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
-from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
+from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, input_edit, prediction_view, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
-from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
 from dynadesk.tasks import Task
 
@@ -74,21 +72,18 @@ class SessionTally:
         return f"{self.examples} {noun} · {self.fooled} fooled · MER {mer}"
 
 
-class AnnotatePage(Page):
+class AnnotatePage(DataPage):
     title = "Annotate"
+    _svc: AnnotationService
 
-    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self.task: Task | None = None
         self.context: Context | None = None
         self.tallies: dict[str, SessionTally] = {}  # per task: a QA tally never shows sentiment's MER
         self.tally = SessionTally()
         self.inputs: dict[str, QPlainTextEdit] = {}
-        lay = self.body()
 
-        top = self.task_bar(self._on_task, data, rounds=True)
+        top = self.task_bar(self._on_task, self._data, rounds=True)
         self.round_label = QLabel()
         top.addWidget(self.round_label, 1)
         self.tally_label = QLabel(self.tally.text())
@@ -126,12 +121,11 @@ class AnnotatePage(Page):
 
         # bound methods, not lambdas, for the model's state: Qt drops these connections when the page is destroyed,
         # so a model that finishes loading after its window closed never reaches a deleted widget
-        self.follow(service, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
+        self.follow(self._svc, submitted=self._on_submitted, submitFailed=self._on_failed, draftReady=self._on_draft,
                     draftFailed=self._on_failed, modelLoading=self._on_model_loading, modelReady=self._on_model_ready,
                     modelFailed=self._on_model_failed, activeChanged=lambda _n: self.refresh(),
                     roundsChanged=lambda t: self._on_task() if self.task and t == self.task.name else None)
         self.model_states: dict[str, str] = {}
-        self.refresh()
 
     # ----------------------------------------------------------- building
     def _context_box(self) -> QGroupBox:
@@ -183,11 +177,7 @@ class AnnotatePage(Page):
         self.last_view.setWordWrap(True)
         self.last_view.setTextFormat(Qt.TextFormat.RichText)
         last.addWidget(self.last_view)
-        self.prediction_label = QLabel()
-        self.prediction_label.setWordWrap(True)
-        last.addWidget(self.prediction_label)
-        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
-        last.addWidget(self.probs)
+        self.prediction_label, self.probs = prediction_view(last)
         self.last_box.hide()
         return self.last_box
 
@@ -254,12 +244,7 @@ class AnnotatePage(Page):
         for f in task.inputs:
             if pooled and f.is_context:
                 continue
-            edit = QPlainTextEdit()
-            edit.setPlaceholderText(f.description)
-            edit.setAccessibleName(f.name)
-            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-            edit.setTabChangesFocus(True)
-            edit.setMaximumHeight(90 if f.is_context else 60)
+            edit = input_edit(f)
             self.form.addRow(f.name, edit)
             self.inputs[f.name] = edit
         for b in self.target_group.buttons():
@@ -430,7 +415,7 @@ class AnnotatePage(Page):
         if "label" in out:
             self.prediction_label.setText(f"{html.escape(ex.model_name)} predicted <b>{html.escape(out['label'])}</b>;"
                                           f" you said <b>{html.escape(str(ex.target))}</b>.")
-            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+            self.probs.show_output(out)
         else:
             self.prediction_label.setText(f"{html.escape(ex.model_name)} answered "
                                           f"<b>{html.escape(str(out.get('answer', '')))}</b> "

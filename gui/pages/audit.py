@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -21,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Banner, Page
-from dynadesk.gui.pages.scaffold import button, named_table, path_row, read_only_text
+from dynadesk.gui.pages.scaffold import browse_into, button, named_table, path_row, read_only_text
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.workers import progress_line
@@ -148,16 +147,13 @@ class AuditPage(Page):
         self.cancel_button.setEnabled(running)
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open bundle", "", "Bundles (*.json);;All (*)")
-        if path:
-            self.path_edit.setText(path)
+        if browse_into(self.path_edit, "Open bundle", "Bundles (*.json);;All (*)"):
             self.verify()
 
     # ------------------------------------------------------------- verify
     def verify(self) -> bool:
-        path = self.path_edit.text().strip()
-        if not path:
-            self.banner.error("Choose a bundle file.")
+        path = self.required(self.path_edit, "Choose a bundle file.")
+        if path is None:
             return False
         self.fields.setRowCount(0)
         try:
@@ -180,9 +176,8 @@ class AuditPage(Page):
     def start_audit(self, rerun: bool) -> None:
         if self._audit is None or self._audit.running:
             return
-        path = self.path_edit.text().strip()
-        if not path:
-            self.banner.error("Choose a bundle file.")
+        path = self.required(self.path_edit, "Choose a bundle file.")
+        if path is None:
             return
         self.verify()  # shows the contents; a bad signature is also a verdict row, a bad format fails the job
         self.report = None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.scaffold import task_selector
+
+if TYPE_CHECKING:
+    from dynadesk.gui.services.data import DataService
 
 
 class Banner(QFrame):
@@ -142,6 +145,15 @@ class Page(QWidget):
         """A job started in a workspace since closed ended: one line here, its outcome kept off this view."""
         self.banner.show_message(line, "info")
 
+    def required(self, edit: QLineEdit, missing: str) -> str | None:
+        """``edit``'s text, stripped; when empty, ``missing`` (what to choose or enter, and where) in the banner
+        and None, so an action never starts on a blank field."""
+        text = edit.text().strip()
+        if not text:
+            self.banner.error(missing)
+            return None
+        return text
+
     def guard(self, fn, *args, **kwargs):
         """Call ``fn``; a :class:`DynaDeskError` is shown in the banner and ``None`` returned."""
         try:
@@ -150,6 +162,34 @@ class Page(QWidget):
             self.banner.error(str(exc))
             return None
 
+
+class ServicePage(Page):
+    """A page over its own service (Start, Leaderboard; with the workspace's data, :class:`DataPage`). The constructor
+    they share is this one: a page lays out its widgets and connects its service in :meth:`build`, reaching it as
+    ``self._svc`` (a subclass names its type: ``_svc: StartService``), then opens showing what its services hold
+    (:meth:`refresh`)."""
+
+    _svc: QObject
+
+    def __init__(self, service: QObject, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._svc = service
+        self.build(self.body())
+        self.refresh()
+
+    def build(self, lay: QVBoxLayout) -> None:
+        """Lay out the page's widgets in ``lay`` (its body, under the title and the banner) and connect its
+        service; called once, by the constructor, after the page's services are set."""
+        raise NotImplementedError(f"{type(self).__name__} lays out no widgets: define build()")
+
+
+class DataPage(ServicePage):
+    """A :class:`ServicePage` that also reads the workspace's data (tasks, datasets) as ``self._data``: Annotate,
+    Validate, Rounds, Train, Models."""
+
+    def __init__(self, service: QObject, data: DataService, parent: QWidget | None = None):
+        self._data = data  # before the base constructor, which builds the page
+        super().__init__(service, parent)
 
 def refill_combo(combo, items, prefer: str | None = None) -> None:
     """Replace a combo box's items without firing change signals, keeping the current choice if it remains;

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BreakdownChart, IntervalChart, RadarChart, RankRangeChart, axis_fractions
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import ServicePage
 from dynadesk.gui.pages.leaderboard_rates import RatesBar
 from dynadesk.gui.pages.scaffold import button, named_table, pane
 from dynadesk.gui.pages.tables import fill
@@ -102,23 +102,21 @@ class WeightSlider(QWidget):
         self.value_label.setText(f"{self.value():g}")
 
 
-class LeaderboardPage(Page):
+class LeaderboardPage(ServicePage):
     title = "Leaderboard"
+    _svc: LeaderboardService
     loaded = Signal()  # the board of the task on screen was read and ranked
 
-    def __init__(self, service: LeaderboardService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
+    def build(self, lay: QVBoxLayout) -> None:
         self.task: str | None = None
         self.result: Leaderboard | None = None
         self.loading = False  # a read of the board is under way on a pool thread
-        service.loaded.connect(self._on_loaded)
-        service.loadFailed.connect(self._on_load_failed)
-        lay = self.body()
+        self._svc.loaded.connect(self._on_loaded)
+        self._svc.loadFailed.connect(self._on_load_failed)
 
-        top = self.task_bar(self.reload, service)
+        top = self.task_bar(self.reload, self._svc)
         self._board_controls(top)
-        self.rates_bar = RatesBar(service, self)  # a board's rate edition (dynadesk leaderboard --rates)
+        self.rates_bar = RatesBar(self._svc, self)  # a board's rate edition (dynadesk leaderboard --rates)
         lay.addWidget(self.rates_bar)
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self._weights_pane())
@@ -138,8 +136,7 @@ class LeaderboardPage(Page):
         split.addWidget(right)
         split.setSizes([300, 800])
         lay.addWidget(split, 1)
-        service.changed.connect(self.refresh)
-        self.refresh()
+        self._svc.changed.connect(self.refresh)
 
     def _board_controls(self, top: QHBoxLayout) -> None:
         """After the task: the memory budget, the hardware class, the column chooser, default weights, export."""

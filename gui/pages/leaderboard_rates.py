@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+
+from dynadesk.gui.pages.scaffold import browse_into
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.leaderboard import LeaderboardService
@@ -77,9 +79,7 @@ class RatesBar(QWidget):
         self.show_in_use()
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Rate edition", "", "Rate edition (*.json);;All files (*)")
-        if path:
-            self.source.setText(path)
+        browse_into(self.source, "Rate edition", "Rate edition (*.json);;All files (*)")
 
     def _on_changed(self, task: str) -> None:
         self.loading = False

@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -25,11 +24,9 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.evaluator.adapters import KINDS
-from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, named_table, pane, path_row
+from dynadesk.gui.pages.base import DataPage
+from dynadesk.gui.pages.scaffold import browse_into, button, input_edit, named_table, pane, path_row, prediction_view
 from dynadesk.gui.pages.tables import fill
-from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.models import ModelsService, parse_labels
 
 if TYPE_CHECKING:
@@ -39,16 +36,13 @@ DEBOUNCE_MS = 250
 AUTO_KIND = "auto"
 
 
-class ModelsPage(Page):
+class ModelsPage(DataPage):
     title = "Models"
+    _svc: ModelsService
 
-    def __init__(self, service: ModelsService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self._records: dict[str, Any] = {}
         self.inputs: dict[str, QPlainTextEdit] = {}
-        lay = self.body()
 
         split = QSplitter(Qt.Orientation.Horizontal)
         left, ll = pane()
@@ -66,11 +60,7 @@ class ModelsPage(Page):
         rl.addWidget(self.try_title)
         self.try_form = QFormLayout()
         rl.addLayout(self.try_form)
-        self.result_label = QLabel()
-        self.result_label.setWordWrap(True)
-        rl.addWidget(self.result_label)
-        self.probs = BarChart(fmt="{:.1%}", max_value=1.0, highlight_max=True)
-        rl.addWidget(self.probs)
+        self.result_label, self.probs = prediction_view(rl)
         rl.addStretch(1)
         split.addWidget(right)
         split.setSizes([650, 450])
@@ -81,11 +71,10 @@ class ModelsPage(Page):
         self._debounce.setInterval(DEBOUNCE_MS)
         self._debounce.timeout.connect(self.predict_now)
         # bound methods: dropped when the page is destroyed
-        self.follow(service, changed=self.refresh, registered=self._on_registered,
+        self.follow(self._svc, changed=self.refresh, registered=self._on_registered,
                     registerFailed=self._on_register_failed, predicted=self._on_predicted,
                     predictFailed=self._on_predict_failed, loading=self._on_loading, loaded=self._on_loaded,
                     loadFailed=self._on_load_state)
-        self.refresh()
 
     def _register_box(self) -> QGroupBox:
         """Register a model folder, with the CLI's options (task, name, kind, labels, allow-pickle)."""
@@ -163,12 +152,7 @@ class ModelsPage(Page):
         self._svc.warm(rec.name)
         task = self._data.task(rec.task)
         for f in task.inputs:
-            edit = QPlainTextEdit()
-            edit.setPlaceholderText(f.description)
-            edit.setAccessibleName(f.name)
-            edit.setTabChangesFocus(True)  # Tab moves on: no keyboard trap
-            edit.setTabChangesFocus(True)
-            edit.setMaximumHeight(90 if f.is_context else 60)
+            edit = input_edit(f)
             edit.textChanged.connect(self._debounce.start)
             self.try_form.addRow(f.name, edit)
             self.inputs[f.name] = edit
@@ -207,7 +191,7 @@ class ModelsPage(Page):
             return  # a newer request is on its way
         if "label" in out:
             self.result_label.setText(f"Prediction: <b>{out['label']}</b>")
-            self.probs.set_data(sorted(out.get("probs", {}).items(), key=lambda kv: -kv[1]))
+            self.probs.show_output(out)
         else:
             self.result_label.setText(f"Answer: <b>{out.get('answer', '')}</b> (score {out.get('score', 0):.2f}, "
                                       f"characters {out.get('start')}–{out.get('end')})")
@@ -220,14 +204,11 @@ class ModelsPage(Page):
 
     # ---------------------------------------------------------- registry
     def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Model folder")
-        if path:
-            self.path_edit.setText(path)
+        browse_into(self.path_edit, "Model folder")
 
     def register(self) -> None:
-        path = self.path_edit.text().strip()
-        if not path:
-            self.banner.error("Choose a model folder.")
+        path = self.required(self.path_edit, "Choose a model folder.")
+        if path is None:
             return
         self.register_button.setEnabled(False)
         self.banner.show_message(f"Hashing and checking {path} …", "info")

@@ -22,11 +22,10 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.charts import BarChart
-from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane, path_row
+from dynadesk.gui.pages.base import DataPage
+from dynadesk.gui.pages.scaffold import browse_into, button, hbox, named_table, pane, path_row
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.annotation import AnnotationService
-from dynadesk.gui.services.data import DataService
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
@@ -36,16 +35,13 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-class RoundsPage(Page):
+class RoundsPage(DataPage):
     title = "Rounds"
+    _svc: AnnotationService
 
-    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self.stats: list[Any] = []
-        lay = self.body()
-        self.task_bar(self.reload, data, rounds=True).addStretch(1)
+        self.task_bar(self.reload, self._data, rounds=True).addStretch(1)
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.rounds_table = named_table(["round", "status", "target models", "examples", "fooled", "verified fooled",
@@ -75,12 +71,11 @@ class RoundsPage(Page):
         actions.addWidget(self._round_data_box(), 1)
         lay.addLayout(actions)
 
-        service.roundsChanged.connect(lambda _t: self.reload())
-        service.examplesChanged.connect(lambda _t: self.reload())
-        service.reportReady.connect(self._on_report)
-        service.reportFailed.connect(self._on_report_failed)  # bound: dropped when the page is destroyed
+        self._svc.roundsChanged.connect(lambda _t: self.reload())
+        self._svc.examplesChanged.connect(lambda _t: self.reload())
+        self._svc.reportReady.connect(self._on_report)
+        self._svc.reportFailed.connect(self._on_report_failed)  # bound: dropped when the page is destroyed
         self.report = None
-        self.refresh()
 
     def _new_round_box(self) -> QGroupBox:
         nbox = QGroupBox("New round")
@@ -205,9 +200,7 @@ class RoundsPage(Page):
         return out
 
     def _browse_contexts(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Contexts file", "", "Contexts (*.jsonl *.txt);;All (*)")
-        if path:
-            self.contexts_edit.setText(path)
+        browse_into(self.contexts_edit, "Contexts file", "Contexts (*.jsonl *.txt);;All (*)")
 
     def open_new_round(self) -> None:
         task = self.task_combo.currentText()

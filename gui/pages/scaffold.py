@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QBoxLayout,
     QComboBox,
     QDoubleSpinBox,
+    QFileDialog,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -31,11 +32,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dynadesk.gui.charts import ProbabilityBars
 from dynadesk.gui.pages.tables import table
+from dynadesk.tasks import InputField
 
 SpinBox = TypeVar("SpinBox", QSpinBox, QDoubleSpinBox)
 
-__all__ = ["boxed", "browser", "button", "hbox", "hint", "named_table", "pane", "path_row", "read_only_text",
+__all__ = ["boxed", "browse_into", "browser", "button", "hbox", "hint", "input_edit", "named_table", "pane",
+           "path_row", "prediction_view", "read_only_text",
            "shortcuts", "spin",
            "task_selector"]
 
@@ -134,6 +138,41 @@ def path_row(placeholder: str, on_browse: Callable[[], Any], button_text: str = 
     out.addWidget(edit, 1)
     out.addWidget(button(button_text, on_browse))
     return out, edit
+
+
+def browse_into(edit: QLineEdit, title: str, file_filter: str = "", start: str = "") -> bool:
+    """What a path field's "Browse…" does: ask for a folder (or, given ``file_filter``, a file to open) starting at
+    ``start``, and put the path chosen into ``edit``. False when the dialog was cancelled (``edit`` unchanged)."""
+    if file_filter:
+        path, _ = QFileDialog.getOpenFileName(edit, title, start, file_filter)
+    else:
+        path = QFileDialog.getExistingDirectory(edit, title, start)
+    if path:
+        edit.setText(path)
+    return bool(path)
+
+
+def input_edit(field: InputField) -> QPlainTextEdit:
+    """The editor of one task input, as every page that asks for an example's inputs shows it: the field's
+    description as placeholder, its name for screen readers, Tab moving on (no keyboard trap), a context field
+    taller than the others."""
+    edit = QPlainTextEdit()
+    edit.setPlaceholderText(field.description)
+    edit.setAccessibleName(field.name)
+    edit.setTabChangesFocus(True)
+    edit.setMaximumHeight(90 if field.is_context else 60)
+    return edit
+
+
+def prediction_view(lay: QBoxLayout) -> tuple[QLabel, ProbabilityBars]:
+    """What a page shows of one model prediction, added to ``lay``: a wrapped line for the answer and, under it,
+    the label probabilities (Models' "Try it", Annotate's last example)."""
+    line = QLabel()
+    line.setWordWrap(True)
+    lay.addWidget(line)
+    bars = ProbabilityBars()
+    lay.addWidget(bars)
+    return line, bars
 
 
 def spin(box: SpinBox, low: float, high: float, value: float, suffix: str = "") -> SpinBox:

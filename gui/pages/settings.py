@@ -6,7 +6,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -18,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from dynadesk.errors import DynaDeskError
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, path_row, spin
+from dynadesk.gui.pages.scaffold import browse_into, button, path_row, spin
 from dynadesk.gui.services.bundles import BundlesService
 from dynadesk.gui.services.settings import AppSettings
 from dynadesk.gui.services.workspace import WorkspaceService
@@ -104,14 +103,11 @@ class SettingsPage(Page):
         self.statusMessage.emit(f"saved {key}")
 
     def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Workspace folder", self.workspace_edit.text())
-        if path:
-            self.workspace_edit.setText(path)
+        browse_into(self.workspace_edit, "Workspace folder", start=self.workspace_edit.text())
 
     def open_workspace(self) -> None:
-        path = self.workspace_edit.text().strip()
-        if not path:
-            self.banner.error("Enter a workspace folder.")
+        path = self.required(self.workspace_edit, "Enter a workspace folder.")
+        if path is None:
             return
         try:
             self._ws.switch(path)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import ServicePage
 from dynadesk.gui.services.start import Holdings, StartService
 from dynadesk.progress import ProgressEvent
 
@@ -34,17 +34,15 @@ STEPS = [  # key, title, what it does, button
 ]
 
 
-class StartPage(Page):
+class StartPage(ServicePage):
     title = "Start"
+    _svc: StartService
     goTo = Signal(str)  # the key of the page to open (the window follows)
 
-    def __init__(self, service: StartService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
+    def build(self, lay: QVBoxLayout) -> None:
         self.held: Holdings | None = None
         self.loading = False
         self.running: str | None = None  # the step whose job runs now
-        lay = self.body()
         intro = QLabel(INTRO)
         intro.setWordWrap(True)
         lay.addWidget(intro)
@@ -77,7 +75,7 @@ class StartPage(Page):
         prow.addWidget(self.progress, 1)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(service.cancel)
+        self.cancel_button.clicked.connect(self._svc.cancel)
         prow.addWidget(self.cancel_button)
         lay.addLayout(prow)
         self.status_label = QLabel("")
@@ -86,9 +84,8 @@ class StartPage(Page):
         lay.addWidget(self.status_label)
         lay.addStretch(1)
 
-        self.follow(service, held=self._show, progress=self._on_progress, finished=self._on_finished,
+        self.follow(self._svc, held=self._show, progress=self._on_progress, finished=self._on_finished,
                     failed=self._on_failed, cancelled=self._on_cancelled, left=self._on_left)
-        self.refresh()
 
     def refresh(self) -> None:
         self.loading = True

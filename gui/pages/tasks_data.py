@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
@@ -27,7 +26,7 @@ from dynadesk.formats import FORMATS, Mapping
 from dynadesk.formats.base import parse_pairs
 from dynadesk.gui.charts import BarChart
 from dynadesk.gui.pages.base import Page
-from dynadesk.gui.pages.scaffold import button, hbox, named_table, pane
+from dynadesk.gui.pages.scaffold import browse_into, button, hbox, named_table, pane
 from dynadesk.gui.pages.tables import fill
 from dynadesk.gui.services.data import DataService, ImportOutcome
 
@@ -233,16 +232,13 @@ class TasksDataPage(Page):
 
     # ------------------------------------------------------------ add a task
     def _browse_task(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Add a task", "", "Task files (*.yaml *.yml);;All (*)")
-        if path:
-            self.task_file.setText(path)
+        browse_into(self.task_file, "Add a task", "Task files (*.yaml *.yml);;All (*)")
 
     def add_task(self) -> None:
-        path = self.task_file.text().strip()
-        if not path:
-            self.banner.error("Choose a task file (YAML) to add: its fields are described in docs/tasks.md.")
-            return
-        self._data.add_task(path)
+        path = self.required(self.task_file,
+                             "Choose a task file (YAML) to add: its fields are described in docs/tasks.md.")
+        if path is not None:
+            self._data.add_task(path)
 
     def _on_task_added(self, ok: bool, line: str) -> None:
         if ok:
@@ -253,10 +249,7 @@ class TasksDataPage(Page):
 
     # ---------------------------------------------------------------- import
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import dataset", "",
-                                              "Data (*.jsonl *.json *.csv *.tsv *.txt *.parquet);;All (*)")
-        if path:
-            self.import_path.setText(path)
+        browse_into(self.import_path, "Import dataset", "Data (*.jsonl *.json *.csv *.tsv *.txt *.parquet);;All (*)")
 
     def start_import(self) -> None:
         path = self.import_path.text().strip()

@@ -20,12 +20,12 @@ from PySide6.QtWidgets import (
     QSpinBox,
     QTableWidget,
     QTableWidgetItem,
+    QVBoxLayout,
     QWidget,
 )
 
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.scaffold import button, hbox, spin
-from dynadesk.gui.services.data import DataService
 from dynadesk.gui.services.training import TrainingService
 from dynadesk.progress import ProgressEvent
 
@@ -35,19 +35,16 @@ if TYPE_CHECKING:
 MINILM = "minilm"
 
 
-class TrainPage(Page):
+class TrainPage(DataPage):
     title = "Train"
+    _svc: TrainingService
 
-    def __init__(self, service: TrainingService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self.last_request: Any = None
-        lay = self.body()
 
         form_box = QGroupBox("What to train")
         form = QFormLayout(form_box)
-        self.use_tasks(QComboBox(), data, show=self._fill)
+        self.use_tasks(QComboBox(), self._data, show=self._fill)
         form.addRow("Task", self.task_combo)
         self.base_combo = QComboBox()
         form.addRow("Base model", self.base_combo)
@@ -79,10 +76,9 @@ class TrainPage(Page):
         lay.addWidget(self.status)
         lay.addStretch(1)
 
-        self.follow(service, started=lambda: self._running(True), progress=self._on_progress,
+        self.follow(self._svc, started=lambda: self._running(True), progress=self._on_progress,
                     finished=self._on_finished, failed=self._on_failed, cancelled=self._on_cancelled,
                     left=self._on_left)
-        self.refresh()
 
     def _settings_box(self) -> QGroupBox:
         """The training settings on one line: epochs, batch, learning rate, seed, max length."""

@@ -14,34 +14,31 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QProgressBar,
+    QVBoxLayout,
     QWidget,
 )
 
 from dynadesk.errors import DynaDeskError
-from dynadesk.gui.pages.base import Page
+from dynadesk.gui.pages.base import DataPage
 from dynadesk.gui.pages.meta_fields import MetaFieldsBox, missing_text
 from dynadesk.gui.pages.scaffold import browser, button, hbox, hint, shortcuts
 from dynadesk.gui.services.annotation import AnnotationService
-from dynadesk.gui.services.data import DataService
 from dynadesk.store.annotation import AnnotatedExample
 
 if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
 
 
-class ValidatePage(Page):
+class ValidatePage(DataPage):
     title = "Validate"
+    _svc: AnnotationService
 
-    def __init__(self, service: AnnotationService, data: DataService, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._svc = service
-        self._data = data
+    def build(self, lay: QVBoxLayout) -> None:
         self.queue: list[AnnotatedExample] = []
         self.skipped: set[str] = set()
         self.done = 0
-        lay = self.body()
 
-        top = self.task_bar(self.reload, data, rounds=True)
+        top = self.task_bar(self.reload, self._data, rounds=True)
         self.round_combo = QComboBox()
         self.round_combo.setAccessibleName("Round")
         self.round_combo.currentIndexChanged.connect(self._reload_queue)
@@ -86,9 +83,9 @@ class ValidatePage(Page):
 
         shortcuts(self, [("C", lambda: self.vote("correct")), ("I", lambda: self.vote("incorrect")),
                          ("F", lambda: self.vote("flagged")), ("S", self.skip), ("Ctrl+U", self.use_selection)])
-        service.activeChanged.connect(lambda _n: self._reload_queue())
-        service.examplesChanged.connect(lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
-        self.refresh()
+        self._svc.activeChanged.connect(lambda _n: self._reload_queue())
+        self._svc.examplesChanged.connect(
+            lambda t: self._reload_queue() if t == self.task_combo.currentText() else None)
 
     @property
     def current(self) -> AnnotatedExample | None:

@@ -11,6 +11,7 @@ from PySide6.QtCore import QObject, Signal
 
 import dynadesk.annotation as ann
 from dynadesk.errors import NotFoundError
+from dynadesk.gui.services.models import emit_warmed, warm_model
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.annotation import AnnotatedExample, Round
 
@@ -99,26 +100,12 @@ class AnnotationService(QObject):
             self.warm_model(model.name)
 
     def warm_model(self, name: str) -> None:
-        def job(store: Store, model_name: str) -> tuple[str, str | None]:
-            from dynadesk.errors import DynaDeskError
-            from dynadesk.models import default_predictor
-
-            try:
-                default_predictor().warm(store.models.get(model_name))
-            except DynaDeskError as exc:
-                return model_name, str(exc)
-            return model_name, None
-
         self.modelLoading.emit(name)
         # a bound method: the connection goes with this service, so a late load never reaches a dead one
-        self._ws.run_with_store(job, name, on_result=self._on_warmed)
+        self._ws.run_with_store(warm_model, name, on_result=self._on_warmed)
 
     def _on_warmed(self, result: tuple[str, str | None]) -> None:
-        name, error = result
-        if error is None:
-            self.modelReady.emit(name)
-        else:
-            self.modelFailed.emit(name, error)
+        emit_warmed(result, self.modelReady, self.modelFailed)
 
     def report(self, task: str, test_sets: list[str] | None = None) -> None:
         """The round-over-round report (every model's error per round, and on ``test_sets``) on a worker:

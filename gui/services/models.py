@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from dynadesk.gui.services.workspace import WorkspaceService
 from dynadesk.store.models import ModelRecord
@@ -18,6 +18,29 @@ if TYPE_CHECKING:
 def parse_labels(text: str) -> list[str] | None:
     """``"a, b,c"`` -> ``["a", "b", "c"]`` as ``models add --labels`` reads it; blank -> None."""
     return [x.strip() for x in text.split(",")] if text.strip() else None
+
+
+def warm_model(store: Store, name: str) -> tuple[str, str | None]:
+    """The worker job that loads model ``name`` into the shared predictor (so a first prediction does not stall a
+    page): ``(name, None)``, or ``(name, why)`` when it cannot be loaded. The Models and Annotate pages' services
+    both run it."""
+    from dynadesk.errors import DynaDeskError
+    from dynadesk.models import default_predictor
+
+    try:
+        default_predictor().warm(store.models.get(name))
+    except DynaDeskError as exc:
+        return name, str(exc)
+    return name, None
+
+
+def emit_warmed(result: tuple[str, str | None], ready: SignalInstance, failed: SignalInstance) -> None:
+    """Say how a :func:`warm_model` job ended: ``ready(name)``, or ``failed(name, why)``."""
+    name, error = result
+    if error is None:
+        ready.emit(name)
+    else:
+        failed.emit(name, error)
 
 
 class ModelsService(QObject):
@@ -87,25 +110,11 @@ class ModelsService(QObject):
 
     def warm(self, model: str) -> None:
         """Load ``model`` in the background so the first prediction does not stall the page."""
-        def job(store: Store, name: str) -> tuple[str, str | None]:
-            from dynadesk.errors import DynaDeskError
-            from dynadesk.models import default_predictor
-
-            try:
-                default_predictor().warm(store.models.get(name))
-            except DynaDeskError as exc:
-                return name, str(exc)
-            return name, None
-
         self.loading.emit(model)
-        self._ws.run_with_store(job, model, on_result=self._on_warmed)  # bound: dropped with this service
+        self._ws.run_with_store(warm_model, model, on_result=self._on_warmed)  # bound: dropped with this service
 
     def _on_warmed(self, result: tuple[str, str | None]) -> None:
-        name, error = result
-        if error is None:
-            self.loaded.emit(name)
-        else:
-            self.loadFailed.emit(name, error)
+        emit_warmed(result, self.loaded, self.loadFailed)
 
     def _next(self) -> None:
         if self._pending is None:

@@ -11,36 +11,29 @@ runs with it (``dynadesk leaderboard --rates BOARD``). How the rates are estimat
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from dynadesk.errors import SignatureError, ValidationError
-from dynadesk.sync.format import keys as _keys
-from dynadesk.sync.format.canonical import canonical_bytes
-
-FORMAT = "dynadesk-rate-edition"
-VERSION = 1
-MAX_EDITION_BYTES = 4 << 20
-PAYLOAD_KEYS = {"task", "edition", "previous", "created_at", "server", "perf_metric", "amrs", "rates", "reference",
-                "estimator", "factor", "min_rows", "note"}
+from dynadesk.sync.format.server_signed import (
+    ServerDocKind,
+    ServerSigned,
+    parse_server_document,
+    sign_server_document,
+)
 
 
-@dataclass(frozen=True)
-class RateEdition:
-    payload: dict[str, Any]
-    payload_bytes: bytes
-    public_key: bytes
-    signature: bytes
-    raw: bytes
+class RateEdition(ServerSigned):
+    """A structurally valid rate edition; :meth:`verify` checks the server's signature (and, given, that it is the
+    key expected)."""
 
-    @property
-    def id(self) -> str:
-        return hashlib.sha256(self.payload_bytes).hexdigest()
+    KIND = ServerDocKind(
+        format="dynadesk-rate-edition", noun="rate edition", max_bytes=4 << 20,
+        payload_keys=frozenset({"task", "edition", "previous", "created_at", "server", "perf_metric", "amrs", "rates",
+                                "reference", "estimator", "factor", "min_rows", "note"}),
+        error=ValidationError, signature_error=SignatureError, format_hint=" (is this a rate edition?)")
 
     @property
     def task(self) -> str:
@@ -54,28 +47,9 @@ class RateEdition:
     def amrs(self) -> dict[str, float | None]:
         return {str(k): (None if v is None else float(v)) for k, v in self.payload["amrs"].items()}
 
-    @property
-    def key_fingerprint(self) -> str:
-        return _keys.fingerprint(self.public_key)
-
     def describe(self) -> str:
         """One line naming the edition: what a board, a snapshot and the local board print."""
         return f"rate edition {self.number} of '{self.task}' ({self.id[:12]}, signed by {self.key_fingerprint})"
-
-    def verify(self, server_public_key: bytes | None = None) -> None:
-        """The signature over the payload, and (given) that the signer is the server key expected."""
-        if server_public_key is not None and server_public_key != self.public_key:
-            raise SignatureError(f"rate edition {self.id[:12]}: signed by key {self.key_fingerprint}, not the server"
-                                 f" key {_keys.fingerprint(server_public_key)} expected")
-        stated = (self.payload.get("server") or {}).get("key_fingerprint")
-        if stated != self.key_fingerprint:
-            raise SignatureError(f"rate edition {self.id[:12]}: payload.server.key_fingerprint {stated!r:.80} is not"
-                                 " the signing key's")
-        try:
-            key = _keys.public_from_raw(self.public_key)
-        except ValueError as exc:
-            raise SignatureError(f"rate edition {self.id[:12]}: malformed public key ({exc})") from None
-        _keys.verify_signature(key, self.signature, self.payload_bytes, f"rate edition {self.id[:12]}")
 
     def notes(self) -> list[str]:
         """What every board scored with this edition says of it (the public board, ``dynadesk leaderboard --rates``,
@@ -109,13 +83,7 @@ class RateEdition:
 
 def sign_edition(payload: dict[str, Any], key: Ed25519PrivateKey) -> RateEdition:
     """Sign an edition payload with the server key; the result is re-parsed and verified."""
-    payload_bytes = canonical_bytes(payload)
-    pub = _keys.public_raw(key)
-    doc = {"format": FORMAT, "version": VERSION, "payload": payload,
-           "signature": {"algorithm": "ed25519", "public_key": pub.hex(), "value": key.sign(payload_bytes).hex()}}
-    edition = parse_edition(canonical_bytes(doc))
-    edition.verify()
-    return edition
+    return sign_server_document(RateEdition, payload, key)
 
 
 def _check_rates(amrs: Any, where: str) -> None:
@@ -127,31 +95,13 @@ def _check_rates(amrs: Any, where: str) -> None:
             raise ValidationError(f"{where}: payload.amrs.{name} must be a number >= 0 or null, got {v!r:.40}")
 
 
-def parse_edition(raw: bytes, where: str = "rate edition") -> RateEdition:
-    """Structure only (envelope, canonical form, payload fields); a :class:`ValidationError` naming the problem."""
-    if len(raw) > MAX_EDITION_BYTES:
-        raise ValidationError(f"{where}: {len(raw)} bytes is larger than the {MAX_EDITION_BYTES}-byte limit")
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise ValidationError(f"{where}: not JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValidationError(f"{where}: field 'format' must be '{FORMAT}' (is this a rate edition?)")
-    if doc.get("version") != VERSION or set(doc) != {"format", "version", "payload", "signature"}:
-        raise ValidationError(f"{where}: must hold exactly format, version {VERSION}, payload and signature")
-    payload, sig = doc["payload"], doc["signature"]
-    if not isinstance(payload, dict) or set(payload) != PAYLOAD_KEYS:
-        got = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
-        raise ValidationError(f"{where}: payload must hold {', '.join(sorted(PAYLOAD_KEYS))}; got {got}")
+def _check_payload(payload: dict[str, Any], where: str) -> None:
+    """An edition's own fields: the task, the edition number, the rates."""
     if not isinstance(payload["task"], str) or type(payload["edition"]) is not int or payload["edition"] < 1:
         raise ValidationError(f"{where}: payload.task must be a name and payload.edition a number from 1")
     _check_rates(payload["amrs"], where)
-    if not isinstance(sig, dict) or sig.get("algorithm") != "ed25519":
-        raise ValidationError(f"{where}: signature.algorithm must be 'ed25519'")
-    try:
-        public_key, signature = bytes.fromhex(str(sig["public_key"])), bytes.fromhex(str(sig["value"]))
-    except (KeyError, ValueError):
-        raise ValidationError(f"{where}: signature.public_key and signature.value must be hex") from None
-    if canonical_bytes(doc) != bytes(raw):
-        raise ValidationError(f"{where}: not in RFC 8785 canonical form (was it edited by hand?)")
-    return RateEdition(payload, canonical_bytes(payload), public_key, signature, bytes(raw))
+
+
+def parse_edition(raw: bytes, where: str = "rate edition") -> RateEdition:
+    """Structure only (envelope, canonical form, payload fields); a :class:`ValidationError` naming the problem."""
+    return parse_server_document(RateEdition, raw, where, _check_payload)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from dynadesk import defaults
-from dynadesk.errors import DynaDeskError
+from dynadesk.commandline import run_command
 from dynadesk.sync.server.cli_board import board, reference, snapshot
 from dynadesk.sync.server.cli_data import datasets, log, tasks_list
 from dynadesk.sync.server.cli_keys import keys, orgs
@@ -145,18 +144,7 @@ cli.add_command(rates_group)  # issue 44: rate editions (sync/server/rates_cli.p
 
 
 def main(argv: list[str] | None = None) -> None:
-    try:
-        cli.main(args=argv, prog_name="dynadesk-server", standalone_mode=False)
-    except click.exceptions.Abort:
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except DynaDeskError as exc:
-        click.secho(f"Error: {exc}", fg="red", err=True)
-        sys.exit(1)
+    run_command(cli, argv, "dynadesk-server")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dynadesk.sync.server.cli_options import db_option, echo_rows, json_option, open_db
+from dynadesk.sync.server.cli_options import db_option, echo_listing, json_option, open_db
 
 if TYPE_CHECKING:
     from dynadesk.sync.server.db import ServerDB
@@ -132,11 +132,8 @@ def reference_list(db_path: str, task: str | None, as_json: bool) -> None:
         pins = OperatorView(db).pins(task)
     finally:
         db.close()
-    if as_json:
-        click.echo(json.dumps(pins, indent=2))
-        return
-    echo_rows(["task", "model", "bundle", "pinned", "note"],
-           [[p["task"], p["model"], p["bundle_id"], p["pinned_at"], p["note"]] for p in pins])
+    echo_listing(as_json, pins, ["task", "model", "bundle", "pinned", "note"],
+                 [[p["task"], p["model"], p["bundle_id"], p["pinned_at"], p["note"]] for p in pins])
 
 
 
@@ -214,10 +211,7 @@ def snapshot_create(db_path: str, task: str, title: str, key_path: str | None, w
 def snapshot_list(db_path: str, task: str | None, as_json: bool) -> None:
     """Snapshots taken on this board, oldest first."""
     rows = open_db(db_path).list_snapshots(task)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    echo_rows(["id", "log entry", "task", "title", "taken"],
-              [[r["id"], r["seq"], r["task"], r["title"], r["created_at"]] for r in rows])
+    echo_listing(as_json, rows, ["id", "log entry", "task", "title", "taken"],
+                 [[r["id"], r["seq"], r["task"], r["title"], r["created_at"]] for r in rows])
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dynadesk.sync.server.cli_options import db_option, echo_rows, json_option, open_db
+from dynadesk.sync.server.cli_options import db_option, echo_listing, json_option, open_db
 
 if TYPE_CHECKING:
     pass
@@ -65,11 +65,8 @@ def datasets_import(db_path: str, home: str, split: str, task: str | None) -> No
 @json_option
 def datasets_list(db_path: str, task: str | None, as_json: bool) -> None:
     rows = open_db(db_path).datasets(task)
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    echo_rows(["task", "name", "version", "split", "size", "digest"],
-           [[d["task"], d["name"], d["version"], d["split"], d["size"], d["digest"]] for d in rows])
+    echo_listing(as_json, rows, ["task", "name", "version", "split", "size", "digest"],
+                 [[d["task"], d["name"], d["version"], d["split"], d["size"], d["digest"]] for d in rows])
 
 
 @click.group()
@@ -114,12 +111,9 @@ def tasks_list(ctx: click.Context, db_path: str | None, as_json: bool) -> None:
     from dynadesk.tasks import load_tasks, task_digest
 
     tasks = board_tasks(open_db(db_path)) if db_path else load_tasks()
-    if as_json:
-        click.echo(json.dumps([{"name": t.name, "title": t.title, "metric": t.metric, "digest": task_digest(t)}
-                               for t in tasks.values()], indent=2))
-        return
-    echo_rows(["task", "title", "metric", "digest"],
-              [[t.name, t.title, t.metric, task_digest(t)] for t in tasks.values()])
+    found = [{"name": t.name, "title": t.title, "metric": t.metric, "digest": task_digest(t)} for t in tasks.values()]
+    echo_listing(as_json, found, ["task", "title", "metric", "digest"],
+                 [[t["name"], t["title"], t["metric"], t["digest"]] for t in found])
 
 
 @tasks_list.command("add")

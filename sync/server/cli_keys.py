@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from dynadesk.sync.server.cli_options import db_option, echo_rows, json_option, open_db
+from dynadesk.sync.server.cli_options import db_option, echo_listing, json_option, open_db
 
 if TYPE_CHECKING:
     from dynadesk.sync.server.db import ServerDB
@@ -58,11 +57,8 @@ def keys_revoke(db_path: str, fingerprint: str, reason: str) -> None:
 def keys_list(db_path: str, as_json: bool) -> None:
     """Registered keys and whether they are revoked."""
     rows = open_db(db_path).list_keys()
-    if as_json:
-        click.echo(json.dumps([r.to_dict() for r in rows], indent=2))
-        return
-    echo_rows(["fingerprint", "name", "role", "added", "revoked"],
-           [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
+    echo_listing(as_json, [r.to_dict() for r in rows], ["fingerprint", "name", "role", "added", "revoked"],
+                 [[r.fingerprint, r.name, r.role, r.added_at, r.revoked_at or ""] for r in rows])
 
 
 def _key_event(db: ServerDB, fingerprint: str, event: str, detail: str) -> None:
@@ -105,11 +101,8 @@ def keys_events(db_path: str, as_json: bool) -> None:
     from dynadesk.sync.server.key_changes import events
 
     rows = events(open_db(db_path))
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    echo_rows(["#", "at", "key", "event", "detail"], [[r["seq"], r["at"], r["fingerprint"], r["event"], r["detail"]]
-                                                   for r in rows])
+    echo_listing(as_json, rows, ["#", "at", "key", "event", "detail"],
+                 [[r["seq"], r["at"], r["fingerprint"], r["event"], r["detail"]] for r in rows])
 
 
 @click.group()
@@ -132,9 +125,7 @@ def orgs_add(db_path: str, name: str) -> None:
 def orgs_list(db_path: str, as_json: bool) -> None:
     """Registered organisations."""
     rows = open_db(db_path).organisations()
-    if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
-    echo_rows(["name", "added"], [[r["name"], r["added_at"]] for r in rows])
+    echo_listing(as_json, rows, ["name", "added"],
+                 [[r["name"], r["added_at"]] for r in rows])
 
 

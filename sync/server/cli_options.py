@@ -4,6 +4,7 @@ workspace store)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,7 +14,7 @@ from dynadesk.texttable import table_lines
 if TYPE_CHECKING:
     from dynadesk.sync.server.db import ServerDB
 
-__all__ = ["db_option", "echo_rows", "json_option", "open_db"]
+__all__ = ["db_option", "echo_listing", "echo_rows", "json_option", "open_db"]
 
 db_option = click.option("--db", "db_path", required=True, metavar="FILE|URL", envvar="DYNADESK_SERVER_DB",
                          help="Server database: a SQLite file (created if missing) or"
@@ -33,3 +34,12 @@ def echo_rows(headers: list[str], rows: list[list[Any]]) -> None:
     """A plain aligned text table on stdout."""
     for line in table_lines(headers, rows):
         click.echo(line)
+
+
+def echo_listing(as_json: bool, found: Any, headers: list[str], rows: list[list[Any]]) -> None:
+    """What every listing command prints: ``found`` as indented JSON with ``--json``, else the aligned table of
+    ``rows`` under ``headers``."""
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+    else:
+        echo_rows(headers, rows)

@@ -9,13 +9,13 @@ database changes in any process (the same check as ``db.board_rows``: both table
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.sync.format.timestamps import utc_now_text
 from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.versioned_cache import VersionedCache
 
 MAX_CLASS_CHARS = 256  # as an attestation's hardware_class
 
@@ -34,8 +34,7 @@ class OperatorView:
 
     def __init__(self, db: ServerDB):
         self.db = db
-        self._cache: dict[str, tuple[tuple[Any, ...], ViewSettings]] = {}
-        self._lock = threading.Lock()
+        self._cache: VersionedCache[str, ViewSettings] = VersionedCache()
 
     # ------------------------------------------------------------------ default hardware class
     def set_default_class(self, task: str, hardware_class: str | None) -> None:
@@ -97,22 +96,16 @@ class OperatorView:
     # ------------------------------------------------------------------ what a board query reads
     def settings(self, task: str) -> ViewSettings:
         """The task's settings, cached until the database changes."""
-        version = self.db.board_version()
-        with self._lock:
-            cached = self._cache.get(task)
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        return self._cache.get(task, self.db.board_version(), lambda: self._read_settings(task))
+
+    def _read_settings(self, task: str) -> ViewSettings:
         with self.db.lock:
             row = self.db.conn.execute("SELECT hardware_class, set_at FROM board_defaults WHERE task = ?",
                                        [task]).fetchone()
             pins = self.db.conn.execute("SELECT bundle_id, note FROM reference_pins WHERE task = ?",
                                         [task]).fetchall()
-        found = ViewSettings(str(row[0]) if row else None, str(row[1]) if row else None,
-                             {str(p[0]): str(p[1]) for p in pins})
-        with self._lock:
-            self._cache[task] = (version, found)
-        return found
+        return ViewSettings(str(row[0]) if row else None, str(row[1]) if row else None,
+                            {str(p[0]): str(p[1]) for p in pins})
 
     def _forget(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._cache.forget()

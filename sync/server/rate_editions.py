@@ -38,6 +38,7 @@ from dynadesk.sync.format.translog import entry_hash
 from dynadesk.sync.server import reference as _reference
 from dynadesk.sync.server import rows as _rows
 from dynadesk.sync.server.db import ServerDB
+from dynadesk.sync.server.versioned_cache import VersionedCache
 
 __all__ = ["RATE_FACTOR", "RateBook", "RateSource", "derive", "reference_candidates"]
 EDITION, PROVISIONAL, NONE, DYNABOARD = "edition", "provisional", "none", "dynaboard"
@@ -173,23 +174,19 @@ class RateBook:
     def __init__(self, db: ServerDB):
         self.db = db
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[Any, RateEdition | None]] = {}
+        self._cache: VersionedCache[str, RateEdition | None] = VersionedCache()
         self._sources: dict[tuple[str, Any], tuple[Any, RateSource]] = {}
 
     # ------------------------------------------------------------------ stored editions
     def current(self, task: str) -> RateEdition | None:
-        version = self.db.board_version()
-        with self._lock:
-            cached = self._cache.get(task)
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        """The task's latest edition (None before the first), cached until the database changes."""
+        return self._cache.get(task, self.db.board_version(), lambda: self._read_current(task))
+
+    def _read_current(self, task: str) -> RateEdition | None:
         with self.db.lock:
             row = self.db.conn.execute("SELECT raw FROM rate_editions WHERE task = ? ORDER BY edition DESC LIMIT 1",
                                        [task]).fetchone()
-        found = parse_edition(bytes(row[0])) if row else None
-        with self._lock:
-            self._cache[task] = (version, found)
-        return found
+        return parse_edition(bytes(row[0])) if row else None
 
     def get(self, task: str, number: int) -> RateEdition:
         with self.db.lock:
@@ -303,8 +300,7 @@ class RateBook:
                    "min_rows": MIN_ROWS, "note": note}
         edition = sign_edition(payload, key)
         self.add(edition)
-        with self._lock:
-            self._cache.pop(task, None)
+        self._cache.forget(task)
         return edition
 
 

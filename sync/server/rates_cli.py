@@ -75,7 +75,7 @@ def rates_freeze(db_path: str, task: str, bundle_ids: tuple[str, ...], note: str
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
 def rates_list(db_path: str, task: str | None, as_json: bool) -> None:
     """Rate editions, by task and number."""
-    from dynadesk.sync.server.cli_options import echo_rows as echo_table
+    from dynadesk.sync.server.cli_options import echo_listing
     from dynadesk.sync.server.db import ServerDB
     from dynadesk.sync.server.rate_editions import RateBook
 
@@ -84,11 +84,8 @@ def rates_list(db_path: str, task: str | None, as_json: bool) -> None:
         found = RateBook(db).listing(task)
     finally:
         db.close()
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
-    echo_table(["task", "edition", "id", "log entry", "frozen"],
-               [[r["task"], r["edition"], r["id"][:16], r["seq"], r["created_at"]] for r in found])
+    echo_listing(as_json, found, ["task", "edition", "id", "log entry", "frozen"],
+                 [[r["task"], r["edition"], r["id"][:16], r["seq"], r["created_at"]] for r in found])
 
 
 @rates.command("show")

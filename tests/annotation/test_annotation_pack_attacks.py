@@ -10,7 +10,7 @@ import pytest
 from support.annotation import make_example, open_store, register, two_machines
 
 from dynadesk import annotation as ann
-from dynadesk.errors import AnnotationError, DynaDeskError, SignatureError
+from dynadesk.errors import AnnotationError, DynaDeskError, SignatureError, ValidationError
 
 
 @pytest.fixture
@@ -143,3 +143,32 @@ def test_unsigned_old_packs_are_refused_and_own_packs_need_no_trust(two, tmp_pat
     (tmp_path / "nosig.pack").write_text(json.dumps(body))
     with pytest.raises(SignatureError, match="no Ed25519 signature"):
         ann.merge(b, tmp_path / "nosig.pack")
+
+
+def test_a_signed_pack_entry_that_is_not_an_object_is_named_in_every_section(two, tmp_path: Path) -> None:
+    """A trusted peer's pack whose lists hold a bare string, number or list where a record belongs is refused with
+    each such entry named by its JSON path (one checker walks every section), and nothing is merged."""
+    a, b = two
+    ex = make_example(a, "amy", "an example to carry", fooled=True)
+    ann.validate(a, ex.uid, "abe", "correct")
+    ann.pack(a, tmp_path / "a.pack")
+    before = _counts(b)
+
+    body = ann.read_pack_unverified(tmp_path / "a.pack")
+    body["annotators"].append("mallory")
+    body["rounds"].insert(0, 7)
+    ann.write_signed_pack(a, body, tmp_path / "heads.pack")
+    with pytest.raises(ValidationError, match="nothing was merged") as refused:
+        ann.merge(b, tmp_path / "heads.pack")
+    assert f"annotators[{len(body['annotators']) - 1}]: expected an object" in refused.value.problems
+    assert "rounds[0]: expected an object" in refused.value.problems
+
+    for section, entry, where in (("examples", ["not", "a", "record"], "examples[1]"), ("validations", None,
+                                                                                    "validations[1]")):
+        body = ann.read_pack_unverified(tmp_path / "a.pack")
+        body[section].append(entry)
+        ann.write_signed_pack(a, body, tmp_path / f"{section}.pack")
+        with pytest.raises(ValidationError, match="nothing was merged") as refused:
+            ann.merge(b, tmp_path / f"{section}.pack")
+        assert refused.value.problems == [f"{where}: expected an object"]
+    assert _counts(b) == before

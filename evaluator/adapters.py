@@ -196,11 +196,16 @@ class QuestionAnsweringAdapter:
     kind = "hf-question-answering"
 
     def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
+        self.device = device
+        self.tokenizer, self.model = _load_hf(model_dir, "AutoModelForQuestionAnswering", device, allow_pickle)
+        self.read_manifest(model_dir, manifest)
+
+    def read_manifest(self, model_dir: Path, manifest: dict[str, Any]) -> None:
+        """The fields, windows and answer limits the manifest sets, and the tokenizer check, once the tokenizer is
+        loaded: one reading for every QA adapter (transformers, ONNX), so a manifest means the same in each."""
         self.inputs = list(manifest["inputs"])
         self.context_field = manifest.get("context_field", "context")
         self.question_field = manifest.get("question_field", "question")
-        self.device = device
-        self.tokenizer, self.model = _load_hf(model_dir, "AutoModelForQuestionAnswering", device, allow_pickle)
         if not getattr(self.tokenizer, "is_fast", False):
             raise AdapterError(f"{model_dir}: question answering needs a fast tokenizer (tokenizer.json) "
                                "for character offsets")
@@ -208,7 +213,7 @@ class QuestionAnsweringAdapter:
         self.stride = max(0, min(128, self.max_length // 4))
         self.max_answer_tokens = int(manifest.get("max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
         self.pad_right = self.tokenizer.padding_side == "right"
-        threshold = manifest.get("null_threshold")
+        threshold = manifest.get("null_threshold")  # SQuAD 2.0 abstention
         self.null_threshold = None if threshold is None else float(threshold)
 
     def predict(self, batch: list[dict[str, str]]) -> list[dict[str, Any]]:

@@ -25,9 +25,7 @@ from typing import Any
 
 from dynadesk.evaluator.adapter_base import _max_length
 from dynadesk.evaluator.adapters import (
-    DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_LENGTH,
-    DEFAULT_QA_MAX_LENGTH,
     AdapterError,
     QuestionAnsweringAdapter,
     SequenceClassificationAdapter,
@@ -170,21 +168,10 @@ class OnnxQuestionAnsweringAdapter(QuestionAnsweringAdapter):
     kind = ONNX_QA
 
     def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
-        self.inputs = list(manifest["inputs"])
-        self.context_field = manifest.get("context_field", "context")
-        self.question_field = manifest.get("question_field", "question")
         self.device = "cpu"
         self.tokenizer = _tokenizer(model_dir)
         self.model = OnnxModule(onnx_file(model_dir, manifest), device, ("start_logits", "end_logits"))
-        if not getattr(self.tokenizer, "is_fast", False):
-            raise AdapterError(f"{model_dir}: question answering needs a fast tokenizer (tokenizer.json) "
-                               "for character offsets")
-        self.max_length = _max_length(manifest, self.tokenizer, DEFAULT_QA_MAX_LENGTH)
-        self.stride = max(0, min(128, self.max_length // 4))
-        self.max_answer_tokens = int(manifest.get("max_answer_tokens", DEFAULT_MAX_ANSWER_TOKENS))
-        self.pad_right = self.tokenizer.padding_side == "right"
-        threshold = manifest.get("null_threshold")  # SQuAD 2.0 abstention, as the transformers QA adapter
-        self.null_threshold = None if threshold is None else float(threshold)
+        self.read_manifest(model_dir, manifest)
 
 
 register_kind(ONNX_CLASSIFICATION, OnnxClassificationAdapter, check_onnx_manifest, classification=True)

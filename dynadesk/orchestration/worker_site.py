@@ -100,9 +100,13 @@ def cache_root() -> Path:
 
 
 def _installed_key() -> str:
-    """A cheap digest of what is installed on ``sys.path`` (the distributions' metadata folder names)."""
+    """A cheap digest of what is installed on ``sys.path`` (the distributions' metadata folder names) and of what
+    the view must hold (the image's requirements: a view built before one was added, onnx for the onnxruntime
+    backend, would otherwise be reused without it)."""
     init, evaluator = _evaluator_sources()
-    h = hashlib.sha256(f"v{VIEW_VERSION}\n{sys.executable}\n{init}\n{evaluator}\n".encode() + init.read_bytes())
+    wanted = ",".join(TOP_REQUIREMENTS + OPTIONAL_REQUIREMENTS)
+    h = hashlib.sha256(f"v{VIEW_VERSION}\n{sys.executable}\n{init}\n{evaluator}\n{wanted}\n".encode()
+                       + init.read_bytes())
     for entry in sys.path:
         try:
             names = sorted(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))

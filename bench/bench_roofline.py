@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,7 +51,6 @@ CACHE = REPO / ".cache" / "bench-roofline"
 LABELS = ["negative", "neutral", "positive"]
 BATCH = 32
 GOAL_ANY, GOAL_QUIET = 0.7, 0.8
-CONTENDERS = ("eager", "onnx", "matmul")
 
 
 def model_folders(layers: int) -> tuple[Path, Path]:
@@ -121,38 +121,39 @@ def predictions(worker: Any) -> dict[str, dict[str, Any]]:
     return {row["id"]: row["prediction"] for row in map(json.loads, lines)}
 
 
-def count_flops(adapter: Any, batches: list[list[dict[str, list[int]]]]) -> tuple[int, list[tuple[int, ...]]]:
-    """Matmul FLOPs of running ``batches`` through the adapter's batched call, and every GEMM's shape.
+def count_flops(adapter: Any, batches: list[list[dict[str, list[int]]]]) -> tuple[int, list[list[tuple[int, ...]]]]:
+    """Matmul FLOPs of running ``batches`` through the adapter's batched call, and each batch's GEMMs' shapes.
 
     GEMMs are ``(batch, m, k, n, b_transposed)``: linear layers are ``x @ W^T`` (batch 1, W stored [n, k]),
     attention is ``Q @ K^T`` then ``P @ V`` per batch x head."""
     from torch.ops import aten
     from torch.utils.flop_counter import FlopCounterMode
 
-    gemms: list[tuple[int, ...]] = []
+    gemms: list[list[tuple[int, ...]]] = []
 
     def addmm(bias: Any, a: Any, b: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
-        gemms.append((1, a[0], a[1], b[1], 1))
+        gemms[-1].append((1, a[0], a[1], b[1], 1))
         return 2 * a[0] * a[1] * b[1]
 
     def mm(a: Any, b: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
-        gemms.append((1, a[0], a[1], b[1], 1))
+        gemms[-1].append((1, a[0], a[1], b[1], 0))
         return 2 * a[0] * a[1] * b[1]
 
     def bmm(a: Any, b: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
-        gemms.append((a[0], a[1], a[2], b[2], 0))
+        gemms[-1].append((a[0], a[1], a[2], b[2], 0))
         return 2 * a[0] * a[1] * a[2] * b[2]
 
     def sdpa(q: Any, k: Any, v: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
         heads, t_q, d, t_k = q[0] * q[1], q[2], q[3], k[2]
-        gemms.append((heads, t_q, d, t_k, 1))  # Q @ K^T
-        gemms.append((heads, t_q, t_k, v[3], 0))  # P @ V
+        gemms[-1].append((heads, t_q, d, t_k, 1))  # Q @ K^T
+        gemms[-1].append((heads, t_q, t_k, v[3], 0))  # P @ V
         return 2 * heads * t_q * d * t_k + 2 * heads * t_q * t_k * v[3]
 
     mapping = {aten.addmm: addmm, aten.mm: mm, aten.bmm: bmm, aten._scaled_dot_product_flash_attention_for_cpu: sdpa,
                aten._scaled_dot_product_attention_math: sdpa}
     with FlopCounterMode(display=False, custom_mapping=mapping) as counter:
         for batch in batches:
+            gemms.append([])
             adapter.predict_encoded(batch)
     return counter.get_total_flops(), gemms
 
@@ -166,26 +167,54 @@ def useful_flops(adapter: Any, encoded: list[dict[str, list[int]]]) -> int:
     return sum(count_flops(adapter, [[same[0]]])[0] * len(same) for same in by_length.values())
 
 
-def gemm_replay(gemms: list[tuple[int, ...]]) -> tuple[Any, int]:
-    """(a function running every GEMM once on random fp32 operands, its FLOPs). Operands are made once per shape."""
+def gemm_replay(per_batch: list[list[tuple[int, ...]]]) -> tuple[list[Any], int]:
+    """(per batch, a function running that batch's GEMMs once on random fp32 operands; their FLOPs in all).
+
+    Operands are made once per shape, in the layouts the model uses (a linear layer's weight transposed)."""
     import torch
 
     made: dict[tuple[int, ...], tuple[Any, Any]] = {}
-    calls = []
-    for g in gemms:
-        if g not in made:
-            batch, m, k, n, transposed = g
-            a = torch.randn(batch, m, k)
-            b = torch.randn(batch, n, k).transpose(1, 2) if transposed else torch.randn(batch, k, n)
-            made[g] = (a[0], b[0]) if batch == 1 else (a, b)
-        calls.append((torch.mm if g[0] == 1 else torch.bmm, *made[g]))
 
-    def replay() -> None:
-        with torch.inference_mode():
-            for fn, a, b in calls:
-                fn(a, b)
+    def replay_of(gemms: list[tuple[int, ...]]) -> Any:
+        calls = []
+        for g in gemms:
+            if g not in made:
+                batch, m, k, n, transposed = g
+                a = torch.randn(batch, m, k)
+                b = torch.randn(batch, n, k).transpose(1, 2) if transposed else torch.randn(batch, k, n)
+                made[g] = (a[0], b[0]) if batch == 1 else (a, b)
+            calls.append((torch.mm if g[0] == 1 else torch.bmm, *made[g]))
 
-    return replay, sum(2 * b * m * k * n for b, m, k, n, _ in gemms)
+        def replay() -> None:
+            with torch.inference_mode():
+                for fn, a, b in calls:
+                    fn(a, b)
+
+        return replay
+
+    flops = sum(2 * b * m * k * n for gemms in per_batch for b, m, k, n, _ in gemms)
+    return [replay_of(gemms) for gemms in per_batch], flops
+
+
+def paired_pass(worker: Any, examples: list[dict[str, Any]], replays: list[Any]) -> tuple[float, float]:
+    """(seconds of one pass as the worker times it, seconds of the bare GEMM replay interleaved with it).
+
+    After each batch the worker emits its progress event, outside its clock: there the GEMMs of the batch just
+    predicted are replayed, so the model and the matmul rate see the same load within a batch's time (a loaded
+    machine's rate moves by 2x between whole passes seconds apart)."""
+    spent = [0.0]
+
+    def after_batch(event: dict[str, Any]) -> None:
+        if event.get("phase") == "predict":
+            t0 = time.perf_counter()
+            replays[(event["done"] - 1) // BATCH]()
+            spent[0] += time.perf_counter() - t0
+
+    worker.emit = after_batch
+    try:
+        return timed_pass(worker, examples), spent[0]
+    finally:
+        worker.emit = lambda event: None
 
 
 OP_GROUPS = {"matmul": ("aten::addmm", "aten::mm", "aten::bmm"), "attention": ("aten::_scaled_dot_product_flash",
@@ -234,41 +263,50 @@ def child(n: int, rounds: int, layers: int, chosen: bool = True) -> dict[str, An
 
     torch_dir, onnx_dir = model_folders(layers)
     examples = [{"id": str(i), "statement": t, "label": LABELS[i % 3]} for i, t in enumerate(vader_test_texts(n))]
-    eager = make_worker(torch_dir, examples, policy.threads)
-    onnx = make_worker(onnx_dir, examples, policy.threads)
+    workers = {"eager": make_worker(torch_dir, examples, policy.threads)}
+    if chosen:
+        workers["onnx"] = make_worker(onnx_dir, examples, policy.threads)
+    try:
+        return _measure(workers, examples, rounds) | {"policy": policy.to_dict(), "threads": torch.get_num_threads(),
+                                                     "n": n, "layers": layers}
+    finally:
+        for worker in workers.values():
+            shutil.rmtree(worker.out, ignore_errors=True)
+
+
+def _measure(workers: dict[str, Any], examples: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
+    """The counts, a warm-up, then ``rounds`` of the backends' paired passes in alternating order."""
+    from dynadesk.evaluator import threads as thread_policy
+
+    eager, n = workers["eager"], len(examples)
     encoded = eager.encoded(examples)
     order = eager.batch_order(examples, encoded)
     batches = [[encoded[i] for i in order[s:s + BATCH]] for s in range(0, n, BATCH)]
     padded, gemms = count_flops(eager.adapter, batches)
     useful = useful_flops(eager.adapter, encoded)
-    replay, replay_flops = gemm_replay(gemms)
+    replays, replay_flops = gemm_replay(gemms)
     if replay_flops != padded:  # a matmul the counter saw but the replay would leave out
         raise RuntimeError(f"the GEMMs recorded ({replay_flops} FLOPs) are not the counted {padded}: an op without a "
                            "recorder in count_flops")
-
-    def replay_seconds() -> float:
-        t0 = time.perf_counter()
-        replay()
-        return time.perf_counter() - t0
-
-    run = {"eager": lambda: timed_pass(eager, examples), "onnx": lambda: timed_pass(onnx, examples),
-           "matmul": replay_seconds}
-    names = CONTENDERS if chosen else ("eager", "matmul")
+    names = list(workers)
     for name in names:  # warm-up, and the labels of each backend's pass
-        run[name]()
-    want, got = predictions(eager), predictions(onnx if chosen else eager)
+        paired_pass(workers[name], examples, replays)
+    want, got = predictions(eager), predictions(workers.get("onnx", eager))
     seconds: dict[str, list[float]] = {name: [] for name in names}
+    matmul: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            seconds[name].append(run[name]())
+            passed, replayed = paired_pass(workers[name], examples, replays)
+            seconds[name].append(passed)
+            matmul[name].append(replayed)
     shares = op_shares(lambda: timed_pass(eager, examples))
     busy_after = thread_policy.busy_cores()
-    return {"policy": policy.to_dict(), "threads": torch.get_num_threads(), "n": n, "layers": layers,
-            "tokens": sum(len(e["input_ids"]) for e in encoded), "padded_tokens": sum(
+    all_gemms = [g for batch in gemms for g in batch]
+    return {"tokens": sum(len(e["input_ids"]) for e in encoded), "padded_tokens": sum(
                 max(len(e["input_ids"]) for e in b) * len(b) for b in batches),
-            "padded_flops": padded, "useful_flops": useful, "replay_flops": replay_flops, "gemms": len(gemms),
-            "gemm_shapes": len(set(gemms)), "seconds": seconds, "shares": shares, "busy_after": busy_after,
-            "load": os.getloadavg()[0],
+            "padded_flops": padded, "useful_flops": useful, "replay_flops": replay_flops, "gemms": len(all_gemms),
+            "gemm_shapes": len(set(all_gemms)), "seconds": seconds, "matmul": matmul, "shares": shares,
+            "busy_after": busy_after, "load": os.getloadavg()[0],
             "labels_differ": sum(want[i]["label"] != got[i]["label"] for i in want),
             "max_prob_diff": max(abs(want[i]["probs"][k] - got[i]["probs"][k]) for i in want for k in LABELS)}
 
@@ -284,27 +322,30 @@ def _run_child(n: int, rounds: int, layers: int, chosen: bool = True) -> dict[st
 
 
 def rows_of(c: dict[str, Any]) -> list[dict[str, Any]]:
-    """The bench's rows from one child's figures: medians of the rounds' paired fractions."""
+    """The bench's rows from one child's figures: medians of the passes' paired fractions."""
     from dynadesk.evaluator.threads import BUSY_CORE
 
     s, n = c["seconds"], c["n"]
-    rate = [c["replay_flops"] / t for t in s["matmul"]]  # FLOP/s of the bare GEMMs, per round
-    frac = {b: [c["useful_flops"] / t / r for t, r in zip(s[b], rate)] for b in ("eager", "onnx")}
+    rates = {b: [c["replay_flops"] / t for t in c["matmul"][b]] for b in s}  # bare GEMMs' FLOP/s beside each pass
+    frac = {b: [c["useful_flops"] / t / r for t, r in zip(s[b], rates[b])] for b in s}
     med = {b: statistics.median(v) for b, v in frac.items()}
-    gemm_share = statistics.median([m / e for m, e in zip(s["matmul"], s["eager"])])
+    rate = rates["eager"]
+    gemm_share = statistics.median([m / e for m, e in zip(c["matmul"]["eager"], s["eager"])])
     speedup = statistics.median([e / o for e, o in zip(s["eager"], s["onnx"])])
     p = c["policy"]
     quiet = p["busy_cores"] < BUSY_CORE and c["busy_after"] < BUSY_CORE
     where = (f"{n} vader test texts, MiniLM-L{c['layers']} shape, batch {BATCH}, {c['threads']} threads, OMP wait "
              f"{p['wait_policy']} (policy: busy cores {p['busy_cores']:.2f} before, {c['busy_after']:.2f} after), "
-             f"load average {c['load']:.1f}, {'quiet' if quiet else 'busy'}; median of {len(rate)} rotating rounds")
+             f"load average {c['load']:.1f}, {'quiet' if quiet else 'busy'}; median of {len(rate)} rounds, the replay "
+             "interleaved batch by batch with each pass")
     waste = c["padded_flops"] / c["useful_flops"]
     goal = f">= {GOAL_ANY} any load, >= {GOAL_QUIET} quiet"
     rows = [
         {"measure": "fp32 matmul rate at the pass's GEMM shapes (bare torch.mm/bmm replay)",
          "value": round(statistics.median(rate) / 1e9, 2), "unit": "GFLOP/s", "goal": "report",
-         "baseline": f"{c['gemms']} GEMMs of {c['gemm_shapes']} shapes, {c['replay_flops'] / 1e9:.1f} GFLOP per pass; "
-                     f"{where}", "ratio": None, "ok": None},
+         "baseline": f"{c['gemms']} GEMMs of {c['gemm_shapes']} shapes, {c['replay_flops'] / 1e9:.1f} GFLOP per pass "
+                     f"(beside the ONNX passes: {statistics.median(rates['onnx']) / 1e9:.1f}); {where}", "ratio": None,
+         "ok": None},
         {"measure": "model matmul FLOPs per example, counted (FlopCounterMode), useful (each at its own length)",
          "value": round(c["useful_flops"] / n / 1e6, 1), "unit": "MFLOP", "goal": "report",
          "baseline": f"padded (the token-sorted batches the worker runs): {c['padded_flops'] / n / 1e6:.1f} MFLOP, "
@@ -317,7 +358,8 @@ def rows_of(c: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"measure": f"{name} prediction pass / matmul roofline (useful FLOPs, paired)",
                      "value": round(med[b], 3), "unit": "x", "goal": goal,
                      "baseline": f"{c['useful_flops'] / statistics.median(s[b]) / 1e9:.1f} useful GFLOP/s vs "
-                                 f"{statistics.median(rate) / 1e9:.1f}; rounds {min(frac[b]):.3f}-{max(frac[b]):.3f}",
+                                 f"{statistics.median(rates[b]) / 1e9:.1f}; rounds {min(frac[b]):.3f}-"
+                                 f"{max(frac[b]):.3f}",
                      "ratio": round(med[b], 3), "ok": ok})
     rows += [
         {"measure": "eager pass time that its GEMMs alone take (padded shapes, paired)", "value": round(gemm_share, 3),
@@ -343,13 +385,16 @@ def rows_of(c: dict[str, Any]) -> list[dict[str, Any]]:
 def default_row(c: dict[str, Any], d: dict[str, Any]) -> dict[str, Any]:
     """The eager pass under torch's default threads (process ``d``) against the matmul rate the evaluator's policy
     measured (process ``c``, just before): what the worker reached before issue 50's thread policy."""
-    rate = statistics.median([c["replay_flops"] / t for t in c["seconds"]["matmul"]])
-    own = statistics.median([d["replay_flops"] / t for t in d["seconds"]["matmul"]])
+    rate = statistics.median([c["replay_flops"] / t for t in c["matmul"]["eager"]])
+    own = statistics.median([d["replay_flops"] / t for t in d["matmul"]["eager"]])
+    paired = statistics.median([m / e * d["useful_flops"] / d["replay_flops"]
+                                for m, e in zip(d["matmul"]["eager"], d["seconds"]["eager"])])
     frac = d["useful_flops"] / statistics.median(d["seconds"]["eager"]) / rate
     return {"measure": "torch eager under torch's default threads / the policy's matmul roofline",
             "value": round(frac, 3), "unit": "x", "goal": "report",
-            "baseline": f"{d['threads']} spinning threads, load average {d['load']:.1f}, the next process; its own "
-                        f"replay {own / 1e9:.1f} GFLOP/s, the policy's {rate / 1e9:.1f}", "ratio": None, "ok": None}
+            "baseline": f"{d['threads']} spinning threads, load average {d['load']:.1f}, the next process; against "
+                        f"its own replay (also spinning: {own / 1e9:.1f} GFLOP/s, the policy's {rate / 1e9:.1f}) "
+                        f"{paired:.3f}", "ratio": None, "ok": None}
 
 
 def run(quick: bool = False) -> list[dict[str, Any]]:

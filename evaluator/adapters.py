@@ -121,11 +121,7 @@ class SequenceClassificationAdapter:
     kind = "hf-sequence-classification"
 
     def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
-        self.inputs = list(manifest["inputs"])
-        if len(self.inputs) > 2:
-            raise AdapterError(f"{model_dir}: a sequence classifier takes one or two inputs, manifest lists "
-                               f"{len(self.inputs)}")
-        self.labels = list(manifest["labels"])
+        self.read_inputs_and_labels(model_dir, manifest)
         self.device = device
         self.tokenizer, self.model = _load_hf(model_dir, "AutoModelForSequenceClassification", device, allow_pickle)
         n_out = int(self.model.config.num_labels)
@@ -133,6 +129,14 @@ class SequenceClassificationAdapter:
             raise AdapterError(f"{model_dir}: the model has {n_out} outputs but the manifest lists "
                                f"{len(self.labels)} labels ({', '.join(self.labels)})")
         self.max_length = _max_length(manifest, self.tokenizer, DEFAULT_MAX_LENGTH)
+
+    def read_inputs_and_labels(self, model_dir: Path, manifest: dict[str, Any]) -> None:
+        """The manifest's inputs (one or two texts) and labels, for every classifier kind (transformers, ONNX)."""
+        self.inputs = list(manifest["inputs"])
+        if len(self.inputs) > 2:
+            raise AdapterError(f"{model_dir}: a sequence classifier takes one or two inputs, manifest lists "
+                               f"{len(self.inputs)}")
+        self.labels = list(manifest["labels"])
 
     def encode(self, batch: list[dict[str, str]]) -> list[dict[str, list[int]]]:
         """Truncated, unpadded model inputs per example: the evaluator tokenizes a dataset once,

@@ -147,11 +147,7 @@ class OnnxClassificationAdapter(SequenceClassificationAdapter):
     kind = ONNX_CLASSIFICATION
 
     def __init__(self, model_dir: Path, manifest: dict[str, Any], device: str = "cpu", allow_pickle: bool = False):
-        self.inputs = list(manifest["inputs"])
-        if len(self.inputs) > 2:
-            raise AdapterError(f"{model_dir}: a sequence classifier takes one or two inputs, manifest lists "
-                               f"{len(self.inputs)}")
-        self.labels = list(manifest["labels"])
+        self.read_inputs_and_labels(model_dir, manifest)
         self.device = "cpu"  # tensors stay on the host; onnxruntime moves them to its provider
         self.tokenizer = _tokenizer(model_dir)
         self.model = OnnxModule(onnx_file(model_dir, manifest), device, ("logits",))

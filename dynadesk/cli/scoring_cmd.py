@@ -231,12 +231,8 @@ def leaderboard(app: Any, task: str, weights: tuple[str, ...], dataset_weights: 
         echo_wrapped(f"not shown to fit {width} columns: {', '.join(left_out)} (--wide shows them)")
     if not wide and len(board.shown_metrics) > len(board.metrics):
         echo_wrapped(f"{len(board.shown_metrics) - len(board.metrics)} more stored metric(s): --wide, --csv or --json")
-    for r in board.rows:
-        if r.noisy:
-            echo_wrapped(f"* {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}); its throughput and "
-                         "latency rest on a busy machine (--exclude-noisy ranks without it)")
-    for model, why in board.left_off.items():
-        echo_wrapped(f"left off: {model}: {why}")
+    for line in board.row_notes("--exclude-noisy"):
+        echo_wrapped(line)
     sets = {", ".join(r.robustness_suites) for r in board.rows if r.robustness_suites}
     if sets:
         echo_wrapped("robustness suites: " + "; ".join(

@@ -113,6 +113,14 @@ class Leaderboard:
         others = sorted({m for r in self.rows for m in r.values} - set(self.metrics))
         return [*self.metrics, *others]
 
+    def row_notes(self, exclude_with: str) -> list[str]:
+        """The lines under the table, one wording for every place that prints a board (the CLI, the demo): each
+        noisy row's reasons and how to rank without it (``exclude_with``: that place's way to say so), and each
+        model left off with why."""
+        lines = [f"* {r.model}: measured figures flagged noisy ({'; '.join(r.noisy)}); its throughput and latency "
+                 f"rest on a busy machine ({exclude_with} ranks without it)" for r in self.rows if r.noisy]
+        return lines + [f"left off: {model}: {why}" for model, why in self.left_off.items()]
+
     def to_dict(self) -> dict[str, Any]:
         return {"task": self.task, "metrics": {k: v.to_dict() for k, v in self.metrics.items()},
                 "weights": self.weights, "dataset_weights": self.dataset_weights, "units": self.units,

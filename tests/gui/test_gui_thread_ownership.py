@@ -31,8 +31,11 @@ def test_cycles_made_on_a_pool_thread_are_collected_on_the_gui_thread(require_qt
         for _ in range(2000):
             _Cycle(freed_on)
 
-    with qtbot.waitSignal(start(Worker(job)).signals.done, timeout=30_000):
-        pass
+    worker = Worker(job)
+    # connected before the job starts: a job done before waitSignal connected would never be seen (the
+    # clean-clone CI run of 2026-12-06 timed out here under load)
+    with qtbot.waitSignal(worker.signals.done, timeout=30_000):
+        start(worker)
     # a collection frees what is pending when a count passes its threshold: the last few hundred may wait for more
     # allocations, as they would under the automatic collector
     qtbot.waitUntil(lambda: len(freed_on) >= 1500, timeout=10_000)

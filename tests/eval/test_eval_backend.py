@@ -20,7 +20,7 @@ import requests
 from click.testing import CliRunner
 from support.eval import run_request, setup_workspace
 from support.gui import majority_model
-from support.sync import free_port, signed_payload, start_server, stop_server
+from support.sync import board_db, free_port, signed_payload, start_server, stop_server
 from support.tiny_models import make_tiny_qa
 
 from dynadesk.audit.audit import AuditOptions, audit_bundle
@@ -34,7 +34,7 @@ from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.format import schema as format_schema
 from dynadesk.sync.format.canonical import canonical_bytes
 from dynadesk.sync.format.envelope import envelope_bytes, parse_bundle
-from dynadesk.sync.format.keys import PRIVATE_NAME, generate_key, key_info, load_private_key, public_raw
+from dynadesk.sync.format.keys import PRIVATE_NAME, generate_key, load_private_key, public_raw
 from dynadesk.workspace import Workspace
 
 ORT = "onnxruntime"
@@ -235,8 +235,6 @@ def _models(answer: dict) -> set[str]:
 
 def test_the_public_board_ranks_the_onnxruntime_bundle_in_its_own_class(made, tmp_path):
     from dynadesk.sync.client.upload import sync_queue
-    from dynadesk.sync.server.admin import import_workspace_datasets
-    from dynadesk.sync.server.db import ServerDB
 
     ws, store, torch_run, ort_run, _, ort_bundle = made
     # a public row is one model of one key, its latest bundle: tiny's is the onnxruntime one; a torch row of the
@@ -248,11 +246,7 @@ def test_the_public_board_ranks_the_onnxruntime_bundle_in_its_own_class(made, tm
     assert twin.status == "succeeded", twin.error
     create_bundle(ws, store, twin.id)
     db_path = tmp_path / "board.db"
-    db = ServerDB(db_path)
-    info = key_info(ws.keys_dir)
-    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-    import_workspace_datasets(db, ws.home)
-    db.close()
+    board_db(db_path, ws)
     port = free_port()
     proc = start_server(db_path, port)
     try:

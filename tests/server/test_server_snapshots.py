@@ -11,17 +11,15 @@ import pytest
 import requests
 from click.testing import CliRunner
 from support.intervals import bundle_with, right, wrong
-from support.sync import free_port, start_server, stop_server, workspace_with_key
+from support.sync import board_db, free_port, start_server, stop_server, workspace_with_key
 
 from dynadesk.cli import cli
 from dynadesk.errors import SignatureError, SnapshotError
 from dynadesk.sync.client.upload import sync_queue, verify_snapshot
 from dynadesk.sync.format.canonical import canonical_bytes
-from dynadesk.sync.format.keys import key_info, load_or_create_server_key
+from dynadesk.sync.format.keys import load_or_create_server_key
 from dynadesk.sync.format.snapshot import parse_snapshot, sign_snapshot
-from dynadesk.sync.server.admin import import_workspace_datasets
 from dynadesk.sync.server.cli import cli as server_cli
-from dynadesk.sync.server.db import ServerDB
 
 
 def _better(golds):
@@ -37,11 +35,7 @@ def world(tmp_path_factory):
     for model, predict in (("copy-a", right), ("copy-b", right), ("worst", wrong)):
         bundle_with(ws, store, model, predict)
     db_path = tmp / "board.db"
-    db = ServerDB(db_path)
-    info = key_info(ws.keys_dir)
-    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-    import_workspace_datasets(db, ws.home)
-    db.close()
+    board_db(db_path, ws)
     port = free_port()
     proc = start_server(db_path, port)
     url = f"http://127.0.0.1:{port}"

@@ -194,6 +194,21 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def board_db(db_path: Path, ws, holder: str = "alice") -> Path:
+    """A leaderboard server's database that accepts ``ws``'s key (held by ``holder``) and holds the workspace's
+    datasets, closed: what a test's board server is started on."""
+    from dynadesk.sync.format.keys import key_info
+    from dynadesk.sync.server.admin import import_workspace_datasets
+    from dynadesk.sync.server.db import ServerDB
+
+    db = ServerDB(db_path)
+    info = key_info(ws.keys_dir)
+    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), holder)
+    import_workspace_datasets(db, ws.home)
+    db.close()
+    return db_path
+
+
 def workspace_with_key(home: Path, passphrase: str | None = None):
     """A fresh workspace (Workspace, Store) holding a submitter key."""
     from dynadesk.sync.format.keys import generate_key

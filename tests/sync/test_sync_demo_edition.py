@@ -14,16 +14,13 @@ from __future__ import annotations
 import pytest
 import requests
 from support.baselines import constant, outcomes_of
-from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
+from support.sync import admin, board_db, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.store.evaluations import RunChange
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import load_rate_edition, sync_queue
-from dynadesk.sync.format.keys import key_info
-from dynadesk.sync.server.admin import import_workspace_datasets
-from dynadesk.sync.server.db import ServerDB
 
 # the demo's kind of models (perf = macro-F1; throughput examples/s; memory GiB; robustness; fairness)
 DEMO = {"minilm-sentiment": (67.5, 58.3, 0.61, 88.0, 97.0), "bag-of-words-sentiment": (55.4, 98000.0, 0.05, 93.0, 99.0),
@@ -44,11 +41,7 @@ def demo_board(tmp_path):
     store.evaluations.update(runs[name], RunChange(profile={**(rec.profile or {}), "outcomes": outcomes}))
     bundles = {m: create_bundle(ws, store, ev).id for m, ev in runs.items()}
     db_path = tmp_path / "board.db"
-    db = ServerDB(db_path)
-    info = key_info(ws.keys_dir)
-    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "demo lab")
-    import_workspace_datasets(db, ws.home)
-    db.close()
+    board_db(db_path, ws, "demo lab")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start_server(db_path, port)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import requests
 from click.testing import CliRunner
-from support.sync import admin, free_port, make_run, start_server, stop_server, workspace_with_key
+from support.sync import admin, board_db, free_port, make_run, start_server, stop_server, workspace_with_key
 
 from dynadesk.cli import cli
 from dynadesk.errors import SignatureError
@@ -20,9 +20,6 @@ from dynadesk.scoring.board import Weighting
 from dynadesk.scoring.leaderboard import build_leaderboard
 from dynadesk.sync.client.create import create_bundle
 from dynadesk.sync.client.upload import check_log, load_rate_edition, sync_queue
-from dynadesk.sync.format.keys import key_info
-from dynadesk.sync.server.admin import import_workspace_datasets
-from dynadesk.sync.server.db import ServerDB
 
 # model: perf, throughput, memory (not linear: the robust rates differ from Dynaboard's mean)
 RUNS = {"alpha": (82.0, 900.0, 1.9), "beta": (74.0, 2100.0, 1.1), "gamma": (66.0, 2600.0, 0.8),
@@ -37,11 +34,7 @@ def synced(tmp_path_factory):
             for m, (p, t, mem) in RUNS.items()}
     bundles = {m: create_bundle(ws, store, ev) for m, ev in runs.items()}
     db_path = root / "board.db"
-    db = ServerDB(db_path)
-    info = key_info(ws.keys_dir)
-    db.add_key(info.fingerprint, bytes.fromhex(info.public_key_hex), "alice")
-    import_workspace_datasets(db, ws.home)
-    db.close()
+    board_db(db_path, ws)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start_server(db_path, port)

@@ -55,10 +55,12 @@ class ExampleStatus:
 
 
 def example_status(ex: AnnotatedExample, votes_needed: int) -> ExampleStatus:
-    """Replay ``ex.validations`` in time order until a rule decides the example."""
+    """Replay ``ex.validations`` in time order until a rule decides the example. Votes cast in the same millisecond
+    keep the order they are given in (the store's insertion order; a stable sort), never that of their random
+    uids: a later vote must not count before the one that decided."""
     counts = {v: 0 for v in VERDICTS}
     status, decided_by = UNVERIFIED, None
-    for v in sorted(ex.validations, key=lambda v: (v.created_at, v.uid)):
+    for v in sorted(ex.validations, key=lambda v: v.created_at):
         counts[v.verdict] += 1
         if status != UNVERIFIED:
             continue

@@ -35,6 +35,23 @@ def test_no_self_validation_no_double_vote(st):
     assert len(st.annotation.get_example(ex.uid).validations) == 1
 
 
+def test_votes_in_the_same_millisecond_replay_in_the_order_they_were_cast(st, monkeypatch):
+    """Votes carry millisecond times; two cast within one tick must still count in the order they were cast (the
+    store's insertion order), never in the order of their random ids: a later owner's vote may not undo a decision
+    the votes had already reached. (Seen in a suite run: the owner's vote sorted first by its uid.)"""
+    import sys
+
+    monkeypatch.setattr(sys.modules["dynadesk.annotation.validate"], "now_iso", lambda: "2026-12-06T00:00:00.000+00:00")
+    for i in range(12):  # a random tiebreak would pass all twelve with probability 2**-12
+        ex = make_example(st, "w1", f"a story number {i}", fooled=True)
+        for who in ("v1", "v2", "v3"):
+            _, s = ann.validate(st, ex.uid, who, "flagged", reason="spam")
+        _, s = ann.validate(st, ex.uid, "boss", "correct")
+        assert (s.status, s.decided_by) == ("verified-not-correct", "votes"), i
+        again = ann.list_examples(st, "sentiment")  # read back from the store: the same replay
+        assert {e.uid: x.status for e, x in again}[ex.uid] == "verified-not-correct", i
+
+
 def test_verdict_arguments_are_checked(st):
     ex = make_example(st, "w1", "it was ok", fooled=True)
     with pytest.raises(ValidationError, match="needs the corrected label"):

@@ -43,6 +43,7 @@ ALL_INTERFACES = "0.0.0.0"  # only with --lan, which the lead chooses
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 MAX_HEADER_BYTES = 16 * 1024
+TLS_SHUTDOWN_S = 2.0  # a closing TLS connection waits this long for the client's close_notify (asyncio: 30 s)
 STARTUP_FAILURE = 3  # uvicorn's exit status when the server did not start
 BUSY = b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n"
 
@@ -141,7 +142,9 @@ def guarded_protocol(max_connections: int, header_timeout_s: float) -> type[Any]
 def bounded_handshake_server(config: Any, handshake_timeout_s: float) -> Any:
     """A ``uvicorn.Server`` for ``config`` whose TLS handshakes must finish within ``handshake_timeout_s``:
     uvicorn calls ``loop.create_server(ssl=...)`` without ``ssl_handshake_timeout``, so asyncio's default (60 s)
-    applied. The listening sockets are created with the timeout; nothing else of uvicorn changes."""
+    applied. The TLS closing handshake is bounded too (:data:`TLS_SHUTDOWN_S`): a client that went away without
+    its ``close_notify`` (``requests`` does) held the hub's stop (SIGTERM, Ctrl-C) for asyncio's 30 s. The
+    listening sockets are created with the timeouts; nothing else of uvicorn changes."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -152,6 +155,7 @@ def bounded_handshake_server(config: Any, handshake_timeout_s: float) -> Any:
             async def create_server(*args: Any, **kwargs: Any) -> asyncio.Server:
                 if kwargs.get("ssl") is not None:
                     kwargs.setdefault("ssl_handshake_timeout", handshake_timeout_s)
+                    kwargs.setdefault("ssl_shutdown_timeout", TLS_SHUTDOWN_S)
                 return await real(*args, **kwargs)
 
             loop.create_server = create_server  # type: ignore[method-assign]

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from dynadesk.errors import DynaDeskError
+from dynadesk.evaluator.schema import BACKENDS
 from dynadesk.gui.pages.base import Page
 from dynadesk.gui.pages.scaffold import button, hbox, hint, named_table, pane, read_only_text, spin, task_selector
 from dynadesk.gui.pages.tables import fill
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from dynadesk.gui.services.context import Services
 
 GIB = 1 << 30
+BACKEND_LABELS = {"torch": "torch (eager)", "onnxruntime": "ONNX Runtime (a graph exported from the model)"}
 
 STATUS_COLORS = {"succeeded": "#1b5e20", "failed": "#b71c1c", "cancelled": "#8d6e00", "interrupted": "#8d6e00",
                  "running": "#0d47a1"}
@@ -145,6 +147,14 @@ class EvaluatePage(Page):
         f.addRow("Timeout", self.timeout)
         self.batch = spin(QSpinBox(), 1, 4096, settings.get("limits/batch_size"))
         f.addRow("Batch size", self.batch)
+        self.backend = QComboBox()  # issue 50 item 3: the CLI's --backend, recorded in the run and its bundle
+        self.backend.setAccessibleName("Backend")
+        for name in BACKENDS:
+            self.backend.addItem(BACKEND_LABELS.get(name, name), name)
+        self.backend.setToolTip("What runs the forward passes. ONNX Runtime runs a graph the worker exports from "
+                                "the loaded model: the run and its bundle say so, the board ranks it in its own "
+                                "class and an audit re-runs it with the same backend.")
+        f.addRow("Backend", self.backend)
         self.gpu = QCheckBox("use the GPU(s)")
         self.gpu.setEnabled(False)  # until a GPU answers for the chosen runner
         self.gpu_reason = hint("checking for a GPU…")
@@ -247,7 +257,8 @@ class EvaluatePage(Page):
         limits = default_limits(cpus=float(self.cpus.value()), memory_bytes=int(self.memory.value() * GIB),
                                 timeout_s=float(self.timeout.value()), gpus="all" if self.gpu.isChecked() else None)
         return RunRequest(model=model, datasets=tuple(datasets), runner=str(self.runner.currentData()),
-                          limits=limits, settings=RunSettings(batch_size=int(self.batch.value())))
+                          limits=limits, settings=RunSettings(batch_size=int(self.batch.value()),
+                                                              backend=str(self.backend.currentData())))
 
     def resume_selected(self) -> None:
         run_id = self.selected_run()

@@ -194,3 +194,30 @@ def test_cli_app_and_library_share_one_set_of_defaults(gui, qtbot, tmp_path):
         defaults.BATCH_SIZE, int(defaults.TIMEOUT_S), defaults.cpus())
     window.close()
     services.close()
+
+
+def test_the_backend_chosen_on_the_page_is_the_runs_and_a_model_it_cannot_run_is_refused_by_name(
+        gui, qtbot, tmp_path):
+    """Issue 50 item 3 on the page: the CLI's --backend as a choice; the request carries it (so the run, its bundle
+    and its audit do), and a model kind the backend does not run is refused before any run is stored."""
+    from dynadesk.workspace import Workspace
+
+    home = _workspace(tmp_path, 5, majority_model(tmp_path / "maj"))
+    services, window = gui(home)
+    page = _setup_page(window)
+    assert [page.backend.itemData(i) for i in range(page.backend.count())] == ["torch", "onnxruntime"]
+    assert page.request_for("m", ["big"]).settings.backend == "torch"  # the default keeps a torch run's bytes
+    assert "backend" not in page.request_for("m", ["big"]).settings.to_dict()
+    page.backend.setCurrentIndex(page.backend.findData("onnxruntime"))
+    assert page.request_for("m", ["big"]).settings.to_dict()["backend"] == "onnxruntime"
+    qtbot.mouseClick(page.start_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page.banner.kind == "error", timeout=60_000)
+    qtbot.waitUntil(lambda: not page._svc.running, timeout=60_000)
+    assert "of kind 'majority', which the onnxruntime backend does not run" in page.banner.text()
+    st = Workspace(home).open_store()
+    try:
+        assert st.evaluations.list() == []  # refused before the run: nothing stored
+    finally:
+        st.close()
+    window.close()
+    services.close()

@@ -315,11 +315,30 @@ def _execute(store: Store, run_id: int, run: Runner, request: RunRequest, progre
                     RunChange(verdict="interrupted", finished_at=now_iso(),
                               error=f"interrupted (Ctrl-C); finish it with 'dynadesk eval --resume {run_id}'"))
         raise
+    except StoreError as exc:
+        raise _store_failed(store, run_id, exc) from exc
     except BaseException as exc:  # recorded, then re-raised: the run must not stay 'running'
         final_state(store, run_id, "failed", RunChange(verdict="error", error=str(exc), finished_at=now_iso()))
         raise
     log = "".join(f"[dynadesk: {note}]\n" for note in notes or []) + outcome.log
-    return finish_run(store, run_id, folder, outcome, log)
+    try:
+        return finish_run(store, run_id, folder, outcome, log)
+    except StoreError as exc:
+        raise _store_failed(store, run_id, exc) from exc
+
+
+def _store_failed(store: Store, run_id: int, exc: StoreError) -> StoreError:
+    """The database failed during a run or while storing its results (its disk filled, say): the run is marked
+    failed where the kept room allows (never left 'running'), and the error names the run (a suite run saw a bare
+    "the disk holding ... is full" when the database filled before the worker's own writes did)."""
+    if f"run {run_id}" in str(exc):
+        return exc
+    why = f"run {run_id} failed: {exc}"
+    try:
+        final_state(store, run_id, "failed", RunChange(verdict="error", error=why, finished_at=now_iso()))
+    except StoreError as also:
+        why += f" (and the run could not be marked failed: {also})"
+    return StoreError(why)
 
 
 def finish_run(store: Store, run_id: int, folder: RunFolder, outcome: RunOutcome, log: str) -> EvaluationRecord:

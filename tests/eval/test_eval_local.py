@@ -27,7 +27,9 @@ def ws(home, store, tmp_path):
 
 def test_local_run_stores_metrics_profile_environment(store, ws):
     events = []
-    rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=12, warmup=2), progress=events.append)
+    # windows of 0.1 s: this test judges what the windows hold (each cycles its sample until then)
+    rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=12, warmup=2, min_seconds=0.1),
+                   progress=events.append)
     assert rec.status == "succeeded", rec.error
     assert rec.runner == "local" and rec.sandboxed is False
     for ds in ("set0-test", "set1-test", ""):

@@ -151,3 +151,38 @@ def test_disk_full_during_the_workers_own_writes_fails_the_run_naming_it_and_lea
             assert store.integrity_check() == "ok"
         finally:
             store.close()
+
+
+def test_a_database_that_fills_while_its_results_are_stored_fails_the_run_naming_it(tmp_path):
+    """The other order of the case above, made certain: the worker's own writes succeed and the database fills
+    (SQLite's own page limit, so its real SQLITE_FULL) before the host stores the results. A suite run saw this
+    order end in a bare "the disk holding ... is full" naming no run. The error names the run, the run is not
+    stored as a result (marked failed where the kept room allows), and the database stays intact."""
+    from dynadesk.orchestration.evaluate import evaluate
+
+    ws = Workspace(tmp_path / "ws").ensure()
+    store = ws.open_store()
+    try:
+        setup_workspace(store, tmp_path / "outside", sizes=(40, 40))
+        capped: list[int] = []
+
+        def cap_when_predicting(event: ProgressEvent) -> None:
+            if event.phase == "predict" and not capped:
+                pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+                capped.append(store.db.execute(f"PRAGMA max_page_count = {pages}").fetchone()[0])
+
+        with pytest.raises(StoreError) as err:
+            rec = evaluate(store, ws, run_request("tiny", runner="local", latency_samples=4, warmup=1),
+                           progress=cap_when_predicting)
+            raise AssertionError(f"run {rec.id} ended {rec.status}: {rec.error}")
+        assert capped, "the worker never reported predicting"
+        (row,) = store.db.execute("SELECT id, status, error FROM evaluations").fetchall()
+        run_id, status, error = row
+        msg = str(err.value)
+        assert msg.startswith(f"run {run_id} failed: ") and "full" in msg, msg
+        assert status != "succeeded" and (status == "failed" or "could not be marked failed" in msg), (status, msg)
+        assert store.db.execute("SELECT COUNT(*) FROM metric_values").fetchone()[0] == 0  # no result half-stored
+        store.db.execute("PRAGMA max_page_count = 1073741823")
+        assert store.integrity_check() == "ok"
+    finally:
+        store.close()

@@ -56,6 +56,30 @@ def test_create_app_is_a_short_assembly_of_one_router_per_resource(tmp_path):
     app.state.db.close()
 
 
+def test_the_direct_upload_paths_are_the_documented_upload_routes_and_answer_with_the_security_headers(tmp_path):
+    """SecurityHeaders hands POSTs to the two upload paths straight to their endpoints (routes_uploads.DIRECT):
+    the direct table cannot drift from the routes the OpenAPI document describes, and what it answers (here a
+    refusal: an unsigned body) has the same JSON shape and headers as every routed answer."""
+    from fastapi.routing import APIRoute
+    from fastapi.testclient import TestClient
+
+    from dynadesk.sync.server.app import SECURITY_HEADERS, ServerOptions, create_app
+    from dynadesk.sync.server.routes_uploads import DIRECT
+
+    app = create_app(tmp_path / "board.db", options=ServerOptions(verify_processes=0))
+    posts = {}  # every POST route the app answers (FastAPI may keep an included router whole)
+    for route in app.routes:
+        inner = getattr(route, "original_router", None)
+        posts |= {r.path: r.endpoint for r in (inner.routes if inner is not None else [route])
+                  if isinstance(r, APIRoute) and "POST" in r.methods}
+    assert {path: posts[path] for path in DIRECT} == DIRECT
+    with TestClient(app) as client:
+        answer = client.post("/api/bundles", content=b'{"not": "a bundle"}')
+        assert answer.status_code == 400 and set(answer.json()) == {"error", "detail"}, answer.text
+        assert all(answer.headers.get(k) == v for k, v in SECURITY_HEADERS.items())
+    app.state.db.close()
+
+
 def test_the_server_and_the_hub_share_one_rate_limiter():
     """One ``Rate`` and one ``Limiter`` class in the package (dynadesk/ratelimit.py); the server's and the hub's
     limits modules only parse their options' spellings of a rate."""

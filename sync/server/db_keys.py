@@ -135,17 +135,16 @@ class KeyTables(DBCore):
         """:meth:`upload_config` and :meth:`key_stored_bytes` of ``fingerprint`` together: on PostgreSQL the
         cache's check and the key's usage are one round trip (an upload's first read), not two."""
         with self.lock:
-            version = self.backend.data_version()
+            # one statement per upload: the triggers bump meta.config_version on every change to the keys or the
+            # datasets, so SQLite's PRAGMA data_version (changed by every other process's upload as well, and then
+            # followed by this very query anyway) no longer comes first
             cached = self._config
-            if cached is not None and version is not None and cached[0] == version:
-                return cached[2], self.key_stored_bytes(fingerprint)
             row = self.conn.execute("SELECT (SELECT value FROM meta WHERE key = 'config_version'),"
                                     " (SELECT stored_bytes FROM key_usage WHERE fingerprint = ?)",
                                     [fingerprint]).fetchone()
             config_version = str(row[0]) if row and row[0] is not None else None
             used = int(row[1]) if row and row[1] is not None else 0
             if cached is not None and config_version is not None and cached[1] == config_version:
-                self._config = (version, config_version, cached[2])  # others committed uploads only
                 return cached[2], used
             keys = {k.fingerprint: k for k in self.list_keys()}
             datasets: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
@@ -153,7 +152,7 @@ class KeyTables(DBCore):
                 datasets.setdefault(d["task"], {})[(d["task"], d["name"])] = d
             superseded = {(v["task"], v["name"], v["digest"]): v for v in self.dataset_versions()}
             config = UploadConfig(keys, datasets, superseded)
-            self._config = (version, config_version, config)
+            self._config = (None, config_version, config)
             return config, used
 
 

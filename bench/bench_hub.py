@@ -14,6 +14,11 @@ live prediction p50/p99 as the annotator waits for it (the create request), the 
 (queued + forward pass, reported by the hub), examples stored per minute, and the batched/unbatched
 paired ratios (median over pairs). After each run the store is checked against what the hub
 acknowledged: every acknowledged example stored once, nothing stored that was not acknowledged.
+
+The floor (issue 50's "hub p99 vs a bare forward with 30 users", <= 2x): in each pair, the same number of users
+as threads in this process, each with the locust users' think time, calling the hub's own predictor
+(``LivePredictor``, the same thread policy) one example at a time: no HTTP, no session, no store, no batching.
+Its p99 per call (waiting for the model included) is paired with the batched hub's p99 of the same pair.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -163,6 +169,44 @@ def one_run(home: Path, mode: str, users: int, seconds: int, tmp: Path, tag: str
             "duplicated": sum(n - 1 for n in new.values()) + (len(acked) - len(set(acked)))}
 
 
+def bare_forward(home: Path, users: int, seconds: int) -> dict:
+    """The floor of one pair (see the module's text): ``users`` threads calling the model itself, for ``seconds``."""
+    import random
+
+    from dynadesk.models.live import LivePredictor
+
+    st = Workspace(home).open_store()
+    try:
+        record = st.models.get("hub-target")
+    finally:
+        st.close()
+    predictor = LivePredictor(capacity=1)
+    predictor.warm(record)  # loaded before the clock starts, as the hub's warm-up does
+    latencies: list[float] = []
+    load0 = os.getloadavg()[0]
+    stop = time.monotonic() + seconds
+
+    def user(i: int) -> None:
+        rng, n = random.Random(i), 0
+        while time.monotonic() < stop:
+            n += 1
+            text = f"bare{i:02d} example {n}: i {rng.choice(('loved', 'hated'))} the {rng.choice(('film', 'soup'))}"
+            t0 = time.perf_counter()
+            predictor.predict(record, {"statement": text})  # one at a time: the predictor's own lock
+            latencies.append((time.perf_counter() - t0) * 1000)
+            time.sleep(rng.uniform(0.2, 0.8))  # the locust users' think time (bench/locust/hub_traffic.py)
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(users)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+    return {"p50": latencies[len(latencies) // 2], "p99": p99, "calls": len(latencies),
+            "load": max(load0, os.getloadavg()[0])}
+
+
 def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs: int | None = None,
         model: str | None = None) -> list[dict]:
     smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # the suite's smoke run: proves it runs
@@ -179,10 +223,12 @@ def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs:
         finally:
             st.close()
         runs: dict[str, list[dict]] = {m: [] for m in MODES}
+        bare: list[dict] = []
         for p in range(pairs):
             order = list(MODES) if p % 2 == 0 else list(reversed(MODES))
             for mode in order:
                 runs[mode].append(one_run(home, mode, users, seconds, tmp, f"{mode}-{p}"))
+            bare.append(bare_forward(home, users, seconds))
         rows = []
         where = f"{users} annotators, {seconds} s x {pairs} run(s), model: {which}"
         for mode, rs in runs.items():
@@ -212,6 +258,14 @@ def run(quick: bool = False, users: int = 30, seconds: int | None = None, pairs:
         rows.append({"measure": "[hub] live prediction p50, batched / unbatched (paired)", "value": p50_ratio,
                      "unit": "x", "goal": "< 1 under load", "baseline": "unbatched: --max-batch 1, same load, "
                      "same workspace, alternating order", "ratio": p50_ratio, "ok": None})
+        floor = statistics.median(b["p99"] / f["p99"] for b, f in zip(runs["batched"], bare) if f["p99"])
+        rows.append({"measure": f"[hub] live prediction p99, batched hub / bare forward pass, {users} users (paired)",
+                     "value": floor, "unit": "x", "goal": "<= 2",
+                     "baseline": f"bare forward p99 {statistics.median(f['p99'] for f in bare):.0f} ms, p50 "
+                                 f"{statistics.median(f['p50'] for f in bare):.0f} ms ({sum(f['calls'] for f in bare)}"
+                                 f" calls; the hub's predictor called by {users} threads with the users' think time,"
+                                 f" no HTTP; load avg {max(f['load'] for f in bare):.1f})",
+                     "ratio": floor, "ok": floor <= 2})
         rows.append({"measure": "[hub] examples stored per minute, batched / unbatched (paired)", "value": rate_ratio,
                      "unit": "x", "goal": ">= 1", "baseline": "unbatched: --max-batch 1", "ratio": rate_ratio,
                      "ok": None})

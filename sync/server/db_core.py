@@ -43,7 +43,7 @@ class DBCore:
             self.backend.close()
             raise
         self._board_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
-        self._config: tuple[int | None, str | None, UploadConfig] | None = None  # (data_version, config_version, ..)
+        self._config: tuple[str, UploadConfig] | None = None  # (meta.config_version it was read at, the config)
 
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, oldest first."""

@@ -128,7 +128,7 @@ class KeyTables(DBCore):
         if not revalidate:
             cached = self._config
             if cached is not None:
-                return cached[2]
+                return cached[1]
         return self.upload_state("")[0]
 
     def upload_state(self, fingerprint: str) -> tuple[UploadConfig, int]:
@@ -144,15 +144,16 @@ class KeyTables(DBCore):
                                     [fingerprint]).fetchone()
             config_version = str(row[0]) if row and row[0] is not None else None
             used = int(row[1]) if row and row[1] is not None else 0
-            if cached is not None and config_version is not None and cached[1] == config_version:
-                return cached[2], used
+            if cached is not None and cached[0] == config_version:
+                return cached[1], used
             keys = {k.fingerprint: k for k in self.list_keys()}
             datasets: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
             for d in self.datasets():
                 datasets.setdefault(d["task"], {})[(d["task"], d["name"])] = d
             superseded = {(v["task"], v["name"], v["digest"]): v for v in self.dataset_versions()}
             config = UploadConfig(keys, datasets, superseded)
-            self._config = (None, config_version, config)
+            if config_version is not None:  # a store without the counter (never after m002) is read every time
+                self._config = (config_version, config)
             return config, used
 
 

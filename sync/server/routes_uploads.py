@@ -106,8 +106,9 @@ async def upload_attestation(request: Request, state: State) -> JSONResponse:
 
 # The upload endpoints by exact path, for :class:`dynadesk.sync.server.app.SecurityHeaders` to call directly: a POST
 # there skips Starlette's exception middleware, the exit stack, the router's matching across every router and the
-# request/response wrappers (about a tenth of an upload's CPU on the serving process, issue 50 item 4), which these
-# routes need none of: they take only the request and the state (UploadRoute), read their own body and answer every
-# refusal themselves. The routes above stay for the OpenAPI document and for an app mounted under a root path.
+# request/response wrappers (measured: 0.445 -> 0.457 of the bare check rate per CPU-second, issue 50 item 4),
+# which these routes need none of: they take only the request and the state (UploadRoute), read their own body
+# and answer every refusal themselves. The routes above stay for the OpenAPI document and for an app mounted under
+# a root path.
 DIRECT: dict[str, Callable[[Request, ServerState], Coroutine[Any, Any, JSONResponse]]] = {
     "/api/bundles": upload, "/api/attestations": upload_attestation}

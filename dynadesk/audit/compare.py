@@ -3,7 +3,10 @@
 Deterministic fields (predictions digest, Merkle root, performance, robustness,
 fairness) must be identical bit for bit; measured fields (throughput, latency,
 memory) must lie within tolerance of the re-measurement on the same hardware class, and
-are "not comparable" on another class or when the re-measurement was noisy. Whether a metric is
+are "not comparable" on another class or when the re-measurement was noisy. A timed claim that understates the
+model (slower than re-measured) from a run its own signed summary flags noisy is "not comparable" too: competing
+load only slows a run, so that gap is the noise the submitter's run recorded, and it flatters no one; a claim that
+flatters the model is judged whatever the bundle says of its noise. Whether a metric is
 deterministic is decided by the evaluator's schema as well as by the bundle, so a
 bundle cannot relabel a score as "measured" to buy itself a tolerance.
 """
@@ -29,8 +32,9 @@ from dynadesk.audit.report import (
     Check,
 )
 from dynadesk.canonical import digest, file_sha256
-from dynadesk.evaluator.metric_registry import load_independent
+from dynadesk.evaluator.metric_registry import load_independent, timed_metrics
 from dynadesk.evaluator.schema import METRIC_UNITS
+from dynadesk.scoring.classes import noisy_in_environment
 from dynadesk.sync.format.parts import Metric
 from dynadesk.sync.format.payload import Payload
 
@@ -123,6 +127,27 @@ def hardware_difference(expected_env: dict[str, Any], actual_env: dict[str, Any]
 
 LOAD_INDEPENDENT = load_independent()
 """Measured metrics that competing CPU load does not move: judged even when the re-measurement was noisy."""
+
+TIMED = timed_metrics()
+BETTER_BY_UNIT = {"examples/s": 1.0, "tokens/s": 1.0, "ms": -1.0}
+"""+1: a higher figure flatters the model (a rate), -1: a lower one does (a time). Competing load moves every timed
+figure in the unflattering direction, which is what :func:`understated_by_noise` rests on."""
+
+
+def understated_by_noise(payload: Payload, m: Metric, actual: float | None) -> str:
+    """Why a timed claim cannot be judged, or '': it lies outside tolerance on the side that understates the model
+    (a lower rate, a longer time than the auditor measured) and the bundle's own signed summary flags its run noisy.
+    Setting that flag buys a forger nothing: a claim better than the re-measurement is judged all the same."""
+    direction = BETTER_BY_UNIT.get(m.unit)
+    noisy = noisy_in_environment(dict(payload.environment))
+    if actual is None or m.metric not in TIMED or direction is None or not noisy:
+        return ""
+    rel, _source = tol.tolerance_for(payload, m.metric)
+    if tol.within(actual, m.value, rel) or direction * (m.value - actual) >= 0:
+        return ""
+    return (f"the bundle's own run was flagged noisy ({'; '.join(noisy)}) and its claim is "
+            f"{'below' if direction > 0 else 'above'} what the re-measurement gives: competing load only slows a "
+            "run, so the gap is that noise (the claim understates the model; re-measure it: dynadesk eval --remeasure)")
 
 
 def measured_comparability(payload: Payload, results: RunResults) -> str:
@@ -256,6 +281,8 @@ def compare_results(payload: Payload, results: RunResults) -> list[Check]:
                     "audit again on a quieter machine")
         if not note and m.metric == "memory":
             note = memory_definition_difference(dict(payload.environment), results)
+        if not note:
+            note = understated_by_noise(payload, m, results.metrics.get(key))
         checks.append(compare_metric(payload, m, results.metrics.get(key), note, results.source))
     for (ds, metric), value in sorted(results.metrics.items()):
         if (ds, metric) not in seen:

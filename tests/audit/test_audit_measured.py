@@ -189,3 +189,45 @@ def test_a_latency_percentile_the_remeasurement_could_not_hold_is_not_comparable
     # a claim cannot supply the spread: only the auditor's own re-measurement counts
     payload["environment"] = measured({"p99": 5.0, "p50": 5.0})
     assert verdicts({})["metrics[(run)].latency_p99_ms"].verdict == DIFFERS
+
+
+def _scaled(payload: dict, factor: float, noisy: bool) -> dict:
+    """``payload`` with every timed claim ``factor`` times as good for the model (rates up, times down), and its
+    own measurement summary flagged noisy or quiet."""
+    p = copy.deepcopy(payload)
+    for m in p["metrics"]:
+        if m["metric"].startswith("throughput"):
+            m["value"] *= factor
+        elif m["metric"].startswith("latency"):
+            m["value"] /= factor
+    summary = {"noisy": True, "noisy_measurements": ["set0 batch1: other processes used 1.90 cores"]} if noisy \
+        else {"noisy": False}
+    p["environment"] = {**p["environment"], "measurement": summary}
+    return p
+
+
+def test_a_noisy_runs_understated_timed_claims_are_not_comparable_and_flattering_ones_are_still_judged(made):
+    """The CI failure behind this: the bundle's run was slowed by load its own noise check flagged, the auditor's
+    quiet re-run measured faster than claimed, and an honest bundle was signed "disputed". Load only slows a run,
+    so a claim below the re-measurement from a run flagged noisy is that noise; the next attacker flags their own
+    run noisy to escape the audit, so a claim above the re-measurement is judged whatever the flag says."""
+    from dynadesk.cli.audit_cmd import EXIT_MEASURED
+
+    ws, _store, run, bundle, tmp = made
+    honest_but_slowed = _forge(_scaled(bundle.payload.to_json(), 1 / 3, noisy=True), tmp, "slowed.json")
+    res = _audit(ws, honest_but_slowed, run, "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    timed = [c for c in doc["checks"] if c["field"] in ("metrics[(run)].throughput", "metrics[(run)].latency_p99_ms")]
+    assert len(timed) == 2 and all(c["verdict"] == "not comparable" for c in timed), timed
+    assert all("flagged noisy" in c["note"] and "understates the model" in c["note"] for c in timed), timed
+    memory = next(c for c in doc["checks"] if c["field"] == "metrics[(run)].memory")
+    assert memory["verdict"] == "within tolerance"  # not timed: judged as ever
+    # the attacker's move: flag the run noisy and claim three times the speed
+    res = _audit(ws, _forge(_scaled(bundle.payload.to_json(), 3, noisy=True), tmp, "flattering.json"), run, "--json")
+    assert res.exit_code == EXIT_MEASURED, res.output
+    doc = json.loads(res.output)
+    assert {"metrics[(run)].throughput", "metrics[(run)].latency_p99_ms"} <= set(doc["measured_failures"])
+    # and a quiet run's understated claim is still not what was measured: no noise explains it
+    res = _audit(ws, _forge(_scaled(bundle.payload.to_json(), 1 / 3, noisy=False), tmp, "quiet.json"), run)
+    assert res.exit_code == EXIT_MEASURED, res.output

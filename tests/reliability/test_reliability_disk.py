@@ -46,13 +46,27 @@ def fill(disk: Path, leave: int = 16 * 1024) -> Path:
     """Fill ``disk`` until ``leave`` bytes remain; returns the filler (delete it to free the space)."""
     st = os.statvfs(disk)
     filler = disk / "filler"
-    with open(filler, "wb") as fh:
+    left = max(0, st.f_bavail * st.f_frsize - leave)
+    # unbuffered: when the run under test wrote meanwhile (a loaded machine), the last write fails short, and a
+    # buffered file would keep that tail to raise ENOSPC again from close() - out of the ``with``, failing the test
+    with open(filler, "wb", buffering=0) as fh:
+        chunk = b"\0" * (1 << 20)
         try:
-            fh.write(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
-        except OSError as exc:  # the run under test wrote meanwhile (a loaded machine): the disk is full anyway
+            while left > 0:
+                left -= fh.write(chunk[:left]) or 0
+        except OSError as exc:  # the disk is full anyway, which is what the caller wanted
             if exc.errno != errno.ENOSPC:
                 raise
     return filler
+
+
+def test_fill_copes_with_a_run_that_wrote_between_its_look_and_its_write(tmp_path):
+    """The helper itself (a CI failure): the run under test wrote a few KiB after ``fill`` read the free space,
+    so the write asks for more than is left. The disk must end full and ``fill`` must not raise."""
+    with small_disk(tmp_path / "d", "1m") as disk:
+        filler = fill(disk, leave=-3000)  # as if 3,000 bytes had been written meanwhile by someone else
+        st = os.statvfs(disk)
+        assert filler.exists() and st.f_bavail == 0
 
 
 def _counts(st: Store) -> tuple[int, int, int]:

@@ -38,10 +38,9 @@ def test_a_disk_full_to_the_last_byte_while_predicting_still_fails_the_run_and_s
                     filled.append(fill(disk, leave=0))
                     extra = disk / "extra"  # the last bytes too (fill leaves what does not fill a block)
                     try:
-                        with open(extra, "wb") as fh:
+                        with open(extra, "wb", buffering=0) as fh:
                             while True:
                                 fh.write(b"\0" * 512)
-                                fh.flush()
                     except OSError:
                         pass
                     if extra.exists():

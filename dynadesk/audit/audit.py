@@ -155,6 +155,10 @@ def audit_bundle(store: Store, workspace: Workspace, raw: bytes, options: AuditO
             report.not_comparable_what = "throughput and latency"  # memory does not depend on CPU load
         report.add(*rerun_checks(p, record, rerun and against is None))  # how the compared run was made
         report.add(*compare_results(p, results))
+        if rerun and against is None:
+            from dynadesk.audit.confirm import confirm_timed
+
+            confirm_timed(store, workspace, p, report, record, client=client, progress=progress, cancel=cancel)
         report.add(*compare_intervals(p, record))
     elif not rerun:
         report.notes.append("predictions and metrics were not re-computed (use --rerun)")

@@ -101,9 +101,10 @@ def run_request(model: str, datasets: Sequence[str] = (), *, runner: str = "loca
                       settings=RunSettings(**settings), purpose=purpose)
 
 
-def signed_local_run(tmp: Path) -> tuple[Any, Any, Any, Any, Path]:
+def signed_local_run(tmp: Path, min_seconds: float = TEST_WINDOW_S) -> tuple[Any, Any, Any, Any, Path]:
     """A workspace with a key, one local evaluation of the tiny model on 16 + 8 examples and its signed bundle
-    written to ``tmp/bundle.json``: ``(workspace, open store, run, bundle, path)``. The caller closes the store."""
+    written to ``tmp/bundle.json``: ``(workspace, open store, run, bundle, path)``. The caller closes the store.
+    ``min_seconds``: the timed windows (a test that judges measured claims asks for longer ones)."""
     from dynadesk.orchestration.evaluate import evaluate
     from dynadesk.sync.client.create import create_bundle
     from dynadesk.sync.format.keys import generate_key
@@ -113,7 +114,8 @@ def signed_local_run(tmp: Path) -> tuple[Any, Any, Any, Any, Path]:
     store = ws.open_store()
     generate_key(ws.keys_dir)
     setup_workspace(store, tmp, sizes=(16, 8))
-    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1))
+    run = evaluate(store, ws, run_request("tiny", runner="local", batch_size=8, latency_samples=8, warmup=1,
+                                          min_seconds=min_seconds))
     assert run.status == "succeeded", run.error
     bundle = create_bundle(ws, store, run.id)
     path = tmp / "bundle.json"

@@ -196,7 +196,7 @@ def serve(home: Path, *, session_hours: float = DEFAULT_SESSION_HOURS, window_s:
     raise_descriptor_limit()
     addresses = lan_addresses() if lan else []
     tls = hub_tls(Path(home), net.tls_cert, net.tls_key, addresses) if lan or net.tls_cert else None
-    core = HubCore(Path(home), session_hours=session_hours, window_s=window_s, max_batch=max_batch)
+    core = HubCore(Path(home), session_hours=session_hours, window_s=window_s, max_batch=max_batch, say=say)
     app = create_app(core, write_rate=write_rate, signin_rate=net.signin_rate, per_model=per_model,
                      read_rate=net.read_rate, secure_cookies=tls is not None)
     host = ALL_INTERFACES if lan else LOOPBACK

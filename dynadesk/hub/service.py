@@ -9,9 +9,11 @@ only roles, request ids (a retried request never stores twice) and the micro-bat
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,13 +38,17 @@ TOUCH_EVERY_S = 15.0  # a session's last_seen is written at most this often
 MAX_REQUEST_ID = 64
 
 
-def _run_for(record: Any) -> RunBatch:
+Say = Callable[[str], None]
+
+
+def _run_for(record: Any, say: Say | None = None) -> RunBatch:
     """The batch function of one model: its own warm predictor (so models never wait on each other's lock)."""
     from dynadesk.models.live import LivePredictor
 
     predictor = LivePredictor(capacity=1)
     # load now, off every caller's thread: the first request then waits (on the predictor's lock) for less
-    threading.Thread(target=_warm, args=(predictor, record), name=f"hub-warm-{record.name}", daemon=True).start()
+    threading.Thread(target=_warm, args=(predictor, record, say), name=f"hub-warm-{record.name}",
+                     daemon=True).start()
 
     def run(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return predictor.predict_batch(record, batch)
@@ -50,11 +56,18 @@ def _run_for(record: Any) -> RunBatch:
     return run
 
 
-def _warm(predictor: Any, record: Any) -> None:
+def _warm(predictor: Any, record: Any, say: Say | None) -> None:
+    """Load one target model; ``say`` tells the operator when it is ready (or why not), which is also when a
+    live prediction stops waiting on the load."""
+    started = time.monotonic()
     try:
         predictor.warm(record)
-    except DynaDeskError:  # the first prediction raises it again, to the person who asked
-        pass
+    except DynaDeskError as exc:  # the first prediction raises it again, to the person who asked
+        if say:
+            say(f"  target model {record.name} did not load: {exc} (each prediction asked of it says so)")
+        return
+    if say:
+        say(f"  target model {record.name} ready (loaded in {time.monotonic() - started:.1f} s)")
 
 
 def task_view(task: Task) -> dict[str, Any]:
@@ -123,6 +136,7 @@ class HubCore:
     session_hours: float = identity.DEFAULT_SESSION_HOURS
     window_s: float = DEFAULT_WINDOW_S
     max_batch: int = DEFAULT_MAX_BATCH
+    say: Say | None = None  # where the operator reads that a target model is ready (the serve command's output)
     pool: BatcherPool = field(init=False)
     _local: threading.local = field(init=False, default_factory=threading.local)
     _stores: list[Store] = field(init=False, default_factory=list)
@@ -132,7 +146,7 @@ class HubCore:
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(Path(self.home)).ensure()
-        self.pool = BatcherPool(_run_for, self.window_s, self.max_batch)
+        self.pool = BatcherPool(functools.partial(_run_for, say=self.say), self.window_s, self.max_batch)
         self._tasks_source = self.workspace.open_store()  # the one store that lends the workspace's tasks
 
     # -- plumbing ----------------------------------------------------------------------

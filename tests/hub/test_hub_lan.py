@@ -244,9 +244,13 @@ def test_warm_up_threads_do_not_race_on_the_lazy_import(tmp_path: Path):
     log = tmp_path / "hub.log"
     with hub(home, log) as url:
         assert _answers(url)
-        time.sleep(10)  # both tiny models load in a few seconds; the race showed within the first
+        deadline = time.monotonic() + 60  # the race showed while both loaded: wait until the hub says they did
+        while sum(log.read_text(errors="replace").count(x) for x in (" ready (loaded in ", " did not load: ")) < 2:
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
+            time.sleep(0.2)
     text = log.read_text(errors="replace")
     assert "tiny-qa, tiny-sentiment" in text
+    assert "target model tiny-qa ready" in text and "target model tiny-sentiment ready" in text, text[-3000:]
     assert "Traceback" not in text and "has no attribute" not in text, text[-3000:]
 
 

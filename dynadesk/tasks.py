@@ -6,6 +6,7 @@ naming the file and the field, so a typo never becomes a silent default.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -308,11 +309,16 @@ def get_task(name: str, tasks_dir: Path | None = None) -> Task:
 # ``workspace_tasks`` table). Every caller resolves a task through :func:`load_tasks` / :func:`get_task`,
 # so the workspace's tasks join the bundled ones here, through the sources an open store registers.
 
-_SOURCES: dict[str, Callable[[], dict[str, Task]]] = {}
+_SOURCES: dict[str, Callable[[], dict[str, Task] | None]] = {}
 
 
-def register_task_source(key: str, source: Callable[[], dict[str, Task]]) -> None:
-    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store, by its path)."""
+def register_task_source(key: str, source: Callable[[], dict[str, Task] | None]) -> None:
+    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store).
+
+    ``key`` is ``"<database path>#<store id>"``: stores over one database file (an absolute path) are read once
+    per call (the hub
+    opens a store per worker thread, and each read opens a connection); a source answers None once its store
+    is gone, and the next source of the same file is read instead."""
     _SOURCES[key] = source
 
 
@@ -322,8 +328,17 @@ def unregister_task_source(key: str) -> None:
 
 def _workspace_tasks() -> dict[str, Task]:
     out: dict[str, Task] = {}
-    for source in list(_SOURCES.values()):
-        for name, task in source().items():
+    read: set[str] = set()
+    for key, source in list(_SOURCES.items()):
+        database = key.rpartition("#")[0]
+        if database in read:
+            continue
+        found = source()
+        if found is None:
+            continue
+        if os.path.isabs(database):  # a file; an in-memory store or a CLI context is its own source
+            read.add(database)
+        for name, task in found.items():
             out.setdefault(name, task)
     return out
 

@@ -143,9 +143,9 @@ def attach(store: Store) -> None:
     store.tasks = TaskRepo(store)
     ref = weakref.ref(store.tasks)
 
-    def source() -> dict[str, _tasks.Task]:
+    def source() -> dict[str, _tasks.Task] | None:
         repo = ref()
-        return repo._source() if repo is not None else {}
+        return repo._source() if repo is not None else None
 
     _tasks.register_task_source(source_key(store), source)
 

@@ -99,6 +99,31 @@ def test_add_show_list_and_lookup_everywhere(tmp_path: Path) -> None:
     assert set(load_tasks()) == {"nli", "sentiment", "hate_speech", "qa"}
 
 
+def test_stores_over_one_file_are_read_once_and_a_dropped_one_hands_over_to_the_next(tmp_path: Path) -> None:
+    """The hub opens a store per worker thread: their task sources name the same file, so a lookup reads it once.
+    A store dropped without closing (its source answers None) must not hide the file from the stores still open,
+    and two workspaces' files are still two sources."""
+    import gc
+
+    home, other = tmp_path / "ws", tmp_path / "other"
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+    assert _cli(other, "tasks", "add", str(_file(tmp_path, SPAN, "span.yaml")))[0] == 0
+    first = Store.open(home / "dynadesk.db")
+    second = Store.open(home / "dynadesk.db")
+    third = Store.open(other / "dynadesk.db")
+    try:
+        assert {"emotion", "clinic_qa"} <= set(load_tasks())
+        del first  # registered first, dropped without close(): its source now answers None
+        gc.collect()
+        assert get_task("emotion").labels == ("joy", "sadness", "anger", "fear", "surprise")
+        assert get_task("clinic_qa").span_of == "note"
+    finally:
+        second.close()
+        third.close()
+    with pytest.raises(NotFoundError):
+        get_task("emotion")
+
+
 def test_span_task_over_any_context_field(tmp_path: Path) -> None:
     home = tmp_path / "ws"
     code, out = _cli(home, "tasks", "add", str(_file(tmp_path, SPAN)))

@@ -313,12 +313,9 @@ _SOURCES: dict[str, Callable[[], dict[str, Task] | None]] = {}
 
 
 def register_task_source(key: str, source: Callable[[], dict[str, Task] | None]) -> None:
-    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store).
-
-    ``key`` is ``"<database path>#<store id>"``: stores over one database file (an absolute path) are read once
-    per call (the hub
-    opens a store per worker thread, and each read opens a connection); a source answers None once its store
-    is gone, and the next source of the same file is read instead."""
+    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store). ``key``: ``"<database
+    path>#<store id>"``; stores over one database file (an absolute path) are read once per call (the hub opens a
+    store per worker thread); a gone store's source answers None and the next one of that file is read instead."""
     _SOURCES[key] = source
 
 

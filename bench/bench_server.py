@@ -409,6 +409,8 @@ def run(quick: bool = False, workers: int = 2, stored: int | None = None,
         backends: tuple[str, ...] = ("sqlite", "postgresql"), rounds: int | None = None) -> list[dict]:
     """Each backend gets the same ``stored`` bundles and the same fresh uploads."""
     n_stored, uploads, models, queries = (5_000, 200, 100, 60) if quick else (100_000, 1_000, 500, 300)
+    if quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1":  # the suite's smoke run: proves it runs
+        uploads, queries = 60, 20
     n_stored = stored or int(os.environ.get("DYNADESK_BENCH_SERVER_STORED", "0")) or n_stored  # make bench: the env
     rounds = rounds or (1 if quick else 3)
     factory = Factory(Ed25519PrivateKey.generate())

@@ -41,8 +41,8 @@ def quick_rows(tmp_path_factory, docker_client) -> tuple[dict[str, list[dict]], 
     (one interpreter: the heavy imports once, not once per benchmark), and the run's output for failures."""
     out = tmp_path_factory.mktemp("bench") / "rows.json"
     # the server bench's quick size (5,000 stored bundles per backend) is for `make bench --quick`; here it only
-    # has to run end to end; DYNADESK_BENCH_SMOKE: smaller sizes again (every row still filled)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "QT_QPA_PLATFORM": "offscreen", "DYNADESK_BENCH_SERVER_STORED": "1000",
+    # has to run end to end (300 stored); DYNADESK_BENCH_SMOKE: smaller sizes again (every row still filled)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "QT_QPA_PLATFORM": "offscreen", "DYNADESK_BENCH_SERVER_STORED": "300",
            "DYNADESK_BENCH_SMOKE": "1"}
     only = [arg for name in BENCHES for arg in ("--only", name)]
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "run_all.py"), "--quick", *only, "--json", str(out)],

@@ -293,3 +293,25 @@ def test_m008_counts_what_older_boards_stored(board):
         assert db.key_stored_bytes("sha256:" + "0" * 64) == 0
     finally:
         db.close()
+
+
+def test_a_small_upload_to_an_sqlite_board_is_checked_on_the_event_loop_and_others_in_a_thread(db_target, tmp_path):
+    """Issue 50 item 4: the hop to a worker thread and back cost ~10 % of a small upload's CPU, so a small body to
+    an SQLite board is checked and stored on the event loop; a large body, a flood, or a PostgreSQL board (whose
+    writes are network round trips the loop must not wait on) keep the thread. Real app states on both backends."""
+    from fastapi.testclient import TestClient
+
+    from dynadesk.sync.server.app import create_app
+    from dynadesk.sync.server.routes_uploads import on_the_loop
+
+    app = create_app(db_target, tmp_path / "server.key")
+    with TestClient(app):  # the lifespan starts the upload pool, as a served app has it
+        state = app.state.server
+        sqlite = not state.db.postgres
+        assert on_the_loop(state, 4_000) is sqlite
+        assert not on_the_loop(state, INLINE_MAX_BYTES + 1)
+        with contextlib.ExitStack() as places:
+            for _ in range(state.upload_pool.bound // 2 + 1):  # more than half the admission places: a flood
+                places.enter_context(state.upload_pool.admit())
+            assert not on_the_loop(state, 4_000)
+        assert on_the_loop(state, 4_000) is sqlite

@@ -23,6 +23,9 @@ from dynadesk.store.assists import Assist
 from dynadesk.tasks import Task, get_task
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dynadesk.annotation.validate import Judged
     from dynadesk.models.live import LivePredictor
     from dynadesk.store import Store
 
@@ -122,14 +125,14 @@ def record_use(store: Store, example: AnnotatedExample, draft: Draft) -> Assist:
                                 similarity(draft.text, submitted))
 
 
-def assistant_stats(store: Store, examples: list[AnnotatedExample]) -> dict[str, Any]:
+def assistant_stats(store: Store, examples: Sequence[Judged]) -> dict[str, Any]:
     """The assistant's share of a round: examples written from a draft, edited or not, and the model error
     rate with and without it (Bartolo et al. compare exactly these)."""
     used = store.assists.of([ex.uid for ex in examples])
     assisted = [ex for ex in examples if ex.uid in used]
     plain = [ex for ex in examples if ex.uid not in used]
 
-    def rate(group: list[AnnotatedExample]) -> float | None:
+    def rate(group: list[Judged]) -> float | None:
         return sum(ex.fooled for ex in group) / len(group) if group else None
 
     kept = [used[ex.uid].similarity for ex in assisted]

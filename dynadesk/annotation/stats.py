@@ -21,8 +21,7 @@ from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 from dynadesk.annotation.assistant import assistant_stats
-from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, ExampleStatus, example_status
-from dynadesk.store.annotation import AnnotatedExample
+from dynadesk.annotation.validate import VERIFIED_NOT_CORRECT, ExampleStatus, Judged, example_status
 from dynadesk.tasks import get_task
 
 if TYPE_CHECKING:
@@ -124,7 +123,7 @@ def _median(values: list[int]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
-def _summarise(examples: list[AnnotatedExample], votes_needed: int) -> tuple[list[ExampleStatus], int, int]:
+def _summarise(examples: Sequence[Judged], votes_needed: int) -> tuple[list[ExampleStatus], int, int]:
     statuses = [example_status(ex, votes_needed) for ex in examples]
     fooled = sum(ex.fooled for ex in examples)
     vfooled = sum(s.verified_fooled for s in statuses)
@@ -135,7 +134,7 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
     """Statistics of one round (default: the latest), overall and per annotator."""
     task = get_task(task_name)
     rnd = store.annotation.get_round(task.name, round_number)
-    examples = store.annotation.examples(task.name, rnd.number)
+    examples = store.annotation.example_facts(task.name, rnd.number)
     statuses, fooled, vfooled = _summarise(examples, task.votes_needed)
     mer, vmer = _rates(len(examples), fooled, vfooled)
     people: dict[str, AnnotatorStats] = {}
@@ -155,10 +154,13 @@ def round_stats(store: Store, task_name: str, round_number: int | None = None) -
         m.verified_fooled += st.verified_fooled
     for m in targets.values():
         m.mer, m.vmer = _rates(m.collected, m.fooled, m.verified_fooled)
+    times: dict[str, list[int]] = {}
+    for ex in examples:
+        times.setdefault(ex.annotator, []).append(ex.time_ms)
     for a in people.values():
         a.mer, a.vmer = _rates(a.collected, a.fooled, a.verified_fooled)
         a.board_mer = (a.fooled - a.rejected_fooled) / a.collected if a.collected else None
-        a.median_time_ms = _median([ex.time_ms for ex in examples if ex.annotator == a.annotator])
+        a.median_time_ms = _median(times.get(a.annotator, []))
     return RoundStats(
         task=task.name, round=rnd.number, status=rnd.status, models=[m.name for m in rnd.models],
         collected=len(examples), fooled=fooled, verified_fooled=vfooled,

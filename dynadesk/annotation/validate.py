@@ -16,7 +16,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.create import check_target
@@ -37,6 +37,18 @@ VERIFIED_NOT_CORRECT = "verified-not-correct"
 MAX_REASON_CHARS = 2_000
 
 
+class Judged(Protocol):
+    """What deciding an example's status reads: an :class:`AnnotatedExample` or the lighter
+    :class:`~dynadesk.store.annotation_records.ExampleFacts` a round's statistics load."""
+
+    @property
+    def uid(self) -> str: ...
+    @property
+    def fooled(self) -> bool: ...
+    @property
+    def validations(self) -> list[Validation]: ...
+
+
 @dataclass
 class ExampleStatus:
     status: str
@@ -54,7 +66,7 @@ class ExampleStatus:
         return {**self.__dict__, "decided": self.decided}
 
 
-def example_status(ex: AnnotatedExample, votes_needed: int) -> ExampleStatus:
+def example_status(ex: Judged, votes_needed: int) -> ExampleStatus:
     """Replay ``ex.validations`` in time order until a rule decides the example. Votes cast in the same millisecond
     keep the order they are given in (the store's insertion order; a stable sort), never that of their random
     uids: a later vote must not count before the one that decided."""

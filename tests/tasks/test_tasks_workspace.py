@@ -129,34 +129,32 @@ def test_a_workspace_made_again_at_the_same_path_is_read_anew_and_held_connectio
     the hub's CPU). A workspace removed and made again at the same path is another file: the next lookup must read
     its tasks, not the removed file's (a connection kept on the old file still could). Lookups over many workspaces
     keep at most a few connections open (a test session makes thousands)."""
+    import contextlib
     import shutil
+    from collections.abc import Iterator
 
     from dynadesk.store.tasks import _READERS
 
+    @contextlib.contextmanager
+    def workspace(home: Path, task_file: Path) -> Iterator[None]:
+        assert _cli(home, "tasks", "add", str(task_file))[0] == 0
+        store = Store.open(home / "dynadesk.db")
+        try:
+            yield
+        finally:
+            store.close()
+
     home = tmp_path / "ws"
-    assert _cli(home, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
-    store = Store.open(home / "dynadesk.db")
-    try:
+    with workspace(home, _file(tmp_path, EMOTION)):
         assert get_task("emotion").labels[0] == "joy"
-    finally:
-        store.close()
     shutil.rmtree(home)
-    assert _cli(home, "tasks", "add", str(_file(tmp_path, SPAN, "span.yaml")))[0] == 0
-    store = Store.open(home / "dynadesk.db")
-    try:
+    with workspace(home, _file(tmp_path, SPAN, "span.yaml")):
         assert get_task("clinic_qa").span_of == "note"
         with pytest.raises(NotFoundError):
             get_task("emotion")  # the removed workspace's task
-    finally:
-        store.close()
     for i in range(_READERS.KEEP + 4):
-        other = tmp_path / f"many{i}"
-        assert _cli(other, "tasks", "add", str(_file(tmp_path, EMOTION)))[0] == 0
-        opened = Store.open(other / "dynadesk.db")
-        try:
+        with workspace(tmp_path / f"many{i}", _file(tmp_path, EMOTION)):
             assert get_task("emotion").labels[0] == "joy"
-        finally:
-            opened.close()
     assert len(_READERS.held) <= _READERS.KEEP
 
 

@@ -131,3 +131,33 @@ def test_queue_order_fooled_first_fewest_votes_seeded(st):
         if ex.annotator != "v4" and ex.uid != fooled[2].uid:
             ann.validate(st, ex.uid, "v4", "correct")
     assert ann.next_to_validate(st, "sentiment", "v4") is None
+
+
+def test_the_queue_ranked_on_facts_is_the_queue_of_the_whole_examples(tmp_path, models):
+    """``validation_queue`` ranks the round's light facts and reads whole only the examples it returns (one by one
+    up to 50, else the round in one query): the queue is exactly the one ranked over the whole examples, for each
+    validator, head, page and whole queue; writers never see their own, nobody an example they judged or a decided
+    one."""
+    from dynadesk.annotation.validate import WHOLE_ONE_BY_ONE, _order_key, example_status
+
+    st = open_store(tmp_path / "ws")
+    sentiment_round(st, models, people=[("w1", "annotator"), ("w2", "annotator"), ("v1", "annotator"),
+                                        ("v2", "annotator"), ("v3", "annotator")])
+    made = [make_example(st, "w1" if i % 3 else "w2", f"number {i} {'y' * (i % 7)}", i % 2 == 0)
+            for i in range(WHOLE_ONE_BY_ONE + 40)]
+    for i, ex in enumerate(made[:20]):
+        for who in ("v1", "v2", "v3")[: 1 + i % 3]:  # one, two or three votes: some decided, some not
+            ann.validate(st, ex.uid, who, "correct")
+
+    def whole_queue(who: str, seed: int) -> list:
+        todo = [ex for ex in st.annotation.examples("sentiment", 1) if ex.annotator != who
+                and all(v.annotator != who for v in ex.validations) and not example_status(ex, 3).decided]
+        return sorted(todo, key=lambda ex: _order_key(seed, ex))
+
+    for who in ("v1", "v3", "w1"):
+        for seed in (0, 7):
+            expected = whole_queue(who, seed)
+            assert (len(expected) > WHOLE_ONE_BY_ONE) is (who != "w1")  # both ways of reading them whole
+            for limit in (1, 20, None):
+                got = ann.validation_queue(st, "sentiment", who, seed=seed, limit=limit)
+                assert [e.to_dict() for e in got] == [e.to_dict() for e in expected[:limit]], (who, seed, limit)

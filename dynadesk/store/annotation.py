@@ -9,7 +9,7 @@ transaction that is committed before the method returns.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -267,10 +267,8 @@ class AnnotationRepo(Repo):
                " AND (? IS NULL OR e.annotator = ?) AND e.held IS NULL ORDER BY e.created_at, e.rowid")
         out = [example_from_row(r) for r in self.db.query(sql, [task, task, round_number, round_number,
                                                          annotator, annotator])]
-        if with_validations and out:
-            by_uid = self.validations_for([e.uid for e in out])
-            for e in out:
-                e.validations = by_uid[e.uid]
+        if with_validations:
+            self._attach_validations(out)
         return out
 
     def example_facts(self, task: str, round_number: int) -> list[ExampleFacts]:
@@ -280,11 +278,14 @@ class AnnotationRepo(Repo):
             "SELECT e.uid, e.annotator, e.model_name, e.fooled, e.time_ms FROM annotated_examples e"
             " JOIN rounds r ON r.id = e.round_id WHERE e.task = ? AND r.number = ? AND e.held IS NULL"
             " ORDER BY e.created_at, e.rowid", [task, round_number])]
-        if out:
-            by_uid = self.validations_for([e.uid for e in out])
-            for e in out:
-                e.validations = by_uid[e.uid]
+        self._attach_validations(out)
         return out
+
+    def _attach_validations(self, examples: Sequence[AnnotatedExample | ExampleFacts]) -> None:
+        if examples:
+            by_uid = self.validations_for([e.uid for e in examples])
+            for e in examples:
+                e.validations = by_uid[e.uid]
 
     # -- validations ------------------------------------------------------------
     def insert_validation(self, v: Validation) -> None:

@@ -132,43 +132,52 @@ class TaskRepo:
         return {name: self._task(digest, definition) for name, digest, definition in rows or ()}
 
 
-class _ReadOnlyConnections(threading.local):
-    """Each thread's read-only connections to workspace databases, kept between task lookups.
+class _ReadOnlyConnections:
+    """Read-only connections to workspace databases, kept between task lookups and shared by every thread.
 
     A lookup opened one connection per call, ~1 ms: 13 % of the hub's CPU under 30 users (each prediction, vote
-    and stats poll looks its task up). A connection is this thread's alone (never shared: see ``_source``); it is
-    reopened when the path names another file than it was opened on (a workspace removed and made again), and at
-    most :attr:`KEEP` are held per thread, the least recently used closed first (a test session opens thousands
-    of workspaces)."""
+    and stats poll looks its task up). One lock serialises their use (a lookup's query takes ~50 us; one SQLite
+    connection used from two threads at once crashes the process, see ``_source``). A connection is reopened when
+    the path names another file than it was opened on (a workspace removed and made again), closed when a store
+    over its file closes (so the file can be deleted, on Windows too), and at most :attr:`KEEP` are held, the least
+    recently used closed first (a test session opens thousands of workspaces)."""
 
     KEEP = 8
 
     def __init__(self) -> None:
         self.held: OrderedDict[Path, tuple[tuple[int, int], sqlite3.Connection]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def rows(self, path: Path, sql: str) -> list[Any] | None:
         """``sql``'s rows from ``path``, or None when the file is gone or cannot answer (not yet migrated)."""
-        try:
-            st = os.stat(path)
-        except OSError:
+        with self._lock:
+            try:
+                st = os.stat(path)
+            except OSError:
+                self._close(path)
+                return None
+            ident = (st.st_dev, st.st_ino)
+            held = self.held.get(path)
+            if held is not None and held[0] != ident:
+                self._close(path)
+                held = None
+            try:
+                if held is None:
+                    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5,
+                                           check_same_thread=False)
+                    held = self.held[path] = (ident, conn)
+                    while len(self.held) > self.KEEP:
+                        self._close(next(iter(self.held)))
+                self.held.move_to_end(path)
+                return held[1].execute(sql).fetchall()
+            except sqlite3.Error:
+                self._close(path)
+                return None
+
+    def close(self, path: Path) -> None:
+        """Close the connection to ``path``'s file, if one is held (its store closed)."""
+        with self._lock:
             self._close(path)
-            return None
-        ident = (st.st_dev, st.st_ino)
-        held = self.held.get(path)
-        if held is not None and held[0] != ident:
-            self._close(path)
-            held = None
-        try:
-            if held is None:
-                conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-                held = self.held[path] = (ident, conn)
-                while len(self.held) > self.KEEP:
-                    self._close(next(iter(self.held)))
-            self.held.move_to_end(path)
-            return held[1].execute(sql).fetchall()
-        except sqlite3.Error:
-            self._close(path)
-            return None
 
     def _close(self, path: Path) -> None:
         held = self.held.pop(path, None)
@@ -197,3 +206,5 @@ def attach(store: Store) -> None:
 
 def detach(store: Store) -> None:
     _tasks.unregister_task_source(source_key(store))
+    if store.path is not None:
+        _READERS.close(Path(store.path))

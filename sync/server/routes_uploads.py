@@ -96,10 +96,10 @@ def on_the_loop(state: ServerState, size: int) -> bool:
 
 def checked_upload(state: ServerState, accept: Callable[[ServerDB, UploadChecks, bytes, datetime], dict[str, Any]],
                    body: bytes, fmt: str, origin: tuple[str, str | None]) -> dict[str, Any]:
-    """The limit, the checks and the write of one upload, in one worker thread: one hop off the event loop per
-    upload, not two (each hop cost ~0.1 ms of CPU, a sixth of a small bundle's checks). A body not signed by a
-    registered key is charged to its address's bucket (``origin``: the peer and its ``X-Forwarded-For``); a signed
-    one only to its key's, in ``accept``."""
+    """The limit, the checks and the write of one upload, on the loop (:func:`on_the_loop`) or in one worker
+    thread: one hop off the event loop per upload, not two (each hop cost ~0.1 ms of CPU, a sixth of a small
+    bundle's checks). A body not signed by a registered key is charged to its address's bucket (``origin``: the
+    peer and its ``X-Forwarded-For``); a signed one only to its key's, in ``accept``."""
     if verified_signer(state.db, body, fmt) is None:
         state.address_limiter.take(client_address(*origin, state.trusted_proxies))
     return accept(state.db, state.checks, body, state.clock())

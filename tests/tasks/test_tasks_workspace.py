@@ -125,36 +125,40 @@ def test_stores_over_one_file_are_read_once_and_a_dropped_one_hands_over_to_the_
 
 
 def test_a_workspace_made_again_at_the_same_path_is_read_anew_and_held_connections_are_bounded(tmp_path: Path) -> None:
-    """Task lookups keep each thread's read-only connection to a workspace file (one opened per lookup was 13 % of
-    the hub's CPU). A workspace removed and made again at the same path is another file: the next lookup must read
-    its tasks, not the removed file's (a connection kept on the old file still could). Lookups over many workspaces
-    keep at most a few connections open (a test session makes thousands)."""
-    import contextlib
+    """Task lookups keep a read-only connection to each workspace file (one opened per lookup was 13 % of the hub's
+    CPU). A workspace removed and made again at the same path, while a store over the old one is still open, is
+    another file: the next lookup must read its tasks, not the removed file's (a connection kept on the old file
+    still could). A closed store leaves no connection to its file (Windows cannot delete an open file), and lookups
+    over many workspaces keep at most a few open (a test session makes thousands)."""
     import shutil
-    from collections.abc import Iterator
 
     from dynadesk.store.tasks import _READERS
 
-    @contextlib.contextmanager
-    def workspace(home: Path, task_file: Path) -> Iterator[None]:
+    def workspace(home: Path, task_file: Path) -> Store:
         assert _cli(home, "tasks", "add", str(task_file))[0] == 0
-        store = Store.open(home / "dynadesk.db")
-        try:
-            yield
-        finally:
-            store.close()
+        return Store.open(home / "dynadesk.db")
 
     home = tmp_path / "ws"
-    with workspace(home, _file(tmp_path, EMOTION)):
+    old = workspace(home, _file(tmp_path, EMOTION))
+    try:
         assert get_task("emotion").labels[0] == "joy"
-    shutil.rmtree(home)
-    with workspace(home, _file(tmp_path, SPAN, "span.yaml")):
-        assert get_task("clinic_qa").span_of == "note"
-        with pytest.raises(NotFoundError):
-            get_task("emotion")  # the removed workspace's task
+        workspace(tmp_path / "fresh", _file(tmp_path, SPAN, "span.yaml")).close()
+        shutil.rmtree(home)
+        shutil.move(tmp_path / "fresh", home)  # made elsewhere, moved into place: no store here closed meanwhile
+        new = Store.open(home / "dynadesk.db")
+        try:
+            assert get_task("clinic_qa").span_of == "note"
+            with pytest.raises(NotFoundError):
+                get_task("emotion")  # the removed workspace's task
+        finally:
+            new.close()
+    finally:
+        old.close()
+    assert home / "dynadesk.db" not in _READERS.held
     for i in range(_READERS.KEEP + 4):
-        with workspace(tmp_path / f"many{i}", _file(tmp_path, EMOTION)):
-            assert get_task("emotion").labels[0] == "joy"
+        many = workspace(tmp_path / f"many{i}", _file(tmp_path, EMOTION))
+        assert get_task("emotion").labels[0] == "joy"
+        del many  # dropped without close(), as a crashed worker's store is: its connection stays until evicted
     assert len(_READERS.held) <= _READERS.KEEP
 
 

@@ -36,13 +36,13 @@ def _load() -> float:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     sys.path.insert(0, str(HERE))
-    from bench_eval import _interleaved, evaluator_loop, median, minilm_folder, texts
+    from bench_eval import _interleaved, bench_model, evaluator_loop, median, texts
 
     from dynadesk.evaluator.backends import use_onnxruntime
 
     smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
     n, repeats = (32, 2) if smoke else (256, 5) if quick else (1024, 9)
-    folder, data, batch = minilm_folder(), texts(n), 32
+    folder, data, batch = bench_model(), texts(n), 32
     torch_pass, torch_worker, _ = evaluator_loop(folder, data, batch)
     ort_pass, ort_worker, _ = evaluator_loop(folder, data, batch)
     backend = use_onnxruntime(ort_worker.adapter, "hf-sequence-classification", "minilm", "cpu")
@@ -51,7 +51,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     load_after = _load()
     paired = [o / t for o, t in zip(rates["onnxruntime"], rates["torch"])]
     ratio = median(paired)
-    where = (f"MiniLM-L6, {n} texts, batch {batch}, {backend['intra_op_threads']} threads, {repeats} repeats, "
+    model = "a tiny BERT (smoke run)" if smoke else "MiniLM-L6"
+    where = (f"{model}, {n} texts, batch {batch}, {backend['intra_op_threads']} threads, {repeats} repeats, "
              f"load {load_before:.1f}-{load_after:.1f}, {os.cpu_count()} CPUs")
     print(f"bench_backend: {where}: onnxruntime {median(rates['onnxruntime']):.1f}/s, torch "
           f"{median(rates['torch']):.1f}/s, paired {min(paired):.2f}-{max(paired):.2f}x", file=sys.stderr)

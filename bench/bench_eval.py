@@ -89,6 +89,25 @@ def minilm_folder() -> Path:
     return folder
 
 
+def smoke() -> bool:
+    """The suite's smoke run (tests/bench/test_bench_smoke.py): every row filled, its figures mean little."""
+    return os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
+
+
+def bench_model() -> Path:
+    """The benches' classifier: :func:`minilm_folder`, or in the smoke run a tiny random BERT (the same classes,
+    calls and files, ~1 % of MiniLM's compute: the smoke run proves each bench runs, it judges no speed)."""
+    if not smoke():
+        return minilm_folder()
+    folder = CACHE / "tiny-classifier"
+    if not (folder / "dynadesk-model.json").exists():
+        sys.path.insert(0, str(REPO / "tests"))
+        from support.tiny_models import make_tiny_classifier
+
+        make_tiny_classifier(folder, LABELS, task="sentiment", seed=1)
+    return folder
+
+
 def _interleaved(fns: dict, n: int, repeats: int) -> dict[str, list[float]]:
     """examples/s of each function per repeat, runs interleaved so that load changes on a shared machine
     hit every contender alike; paired ratios come from one repeat.
@@ -344,7 +363,7 @@ def padded_tokens(folder: Path, data: list[str], batch: int) -> dict[str, float]
 
 
 def run(quick: bool = False, docker: bool = True, model: Path | None = None, synthetic: bool = False) -> list[dict]:
-    folder = Path(model) if model else minilm_folder()
+    folder = Path(model) if model else bench_model()
     # a paired ratio moves by ~5 % between runs on this shared VM (evaluator / pipeline: 2.073x, then 1.904x
     # with 5 repeats), so the full bench takes 12 (three of each rotation of the four loops)
     smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # proves the bench runs; its figures mean little

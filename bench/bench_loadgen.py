@@ -29,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_eval import LABELS, median, minilm_folder, texts, vader_test_texts  # noqa: E402
+from bench_eval import LABELS, bench_model, median, texts, vader_test_texts  # noqa: E402
 
 
 def child(folder: Path, data_file: Path, spec_file: Path) -> None:
@@ -138,7 +138,7 @@ def run(quick: bool = False) -> list[dict]:
     smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
     n, n_rounds = (48, 1) if smoke else (256, 3) if quick else (512, 5)
     data = texts(n) if smoke else vader_test_texts(n)
-    got = rounds(minilm_folder(), data, n_rounds)
+    got = rounds(bench_model(), data, n_rounds)
     load = os.getloadavg()[0]
     call_ms = median(got["call_ms"])
     above = call_ms > 1.0

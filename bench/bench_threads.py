@@ -42,11 +42,11 @@ def child(wait: str, seconds: float) -> dict[str, Any]:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     sys.path.insert(0, str(HERE))
-    from bench_eval import minilm_folder
+    from bench_eval import bench_model
 
     from dynadesk.evaluator.environment import cores_available
 
-    folder = _smoke_model() if os.environ.get("DYNADESK_BENCH_SMOKE") == "1" else minilm_folder()
+    folder = bench_model()
     tok = AutoTokenizer.from_pretrained(str(folder))
     model = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
     texts = [TEXTS[i % len(TEXTS)] + f" {i}" for i in range(32)]
@@ -73,17 +73,6 @@ def child(wait: str, seconds: float) -> dict[str, Any]:
             r += 1
     return {"wait": wait, "policy": policy, "chosen": chosen, "omp": os.environ.get("OMP_WAIT_POLICY"),
             "rates": {k: statistics.median(v) for k, v in rates.items()}, "digests": sorted(digests)}
-
-
-def _smoke_model() -> Path:
-    """The suite's smoke run: a tiny random BERT (the same classes and calls as MiniLM; figures mean nothing)."""
-    import tempfile
-
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    from support.tiny_models import make_tiny_classifier
-
-    return make_tiny_classifier(Path(tempfile.mkdtemp(prefix="bench-threads-")) / "tiny",
-                                ["negative", "neutral", "positive"], task="sentiment", seed=1)
 
 
 def _run_child(wait: str, seconds: float) -> dict[str, Any]:

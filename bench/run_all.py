@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -29,6 +30,13 @@ def load(path: Path):
     sys.modules[path.stem] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped children: what a benchmark costs a shared machine (a server or a
+    worker it starts counts once it has exited)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def fmt(v) -> str:
@@ -50,7 +58,7 @@ def main(argv=None) -> int:
         name = path.stem.removeprefix("bench_")
         if args.only and name not in args.only:
             continue
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), _cpu_seconds()
         module = load(path)
         if args.quick and getattr(module, "FULL_ONLY", False):  # e.g. the demo's first run: minutes by definition
             print(f"{path.name}: full runs only (make bench), left out of --quick", file=sys.stderr, flush=True)
@@ -64,7 +72,8 @@ def main(argv=None) -> int:
             failures.append(name)
             rows.append({"bench": name, "measure": "FAILED", "value": None, "unit": "", "goal": "",
                          "baseline": f"{type(exc).__name__}: {exc}"[:80], "ratio": None, "ok": False})
-        print(f"  {path.name}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+        print(f"  {path.name}: {time.monotonic() - t0:.1f} s, {_cpu_seconds() - cpu0:.1f} CPU-s", file=sys.stderr,
+              flush=True)
     headers = ["bench", "measure", "value", "unit", "goal", "baseline (same run)", "ratio", "ok"]
     table = [[r["bench"], r["measure"], fmt(r.get("value")), r.get("unit", ""), r.get("goal", ""),
               r.get("baseline", ""), fmt(r.get("ratio")), {True: "yes", False: "NO", None: "-"}[r.get("ok")]]

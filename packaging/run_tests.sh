@@ -18,6 +18,13 @@ WORKERS=${DYNADESK_TEST_WORKERS:-$(( cores * 2 ))}
 # worker crash; tests/support/xdist_scheduler.py fixed that hang, this bounds the next one).
 PHASE_LIMIT_S=${DYNADESK_TEST_PHASE_LIMIT_S:-2700}
 
+# Bytecode is written (into the tree's __pycache__ folders, which git ignores): a machine with
+# PYTHONDONTWRITEBYTECODE=1 in its environment (this project's does) otherwise compiles the project's modules
+# again in every process the suite starts (~0.15 CPU-s per CLI, server or worker) and has pytest rewrite every test
+# module's asserts again in every worker (~10 CPU-s each). Site-packages came compiled by pip; the evaluator
+# wheel and image leave __pycache__ out, so nothing they hash changes.
+unset PYTHONDONTWRITEBYTECODE
+
 phase() {  # phase NAME PYTEST-ARGS...
     local name=$1 started rc
     shift

@@ -21,6 +21,7 @@ os.environ.pop("COLUMNS", None)
 
 import pytest
 from support import missing
+from support.cpu_report import pytest_runtest_protocol  # noqa: F401 - a hook: DYNADESK_TEST_CPU_REPORT
 from support.xdist_scheduler import pytest_xdist_make_scheduler  # noqa: F401 - a hook: loadfile survives a crash
 
 # A test that uses one of these fixtures talks to a real service the suite starts (or the shared Docker daemon):

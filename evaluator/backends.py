@@ -110,7 +110,7 @@ def use_onnxruntime(adapter: Any, kind: str, model_name: str, device: str,
 
     onnxruntime's intra-op threads are torch's (the run's thread policy, set before the model loaded: see
     :class:`~dynadesk.evaluator.onnx_adapter.OnnxModule`); they are recorded."""
-    from dynadesk.evaluator.onnx_adapter import OnnxModule, _ort
+    from dynadesk.evaluator.onnx_adapter import SPINNING_KEY, OnnxModule, _ort
 
     problem = backend_problem(ONNXRUNTIME, model_name, kind)
     if problem:
@@ -132,6 +132,7 @@ def use_onnxruntime(adapter: Any, kind: str, model_name: str, device: str,
     return {"name": ONNXRUNTIME, "version": ort.__version__, "providers": list(adapter.model.providers),
             "intra_op_threads": int(options.intra_op_num_threads),
             "inter_op_threads": int(options.inter_op_num_threads),
+            "spinning": options.get_session_config_entry(SPINNING_KEY) == "1",
             "export": {"exporter": "torch.onnx.export (TorchScript, dynamo=False)", "opset": OPSET,
                        "seconds": round(seconds, 3), "graph_sha256": digest,
                        "graph_bytes": size}}

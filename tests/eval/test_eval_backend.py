@@ -69,6 +69,7 @@ def test_an_onnxruntime_run_records_what_ran_and_gives_the_torch_labels(made):
     assert backend["name"] == ORT and backend["version"] and backend["providers"] == ["CPUExecutionProvider"]
     # onnxruntime's threads follow the run's thread policy (torch's chosen count); recorded
     assert backend["intra_op_threads"] == env["threads"] == env["thread_policy"]["threads"]
+    assert backend["spinning"] is (env["thread_policy"]["wait_policy"] != "PASSIVE")  # its wait policy too
     assert backend["export"]["graph_sha256"].startswith("sha256:") and backend["export"]["opset"] == 17
     assert ort_run.worker.backend == ORT and ort_run.request["settings"]["backend"] == ORT
     # a torch run keeps the bytes it always had: no backend in its request or environment
@@ -92,6 +93,26 @@ def test_an_onnxruntime_run_records_what_ran_and_gives_the_torch_labels(made):
     assert env["hardware_class"] == hardware_class_of(env)
     assert hardware_class_label(env).endswith(", onnxruntime backend")
     assert "backend onnxruntime" in ort_run.log
+
+
+@pytest.mark.parametrize("wait_policy", ["PASSIVE", None])
+def test_onnxruntimes_threads_spin_only_when_torchs_policy_lets_them(tmp_path, monkeypatch, wait_policy):
+    """On a busy machine the thread policy makes torch's threads wait passively; onnxruntime's pool, spinning by
+    default after every run, would burn the cores the policy left to others (seen: torch matmuls after an
+    onnxruntime call 1.6x slower beside it). The session follows the policy, and the backend records it."""
+    from support.onnx_models import make_onnx_classifier
+
+    from dynadesk.evaluator.onnx_adapter import SPINNING_KEY, OnnxModule
+    from dynadesk.evaluator.threads import WAIT_ENV
+
+    _, folder = make_onnx_classifier(tmp_path, ["negative", "neutral", "positive"])
+    if wait_policy is None:
+        monkeypatch.delenv(WAIT_ENV, raising=False)
+    else:
+        monkeypatch.setenv(WAIT_ENV, wait_policy)
+    module = OnnxModule(folder / "model.onnx", "cpu", ("logits",))
+    spins = module.session.get_session_options().get_session_config_entry(SPINNING_KEY)
+    assert spins == ("0" if wait_policy == "PASSIVE" else "1")
 
 
 def test_a_model_kind_the_backend_does_not_run_is_refused_before_the_run_starts(made, tmp_path):

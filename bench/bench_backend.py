@@ -36,11 +36,11 @@ def _load() -> float:
 
 def run(quick: bool = False) -> list[dict[str, Any]]:
     sys.path.insert(0, str(HERE))
-    from bench_eval import _interleaved, bench_model, evaluator_loop, median, texts
+    from bench_eval import _interleaved, bench_model, evaluator_loop, median, smoke_run, texts
 
     from dynadesk.evaluator.backends import use_onnxruntime
 
-    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
+    smoke = quick and smoke_run()
     n, repeats = (32, 2) if smoke else (256, 5) if quick else (1024, 9)
     folder, data, batch = bench_model(), texts(n), 32
     torch_pass, torch_worker, _ = evaluator_loop(folder, data, batch)

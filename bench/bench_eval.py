@@ -89,7 +89,7 @@ def minilm_folder() -> Path:
     return folder
 
 
-def smoke() -> bool:
+def smoke_run() -> bool:
     """The suite's smoke run (tests/bench/test_bench_smoke.py): every row filled, its figures mean little."""
     return os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
 
@@ -97,7 +97,7 @@ def smoke() -> bool:
 def bench_model() -> Path:
     """The benches' classifier: :func:`minilm_folder`, or in the smoke run a tiny random BERT (the same classes,
     calls and files, ~1 % of MiniLM's compute: the smoke run proves each bench runs, it judges no speed)."""
-    if not smoke():
+    if not smoke_run():
         return minilm_folder()
     folder = CACHE / "tiny-classifier"
     if not (folder / "dynadesk-model.json").exists():
@@ -220,7 +220,7 @@ def loops(folder: Path, data: list[str], batch: int, repeats: int) -> dict[str, 
         predict_s = time.perf_counter() - t0
         protocol_s: dict[float, float] = {}
         noisy = {}
-        smoke = os.environ.get("DYNADESK_BENCH_SMOKE") == "1"
+        smoke = smoke_run()
         # the default window, and the 0.1 s one it replaced (the smoke run: windows that issue their sample once)
         for window in (0.0,) if smoke else (settings.min_seconds, 0.1):
             settings.min_seconds = window
@@ -366,7 +366,7 @@ def run(quick: bool = False, docker: bool = True, model: Path | None = None, syn
     folder = Path(model) if model else bench_model()
     # a paired ratio moves by ~5 % between runs on this shared VM (evaluator / pipeline: 2.073x, then 1.904x
     # with 5 repeats), so the full bench takes 12 (three of each rotation of the four loops)
-    smoke = quick and os.environ.get("DYNADESK_BENCH_SMOKE") == "1"  # proves the bench runs; its figures mean little
+    smoke = quick and smoke_run()  # proves the bench runs; its figures mean little
     n, repeats = (32, 1) if smoke else (256, 4) if quick else (1024, 12)
     data = texts(n) if synthetic else vader_test_texts(n)
     r = loops(folder, data, batch=32, repeats=repeats)

@@ -6,14 +6,13 @@ naming the file and the field, so a typo never becomes a silent default.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from dynadesk import task_sources
 from dynadesk import taskfile_guard as guard
 from dynadesk.errors import ConfigError, NotFoundError
 from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
@@ -276,11 +275,14 @@ def load_tasks(tasks_dir: Path | None = None) -> dict[str, Task]:
     Parsed once per folder state (file names, sizes, mtimes): callers such as a
     leaderboard slider ask on every change, and a changed file is re-read.
     """
+    if tasks_dir is None and (pinned := task_sources.pinned()) is not None:
+        return dict(pinned)
     folder = Path(tasks_dir) if tasks_dir else default_tasks_dir()
     found = _load_folder(folder)
     if tasks_dir is None:
-        for name, task in _workspace_tasks().items():
+        for name, task in task_sources.workspace_tasks().items():
             found.setdefault(name, task)
+        task_sources.pin(found)
     return found
 
 
@@ -302,42 +304,6 @@ def get_task(name: str, tasks_dir: Path | None = None) -> Task:
     if name not in tasks:
         raise NotFoundError(f"unknown task '{name}' (known: {', '.join(sorted(tasks))})")
     return tasks[name]
-
-
-# --- workspace tasks -------------------------------------------------------------------------------
-# A workspace may hold its own task definitions (``dynadesk tasks add FILE.yaml``, kept in the store's
-# ``workspace_tasks`` table). Every caller resolves a task through :func:`load_tasks` / :func:`get_task`,
-# so the workspace's tasks join the bundled ones here, through the sources an open store registers.
-
-_SOURCES: dict[str, Callable[[], dict[str, Task] | None]] = {}
-
-
-def register_task_source(key: str, source: Callable[[], dict[str, Task] | None]) -> None:
-    """Let :func:`load_tasks` see the tasks ``source`` returns (an open workspace store). ``key``: ``"<database
-    path>#<store id>"``; stores over one database file (an absolute path) are read once per call (the hub opens a
-    store per worker thread); a gone store's source answers None and the next one of that file is read instead."""
-    _SOURCES[key] = source
-
-
-def unregister_task_source(key: str) -> None:
-    _SOURCES.pop(key, None)
-
-
-def _workspace_tasks() -> dict[str, Task]:
-    out: dict[str, Task] = {}
-    read: set[str] = set()
-    for key, source in list(_SOURCES.items()):
-        database = key.rpartition("#")[0]
-        if database in read:
-            continue
-        found = source()
-        if found is None:
-            continue
-        if os.path.isabs(database):  # a file; an in-memory store or a CLI context is its own source
-            read.add(database)
-        for name, task in found.items():
-            out.setdefault(name, task)
-    return out
 
 
 def bundled_task_names() -> frozenset[str]:

@@ -34,12 +34,12 @@ WORKSPACE_ID_KEY = "annotation.workspace_id"
 
 
 def workspace_secret(store: Store) -> bytes:
-    return bytes.fromhex(store.annotation.meta_get_or_create(SECRET_KEY, secrets.token_hex(32)))
+    return bytes.fromhex(store.annotation.meta_write_once(SECRET_KEY, secrets.token_hex(32)))
 
 
 def workspace_id(store: Store) -> str:
     """A random id naming this workspace as the origin of what it creates."""
-    return store.annotation.meta_get_or_create(WORKSPACE_ID_KEY, "ws-" + uuid.uuid4().hex[:16])
+    return store.annotation.meta_write_once(WORKSPACE_ID_KEY, "ws-" + uuid.uuid4().hex[:16])
 
 
 def signed_fields(ex: AnnotatedExample) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from dynadesk.store import Store
-from dynadesk.tasks import register_task_source, unregister_task_source
+from dynadesk.task_sources import register_task_source, unregister_task_source
 from dynadesk.texttable import table_lines
 from dynadesk.workspace import Workspace, resolve_home
 

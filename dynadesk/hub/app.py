@@ -40,6 +40,7 @@ from dynadesk.hub.limits import Limiter, Rate
 from dynadesk.hub.service import HubCore
 from dynadesk.jsonio import loads_bounded
 from dynadesk.store.hub import HubSession
+from dynadesk.task_sources import one_lookup
 
 COOKIE = "dynadesk_hub"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -81,6 +82,13 @@ def error_answer(exc: DynaDeskError, sent_cookie: bool = True) -> JSONResponse:
     return resp
 
 
+def _one_lookup(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` with one task lookup for the whole request (:func:`dynadesk.task_sources.one_lookup`): a create
+    asked for its task five times or more, each a glob and stat of the task files and a read of the workspace's."""
+    with one_lookup():
+        return fn(*args)
+
+
 def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_rate: Rate = DEFAULT_SIGNIN_RATE,
                per_model: int = DEFAULT_PER_MODEL, io_threads: int = 16, create_threads: int = 64,
                read_rate: Rate = DEFAULT_READ_RATE, secure_cookies: bool = False) -> FastAPI:
@@ -106,7 +114,7 @@ def create_app(core: HubCore, *, write_rate: Rate = DEFAULT_WRITE_RATE, signin_r
     app.state.core = core
 
     async def call(pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args))
+        return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(_one_lookup, fn, *args))
 
     async def body_of(request: Request) -> dict[str, Any]:
         raw = await request.body()

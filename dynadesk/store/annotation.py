@@ -65,6 +65,15 @@ class AnnotationRepo(Repo):
         self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", [key, value])
         return str(self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()[0])
 
+    def meta_write_once(self, key: str, value: str) -> str:
+        """:meth:`meta_get_or_create` for a value nothing changes once stored (the workspace's HMAC secret and
+        id), read from the database once per store: every example and vote asked for both, each ask an
+        ``INSERT OR IGNORE`` (a write statement, taking the database's write lock) and a read."""
+        known: dict[str, str] = self.__dict__.setdefault("_write_once", {})
+        if key not in known:
+            known[key] = self.meta_get_or_create(key, value)
+        return known[key]
+
     # -- trusted pack keys ------------------------------------------------------
     def trust_key(self, fingerprint: str, public_key_hex: str, name: str, person: str | None = None) -> TrustedKey:
         """Record a trusted pack key (kept as first named when trusted already); ``person`` binds it to one

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
+from dynadesk import task_sources
 from dynadesk import tasks as _tasks
 from dynadesk.canonical import canonical_bytes
 from dynadesk.errors import AlreadyExistsError, NotFoundError, ValidationError
@@ -201,10 +202,10 @@ def attach(store: Store) -> None:
         repo = ref()
         return repo._source() if repo is not None else None
 
-    _tasks.register_task_source(source_key(store), source)
+    task_sources.register_task_source(source_key(store), source)
 
 
 def detach(store: Store) -> None:
-    _tasks.unregister_task_source(source_key(store))
+    task_sources.unregister_task_source(source_key(store))
     if store.path is not None:
         _READERS.close(Path(store.path))

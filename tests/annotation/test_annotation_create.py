@@ -115,3 +115,28 @@ def test_nli_pool_context_fills_the_input(st, models, tmp_path):
     with pytest.raises(ValidationError, match="not in the pool"):
         ann.submit_example(st, "nli", "n1", {"hypothesis": "h"}, "neutral",
                            details=ann.ExampleDetails(context_id="ctx-0000000000000000"))
+
+
+def test_an_example_takes_no_write_statement_for_the_workspaces_secret_and_id(st, models, tmp_path):
+    """Every example and vote signs with the workspace's HMAC secret and names its id: both are written once and
+    never change, so a store reads them once. Before, each asked with an ``INSERT OR IGNORE`` (a write statement,
+    the database's write lock, beside the hub's other writers) and a read, twice per example. A second workspace's
+    store still reads its own secret, and what it signs verifies."""
+    sentiment_round(st, models)
+    ann.submit_example(st, "sentiment", "ann1", {"statement": "first"}, "positive")
+    statements: list[str] = []
+    st.db.conn.set_trace_callback(statements.append)
+    try:
+        for i in range(3):
+            ann.submit_example(st, "sentiment", "ann1", {"statement": f"again {i}"}, "negative")
+    finally:
+        st.db.conn.set_trace_callback(None)
+    assert not [s for s in statements if "meta" in s], statements
+    assert sum("INSERT INTO annotated_examples" in s for s in statements) == 3
+    other = open_store(tmp_path / "other")
+    try:
+        assert ann.integrity.workspace_secret(other) != ann.integrity.workspace_secret(st)
+        assert ann.integrity.workspace_id(other) != ann.integrity.workspace_id(st)
+    finally:
+        other.close()
+    assert ann.verify(st).ok

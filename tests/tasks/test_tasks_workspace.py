@@ -242,3 +242,43 @@ def test_docs_schema_table_matches_the_code() -> None:
     docs = (REPO / "docs" / "tasks.md").read_text()
     for path, kind, required, what in TASK_FILE_SCHEMA:
         assert f"| `{path}` | {kind} | {required} | {what} |" in docs, path
+
+
+def test_one_lookup_answers_a_block_from_its_first_lookup_and_only_there(tmp_path: Path) -> None:
+    """The hub's requests each run inside ``one_lookup``: a create asked for its task five times or more, each a
+    glob and stat of the task files and a read of the workspace's table. Inside the block the workspace is read
+    once and a task added meanwhile is not seen (the request sees one version of the tasks); outside, and in the
+    next block, it is; another thread's lookups are its own."""
+    import threading
+
+    from dynadesk.task_sources import one_lookup, register_task_source, unregister_task_source
+
+    reads: list[int] = []
+    extra = {"emotion": parse_task_text(EMOTION, "x")}
+    source: dict[str, object] = {}
+
+    def workspace() -> dict[str, object]:
+        reads.append(1)
+        return dict(source)
+
+    register_task_source("memory#test", workspace)  # type: ignore[arg-type]
+    try:
+        with one_lookup():
+            assert "emotion" not in load_tasks()
+            source.update(extra)  # a task added while a request runs
+            for _ in range(5):
+                with pytest.raises(NotFoundError):
+                    get_task("emotion")
+            assert len(reads) == 1
+            seen: list[bool] = []
+            worker = threading.Thread(target=lambda: seen.append("emotion" in load_tasks()))
+            worker.start()
+            worker.join()
+            assert seen == [True] and len(reads) == 2  # another thread is not inside this block
+        assert get_task("emotion").votes_needed == 2 and len(reads) == 3
+        with one_lookup():
+            assert get_task("emotion").votes_needed == 2 and get_task("sentiment").name == "sentiment"
+        assert len(reads) == 4
+    finally:
+        unregister_task_source("memory#test")
+    assert "emotion" not in load_tasks()

@@ -16,7 +16,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from dynadesk.annotation.annotators import resolve_annotator
 from dynadesk.annotation.create import check_target
@@ -70,6 +70,8 @@ def example_status(ex: Judged, votes_needed: int) -> ExampleStatus:
     """Replay ``ex.validations`` in time order until a rule decides the example. Votes cast in the same millisecond
     keep the order they are given in (the store's insertion order; a stable sort), never that of their random
     uids: a later vote must not count before the one that decided."""
+    if not ex.validations:  # most of a busy round: nothing to replay (the hub's statistics ask for every example)
+        return ExampleStatus(UNVERIFIED, False, 0, 0, 0, None)
     counts = {v: 0 for v in VERDICTS}
     status, decided_by = UNVERIFIED, None
     for v in sorted(ex.validations, key=lambda v: v.created_at):
@@ -87,9 +89,27 @@ def example_status(ex: Judged, votes_needed: int) -> ExampleStatus:
                          counts["flagged"], decided_by)
 
 
+J = TypeVar("J", bound=Judged)
+
+
 def _order_key(seed: int, ex: Judged) -> tuple[Any, ...]:
     shuffle = hashlib.sha256(f"{seed}:{ex.uid}".encode()).hexdigest()
     return (not ex.fooled, len(ex.validations), shuffle)
+
+
+def _first_in_order(todo: list[J], seed: int, limit: int | None) -> list[J]:
+    """The first ``limit`` of ``todo`` in :func:`_order_key`'s order (all of them for None). Its seeded shuffle (a
+    SHA-256 each) is computed only for the examples that tie with the ``limit``-th on (fooled, votes): the hub asks
+    for the head of the queue, and hashing every undecided example of a round was a tenth of that."""
+    todo.sort(key=lambda ex: (not ex.fooled, len(ex.validations)))
+    if limit is not None and len(todo) > limit:
+        last = (not todo[limit - 1].fooled, len(todo[limit - 1].validations))
+        end = limit
+        while end < len(todo) and (not todo[end].fooled, len(todo[end].validations)) == last:
+            end += 1
+        todo = todo[:end]
+    todo.sort(key=lambda ex: _order_key(seed, ex))
+    return todo if limit is None else todo[:limit]
 
 
 def validation_queue(store: Store, task_name: str, annotator: str | None = None, round_number: int | None = None,
@@ -105,8 +125,7 @@ def validation_queue(store: Store, task_name: str, annotator: str | None = None,
     todo = [ex for ex in store.annotation.example_facts(task.name, rnd.number)
             if ex.annotator != ann.name and all(v.annotator != ann.name for v in ex.validations)
             and not example_status(ex, task.votes_needed).decided]
-    todo.sort(key=lambda ex: _order_key(seed, ex))
-    chosen = todo if limit is None else todo[:limit]
+    chosen = _first_in_order(todo, seed, limit)
     if len(chosen) > WHOLE_ONE_BY_ONE:
         whole = {ex.uid: ex for ex in store.annotation.examples(task.name, rnd.number)}
         return [whole[ex.uid] for ex in chosen]

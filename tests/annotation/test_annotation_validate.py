@@ -158,6 +158,6 @@ def test_the_queue_ranked_on_facts_is_the_queue_of_the_whole_examples(tmp_path, 
         for seed in (0, 7):
             expected = whole_queue(who, seed)
             assert (len(expected) > WHOLE_ONE_BY_ONE) is (who != "w1")  # both ways of reading them whole
-            for limit in (1, 20, None):
+            for limit in (1, 2, 20, None):  # the head, a tie cut inside a (fooled, votes) group, a page, all
                 got = ann.validation_queue(st, "sentiment", who, seed=seed, limit=limit)
                 assert [e.to_dict() for e in got] == [e.to_dict() for e in expected[:limit]], (who, seed, limit)

@@ -19,6 +19,7 @@ from dynadesk.evaluator.kinds import FOOLED_RULES as _FOOLED_TESTS
 from dynadesk.evaluator.kinds import KINDS, OutputKind, kind_of
 from dynadesk.task_extras import EXTRA_SCHEMA, MetadataField, extras_from_dict, extras_to_dict, parse_extras
 from dynadesk.task_guidelines import Guidelines, parse_guidelines
+from dynadesk.task_sources import register_task_source, unregister_task_source  # noqa: F401 - their old home
 
 
 def metric_names() -> tuple[str, ...]:

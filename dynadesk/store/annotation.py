@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlite_utils import Database
 
 from dynadesk.errors import AlreadyExistsError, AnnotationError, NotFoundError
+from dynadesk.store.annotation_facts import VOTE_WITH_ROLE_SQL, round_facts
 from dynadesk.store.annotation_records import (
     ROLES,
     VERDICTS,
@@ -31,7 +32,7 @@ from dynadesk.store.annotation_records import (
     example_from_row,
     validation_from_row,
 )
-from dynadesk.store.annotation_schema import KEY_TAG_SQL, migrations
+from dynadesk.store.annotation_schema import migrations
 from dynadesk.store.core import Repo
 from dynadesk.store.datasets import now_iso
 
@@ -282,7 +283,13 @@ class AnnotationRepo(Repo):
 
     def example_facts(self, task: str, round_number: int) -> list[ExampleFacts]:
         """:meth:`examples` of one round as :class:`ExampleFacts`, with their validations: the same examples in the
-        same order, held ones left out, ~3x cheaper (the columns a round's statistics read, no JSON decoded)."""
+        same order, held ones left out, ~3x cheaper (the columns a round's statistics read, no JSON decoded), and
+        kept between calls (:mod:`dynadesk.store.annotation_facts`: only the rows added since are read). The
+        facts are shared with other callers: read them, never change them."""
+        return round_facts(self.db, self._store.path, task, round_number)
+
+    def example_facts_whole(self, task: str, round_number: int) -> list[ExampleFacts]:
+        """:meth:`example_facts` read whole from the database, nothing kept (what the kept facts must equal)."""
         out = [ExampleFacts(r[0], r[1], r[2], bool(r[3]), r[4]) for r in self.db.execute(
             "SELECT e.uid, e.annotator, e.model_name, e.fooled, e.time_ms FROM annotated_examples e"
             " JOIN rounds r ON r.id = e.round_id WHERE e.task = ? AND r.number = ? AND e.held IS NULL"
@@ -329,13 +336,8 @@ class AnnotationRepo(Repo):
         for i in range(0, len(uids), 500):
             chunk = uids[i:i + 500]
             marks = ",".join("?" * len(chunk))
-            for r in self.db.query(
-                    "SELECT v.*, CASE WHEN (v.signer IS NULL AND a.role = 'owner') OR EXISTS (SELECT 1 FROM"
-                    " trusted_pack_keys k JOIN annotators p ON p.name = k.person WHERE k.fingerprint = v.signer"
-                    f" AND p.role = 'owner' AND v.annotator IN (k.person, k.person || '@pack:' || {KEY_TAG_SQL}))"
-                    " THEN 'owner' ELSE 'annotator' END AS role"
-                    " FROM validations v JOIN annotators a ON a.name = v.annotator"
-                    f" WHERE v.example_uid IN ({marks}) AND v.held IS NULL ORDER BY v.created_at, v.rowid", chunk):
+            for r in self.db.query(VOTE_WITH_ROLE_SQL + f" WHERE v.example_uid IN ({marks}) AND v.held IS NULL"
+                                   " ORDER BY v.created_at, v.rowid", chunk):
                 out[r["example_uid"]].append(validation_from_row(r))
         return out
 

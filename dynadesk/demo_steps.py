@@ -54,22 +54,28 @@ def closing_line(home: str | os.PathLike[str], seconds: float) -> str:
     return f"demo finished in {seconds:.0f} s; '{how}' opens the app on this workspace"
 
 
-def training_threads() -> str:
-    """Load torch in the demo's process (where the zoo trains) with a thread policy chosen from the cores free now,
-    before the evaluator image's build starts beside it: a quiet machine keeps torch's default (every core,
-    spinning); a busy one gets passive waiting and one thread per free core (issue 50 item 1: 2 spinning threads on
-    2 busy cores ran 2.8x slower than 1). The wait policy is read when torch loads, so it is set just for that and
-    removed after: the evaluation's subprocesses choose their own. A policy the user set is kept. Returns the log's
-    line."""
+def training_threads(build_beside: bool = False) -> str:
+    """Load torch in the demo's process (where the zoo trains) with a thread policy chosen from the cores free now:
+    a quiet machine keeps torch's default (every core, spinning); a busy one gets passive waiting and one thread per
+    free core (issue 50 item 1: 2 spinning threads on 2 busy cores ran 2.8x slower than 1). ``build_beside``: the
+    evaluator image is about to build beside the training (a first run), which the sample cannot see yet; then the
+    threads wait passively on a quiet machine too (every core still used): with spinning threads beside the build
+    the zoo step took 216 and 247 s, passive 188 and 183 s, the same models (interleaved, 2 cores). The wait policy
+    is read when torch loads, so it is set just for that and removed after: the evaluation's subprocesses choose
+    their own. A policy the user set is kept. Returns the log's line."""
     import dynadesk.evaluator.threads as policy_of
 
     given = os.environ.get(policy_of.WAIT_ENV)
+    beside = build_beside and given is None
+    if beside:
+        os.environ[policy_of.WAIT_ENV] = "PASSIVE"
     policy = policy_of.prepare_process()
     policy_of.apply(policy)  # loads torch, under the policy
     if given is None:
         os.environ.pop(policy_of.WAIT_ENV, None)
+    why = "the evaluator image builds beside the training" if beside else f"chosen by {policy.chosen_by}"
     return (f"training threads: {policy.threads} of {policy.cores} cores, OpenMP wait policy {policy.wait_policy} "
-            f"({policy.busy_cores:.1f} cores busy with other work; chosen by {policy.chosen_by})")
+            f"({policy.busy_cores:.1f} cores busy with other work; {why})")
 
 
 @dataclass(frozen=True)

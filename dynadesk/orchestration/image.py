@@ -17,7 +17,9 @@ Recipe (verified on this kind of machine; two builds give the same image Id):
    SOURCE_DATE_EPOCH (default: the last commit's time), then ``docker load``.
 
 The image Id is the sha256 of that config, so equal inputs give an equal Id.
-Everything is cached by an input digest: a rebuild with unchanged inputs is a no-op.
+Everything is cached by an input digest: a rebuild with unchanged inputs is a no-op. The debootstrap tarball
+enters it by what it holds (:func:`tarball_content_sha256`), not by its bytes: another download of the same
+packages (another machine: other member times, gzip header, log) gives the same digest, label and Id.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from dynadesk.orchestration.image_rootfs import (
     evaluator_wheel,
     host_pins,
     layer_tar,
+    tarball_content_sha256,
     wheelhouse,
 )
 
@@ -61,9 +64,9 @@ if TYPE_CHECKING:
     from dynadesk.orchestration.daemon import DockerClient
 
 __all__ = ["IMAGE_ENV", "INCLUDE", "RECIPE_VERSION", "REPOSITORY", "STRIP", "SUITE", "TOP_REQUIREMENTS", "ImageRecord",
-           "RootfsInputs", "StepFn", "_unmount_below", "build_image", "build_inputs", "build_rootfs", "debian_mirror",
-           "debootstrap_tarball", "evaluator_wheel", "host_pins", "image_config", "image_tag", "layer_tar",
-           "list_records", "load_record", "save_archive", "source_date_epoch", "wheelhouse"]
+           "RootfsInputs", "StepFn", "_unmount_below", "build_image", "build_inputs", "build_rootfs", "built_before",
+           "debian_mirror", "debootstrap_tarball", "evaluator_wheel", "host_pins", "image_config", "image_tag",
+           "layer_tar", "list_records", "load_record", "save_archive", "source_date_epoch", "wheelhouse"]
 
 REPOSITORY = "dynadesk-evaluator"
 
@@ -152,6 +155,14 @@ def list_records(cache: Path) -> list[ImageRecord]:
     return sorted(records, key=lambda r: r.created, reverse=True)
 
 
+def built_before(cache: Path) -> bool:
+    """Whether ``cache`` keeps an image of this evaluator version (its archive): :func:`build_image` then most likely
+    reuses it rather than builds (the exact answer needs the build's inputs, whose wheelhouse step may download).
+    The demo asks it before the zoo trains, beside a build or not."""
+    version = evaluator_version()
+    return any(r.evaluator_version == version and Path(r.archive).is_file() for r in list_records(cache))
+
+
 def build_inputs(cache: Path, image_id: str | None) -> dict[str, Any] | None:
     """``{"source_date_epoch", "input_digest"}`` of the image built in ``cache`` with this Id, or None.
 
@@ -227,8 +238,8 @@ def _build(cache: Path, client: DockerClient, epoch: int | None, force: bool, co
     tgz = debootstrap_tarball(cache, mirror, log, tarball)
     wheel_shas = {p.name: file_sha256(p) for p in sorted(wheels.glob("*.whl"))}
     inputs = {"recipe": RECIPE_VERSION, "suite": SUITE, "include": INCLUDE, "mirror": mirror, "epoch": epoch,
-              "debootstrap_sha256": file_sha256(tgz), "wheels": wheel_shas, "evaluator_wheel": file_sha256(wheel),
-              "compile": compile_bytecode}
+              "debootstrap_content_sha256": tarball_content_sha256(tgz), "wheels": wheel_shas,
+              "evaluator_wheel": file_sha256(wheel), "compile": compile_bytecode}
     input_digest = "sha256:" + hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     record_path = _record_path(cache, input_digest)
     if record_path.exists() and not force:
@@ -267,7 +278,7 @@ def _build(cache: Path, client: DockerClient, epoch: int | None, force: bool, co
         evaluator_version=version, schema_version=SCHEMA_VERSION, source_date_epoch=epoch,
         created=datetime.fromtimestamp(epoch, UTC).isoformat(), archive=str(archive),
         archive_sha256=file_sha256(archive), size_bytes=archive.stat().st_size, debootstrap_tarball=str(tgz),
-        debootstrap_sha256=str(inputs["debootstrap_sha256"]), mirror=mirror, suite=SUITE, dpkg=dpkg,
+        debootstrap_sha256=file_sha256(tgz), mirror=mirror, suite=SUITE, dpkg=dpkg,
         python_packages=pip_list, wheels=wheel_shas, build_seconds=round(time.monotonic() - started, 1))
     tmp = record_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=True))

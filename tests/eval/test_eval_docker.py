@@ -6,6 +6,7 @@ so a rerun skips the build); in CI a missing Docker or debootstrap fails the tes
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -203,12 +204,42 @@ def _inputs_of(cache: Path, into: Path) -> Path:
     return into
 
 
+def _download_again(tgz: Path) -> None:
+    """Rewrite a debootstrap tarball as another download of the same packages would be: every member's time and
+    owner moved, debootstrap's log another, a gzip header of its own (the bytes, and their sha256, all differ)."""
+    import gzip
+    import io
+    import tarfile
+
+    fresh = tgz.with_name(tgz.name + ".again")
+    with tarfile.open(tgz, "r:gz") as src, gzip.GzipFile(fresh, "wb", mtime=1) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as dst:
+        for member in src:
+            data = src.extractfile(member).read() if member.isfile() else None
+            if member.name == "debootstrap/debootstrap.log":
+                data = b"I: Retrieving InRelease at another hour on another machine\n" + (data or b"")
+                member.size = len(data)
+            member.mtime += 86_400
+            member.uname = member.gname = "someone"
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    os.replace(fresh, tgz)
+
+
 def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client, tmp_path):
+    """A forced rebuild from another download of the same Debian packages (an auditor's machine: other member
+    times, another log, other tarball bytes) gives the same layer, the same input digest and the same Id."""
     import shutil
 
+    from dynadesk.canonical import file_sha256
     from dynadesk.orchestration.image import build_image
 
     cache = _inputs_of(IMAGE_CACHE, tmp_path / "cache")
+    tgz = next(cache.glob("debootstrap-*.tgz"))
+    shared = file_sha256(tgz)
+    tgz.unlink()  # a hard link: rewrite a copy, not the shared cache's file
+    shutil.copy2(next(IMAGE_CACHE.glob("debootstrap-*.tgz")), tgz)
+    _download_again(tgz)
+    assert file_sha256(tgz) != shared
     try:
         again = build_image(cache, client=docker_client, force=True)
     finally:
@@ -217,7 +248,9 @@ def test_image_rebuild_gives_the_same_image_id(evaluator_image, docker_client, t
     assert not again.cached
     assert again.image_id == evaluator_image.image_id
     assert again.layer_digest == evaluator_image.layer_digest
+    assert again.input_digest == evaluator_image.input_digest
     assert again.archive_sha256 == evaluator_image.archive_sha256
+    assert again.debootstrap_sha256 != evaluator_image.debootstrap_sha256  # other tarball bytes, the same image
     assert any(line.startswith("python3\t") for line in again.dpkg)
     assert any(line.startswith("torch==2.13.0") for line in again.python_packages)
     assert docker_client.images.get(again.tag).id == again.image_id

@@ -51,7 +51,11 @@ def child(folder: Path, data_file: Path, spec_file: Path) -> None:
         if cmd["op"] == "inprocess":
             timed = timing.measure_run(worker, {"bench": examples}, threads)
         elif cmd["op"] == "host":
-            timed = served.serve(worker, threads, None, Path(cmd["path"]))
+            try:
+                timed = served.serve(worker, threads, None, Path(cmd["path"]))
+            except served.ServeError as exc:  # the host refused: say so, and let the parent read the host's why
+                print(json.dumps({"error": str(exc)}), flush=True)
+                continue
         else:  # the pass's own figure: its predict calls' seconds, as profile.json's prediction_pass
             info = worker.run_dataset(worker.spec.datasets[0], examples, {"done": 0, "total": len(examples)})
             print(json.dumps({"figures": {}, "seconds": info["seconds"]}), flush=True)
@@ -99,7 +103,10 @@ def rounds(folder: Path, data: list[str], n_rounds: int,
         def ask(cmd: dict[str, Any]) -> dict[str, Any]:
             proc.stdin.write(json.dumps(cmd) + "\n")  # type: ignore[union-attr]
             proc.stdin.flush()  # type: ignore[union-attr]
-            return json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+            if not line:  # its traceback is on stderr, above
+                raise RuntimeError(f"the bench worker exited (code {proc.wait(timeout=60)}) during {cmd['op']!r}")
+            return json.loads(line)
 
         try:
             if not json.loads(proc.stdout.readline()).get("ready"):
@@ -116,7 +123,7 @@ def rounds(folder: Path, data: list[str], n_rounds: int,
                     finally:
                         lg.close()
                     report = lg.report()
-                    if not report["finished"]:
+                    if "error" in answer or not report["finished"]:
                         raise RuntimeError(f"host-driven windows failed: {report['problems']}")
                     got["host"].append(answer["figures"])
                     got["host_seconds"].append(answer["seconds"])

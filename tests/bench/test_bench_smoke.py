@@ -38,7 +38,8 @@ def test_a_full_only_benchmark_says_so_in_quick_runs_and_declares_it():
 @pytest.fixture(scope="module")
 def quick_rows(tmp_path_factory, docker_client) -> tuple[dict[str, list[dict]], str]:
     """Every benchmark's quick rows from one ``run_all.py --quick`` process, as ``make bench --quick`` runs them
-    (one interpreter: the heavy imports once, not once per benchmark), and the run's output for failures."""
+    (one interpreter: the heavy imports once, not once per benchmark), and the run's stderr (each benchmark's own
+    part of it, its traceback, goes into that benchmark's failure)."""
     out = tmp_path_factory.mktemp("bench") / "rows.json"
     # the server bench's quick size (5,000 stored bundles per backend) is for `make bench --quick`; here it only
     # has to run end to end (300 stored); DYNADESK_BENCH_SMOKE: smaller sizes again (every row still filled)
@@ -50,15 +51,24 @@ def quick_rows(tmp_path_factory, docker_client) -> tuple[dict[str, list[dict]], 
     rows: dict[str, list[dict]] = {}
     for row in json.loads(out.read_text()) if out.exists() else []:
         rows.setdefault(row["bench"], []).append(row)
-    return rows, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return rows, proc.stderr
+
+
+def _own_output(stderr: str, name: str) -> str:
+    """The part of the run's stderr that bench_NAME wrote (its traceback when it failed), else the run's end."""
+    start = stderr.find(f"running bench_{name}.py")
+    if start < 0:
+        return stderr[-6000:]
+    end = stderr.find("running bench_", start + 1)
+    return stderr[start:end if end > 0 else None][-8000:]
 
 
 @pytest.mark.parametrize("name", BENCHES)
 def test_benchmark_runs_quick_and_fills_its_rows(name, quick_rows):
-    by_bench, output = quick_rows
+    by_bench, stderr = quick_rows
     rows = by_bench.get(name)
-    assert rows, f"bench_{name} reported no rows\n{output}"
+    assert rows, f"bench_{name} reported no rows\n{_own_output(stderr, name)}"
     for row in rows:
-        assert row["measure"] != "FAILED", (row, output)
+        assert row["measure"] != "FAILED", f"bench_{name} failed: {row['baseline']}\n{_own_output(stderr, name)}"
         assert isinstance(row["value"], (int, float)), row
         assert row.get("unit") is not None and (row.get("goal") or row.get("baseline")), row

@@ -124,7 +124,8 @@ def rounds(folder: Path, data: list[str], n_rounds: int,
                         lg.close()
                     report = lg.report()
                     if "error" in answer or not report["finished"]:
-                        raise RuntimeError(f"host-driven windows failed: {report['problems']}")
+                        raise RuntimeError(f"host-driven windows failed: worker: {answer.get('error')}; host: "
+                                           f"{report['problems']}")
                     got["host"].append(answer["figures"])
                     got["host_seconds"].append(answer["seconds"])
                     trials = report["datasets"]["bench"]["batch1"]["trials"]

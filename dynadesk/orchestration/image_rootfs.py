@@ -178,28 +178,33 @@ TARBALL_LOG = "debootstrap/debootstrap.log"
 
 
 def tarball_content_sha256(tgz: Path) -> str:
-    """What a debootstrap tarball holds, as one digest: each regular file's name and sha256, in name order, its
-    log left out. Not the tarball's own bytes: two downloads of the same package set (another machine, another
-    cache) differ in their members' times, the gzip header and the log, and the image built from either is the
-    same layer; the input digest, and with it the image's label and Id, must then be the same too, or an auditor's
-    rebuild at the recorded epoch never gives the recorded Id."""
+    """What a debootstrap tarball holds, as one digest: each member's name, type, mode and link target and each
+    regular file's sha256, in name order, its log left out. Not the tarball's own bytes: two downloads of the same
+    package set (another machine, another cache) differ in their members' times and owners, the gzip header and the
+    log, and the image built from either is the same layer; the input digest, and with it the image's label and Id,
+    must then be the same too, or an auditor's rebuild at the recorded epoch never gives the recorded Id. Every
+    member that could change what is unpacked stays in (a build is looked up in the cache by this digest)."""
     import tarfile
 
-    files = []
+    members = []
     try:
         with tarfile.open(tgz, "r:gz") as tar:
             for member in tar:
-                if member.isfile() and member.name != TARBALL_LOG:
+                if member.name == TARBALL_LOG:
+                    continue
+                digest = ""
+                if member.isfile():
                     stream = tar.extractfile(member)
                     assert stream is not None  # a regular file always has one
-                    digest = hashlib.sha256()
+                    sha = hashlib.sha256()
                     while chunk := stream.read(1 << 20):
-                        digest.update(chunk)
-                    files.append((member.name, digest.hexdigest()))
+                        sha.update(chunk)
+                    digest = sha.hexdigest()
+                members.append((member.name, member.type.decode(), member.mode, member.linkname, digest))
     except (OSError, tarfile.TarError) as exc:
         raise ImageBuildError(f"debootstrap tarball {tgz} cannot be read ({exc}); delete it to download it "
                               "again, or pass another with --tarball") from exc
-    return hashlib.sha256(json.dumps(sorted(files)).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(sorted(members)).encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------- rootfs

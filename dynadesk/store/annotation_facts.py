@@ -126,6 +126,8 @@ def _read(db: Database, task: str, round_number: int, since: _Marks, upto: _Mark
 
 
 def _votes(db: Database, task: str, round_number: int, since: _Marks, upto: _Marks) -> list[Validation]:
+    if upto.vote_seq <= since.vote_seq:  # none added (a catch-up's examples are read before its votes)
+        return []
     return [validation_from_row(r) for r in db.query(_VOTES_SQL, [task, round_number, since.vote_seq,
                                                                   upto.vote_seq])]
 

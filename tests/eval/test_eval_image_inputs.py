@@ -44,8 +44,11 @@ def test_two_downloads_of_the_same_packages_have_one_content_digest(tmp_path):
     assert tarball_content_sha256(here) == tarball_content_sha256(there)
 
 
-@pytest.mark.parametrize("change", ["a package's bytes", "a package's name", "a package more", "a package less"])
-def test_any_change_to_the_packages_changes_the_digest(tmp_path, change):
+@pytest.mark.parametrize("change", ["a package's bytes", "a package's name", "a package more", "a package less",
+                                    "a symlink more", "a file's mode"])
+def test_any_change_to_what_is_unpacked_changes_the_digest(tmp_path, change):
+    """A build is looked up in the cache by this digest: a tarball that unpacks to anything else must not find
+    another tarball's image (a hand-made ``--tarball`` with one link or one setuid bit more, too)."""
     base = tarball_content_sha256(_tarball(tmp_path / "base.tgz", DEBS, mtime=1))
     other = dict(DEBS)
     first = next(iter(DEBS))
@@ -55,9 +58,22 @@ def test_any_change_to_the_packages_changes_the_digest(tmp_path, change):
         other[first.replace("3.11.2-1+b1", "3.11.2-1+b2")] = other.pop(first)
     elif change == "a package more":
         other["var/cache/apt/archives/zlib1g_1.2.13_amd64.deb"] = b"deb three"
-    else:
+    elif change == "a package less":
         other.pop(first)
-    assert tarball_content_sha256(_tarball(tmp_path / "other.tgz", other, mtime=1)) != base
+    path = _tarball(tmp_path / "other.tgz", other, mtime=1)
+    if change in ("a symlink more", "a file's mode"):
+        with tarfile.open(path, "r:gz") as src:
+            members = [(m, src.extractfile(m).read() if m.isfile() else None) for m in src]
+        with gzip.GzipFile(path, "wb", mtime=0) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+            for member, data in members:
+                if change == "a file's mode" and member.name == first:
+                    member.mode = 0o4755
+                tar.addfile(member, io.BytesIO(data) if data is not None else None)
+            if change == "a symlink more":
+                link = tarfile.TarInfo("etc/ld.so.preload")
+                link.type, link.linkname = tarfile.SYMTYPE, "/tmp/evil.so"
+                tar.addfile(link)
+    assert tarball_content_sha256(path) != base
 
 
 def test_a_broken_tarball_is_one_clear_error_naming_it_and_the_next_step(tmp_path):

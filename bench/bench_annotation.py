@@ -15,9 +15,10 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -38,7 +39,7 @@ def run(quick: bool = False) -> list[dict]:
     from support.tiny_models import make_tiny_classifier
 
     n = 200 if quick else 2000
-    tmp = Path(tempfile.mkdtemp(prefix="bench-annotation-"))
+    tmp = scratch_dir("bench-annotation-")
     model = make_tiny_classifier(tmp / "tiny", LABELS, task="sentiment", seed=1)
     st = Workspace(tmp / "a").open_store()
     register_model(st, model, "sentiment", name="tiny")

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -76,7 +77,7 @@ def _setup(quick: bool) -> tuple[Any, list[str]]:
     from dynadesk.recipes import fetch_default_data
     from dynadesk.workspace import Workspace
 
-    ws = Workspace(Path(tempfile.mkdtemp(prefix="bench-augly-")))
+    ws = Workspace(scratch_dir("bench-augly-"))
     store = ws.open_store()
     cache = REPO / ".cache" / "downloads"
     cache.mkdir(parents=True, exist_ok=True)

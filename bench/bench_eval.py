@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scratch import scratch_dir
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -153,7 +155,7 @@ def evaluator_loop(folder: Path, data: list[str], batch: int) -> tuple[Any, Any,
     set_determinism(settings, environment.thread_count())
     spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
                 datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
-    out = Path(tempfile.mkdtemp(prefix="bench-eval-"))
+    out = scratch_dir("bench-eval-")
     worker = Worker(spec, folder, out, out, emit_fn=lambda e: None)
     worker.parts.mkdir(parents=True)
     worker.load_model()

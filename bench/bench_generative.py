@@ -31,9 +31,10 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -166,7 +167,7 @@ def run(quick: bool = False) -> list[dict]:
 
     n = 48 if quick else 400
     trials = 3 if quick else 15  # paired trials: at 7 the ratio to the packed loop ran 0.91-1.02 between runs
-    folder = _model(Path(tempfile.mkdtemp(prefix="bench-gen-")) / "gpt2")
+    folder = _model(scratch_dir("bench-gen-") / "gpt2")
     adapter = ad.load_adapter(folder)
     statements = _statements(n)
     examples = sorted(({"statement": s} for s in statements), key=lambda e: len(e["statement"]))  # the worker's order

@@ -25,7 +25,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from pathlib import Path
 
 import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from scratch import scratch_dir
 
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.format.translog import verify_log
@@ -243,7 +243,7 @@ def run(quick: bool = False, clients: int = 4, seconds: float | None = None, wor
     """``pool``: valid bundles signed up front (when the load uses them all, re-sends continue)."""
     seconds = seconds or (3.0 if quick else 10.0)
     pool = pool or (3_000 if quick else 12_000)
-    tmp = Path(tempfile.mkdtemp(prefix="dynadesk-bench-load-"))
+    tmp = scratch_dir("dynadesk-bench-load-")
     rows = []
     measured = {}
     for label, n_clients, secs in (("sequential", 1, seconds / 2), ("concurrent", clients, seconds)):

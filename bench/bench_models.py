@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
+
+from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -40,7 +41,7 @@ def _workspace(home: str | None):
         if all(store.models.exists(m) for m in MODELS):
             return store, f"workspace {ws.home}"
         store.close()
-    ws = Workspace(Path(tempfile.mkdtemp(prefix="bench-models-")))
+    ws = Workspace(scratch_dir("bench-models-"))
     store = ws.open_store()
     cache = REPO / ".cache" / "downloads"
     cache.mkdir(parents=True, exist_ok=True)

@@ -38,10 +38,11 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -109,7 +110,7 @@ def make_worker(folder: Path, examples: list[dict[str, Any]], threads: int) -> A
     manifest = json.loads((folder / "dynadesk-model.json").read_text())
     spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
                 datasets=[DatasetSpec("bench", "bench.jsonl", "", len(examples))], settings=settings)
-    out = Path(tempfile.mkdtemp(prefix="bench-roofline-"))
+    out = scratch_dir("bench-roofline-")
     worker = Worker(spec, folder, out, out, emit_fn=lambda e: None)
     worker.parts.mkdir(parents=True)
     worker.load_model()

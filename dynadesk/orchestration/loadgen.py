@@ -57,6 +57,7 @@ from dynadesk.evaluator.schema import PARTS_DIR, Spec
 from dynadesk.orchestration.loadgen_fresh import (
     AGAIN,
     Fresh,
+    Service,
     host_order,
     interleave,
     passes_ahead,
@@ -64,6 +65,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     replay_check,
     split_lead,
     spread_reserve,
+    unjudged_replays,
     vocabulary,
     warm_up_examples,
 )
@@ -313,7 +315,7 @@ class LoadGen:
         trial on examples not issued before (``pool``), none taken once it has none left."""
         s = self.spec.settings
         attempts: list[dict[str, Any]] = []
-        services: list[tuple[str, float]] = []
+        services: list[Service] = []
         started = time.perf_counter()
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
@@ -331,8 +333,10 @@ class LoadGen:
                 units = pool.units() if fresh else pool.all_units()
                 sample = [units[p] for p in strata(len(units), share, (trial + 0.5) / s.trials)]
                 self._send({"op": "window", "set": name, "mode": mode})
+                timed: list[tuple[str, float]] = []
                 queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),
-                                                               pool, services)
+                                                               pool, timed)
+                services += [Service(attempt, kind, each) for kind, each in timed]
                 self._send({"op": "end"})
                 if seconds <= 0:
                     raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
@@ -352,6 +356,8 @@ class LoadGen:
         replayed = replay_check(name, mode, services)
         if replayed:
             raise LoadGenError(replayed)
+        left_out = unjudged_replays(services)
+        attempts = [a for i, a in enumerate(attempts) if i not in left_out]
         last = attempts[-1]
         return throughput_result(attempts, {
             "issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
@@ -359,7 +365,8 @@ class LoadGen:
             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
             "trials": s.trials, "retries": s.noise_retries,
             "examples_issued": len(pool.issued), "share": len(pool.order),
-            "asked_again": sum(1 for kind, _ in services if kind == AGAIN)})
+            "asked_again": sum(1 for x in services if x.kind == AGAIN),
+            "left_out": [left_out[i] for i in sorted(left_out)]})
 
     def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after

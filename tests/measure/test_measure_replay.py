@@ -18,12 +18,12 @@ import pytest
 
 from dynadesk.orchestration.bounds import BoundExceeded, host_figures
 from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen
-from dynadesk.orchestration.loadgen_fresh import AGAIN, FIRST, LEAD, replay_check
+from dynadesk.orchestration.loadgen_fresh import AGAIN, FIRST, LEAD, Service, replay_check, unjudged_replays
 
 SLOW_S = 0.004  # seconds per example the stand-in model spends on an input it computes
 
 
-def _loadgen(tmp_path: Path, n: int, min_seconds: float, trials: int = 3) -> LoadGen:
+def _loadgen(tmp_path: Path, n: int, min_seconds: float, trials: int = 3, retries: int = 0) -> LoadGen:
     from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
 
     words = "good bad film plot actor scene long short dull bright".split()
@@ -34,7 +34,7 @@ def _loadgen(tmp_path: Path, n: int, min_seconds: float, trials: int = 3) -> Loa
     spec = Spec(task={"inputs": [{"name": "statement"}]}, model={"manifest": {}},
                 datasets=[DatasetSpec("s", "d000.jsonl", "0" * 64, n)],
                 settings=Settings(batch_size=4, latency_samples=4, batched_queries=8, warmup=2, trials=trials,
-                                  min_seconds=min_seconds, noise_retries=0))
+                                  min_seconds=min_seconds, noise_retries=retries))
     (tmp_path / "spec").mkdir()
     spec.write(tmp_path / "spec" / "spec.json")
     (tmp_path / "out").mkdir()
@@ -44,8 +44,11 @@ def _loadgen(tmp_path: Path, n: int, min_seconds: float, trials: int = 3) -> Loa
 class StandIn:
     """The worker's side of the protocol over the host's socket, with a model that caches or not."""
 
-    def __init__(self, lg: LoadGen, cache: bool, per_example_s: float = SLOW_S, slow_start: int = 0):
+    def __init__(self, lg: LoadGen, cache: bool, per_example_s: float = SLOW_S, slow_start: int = 0,
+                 loaded: tuple[int, float] | None = None, cache_in_retries: bool = False):
         self.lg, self.cache = lg, cache
+        # (attempts, factor): the first ``attempts`` attempts take ``factor`` times as long and report noise
+        self.loaded, self.cache_in_retries, self.noises = loaded or (0, 1.0), cache_in_retries, 0
         self.per_example_s = per_example_s
         self.slow_start, self.since_window = slow_start, 0  # queries after a window opens that take SLOW_S more
         self.queries: list[list[dict]] = []
@@ -69,8 +72,10 @@ class StandIn:
                 self.data_seen_while_timed += [p.name for p in self.lg.sandbox_data.iterdir()]
                 self.counted_while_timed.append(self.lg.counting())
                 keys = [ex["statement"] for ex in m["examples"]]
-                if not (self.cache and all(k in seen for k in keys)):
-                    time.sleep(self.per_example_s * len(keys))
+                loaded = self.noises < self.loaded[0]
+                caching = self.cache or (self.cache_in_retries and self.noises > 0)
+                if not (caching and all(k in seen for k in keys)):
+                    time.sleep(self.per_example_s * len(keys) * (self.loaded[1] if loaded else 1.0))
                 self.since_window += 1
                 self.positions.append(self.since_window)
                 if self.since_window <= self.slow_start:
@@ -80,7 +85,8 @@ class StandIn:
             elif m.get("op") == "window":
                 self.since_window = 0
             elif m.get("op") == "noise":
-                send({"noise": {"reasons": []}})
+                send({"noise": {"reasons": ["a CPU hog"] if self.noises < self.loaded[0] else []}})
+                self.noises += 1
             elif m.get("op") == "done":
                 send({"op": "written"})
                 break
@@ -144,6 +150,31 @@ def test_an_honest_model_slow_at_each_windows_start_keeps_its_figures(tmp_path):
     assert report["datasets"]["s"]["batch1"]["protocol"]["asked_again"] > 0
 
 
+def test_an_honest_model_whose_first_attempt_was_loaded_keeps_a_figure(tmp_path):
+    """Before, the quiet retry's repeats were compared with the noisy attempt's first-time answers, and an honest
+    run beside the rest of the suite was voided as a cache. The retry here comes 12x faster than the noisy
+    attempt, more than an honest retry can be told from a cache by: it is left out, said so, and the figure is
+    the noisy attempt's, flagged."""
+    lg = _loadgen(tmp_path, 24, min_seconds=0.15, retries=1)
+    report = StandIn(lg, cache=False, loaded=(1, 12.0)).finish()
+    assert report["finished"], report["problems"]
+    batch1 = report["datasets"]["s"]["batch1"]
+    assert batch1["noisy"] and batch1["protocol"]["left_out"], batch1["protocol"]
+    assert batch1["value"] <= 1.3 / (12 * SLOW_S)  # the loaded attempt's own speed
+
+
+def test_a_model_that_forces_a_retry_and_replays_in_it_gains_nothing(tmp_path):
+    """The worker reports the noise that makes a retry: a model computes in the first attempt, reports noise,
+    and answers every repeat of the retry (a small set: no unseen example left) from its cache."""
+    lg = _loadgen(tmp_path, 24, min_seconds=0.15, retries=1)
+    report = StandIn(lg, cache=False, loaded=(1, 1.0), cache_in_retries=True).finish()
+    if report["finished"]:
+        batch1 = report["datasets"]["s"]["batch1"]
+        assert batch1["protocol"]["left_out"] and batch1["value"] <= 1.3 / SLOW_S, batch1
+    else:
+        assert "faster when asked again" in report["problems"][0], report["problems"]
+
+
 def test_first_time_queries_fall_among_the_repeats_not_at_the_windows_start(tmp_path):
     lg = _loadgen(tmp_path, 12, min_seconds=0.15)
     stand_in = StandIn(lg, cache=False, per_example_s=0.0002)
@@ -158,15 +189,44 @@ def test_first_time_queries_fall_among_the_repeats_not_at_the_windows_start(tmp_
     assert len(first_place) == 6 and sorted(first_place.values())[-2] > 3, first_place
 
 
+def _one(attempt: int, kind: str, seconds: float, n: int) -> list[Service]:
+    return [Service(attempt, kind, seconds)] * n
+
+
 def test_replay_check_needs_both_kinds_and_a_material_gap():
+    def check(*parts: tuple[str, float, int]) -> str | None:
+        return replay_check("s", "batch1", [x for kind, sec, n in parts for x in _one(0, kind, sec, n)])
     slow, fast = (FIRST, 0.03), (AGAIN, 0.0001)
-    assert replay_check("s", "batch1", [slow] * 5 + [fast] * 5) is not None
-    assert replay_check("s", "batch1", [slow] * 4 + [fast] * 9) is None  # four first-time queries: too few
-    assert replay_check("s", "batch1", [(FIRST, 0.0009)] * 5 + [(AGAIN, 0.00001)] * 5) is None  # under 1 ms apart
+    assert check((*slow, 5), (*fast, 5)) is not None
+    assert check((*slow, 4), (*fast, 9)) is None  # four first-time queries: too few
+    assert check((FIRST, 0.0009, 5), (AGAIN, 0.00001, 5)) is None  # under 1 ms apart
     # an honest tiny model on a loaded machine: 4x faster on its repeats (warm per-shape primitives), kept
-    assert replay_check("s", "batch1", [(FIRST, 0.022)] * 6 + [(AGAIN, 0.0054)] * 118) is None
+    assert check((FIRST, 0.022, 6), (AGAIN, 0.0054, 118)) is None
     # a window's lead carries its start: never compared (CI: 3 lead answers 23x slower than 896 repeats)
-    assert replay_check("s", "batch1", [(LEAD, 0.004)] * 3 + [(AGAIN, 0.000174)] * 896) is None
+    assert check((LEAD, 0.004, 3), (AGAIN, 0.000174, 896)) is None
+
+
+def test_two_attempts_are_never_compared_with_each_other():
+    """A test run beside the rest of the suite: an honest tiny model's six first-time answers all fell in its
+    first, noisy attempt (167 ms per example) and its repeats mostly in the quiet retries on a share with no unseen
+    examples left (7.5 ms): 22x, voided as a cache. Each attempt is judged alone; the retries, with repeats only,
+    came 4x faster than the noisy attempt's repeats: kept."""
+    loaded = _one(0, FIRST, 0.167, 6) + _one(0, AGAIN, 0.030, 24)
+    quiet = _one(1, AGAIN, 0.0075, 30) + _one(2, AGAIN, 0.0075, 30)
+    assert replay_check("s", "batch1", loaded + quiet) is None
+    assert unjudged_replays(loaded + quiet) == {}
+    # a cache in the first attempt is still found there, whatever the retries hold
+    assert replay_check("s", "batch1", _one(0, FIRST, 0.03, 6) + _one(0, AGAIN, 0.0001, 24) + quiet)
+
+
+def test_a_retry_of_repeats_only_answered_from_a_cache_is_left_out_of_the_figure():
+    computed = _one(0, FIRST, 0.03, 6) + _one(0, AGAIN, 0.03, 24)
+    replayed = _one(1, AGAIN, 0.0001, 30)
+    assert replay_check("s", "batch1", computed + replayed) is None  # nothing to compare within the retry
+    left_out = unjudged_replays(computed + replayed)
+    assert list(left_out) == [1] and "left out" in left_out[1]
+    # a retry with first-time queries of its own is judged by them, not against another attempt
+    assert unjudged_replays(computed + _one(1, FIRST, 0.0002, 6) + _one(1, AGAIN, 0.0001, 24)) == {}
 
 
 def test_the_memory_floor_counts_loading_and_the_pass_never_the_windows(tmp_path):

@@ -98,7 +98,9 @@ def _answer(channel: _Channel, worker: timing.Timed, threads: int, sync: Callabl
             generation.end()
             before = None
         elif op == "noise":
-            channel.send({"noise": competition(windows, threads)})
+            harness = message.get("harness_cpu_s")
+            harness_s = float(harness) if isinstance(harness, (int, float)) and harness >= 0 else 0.0
+            channel.send({"noise": competition(windows, threads, harness_cpu_s=harness_s)})
             windows = []
         elif op == "done":
             result = timing.assemble(generation.added_to(message["datasets"]), worker.spec.settings)

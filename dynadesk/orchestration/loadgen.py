@@ -329,15 +329,18 @@ class LoadGen:
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
+            harness_cpu_s = 0.0  # this thread's CPU over the attempt's windows: the harness's, not competition
             for trial in range(s.trials):
                 units = pool.units() if fresh else pool.all_units()
                 sample = [units[p] for p in strata(len(units), share, (trial + 0.5) / s.trials)]
+                cpu0 = time.thread_time()
                 self._send({"op": "window", "set": name, "mode": mode})
                 timed: list[tuple[str, float]] = []
                 queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),
                                                                pool, timed)
                 services += [Service(attempt, kind, each) for kind, each in timed]
                 self._send({"op": "end"})
+                harness_cpu_s += time.thread_time() - cpu0
                 if seconds <= 0:
                     raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
                 trials.append({"queries": queries, "seconds": seconds, "short": False, "calls": len(calls),
@@ -346,7 +349,7 @@ class LoadGen:
                                "worker_seconds": inside})
                 per_call += calls
                 per_trial.append(calls)
-            self._send({"op": "noise"})
+            self._send({"op": "noise", "harness_cpu_s": harness_cpu_s})
             reply = self._recv()
             got = reply.get("noise")
             noise: dict[str, Any] = dict(got) if isinstance(got, dict) else {}

@@ -193,19 +193,26 @@ def replay_check(name: str, mode: str, services: Sequence[Service]) -> str | Non
 
 
 def unjudged_replays(services: Sequence[Service]) -> dict[int, str]:
-    """The attempts left out of the figure, with why: those with too few first-time queries of their own to be
-    judged (a retry on a share with no unseen examples left) whose repeats came ``REPLAY_RATIO`` times faster
-    than the repeats of the last judged attempt before them. A machine's load moved an honest tiny model's
-    repeats 1.6-2.3x between attempts here; a cache gains 100x or more."""
+    """The attempts left out of the figure, with why: those too short of first-time queries or repeats of their
+    own to be judged (a retry on a share with no unseen examples left; windows that did not cycle) whose repeats
+    came ``REPLAY_RATIO`` times faster than the computed answers before them: the repeats of the last judged
+    attempt, or where none was judged, the first-time answers so far (at least ``REPLAY_MIN_QUERIES``). A
+    machine's load moved an honest tiny model's repeats 1.6-2.3x between attempts here; a cache gains 100x or
+    more. What it is compared with was computed, so a model that replays only in a retry it forced (the worker
+    reports the noise that makes one) keeps the figure of its computed attempt."""
     out: dict[int, str] = {}
-    reference: float | None = None
+    judged_again: float | None = None
+    first_so_far: list[float] = []
     for attempt in sorted({x.attempt for x in services}):
         first, again = _kinds(services, attempt)
+        first_so_far += first
         if _judged(first, again):
-            reference = median(again)
-        elif reference is not None and again and _faster(reference, median(again)):
-            out[attempt] = (f"attempt {attempt + 1} asked only examples asked before and answered them "
-                            f"{reference / max(median(again), 1e-9):.0f}x faster than the last attempt judged "
-                            f"({1000 * median(again):.3f} against {1000 * reference:.3f} ms per example): "
-                            "left out, its figure may be a cache's")
+            judged_again = median(again)
+            continue
+        reference, what = (judged_again, "repeats of the last attempt judged") if judged_again is not None else \
+            ((median(first_so_far), "first-time answers") if len(first_so_far) >= REPLAY_MIN_QUERIES else (None, ""))
+        if reference is not None and again and _faster(reference, median(again)):
+            out[attempt] = (f"attempt {attempt + 1} was answered {reference / max(median(again), 1e-9):.0f}x faster on "
+                            f"examples asked before than the {what} ({1000 * median(again):.3f} against "
+                            f"{1000 * reference:.3f} ms per example): left out, its figure may be a cache's")
     return out

@@ -227,6 +227,16 @@ def test_competition_names_other_processes_throttling_and_steal():
     assert [r.split()[0] for r in busy["reasons"]] == ["other", "steal", "cgroup"]
     free = measurement.competition([(snap(0, 0, 0), snap(1, 1.0, 2.0))], threads=1, host_cores=2)
     assert free["reasons"] == []  # the other process ran on the core the run left free
+    # the host's load generator issuing the queries is the harness, not competition (a fast model's windows)
+    harness = measurement.competition([(snap(0, 0, 0), snap(1, 1.0, 2.0))], threads=2, host_cores=2,
+                                      harness_cpu_s=0.9)
+    assert harness["reasons"] == [] and harness["others_cores"] == pytest.approx(0.1)
+    assert harness["harness_cpu_seconds"] == 0.9
+    waited = measurement.CpuSnapshot(1, 1.0, 1.1, 0.0, True, None, None, 0.5)  # both threads waited 0.5 s in all
+    start = measurement.CpuSnapshot(0, 0.0, 0.0, 0.0, True, None, None, 0.0)
+    assert measurement.competition([(start, waited)], threads=2, host_cores=2)["reasons"][0].startswith(
+        "the run's threads waited")
+    assert measurement.competition([(start, waited)], threads=2, host_cores=2, harness_cpu_s=0.4)["reasons"] == []
     assert measurement.spread([90.0, 100.0, 110.0]) == pytest.approx(0.2)
 
 

@@ -225,6 +225,10 @@ def test_a_retry_of_repeats_only_answered_from_a_cache_is_left_out_of_the_figure
     assert replay_check("s", "batch1", computed + replayed) is None  # nothing to compare within the retry
     left_out = unjudged_replays(computed + replayed)
     assert list(left_out) == [1] and "left out" in left_out[1]
+    # windows that did not cycle (no repeats in the computed attempt): the retry against its first-time answers
+    uncycled = _one(0, FIRST, 0.03, 6)
+    assert list(unjudged_replays(uncycled + replayed)) == [1]
+    assert unjudged_replays(uncycled + _one(1, AGAIN, 0.01, 30)) == {}  # 3x faster: a quieter machine, kept
     # a retry with first-time queries of its own is judged by them, not against another attempt
     assert unjudged_replays(computed + _one(1, FIRST, 0.0002, 6) + _one(1, AGAIN, 0.0001, 24)) == {}
 

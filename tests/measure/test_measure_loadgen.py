@@ -29,7 +29,7 @@ from dynadesk.orchestration.bounds import (
     host_figures,
 )
 from dynadesk.orchestration.evaluate import evaluate
-from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen, answer_key, strata
+from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen, answer_key, strata, trial_phase
 from dynadesk.orchestration.output import WorkerOutput
 from dynadesk.workspace import Workspace
 
@@ -79,10 +79,12 @@ def test_the_memory_floors_are_the_peak_before_the_first_host_query_and_the_whol
         check_measured(_rows(observed, ["s"], floor / GIB * 0.99), observed, ["s"])
 
 
-def test_strata_cover_every_width_in_proportion_and_rotate_with_the_trial():
+def test_strata_cover_every_width_in_proportion_batch1_rotating_with_the_trial():
     assert strata(10, 20, 0.5) == list(range(10))
-    picks = [strata(100, 4, (t + 0.5) / 3) for t in range(3)]
+    picks = [strata(100, 4, trial_phase(t, 3, 1)) for t in range(3)]  # batch-1 windows rotate
     assert picks[0] == [4, 29, 54, 79] and picks[1] == [12, 37, 62, 87] and picks[2] == [20, 45, 70, 95]
+    # batched windows take each stratum's middle: no trial on systematically shorter or longer inputs
+    assert {tuple(strata(100, 4, trial_phase(t, 3, 32))) for t in range(3)} == {(12, 37, 62, 87)}
     assert answer_key({"label": "x", "probs": {}}) == "x" and answer_key({"answer": "a", "start": 1}) == "a"
 
 

@@ -20,10 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/scratch.py, also when loaded by path
 from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -32,11 +32,13 @@ from pathlib import Path
 
 import psutil
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from scratch import scratch_dir
 
 from dynadesk.sync.format.keys import fingerprint
 from dynadesk.sync.format.translog import verify_log
 from dynadesk.sync.server.db import ServerDB
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/scratch.py, also when loaded by path
+from scratch import scratch_dir
 
 HERE = Path(__file__).resolve().parent
 THROUGHPUT_GOAL = 500.0  # verified uploads/s on 2 cores (the server's goal), here under a mixed concurrent load

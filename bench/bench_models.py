@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/scratch.py, also when loaded by path
 from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

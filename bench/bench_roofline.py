@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/scratch.py, also when loaded by path
 from scratch import scratch_dir
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -25,9 +25,9 @@ such a cache can hold at a timed query is what the host itself issued before it.
   answered ``REPLAY_RATIO`` times faster per example (and ``REPLAY_MIN_GAP_S`` sooner) voids the windows;
 * :func:`unjudged_replays`: a retry whose share had no unseen examples left (a small set) holds repeats only and
   cannot be judged so; one whose repeats came ``REPLAY_RATIO`` times faster than the computed answers before it
-  (the last judged attempt's repeats, else the first-time answers so far) is left out of the figure (the worker reports the noise that makes a retry: a model could compute in
-  the judged attempt, force a retry, and replay in it), and the figure is the judged attempt's, still flagged
-  noisy.
+  (the last judged attempt's repeats, else the first-time answers so far) is left out of the figure (the
+  worker reports the noise that makes a retry: a model could compute in the judged attempt, force a retry, and
+  replay in it), and the figure is the computed attempt's, still flagged noisy.
 
 What is left: a model that memorised the test set itself (its answers shipped in its folder) answers unseen
 queries from that table; that is a leak of the test set, which no timing can show (docs/measurement.md).

@@ -138,10 +138,11 @@ def _span(values: list[float]) -> str:
     return f"{min(values):.3f}-{max(values):.3f}x"
 
 
-def evaluator_loop(folder: Path, data: list[str], batch: int) -> tuple[Any, Any, Any]:
+def evaluator_loop(folder: Path, data: list[str], batch: int, threads: int | None = None) -> tuple[Any, Any, Any]:
     """The evaluator's own prediction pass over ``data``, ready to call: (run, worker, examples).
 
-    The worker's settings are an evaluation's defaults (min_seconds, latency_samples, warmup)."""
+    The worker's settings are an evaluation's defaults (min_seconds, latency_samples, warmup); ``threads``: torch's
+    thread count (default: every available core)."""
     from dynadesk.evaluator import environment
     from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
     from dynadesk.evaluator.worker import Worker, set_determinism
@@ -153,7 +154,7 @@ def evaluator_loop(folder: Path, data: list[str], batch: int) -> tuple[Any, Any,
     run_defaults = RunSettings()
     settings = Settings(batch_size=batch, min_seconds=run_defaults.min_seconds,
                         latency_samples=run_defaults.latency_samples, warmup=run_defaults.warmup)
-    set_determinism(settings, environment.thread_count())
+    set_determinism(settings, threads or environment.thread_count())
     spec = Spec(task={"name": "sentiment", "inputs": [{"name": "statement"}]}, model={"manifest": manifest},
                 datasets=[DatasetSpec("bench", "bench.jsonl", "", n)], settings=settings)
     out = scratch_dir("bench-eval-")

@@ -42,6 +42,17 @@ def default_generation() -> dict[str, Any]:
     return {"max_new_tokens": DEFAULT_MAX_NEW_TOKENS, "stop": list(DEFAULT_STOP), "do_sample": False}
 
 
+def answer_tokens_bound(manifest: object) -> int | None:
+    """The most tokens one answer can have: a generative model's manifest's ``max_new_tokens``, the default
+    else; None for a model that does not generate (no ``prompt``). The host bounds the worker's tokens/s and
+    first-token time by it (``dynadesk.orchestration.bounds``)."""
+    if not isinstance(manifest, dict) or "prompt" not in manifest:
+        return None
+    generation = manifest.get("generation")
+    given = generation.get("max_new_tokens") if isinstance(generation, dict) else None
+    return given if isinstance(given, int) and not isinstance(given, bool) and given > 0 else DEFAULT_MAX_NEW_TOKENS
+
+
 def template_fields(template: str) -> list[str]:
     """The ``{field}`` names a template uses; ``ValueError`` for a malformed one (``{0}``, ``{a.b}``, ``{``)."""
     names = []

@@ -219,7 +219,7 @@ class DockerRunner(Runner):
         if snapshot is not None:
             paths = RunPaths(paths.spec_dir, paths.data_dir, snapshot, paths.out_dir)
         watch = Watch(paths, limits, cancel)
-        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
+        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir, paths.model_dir)
         try:
             # /data is the load generator's folder, empty until the timed windows are over (the replay hole)
             staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)

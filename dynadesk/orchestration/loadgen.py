@@ -22,16 +22,16 @@ issued; the next cache is the windows' own (an example asked twice), so the host
 while unseen ones remain (:class:`Fresh`), and where it must ask one again (a small set, a fast model filling
 ``min_seconds``) an example answered much faster the second time voids the windows (:func:`replay_check`).
 
-Samples (issue 50 item 2): the host orders each test set by its inputs' length in characters (stable; the
-model's tokenizer is inside the sandbox, and the sandbox has not seen the data); batch-1 windows take
-``latency_samples`` examples, one from each equal stratum of that order; batched windows take
-``ceil(batched_queries / batch_size)`` batches (that order cut every ``batch_size``), one from each stratum;
-the strata are drawn from the examples not yet issued, so they move from window to window. The warm-up's
-speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is timed in
-proportion whatever the load. A window issues its sample whole (repeated until ``min_seconds``); batch-1
-queries one at a time (a query's latency is issue to answer), batched ones up to ``BATCHED_IN_FLIGHT`` at a
-time (the model never waits for the host). Noise: the worker's own view of other processes' CPU (in-process,
-see docs/measurement.md) plus the spread of the host's figures; a noisy measurement is taken again as before
+Samples (issue 50 item 2): the host orders each test set by length, in the model's tokens where it can count
+them as the pass does, else in characters (:mod:`.token_order`), and gives each mode half of its batches
+(:func:`split_modes`); batch-1 windows take ``latency_samples`` examples, one from each equal stratum of their
+half; batched windows ``ceil(batched_queries / batch_size)`` of its batches, one from each stratum; the strata
+are drawn from the examples not yet issued, so they move from window to window. The warm-up's speed sizes the
+windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is timed in proportion whatever
+the load. A window issues its sample whole (repeated until ``min_seconds``); batch-1 queries one at a time (a
+query's latency is issue to answer), batched ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits
+for the host). Noise: the worker's own view of other processes' CPU (in-process, see docs/measurement.md) plus
+the spread of the host's figures; a noisy measurement is taken again as before
 (:mod:`dynadesk.evaluator.measurement`).
 """
 
@@ -53,22 +53,27 @@ from pathlib import Path
 from typing import Any
 
 from dynadesk.evaluator.measurement import close_attempt, latency, throughput_result
+from dynadesk.evaluator.prompts import answer_tokens_bound
 from dynadesk.evaluator.schema import PARTS_DIR, Spec
 from dynadesk.orchestration.loadgen_fresh import (
     AGAIN,
+    LEAD,
     Fresh,
     Service,
     host_order,
     interleave,
     passes_ahead,
     query_kind,
+    read_examples,
     replay_check,
     split_lead,
+    split_modes,
     spread_reserve,
     unjudged_replays,
     vocabulary,
     warm_up_examples,
 )
+from dynadesk.orchestration.token_order import test_set_orders
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
@@ -76,8 +81,7 @@ CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
 SOCKET_NAME = "s"
 MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about this long at most
 WARMUP_S = 1.0  # no warm-up query starts after this long
-# batched queries in flight (a default window: all of it), so one is waiting whenever the model finishes one,
-# even while the host's own thread waits for a core (with 2 or 4 the figure fell to 0.4-0.7x the pass at load 12-15)
+# batched queries in flight (a window's sample: all of it), one waiting when the model finishes one (2-4: 0.4-0.7x)
 BATCHED_IN_FLIGHT = 16
 
 
@@ -119,29 +123,26 @@ def trial_phase(trial: int, trials: int, unit_size: int) -> float:
     return 0.5 if unit_size > 1 else (trial + 0.5) / trials
 
 
-def read_examples(path: Path) -> list[dict[str, Any]]:
-    """A data file the host wrote, as the worker reads it (non-blank lines)."""
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def start_loadgen(spec_file: Path, data_dir: Path, out_dir: Path) -> LoadGen:
+def start_loadgen(spec_file: Path, data_dir: Path, out_dir: Path, model_dir: Path | None = None) -> LoadGen:
     """A run's load generator, listening (the runners start one before the worker)."""
     from dynadesk.errors import EvaluationError
 
     try:
-        return LoadGen(spec_file, data_dir, out_dir).start()
+        return LoadGen(spec_file, data_dir, out_dir, model_dir).start()
     except (OSError, ValueError) as exc:
         raise EvaluationError(f"cannot start the host's load generator for the timed windows: {exc}") from exc
 
 
 class LoadGen:
     """One run's load generator: ``start()`` before the worker starts, ``close()`` after it ended, then
-    :meth:`report` (recorded in the run as ``observed['loadgen']``)."""
+    :meth:`report` (recorded in the run as ``observed['loadgen']``). ``model_dir``: the model's folder on the
+    host, whose tokenizer orders the test sets where the pass sorts by it (:mod:`.token_order`)."""
 
-    def __init__(self, spec_file: Path, data_dir: Path, out_dir: Path):
+    def __init__(self, spec_file: Path, data_dir: Path, out_dir: Path, model_dir: Path | None = None):
         self.spec = Spec.read(spec_file)
         self.data_dir, self.out_dir = Path(data_dir), Path(out_dir)
+        self.model_dir = Path(model_dir) if model_dir is not None else None
+        self.orders: dict[str, tuple[list[int], str]] = {}  # test set -> (order, how it was made)
         self.dir = Path(tempfile.mkdtemp(prefix="dynadesk-lg-"))  # short: a socket path has 108 bytes
         os.chmod(self.dir, 0o711)  # the sandbox user may connect, nobody may list it
         self.path = self.dir / SOCKET_NAME
@@ -225,25 +226,12 @@ class LoadGen:
             problems.append("the worker never asked for its timed windows (no connection to the host's load "
                             "generator)")
         return {"protocol": PROTOCOL, "finished": self.finished and not problems, "problems": problems[:20],
-                "datasets": self.datasets, "answers": self.answers, "max_new_tokens": self._max_new_tokens(),
-                "refused": self.refused}
-
-    def _max_new_tokens(self) -> int | None:
-        """The most tokens one answer can have (a generative model's manifest, its default else); None for a
-        model that does not generate. Bounds the worker's tokens/s and first-token time (:mod:`.bounds`)."""
-        from dynadesk.evaluator.prompts import default_generation
-
-        manifest = self.spec.model.get("manifest") or {}
-        if not isinstance(manifest, dict) or "prompt" not in manifest:
-            return None
-        given = (manifest.get("generation") or {}).get("max_new_tokens") if isinstance(
-            manifest.get("generation"), dict) else None
-        value = given if isinstance(given, int) and not isinstance(given, bool) and given > 0 else \
-            default_generation()["max_new_tokens"]
-        return int(value)
+                "datasets": self.datasets, "answers": self.answers, "refused": self.refused,
+                "max_new_tokens": answer_tokens_bound(self.spec.model.get("manifest"))}
 
     # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:
+        self.orders = test_set_orders(self.spec, self.data_dir, self.model_dir, self.inputs)  # the worker loads
         while not self._closing.is_set():
             try:
                 conn, _ = self.listener.accept()
@@ -302,14 +290,16 @@ class LoadGen:
             if ds.role != "test":
                 continue
             examples = read_examples(self.data_dir / ds.file)
-            order = host_order(examples, self.inputs)
+            order, how = self.orders.get(ds.name) or (host_order(examples, self.inputs), "characters")
+            one, many = split_modes(order, s.batch_size)
             words = vocabulary(examples, self.inputs)
             issued: set[int] = set()  # both modes': a batch-1 answer must not serve a batched query
             self.answers[ds.name] = {}
-            batch1 = self._measure(ds.name, "batch1", examples, Fresh(order, 0, 1, issued), words, s.latency_samples, 1)
+            batch1 = self._measure(ds.name, "batch1", examples, Fresh(one, 1, issued), words, s.latency_samples, 1)
             lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
-            batched = self._measure(ds.name, "batched", examples, Fresh(order, 1, s.batch_size, issued), words,
+            batched = self._measure(ds.name, "batched", examples, Fresh(many, s.batch_size, issued), words,
                                     math.ceil(s.batched_queries / s.batch_size), BATCHED_IN_FLIGHT)
+            batch1["protocol"]["order"] = batched["protocol"]["order"] = how
             batched.pop("per_call_ms")
             batched.pop("per_trial_ms")
             batch1["batch_size"], batched["batch_size"] = 1, s.batch_size
@@ -421,11 +411,13 @@ class LoadGen:
                 min_seconds: float, pool: Fresh, services: list[tuple[str, float]]
                 ) -> tuple[int, float, list[float], float]:
         """Issue ``sample`` (whole, repeated until ``min_seconds``: its lead first, the rest spread among the
-        repeats, :func:`split_lead`) with ``depth`` queries in flight: (examples
-        answered, seconds, per-query ms, the worker's own account of its calls' seconds, informational). One in
-        flight: seconds are the sum of the queries' issue-to-answer times; more: the span from the first issue
-        to the last answer. Each query's seconds per example, and its kind (:func:`query_kind`), go to
-        ``services`` (:func:`replay_check`)."""
+        repeats or, where one pass more lasts the window, alone; :func:`split_lead`) with ``depth`` queries in
+        flight: (examples answered, seconds, per-query ms, the worker's own account of its calls' seconds,
+        informational). One in flight: seconds are the sum of the queries' issue-to-answer times; more: the span
+        from the first issue to the last answer; the next pass goes out while the worker answers this one's last
+        query (waiting left it idle for a round trip to a busy host: 0.8x the pass), and the window ends asking
+        each unit as often as the most asked (the lead outweighed the rest: 1.1-1.2x the pass, a fast model).
+        Each query's seconds per example, and its kind (:func:`query_kind`), go to ``services``."""
         pending: list[tuple[str, list[int], float, str]] = []
         per_call: list[float] = []
         queries, busy, inside = 0, 0.0, 0.0
@@ -433,7 +425,9 @@ class LoadGen:
         lead, reserve = split_lead(sample)
         repeats = list(lead)  # what a pass asks again
         planned: list[list[list[int]]] | None = None  # the reserve's units for each pass ahead
-        todo, passes = list(lead), 1
+        times_asked: dict[tuple[int, ...], int] = {}  # each unit of the sample
+        todo, passes, last_pass = list(lead), 1, False
+        ahead = 1 if depth > 1 else 0  # queries still in flight when the next pass goes out
         while True:
             while todo and len(pending) < depth:
                 unit = todo.pop(0)
@@ -443,30 +437,40 @@ class LoadGen:
                                      separators=(",", ":")).encode() + b"\n"
                 kind = query_kind(pool.is_fresh(unit), passes)
                 pool.mark(unit)
+                times_asked[tuple(unit)] = times_asked.get(tuple(unit), 0) + 1
                 issued = time.perf_counter()
                 assert self.conn is not None
                 self.conn.sendall(message)
                 pending.append((nonce, unit, issued, kind))
-            if not pending:
+            in_flight = ahead if planned is not None else min(ahead, len(lead) - 1)  # a lead's answer sizes it
+            if not todo and not last_pass and len(pending) <= in_flight:
                 spent = time.perf_counter() - first
-                if planned is None:  # the lead is done: the rest of the sample spread over the passes ahead
-                    planned = spread_reserve(reserve, passes_ahead(spent, min_seconds), self._rng)
-                if spent >= min_seconds:
-                    due, planned = [u for units in planned for u in units], []
-                    if not due:
-                        break
-                    todo = due  # the window has lasted: what is left of the sample, once
-                else:
+                if planned is None:  # the lead is (about) done: the rest of the sample over the passes ahead
+                    ahead_passes = passes_ahead(spent * len(lead) / len(per_call), min_seconds)
+                    planned = [] if ahead_passes == 1 else spread_reserve(reserve, ahead_passes, self._rng)  # 1:
+                    todo = list(reserve) if ahead_passes == 1 else []  # the rest alone (the lead again lengthens)
+                if todo:
+                    due = todo
+                elif spent < min_seconds:
                     due = planned.pop(0) if planned else []
                     todo = interleave(repeats, due, self._rng)
+                elif planned:  # the window has lasted: what is left of the sample, once
+                    due, planned = [u for units in planned for u in units], []
+                    todo = due
+                else:  # batched: each unit as often as the most asked, so the figure weighs the widths alike
+                    due, last_pass = [], True
+                    top = max(times_asked.values())
+                    todo = [u for u in repeats for _ in range(top - times_asked[tuple(u)])] if depth > 1 else []
                 repeats += due
                 passes += 1
                 continue
+            if not pending:
+                break
             reply = self._recv()
             answered = time.perf_counter()
             nonce, unit, issued, kind = pending.pop(0)
             inside += self._check_answer(name, examples, unit, nonce, reply)
-            if per_call:  # a window's first answer waits for a worker woken from its idle read: left out
+            if per_call or kind == LEAD:  # a window's first answer (a woken worker's): as a lead's, not compared
                 services.append((kind, (answered - max(issued, last_answer)) / len(unit)))
             per_call.append((answered - issued) * 1000)
             busy += answered - issued

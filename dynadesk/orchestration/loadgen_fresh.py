@@ -4,17 +4,20 @@ A model's code may keep every answer it gives, keyed by the input, and answer an
 once. The prediction pass now runs after the timed windows and the data reach the sandbox only then, so what
 such a cache can hold at a timed query is what the host itself issued before it. Hence:
 
-* :func:`host_order`: the host orders a set by its inputs' length (the sandbox cannot tell it the token order:
+* :func:`host_order`: the host orders a set by its inputs' length, in the model's tokens where the host can
+  count them as the pass does (:mod:`.token_order`), else in characters (the sandbox cannot tell it the order:
   it has not seen the data);
-* :class:`Fresh`: batch-1 and batched windows draw from disjoint halves of that order (a batch-1 answer cannot
-  serve a batched query), each example issued once while unseen ones remain in its half, in equal shares for
-  the trials of an attempt; an attempt with fewer unseen units than trials (a small set, a noise retry) asks its
-  half again;
+* :func:`split_modes` and :class:`Fresh`: batch-1 and batched windows draw from disjoint halves of that order
+  (a batch-1 answer cannot serve a batched query), the halves made of whole batches of it (the pass's own
+  batches: halves of alternate examples padded each batch over twice the span of lengths), each example issued
+  once while unseen ones remain in its half, in equal shares for the trials of an attempt; an attempt with fewer
+  unseen units than trials (a small set, a noise retry) asks its half again;
 * :func:`warm_up_examples`: the warm-up asks inputs of the same lengths made of words drawn at random from
   the set (it warms the model and sizes the windows): inputs no timed query repeats or resembles;
-* :func:`split_lead`, :func:`spread_reserve` and :func:`interleave`: a window issues the first half of its sample (the
-  lead); where it must cycle to last ``min_seconds`` (a fast model, a small set) the other half goes at random
-  places over the passes the window is expected to make, among repeats; the first-time answers compared are
+* :func:`split_lead`, :func:`spread_reserve` and :func:`interleave`: a window issues every other unit of its
+  sample (the lead: the sample is length-sorted, so a lead of its first half repeated its shorter units); where
+  it must cycle to last ``min_seconds`` (a fast model, a small set) the other half goes at random places over
+  the passes the window is expected to make, among repeats; the first-time answers compared are
   those, never the lead's: the first queries of a window also carry its start (a worker's threads woken, a
   loaded machine's scheduler), which made an honest model's three first-time answers 23x slower than its
   repeats in a CI run;
@@ -35,9 +38,11 @@ queries from that table; that is a leak of the test set, which no timing can sho
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from dynadesk.evaluator.measurement import median
@@ -51,6 +56,9 @@ REPLAY_MIN_GAP_S = 0.001  # ... and this much sooner per example (a model of a f
 # decide the median, and three CI runs of honest tiny models (3 first-time answers, ~4 ms, one scheduler tick on
 # a loaded machine, against 0.2 ms repeats) were voided; 5 needs three
 REPLAY_MIN_QUERIES = 5
+# first-time answers a retry that cannot be judged alone is compared with, at least: one per trial. Leaving an
+# honest retry out costs its figure (the computed attempt's stands, flagged noisy), never the run
+REFERENCE_MIN_QUERIES = 3
 
 # what a timed query was, for replay_check: examples asked for the first time after the window's lead (among
 # repeats where the window cycles), asked for the first time in the lead (not compared: the window's start), or
@@ -65,20 +73,60 @@ class Service(NamedTuple):
     attempt: int
     kind: str
     seconds: float
+
+
+def read_examples(path: Path) -> list[dict[str, Any]]:
+    """A data file the host wrote, as the worker reads it (non-blank lines)."""
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
 MAX_PASSES = 10_000  # passes over its lead a window's reserve is spread over, at most
 
 
-def host_order(examples: Sequence[dict[str, Any]], inputs: Sequence[str]) -> list[int]:
-    """Example indices by the total length of their input fields in characters (stable, a pure function of the
-    data: the batch order the worker uses without a tokenizer)."""
+def host_order(examples: Sequence[dict[str, Any]], inputs: Sequence[str],
+               tokens: Sequence[int] | None = None) -> list[int]:
+    """Example indices by their length (stable, a pure function of the data): ``tokens`` (each example's count
+    in the model's tokens, :func:`.token_order.token_lengths`: the pass's order) when given, else the total
+    length of their input fields in characters (the batch order the worker uses without a tokenizer)."""
+    if tokens is not None:
+        return sorted(range(len(examples)), key=lambda i: tokens[i])
     return sorted(range(len(examples)), key=lambda i: sum(len(str(examples[i].get(k, ""))) for k in inputs))
 
 
-class Fresh:
-    """One mode's share of a test set (``order[part::2]``): its units, preferring examples not yet issued."""
+MIN_SPLIT_BATCHES = 8  # a set split by whole batches: each mode's half spans its lengths in four or more
 
-    def __init__(self, order: Sequence[int], part: int, size: int, issued: set[int]):
-        self.order = list(order[part::2]) or list(order)  # a set of one example: both modes share it
+
+def split_modes(order: Sequence[int], batch_size: int) -> tuple[list[int], list[int]]:
+    """(batch-1's share, batched's share) of ``order``: of each pair of its consecutive batches, one to each mode,
+    the first and the second in turn (ABBA: a trend in length cancels; a set's last, lone batch is split by
+    alternate examples). The same in every run, so a run and its audit time the same batches: drawing them per
+    run put the longest batch in the batched half or not, and three paired rounds read 0.70-1.35x the pass.
+    The submitter knows the halves, as it knew the alternate examples before; the data it does not. A set of
+    fewer than :data:`MIN_SPLIT_BATCHES` batches splits its examples alternately: halves of one or two batches
+    each held a narrow band of lengths (48 examples, batches of 32: batch-1 timed the 32 shortest or the 16
+    longest, and two runs' p50 latencies differed by half)."""
+    batches = [list(order[i:i + batch_size]) for i in range(0, len(order), batch_size)]
+    if len(batches) < MIN_SPLIT_BATCHES:
+        return list(order[0::2]) or list(order), list(order[1::2]) or list(order)  # one example: shared
+    one: list[int] = []
+    many: list[int] = []
+    for j in range(0, len(batches), 2):
+        pair = batches[j:j + 2]
+        if len(pair) == 1:
+            one += pair[0][0::2]
+            many += pair[0][1::2]
+            continue
+        first, second = pair if (j // 2) % 2 == 0 else pair[::-1]
+        many += first
+        one += second
+    return one, many  # each still in the set's order: its batches were taken in turn
+
+
+class Fresh:
+    """One mode's share of a test set (:func:`split_modes`): its units, preferring examples not yet issued."""
+
+    def __init__(self, share: Sequence[int], size: int, issued: set[int]):
+        self.order = list(share)
         self.size = size
         self.issued = issued  # the set's examples issued so far, by either mode
 
@@ -124,9 +172,9 @@ def warm_up_examples(examples: Sequence[dict[str, Any]], inputs: Sequence[str], 
 
 
 def split_lead(sample: Sequence[list[int]]) -> tuple[list[list[int]], list[list[int]]]:
-    """A window's sample as (lead, reserve): the first half (at least one unit) and the rest."""
-    cut = (len(sample) + 1) // 2
-    return list(sample[:cut]), list(sample[cut:])
+    """A window's (length-sorted) sample as (lead, reserve): every other unit from the first (at least one), and
+    the rest; both span the sample's lengths, so a window that repeats its lead times the sample's widths."""
+    return list(sample[0::2]), list(sample[1::2])
 
 
 def passes_ahead(spent: float, min_seconds: float) -> int:
@@ -196,21 +244,24 @@ def unjudged_replays(services: Sequence[Service]) -> dict[int, str]:
     """The attempts left out of the figure, with why: those too short of first-time queries or repeats of their
     own to be judged (a retry on a share with no unseen examples left; windows that did not cycle) whose repeats
     came ``REPLAY_RATIO`` times faster than the computed answers before them: the repeats of the last judged
-    attempt, or where none was judged, the first-time answers so far (at least ``REPLAY_MIN_QUERIES``). A
+    attempt, or where none was judged, the first-time answers so far, the leads' included, a window's first
+    among them (at least ``REFERENCE_MIN_QUERIES``: a slow model's window of one unit has no other; with FIRST
+    ones alone and 5 needed, a retry that answered every unit from a cache kept 7,662 examples/s). A
     machine's load moved an honest tiny model's repeats 1.6-2.3x between attempts here; a cache gains 100x or
     more. What it is compared with was computed, so a model that replays only in a retry it forced (the worker
     reports the noise that makes one) keeps the figure of its computed attempt."""
     out: dict[int, str] = {}
     judged_again: float | None = None
-    first_so_far: list[float] = []
+    first_so_far: list[float] = []  # a lead's too: a slow model's windows hold one FIRST query each
     for attempt in sorted({x.attempt for x in services}):
         first, again = _kinds(services, attempt)
-        first_so_far += first
+        before = list(first_so_far)  # the attempts before this one: the first is never left out
+        first_so_far += [x.seconds for x in services if x.attempt == attempt and x.kind in (FIRST, LEAD)]
         if _judged(first, again):
             judged_again = median(again)
             continue
         reference, what = (judged_again, "repeats of the last attempt judged") if judged_again is not None else \
-            ((median(first_so_far), "first-time answers") if len(first_so_far) >= REPLAY_MIN_QUERIES else (None, ""))
+            ((median(before), "first-time answers") if len(before) >= REFERENCE_MIN_QUERIES else (None, ""))
         if reference is not None and again and _faster(reference, median(again)):
             out[attempt] = (f"attempt {attempt + 1} was answered {reference / max(median(again), 1e-9):.0f}x faster on "
                             f"examples asked before than the {what} ({1000 * median(again):.3f} against "

@@ -67,7 +67,7 @@ class LocalRunner(Runner):
         elif limits.gpus != "all":
             env["CUDA_VISIBLE_DEVICES"] = limits.gpus
         watch = Watch(paths, limits, cancel)
-        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir)
+        loadgen = start_loadgen(paths.spec_dir / "spec.json", paths.data_dir, paths.out_dir, paths.model_dir)
         try:
             # the data folder the worker reads is the load generator's, empty until the timed windows are over
             staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)

@@ -155,10 +155,12 @@ def test_an_honest_local_run_takes_its_figures_from_the_host_and_its_answers_mat
     assert rec.status == "succeeded", rec.error
     bounds = rec.profile["host_bounds"]
     assert bounds["loadgen"]["finished"] and bounds["loadgen"]["problems"] == []
-    assert bounds["answers_checked"] == 12  # every example was asked at least once (batch-1 or batched)
+    batched = rec.profile["measurement"]["datasets"]["set0-test"]["batched"]
+    # every example the host issued (either mode) was checked against the pass: a batch-1 half of 4 examples is
+    # asked whole (12 then), one of 8 gives 3 trials 2 each (10, more with a noise retry)
+    assert bounds["answers_checked"] == batched["protocol"]["examples_issued"] >= 10
     for row in bounds["timed"]:
         assert row["claimed"] == row["host"] == metric(rec, row["metric"], row["dataset"])
-    batched = rec.profile["measurement"]["datasets"]["set0-test"]["batched"]
     assert batched["protocol"]["issued_by"] == "host" and batched["protocol"]["asked_per_window"] == 32
     assert 1 <= batched["protocol"]["per_window"] <= 3  # 12 examples in batches of 4; fewer on a slow machine
     assert rec.environment["measurement"]["protocol"]["issued_by"] == "host"
@@ -177,7 +179,9 @@ def test_the_stored_batched_figure_is_the_prediction_pass_within_10_percent_on_a
     pass's speed, not the shortest batches' (the protocol before gave 1.25-2.65x the pass). One worker process
     with the model loaded alternates the host-driven windows and a whole prediction pass (bench_loadgen's
     harness, the very socket protocol of a run) beside busy loops on every core (at most 300 s, stopped at the
-    end); the median of the paired ratios is within 10 %. Texts of 4 to 88 words: mixed widths."""
+    end); the median of the paired ratios is within 10 %. Texts of 4 to 88 words: mixed widths; 320 of them,
+    ten batches of 32 (the windows' half of a set of five holds the longest batch or not, by the host's draw:
+    0.74-1.22x the pass). The worker chooses its threads as a run's does (busy loops started first)."""
     import importlib.util
 
     from support.eval import LABELS, sentences
@@ -188,12 +192,13 @@ def test_the_stored_batched_figure_is_the_prediction_pass_within_10_percent_on_a
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     folder = make_tiny_classifier(tmp_path / "tiny", LABELS, task="sentiment")
-    words = sentences(320, 3)
-    data = [" ".join(words[i:i + 1 + i % 8]) for i in range(0, 320, 2)]  # 1-8 sentences each
+    words = sentences(640, 3)
+    data = [" ".join(words[i:i + 1 + i % 8]) for i in range(0, 640, 2)]  # 1-8 sentences each
     hogs = [multiprocessing.get_context("spawn").Process(target=_busy, args=(300.0,), daemon=True)
             for _ in range(os.cpu_count() or 1)]
     for hog in hogs:
         hog.start()
+    time.sleep(1.0)  # spinning before the worker measures the free cores
     try:
         got = bench.rounds(folder, data, 5, ops=("host", "pass"))
     finally:

@@ -176,7 +176,7 @@ def test_a_model_that_forces_a_retry_and_replays_in_it_gains_nothing(tmp_path):
 
 
 def test_first_time_queries_fall_among_the_repeats_not_at_the_windows_start(tmp_path):
-    lg = _loadgen(tmp_path, 12, min_seconds=0.15)
+    lg = _loadgen(tmp_path, 16, min_seconds=0.15)  # four batches: each mode two, eight examples
     stand_in = StandIn(lg, cache=False, per_example_s=0.0002)
     report = stand_in.finish()
     assert report["finished"], report["problems"]
@@ -254,3 +254,29 @@ def test_the_memory_floor_counts_loading_and_the_pass_never_the_windows(tmp_path
     assert stand_in.finish(the_pass)["finished"]
     assert stand_in.counted_while_timed and not any(stand_in.counted_while_timed)
     assert seen == [True, False, False]
+
+
+def test_a_slow_models_retry_from_a_cache_is_left_out_though_its_windows_never_cycled():
+    """A slow model's batched window holds one unit (a set of 24, batches of 4): its only query is the window's
+    first, which was not kept, so the first attempt left no first-time answer to compare a retry with, and a retry
+    that answered every unit from its cache stored 7,662 examples/s (an honest ceiling of 33) in the Docker replay
+    test. The windows' first answers now count as the leads' (never compared by the replay check itself), one per
+    trial is enough for a reference, and the retry is left out."""
+    computed = _one(0, LEAD, 0.030, 3)  # three trials, one computed unit each
+    cached = _one(1, AGAIN, 0.00002, 12)  # the retry: every unit asked again, answered at once
+    assert replay_check("s", "batched", computed + cached) is None  # nothing judged: one kind each
+    assert set(unjudged_replays(computed + cached)) == {1}
+    honest = _one(1, AGAIN, 0.020, 12)  # an honest retry on a quieter machine: kept
+    assert unjudged_replays(computed + honest) == {}
+
+
+def test_a_slow_models_batched_retry_from_a_cache_keeps_the_computed_figure(tmp_path):
+    """The same through the host's socket: 30 ms per example computed, batched windows of one unit, a noisy first
+    batched attempt, and a retry answering every unit from the cache."""
+    lg = _loadgen(tmp_path, 24, min_seconds=0.02, retries=1)
+    report = StandIn(lg, cache=False, per_example_s=0.03, loaded=(3, 1.0), cache_in_retries=True).finish()
+    if not report["finished"]:
+        assert "faster when asked again" in report["problems"][0], report["problems"]
+        return
+    batched = report["datasets"]["s"]["batched"]
+    assert batched["protocol"]["left_out"] and batched["value"] <= 1.3 / 0.03, batched

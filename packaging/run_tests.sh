@@ -49,12 +49,9 @@ SETTLE_QUIET_S=${DYNADESK_TEST_SETTLE_QUIET_S:-5}
 settle() {
     local waited
     waited=$("$(dirname "$PYTEST")/python" - "$SETTLE_LIMIT_S" "$SETTLE_QUIET_S" <<'PY'
-import sys, time
-from dynadesk.evaluator.threads import BUSY_CORE, busy_cores
-start, limit, quiet = time.monotonic(), float(sys.argv[1]), float(sys.argv[2])
-while busy_cores(quiet) >= BUSY_CORE and time.monotonic() - start < limit:
-    pass
-print(round(time.monotonic() - start))
+import sys
+from dynadesk.evaluator.threads import wait_until_quiet
+print(round(wait_until_quiet(float(sys.argv[1]), float(sys.argv[2]))))
 PY
     )
     echo "make test: the machine settled in ${waited:-?} s before the serial phase (load average $(cut -d' ' -f1-3 /proc/loadavg))"

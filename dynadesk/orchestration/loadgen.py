@@ -69,6 +69,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     split_lead,
     split_modes,
     spread_reserve,
+    strata,
     unjudged_replays,
     vocabulary,
     warm_up_examples,
@@ -102,12 +103,6 @@ def answer_key(prediction: object) -> object:
             if key in prediction:
                 return prediction[key]
     return json.dumps(prediction, sort_keys=True)
-
-
-def strata(n: int, k: int, phase: float) -> list[int]:
-    """``min(k, n)`` positions in ``range(n)``, one in each of ``k`` equal strata, at ``phase`` (0-1) within it."""
-    k = min(k, n)
-    return sorted({min(n - 1, int((i + phase) * n / k)) for i in range(k)})
 
 
 def trial_phase(trial: int, trials: int, unit_size: int) -> float:

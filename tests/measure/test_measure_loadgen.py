@@ -85,6 +85,8 @@ def test_strata_cover_every_width_in_proportion_batch1_rotating_with_the_trial()
     assert picks[0] == [4, 29, 54, 79] and picks[1] == [12, 37, 62, 87] and picks[2] == [20, 45, 70, 95]
     # batched windows take each stratum's middle: no trial on systematically shorter or longer inputs
     assert {tuple(strata(100, 4, trial_phase(t, 3, 32))) for t in range(3)} == {(12, 37, 62, 87)}
+    # a centre between two units goes down, then up (the upper one each time: 1, 3, 5, 7, the longer of each pair)
+    assert strata(8, 4, 0.5) == [0, 3, 4, 7] and strata(16, 4, 0.5) == [1, 6, 9, 14] and strata(5, 3, 0.5) == [0, 2, 4]
     assert answer_key({"label": "x", "probs": {}}) == "x" and answer_key({"answer": "a", "start": 1}) == "a"
 
 

@@ -74,7 +74,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     vocabulary,
     warm_up_examples,
 )
-from dynadesk.orchestration.token_order import test_set_orders
+from dynadesk.orchestration.token_order import order_test_sets
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
@@ -226,7 +226,7 @@ class LoadGen:
 
     # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:
-        self.orders = test_set_orders(self.spec, self.data_dir, self.model_dir, self.inputs)  # the worker loads
+        self.orders = order_test_sets(self.spec, self.data_dir, self.model_dir, self.inputs)  # the worker loads
         while not self._closing.is_set():
             try:
                 conn, _ = self.listener.accept()

@@ -39,7 +39,7 @@ MEMORY_BYTES = 4 << 30  # the child's address space
 DEFAULT_MAX_LENGTH = 256  # the classifier adapters' (evaluator/adapters.py), when the manifest names none
 
 
-def test_set_orders(spec: Spec, data_dir: Path, model_dir: Path | None,
+def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None,
                     inputs: list[str]) -> dict[str, tuple[list[int], str]]:
     """Each test set's order for the windows and how it was made (``"tokens"``, or ``"characters: <why>"``); a
     set the host cannot read is left out (the load generator reports it when it reads the set itself)."""

@@ -137,7 +137,7 @@ class LoadGen:
         self.spec = Spec.read(spec_file)
         self.data_dir, self.out_dir = Path(data_dir), Path(out_dir)
         self.model_dir = Path(model_dir) if model_dir is not None else None
-        self.orders: dict[str, tuple[list[int], str]] = {}  # test set -> (order, how it was made)
+        self.orders: dict[str, tuple[list[dict[str, Any]], list[int], str]] = {}  # set -> examples, order, how
         self.dir = Path(tempfile.mkdtemp(prefix="dynadesk-lg-"))  # short: a socket path has 108 bytes
         os.chmod(self.dir, 0o711)  # the sandbox user may connect, nobody may list it
         self.path = self.dir / SOCKET_NAME
@@ -284,8 +284,11 @@ class LoadGen:
         for ds in self.spec.datasets:
             if ds.role != "test":
                 continue
-            examples = read_examples(self.data_dir / ds.file)
-            order, how = self.orders.get(ds.name) or (host_order(examples, self.inputs), "characters")
+            if ds.name in self.orders:  # read (and ordered) as the worker loaded its model
+                examples, order, how = self.orders[ds.name]
+            else:
+                examples = read_examples(self.data_dir / ds.file)
+                order, how = host_order(examples, self.inputs), "characters"
             one, many = split_modes(order, s.batch_size)
             words = vocabulary(examples, self.inputs)
             issued: set[int] = set()  # both modes': a batch-1 answer must not serve a batched query

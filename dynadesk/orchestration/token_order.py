@@ -40,9 +40,10 @@ DEFAULT_MAX_LENGTH = 256  # the classifier adapters' (evaluator/adapters.py), wh
 
 
 def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None,
-                    inputs: list[str]) -> dict[str, tuple[list[int], str]]:
-    """Each test set's order for the windows and how it was made (``"tokens"``, or ``"characters: <why>"``); a
-    set the host cannot read is left out (the load generator reports it when it reads the set itself)."""
+                    inputs: list[str]) -> dict[str, tuple[list[dict[str, Any]], list[int], str]]:
+    """Each test set's examples, its order for the windows and how it was made (``"tokens"``, or
+    ``"characters: <why>"``); a set the host cannot read is left out (the load generator reports it when it
+    reads the set itself)."""
     manifest = spec.model.get("manifest") or {}
     manifest = manifest if isinstance(manifest, dict) else {}
     given = manifest.get("inputs")
@@ -56,7 +57,7 @@ def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None,
         except (OSError, ValueError):
             continue
         tokens, how = token_lengths(model_dir, manifest, [[str(ex.get(f, "")) for ex in examples] for f in fields])
-        orders[ds.name] = (host_order(examples, inputs, tokens), how)
+        orders[ds.name] = (examples, host_order(examples, inputs, tokens), how)
     return orders
 
 

@@ -25,9 +25,10 @@ while unseen ones remain (:class:`Fresh`), and where it must ask one again (a sm
 Samples (issue 50 item 2): the host orders each test set by length, in the model's tokens where it can count
 them as the pass does, else in characters (:mod:`.token_order`), and gives each mode half of its batches
 (:func:`split_modes`); batch-1 windows take ``latency_samples`` examples, one from each equal stratum of their
-half; batched windows ``ceil(batched_queries / batch_size)`` of its batches, one from each stratum; the strata
-are drawn from the examples not yet issued, so they move from window to window. The warm-up's speed sizes the
-windows (fewer strata when a window would pass ``MAX_WINDOW_S``), so every width is timed in proportion whatever
+half; batched windows its whole half where one sweep of it fits a window (the pass's own batches, each once),
+else ``ceil(batched_queries / batch_size)`` of its batches, one from each stratum; the strata are drawn from the
+examples not yet issued, so they move from window to window. The warm-up's speed sizes the windows (fewer strata
+when a window would pass ``MAX_WINDOW_S``; :func:`window_share`), so every width is timed in proportion whatever
 the load. A window issues its sample whole (repeated until ``min_seconds``); batch-1 queries one at a time (a
 query's latency is issue to answer), batched ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits
 for the host). Noise: the worker's own view of other processes' CPU (in-process, see docs/measurement.md) plus
@@ -60,6 +61,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     LEAD,
     Fresh,
     Service,
+    hold_to_first_sweep,
     host_order,
     interleave,
     passes_ahead,
@@ -73,6 +75,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     unjudged_replays,
     vocabulary,
     warm_up_examples,
+    window_share,
 )
 from dynadesk.orchestration.token_order import order_test_sets
 
@@ -80,7 +83,6 @@ PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data 
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
 CONTAINER_DIR = "/loadgen"  # where the Docker runner mounts the socket's folder
 SOCKET_NAME = "s"
-MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about this long at most
 WARMUP_S = 1.0  # no warm-up query starts after this long
 # batched queries in flight (a window's sample: all of it), one waiting when the model finishes one (2-4: 0.4-0.7x)
 BATCHED_IN_FLIGHT = 16
@@ -320,13 +322,8 @@ class LoadGen:
         started = time.perf_counter()
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
-            # a window lasts about MAX_WINDOW_S at most: fewer strata on a slow model or a loaded machine, never
-            # the first few (the protocol before this one timed only the shortest batches under load)
-            k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
-            # unseen units for every trial, in equal shares; a set too small for that (a small set, a retry) asks
-            # its share again, and replay_check compares the examples asked again with their first answers
-            fresh = len(pool.units()) >= s.trials
-            share = pool.share(k, s.trials) if fresh else k
+            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, float(s.min_seconds))
+            unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
@@ -355,7 +352,10 @@ class LoadGen:
             got = reply.get("noise")
             noise: dict[str, Any] = dict(got) if isinstance(got, dict) else {}
             noise["reasons"] = [str(r)[:200] for r in (noise.get("reasons") or [])][:10]
-            if close_attempt(attempts, trials, noise, per_call, per_trial, started):
+            last_one = close_attempt(attempts, trials, noise, per_call, per_trial, started)
+            if unseen:
+                hold_to_first_sweep(attempts[-1])
+            if last_one:
                 break
         replayed = replay_check(name, mode, services)
         if replayed:

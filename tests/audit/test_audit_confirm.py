@@ -54,9 +54,11 @@ def test_a_slowed_first_measurement_is_measured_again_and_only_what_both_contrad
     ws, store, run, bundle = made
     forged = _forged(bundle.payload.to_json(), 1000)
     first = audit_bundle(store, ws, forged.raw, AuditOptions(rerun=True, runner="local"))
-    if not first.not_comparable:  # a quiet re-run: the 1000x claim was measured again and confirmed
+    if not first.not_comparable:  # a quiet re-run: the 1000x claim was measured again and confirmed, unless that
+        # second measurement was noisy (a loaded machine), which then says it can neither confirm nor clear
         assert "metrics[(run)].throughput" in [c.field for c in first.measured_failures]
-        assert any("confirmed by run" in c.note for c in first.checks if c.field == "metrics[(run)].throughput")
+        assert any("confirmed by run" in c.note for c in first.checks if c.field == "metrics[(run)].throughput") \
+            or any("cannot confirm or clear" in n for n in first.notes), first.notes
     _slowed(store, first.rerun_id, 20)
     p = forged.payload
     report = AuditReport(forged.id, p.task, p.model.name)

@@ -107,19 +107,25 @@ class StandIn:
 def test_each_example_is_issued_once_while_unseen_ones_remain_and_the_data_come_after_the_windows(tmp_path):
     lg = _loadgen(tmp_path, 64, min_seconds=0.0)
     texts = {json.loads(line)["statement"] for line in (tmp_path / "data" / "d000.jsonl").read_text().splitlines()}
-    stand_in = StandIn(lg, cache=True)
+    stand_in = StandIn(lg, cache=False)
     report = stand_in.finish()
     assert report["finished"], report["problems"]
-    timed = [ex["statement"] for q in stand_in.queries for ex in q if ex["statement"] in texts]
+    timed = [[ex["statement"] for ex in q] for q in stand_in.queries if q[0]["statement"] in texts]
     warm = [ex["statement"] for q in stand_in.queries for ex in q if ex["statement"] not in texts]
-    assert len(timed) == len(set(timed)) >= 3 * 4 + 3 * 4  # batch-1 and batched trials, no example twice
+    one = [q[0] for q in timed if len(q) == 1]
+    many = [text for q in timed if len(q) > 1 for text in q]
+    assert len(one) == len(set(one)) >= 3 * 4  # batch-1 trials: no example twice
+    # batched: one sweep of 32 examples (8 units of 4) fits a window, so every trial sweeps that half; the first
+    # asks each of its examples once before any is asked again
+    assert len(set(many)) == 32 and len(many[:32]) == len(set(many[:32])) and not set(many) & set(one)
     assert warm  # the warm-up asked inputs no timed query repeats
     assert all(set(ex) == {"statement"} for q in stand_in.queries for ex in q)  # inputs only: no id, no label
     assert stand_in.data_seen_while_timed == [] and report["staged"] == ["d000.jsonl"]
     batch1, batched = (report["datasets"]["s"][m] for m in ("batch1", "batched"))
-    assert batch1["protocol"]["asked_again"] == batched["protocol"]["asked_again"] == 0
-    # a cache had nothing to serve: the host's figure is the stand-in's honest speed
-    assert batch1["value"] <= 1.3 / SLOW_S and batched["value"] <= 1.3 / SLOW_S
+    # trials 2 and 3 ask the 8 units again; a window's first answer is not counted (it carries the window's start)
+    assert batch1["protocol"]["asked_again"] == 0 and batched["protocol"]["asked_again"] == 2 * (8 - 1)
+    assert batched["protocol"]["per_window"] == 8
+    assert batch1["value"] <= 1.3 / SLOW_S and batched["value"] <= 1.3 / SLOW_S  # the stand-in's honest speed
 
 
 def test_a_cache_that_answers_an_example_asked_again_at_once_voids_the_windows(tmp_path):

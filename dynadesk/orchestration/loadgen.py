@@ -319,11 +319,11 @@ class LoadGen:
         s = self.spec.settings
         attempts: list[dict[str, Any]] = []
         services: list[Service] = []
-        started = time.perf_counter()
+        started, first_sweep = time.perf_counter(), 0.0
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
             share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, float(s.min_seconds))
-            unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())
+            unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())  # its first trial sets first_sweep
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
             per_trial: list[list[float]] = []
@@ -352,9 +352,10 @@ class LoadGen:
             got = reply.get("noise")
             noise: dict[str, Any] = dict(got) if isinstance(got, dict) else {}
             noise["reasons"] = [str(r)[:200] for r in (noise.get("reasons") or [])][:10]
+            first_sweep = float(trials[0]["value"]) if unseen else first_sweep
             last_one = close_attempt(attempts, trials, noise, per_call, per_trial, started)
-            if unseen:
-                hold_to_first_sweep(attempts[-1])
+            if sweep and first_sweep:
+                hold_to_first_sweep(attempts[-1], first_sweep)
             if last_one:
                 break
         replayed = replay_check(name, mode, services)

@@ -200,17 +200,17 @@ def window_share(pool: Fresh, each: float, per_window: int, trials: int, batched
     return (pool.share(k, trials) if fresh else k), fresh, False
 
 
-def hold_to_first_sweep(attempt: dict[str, Any]) -> None:
-    """An attempt whose first trial swept its half unseen (:func:`window_share`) and whose median passes that
-    trial's pace over ``1 - SPREAD`` stores the first trial's pace: its later trials asked the same examples
-    again, and a model answering them from a cache would otherwise carry the median (a slow stand-in caching
-    its repeats: 1.33x its computed pace at the bound, so the bound is not the figure). Only a noisy attempt
-    gets there (a median above the bound puts the trials' spread over ``SPREAD``): an honest quiet attempt keeps
-    its median, and the hold is said in the noise. What is left: a cache that gains less than ``SPREAD`` on
-    repeats, as a forced retry (all repeats) could before sweeps."""
-    first = float(attempt["trials"][0]["value"])
+def hold_to_first_sweep(attempt: dict[str, Any], first: float) -> None:
+    """A sweep attempt (:func:`window_share`) whose median passes ``first`` (the pace of the measurement's first
+    sweep, the one that asked its half unseen) over ``1 - SPREAD`` stores ``first``: every later sweep, in that
+    attempt and in its retries, asks the same examples again, and a model answering them from a cache would
+    otherwise carry the median. The retries too: the first attempt's held spread forces one, and a cache 3x
+    faster on repeats stored 3x in a quiet retry, whose repeats the replay rules judge only at 10x (the bound is
+    not the figure either: 1.33x for a slow stand-in caching its repeats). An honest quiet attempt never gets
+    there (a median above the bound puts its trials' spread over ``SPREAD``); an honest retry after a loaded
+    first sweep is held low and says so in its noise. What is left: a cache gaining under ``SPREAD``."""
     if attempt["median"] > first / (1 - SPREAD):
-        attempt["noise"]["reasons"].append(f"the trials asking the first sweep's examples again ran "
+        attempt["noise"]["reasons"].append(f"the sweeps asking the first sweep's examples again ran "
                                            f"{attempt['median'] / first:.2f}x its pace: held to it")
         attempt["median"] = first
 

@@ -41,7 +41,7 @@ def _cost_s(texts: list[str]) -> float:
     return PER_WORD_S * len(texts) * max(len(t.split()) for t in texts)
 
 
-def _loadgen(tmp_path: Path, texts: list[str]) -> LoadGen:
+def _loadgen(tmp_path: Path, texts: list[str], retries: int = 0) -> LoadGen:
     from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
 
     (tmp_path / "data").mkdir(parents=True)
@@ -50,24 +50,28 @@ def _loadgen(tmp_path: Path, texts: list[str]) -> LoadGen:
     spec = Spec(task={"inputs": [{"name": "statement"}]}, model={"manifest": {}},
                 datasets=[DatasetSpec("s", "d000.jsonl", "0" * 64, len(texts))],
                 settings=Settings(batch_size=BATCH, latency_samples=4, batched_queries=8, warmup=2, trials=3,
-                                  min_seconds=0.05, noise_retries=0))
+                                  min_seconds=0.05, noise_retries=retries))
     (tmp_path / "spec").mkdir()
     spec.write(tmp_path / "spec" / "spec.json")
     (tmp_path / "out").mkdir()
     return LoadGen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out").start()
 
 
-def _padded_model(lg: LoadGen) -> None:
-    """The worker's side: each query sleeps its padded size; no noise reported."""
+def _padded_model(lg: LoadGen, repeat_factor: float = 1.0) -> None:
+    """The worker's side: each query sleeps its padded size (divided by ``repeat_factor`` when every input was
+    asked before: a partial cache); no noise reported."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(lg.path))
     rfile = sock.makefile("rb")
     send = lambda m: sock.sendall(json.dumps(m).encode() + b"\n")  # noqa: E731
     send({"hello": PROTOCOL})
+    seen: set[str] = set()
     while line := rfile.readline():
         m = json.loads(line)
         if m.get("op") == "query":
-            time.sleep(_cost_s([ex["statement"] for ex in m["examples"]]))
+            texts = [ex["statement"] for ex in m["examples"]]
+            time.sleep(_cost_s(texts) / (repeat_factor if seen.issuperset(texts) else 1.0))
+            seen.update(texts)
             send({"nonce": m["nonce"], "predictions": [{"label": "a"}] * len(m["examples"]), "seconds": 0.0})
         elif m.get("op") == "noise":
             send({"noise": {"reasons": []}})
@@ -99,6 +103,25 @@ def test_a_batched_sweep_weighs_the_sets_tail_as_the_pass_does(tmp_path):
     assert batched["attempts"] == 1 and batched["spread"] <= SPREAD  # the same units in every trial: no retry
 
 
+def test_a_partial_cache_on_the_sweeps_repeats_gains_nothing_in_the_attempt_or_its_retries(tmp_path):
+    """The next attacker: repeats answered 3x faster (under the replay rules' 10x), so the first attempt's
+    trials spread, it is held, and its retries (all repeats, quiet) would store 3x."""
+    texts = _texts(64)
+    lg = _loadgen(tmp_path, texts, retries=2)
+    worker = threading.Thread(target=_padded_model, args=(lg, 3.0), daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    lg._thread.join(timeout=60)
+    lg.close()
+    report = lg.report()
+    assert report["finished"], report["problems"]
+    batched = report["datasets"]["s"]["batched"]
+    half = split_modes(sorted(range(len(texts)), key=lambda i: len(texts[i])), BATCH)[1]
+    pace = len(half) / sum(_cost_s([texts[i] for i in half[j:j + BATCH]]) for j in range(0, len(half), BATCH))
+    assert batched["value"] <= 1.05 * pace and batched["noisy"], (batched["value"], pace, batched["noise"])
+    assert "held to it" in " ".join(batched["noise"]["reasons"])
+
+
 def test_the_whole_half_is_swept_only_where_it_fits_and_never_at_batch_1():
     pool = Fresh(list(range(64)), 4, set())  # 16 units
     assert window_share(pool, SWEEP_MAX_S / 16, 2, 3, True, 0.5) == (16, False, True)
@@ -116,8 +139,11 @@ def _attempt(values: list[float]) -> dict:
 
 def test_a_cache_answering_the_sweeps_asked_again_gains_nothing_and_an_honest_attempt_keeps_its_median():
     honest = _attempt([100.0, 110.0, 95.0])
-    hold_to_first_sweep(honest)
+    hold_to_first_sweep(honest, 100.0)
     assert honest["median"] == 100.0 and honest["noise"]["reasons"] == []
     cached = _attempt([100.0, 900.0, 950.0])  # computed the first sweep, answered the repeats from a cache
-    hold_to_first_sweep(cached)
+    hold_to_first_sweep(cached, 100.0)
     assert cached["median"] == 100.0 and "held to it" in cached["noise"]["reasons"][0]
+    retry = _attempt([300.0, 290.0, 310.0])  # a retry of repeats only, 3x the first sweep's pace
+    hold_to_first_sweep(retry, 100.0)
+    assert retry["median"] == 100.0

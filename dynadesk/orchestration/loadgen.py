@@ -379,9 +379,9 @@ class LoadGen:
         (:func:`warm_up_examples`); the mean seconds of one, which sizes the windows."""
         want = max(1, self.spec.settings.warmup)
         units = pool.all_units()
-        spent, done = 0.0, 0
+        spent, done, taken = 0.0, 0, {str(ex.get(k)) for ex in examples for k in self.inputs}  # never drawn
         for p in strata(len(units), want, 0.5):
-            salad = warm_up_examples([examples[i] for i in units[p]], self.inputs, words, self._rng)
+            salad = warm_up_examples([examples[i] for i in units[p]], self.inputs, words, self._rng, taken)
             spent += self._issue_untimed(name, salad)
             done += 1
             if spent >= WARMUP_S:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -84,6 +84,7 @@ MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about 
 # ... but a batched window sweeps its mode's whole half where that should take this long at most: three such
 # sweeps cost less than three windows of strata and the retry their spread forced (below, window_share)
 SWEEP_MAX_S = 2 * MAX_WINDOW_S
+WARM_UP_DRAWS = 20  # draws of a warm-up input that equal a real one, before it takes one word more
 MAX_PASSES = 10_000  # passes over its lead a window's reserve is spread over, at most
 
 
@@ -221,16 +222,24 @@ def vocabulary(examples: Sequence[dict[str, Any]], inputs: Sequence[str]) -> lis
 
 
 def warm_up_examples(examples: Sequence[dict[str, Any]], inputs: Sequence[str], words: Sequence[str],
-                     rng: random.Random) -> list[dict[str, Any]]:
+                     rng: random.Random, taken: Collection[str] = ()) -> list[dict[str, Any]]:
     """``examples`` with each text input replaced by as many words drawn at random from the set's ``words``:
     warm-up inputs of the same lengths and vocabulary that no timed query repeats or resembles (the words of an
-    example shuffled would let a cache keyed by its bag of words answer the example itself from the warm-up)."""
+    example shuffled would let a cache keyed by its bag of words answer the example itself from the warm-up).
+    A draw equal to one of ``taken`` (the set's own inputs) is drawn again, and after ``WARM_UP_DRAWS`` gets
+    one word more: on a set of two-word texts a draw was a real example now and then (a cache could keep its
+    answer, and a CI run counted it as a timed query)."""
     out = []
     for ex in examples:
         copy = dict(ex)
         for key in inputs:
             if isinstance(copy.get(key), str) and words:
-                copy[key] = " ".join(rng.choice(words) for _ in copy[key].split()) or copy[key]
+                n = len(copy[key].split())
+                for draw in range(WARM_UP_DRAWS + 1):
+                    salad = " ".join(rng.choice(words) for _ in range(n + (draw == WARM_UP_DRAWS)))
+                    if salad not in taken:
+                        break
+                copy[key] = salad if n else copy[key]
         out.append(copy)
     return out
 

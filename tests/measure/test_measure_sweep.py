@@ -147,3 +147,20 @@ def test_a_cache_answering_the_sweeps_asked_again_gains_nothing_and_an_honest_at
     retry = _attempt([300.0, 290.0, 310.0])  # a retry of repeats only, 3x the first sweep's pace
     hold_to_first_sweep(retry, 100.0)
     assert retry["median"] == 100.0
+
+
+def test_a_warm_up_input_is_never_one_of_the_sets_own_inputs():
+    """A CI run's replay test counted a warm-up query as a timed one: on two-word texts a draw of the set's words
+    was a real example ("actor 14"), an answer a cache could keep for it."""
+    import random
+
+    from dynadesk.orchestration.loadgen_fresh import warm_up_examples
+
+    words = ["a", "b"]
+    taken = {"a b", "b a", "a a", "b b"}  # every two-word draw is a real input
+    for seed in range(20):
+        (salad,) = warm_up_examples([{"s": "a b"}], ["s"], words, random.Random(seed), taken)
+        assert salad["s"] not in taken and len(salad["s"].split()) == 3
+    free = {"a b"}
+    drawn = {warm_up_examples([{"s": "a b"}], ["s"], words, random.Random(s), free)[0]["s"] for s in range(50)}
+    assert drawn == {"b a", "a a", "b b"}  # the same length wherever a draw is free

@@ -65,6 +65,7 @@ class ZooConfig:
     seed: int = 13
     bow_dim: int = 64
     bow_epochs: int = 6
+    bow_version: int = 2  # 2: lazy Adam on the embedding (bow._optimizer), 1: dense Adam
     bow_train_per_source: int | None = None  # None: the whole train splits
     dev_per_source: int | None = 250  # dev examples scored per source (None: the whole dev splits, 2,370 in all)
 

@@ -1,9 +1,8 @@
 """The host is the load generator (after MLPerf LoadGen): it issues every timed query and holds the clock.
 
 The worker runs next to the model's code, so nothing it prints or writes about time can be trusted. Once
-the model is loaded, and BEFORE its prediction pass, the worker connects to a Unix socket this module
-listens on, in a folder of the host's (the Docker runner mounts it into the container, the local runner
-passes its path). Over it:
+the model is loaded, and BEFORE its prediction pass, the worker connects to a Unix socket this module listens
+on, in a folder of the host's (the Docker runner mounts it into the container, the local runner passes it):
 
 1. the worker says ``hello`` (protocol ``PROTOCOL``);
 2. the host, for each test set, issues the timed queries itself: each carries the examples themselves and a
@@ -167,6 +166,9 @@ class LoadGen:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> LoadGen:
+        """Order the test sets (a tokenizer child on every core, ~1 s) before the worker starts, then listen:
+        beside the worker's start its thread choice read the child as other work and took 1 thread (docs)."""
+        self.orders = order_test_sets(self.spec, self.data_dir, self.model_dir, self.inputs)
         self._thread.start()
         return self
 
@@ -228,7 +230,6 @@ class LoadGen:
 
     # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:
-        self.orders = order_test_sets(self.spec, self.data_dir, self.model_dir, self.inputs)  # the worker loads
         while not self._closing.is_set():
             try:
                 conn, _ = self.listener.accept()
@@ -286,7 +287,7 @@ class LoadGen:
         for ds in self.spec.datasets:
             if ds.role != "test":
                 continue
-            if ds.name in self.orders:  # read (and ordered) as the worker loaded its model
+            if ds.name in self.orders:  # read (and ordered) before the worker started
                 examples, order, how = self.orders[ds.name]
             else:
                 examples = read_examples(self.data_dir / ds.file)

@@ -68,6 +68,21 @@ class ZooConfig:
     bow_version: int = 2  # 2: lazy Adam on the embedding (bow._optimizer), 1: dense Adam
     bow_train_per_source: int | None = None  # None: the whole train splits
     dev_per_source: int | None = 250  # dev examples scored per source (None: the whole dev splits, 2,370 in all)
+    # the transformers' forward passes in training under bf16 autocast (weights, optimiser and saved model fp32);
+    # None: where this CPU multiplies bf16 natively (:func:`native_bf16`). Measured on the demo's data (AMD EPYC
+    # with avx512_bf16, 2 cores): MiniLM 53.1 -> 34.2 s, dev macro-F1 67.6 both; the 3-layer cut 26.6 -> 18.1 s,
+    # 44.8 -> 44.6; the same weights on a second run. Emulated, bf16 is slower than fp32: other CPUs keep fp32
+    bf16: bool | None = None
+
+
+def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bf16 in hardware (the avx512_bf16 or amx_bf16 flag); False where unknown."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _dataset(split: str, source: str) -> str:
@@ -160,7 +175,8 @@ def train_minilm(folder: Path, labels: Sequence[str], examples: Sequence[dict[st
     for step, batch in enumerate(plan, start=1):
         enc = tokenizer([texts[i] for i in batch], padding="longest", truncation=True,
                         max_length=config.max_length, return_tensors="pt")
-        loss = model(**enc, labels=golds[batch]).loss
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(config.bf16)):
+            loss = model(**enc, labels=golds[batch]).loss
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -293,6 +309,7 @@ def build_demo_zoo(store: Store, workspace: Workspace, *, progress: Progress = l
         raise ModelError(f"unknown demo model(s) {', '.join(sorted(unknown))} (known: {', '.join(DEMO_MODELS)})")
     task = get_task(TASK)
     labels = list(task.labels)
+    config = replace(config, bf16=native_bf16()) if config.bf16 is None else config  # the recipe records which
     ensure_data(store, workspace, progress)
     train_all, train_sample, dev = load_splits(store, config)
     bow_train = train_all

@@ -341,7 +341,9 @@ def build_demo_zoo(store: Store, workspace: Workspace, *, progress: Progress = l
         info = None if force else _up_to_date(store, name, folder, recipe)
         status = "up to date"
         if info is None:
-            progress(f"{name}: building")
+            precision = "" if name not in (MINILM, MINILM3) else \
+                " (bf16 autocast: this CPU multiplies bf16)" if config.bf16 else " (fp32)"
+            progress(f"{name}: building{precision}")
             info = _build_one(name, folder, build, dev, labels, recipe, steps)
             record = register_model(store, folder, TASK, name=name, replace=True, info=info)
             status = "built"

@@ -81,17 +81,21 @@ def _padded_model(lg: LoadGen, repeat_factor: float = 1.0) -> None:
     sock.close()
 
 
-def test_a_batched_sweep_weighs_the_sets_tail_as_the_pass_does(tmp_path):
-    texts = _texts(64)
-    lg = _loadgen(tmp_path, texts)
-    worker = threading.Thread(target=_padded_model, args=(lg,), daemon=True)
+def _batched_figure(lg: LoadGen, repeat_factor: float = 1.0) -> dict:
+    """Run the stand-in against the host's load generator to the end; the set's stored batched measurement."""
+    worker = threading.Thread(target=_padded_model, args=(lg, repeat_factor), daemon=True)
     worker.start()
     worker.join(timeout=120)
     lg._thread.join(timeout=60)
     lg.close()
     report = lg.report()
     assert report["finished"], report["problems"]
-    batched = report["datasets"]["s"]["batched"]
+    return report["datasets"]["s"]["batched"]
+
+
+def test_a_batched_sweep_weighs_the_sets_tail_as_the_pass_does(tmp_path):
+    texts = _texts(64)
+    batched = _batched_figure(_loadgen(tmp_path, texts))
     # the pass's pace over the batched half: the host's own split of the character order into the pass's batches
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     half = split_modes(order, BATCH)[1]
@@ -107,15 +111,7 @@ def test_a_partial_cache_on_the_sweeps_repeats_gains_nothing_in_the_attempt_or_i
     """The next attacker: repeats answered 3x faster (under the replay rules' 10x), so the first attempt's
     trials spread, it is held, and its retries (all repeats, quiet) would store 3x."""
     texts = _texts(64)
-    lg = _loadgen(tmp_path, texts, retries=2)
-    worker = threading.Thread(target=_padded_model, args=(lg, 3.0), daemon=True)
-    worker.start()
-    worker.join(timeout=120)
-    lg._thread.join(timeout=60)
-    lg.close()
-    report = lg.report()
-    assert report["finished"], report["problems"]
-    batched = report["datasets"]["s"]["batched"]
+    batched = _batched_figure(_loadgen(tmp_path, texts, retries=2), repeat_factor=3.0)
     half = split_modes(sorted(range(len(texts)), key=lambda i: len(texts[i])), BATCH)[1]
     pace = len(half) / sum(_cost_s([texts[i] for i in half[j:j + BATCH]]) for j in range(0, len(half), BATCH))
     assert batched["value"] <= 1.05 * pace and batched["noisy"], (batched["value"], pace, batched["noise"])

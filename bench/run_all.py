@@ -39,6 +39,17 @@ def _cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _smoke_torch() -> None:
+    """The suite's smoke run (``DYNADESK_BENCH_SMOKE``, beside the parallel phase's other workers) loads torch here
+    as the suite's workers do (tests/conftest.py): passive OpenMP waiting, threads for the cores free. Its figures
+    mean nothing; under torch's default (both threads spinning on 2 cores four workers share) the in-process
+    benchmarks took most of the smoke's 445 s there (161 s alone). A benchmark's own children choose their own,
+    and ``make bench`` is unchanged: the process loads torch where its first benchmark does."""
+    from dynadesk.evaluator.threads import load_torch
+
+    load_torch(others_beside=True)
+
+
 def fmt(v) -> str:
     if v is None:
         return "-"
@@ -53,6 +64,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run only bench_<NAME>.py (repeatable)")
     ap.add_argument("--json", dest="json_out", help="also write the rows to this JSON file")
     args = ap.parse_args(argv)
+    if os.environ.get("DYNADESK_BENCH_SMOKE"):
+        _smoke_torch()
     rows, failures = [], []
     for path in sorted(HERE.glob("bench_*.py")):
         name = path.stem.removeprefix("bench_")

@@ -65,14 +65,8 @@ def training_threads(build_beside: bool = False) -> str:
     their own. A policy the user set is kept. Returns the log's line."""
     import dynadesk.evaluator.threads as policy_of
 
-    given = os.environ.get(policy_of.WAIT_ENV)
-    beside = build_beside and given is None
-    if beside:
-        os.environ[policy_of.WAIT_ENV] = "PASSIVE"
-    policy = policy_of.prepare_process()
-    policy_of.apply(policy)  # loads torch, under the policy
-    if given is None:
-        os.environ.pop(policy_of.WAIT_ENV, None)
+    beside = build_beside and os.environ.get(policy_of.WAIT_ENV) is None
+    policy = policy_of.load_torch(others_beside=build_beside)
     why = "the evaluator image builds beside the training" if beside else f"chosen by {policy.chosen_by}"
     return (f"training threads: {policy.threads} of {policy.cores} cores, OpenMP wait policy {policy.wait_policy} "
             f"({policy.busy_cores:.1f} cores busy with other work; {why})")

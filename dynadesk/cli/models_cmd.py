@@ -316,7 +316,10 @@ def train_cmd(app, name, task_name, base, sources, dev, epochs, batch_size, lr, 
     rec = result.record
     if as_json:
         echo_json({"model": rec.to_dict(), "steps": result.steps, "best_step": result.best_step,
-                   "best_dev": result.best_dev, "stopped_early": result.stopped_early})
+                   "best_dev": result.best_dev, "stopped_early": result.stopped_early, "threads": result.threads})
         return
     click.echo(f"registered {rec.name} ({rec.digest[:19]}): dev {result.best_dev:.2f} at step {result.best_step}"
                f" of {result.steps}{' (stopped early)' if result.stopped_early else ''}")
+    t = result.threads
+    click.echo(f"trained on {t.get('threads')} torch thread(s) of {t.get('cores')} cores, OpenMP wait policy "
+               f"{t.get('wait_policy')} ({t.get('busy_cores')} cores busy with other work at the start)")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from dynadesk import __version__
 from dynadesk.errors import DynaDeskError, ModelError, ValidationError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.evaluator import threads as thread_policy
 from dynadesk.models.registry import register_model, tree_digest
 from dynadesk.progress import ProgressEvent
 from dynadesk.store.models import ModelRecord
@@ -91,6 +92,7 @@ class TrainResult:
     best_step: int
     best_dev: float
     stopped_early: bool
+    threads: dict[str, Any] = field(default_factory=dict)  # the thread policy it trained under (not in the folder)
 
 
 def _check(request: TrainRequest, store: Store) -> Task:
@@ -323,6 +325,7 @@ def train_model(store: Store, models_dir: Path, request: TrainRequest, *, resume
     elif work.exists():
         shutil.rmtree(work)
 
+    policy = thread_policy.for_training()  # before torch loads: threads for the cores free (issue 50 item 1)
     import torch
 
     torch.manual_seed(c.seed)
@@ -398,7 +401,8 @@ def train_model(store: Store, models_dir: Path, request: TrainRequest, *, resume
             "stopped_early": stopped_early}
     record = register_model(store, final, task.name, name=request.name, info=info)
     shutil.rmtree(work)
-    return TrainResult(record, step, int(state["best_step"]), float(state["best_dev"]), stopped_early)
+    return TrainResult(record, step, int(state["best_step"]), float(state["best_dev"]), stopped_early,
+                       policy.to_dict())
 
 
 def _ckpt_manifest(ckpt: Path) -> dict[str, Any]:

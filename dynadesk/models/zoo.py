@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynadesk.errors import DynaDeskError, ModelError
 from dynadesk.evaluator import adapters as _ad
+from dynadesk.evaluator import threads as thread_policy
 from dynadesk.evaluator.metrics import accuracy, macro_f1
 from dynadesk.models.bow import BowTraining, train_bag_of_words, write_majority
 from dynadesk.models.registry import register_model, tree_digest, verify_model
@@ -344,6 +345,7 @@ def build_demo_zoo(store: Store, workspace: Workspace, *, progress: Progress = l
             precision = "" if name not in (MINILM, MINILM3) else \
                 " (bf16 autocast: this CPU multiplies bf16)" if config.bf16 else " (fp32)"
             progress(f"{name}: building{precision}")
+            thread_policy.for_training()  # torch's threads chosen for the cores free (issue 50 item 1)
             info = _build_one(name, folder, build, dev, labels, recipe, steps)
             record = register_model(store, folder, TASK, name=name, replace=True, info=info)
             status = "built"

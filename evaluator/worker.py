@@ -101,9 +101,27 @@ def set_determinism(settings: Settings, threads: int) -> None:
     except ImportError:
         pass
     if settings.deterministic:
-        torch.use_deterministic_algorithms(True)
+        deterministic_kernels()
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
+
+
+INDUCTOR_DETERMINISTIC = "TORCHINDUCTOR_DETERMINISTIC"
+
+
+def deterministic_kernels() -> None:
+    """What ``torch.use_deterministic_algorithms(True)`` sets, without its ``import torch._inductor.config``: that
+    import loads torch's whole compiler stack (dynamo, inductor, fx), 1.5 of a tiny model's 4 CPU-seconds per run
+    (py-spy, three local runs), and the worker never compiles. The same kernel flag is set; inductor's own
+    deterministic mode goes through its environment variable, which its config reads when a model's code loads
+    it later (a handler calling ``torch.compile``), or directly where it is loaded already."""
+    import torch
+
+    os.environ[INDUCTOR_DETERMINISTIC] = "1"
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        config.deterministic = True  # type: ignore[attr-defined]
+    torch._C._set_deterministic_algorithms(True, warn_only=False)
 
 
 def load_examples(data_dir: Path, ds: DatasetSpec) -> list[dict[str, Any]]:

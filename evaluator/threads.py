@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dynadesk.evaluator.environment import cores_available
@@ -105,9 +105,30 @@ def choose(cores: int, busy: float, cap: int | None = None, env_policy: str | No
                         load_1min=None if load_1min is None else round(load_1min, 2), chosen_by=chosen_by)
 
 
+_sampled_at: tuple[float, float] | None = None  # (monotonic, this process's CPU seconds) at measure()'s sample
+
+
 def measure(cap: int | None = None) -> ThreadPolicy:
     """Sample the busy cores now and choose (the environment's ``OMP_WAIT_POLICY`` wins when set)."""
-    return choose(cores_available(), busy_cores(), cap, os.environ.get(WAIT_ENV) or None, _load())
+    global _sampled_at
+    busy = busy_cores()
+    _sampled_at = (time.monotonic(), time.process_time())
+    return choose(cores_available(), busy, cap, os.environ.get(WAIT_ENV) or None, _load())
+
+
+def others_busy_since() -> float:
+    """Cores' worth of CPU other processes used since :func:`measure` sampled: psutil's count since then less
+    this process's own CPU (importing torch), over at least :data:`SAMPLE_SECONDS`: a longer look at the
+    machine, at no cost to the run."""
+    if _sampled_at is None:
+        return busy_cores()
+    t0, cpu0 = _sampled_at
+    wait = SAMPLE_SECONDS - (time.monotonic() - t0)
+    if wait > 0:
+        time.sleep(wait)
+    busy = busy_cores(0.0)
+    elapsed = max(time.monotonic() - t0, 1e-3)
+    return max(0.0, busy - (time.process_time() - cpu0) / elapsed)
 
 
 def prepare_process(cap: int | None = None) -> ThreadPolicy:
@@ -154,6 +175,17 @@ def for_training() -> ThreadPolicy:
         return load_torch()
     apply(_prepared)
     return _prepared
+
+
+def after_torch_loaded(start: ThreadPolicy, cap: int | None = None) -> ThreadPolicy:
+    """The thread count chosen again from a second sample, once torch has loaded and before the model loads (and
+    the windows and the pass), under the wait policy torch loaded with: the start's sample is one 0.25 s look, and
+    a burst of other work there (a build step, a tokenizer child, another user's command) set the whole run's
+    threads. Seen: a demo's MiniLM runs on 1 passive thread on a quiet machine, 155 against 251 examples/s batched.
+    The sample spans torch's import (:func:`others_busy_since`); what the run started with stays in the record
+    (``at_start``)."""
+    now = choose(cores_available(), others_busy_since(), cap, None, _load())
+    return replace(now, wait_policy=start.wait_policy, chosen_by=start.chosen_by)
 
 
 def prepared(cap: int | None = None) -> ThreadPolicy:

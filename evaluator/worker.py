@@ -293,6 +293,12 @@ class Worker:
         policy = thread_policy.prepared(s.threads)  # settings.threads (the CPU limit) caps what the free cores allow
         threads = policy.threads
         set_determinism(s, threads)
+        # torch has loaded (its wait policy fixed): the threads again from the CPU others used meanwhile, before
+        # anything sizes a pool by them (onnxruntime's session takes torch's count)
+        start, policy = policy, thread_policy.after_torch_loaded(policy, s.threads)
+        if policy.threads != threads:
+            threads = policy.threads
+            thread_policy.apply(policy)
         self.emit({"phase": "load"})
         gpu_baseline = profiling.nvml_devices() if s.device == "cuda" else None
         sampler = profiling.GpuSampler().start() if s.device == "cuda" else None
@@ -341,7 +347,7 @@ class Worker:
              "resumed_datasets": [d.name for d in self.spec.datasets if infos[d.name].get("resumed")]},
             indent=2, sort_keys=True))
         env = environment.capture(threads, s.__dict__)
-        env["thread_policy"] = policy.to_dict()
+        env["thread_policy"] = {**policy.to_dict(), "at_start": start.to_dict()}
         if self.backend is not None:  # absent: torch (every run before the setting reads as it always did)
             env["backend"] = self.backend
             env["hardware_class"] = environment.hardware_class_of(env)

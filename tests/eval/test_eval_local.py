@@ -60,6 +60,8 @@ def test_local_run_stores_metrics_profile_environment(store, ws):
     assert env["threads"] == policy["threads"] <= rec.worker.threads and policy["chosen_by"] in ("measured",
                                                                                                "environment")
     assert policy["wait_policy"] in ("default", "PASSIVE", "ACTIVE") and policy["busy_cores"] >= 0
+    # ... and chosen again once torch had loaded (the start's one sample is kept beside)
+    assert policy["at_start"]["wait_policy"] == policy["wait_policy"] and policy["at_start"]["threads"] >= 1
     assert env["gpu"]["nvml"]  # "ok" on a GPU machine, else the recorded reason NVML is missing
     pred_file = Path(rec.run_dir) / "out" / "predictions.jsonl"
     rows = [json.loads(line) for line in pred_file.read_text().splitlines()]

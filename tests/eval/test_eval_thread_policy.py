@@ -119,3 +119,58 @@ def test_a_long_lived_process_drops_threads_while_the_machine_is_busy(busy_machi
         assert threads.refresh(every=60.0) is policy  # re-chosen at most every `every` seconds
     finally:
         torch.set_num_threads(before)
+
+
+RESAMPLE = """
+import json, os, sys
+from dynadesk.evaluator import threads
+start = threads.prepare_process()
+print("measured", flush=True)
+sys.stdin.readline()  # the load changed: torch loads, as in the worker, then the threads are chosen again
+import torch
+again = threads.after_torch_loaded(start)
+threads.apply(again)
+print(json.dumps({"start": start.to_dict(), "again": again.to_dict(), "torch": torch.get_num_threads()}))
+"""
+
+
+def _start_then_again(load_at_start: bool) -> dict:
+    """A child samples at its start (busy loops on every core, or none), the loops stop (or start), it imports
+    torch and chooses again."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    loops = _busy_loops(cores_available() + 1, 60) if load_at_start else []
+    time.sleep(0.5 if loops else 0.0)
+    child = subprocess.Popen([sys.executable, "-c", RESAMPLE], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "measured"
+        for p in loops:
+            p.kill()
+            p.wait()
+        loops = [] if load_at_start else _busy_loops(cores_available() + 1, 60)
+        time.sleep(0.0 if load_at_start else 1.5)  # the span the child looks at: mostly loaded
+        stdout, _ = child.communicate("go\n", timeout=120)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    assert child.returncode == 0
+    return json.loads(stdout)
+
+
+def test_a_burst_at_the_workers_start_no_longer_sets_the_runs_threads():
+    """The worker's start sample is one 0.25 s look: a burst there (the host's tokenizer child at a demo's start)
+    gave a quiet machine's runs 1 passive thread, 155 against 251 examples/s. Once torch has loaded the threads are
+    chosen again from what other processes used meanwhile; the wait policy stays the one torch loaded with."""
+    got = _start_then_again(load_at_start=True)
+    start, again = got["start"], got["again"]
+    assert start["wait_policy"] == "PASSIVE" and start["threads"] <= max(1, cores_available() - 1), got
+    assert again["threads"] == got["torch"] == cores_available() and again["wait_policy"] == "PASSIVE", got
+    assert again["busy_cores"] < threads.BUSY_CORE, got
+
+
+def test_load_that_starts_after_the_sample_takes_threads_away_before_the_model_loads():
+    got = _start_then_again(load_at_start=False)
+    start, again = got["start"], got["again"]
+    assert start["threads"] == cores_available() and start["wait_policy"] == "default", got
+    assert again["threads"] == got["torch"] <= max(1, cores_available() - 1) and again["wait_policy"] == "default", got

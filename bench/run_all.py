@@ -42,9 +42,9 @@ def _cpu_seconds() -> float:
 def _smoke_torch() -> None:
     """The suite's smoke run (``DYNADESK_BENCH_SMOKE``, beside the parallel phase's other workers) loads torch here
     as the suite's workers do (tests/conftest.py): passive OpenMP waiting, threads for the cores free. Its figures
-    mean nothing; under torch's default (both threads spinning on 2 cores four workers share) the in-process
-    benchmarks took most of the smoke's 445 s there (161 s alone). A benchmark's own children choose their own,
-    and ``make bench`` is unchanged: the process loads torch where its first benchmark does."""
+    mean nothing; beside three busy loops its in-process benchmarks (eval, loadgen, backend, models, threads) took
+    133.7 and 133.7 s under torch's default, 129.4 and 123.2 s so (alternated). A benchmark's own children choose
+    their own, and ``make bench`` is unchanged: the process loads torch where its first benchmark does."""
     from dynadesk.evaluator.threads import load_torch
 
     load_torch(others_beside=True)

@@ -56,8 +56,9 @@ def closing_line(home: str | os.PathLike[str], seconds: float) -> str:
 
 def training_threads(build_beside: bool = False) -> str:
     """Load torch in the demo's process (where the zoo trains) with a thread policy chosen from the cores free now:
-    a quiet machine keeps torch's default (every core, spinning); a busy one gets passive waiting and one thread per
-    free core (issue 50 item 1: 2 spinning threads on 2 busy cores ran 2.8x slower than 1). ``build_beside``: the
+    a quiet machine keeps torch's default (every core, spinning); a busy one gets passive waiting (issue 50 item 1: 2
+    spinning threads on 2 busy cores ran 2.8x slower than 1), still on every core: a training's numbers depend on
+    its thread count (:func:`dynadesk.evaluator.threads.for_training`). ``build_beside``: the
     evaluator image is about to build beside the training (a first run), which the sample cannot see yet; then the
     threads wait passively on a quiet machine too (every core still used): with spinning threads beside the build
     the zoo step took 216 and 247 s, passive 188 and 183 s, the same models (interleaved, 2 cores). The wait policy
@@ -66,7 +67,7 @@ def training_threads(build_beside: bool = False) -> str:
     import dynadesk.evaluator.threads as policy_of
 
     beside = build_beside and os.environ.get(policy_of.WAIT_ENV) is None
-    policy = policy_of.load_torch(others_beside=build_beside)
+    policy = policy_of.for_training(others_beside=build_beside)
     why = "the evaluator image builds beside the training" if beside else f"chosen by {policy.chosen_by}"
     return (f"training threads: {policy.threads} of {policy.cores} cores, OpenMP wait policy {policy.wait_policy} "
             f"({policy.busy_cores:.1f} cores busy with other work; {why})")

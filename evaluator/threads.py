@@ -120,6 +120,7 @@ def others_busy_since() -> float:
     """Cores' worth of CPU other processes used since :func:`measure` sampled: psutil's count since then less
     this process's own CPU (importing torch), over at least :data:`SAMPLE_SECONDS`: a longer look at the
     machine, at no cost to the run."""
+    global _sampled_at
     if _sampled_at is None:
         return busy_cores()
     t0, cpu0 = _sampled_at
@@ -127,8 +128,9 @@ def others_busy_since() -> float:
     if wait > 0:
         time.sleep(wait)
     busy = busy_cores(0.0)
-    elapsed = max(time.monotonic() - t0, 1e-3)
-    return max(0.0, busy - (time.process_time() - cpu0) / elapsed)
+    now, cpu = time.monotonic(), time.process_time()
+    _sampled_at = (now, cpu)  # psutil's count restarts here too: a next call looks from now on
+    return max(0.0, busy - (cpu - cpu0) / max(now - t0, 1e-3))
 
 
 def prepare_process(cap: int | None = None) -> ThreadPolicy:
@@ -166,15 +168,18 @@ def load_torch(others_beside: bool = False) -> ThreadPolicy:
     return policy
 
 
-def for_training() -> ThreadPolicy:
-    """The policy a training in this process runs under, applied: the one chosen when this process loaded torch
-    (:func:`load_torch`, which knew what else would share the cores), else one chosen now (torch loads under it
-    where it has not yet). A training that chose nothing ran torch's default, every core spinning: the demo zoo's
-    small build took 99.6 s (71.7 CPU-s) beside three busy loops, 45.1 s (21.8 CPU-s) waiting passively."""
-    if _prepared is None:
-        return load_torch()
-    apply(_prepared)
-    return _prepared
+def for_training(others_beside: bool = False) -> ThreadPolicy:
+    """The policy a training in this process runs under, applied: the wait policy chosen when this process loaded
+    torch (:func:`load_torch`, now where it has not yet), on every usable core whatever the load. A training's
+    float reductions depend on its thread count, so a count chosen from the load would give another model for the
+    same data and seed on a busier machine, and a run resumed from its checkpoint (``models train --resume``,
+    another process) another model than the uninterrupted one; the wait policy changes no number. A training
+    that chose nothing spun every core: the demo zoo's small build took 99.6 s (71.7 CPU-s) beside three busy
+    loops, 45.1 s (21.8 CPU-s) waiting passively on both threads, 47.7 s on one."""
+    policy = _prepared if _prepared is not None else load_torch(others_beside)
+    policy = replace(policy, threads=policy.cores)
+    apply(policy)
+    return policy
 
 
 def after_torch_loaded(start: ThreadPolicy, cap: int | None = None) -> ThreadPolicy:

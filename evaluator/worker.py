@@ -111,8 +111,9 @@ INDUCTOR_DETERMINISTIC = "TORCHINDUCTOR_DETERMINISTIC"
 
 def deterministic_kernels() -> None:
     """What ``torch.use_deterministic_algorithms(True)`` sets, without its ``import torch._inductor.config``: that
-    import loads torch's whole compiler stack (dynamo, inductor, fx), 1.5 of a tiny model's 4 CPU-seconds per run
-    (py-spy, three local runs), and the worker never compiles. The same kernel flag is set; inductor's own
+    import loads torch's whole compiler stack (dynamo, inductor, fx), 1.2 of a majority model's 2.7 CPU-seconds per
+    run (py-spy; a transformers model loads it anyway, through transformers' ``masking_utils``), and the worker
+    never compiles. The same kernel flag is set; inductor's own
     deterministic mode goes through its environment variable, which its config reads when a model's code loads
     it later (a handler calling ``torch.compile``), or directly where it is loaded already."""
     import torch

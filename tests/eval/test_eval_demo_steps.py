@@ -94,8 +94,8 @@ def test_the_zoo_trains_with_passive_threads_on_the_free_cores_of_a_busy_machine
     """The demo trained its MiniLMs in its own process with torch's default: every core, OpenMP threads spinning;
     on a busy 2-core machine that is 2.8-7x slower than one passive thread (issue 50 item 1), and the zoo step was
     at 19/188 steps after 454 s. A real busy loop on every core makes the machine busy; the demo's process then loads
-    torch with passive waiting and one thread per free core (at least one), and leaves no OMP_WAIT_POLICY behind
-    for its children (they choose their own); a policy the user set is kept."""
+    torch with passive waiting, still on every core (a training's thread count changes its numbers), and leaves no
+    OMP_WAIT_POLICY behind for its children (they choose their own); a policy the user set is kept."""
     import os
 
     cores = len(os.sched_getaffinity(0))
@@ -108,7 +108,7 @@ def test_the_zoo_trains_with_passive_threads_on_the_free_cores_of_a_busy_machine
         assert out.returncode == 0, out.stderr[-2000:]
         got = __import__("json").loads(out.stdout.strip().splitlines()[-1])
         assert "PASSIVE" in got["line"] and got["env"] is None, got
-        assert got["threads"] == 1, got  # every core busy: one thread
+        assert got["threads"] == cores, got  # a training's numbers depend on its thread count: every core
         kept = subprocess.run([sys.executable, "-c", _PROBE], env={**env, "OMP_WAIT_POLICY": "ACTIVE"},
                               capture_output=True, text=True, timeout=120)
         assert kept.returncode == 0, kept.stderr[-2000:]

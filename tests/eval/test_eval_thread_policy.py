@@ -174,3 +174,4 @@ def test_load_that_starts_after_the_sample_takes_threads_away_before_the_model_l
     start, again = got["start"], got["again"]
     assert start["threads"] == cores_available() and start["wait_policy"] == "default", got
     assert again["threads"] == got["torch"] <= max(1, cores_available() - 1) and again["wait_policy"] == "default", got
+

@@ -211,7 +211,7 @@ def test_a_training_on_a_busy_machine_waits_passively_on_the_free_cores(ws, tmp_
     """Issue 50 item 1, training: `models train` loaded torch with its default (every core, OpenMP threads
     spinning), which on a busy 2-core machine ran 2.8-7x slower than one passive thread; the demo's zoo chose its
     threads, the round target's training did not. A real busy loop on every core: the training then loads torch
-    waiting passively on one thread, and says so (its JSON and its closing line)."""
+    waiting passively, and says so (its JSON and its closing line)."""
     import os
 
     workspace, store = ws
@@ -234,5 +234,7 @@ def test_a_training_on_a_busy_machine_waits_passively_on_the_free_cores(ws, tmp_
             h.wait()
     assert proc.returncode == 0, proc.stderr[-2000:]
     threads = json.loads(proc.stdout)["threads"]
-    assert threads["wait_policy"] == "PASSIVE" and threads["threads"] == 1, threads
+    # on every core still: the thread count changes a training's numbers (a resume on a quieter machine would
+    # otherwise give another model than the uninterrupted run); the wait policy changes none
+    assert threads["wait_policy"] == "PASSIVE" and threads["threads"] == cores, threads
     assert threads["chosen_by"] == "measured" and threads["busy_cores"] >= 0.5, threads

@@ -28,11 +28,11 @@ half; batched windows its whole half where one sweep of it fits a window (the pa
 else ``ceil(batched_queries / batch_size)`` of its batches, one from each stratum; the strata are drawn from the
 examples not yet issued, so they move from window to window. The warm-up's speed sizes the windows (fewer strata
 when a window would pass ``MAX_WINDOW_S``; :func:`window_share`), so every width is timed in proportion whatever
-the load. A window issues its sample whole (repeated until ``min_seconds``); batch-1 queries one at a time (a
-query's latency is issue to answer), batched ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits
-for the host). Noise: the worker's own view of other processes' CPU (in-process, see docs/measurement.md) plus
-the spread of the host's figures; a noisy measurement is taken again as before
-(:mod:`dynadesk.evaluator.measurement`).
+the load. A window issues its sample whole (repeated until the run's ``min_seconds`` shared among its test sets
+has passed: :func:`window_seconds`); batch-1 queries one at a time (a query's latency is issue to answer), batched
+ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). Noise: the worker's own view of
+other processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
+measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     unjudged_replays,
     vocabulary,
     warm_up_examples,
+    window_seconds,
     window_share,
 )
 from dynadesk.orchestration.token_order import order_test_sets
@@ -151,8 +152,7 @@ class LoadGen:
         self.issuing = False  # the timed windows are on (the memory floor's samples skip them)
         self.windows_over = False  # the worker acknowledged the figures: its prediction pass comes next
         self.pass_over = False  # every dataset's finished predictions are in out/parts (sticky)
-        # the folder the sandbox reads the data from: empty until the windows are over (:meth:`_stage_data`)
-        self.sandbox_data = Path(tempfile.mkdtemp(prefix="dynadesk-data-"))
+        self.sandbox_data = Path(tempfile.mkdtemp(prefix="dynadesk-data-"))  # the sandbox's data: empty until staged
         os.chmod(self.sandbox_data, 0o755)
         self.inputs = [str(f["name"]) for f in self.spec.task.get("inputs") or [] if isinstance(f, dict)]
         self._rng = random.Random(secrets.token_hex(16))
@@ -160,11 +160,12 @@ class LoadGen:
         self.datasets: dict[str, Any] = {}
         self.answers: dict[str, dict[str, object]] = {}
         self.finished = False
+        tests = sum(d.role == "test" for d in self.spec.datasets)
+        self.window_s = window_seconds(self.spec.settings.min_seconds, tests)  # a timed window's least seconds
         self.refused: str | None = None  # why the host refused the windows, when it did (the run's verdict)
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
 
-    # ------------------------------------------------------------------ lifecycle
     def start(self) -> LoadGen:
         """Order the test sets (a tokenizer child on every core, ~1 s) before the worker starts, then listen:
         beside the worker's start its thread choice read the child as other work and took 1 thread (docs)."""
@@ -228,7 +229,6 @@ class LoadGen:
                 "datasets": self.datasets, "answers": self.answers, "refused": self.refused,
                 "max_new_tokens": answer_tokens_bound(self.spec.model.get("manifest"))}
 
-    # ------------------------------------------------------------------ the protocol
     def _serve(self) -> None:
         while not self._closing.is_set():
             try:
@@ -323,7 +323,7 @@ class LoadGen:
         started, first_sweep = time.perf_counter(), 0.0
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
-            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, float(s.min_seconds))
+            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.window_s)
             unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())  # its first trial sets first_sweep
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
@@ -335,7 +335,7 @@ class LoadGen:
                 cpu0 = time.thread_time()
                 self._send({"op": "window", "set": name, "mode": mode})
                 timed: list[tuple[str, float]] = []
-                queries, seconds, calls, inside = self._window(name, examples, sample, depth, float(s.min_seconds),
+                queries, seconds, calls, inside = self._window(name, examples, sample, depth, self.window_s,
                                                                pool, timed)
                 services += [Service(attempt, kind, each) for kind, each in timed]
                 self._send({"op": "end"})
@@ -369,7 +369,7 @@ class LoadGen:
             "issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-            "trials": s.trials, "retries": s.noise_retries,
+            "window_seconds": self.window_s, "trials": s.trials, "retries": s.noise_retries,
             "examples_issued": len(pool.issued), "share": len(pool.order),
             "asked_again": sum(1 for x in services if x.kind == AGAIN),
             "left_out": [left_out[i] for i in sorted(left_out)]})

@@ -84,6 +84,8 @@ MAX_WINDOW_S = 2.0  # a window's sample is sized from the warm-up to take about 
 # ... but a batched window sweeps its mode's whole half where that should take this long at most: three such
 # sweeps cost less than three windows of strata and the retry their spread forced (below, window_share)
 SWEEP_MAX_S = 2 * MAX_WINDOW_S
+# pyperf's least value duration (its min_time): a window shorter than this is timer and scheduler noise
+MIN_WINDOW_S = 0.1
 WARM_UP_DRAWS = 20  # draws of a warm-up input that equal a real one, before it takes one word more
 MAX_PASSES = 10_000  # passes over its lead a window's reserve is spread over, at most
 
@@ -199,6 +201,19 @@ def window_share(pool: Fresh, each: float, per_window: int, trials: int, batched
     k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
     fresh = len(pool.units()) >= trials
     return (pool.share(k, trials) if fresh else k), fresh, False
+
+
+def window_seconds(min_seconds: float, test_sets: int) -> float:
+    """A timed window's least duration: the run's ``min_seconds`` shared among its ``test_sets`` (never below
+    ``MIN_WINDOW_S``, nor above ``min_seconds``), so a run's windows cost about what one test set's do.
+
+    A fast model's windows are clock-bound (each cycles its sample until the window has lasted): per set,
+    2 modes x 3 trials x 0.5 s. The demo's majority baseline on its 4 test sets spent 11.5 of its 15.3 s in
+    windows; with each window an eighth of a second: 2.9 of 6.0 s, the same medians (within 4 %) and spreads,
+    no retries (two runs each, quiet). A slow model's windows are sized by their samples, not this."""
+    if test_sets <= 1:
+        return min_seconds
+    return max(min(min_seconds, MIN_WINDOW_S), min_seconds / test_sets)
 
 
 def hold_to_first_sweep(attempt: dict[str, Any], first: float) -> None:

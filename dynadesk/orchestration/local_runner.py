@@ -23,7 +23,7 @@ from dynadesk.orchestration.limits import Limits
 from dynadesk.orchestration.loadgen import start_loadgen
 from dynadesk.orchestration.observe import local_memory, observations
 from dynadesk.orchestration.output import WorkerOutput
-from dynadesk.orchestration.runner_base import POLL_S, Runner, RunOutcome, Watch, finished
+from dynadesk.orchestration.runner_base import POLL_S, Runner, RunOutcome, Watch, finished, interrupts_held, raise_held
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
@@ -71,14 +71,16 @@ class LocalRunner(Runner):
         try:
             # the data folder the worker reads is the load generator's, empty until the timed windows are over
             staged = RunPaths(paths.spec_dir, loadgen.sandbox_data, paths.model_dir, paths.out_dir)
-            proc = subprocess.Popen([*self.command(staged), "--loadgen", str(loadgen.path)], stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True)
+            with interrupts_held() as arrived:  # a Ctrl-C inside Popen would leave us without the process to stop
+                proc = subprocess.Popen([*self.command(staged), "--loadgen", str(loadgen.path)],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env, start_new_session=True)
         except OSError as exc:
             loadgen.close()
             raise EvaluationError(f"cannot start the local worker {self.python}: {exc}") from exc
         verdict = None
         try:  # from the moment the worker exists: a signal while the reader starts must not orphan it
+            raise_held(arrived)
             out = WorkerOutput(progress)
             memory = local_memory(proc.pid)
             stdout = proc.stdout

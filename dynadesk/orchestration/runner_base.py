@@ -11,9 +11,12 @@ for a failed run. Nothing here imports docker: the Docker runner is :mod:`.docke
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -132,6 +135,38 @@ def error_message(out_dir: Path, exit_code: int | None, log: str) -> str:
 def disk_message(limits: Limits) -> str:
     return (f"the run wrote more than its {limits.out_bytes / (1 << 30):.2f} GiB output limit to /out and was "
             "stopped; its output was removed (raise the limit only for a model you trust)")
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[list[int]]:
+    """Hold Ctrl-C and SIGTERM while a worker process starts; yields the signals that arrived meanwhile, which the
+    caller raises again (:func:`raise_held`) once the process is in its hands.
+
+    A signal inside ``subprocess.Popen`` after its fork (the parent waits there for the child's exec, tens of
+    milliseconds on a loaded machine) raised KeyboardInterrupt out of Popen itself: the caller never got the
+    process, so its interrupt handler could not stop it and the worker outlived the interrupted CLI (seen once in
+    a clean-clone run, and 1 in 5 under three busy loops, of the SIGTERM test in tests/eval/test_eval_local.py).
+    Only the main thread can set handlers; elsewhere (the app's and the queue's threads) nothing is held, and a
+    handler set outside Python is left as it is."""
+    arrived: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield arrived
+        return
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    held = [sig for sig, handler in previous.items() if handler is not None and handler != signal.SIG_IGN]
+    for sig in held:
+        signal.signal(sig, lambda signum, _frame: arrived.append(signum))
+    try:
+        yield arrived
+    finally:
+        for sig in held:
+            signal.signal(sig, previous[sig])
+
+
+def raise_held(arrived: list[int]) -> None:
+    """Deliver the signals :func:`interrupts_held` held, to the handlers they would have met."""
+    for sig in dict.fromkeys(arrived):
+        signal.raise_signal(sig)
 
 
 class Watch:

@@ -51,9 +51,9 @@ class RunSettings:
     latency_samples: int = 64
     warmup: int = 8
     deterministic: bool = True
-    # least duration of each timed window (docs/measurement.md): several of the host's 0.2 s polls per window, so a
-    # window does not contain one poll or none by chance; the evaluator's own default (0.1 s) predates it
-    min_seconds: float = 0.5  # timed windows' least seconds, shared among test sets (loadgen_fresh.window_seconds)
+    # least duration of the timed windows, shared among the run's test sets (loadgen_fresh.window_seconds; a
+    # one-set run's windows last this long, a 4-set run's a quarter of it, never under 0.1 s; docs/measurement.md)
+    min_seconds: float = 0.5
     # SQuAD 2.0: the QA adapter abstains when its null score beats the best span's by more than this (None: the
     # default, 0 on a set scored by the v2.0 rule, never on v1.1 data); chosen on a dev set by 'eval --null-dev'
     null_threshold: float | None = None

@@ -20,6 +20,7 @@ import os
 import shutil
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,15 @@ from dynadesk.orchestration.observe import (
     observations,
 )
 from dynadesk.orchestration.output import WorkerOutput
-from dynadesk.orchestration.runner_base import POLL_S, Runner, RunOutcome, Watch, finished
+from dynadesk.orchestration.runner_base import (
+    POLL_S,
+    Runner,
+    RunOutcome,
+    Watch,
+    finished,
+    interrupts_held,
+    raise_held,
+)
 
 if TYPE_CHECKING:
     from dynadesk.cancel import CancelToken
@@ -226,25 +235,32 @@ class DockerRunner(Runner):
             opts = self.container_options(staged, limits)  # the host's socket folder, mounted; the worker told
             opts["volumes"][str(loadgen.dir)] = {"bind": CONTAINER_DIR, "mode": "ro"}
             opts["command"] = [*opts["command"], "--loadgen", f"{CONTAINER_DIR}/{SOCKET_NAME}"]
+            # a Ctrl-C while the daemon makes the container would leave us without the container to remove
             try:
-                container = self.client.containers.create(self.image, **opts)
+                with interrupts_held() as arrived:
+                    container = self.client.containers.create(self.image, **opts)
             except docker.errors.APIError as exc:
+                raise_held(arrived)  # no container: nothing to remove
                 return _refused(exc, limits, watch.elapsed())
             except transport_errors() as exc:
+                raise_held(arrived)
                 raise DockerUnavailable(f"Docker failed creating the container: {first_line(exc)}; "
                                         f"{NO_DAEMON_FIX}") from exc
-            return self._run_container(container, paths, limits, WorkerOutput(progress), watch, loadgen)
+            return self._run_container(container, paths, limits, Started(WorkerOutput(progress), watch, loadgen,
+                                                                         arrived))
         finally:
             loadgen.close()
             if snapshot is not None:
                 shutil.rmtree(snapshot, ignore_errors=True)
 
-    def _run_container(self, container: DockerContainer, paths: RunPaths, limits: Limits, out: WorkerOutput,
-                       watch: Watch, loadgen: LoadGen) -> RunOutcome:
+    def _run_container(self, container: DockerContainer, paths: RunPaths, limits: Limits,
+                       started: Started) -> RunOutcome:
         import docker
 
+        out, watch, loadgen = started.out, started.watch, started.loadgen
         verdict = None
         try:
+            raise_held(started.held)  # from the moment the container exists: removed below
             try:
                 container.start()
             except docker.errors.APIError as exc:
@@ -301,6 +317,17 @@ class DockerRunner(Runner):
         if outcome.verdict == "timeout":
             outcome.message = outcome.message.replace("was stopped", "the container was killed")
         return outcome
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a run has when its container exists: the worker's output reader, the run's watch, the host's load
+    generator, and the signals held while the daemon made the container (raised where it is removed)."""
+
+    out: WorkerOutput
+    watch: Watch
+    loadgen: LoadGen
+    held: list[int]
 
 
 def _refused(exc: Exception, limits: Limits, seconds: float) -> RunOutcome:

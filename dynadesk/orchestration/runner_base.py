@@ -139,13 +139,15 @@ def disk_message(limits: Limits) -> str:
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[list[int]]:
-    """Hold Ctrl-C and SIGTERM while a worker process starts; yields the signals that arrived meanwhile, which the
-    caller raises again (:func:`raise_held`) once the process is in its hands.
+    """Hold Ctrl-C and SIGTERM while a worker starts (a process, a container); yields the signals that arrived
+    meanwhile, which the caller raises again (:func:`raise_held`) once the worker is in its hands.
 
     A signal inside ``subprocess.Popen`` after its fork (the parent waits there for the child's exec, tens of
     milliseconds on a loaded machine) raised KeyboardInterrupt out of Popen itself: the caller never got the
     process, so its interrupt handler could not stop it and the worker outlived the interrupted CLI (seen once in
     a clean-clone run, and 1 in 5 under three busy loops, of the SIGTERM test in tests/eval/test_eval_local.py).
+    The same inside Docker's ``containers.create`` left the made container behind. The same signal a second time
+    is not held: its handler runs at once (a user pressing Ctrl-C twice, a daemon that does not answer).
     Only the main thread can set handlers; elsewhere (the app's and the queue's threads) nothing is held, and a
     handler set outside Python is left as it is."""
     arrived: list[int] = []
@@ -154,13 +156,22 @@ def interrupts_held() -> Iterator[list[int]]:
         return
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     held = [sig for sig, handler in previous.items() if handler is not None and handler != signal.SIG_IGN]
+
+    def restore() -> None:
+        for sig in held:
+            signal.signal(sig, previous[sig])
+
+    def hold(signum: int, _frame: object) -> None:
+        if signum in arrived:  # the second one: no longer held
+            restore()
+            signal.raise_signal(signum)
+        arrived.append(signum)
     for sig in held:
-        signal.signal(sig, lambda signum, _frame: arrived.append(signum))
+        signal.signal(sig, hold)
     try:
         yield arrived
     finally:
-        for sig in held:
-            signal.signal(sig, previous[sig])
+        restore()
 
 
 def raise_held(arrived: list[int]) -> None:

@@ -21,17 +21,17 @@ issued; the next cache is the windows' own (an example asked twice), so the host
 while unseen ones remain (:class:`Fresh`), and where it must ask one again (a small set, a fast model filling
 ``min_seconds``) an example answered much faster the second time voids the windows (:func:`replay_check`).
 
-Samples (issue 50 item 2): the host orders each test set by length, in the model's tokens where it can count
-them as the pass does, else in characters (:mod:`.token_order`), and gives each mode half of its batches
-(:func:`split_modes`); batch-1 windows take ``latency_samples`` examples, one from each equal stratum of their
-half; batched windows its whole half where one sweep of it fits a window (the pass's own batches, each once),
-else ``ceil(batched_queries / batch_size)`` of its batches, one from each stratum; the strata are drawn from the
-examples not yet issued, so they move from window to window. The warm-up's speed sizes the windows (fewer strata
-when a window would pass ``MAX_WINDOW_S``; :func:`window_share`), so every width is timed in proportion whatever
-the load. A window issues its sample whole (repeated until the run's ``min_seconds`` shared among its test sets
-has passed: :func:`window_seconds`); batch-1 queries one at a time (a query's latency is issue to answer), batched
-ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). Noise: the worker's own view of
-other processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
+Samples (issue 50 item 2): the host orders each test set by length, in the model's tokens where it can count them as the
+pass does, else in characters (:mod:`.token_order`), and gives each mode half of its batches (:func:`split_modes`);
+batch-1 windows take ``latency_samples`` examples, one from each equal stratum of their half; batched windows its whole
+half where one sweep of it fits a window (the pass's own batches, each once), else ``ceil(batched_queries /
+batch_size)`` of its batches, one from each stratum; the strata are drawn from the examples not yet issued, so they move
+from window to window. The warm-up's speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``;
+:func:`window_share`), so every width is timed in proportion whatever the load. A window issues its sample whole,
+repeated until ``min_seconds`` has passed; batch-1 queries one at a time (a query's latency is issue to answer), batched
+ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). A run on several test sets shares
+``min_seconds``, the batch-1 samples and the warm-up among them (:class:`~.loadgen_fresh.RunShare`). Noise: the worker's
+own view of other processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
 measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
 """
 
@@ -67,6 +67,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     query_kind,
     read_examples,
     replay_check,
+    run_share,
     split_lead,
     split_modes,
     spread_reserve,
@@ -74,7 +75,6 @@ from dynadesk.orchestration.loadgen_fresh import (
     unjudged_replays,
     vocabulary,
     warm_up_examples,
-    window_seconds,
     window_share,
 )
 from dynadesk.orchestration.token_order import order_test_sets
@@ -160,8 +160,8 @@ class LoadGen:
         self.datasets: dict[str, Any] = {}
         self.answers: dict[str, dict[str, object]] = {}
         self.finished = False
-        tests = sum(d.role == "test" for d in self.spec.datasets)
-        self.window_s = window_seconds(self.spec.settings.min_seconds, tests)  # a timed window's least seconds
+        s, tests = self.spec.settings, sum(d.role == "test" for d in self.spec.datasets)
+        self.share = run_share(s.min_seconds, s.latency_samples, s.warmup, s.trials, tests)  # per test set
         self.refused: str | None = None  # why the host refused the windows, when it did (the run's verdict)
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
@@ -284,19 +284,18 @@ class LoadGen:
         self._hello()
         self.issuing = True  # from the warm-up on: the worker's allocator is the timing one until the pass
         s = self.spec.settings
-        for ds in self.spec.datasets:
-            if ds.role != "test":
-                continue
+        for index, ds in enumerate(d for d in self.spec.datasets if d.role == "test"):
+            self.warmup = self.share.warmup(index)  # this test set's warm-up queries
             if ds.name in self.orders:  # read (and ordered) before the worker started
                 examples, order, how = self.orders[ds.name]
             else:
                 examples = read_examples(self.data_dir / ds.file)
                 order, how = host_order(examples, self.inputs), "characters"
-            one, many = split_modes(order, s.batch_size)
-            words = vocabulary(examples, self.inputs)
+            (one, many), words = split_modes(order, s.batch_size), vocabulary(examples, self.inputs)
             issued: set[int] = set()  # both modes': a batch-1 answer must not serve a batched query
             self.answers[ds.name] = {}
-            batch1 = self._measure(ds.name, "batch1", examples, Fresh(one, 1, issued), words, s.latency_samples, 1)
+            batch1 = self._measure(ds.name, "batch1", examples, Fresh(one, 1, issued), words,
+                                   self.share.latency_per_window, 1)
             lat = latency(batch1.pop("per_call_ms"), batch1.pop("per_trial_ms"))
             batched = self._measure(ds.name, "batched", examples, Fresh(many, s.batch_size, issued), words,
                                     math.ceil(s.batched_queries / s.batch_size), BATCHED_IN_FLIGHT)
@@ -323,7 +322,7 @@ class LoadGen:
         started, first_sweep = time.perf_counter(), 0.0
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
-            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.window_s)
+            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.share.window_s)
             unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())  # its first trial sets first_sweep
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
@@ -335,7 +334,7 @@ class LoadGen:
                 cpu0 = time.thread_time()
                 self._send({"op": "window", "set": name, "mode": mode})
                 timed: list[tuple[str, float]] = []
-                queries, seconds, calls, inside = self._window(name, examples, sample, depth, self.window_s,
+                queries, seconds, calls, inside = self._window(name, examples, sample, depth, self.share.window_s,
                                                                pool, timed)
                 services += [Service(attempt, kind, each) for kind, each in timed]
                 self._send({"op": "end"})
@@ -366,19 +365,19 @@ class LoadGen:
         attempts = [a for i, a in enumerate(attempts) if i not in left_out]
         last = attempts[-1]
         return throughput_result(attempts, {
-            "issued_by": "host", "loadgen": PROTOCOL, "warmup": s.warmup,
+            "issued_by": "host", "loadgen": PROTOCOL, "warmup": self.warmup,
             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-            "window_seconds": self.window_s, "trials": s.trials, "retries": s.noise_retries,
-            "examples_issued": len(pool.issued), "share": len(pool.order),
-            "asked_again": sum(1 for x in services if x.kind == AGAIN),
+            "window_seconds": self.share.window_s, "trials": s.trials,
+            "retries": s.noise_retries, "examples_issued": len(pool.issued), "share": len(pool.order),
+            "asked_again": sum(1 for x in services if x.kind == AGAIN), "test_sets": self.share.sets,
             "left_out": [left_out[i] for i in sorted(left_out)]})
 
     def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after
         ``WARMUP_S``), on inputs of the units' lengths made of random words of the set
         (:func:`warm_up_examples`); the mean seconds of one, which sizes the windows."""
-        want = max(1, self.spec.settings.warmup)
+        want = max(1, self.warmup)
         units = pool.all_units()
         spent, done, taken = 0.0, 0, {str(ex.get(k)) for ex in examples for k in self.inputs}  # never drawn
         for p in strata(len(units), want, 0.5):

@@ -42,10 +42,11 @@ import json
 import math
 import random
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from dynadesk.evaluator.measurement import SPREAD, median
+from dynadesk.evaluator.measurement import MIN_TAIL, SPREAD, median
 
 # an example asked again answered this many times faster than first-time ones: a cache. An honest tiny model on a
 # loaded 2-core machine was 4x faster on its repeats (warm primitives per input shape, a worker woken for the
@@ -214,6 +215,48 @@ def window_seconds(min_seconds: float, test_sets: int) -> float:
     if test_sets <= 1:
         return min_seconds
     return max(min(min_seconds, MIN_WINDOW_S), min_seconds / test_sets)
+
+
+# the highest latency percentile a test set's batch-1 windows must never leave thin (measurement.MIN_TAIL samples
+# above it): p99 needs 500 samples, more than a run's default 3 x 64; p90 needs 50
+UNTHIN_PERCENTILE = 90
+LATER_WARMUP = 2  # warm-up queries, at least, of each test set after a run's first (they size its windows)
+
+
+@dataclass(frozen=True)
+class RunShare:
+    """A run's timed-window budget, shared among its test sets so that a run's windows cost about what one test
+    set's do (issue 50 item 2: the fixed time per run), as :func:`window_seconds` shares ``min_seconds``.
+
+    A fast model's windows are clock-bound (``window_s``). A slow model's batch-1 windows are sized by their
+    sample, so that is shared too: ``latency_samples`` divided among the sets, never fewer than keep p90 out of
+    ``too_few_samples`` (``ceil(MIN_TAIL / 0.1 / trials)``: 17 for 3 trials); and each set after the first warms
+    up with ``warmup`` divided among the sets (at least ``LATER_WARMUP``: the model is warm by then, and the
+    warm-up only sizes the set's windows). MiniLM on the demo's 4 test sets spent 8-11 s in batch-1 windows.
+    Batched sweeps are not shared: a sweep of a set's whole half times the same batches in every trial, and
+    strata of 4 batches instead (what a shorter sweep would be) read the same MiniLM sets with 0.03-0.26 of
+    spread from their content alone (the same batches timed in process), where the sweeps' was the machine's.
+    A run on one test set is unchanged. Each value is in the set's ``protocol``; an audit re-measures the same
+    sets, so it shares alike."""
+
+    sets: int
+    window_s: float  # a window's least seconds (:func:`window_seconds`)
+    latency_per_window: int  # batch-1 queries a window asks
+    first_warmup: int  # the first test set's warm-up queries
+    later_warmup: int  # every other set's
+
+    def warmup(self, index: int) -> int:
+        """Warm-up queries of the run's ``index``-th test set (0: the first)."""
+        return self.first_warmup if index == 0 else self.later_warmup
+
+
+def run_share(min_seconds: float, latency_samples: int, warmup: int, trials: int, test_sets: int) -> RunShare:
+    """The :class:`RunShare` of a run's settings over its ``test_sets``."""
+    sets = max(1, test_sets)
+    unthin = math.ceil(MIN_TAIL / (1 - UNTHIN_PERCENTILE / 100) / max(1, trials) - 1e-9)
+    return RunShare(sets, window_seconds(min_seconds, sets),
+                    min(latency_samples, max(math.ceil(latency_samples / sets), unthin)), warmup,
+                    min(warmup, max(LATER_WARMUP, math.ceil(warmup / sets))))
 
 
 def hold_to_first_sweep(attempt: dict[str, Any], first: float) -> None:

@@ -25,14 +25,14 @@ Samples (issue 50 item 2): the host orders each test set by length, in the model
 pass does, else in characters (:mod:`.token_order`), and gives each mode half of its batches (:func:`split_modes`);
 batch-1 windows take ``latency_samples`` examples, one from each equal stratum of their half; batched windows its whole
 half where one sweep of it fits a window (the pass's own batches, each once), else ``ceil(batched_queries /
-batch_size)`` of its batches, one from each stratum; the strata are drawn from the examples not yet issued, so they move
-from window to window. The warm-up's speed sizes the windows (fewer strata when a window would pass ``MAX_WINDOW_S``;
-:func:`window_share`), so every width is timed in proportion whatever the load. A window issues its sample whole,
-repeated until ``min_seconds`` has passed; batch-1 queries one at a time (a query's latency is issue to answer), batched
-ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). A run on several test sets shares
-``min_seconds``, the batch-1 samples and the warm-up among them (:class:`~.loadgen_fresh.RunShare`). Noise: the worker's
-own view of other processes' CPU (in-process, see docs/measurement.md) plus the spread of the host's figures; a noisy
-measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
+batch_size)`` of its batches, one from each stratum, drawn from the examples not yet issued, each trial's pace weighed
+by its batches' padded tokens against the half's (:func:`~.loadgen_fresh.length_factor`). The warm-up's speed sizes the
+windows (:func:`window_share`), so every width is timed in proportion whatever the load. A window issues its sample
+whole, repeated until ``min_seconds`` has passed; batch-1 queries one at a time (a query's latency is issue to answer),
+batched ones up to ``BATCHED_IN_FLIGHT`` at a time (the model never waits for the host). A run on several test sets
+shares ``min_seconds``, the batch-1 samples, the warm-up and the sweeps among them (:class:`~.loadgen_fresh.RunShare`).
+Noise: the worker's own view of other processes' CPU (in-process, see docs/measurement.md) plus the spread of the
+host's figures; a noisy measurement is taken again as before (:mod:`dynadesk.evaluator.measurement`).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     hold_to_first_sweep,
     host_order,
     interleave,
+    length_factor,
     passes_ahead,
     query_kind,
     read_examples,
@@ -77,7 +78,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     warm_up_examples,
     window_share,
 )
-from dynadesk.orchestration.token_order import order_test_sets
+from dynadesk.orchestration.token_order import SetOrder, order_test_sets
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
 MAX_LINE = 64 << 20  # one message (a hello with a large set's order, a batch's answers)
@@ -108,15 +109,11 @@ def answer_key(prediction: object) -> object:
 
 
 def trial_phase(trial: int, trials: int, unit_size: int) -> float:
-    """Where in each stratum a trial's window takes its unit (:func:`strata`).
-
-    Batch-1 windows rotate with the trial: their strata are narrow (64 a window), and the trials together time
-    more of the set's lengths for the latency percentiles. Batched windows take each stratum's middle in every
-    trial: with 4 strata a window, a stratum spans a quarter of the set's lengths, and rotating put the trials
-    on systematically shorter, middle and longer inputs; a demo run's MiniLM trials fell with their phase in
-    every set (277, 240, 190 examples/s), the spread rule read that as noise (25-45 %), each measurement was
-    retried and still stored noisy, and its audit could compare no throughput. The stored figure, the trials'
-    median, was the middle one's already."""
+    """Where in each stratum a trial's window takes its unit (:func:`strata`): batch-1 windows rotate with the
+    trial (their strata are narrow, and the trials together time more of the set's lengths for the percentiles);
+    batched windows take each stratum's middle in every trial: rotating put the trials on systematically shorter,
+    middle and longer inputs (a demo run's MiniLM trials fell with their phase in every set, 277, 240, 190
+    examples/s, read as noise: retried, stored noisy, its audit compared no throughput)."""
     return 0.5 if unit_size > 1 else (trial + 0.5) / trials
 
 
@@ -139,7 +136,8 @@ class LoadGen:
         self.spec = Spec.read(spec_file)
         self.data_dir, self.out_dir = Path(data_dir), Path(out_dir)
         self.model_dir = Path(model_dir) if model_dir is not None else None
-        self.orders: dict[str, tuple[list[dict[str, Any]], list[int], str]] = {}  # set -> examples, order, how
+        self.orders: dict[str, SetOrder] = {}  # test set -> its examples, order and lengths
+        self.tokens: list[int] | None = None  # the test set being measured's token counts, where the host has them
         self.dir = Path(tempfile.mkdtemp(prefix="dynadesk-lg-"))  # short: a socket path has 108 bytes
         os.chmod(self.dir, 0o711)  # the sandbox user may connect, nobody may list it
         self.path = self.dir / SOCKET_NAME
@@ -287,9 +285,9 @@ class LoadGen:
         for index, ds in enumerate(d for d in self.spec.datasets if d.role == "test"):
             self.warmup = self.share.warmup(index)  # this test set's warm-up queries
             if ds.name in self.orders:  # read (and ordered) before the worker started
-                examples, order, how = self.orders[ds.name]
+                examples, order, how, self.tokens = self.orders[ds.name]
             else:
-                examples = read_examples(self.data_dir / ds.file)
+                examples, self.tokens = read_examples(self.data_dir / ds.file), None
                 order, how = host_order(examples, self.inputs), "characters"
             (one, many), words = split_modes(order, s.batch_size), vocabulary(examples, self.inputs)
             issued: set[int] = set()  # both modes': a batch-1 answer must not serve a batched query
@@ -320,9 +318,11 @@ class LoadGen:
         attempts: list[dict[str, Any]] = []
         services: list[Service] = []
         started, first_sweep = time.perf_counter(), 0.0
+        sweep_max = self.share.sweep_for(self.tokens is not None)  # shared where strata trials are weighed
         for attempt in range(s.noise_retries + 1):
             each = self._warm_up(name, examples, pool, words)
-            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.share.window_s)
+            share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.share.window_s,
+                                               sweep_max)
             unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())  # its first trial sets first_sweep
             trials: list[dict[str, Any]] = []
             per_call: list[float] = []
@@ -341,10 +341,11 @@ class LoadGen:
                 harness_cpu_s += time.thread_time() - cpu0
                 if seconds <= 0:
                     raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
+                factor = length_factor(sample, pool.all_units(), self.tokens) if depth > 1 and self.tokens and \
+                    not sweep else 1.0  # batched strata trials weighed by their lengths (a sweep: the whole half)
                 trials.append({"queries": queries, "seconds": seconds, "short": False, "calls": len(calls),
-                               "value": queries / seconds, "attempt": attempt, "trial": trial,
-                               "sample": [u[0] for u in sample],
-                               "worker_seconds": inside})
+                               "value": queries / seconds * factor, "length_factor": factor, "attempt": attempt,
+                               "trial": trial, "sample": [u[0] for u in sample], "worker_seconds": inside})
                 per_call += calls
                 per_trial.append(calls)
             self._send({"op": "noise", "harness_cpu_s": harness_cpu_s})
@@ -368,7 +369,7 @@ class LoadGen:
             "issued_by": "host", "loadgen": PROTOCOL, "warmup": self.warmup,
             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
-            "window_seconds": self.share.window_s, "trials": s.trials,
+            "window_seconds": self.share.window_s, "trials": s.trials, "sweep_max_s": sweep_max,
             "retries": s.noise_retries, "examples_issued": len(pool.issued), "share": len(pool.order),
             "asked_again": sum(1 for x in services if x.kind == AGAIN), "test_sets": self.share.sets,
             "left_out": [left_out[i] for i in sorted(left_out)]})

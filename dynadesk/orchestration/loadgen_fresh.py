@@ -178,13 +178,14 @@ class Fresh:
 
 
 def window_share(pool: Fresh, each: float, per_window: int, trials: int, batched: bool,
-                 min_seconds: float) -> tuple[int, bool, bool]:
+                 min_seconds: float, sweep_max_s: float = SWEEP_MAX_S) -> tuple[int, bool, bool]:
     """(units each trial's window takes, whether from the unseen ones, whether it is its mode's whole half) for
     a measurement whose warm-up query took ``each`` seconds.
 
     A batched window sweeps its mode's whole half where one sweep should last from ``min_seconds`` to
-    ``SWEEP_MAX_S`` (a faster model's window cycles its sample, and there the lead and the fill below keep the
-    tiny model's loaded figure at the pass: sweeps cycled read 0.84x, five loaded rounds): the same
+    ``sweep_max_s`` (``SWEEP_MAX_S``, shared among a run's test sets where strata trials are weighed by their
+    lengths: :attr:`RunShare.sweep_max_s`; a faster model's window cycles its sample, and there the lead and the
+    fill below keep the tiny model's loaded figure at the pass: sweeps cycled read 0.84x, five loaded rounds): the same
     units in every trial (the trials' spread is then the machine's, not their samples'), each asked again after
     the first trial (:func:`hold_to_first_sweep` bounds what a cache gains there). One unit from each of
     ``per_window`` strata missed a set's tail: MiniLM on 512 texts, quiet, 8 batched units, the first attempt's
@@ -197,7 +198,7 @@ def window_share(pool: Fresh, each: float, per_window: int, trials: int, batched
     some (a small set or a retry asks its share again, and :func:`replay_check` compares the examples asked
     again with their first answers)."""
     whole = len(pool.all_units())
-    if batched and min_seconds <= each * whole <= SWEEP_MAX_S and each > 0:
+    if batched and min_seconds <= each * whole <= sweep_max_s and each > 0:
         return whole, False, True
     k = max(1, min(per_window, int(MAX_WINDOW_S / each) if each > 0 else per_window))
     fresh = len(pool.units()) >= trials
@@ -233,21 +234,29 @@ class RunShare:
     ``too_few_samples`` (``ceil(MIN_TAIL / 0.1 / trials)``: 17 for 3 trials); and each set after the first warms
     up with ``warmup`` divided among the sets (at least ``LATER_WARMUP``: the model is warm by then, and the
     warm-up only sizes the set's windows). MiniLM on the demo's 4 test sets spent 8-11 s in batch-1 windows.
-    Batched sweeps are not shared: a sweep of a set's whole half times the same batches in every trial, and
-    strata of 4 batches instead (what a shorter sweep would be) read the same MiniLM sets with 0.03-0.26 of
-    spread from their content alone (the same batches timed in process), where the sweeps' was the machine's.
-    A run on one test set is unchanged. Each value is in the set's ``protocol``; an audit re-measures the same
-    sets, so it shares alike."""
+    A batched sweep of a set's whole half is shared alike (``sweep_max_s``: a set whose half sweeps in over
+    ``SWEEP_MAX_S / sets`` takes strata of its batches instead) where the host counts the model's tokens, so each
+    strata trial is weighed by its batches' padded lengths (:func:`length_factor`): unweighed, strata of 4 MiniLM
+    batches read the demo's sets with 0.03-0.26 of spread from their content alone (the same batches timed in
+    process), where the sweeps' was the machine's; weighed, 0.05-0.13, medians 0.98-1.03x the sweep. A set
+    ordered by characters keeps the whole ``SWEEP_MAX_S``. A run on one test set is unchanged. Each value is in
+    the set's ``protocol``; an audit re-measures the same sets, so it shares alike."""
 
     sets: int
     window_s: float  # a window's least seconds (:func:`window_seconds`)
     latency_per_window: int  # batch-1 queries a window asks
     first_warmup: int  # the first test set's warm-up queries
     later_warmup: int  # every other set's
+    sweep_max_s: float  # the longest batched sweep of a set's half, where strata trials are weighed by length
 
     def warmup(self, index: int) -> int:
         """Warm-up queries of the run's ``index``-th test set (0: the first)."""
         return self.first_warmup if index == 0 else self.later_warmup
+
+    def sweep_for(self, weighed: bool) -> float:
+        """The longest batched sweep of a test set's half: shared among the sets where its strata trials would be
+        weighed by their lengths (the host counted its tokens), else the whole ``SWEEP_MAX_S``."""
+        return self.sweep_max_s if weighed else SWEEP_MAX_S
 
 
 def run_share(min_seconds: float, latency_samples: int, warmup: int, trials: int, test_sets: int) -> RunShare:
@@ -256,7 +265,35 @@ def run_share(min_seconds: float, latency_samples: int, warmup: int, trials: int
     unthin = math.ceil(MIN_TAIL / (1 - UNTHIN_PERCENTILE / 100) / max(1, trials) - 1e-9)
     return RunShare(sets, window_seconds(min_seconds, sets),
                     min(latency_samples, max(math.ceil(latency_samples / sets), unthin)), warmup,
-                    min(warmup, max(LATER_WARMUP, math.ceil(warmup / sets))))
+                    min(warmup, max(LATER_WARMUP, math.ceil(warmup / sets))), SWEEP_MAX_S / sets)
+
+
+# a strata trial's length factor never raises its pace by more than this: the lengths come from the submitter's
+# tokenizer, and a graph whose time does not follow them (an ONNX export padding every input to its longest) would
+# otherwise gain up to 4 / 3 with lengths shaped for the strata; honest sets read 0.71-1.15 (the demo's MiniLM
+# sets 0.86-1.15). A factor below one only lowers a figure, so it is not bounded
+LENGTH_FACTOR_BOUND = 1.25
+
+
+def padded_cost(unit: Sequence[int], tokens: Sequence[int]) -> int:
+    """What a batch of ``unit`` costs the model in token positions: each example padded to the batch's longest
+    (the pass pads so; attention and the matmuls scale with it, the rest of a call is small beside it)."""
+    return len(unit) * max(tokens[i] for i in unit)
+
+
+def length_factor(sample: Sequence[Sequence[int]], half: Sequence[Sequence[int]], tokens: Sequence[int]) -> float:
+    """How much more a strata trial's examples cost than its mode's whole half's, per example, in padded tokens
+    (:func:`padded_cost`), at most ``LENGTH_FACTOR_BOUND``: the trial's examples per second times this is its pace
+    on the half's mix of lengths, the figure a whole sweep gives. Strata of 4 batches otherwise carried their
+    content into the trials' spread (0.03-0.26 on the demo's sets, MiniLM) and the median (1.05-1.15x the pass);
+    weighed, 0.05-0.13 and 0.98-1.03x the sweep, the same batches timed in process."""
+    def per_example(units: Sequence[Sequence[int]]) -> float:
+        return sum(padded_cost(u, tokens) for u in units) / max(1, sum(len(u) for u in units))
+
+    whole = per_example(half)
+    if whole <= 0 or not sample:
+        return 1.0
+    return min(LENGTH_FACTOR_BOUND, per_example(sample) / whole)
 
 
 def hold_to_first_sweep(attempt: dict[str, Any], first: float) -> None:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dynadesk.orchestration.loadgen_fresh import host_order, read_examples
 
@@ -39,11 +39,18 @@ MEMORY_BYTES = 4 << 30  # the child's address space
 DEFAULT_MAX_LENGTH = 256  # the classifier adapters' (evaluator/adapters.py), when the manifest names none
 
 
-def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None,
-                    inputs: list[str]) -> dict[str, tuple[list[dict[str, Any]], list[int], str]]:
-    """Each test set's examples, its order for the windows and how it was made (``"tokens"``, or
-    ``"characters: <why>"``); a set the host cannot read is left out (the load generator reports it when it
-    reads the set itself)."""
+class SetOrder(NamedTuple):
+    """A test set as the host's windows take it."""
+
+    examples: list[dict[str, Any]]
+    order: list[int]  # example indices by length (:func:`host_order`)
+    how: str  # ``"tokens"``, or ``"characters: <why>"``
+    tokens: list[int] | None  # each example's token count where ``how`` is tokens (what a batch pads to)
+
+
+def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None, inputs: list[str]) -> dict[str, SetOrder]:
+    """Each test set's :class:`SetOrder`; a set the host cannot read is left out (the load generator reports it
+    when it reads the set itself)."""
     manifest = spec.model.get("manifest") or {}
     manifest = manifest if isinstance(manifest, dict) else {}
     given = manifest.get("inputs")
@@ -57,7 +64,7 @@ def order_test_sets(spec: Spec, data_dir: Path, model_dir: Path | None,
         except (OSError, ValueError):
             continue
         tokens, how = token_lengths(model_dir, manifest, [[str(ex.get(f, "")) for ex in examples] for f in fields])
-        orders[ds.name] = (examples, host_order(examples, inputs, tokens), how)
+        orders[ds.name] = SetOrder(examples, host_order(examples, inputs, tokens), how, tokens)
     return orders
 
 

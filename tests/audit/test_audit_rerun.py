@@ -66,12 +66,14 @@ def test_a_bundle_made_here_reruns_with_every_deterministic_field_identical(made
     assert {c.field for c in measured} >= {"metrics[(run)].throughput", "metrics[(run)].memory"}
     for c in measured:
         # judged against the re-measurement; not judged when that one was noisy (a loaded machine), nor a latency
-        # percentile the re-measurement says rests on too few samples or could not hold between its own trials
-        # (dynadesk/audit/compare.py)
+        # percentile the re-measurement says rests on too few samples or could not hold between its own trials,
+        # nor a claim below the re-measurement whose own signed run was flagged noisy (it was measured beside this
+        # suite's other workers: compare.understated_by_noise; seen twice in 2-worker runs) (dynadesk/audit/compare.py)
         thin = c.field.split(".")[-1].startswith("latency_p") and (
             "too few samples" in c.note or "between its own trials" in c.note)
+        understated = "the bundle's own run was flagged noisy" in c.note
         assert c.verdict in (WITHIN, DIFFERS) or (c.verdict == NOT_COMPARABLE and
-                                                  ("noisy" in report.not_comparable or thin)), c
+                                                  ("noisy" in report.not_comparable or thin or understated)), c
         assert not c.fails  # a measured field never fails the deterministic verdict
         assert c.tolerance == bundle.payload.to_json()["tolerances"][c.field.split(".")[-1]]["relative"]
     assert report.get("environment.hardware").verdict == IDENTICAL

@@ -182,7 +182,8 @@ def test_the_host_has_counted_the_tokens_before_the_worker_starts(tiny: Path, tm
     (tmp_path / "out").mkdir()
     lg = start_loadgen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out", tiny)
     try:
-        examples, order, how = lg.orders["s"]  # no thread still counting: the order is there on return
+        examples, order, how, tokens = lg.orders["s"]  # no thread still counting: the order is there on return
         assert how == "tokens" and sorted(order) == list(range(len(texts))) and len(examples) == len(texts)
+        assert tokens is not None and [tokens[i] for i in order] == sorted(tokens)  # what the length factor reads
     finally:
         lg.close()

@@ -11,13 +11,12 @@ input's words), with one batch ten times longer than the rest.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from pathlib import Path
 
+from support.loadgen_stand_in import run_to_end
+
 from dynadesk.evaluator.measurement import SPREAD
-from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen
+from dynadesk.orchestration.loadgen import LoadGen
 from dynadesk.orchestration.loadgen_fresh import (
     SWEEP_MAX_S,
     Fresh,
@@ -57,40 +56,18 @@ def _loadgen(tmp_path: Path, texts: list[str], retries: int = 0) -> LoadGen:
     return LoadGen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out").start()
 
 
-def _padded_model(lg: LoadGen, repeat_factor: float = 1.0) -> None:
-    """The worker's side: each query sleeps its padded size (divided by ``repeat_factor`` when every input was
-    asked before: a partial cache); no noise reported."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(lg.path))
-    rfile = sock.makefile("rb")
-    send = lambda m: sock.sendall(json.dumps(m).encode() + b"\n")  # noqa: E731
-    send({"hello": PROTOCOL})
-    seen: set[str] = set()
-    while line := rfile.readline():
-        m = json.loads(line)
-        if m.get("op") == "query":
-            texts = [ex["statement"] for ex in m["examples"]]
-            time.sleep(_cost_s(texts) / (repeat_factor if seen.issuperset(texts) else 1.0))
-            seen.update(texts)
-            send({"nonce": m["nonce"], "predictions": [{"label": "a"}] * len(m["examples"]), "seconds": 0.0})
-        elif m.get("op") == "noise":
-            send({"noise": {"reasons": []}})
-        elif m.get("op") == "done":
-            send({"op": "written"})
-            break
-    sock.close()
-
-
 def _batched_figure(lg: LoadGen, repeat_factor: float = 1.0) -> dict:
-    """Run the stand-in against the host's load generator to the end; the set's stored batched measurement."""
-    worker = threading.Thread(target=_padded_model, args=(lg, repeat_factor), daemon=True)
-    worker.start()
-    worker.join(timeout=120)
-    lg._thread.join(timeout=60)
-    lg.close()
-    report = lg.report()
-    assert report["finished"], report["problems"]
-    return report["datasets"]["s"]["batched"]
+    """Run the stand-in against the host's load generator to the end; the set's stored batched measurement. Each
+    query sleeps its padded size (divided by ``repeat_factor`` when every input was asked before: a partial
+    cache)."""
+    seen: set[str] = set()
+
+    def seconds_for(texts: list[str]) -> float:
+        took = _cost_s(texts) / (repeat_factor if seen.issuperset(texts) else 1.0)
+        seen.update(texts)
+        return took
+
+    return run_to_end(lg, seconds_for, "a")["datasets"]["s"]["batched"]
 
 
 def test_a_batched_sweep_weighs_the_sets_tail_as_the_pass_does(tmp_path):

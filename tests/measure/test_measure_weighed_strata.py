@@ -14,17 +14,15 @@ own bounded child from the same file.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from support.eval import LABELS
+from support.loadgen_stand_in import run_to_end
 from support.tiny_models import make_tiny_classifier
 
 from dynadesk.evaluator.measurement import SPREAD
-from dynadesk.orchestration.loadgen import PROTOCOL, LoadGen
+from dynadesk.orchestration.loadgen import LoadGen
 from dynadesk.orchestration.loadgen_fresh import (
     LENGTH_FACTOR_BOUND,
     SWEEP_MAX_S,
@@ -68,26 +66,6 @@ def _cost_s(lengths: list[int]) -> float:
     return PER_TOKEN_S * len(lengths) * max(lengths)
 
 
-def _stand_in(lg: LoadGen, count) -> None:
-    """The worker's side: each query sleeps its padded tokens' time; no noise reported."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(lg.path))
-    rfile = sock.makefile("rb")
-    send = lambda m: sock.sendall(json.dumps(m).encode() + b"\n")  # noqa: E731
-    send({"hello": PROTOCOL})
-    while line := rfile.readline():
-        m = json.loads(line)
-        if m.get("op") == "query":
-            time.sleep(_cost_s([count(ex["statement"]) for ex in m["examples"]]))
-            send({"nonce": m["nonce"], "predictions": [{"label": LABELS[0]}] * len(m["examples"]), "seconds": 0.0})
-        elif m.get("op") == "noise":
-            send({"noise": {"reasons": []}})
-        elif m.get("op") == "done":
-            send({"op": "written"})
-            break
-    sock.close()
-
-
 def test_a_runs_sets_take_weighed_strata_that_read_each_halfs_sweep_pace(tiny: Path, tmp_path: Path) -> None:
     from dynadesk.evaluator.schema import DatasetSpec, Settings, Spec
 
@@ -107,13 +85,8 @@ def test_a_runs_sets_take_weighed_strata_that_read_each_halfs_sweep_pace(tiny: P
     (tmp_path / "out").mkdir()
     count = _counter(tiny)
     lg = LoadGen(tmp_path / "spec" / "spec.json", tmp_path / "data", tmp_path / "out", tiny).start()
-    worker = threading.Thread(target=_stand_in, args=(lg, count), daemon=True)
-    worker.start()
-    worker.join(timeout=180)
-    lg._thread.join(timeout=60)
-    lg.close()
-    report = lg.report()
-    assert report["finished"], report["problems"]
+    # the model's side: each query's time its padded tokens', counted with the same tokenizer file
+    report = run_to_end(lg, lambda texts: _cost_s([count(t) for t in texts]), LABELS[0], timeout_s=180)
 
     windows, sweeps = 0.0, 0.0
     for name, texts in sets.items():

@@ -45,7 +45,6 @@ import secrets
 import shutil
 import socket
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -78,6 +77,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     warm_up_examples,
     window_share,
 )
+from dynadesk.orchestration.run_dirs import make_run_dir
 from dynadesk.orchestration.token_order import SetOrder, order_test_sets
 
 PROTOCOL = "dynadesk-loadgen/2"  # 2: the windows precede the pass and the data (the replay hole)
@@ -138,7 +138,7 @@ class LoadGen:
         self.model_dir = Path(model_dir) if model_dir is not None else None
         self.orders: dict[str, SetOrder] = {}  # test set -> its examples, order and lengths
         self.tokens: list[int] | None = None  # the test set being measured's token counts, where the host has them
-        self.dir = Path(tempfile.mkdtemp(prefix="dynadesk-lg-"))  # short: a socket path has 108 bytes
+        self.dir = make_run_dir("lg")  # removed by close(); a killed run's by the next run (run_dirs)
         os.chmod(self.dir, 0o711)  # the sandbox user may connect, nobody may list it
         self.path = self.dir / SOCKET_NAME
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -150,7 +150,7 @@ class LoadGen:
         self.issuing = False  # the timed windows are on (the memory floor's samples skip them)
         self.windows_over = False  # the worker acknowledged the figures: its prediction pass comes next
         self.pass_over = False  # every dataset's finished predictions are in out/parts (sticky)
-        self.sandbox_data = Path(tempfile.mkdtemp(prefix="dynadesk-data-"))  # the sandbox's data: empty until staged
+        self.sandbox_data = make_run_dir("data")  # the sandbox's data: empty until staged
         os.chmod(self.sandbox_data, 0o755)
         self.inputs = [str(f["name"]) for f in self.spec.task.get("inputs") or [] if isinstance(f, dict)]
         self._rng = random.Random(secrets.token_hex(16))

@@ -38,3 +38,22 @@ def measurement_lines(environment: dict[str, Any]) -> list[str]:
     if thin:
         lines.append(f"latency {', '.join(thin)}: too few samples above the percentile to rest on")
     return lines
+
+
+def weighed_lines(profile: dict[str, Any]) -> list[str]:
+    """One line per test set whose batched figure came from strata trials weighed by their lengths (a slow model's
+    run on several sets, :func:`dynadesk.orchestration.loadgen_fresh.length_factor`): the figure is then the trials'
+    pace on the set's mix of lengths, not their bare examples per second, and a reader comparing it with the
+    trials' own counts needs to know. Sets swept whole (factor 1) print nothing."""
+    measured = profile.get("measurement") if isinstance(profile, dict) else None
+    sets = measured.get("datasets") if isinstance(measured, dict) else None
+    lines = []
+    for name, modes in (sets if isinstance(sets, dict) else {}).items():
+        batched = modes.get("batched") if isinstance(modes, dict) else None
+        trials = batched.get("trials") if isinstance(batched, dict) else None
+        factors = [t["length_factor"] for t in trials or [] if isinstance(t, dict)
+                   and isinstance(t.get("length_factor"), (int, float)) and t["length_factor"] != 1.0]
+        if factors:
+            lines.append(f"batched {name}: {len(trials or [])} strata trials, weighed by their batches' padded tokens "
+                         f"against the set's (factors {min(factors):.2f}-{max(factors):.2f}; docs/measurement.md)")
+    return lines

@@ -114,9 +114,9 @@ def _show(record: EvaluationRecord, as_json: bool, served: bool = False) -> None
         echo_table(["dataset", "metric", "value", "unit", "deterministic"], _summary_rows(record))
     for note in record.profile.get("notes", []):
         click.echo(f"note: {note}")
-    from dynadesk.audit.hardware import measurement_lines  # measure branch: hardware class and noise
+    from dynadesk.audit.hardware import measurement_lines, weighed_lines  # hardware class, noise, weighed trials
 
-    for line in measurement_lines(record.environment or {}):
+    for line in measurement_lines(record.environment or {}) + weighed_lines(record.profile or {}):
         click.echo(line)
 
 

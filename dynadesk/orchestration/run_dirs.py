@@ -6,8 +6,15 @@ outright (``kill -9``, an out-of-memory kill, a power cut's reboot aside) never 
 kill tests left 85 pairs in a day. Where the system's temporary folder is another file system than the workspace
 (a tmpfs ``/tmp``, common), the sandbox's data folder holds *copies* of the run's data files (a hard link cannot
 cross file systems), so each killed run kept its test sets in memory until the next reboot. Each folder's name
-carries its maker's process id; a folder whose maker is gone (no such process, or one started after the folder
-was last changed: the id was reused) is removed the next time any run makes its own.
+carries its maker's PID namespace and process id; a folder whose maker is gone (no such process, or one started
+after the folder was last changed: the id was reused) is removed the next time any run makes its own.
+
+A process id means something only in its PID namespace: two DynaDesk containers (or a container and its host)
+sharing one ``/tmp`` see each other's ids as other processes or none, and a sweep by id alone removed a live run's
+socket and data (``tests/reliability/test_reliability_run_dirs.py`` runs one in a namespace of its own). So only
+folders made in this process's namespace are judged; another namespace's are left to a run there. Nor are any
+where ``/proc`` is not this namespace's (a namespace made without its own ``/proc`` mount reads the host's process
+table, where its ids mean other processes): a run there removed its own live socket folder.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from pathlib import Path
 import psutil
 
 KINDS = ("lg", "data")  # the load generator's socket folder, the sandbox's data folder
-_NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-[A-Za-z0-9_]+$")
+_NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-(\d+)-[A-Za-z0-9_]+$")  # namespace, process id, mkdtemp's
 REUSE_SLACK_S = 1.0  # a process's start time is rounded (clock ticks): "started after" means by more than this
 
 
@@ -31,12 +38,26 @@ def make_run_dir(kind: str) -> Path:
     if kind not in KINDS:
         raise ValueError(f"unknown run folder kind {kind!r}")
     sweep_stale_run_dirs()
-    return Path(tempfile.mkdtemp(prefix=f"dynadesk-{kind}-{os.getpid()}-"))  # short: a socket path has 108 bytes
+    # short: a socket path has 108 bytes (/tmp/dynadesk-lg-4026531836-123456-abcdefgh/ leaves 64)
+    return Path(tempfile.mkdtemp(prefix=f"dynadesk-{kind}-{pid_namespace()}-{os.getpid()}-"))
+
+
+def pid_namespace() -> int:
+    """This process's PID namespace (the inode of ``/proc/self/ns/pid``); 0 where there are none (no ``/proc``:
+    macOS), where every process shares the one."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
     """Remove the run folders under ``root`` (the system's temporary folder) whose maker is gone; the removed.
-    Only this user's folders of this module's names are looked at; one that cannot be read or removed is left."""
+    Only this user's folders of this module's names made in this PID namespace are looked at (not those an earlier
+    version named without one: their maker's namespace is unknown); one that cannot be read or removed is left."""
+    namespace = pid_namespace()
+    if not _proc_is_ours():
+        return []
     folder = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
         names = os.listdir(folder)
@@ -45,7 +66,7 @@ def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
     removed = []
     for name in names:
         match = _NAME.match(name)
-        if match is None:
+        if match is None or int(match.group(1)) != namespace:
             continue
         path = folder / name
         try:
@@ -54,12 +75,21 @@ def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
-        if _maker_alive(int(match.group(1)), info.st_mtime):
+        if _maker_alive(int(match.group(2)), info.st_mtime):
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():
             removed.append(path)
     return removed
+
+
+def _proc_is_ours() -> bool:
+    """Whether the process table psutil reads (``/proc``) is this PID namespace's: it names this process by the id
+    this process has. Where there is no ``/proc`` (macOS) psutil asks the kernel itself."""
+    try:
+        return not os.path.isdir("/proc") or os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
 
 
 def _maker_alive(pid: int, changed: float) -> bool:

@@ -147,6 +147,32 @@ def test_a_hostile_tokenizer_file_leaves_the_order_by_characters(tiny: Path, tmp
     assert got is None and how.startswith("characters: ") and why in how and "\n" not in how, how
 
 
+def test_a_runs_sets_are_counted_in_one_child_each_as_alone(tiny: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's test sets go to one tokenizer child (each child cost ~0.2 s of a run's fixed time), with the
+    counts each set gets alone; a set the tokenizer fails on is ordered by characters, the others by tokens."""
+    import subprocess
+
+    children, real = [], subprocess.run
+
+    def counted(*args, **kwargs):  # the real child, counted
+        children.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(token_order.subprocess, "run", counted)
+    manifest = json.loads((tiny / "dynadesk-model.json").read_text())
+    sets = [[_texts(40)], [_texts(7)[::-1], _texts(7)], [["one more"]]]
+    alone = [token_lengths(tiny, manifest, columns) for columns in sets]
+    children.clear()
+    assert token_order.sets_token_lengths(tiny, manifest, sets) == alone and len(children) == 1
+    assert all(how == "tokens" for _, how in alone)
+    bad = _hostile(tiny, tmp_path, _backtracking)
+    got = token_order.sets_token_lengths(bad, manifest, [[["short one"]], [["a" * 40 + "!", "b"]], [["c d"]]])
+    assert [how for _, how in got][::2] == ["tokens", "tokens"] and got[0][0] and got[2][0], got
+    assert got[1][0] is None and got[1][1].startswith("characters: cannot count the tokens") and "\n" not in got[1][1]
+    assert len(children) == 2
+
+
 def test_counting_is_bounded_in_time(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(token_order, "TIMEOUT_S", 0.01)
     manifest = json.loads((tiny / "dynadesk-model.json").read_text())

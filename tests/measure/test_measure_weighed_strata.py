@@ -21,6 +21,7 @@ from support.eval import LABELS
 from support.loadgen_stand_in import run_to_end
 from support.tiny_models import make_tiny_classifier
 
+from dynadesk.audit.hardware import weighed_lines
 from dynadesk.evaluator.measurement import SPREAD
 from dynadesk.orchestration.loadgen import LoadGen
 from dynadesk.orchestration.loadgen_fresh import (
@@ -111,6 +112,10 @@ def test_a_runs_sets_take_weighed_strata_that_read_each_halfs_sweep_pace(tiny: P
         assert report["datasets"][name]["batch1"]["trials"][0]["length_factor"] == 1.0  # batch-1: never weighed
     # three sweeps of each set's half (what a run took before); the strata take 2 of its 8 batches a trial
     assert windows < 0.5 * sweeps, (windows, sweeps)
+    # `runs show` says how each set's batched figure was taken (the profile holds the load generator's report)
+    lines = weighed_lines({"measurement": {"datasets": report["datasets"]}})
+    assert [line.split(":")[0] for line in lines] == [f"batched {name}" for name in sets], lines
+    assert all("3 strata trials, weighed by their batches' padded tokens" in line for line in lines), lines
 
 
 def test_the_sweep_is_shared_among_a_runs_sets() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,8 +17,9 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
-from dynadesk.orchestration.run_dirs import make_run_dir, sweep_stale_run_dirs
+from dynadesk.orchestration.run_dirs import make_run_dir, pid_namespace, sweep_stale_run_dirs
 
 CHILD = """
 import json, sys, time
@@ -68,26 +70,83 @@ def test_the_folders_of_a_run_killed_outright_are_removed_by_the_next_run_and_a_
 
 
 def test_a_folder_whose_process_id_was_reused_is_stale_and_others_are_left(tmp_path):
-    me = os.getpid()
+    me, ns = os.getpid(), pid_namespace()
     started = psutil.Process(me).create_time()
-    reused = tmp_path / f"dynadesk-data-{me}-abcd1234"  # changed last an hour before this process started
+    reused = tmp_path / f"dynadesk-data-{ns}-{me}-abcd1234"  # changed last an hour before this process started
     reused.mkdir()
     (reused / "d000.jsonl").write_text("{}\n")
     os.utime(reused, (started - 3600, started - 3600))
-    ours = tmp_path / f"dynadesk-lg-{me}-efgh5678"
+    ours = tmp_path / f"dynadesk-lg-{ns}-{me}-efgh5678"
     ours.mkdir()
     unknown = tmp_path / "dynadesk-lg-abc-zz"  # not a name this module makes: never touched
     unknown.mkdir()
     a_file = tmp_path / "dynadesk-data-1-x1"
     a_file.write_text("")
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    dead = tmp_path / f"dynadesk-lg-{gone.stdout.strip()}-ijkl9012"
+    dead = tmp_path / f"dynadesk-lg-{ns}-{gone.stdout.strip()}-ijkl9012"
     dead.mkdir()
+    elsewhere = tmp_path / f"dynadesk-lg-{ns + 1}-{gone.stdout.strip()}-qrst7890"  # another PID namespace's
+    elsewhere.mkdir()
+    earlier = tmp_path / f"dynadesk-lg-{gone.stdout.strip()}-uvwx1234"  # an earlier version's: no namespace
+    earlier.mkdir()
     time.sleep(0.1)
     assert sorted(sweep_stale_run_dirs(tmp_path)) == sorted([reused, dead])
-    assert ours.is_dir() and unknown.is_dir() and a_file.is_file()
+    assert ours.is_dir() and unknown.is_dir() and a_file.is_file() and elsewhere.is_dir() and earlier.is_dir()
     if os.geteuid() == 0:  # another user's folder is never removed (only root can make one here)
-        foreign = tmp_path / f"dynadesk-lg-{gone.stdout.strip()}-mnop3456"
+        foreign = tmp_path / f"dynadesk-lg-{ns}-{gone.stdout.strip()}-mnop3456"
         foreign.mkdir()
         os.chown(foreign, 65534, 65534)
         assert sweep_stale_run_dirs(tmp_path) == [] and foreign.is_dir()
+
+
+# A run in a PID namespace of its own (a container sharing the host's /tmp): its init forks children that exit until
+# one has the id it was given (free here: looked up in ours, that id is no process), which runs the load generator.
+IN_A_NAMESPACE = """
+import os, sys
+want = int(sys.argv[1])
+while True:
+    pid = os.fork()
+    if pid == 0:
+        if os.getpid() < want:
+            os._exit(17)
+        sys.argv = sys.argv[1:]
+        exec(sys.argv[2])
+        os._exit(0)
+    if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) != 17:
+        break
+"""
+
+
+def _free_id() -> int:
+    """The lowest process id above 1 that no process has here (a namespace's ids start at 1)."""
+    return next(n for n in range(2, 1 << 16) if not psutil.pid_exists(n))
+
+
+@pytest.mark.parametrize("own_proc", [True, False], ids=["its-own-proc", "the-hosts-proc"])
+def test_a_live_run_in_another_pid_namespace_keeps_its_folders(tmp_path, own_proc):
+    """Two DynaDesk containers on one ``/tmp``, or a container beside its host: a sweep by process id alone read
+    the other namespace's live run as gone and removed its socket and data. And a namespace without its own
+    ``/proc`` (``unshare --pid`` alone) read the host's process table: its run removed its own live socket folder.
+    A real PID namespace (``unshare``, root only: creating one needs CAP_SYS_ADMIN), a real run in it."""
+    if os.geteuid() != 0:
+        raise AssertionError("this test makes a PID namespace: run the suite as root (the CI machine does)")
+    want = _free_id()
+    unshare = ["unshare", "--pid", "--fork", "--kill-child", *(["--mount-proc"] if own_proc else [])]
+    child = subprocess.Popen([*unshare, sys.executable, "-c", IN_A_NAMESPACE, str(want), str(tmp_path / "other"),
+                              CHILD], stdout=subprocess.PIPE, text=True)
+    theirs: list[Path] = []
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, "the run in its own PID namespace did not start"
+        theirs = [Path(p) for p in json.loads(line)]
+        assert all(p.name.split("-")[-2] == str(want) for p in theirs)  # here, no such process
+        assert all(p.is_dir() for p in theirs), "the run in the namespace removed its own live folders"
+        mine = make_run_dir("lg")
+        mine.rmdir()
+        assert all(p.is_dir() for p in theirs), "a live run's folders in another PID namespace were removed"
+    finally:
+        child.kill()
+        child.wait(timeout=30)
+        for p in theirs:
+            shutil.rmtree(p, ignore_errors=True)

@@ -59,6 +59,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     LEAD,
     Fresh,
     Service,
+    TokenPace,
     hold_to_first_sweep,
     host_order,
     interleave,
@@ -72,6 +73,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     split_modes,
     spread_reserve,
     strata,
+    trial_phase,
     unjudged_replays,
     vocabulary,
     warm_up_examples,
@@ -106,15 +108,6 @@ def answer_key(prediction: object) -> object:
             if key in prediction:
                 return prediction[key]
     return json.dumps(prediction, sort_keys=True)
-
-
-def trial_phase(trial: int, trials: int, unit_size: int) -> float:
-    """Where in each stratum a trial's window takes its unit (:func:`strata`): batch-1 windows rotate with the
-    trial (their strata are narrow, and the trials together time more of the set's lengths for the percentiles);
-    batched windows take each stratum's middle in every trial: rotating put the trials on systematically shorter,
-    middle and longer inputs (a demo run's MiniLM trials fell with their phase in every set, 277, 240, 190
-    examples/s, read as noise: retried, stored noisy, its audit compared no throughput)."""
-    return 0.5 if unit_size > 1 else (trial + 0.5) / trials
 
 
 def start_loadgen(spec_file: Path, data_dir: Path, out_dir: Path, model_dir: Path | None = None) -> LoadGen:
@@ -160,6 +153,7 @@ class LoadGen:
         self.finished = False
         s, tests = self.spec.settings, sum(d.role == "test" for d in self.spec.datasets)
         self.share = run_share(s.min_seconds, s.latency_samples, s.warmup, s.trials, tests)  # per test set
+        self.pace = TokenPace()  # the run's batched seconds per padded token: sizes its later sets' windows
         self.refused: str | None = None  # why the host refused the windows, when it did (the run's verdict)
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="dynadesk-loadgen", daemon=True)
@@ -319,8 +313,11 @@ class LoadGen:
         services: list[Service] = []
         started, first_sweep = time.perf_counter(), 0.0
         sweep_max = self.share.sweep_for(self.tokens is not None)  # shared where strata trials are weighed
+        warmed = False  # a later token-ordered set's batched windows are sized by the run's pace (TokenPace)
         for attempt in range(s.noise_retries + 1):
-            each = self._warm_up(name, examples, pool, words)
+            sized = self.pace.each(pool.all_units(), self.tokens) if depth > 1 else None
+            warmed = warmed or sized is None
+            each = sized or self._warm_up(name, examples, pool, words)
             share, fresh, sweep = window_share(pool, each, per_window, s.trials, depth > 1, self.share.window_s,
                                                sweep_max)
             unseen = sweep and all(pool.is_fresh(u) for u in pool.all_units())  # its first trial sets first_sweep
@@ -343,6 +340,8 @@ class LoadGen:
                     raise LoadGenError(f"a timed window of '{name}' ({mode}) took no time on the host's clock")
                 factor = length_factor(sample, pool.all_units(), self.tokens) if depth > 1 and self.tokens and \
                     not sweep else 1.0  # batched strata trials weighed by their lengths (a sweep: the whole half)
+                if depth > 1 and self.tokens:
+                    self.pace.add(seconds, queries, sample, self.tokens)
                 trials.append({"queries": queries, "seconds": seconds, "short": False, "calls": len(calls),
                                "value": queries / seconds * factor, "length_factor": factor, "attempt": attempt,
                                "trial": trial, "sample": [u[0] for u in sample], "worker_seconds": inside})
@@ -366,13 +365,13 @@ class LoadGen:
         attempts = [a for i, a in enumerate(attempts) if i not in left_out]
         last = attempts[-1]
         return throughput_result(attempts, {
-            "issued_by": "host", "loadgen": PROTOCOL, "warmup": self.warmup,
+            "issued_by": "host", "loadgen": PROTOCOL, "warmup": self.warmup if warmed else 0,
             "per_window": len(last["trials"][0]["sample"]) if last["trials"] else 0,
             "asked_per_window": per_window, "in_flight": depth, "min_seconds": s.min_seconds,
             "window_seconds": self.share.window_s, "trials": s.trials, "sweep_max_s": sweep_max,
             "retries": s.noise_retries, "examples_issued": len(pool.issued), "share": len(pool.order),
             "asked_again": sum(1 for x in services if x.kind == AGAIN), "test_sets": self.share.sets,
-            "left_out": [left_out[i] for i in sorted(left_out)]})
+            "left_out": [left_out[i] for i in sorted(left_out)], "sized_by": "warm-up" if warmed else "pace"})
 
     def _warm_up(self, name: str, examples: list[dict[str, Any]], pool: Fresh, words: list[str]) -> float:
         """Untimed queries spread over the widths (``warmup`` of them, at least one, no more after

@@ -436,3 +436,38 @@ def unjudged_replays(services: Sequence[Service]) -> dict[int, str]:
                             f"examples asked before than the {what} ({1000 * median(again):.3f} against "
                             f"{1000 * reference:.3f} ms per example): left out, its figure may be a cache's")
     return out
+
+
+def trial_phase(trial: int, trials: int, unit_size: int) -> float:
+    """Where in each stratum a trial's window takes its unit (:func:`strata`): batch-1 windows rotate with the
+    trial (their strata are narrow, and the trials together time more of the set's lengths for the percentiles);
+    batched windows take each stratum's middle in every trial: rotating put the trials on systematically shorter,
+    middle and longer inputs (a demo run's MiniLM trials fell with their phase in every set, 277, 240, 190
+    examples/s, read as noise: retried, stored noisy, its audit compared no throughput)."""
+    return 0.5 if unit_size > 1 else (trial + 0.5) / trials
+
+
+class TokenPace:
+    """A run's batched trials so far, as seconds per padded token on the host's clock (:func:`padded_cost`): what
+    sizes a later token-ordered set's batched windows in place of its warm-up queries.
+
+    A warm-up only sizes its windows once the model is warm (the run's first set warmed it), and each later set's
+    batched one cost 0.31-0.43 s of a 4-set MiniLM run (two full batches). The batches' padded tokens predict a
+    set's mean query from the run's earlier ones as well as two queries of it do: a batch costs about its padded
+    tokens, and it is the same model at the same load. The model controls this figure as it controls a warm-up's
+    time; either only sizes the windows, whose seconds are timed again."""
+
+    def __init__(self) -> None:
+        self.per_token: list[float] = []
+
+    def add(self, seconds: float, queries: int, sample: Sequence[Sequence[int]], tokens: Sequence[int]) -> None:
+        """One batched trial: ``queries`` examples answered in ``seconds``, cycling ``sample``'s units."""
+        cost, examples = sum(padded_cost(u, tokens) for u in sample), sum(len(u) for u in sample)
+        if cost > 0 and queries > 0 and seconds > 0:
+            self.per_token.append(seconds * examples / queries / cost)
+
+    def each(self, units: Sequence[Sequence[int]], tokens: Sequence[int] | None) -> float | None:
+        """The predicted mean seconds of one of ``units`` (a batched query), or None (no trial yet, no tokens)."""
+        if not self.per_token or not units or tokens is None:
+            return None
+        return median(self.per_token) * sum(padded_cost(u, tokens) for u in units) / len(units)

@@ -28,6 +28,7 @@ from dynadesk.orchestration.loadgen_fresh import (
     LENGTH_FACTOR_BOUND,
     SWEEP_MAX_S,
     Fresh,
+    TokenPace,
     length_factor,
     run_share,
     split_modes,
@@ -110,12 +111,30 @@ def test_a_runs_sets_take_weighed_strata_that_read_each_halfs_sweep_pace(tiny: P
         windows += sum(t["seconds"] for t in batched["trials"])
         sweeps += 3 * sweep_s
         assert report["datasets"][name]["batch1"]["trials"][0]["length_factor"] == 1.0  # batch-1: never weighed
+        # the run's first set warms up; the later ones' windows are sized by the run's pace so far (no warm-up)
+        first = name == next(iter(sets))
+        assert (batched["protocol"]["sized_by"], batched["protocol"]["warmup"]) == (("warm-up", 2) if first else
+                                                                                   ("pace", 0)), batched["protocol"]
     # three sweeps of each set's half (what a run took before); the strata take 2 of its 8 batches a trial
     assert windows < 0.5 * sweeps, (windows, sweeps)
     # `runs show` says how each set's batched figure was taken (the profile holds the load generator's report)
     lines = weighed_lines({"measurement": {"datasets": report["datasets"]}})
     assert [line.split(":")[0] for line in lines] == [f"batched {name}" for name in sets], lines
     assert all("3 strata trials, weighed by their batches' padded tokens" in line for line in lines), lines
+
+
+def test_the_pace_so_far_predicts_a_later_sets_mean_batched_query() -> None:
+    """Seconds per padded token from the trials so far (each cycling its sample: queries over its examples), times
+    a set's mean padded query: what its warm-up read, without its queries. No trial or no tokens: None (warm up)."""
+    pace = TokenPace()
+    tokens = [10] * 8 + [30] * 8
+    units = [list(range(i, i + 4)) for i in range(0, 16, 4)]  # padded costs 40, 40, 120, 120
+    assert pace.each(units, tokens) is None
+    pace.add(1.6, 16, [units[0], units[2]], tokens)  # 8 examples, 160 tokens a pass, 2 passes in 1.6 s
+    pace.add(2.0, 8, [units[1], units[3]], tokens)  # one pass in 2.0 s: 0.0125 s a token
+    assert pace.per_token == pytest.approx([0.005, 0.0125])
+    assert pace.each(units, tokens) == pytest.approx((0.005 + 0.0125) / 2 * 80)
+    assert pace.each(units, None) is None and pace.each([], tokens) is None
 
 
 def test_the_sweep_is_shared_among_a_runs_sets() -> None:

@@ -82,8 +82,10 @@ def sets_token_lengths(model_dir: Path | None, manifest: dict[str, Any],
                        sets: Sequence[Sequence[Sequence[str]]]) -> list[tuple[list[int] | None, str]]:
     """:func:`token_lengths` of each of a run's test sets (``sets``: each set's columns), counted in one child.
 
-    One child per run, not one per set: each costs ~0.2 s of start-up and tokenizer loading, 0.65 s of a
-    4-set run's fixed time before its worker started. The file and its bounds are the same for every set."""
+    One child per run, not one per set: each cost ~0.25 s of start-up and tokenizer loading, so the demo's 4 sets
+    took 1.14-1.22 s before its worker started, one child 0.33-0.38 s. The file and its bounds are the same for
+    every set; a child past its time or memory leaves every set by characters (one per set had paid the 60 s
+    limit once a set), a set the tokenizer fails on leaves that set alone."""
     if not sets:
         return []
     why = _cannot_count(model_dir, manifest, sets)

@@ -36,11 +36,15 @@ SLACK_S = 15  # the container's in-sandbox deadline (timeout + 5 s) plus polling
 
 
 def containers_of(docker_client, home, running_only=True):
-    """Evaluation containers whose run folder is under a worker's home (by the labels the runner sets)."""
+    """Evaluation containers whose run folder is under a worker's home (by the labels the runner sets).
+
+    Sparse: the list's own fields, no inspect per container. A full list inspects each container it listed, and one
+    the restarted worker's sweep removed in between failed the listing with a 404 (a clean-clone run); callers
+    ``reload()`` a container before reading its state."""
     root = str(home.resolve())
-    return [c for c in docker_client.containers.list(all=not running_only,
+    return [c for c in docker_client.containers.list(all=not running_only, sparse=True,
                                                       filters={"label": "dynadesk.role=evaluation"})
-            if c.labels.get("dynadesk.run-dir", "").startswith(root)]
+            if (c.attrs.get("Labels") or {}).get("dynadesk.run-dir", "").startswith(root)]
 
 
 def test_sigterm_mid_job_is_a_warm_shutdown_that_finishes_and_stores_the_job(

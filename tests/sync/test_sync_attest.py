@@ -51,6 +51,28 @@ def auditor(root: Path, name: str, db: Path) -> Path:
     return ws.home
 
 
+def measured(record) -> dict:
+    return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
+
+
+def steady_run(evaluate_once, agree: float = 0.25, tries: int = 4):
+    """The last of consecutive runs whose measured figures agree within ``agree`` of each other.
+
+    An honest claim is what this test audits: on a shared CI host a run timed in a slow spell claimed a latency p50
+    60% above what the audit then measured twice (1.76 against 1.10 and 1.12 ms), which the audit rightly calls not
+    reproduced. Two runs that agree say the claim was timed on a steady machine; half the policy's tolerance leaves
+    the audit's own re-measurement its room."""
+    previous = None
+    for _ in range(tries):
+        run = evaluate_once()
+        assert run.status == "succeeded", run.error
+        figures = measured(run)
+        if previous is not None and all(abs(v - previous[k]) <= agree * abs(v) for k, v in figures.items()):
+            return run
+        previous = figures
+    raise AssertionError(f"no two consecutive runs of {tries} agreed within {agree:.0%}: the machine is not steady")
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     from dynadesk.evaluator.threads import wait_until_quiet
@@ -66,8 +88,8 @@ def world(tmp_path_factory):
     # tolerance on a loaded CI machine; and a quiet machine, as the audit below will likely have: the serial
     # tests before this one load it on purpose (two clean-clone runs disputed a claim timed as they wound down)
     wait_until_quiet(60.0, 3.0)
-    run = evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1, min_seconds=0.5))
-    assert run.status == "succeeded", run.error
+    run = steady_run(lambda: evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1,
+                                                             min_seconds=0.5)))
     model_folder = Path(store.models.get("tiny").path)
     store.close()
     pub = root / "submitter.pub"

@@ -61,11 +61,13 @@ def steady_run(evaluate_once, agree: float = 0.25, tries: int = 4):
     An honest claim is what this test audits: on a shared CI host a run timed in a slow spell claimed a latency p50
     60% above what the audit then measured twice (1.76 against 1.10 and 1.12 ms), which the audit rightly calls not
     reproduced. Two runs that agree say the claim was timed on a steady machine; half the policy's tolerance leaves
-    the audit's own re-measurement its room."""
+    the audit's own re-measurement its room. ``tries=1``: the first run, for tests that judge no measured figure."""
     previous = None
     for _ in range(tries):
         run = evaluate_once()
         assert run.status == "succeeded", run.error
+        if tries == 1:
+            return run
         figures = measured(run)
         if previous is not None and all(abs(v - previous[k]) <= agree * abs(v) for k, v in figures.items()):
             return run
@@ -74,7 +76,7 @@ def steady_run(evaluate_once, agree: float = 0.25, tries: int = 4):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(tmp_path_factory, request):
     from dynadesk.evaluator.threads import wait_until_quiet
     from dynadesk.orchestration.evaluate import evaluate
 
@@ -88,8 +90,10 @@ def world(tmp_path_factory):
     # tolerance on a loaded CI machine; and a quiet machine, as the audit below will likely have: the serial
     # tests before this one load it on purpose (two clean-clone runs disputed a claim timed as they wound down)
     wait_until_quiet(60.0, 3.0)
+    # only the flow's audit judges the measured claims; the other tests (the parallel phase's) take the first run
+    audited = any(item.name == "test_the_attestation_flow_from_the_cli" for item in request.session.items)
     run = steady_run(lambda: evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1,
-                                                             min_seconds=0.5)))
+                                                             min_seconds=0.5)), tries=4 if audited else 1)
     model_folder = Path(store.models.get("tiny").path)
     store.close()
     pub = root / "submitter.pub"

@@ -86,7 +86,7 @@ def _flip_hex(s: str) -> str:
 
 
 MUTATIONS = {
-    "created_at": lambda v: v.replace(v[17:19], f"{(int(v[17:19]) + 1) % 60:02d}"),
+    "created_at": lambda v: v[:17] + f"{(int(v[17:19]) + 1) % 60:02d}" + v[19:],  # the seconds, in place
     "task": lambda v: "nli",
     "model.name": lambda v: v + "-x",
     "model.digest": _flip_hex,

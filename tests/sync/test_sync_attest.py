@@ -9,6 +9,8 @@ auditor re-runs it with ``dynadesk audit BUNDLE --rerun --attest`` and syncs: th
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -55,24 +57,30 @@ def measured(record) -> dict:
     return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
 
 
-def steady_run(evaluate_once, agree: float = 0.25, tries: int = 4):
-    """The last of consecutive runs whose measured figures agree within ``agree`` of each other.
+def representative_run(evaluate_once, runs: int = 3):
+    """Of ``runs`` runs, the one whose measured figures stray least from their medians over the runs.
 
-    An honest claim is what this test audits: on a shared CI host a run timed in a slow spell claimed a latency p50
-    60% above what the audit then measured twice (1.76 against 1.10 and 1.12 ms), which the audit rightly calls not
-    reproduced. Two runs that agree say the claim was timed on a steady machine; half the policy's tolerance leaves
-    the audit's own re-measurement its room. ``tries=1``: the first run, for tests that judge no measured figure."""
-    previous = None
-    for _ in range(tries):
+    An honest claim is what this test audits. A tiny model's figures (~1 ms latencies) move together by 30% from one
+    run to the next on this machine, quiet or not (five runs in a row, load 1.4: every latency of one run 30% above
+    the run before), and on a shared CI host one run timed in such a spell claimed a p50 60% above what the audit
+    then measured twice (1.76 against 1.10 and 1.12 ms): the audit rightly calls that not reproduced. Asking that two
+    runs in a row agree within 25% failed in both phases of a clean-clone run; the run nearest the medians is the
+    claim a submitter who ran it three times would fairly make. ``runs=1``: the first run, for tests that judge no
+    measured figure."""
+    made = []
+    for _ in range(runs):
         run = evaluate_once()
         assert run.status == "succeeded", run.error
-        if tries == 1:
-            return run
-        figures = measured(run)
-        if previous is not None and all(abs(v - previous[k]) <= agree * abs(v) for k, v in figures.items()):
-            return run
-        previous = figures
-    raise AssertionError(f"no two consecutive runs of {tries} agreed within {agree:.0%}: the machine is not steady")
+        made.append(run)
+    if runs == 1:
+        return made[0]
+    figures = [measured(run) for run in made]
+    medians = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+
+    def stray(f: dict) -> float:
+        return max(abs(math.log(f[k] / m)) for k, m in medians.items() if m > 0 and f[k] > 0)
+
+    return made[min(range(runs), key=lambda i: stray(figures[i]))]
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +100,8 @@ def world(tmp_path_factory, request):
     wait_until_quiet(60.0, 3.0)
     # only the flow's audit judges the measured claims; the other tests (the parallel phase's) take the first run
     audited = any(item.name == "test_the_attestation_flow_from_the_cli" for item in request.session.items)
-    run = steady_run(lambda: evaluate(store, sub, run_request("tiny", batch_size=8, latency_samples=8, warmup=1,
-                                                             min_seconds=0.5)), tries=4 if audited else 1)
+    request_ = run_request("tiny", batch_size=8, latency_samples=8, warmup=1, min_seconds=0.5)
+    run = representative_run(lambda: evaluate(store, sub, request_), runs=3 if audited else 1)
     model_folder = Path(store.models.get("tiny").path)
     store.close()
     pub = root / "submitter.pub"

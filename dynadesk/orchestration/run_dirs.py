@@ -15,6 +15,10 @@ socket and data (``tests/reliability/test_reliability_run_dirs.py`` runs one in 
 folders made in this process's namespace are judged; another namespace's are left to a run there. Nor are any
 where ``/proc`` is not this namespace's (a namespace made without its own ``/proc`` mount reads the host's process
 table, where its ids mean other processes): a run there removed its own live socket folder.
+
+An earlier version named its folders without the namespace (``dynadesk-lg-PID-xxxx``): whose ids they carry is
+unknown, so they are judged by age alone. A run ends by its timeout at the latest (the command line takes at most
+seven days), so a folder unchanged for :data:`EARLIER_STALE_S` belongs to no live run, whoever made it.
 """
 
 from __future__ import annotations
@@ -24,12 +28,17 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
 
 KINDS = ("lg", "data")  # the load generator's socket folder, the sandbox's data folder
 _NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-(\d+)-[A-Za-z0-9_]+$")  # namespace, process id, mkdtemp's
+_EARLIER_NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-[A-Za-z0-9_]+$")  # an earlier version's: process id only
+# the longest run the command line allows (--timeout, 7 days) and a day more: an earlier version's folder unchanged
+# for longer was left by a run that has ended
+EARLIER_STALE_S = 8 * 86400.0
 REUSE_SLACK_S = 1.0  # a process's start time is rounded (clock ticks): "started after" means by more than this
 
 
@@ -53,20 +62,22 @@ def pid_namespace() -> int:
 
 def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
     """Remove the run folders under ``root`` (the system's temporary folder) whose maker is gone; the removed.
-    Only this user's folders of this module's names made in this PID namespace are looked at (not those an earlier
-    version named without one: their maker's namespace is unknown); one that cannot be read or removed is left."""
+    Only this user's folders of this module's names are looked at: those made in this PID namespace by their maker's
+    process, those an earlier version named without a namespace by their age (:data:`EARLIER_STALE_S`); one that
+    cannot be read or removed is left."""
     namespace = pid_namespace()
-    if not _proc_is_ours():
-        return []
+    by_process = _proc_is_ours()
     folder = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
         names = os.listdir(folder)
     except OSError:
         return []
     removed = []
+    now = time.time()
     for name in names:
-        match = _NAME.match(name)
-        if match is None or int(match.group(1)) != namespace:
+        match, earlier = _NAME.match(name), _EARLIER_NAME.match(name)
+        ours = match is not None and by_process and int(match.group(1)) == namespace
+        if not ours and earlier is None:
             continue
         path = folder / name
         try:
@@ -75,7 +86,9 @@ def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
-        if _maker_alive(int(match.group(2)), info.st_mtime):
+        if ours and match is not None and _maker_alive(int(match.group(2)), info.st_mtime):
+            continue
+        if not ours and now - info.st_mtime < EARLIER_STALE_S:
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():

@@ -87,10 +87,17 @@ def test_a_folder_whose_process_id_was_reused_is_stale_and_others_are_left(tmp_p
     dead.mkdir()
     elsewhere = tmp_path / f"dynadesk-lg-{ns + 1}-{gone.stdout.strip()}-qrst7890"  # another PID namespace's
     elsewhere.mkdir()
-    earlier = tmp_path / f"dynadesk-lg-{gone.stdout.strip()}-uvwx1234"  # an earlier version's: no namespace
-    earlier.mkdir()
+    earlier = tmp_path / f"dynadesk-lg-{gone.stdout.strip()}-uvwx1234"  # an earlier version's: no namespace,
+    earlier.mkdir()  # so judged by age: changed a week ago, within the longest run's timeout and a day
+    week = time.time() - 7 * 86400
+    os.utime(earlier, (week, week))
+    ancient = tmp_path / f"dynadesk-data-{me}-yz012345"  # ... and nine days ago, though its id is a live process
+    ancient.mkdir()
+    (ancient / "d000.jsonl").write_text("{}\n")
+    nine = time.time() - 9 * 86400
+    os.utime(ancient, (nine, nine))
     time.sleep(0.1)
-    assert sorted(sweep_stale_run_dirs(tmp_path)) == sorted([reused, dead])
+    assert sorted(sweep_stale_run_dirs(tmp_path)) == sorted([reused, dead, ancient])
     assert ours.is_dir() and unknown.is_dir() and a_file.is_file() and elsewhere.is_dir() and earlier.is_dir()
     if os.geteuid() == 0:  # another user's folder is never removed (only root can make one here)
         foreign = tmp_path / f"dynadesk-lg-{ns}-{gone.stdout.strip()}-mnop3456"

@@ -16,9 +16,10 @@ folders made in this process's namespace are judged; another namespace's are lef
 where ``/proc`` is not this namespace's (a namespace made without its own ``/proc`` mount reads the host's process
 table, where its ids mean other processes): a run there removed its own live socket folder.
 
-An earlier version named its folders without the namespace (``dynadesk-lg-PID-xxxx``): whose ids they carry is
-unknown, so they are judged by age alone. A run ends by its timeout at the latest (the command line takes at most
-seven days), so a folder unchanged for :data:`EARLIER_STALE_S` belongs to no live run, whoever made it.
+Earlier versions named their folders without the namespace (``dynadesk-lg-PID-xxxx``) or without either
+(``dynadesk-lg-xxxxxxxx``): whose ids they carry, if any, is unknown, so they are judged by age alone. A run ends
+by its timeout at the latest (the command line takes at most seven days), so such a folder unchanged for
+:data:`EARLIER_STALE_S` belongs to no live run, whoever made it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import psutil
 
 KINDS = ("lg", "data")  # the load generator's socket folder, the sandbox's data folder
 _NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-(\d+)-[A-Za-z0-9_]+$")  # namespace, process id, mkdtemp's
-_EARLIER_NAME = re.compile(r"^dynadesk-(?:lg|data)-(\d+)-[A-Za-z0-9_]+$")  # an earlier version's: process id only
+# earlier versions': a process id and mkdtemp's, or mkdtemp's alone (its characters hold no "-")
+_EARLIER_NAME = re.compile(r"^dynadesk-(?:lg|data)-(?:\d+-)?[A-Za-z0-9_]+$")
 # the longest run the command line allows (--timeout, 7 days) and a day more: an earlier version's folder unchanged
 # for longer was left by a run that has ended
 EARLIER_STALE_S = 8 * 86400.0
@@ -75,9 +77,9 @@ def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
     removed = []
     now = time.time()
     for name in names:
-        match, earlier = _NAME.match(name), _EARLIER_NAME.match(name)
-        ours = match is not None and by_process and int(match.group(1)) == namespace
-        if not ours and earlier is None:
+        match = _NAME.match(name)
+        pid = int(match.group(2)) if match and by_process and int(match.group(1)) == namespace else None
+        if pid is None and _EARLIER_NAME.match(name) is None:
             continue
         path = folder / name
         try:
@@ -86,9 +88,9 @@ def sweep_stale_run_dirs(root: Path | None = None) -> list[Path]:
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
-        if ours and match is not None and _maker_alive(int(match.group(2)), info.st_mtime):
+        if pid is not None and _maker_alive(pid, info.st_mtime):
             continue
-        if not ours and now - info.st_mtime < EARLIER_STALE_S:
+        if pid is None and now - info.st_mtime < EARLIER_STALE_S:
             continue
         shutil.rmtree(path, ignore_errors=True)
         if not path.exists():

@@ -10,7 +10,7 @@ import sys
 import warnings
 
 import pytest
-from support.eval import MEASURED_WINDOW_S, add_test_set, run_request, setup_workspace
+from support.eval import MEASURED_WINDOW_S, add_test_set, measured_metrics, run_request, setup_workspace
 
 from dynadesk.audit import tolerances
 from dynadesk.evaluator import profiling
@@ -24,10 +24,6 @@ PAIRS = 4  # a pair measured noisy, or whose timing disagrees, is taken again (a
 # moved one clean-flagged pair's throughput 588 vs 411 examples/s while the pair before agreed; a clean clone at
 # 01:30 took three pairs: two clean ones with Docker's p99 2.1x the local one's, 4.13 vs 1.97 and 3.96 vs 1.88 ms,
 # and one flagged noisy)
-
-
-def _measured(record) -> dict[tuple[str, str], float]:
-    return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
 
 
 # Memory is peak RSS less the shared libraries' pages (profiling.MEMORY_DEFINITION): whole peak RSS moved with
@@ -51,7 +47,7 @@ def test_docker_and_local_measure_every_field_within_its_declared_tolerance(home
         local = evaluate(store, ws, run_request("tiny", ["speed-test"], runner="local", limits=limits,
                                                 min_seconds=MEASURED_WINDOW_S))
         assert docker.status == local.status == "succeeded", (docker.error, local.error)
-        a, b = _measured(docker), _measured(local)
+        a, b = measured_metrics(docker), measured_metrics(local)
         rss = [r.profile["memory"]["rss_peak_bytes"] / 2**30 for r in (docker, local)]
         print(f"pair: memory docker {a[('', 'memory')]:.3f} GiB, local {b[('', 'memory')]:.3f} GiB (peak RSS "
               f"{rss[0]:.3f} vs {rss[1]:.3f}); throughput "

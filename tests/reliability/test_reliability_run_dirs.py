@@ -96,8 +96,13 @@ def test_a_folder_whose_process_id_was_reused_is_stale_and_others_are_left(tmp_p
     (ancient / "d000.jsonl").write_text("{}\n")
     nine = time.time() - 9 * 86400
     os.utime(ancient, (nine, nine))
+    oldest, recent = tmp_path / "dynadesk-lg-a1b2c3_d", tmp_path / "dynadesk-data-e4f5g6h7"  # named by no id at all
+    oldest.mkdir()
+    recent.mkdir()
+    os.utime(oldest, (nine, nine))
     time.sleep(0.1)
-    assert sorted(sweep_stale_run_dirs(tmp_path)) == sorted([reused, dead, ancient])
+    assert sorted(sweep_stale_run_dirs(tmp_path)) == sorted([reused, dead, ancient, oldest])
+    assert recent.is_dir()
     assert ours.is_dir() and unknown.is_dir() and a_file.is_file() and elsewhere.is_dir() and earlier.is_dir()
     if os.geteuid() == 0:  # another user's folder is never removed (only root can make one here)
         foreign = tmp_path / f"dynadesk-lg-{ns}-{gone.stdout.strip()}-mnop3456"

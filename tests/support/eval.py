@@ -75,6 +75,11 @@ def deterministic_metrics(record) -> dict:
     return {(m.dataset, m.metric): m.value for m in record.metrics if m.deterministic}
 
 
+def measured_metrics(record) -> dict[tuple[str, str], float]:
+    """``(dataset, metric) -> value`` of a run's measured (timed, memory) figures: what an audit re-measures."""
+    return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
+
+
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 from click.testing import CliRunner
-from support.eval import LABELS, add_test_set, run_request, setup_workspace
+from support.eval import LABELS, add_test_set, measured_metrics, run_request, setup_workspace
 from support.sync import free_port, server_bin, start_server, stop_server
 from support.tiny_models import make_tiny_classifier
 
@@ -53,10 +53,6 @@ def auditor(root: Path, name: str, db: Path) -> Path:
     return ws.home
 
 
-def measured(record) -> dict:
-    return {(m.dataset, m.metric): m.value for m in record.metrics if not m.deterministic}
-
-
 def representative_run(evaluate_once, runs: int = 3):
     """Of ``runs`` runs, the one whose measured figures stray least from their medians over the runs.
 
@@ -74,7 +70,7 @@ def representative_run(evaluate_once, runs: int = 3):
         made.append(run)
     if runs == 1:
         return made[0]
-    figures = [measured(run) for run in made]
+    figures = [measured_metrics(run) for run in made]
     medians = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
 
     def stray(f: dict) -> float:
